@@ -1,0 +1,3 @@
+//! The subcommands of the `switchboard` binary.
+
+pub mod keys;
