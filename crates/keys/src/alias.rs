@@ -64,10 +64,11 @@ pub const NON_FUNCTIONAL_BACKEND_DISPATCH_KEYSET: DispatchKeySet = BACKEND_DISPA
     .remove_backend(BackendComponent::XLABit)
     .remove_backend(BackendComponent::LazyBit);
 
-/// What `CompositeImplicitAutograd` covers: backends, autograd, NestedTensor and Functionalize.
+/// What `CompositeImplicitAutograd` covers: backends, autograd and NestedTensor. (Newer PyTorch
+/// adds Functionalize; 2.15 does not, as its recorded tables show.)
 pub const MATH_DISPATCH_KEYSET: DispatchKeySet = BACKEND_DISPATCH_KEYSET
     .union(AUTOGRAD_DISPATCH_KEYSET)
-    .union(ks(&[K::NestedTensor, K::Functionalize]));
+    .union(DispatchKeySet::from_key(K::NestedTensor));
 
 /// What `CompositeImplicitAutogradNestedTensor` covers.
 pub const NESTED_DISPATCH_KEYSET: DispatchKeySet =
@@ -128,7 +129,7 @@ impl K {
 
     /// The backend keys an autograd key is for (`getBackendKeySetFromAutograd`): `AutogradCPU`
     /// -> {CPU}, `AutogradOther` -> the AutogradOther backends; empty for other keys (including
-    /// the autograd keys PyTorch leaves out: HIP, VE, MTIA, MAIA).
+    /// the autograd keys PyTorch leaves out: HIP, VE, MTIA).
     pub const fn backend_key_set_from_autograd(self) -> DispatchKeySet {
         let backend = match self {
             K::AutogradCPU => K::CPU,
@@ -140,6 +141,7 @@ impl K {
             K::AutogradHPU => K::HPU,
             K::AutogradIPU => K::IPU,
             K::AutogradXPU => K::XPU,
+            K::AutogradMAIA => K::MAIA,
             K::AutogradPrivateUse1 => K::PrivateUse1,
             K::AutogradPrivateUse2 => K::PrivateUse2,
             K::AutogradPrivateUse3 => K::PrivateUse3,
