@@ -1,0 +1,235 @@
+//! Token kinds of PyTorch's TorchScript lexer, as far as schema strings can
+//! reach them.
+//!
+//! // Note [Why the whole keyword table]
+//! The schema parser reuses the TorchScript lexer, so `in`, `if`, `True`,
+//! `is not`, `**=` ... are tokens, not identifiers, and they show up by name
+//! in error messages ("expected ident but found 'in' here:").  To reject the
+//! same inputs and name the same token, we keep PyTorch's full table of
+//! multi-character tokens, even the ones no valid schema can contain.
+
+/// A token kind: single-character tokens are their byte, the others are the
+/// constants below (all >= 256, like PyTorch's `TokenKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Kind(pub(crate) u16);
+
+impl Kind {
+    pub(crate) const fn ch(c: u8) -> Kind {
+        Kind(c as u16)
+    }
+}
+
+macro_rules! kinds {
+    ($($name:ident = $val:expr, $text:expr;)*) => {
+        $(pub(crate) const $name: Kind = Kind($val);)*
+        /// The name PyTorch's `kindToString` gives a multi-character kind.
+        fn multi_name(k: Kind) -> &'static str {
+            match k.0 {
+                $($val => $text,)*
+                _ => "unknown",
+            }
+        }
+    };
+}
+
+kinds! {
+    EOF = 256, "eof";
+    WHITESPACE = 257, "whitespace";
+    WHITESPACE_EOF = 258, "whitespace_eof";
+    NUMBER = 259, "number";
+    NEWLINE = 260, "newline";
+    INDENT = 261, "indent";
+    DEDENT = 262, "dedent";
+    DEF = 263, "def";
+    EQUIVALENT = 264, "equivalent";
+    IDENT = 265, "ident";
+    STRINGLITERAL = 266, "string_literal";
+    IF = 267, "if";
+    ELSE = 268, "else";
+    ELIF = 269, "elif";
+    WHILE = 270, "while";
+    RETURN = 271, "return";
+    IS = 272, "is";
+    ISNOT = 273, "is not";
+    NE = 274, "ne";
+    EQ = 275, "eq";
+    LE = 276, "le";
+    GE = 277, "ge";
+    FLOOR_DIV = 278, "floordiv";
+    TRUE = 279, "True";
+    FALSE = 280, "False";
+    NONE = 281, "None";
+    AND = 282, "and";
+    OR = 283, "or";
+    NOT = 284, "not";
+    LSHIFT = 285, "<<";
+    RSHIFT = 286, ">>";
+    PLUS_EQ = 287, "+=";
+    MINUS_EQ = 288, "-=";
+    TIMES_EQ = 289, "*=";
+    DIV_EQ = 290, "/=";
+    MOD_EQ = 291, "%=";
+    BIT_OR_EQ = 292, "|=";
+    BIT_AND_EQ = 293, "&=";
+    BIT_XOR_EQ = 294, "^=";
+    LSHIFT_EQ = 295, "<<=";
+    RSHIFT_EQ = 296, ">>=";
+    POW_EQ = 297, "**=";
+    GLOBAL = 298, "global";
+    FOR = 299, "for";
+    IN = 300, "in";
+    NOTIN = 301, "not in";
+    POW = 302, "pow operator";
+    ARROW = 303, "arrow";
+    TYPE_COMMENT = 304, "type comment";
+    RAISE = 305, "raise";
+    ASSERT = 306, "assert";
+    DOTS = 307, "dots";
+    BREAK = 308, "break";
+    CONTINUE = 309, "continue";
+    DELETE = 310, "del";
+    PASS = 311, "pass";
+    CLASS_DEF = 312, "class";
+    IMPORT = 313, "import";
+    WITH = 314, "with";
+    AS = 315, "as";
+    ELLIPSIS = 316, "Ellipsis";
+    NONE_TYPE = 317, "NoneType";
+}
+
+/// The text PyTorch uses for a kind in "expected X but found 'Y'".
+pub(crate) fn kind_name(k: Kind) -> std::borrow::Cow<'static, str> {
+    if k.0 < 256 {
+        // Single-byte kinds are named by the byte itself.  Only ASCII bytes
+        // become kinds (see `Lexer::invalid_token`).
+        std::borrow::Cow::Owned(char::from(k.0 as u8).to_string())
+    } else {
+        std::borrow::Cow::Borrowed(multi_name(k))
+    }
+}
+
+/// PyTorch's `valid_single_char_tokens`.
+pub(crate) fn is_single_char_token(c: u8) -> bool {
+    matches!(
+        c,
+        b'+' | b'-'
+            | b'*'
+            | b'/'
+            | b'%'
+            | b'@'
+            | b'('
+            | b')'
+            | b'['
+            | b']'
+            | b':'
+            | b','
+            | b'='
+            | b'{'
+            | b'}'
+            | b'>'
+            | b'<'
+            | b'.'
+            | b'?'
+            | b'!'
+            | b'&'
+            | b'^'
+            | b'|'
+            | b'~'
+    )
+}
+
+/// The keyword an identifier-shaped word is, if any.  (`is not` and
+/// `not in` are handled by the lexer, since they contain a space.)
+pub(crate) fn keyword(word: &[u8]) -> Option<Kind> {
+    // Every keyword starts with one of these; most identifiers do not, so
+    // this check avoids the string comparisons below.
+    if !matches!(
+        word.first(),
+        Some(b'a'..=b'g' | b'i' | b'n' | b'o' | b'p' | b'r' | b'w' | b'E' | b'F' | b'N' | b'T')
+    ) {
+        return None;
+    }
+    Some(match word {
+        b"def" => DEF,
+        b"del" => DELETE,
+        b"if" => IF,
+        b"is" => IS,
+        b"in" => IN,
+        b"import" => IMPORT,
+        b"else" => ELSE,
+        b"elif" => ELIF,
+        b"while" => WHILE,
+        b"with" => WITH,
+        b"return" => RETURN,
+        b"raise" => RAISE,
+        b"True" => TRUE,
+        b"False" => FALSE,
+        b"None" => NONE,
+        b"NoneType" => NONE_TYPE,
+        b"and" => AND,
+        b"assert" => ASSERT,
+        b"as" => AS,
+        b"or" => OR,
+        b"not" => NOT,
+        b"global" => GLOBAL,
+        b"for" => FOR,
+        b"break" => BREAK,
+        b"continue" => CONTINUE,
+        b"class" => CLASS_DEF,
+        b"pass" => PASS,
+        b"Ellipsis" => ELLIPSIS,
+        _ => return None,
+    })
+}
+
+type Entry = (&'static [u8], Kind);
+
+/// Multi-character operator tokens starting with `first`.
+pub(crate) fn operator_candidates(first: u8) -> &'static [Entry] {
+    match first {
+        b'<' => &[
+            (b"<=>", EQUIVALENT),
+            (b"<=", LE),
+            (b"<<", LSHIFT),
+            (b"<<=", LSHIFT_EQ),
+        ],
+        b'!' => &[(b"!=", NE)],
+        b'=' => &[(b"==", EQ)],
+        b'>' => &[(b">=", GE), (b">>", RSHIFT), (b">>=", RSHIFT_EQ)],
+        b'/' => &[(b"//", FLOOR_DIV), (b"/=", DIV_EQ)],
+        b'+' => &[(b"+=", PLUS_EQ)],
+        b'-' => &[(b"-=", MINUS_EQ), (b"->", ARROW)],
+        b'*' => &[(b"*=", TIMES_EQ), (b"**=", POW_EQ), (b"**", POW)],
+        b'%' => &[(b"%=", MOD_EQ)],
+        b'|' => &[(b"|=", BIT_OR_EQ)],
+        b'&' => &[(b"&=", BIT_AND_EQ)],
+        b'^' => &[(b"^=", BIT_XOR_EQ)],
+        b'#' => &[(b"# type:", TYPE_COMMENT)],
+        b'.' => &[(b"...", DOTS)],
+        _ => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords() {
+        assert_eq!(keyword(b"None"), Some(NONE));
+        assert_eq!(keyword(b"NoneType"), Some(NONE_TYPE));
+        assert_eq!(keyword(b"Nonex"), None);
+        assert_eq!(keyword(b"Tensor"), None);
+        assert_eq!(keyword(b"in"), Some(IN));
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(kind_name(Kind::ch(b'(')), "(");
+        assert_eq!(kind_name(Kind::ch(b'$')), "$");
+        assert_eq!(kind_name(IDENT), "ident");
+        assert_eq!(kind_name(EQ), "eq");
+        assert_eq!(kind_name(ISNOT), "is not");
+        assert_eq!(kind_name(NONE_TYPE), "NoneType");
+    }
+}
