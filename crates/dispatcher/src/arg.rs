@@ -1,0 +1,454 @@
+//! The Rust types of operator arguments and returns, and their boxed (`IValue`) forms.
+
+use switchboard_keys::DispatchKeySet;
+use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+
+use crate::ivalue::{IValue, Stack};
+
+// Note [Argument families]
+// A typed kernel takes its arguments borrowed (`&Tensor`, `&[i64]`, `Option<&Tensor>`) or by
+// value when they are small (`i64`, `Scalar`). Each schema type has one "family": a 'static
+// type standing for it (`Tensor` for `&Tensor`, `Vec<i64>` for `&[i64]`), whose `Ref<'a>` is the
+// borrowed form kernels receive. Families give every Rust signature a 'static identity (for the
+// type check that guards the unboxed fast path) and a schema type (for schema inference).
+
+/// An argument family: the schema type of an argument and how its borrowed form is boxed and
+/// unboxed (see Note [Argument families]).
+pub trait Arg: 'static {
+    /// The form a kernel receives.
+    type Ref<'a>: Copy;
+    /// The schema type, as the schema prints it (`Tensor`, `int[]`, `Scalar?`).
+    const SCHEMA_TYPE: &'static str;
+    /// The borrowed form of a boxed value; `None` when the value has another type.
+    fn from_ivalue(v: &IValue) -> Option<Self::Ref<'_>>;
+    /// The boxed form.
+    fn to_ivalue(r: Self::Ref<'_>) -> IValue;
+    /// The key sets of the tensors in the argument; empty for non-tensor arguments.
+    #[inline(always)]
+    fn key_set(_r: Self::Ref<'_>) -> DispatchKeySet {
+        DispatchKeySet::EMPTY
+    }
+}
+
+/// A kernel parameter type (`&'a Tensor`, `i64`, ...) and the family it belongs to.
+pub trait KernelParam {
+    /// The family.
+    type Family: Arg;
+}
+
+macro_rules! copy_arg {
+    ($ty:ty, $name:literal, $variant:ident) => {
+        impl Arg for $ty {
+            type Ref<'a> = $ty;
+            const SCHEMA_TYPE: &'static str = $name;
+            #[inline]
+            fn from_ivalue(v: &IValue) -> Option<$ty> {
+                match v {
+                    IValue::$variant(x) => Some(x.clone()),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn to_ivalue(r: $ty) -> IValue {
+                IValue::$variant(r)
+            }
+        }
+        impl KernelParam for $ty {
+            type Family = $ty;
+        }
+        impl Arg for Option<$ty> {
+            type Ref<'a> = Option<$ty>;
+            const SCHEMA_TYPE: &'static str = concat!($name, "?");
+            #[inline]
+            fn from_ivalue(v: &IValue) -> Option<Option<$ty>> {
+                match v {
+                    IValue::None => Some(None),
+                    other => <$ty as Arg>::from_ivalue(other).map(Some),
+                }
+            }
+            #[inline]
+            fn to_ivalue(r: Option<$ty>) -> IValue {
+                r.map_or(IValue::None, <$ty as Arg>::to_ivalue)
+            }
+        }
+        impl KernelParam for Option<$ty> {
+            type Family = Option<$ty>;
+        }
+    };
+}
+
+copy_arg!(i64, "int", Int);
+copy_arg!(bool, "bool", Bool);
+copy_arg!(Layout, "Layout", Layout);
+copy_arg!(Device, "Device", Device);
+copy_arg!(MemoryFormat, "MemoryFormat", MemoryFormat);
+
+impl Arg for f64 {
+    type Ref<'a> = f64;
+    const SCHEMA_TYPE: &'static str = "float";
+    #[inline]
+    fn from_ivalue(v: &IValue) -> Option<f64> {
+        match *v {
+            IValue::Double(x) => Some(x),
+            // An int is a valid float argument, as in Python.
+            IValue::Int(x) => Some(x as f64),
+            _ => None,
+        }
+    }
+    #[inline]
+    fn to_ivalue(r: f64) -> IValue {
+        IValue::Double(r)
+    }
+}
+impl KernelParam for f64 {
+    type Family = f64;
+}
+impl Arg for Option<f64> {
+    type Ref<'a> = Option<f64>;
+    const SCHEMA_TYPE: &'static str = "float?";
+    fn from_ivalue(v: &IValue) -> Option<Option<f64>> {
+        match v {
+            IValue::None => Some(None),
+            other => <f64 as Arg>::from_ivalue(other).map(Some),
+        }
+    }
+    fn to_ivalue(r: Option<f64>) -> IValue {
+        r.map_or(IValue::None, IValue::Double)
+    }
+}
+impl KernelParam for Option<f64> {
+    type Family = Option<f64>;
+}
+
+impl Arg for ScalarType {
+    type Ref<'a> = ScalarType;
+    const SCHEMA_TYPE: &'static str = "ScalarType";
+    fn from_ivalue(v: &IValue) -> Option<ScalarType> {
+        match *v {
+            IValue::ScalarType(t) => Some(t),
+            // PyTorch boxes dtypes as ints.
+            IValue::Int(i) => i8::try_from(i).ok().and_then(ScalarType::from_i8),
+            _ => None,
+        }
+    }
+    fn to_ivalue(r: ScalarType) -> IValue {
+        IValue::ScalarType(r)
+    }
+}
+impl KernelParam for ScalarType {
+    type Family = ScalarType;
+}
+impl Arg for Option<ScalarType> {
+    type Ref<'a> = Option<ScalarType>;
+    const SCHEMA_TYPE: &'static str = "ScalarType?";
+    fn from_ivalue(v: &IValue) -> Option<Option<ScalarType>> {
+        match v {
+            IValue::None => Some(None),
+            other => <ScalarType as Arg>::from_ivalue(other).map(Some),
+        }
+    }
+    fn to_ivalue(r: Option<ScalarType>) -> IValue {
+        r.map_or(IValue::None, IValue::ScalarType)
+    }
+}
+impl KernelParam for Option<ScalarType> {
+    type Family = Option<ScalarType>;
+}
+
+impl Arg for Scalar {
+    type Ref<'a> = Scalar;
+    const SCHEMA_TYPE: &'static str = "Scalar";
+    #[inline]
+    fn from_ivalue(v: &IValue) -> Option<Scalar> {
+        v.as_scalar()
+    }
+    #[inline]
+    fn to_ivalue(r: Scalar) -> IValue {
+        IValue::from(r)
+    }
+}
+impl KernelParam for Scalar {
+    type Family = Scalar;
+}
+impl Arg for Option<Scalar> {
+    type Ref<'a> = Option<Scalar>;
+    const SCHEMA_TYPE: &'static str = "Scalar?";
+    fn from_ivalue(v: &IValue) -> Option<Option<Scalar>> {
+        match v {
+            IValue::None => Some(None),
+            other => other.as_scalar().map(Some),
+        }
+    }
+    fn to_ivalue(r: Option<Scalar>) -> IValue {
+        r.map_or(IValue::None, IValue::from)
+    }
+}
+impl KernelParam for Option<Scalar> {
+    type Family = Option<Scalar>;
+}
+
+impl Arg for Tensor {
+    type Ref<'a> = &'a Tensor;
+    const SCHEMA_TYPE: &'static str = "Tensor";
+    #[inline]
+    fn from_ivalue(v: &IValue) -> Option<&Tensor> {
+        v.as_tensor()
+    }
+    #[inline]
+    fn to_ivalue(r: &Tensor) -> IValue {
+        IValue::Tensor(r.clone())
+    }
+    #[inline(always)]
+    fn key_set(r: &Tensor) -> DispatchKeySet {
+        r.key_set()
+    }
+}
+impl KernelParam for &Tensor {
+    type Family = Tensor;
+}
+
+impl Arg for Option<Tensor> {
+    type Ref<'a> = Option<&'a Tensor>;
+    const SCHEMA_TYPE: &'static str = "Tensor?";
+    fn from_ivalue(v: &IValue) -> Option<Option<&Tensor>> {
+        match v {
+            IValue::None => Some(None),
+            IValue::Tensor(t) => Some(Some(t)),
+            _ => None,
+        }
+    }
+    fn to_ivalue(r: Option<&Tensor>) -> IValue {
+        r.map_or(IValue::None, |t| IValue::Tensor(t.clone()))
+    }
+    #[inline(always)]
+    fn key_set(r: Option<&Tensor>) -> DispatchKeySet {
+        r.map_or(DispatchKeySet::EMPTY, Tensor::key_set)
+    }
+}
+impl KernelParam for Option<&Tensor> {
+    type Family = Option<Tensor>;
+}
+
+impl Arg for Vec<Tensor> {
+    type Ref<'a> = &'a [Tensor];
+    const SCHEMA_TYPE: &'static str = "Tensor[]";
+    fn from_ivalue(v: &IValue) -> Option<&[Tensor]> {
+        match v {
+            IValue::TensorList(ts) => Some(ts),
+            _ => None,
+        }
+    }
+    fn to_ivalue(r: &[Tensor]) -> IValue {
+        IValue::TensorList(r.to_vec())
+    }
+    fn key_set(r: &[Tensor]) -> DispatchKeySet {
+        r.iter()
+            .fold(DispatchKeySet::EMPTY, |ks, t| ks | t.key_set())
+    }
+}
+impl KernelParam for &[Tensor] {
+    type Family = Vec<Tensor>;
+}
+
+impl Arg for Vec<Option<Tensor>> {
+    type Ref<'a> = &'a [Option<Tensor>];
+    const SCHEMA_TYPE: &'static str = "Tensor?[]";
+    fn from_ivalue(v: &IValue) -> Option<&[Option<Tensor>]> {
+        match v {
+            IValue::OptionalTensorList(ts) => Some(ts),
+            _ => None,
+        }
+    }
+    fn to_ivalue(r: &[Option<Tensor>]) -> IValue {
+        IValue::OptionalTensorList(r.to_vec())
+    }
+    fn key_set(r: &[Option<Tensor>]) -> DispatchKeySet {
+        r.iter()
+            .flatten()
+            .fold(DispatchKeySet::EMPTY, |ks, t| ks | t.key_set())
+    }
+}
+impl KernelParam for &[Option<Tensor>] {
+    type Family = Vec<Option<Tensor>>;
+}
+
+macro_rules! slice_arg {
+    ($elem:ty, $name:literal, $variant:ident) => {
+        impl Arg for Vec<$elem> {
+            type Ref<'a> = &'a [$elem];
+            const SCHEMA_TYPE: &'static str = $name;
+            fn from_ivalue(v: &IValue) -> Option<&[$elem]> {
+                match v {
+                    IValue::$variant(xs) => Some(xs),
+                    _ => None,
+                }
+            }
+            fn to_ivalue(r: &[$elem]) -> IValue {
+                IValue::$variant(r.to_vec())
+            }
+        }
+        impl KernelParam for &[$elem] {
+            type Family = Vec<$elem>;
+        }
+        impl Arg for Option<Vec<$elem>> {
+            type Ref<'a> = Option<&'a [$elem]>;
+            const SCHEMA_TYPE: &'static str = concat!($name, "?");
+            fn from_ivalue(v: &IValue) -> Option<Option<&[$elem]>> {
+                match v {
+                    IValue::None => Some(None),
+                    IValue::$variant(xs) => Some(Some(xs)),
+                    _ => None,
+                }
+            }
+            fn to_ivalue(r: Option<&[$elem]>) -> IValue {
+                r.map_or(IValue::None, |xs| IValue::$variant(xs.to_vec()))
+            }
+        }
+        impl KernelParam for Option<&[$elem]> {
+            type Family = Option<Vec<$elem>>;
+        }
+    };
+}
+
+slice_arg!(i64, "int[]", IntList);
+slice_arg!(f64, "float[]", DoubleList);
+slice_arg!(bool, "bool[]", BoolList);
+
+impl Arg for String {
+    type Ref<'a> = &'a str;
+    const SCHEMA_TYPE: &'static str = "str";
+    fn from_ivalue(v: &IValue) -> Option<&str> {
+        match v {
+            IValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn to_ivalue(r: &str) -> IValue {
+        IValue::Str(r.to_owned())
+    }
+}
+impl KernelParam for &str {
+    type Family = String;
+}
+impl Arg for Option<String> {
+    type Ref<'a> = Option<&'a str>;
+    const SCHEMA_TYPE: &'static str = "str?";
+    fn from_ivalue(v: &IValue) -> Option<Option<&str>> {
+        match v {
+            IValue::None => Some(None),
+            IValue::Str(s) => Some(Some(s)),
+            _ => None,
+        }
+    }
+    fn to_ivalue(r: Option<&str>) -> IValue {
+        r.map_or(IValue::None, |s| IValue::Str(s.to_owned()))
+    }
+}
+impl KernelParam for Option<&str> {
+    type Family = Option<String>;
+}
+
+/// The return type of a kernel: one value or a tuple of them, and how it moves through a stack.
+pub trait KernelReturn: Sized + 'static {
+    /// The schema types of the returns, in order.
+    fn schema_types() -> Vec<&'static str>;
+    /// Pushes the returns onto a stack.
+    fn push_to_stack(self, stack: &mut Stack);
+    /// Pops the returns pushed by a boxed kernel (the last `schema_types().len()` values).
+    fn pop_from_stack(stack: &mut Stack) -> Option<Self>;
+}
+
+/// A single returned value.
+pub trait ReturnValue: Sized + 'static {
+    /// The schema type.
+    const SCHEMA_TYPE: &'static str;
+    /// Boxes the value.
+    fn into_ivalue(self) -> IValue;
+    /// Unboxes the value.
+    fn from_ivalue(v: IValue) -> Option<Self>;
+}
+
+macro_rules! return_value {
+    ($ty:ty, $name:literal, $variant:ident) => {
+        impl ReturnValue for $ty {
+            const SCHEMA_TYPE: &'static str = $name;
+            fn into_ivalue(self) -> IValue {
+                IValue::$variant(self)
+            }
+            fn from_ivalue(v: IValue) -> Option<Self> {
+                match v {
+                    IValue::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+return_value!(Tensor, "Tensor", Tensor);
+return_value!(i64, "int", Int);
+return_value!(f64, "float", Double);
+return_value!(bool, "bool", Bool);
+return_value!(Vec<Tensor>, "Tensor[]", TensorList);
+return_value!(ScalarType, "ScalarType", ScalarType);
+return_value!(Vec<i64>, "int[]", IntList);
+
+impl ReturnValue for Scalar {
+    const SCHEMA_TYPE: &'static str = "Scalar";
+    fn into_ivalue(self) -> IValue {
+        IValue::from(self)
+    }
+    fn from_ivalue(v: IValue) -> Option<Self> {
+        v.as_scalar()
+    }
+}
+
+impl<T: ReturnValue> KernelReturn for T {
+    fn schema_types() -> Vec<&'static str> {
+        vec![T::SCHEMA_TYPE]
+    }
+    #[inline]
+    fn push_to_stack(self, stack: &mut Stack) {
+        stack.push(self.into_ivalue());
+    }
+    #[inline]
+    fn pop_from_stack(stack: &mut Stack) -> Option<Self> {
+        stack.pop().and_then(T::from_ivalue)
+    }
+}
+
+impl KernelReturn for () {
+    fn schema_types() -> Vec<&'static str> {
+        Vec::new()
+    }
+    fn push_to_stack(self, _stack: &mut Stack) {}
+    fn pop_from_stack(_stack: &mut Stack) -> Option<Self> {
+        Some(())
+    }
+}
+
+macro_rules! tuple_return {
+    ($n:literal; $($t:ident),+) => {
+        impl<$($t: ReturnValue),+> KernelReturn for ($($t,)+) {
+            fn schema_types() -> Vec<&'static str> {
+                vec![$($t::SCHEMA_TYPE),+]
+            }
+            #[allow(non_snake_case)]
+            fn push_to_stack(self, stack: &mut Stack) {
+                let ($($t,)+) = self;
+                $(stack.push($t.into_ivalue());)+
+            }
+            #[allow(non_snake_case)]
+            fn pop_from_stack(stack: &mut Stack) -> Option<Self> {
+                let base = stack.len().checked_sub($n)?;
+                let mut it = stack.drain(base..);
+                $(let $t = $t::from_ivalue(it.next()?)?;)+
+                Some(($($t,)+))
+            }
+        }
+    };
+}
+
+tuple_return!(2; A, B);
+tuple_return!(3; A, B, C);
+tuple_return!(4; A, B, C, D);

@@ -1,0 +1,274 @@
+//! Calling operators: `OperatorHandle` (boxed calls) and `TypedOperatorHandle` (typed calls).
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use switchboard_keys::{DispatchKey, DispatchKeySet};
+
+use crate::arg::KernelReturn;
+use crate::dispatcher::Dispatcher;
+use crate::error::{DispatchError, Result};
+use crate::ivalue::Stack;
+use crate::kernel::{ArgList, KernelKind};
+use crate::observe;
+use crate::operator::{AnnotatedKernel, OperatorEntry, SchemaRecord};
+use crate::schema_check::{format_inferred, schema_difference};
+use crate::tls::tls_local_dispatch_key_set;
+
+/// A handle to a registered operator: cheap to clone, valid as long as it lives (even after the
+/// operator is deregistered, when calls report the missing kernel).
+#[derive(Clone)]
+pub struct OperatorHandle(pub(crate) Arc<OperatorEntry>);
+
+impl std::fmt::Debug for OperatorHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OperatorHandle({})", self.0.name())
+    }
+}
+
+/// The key set of a call: the arguments' keys with this thread's included keys added and its
+/// excluded keys removed, minus the operator's fallthrough keys.
+#[inline(always)]
+fn call_key_set(entry: &OperatorEntry, args: DispatchKeySet) -> DispatchKeySet {
+    let tls = tls_local_dispatch_key_set();
+    entry.mask_fallthrough((args | tls.included) - tls.excluded)
+}
+
+impl OperatorHandle {
+    /// The operator's name.
+    pub fn name(&self) -> &switchboard_schema::OperatorName {
+        self.0.name()
+    }
+
+    /// The operator's schema, if it is defined.
+    pub fn schema(&self) -> Option<Arc<SchemaRecord>> {
+        self.0.schema()
+    }
+
+    /// True when both handles refer to the same operator.
+    pub fn ptr_eq(&self, other: &OperatorHandle) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// A typed handle with calling convention `A -> R` (tuples of argument families, see
+    /// Note [Argument families]). Checked once against the schema here; calls through it do no
+    /// checks.
+    pub fn typed<A: ArgList, R: KernelReturn>(&self) -> Result<TypedOperatorHandle<A, R>> {
+        if let Some(record) = self.schema() {
+            let (args, rets) = (A::schema_types(), R::schema_types());
+            if let Some(reason) = schema_difference(&record.schema, &args, &rets) {
+                return Err(DispatchError::WrongSignature(format!(
+                    "Tried to access or call an operator with a wrong signature.\n  operator: \
+                     {}\n    {}\n  accessed/called as: {}\n  reason: {reason}",
+                    record.schema,
+                    record.debug,
+                    format_inferred(&args, &rets)
+                )));
+            }
+        }
+        Ok(TypedOperatorHandle {
+            op: self.clone(),
+            _sig: PhantomData,
+        })
+    }
+
+    /// Calls the operator with the arguments on `stack`, leaving its returns there.
+    pub fn call_boxed(&self, stack: &mut Stack) -> Result<()> {
+        let ks = call_key_set(&self.0, self.0.boxed_key_set(stack));
+        self.redispatch_boxed(ks, stack)
+    }
+
+    /// Calls the kernel of `ks` (already masked: a kernel passes `ks & full_after(its key)`).
+    pub fn redispatch_boxed(&self, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
+        let kernel = self.0.lookup(ks);
+        if observe::active() {
+            let _scope = observe::Scope::enter(self, ks, kernel, Some(stack));
+            return self.run_boxed(kernel, ks, stack);
+        }
+        self.run_boxed(kernel, ks, stack)
+    }
+
+    #[inline]
+    fn run_boxed(
+        &self,
+        kernel: &AnnotatedKernel,
+        ks: DispatchKeySet,
+        stack: &mut Stack,
+    ) -> Result<()> {
+        match kernel.kernel.boxed_fn() {
+            Some(f) if kernel.kernel.kind() == KernelKind::Regular => f(self, ks, stack),
+            _ if kernel.kernel.is_fallthrough() => {
+                self.redispatch_boxed(skip_fallthrough(ks), stack)
+            }
+            _ => Err(self.report_error(kernel, ks)),
+        }
+    }
+
+    /// The error of a call that reached a slot without a runnable kernel.
+    #[cold]
+    pub(crate) fn report_error(
+        &self,
+        kernel: &AnnotatedKernel,
+        ks: DispatchKeySet,
+    ) -> DispatchError {
+        let op = self.name().to_string();
+        match kernel.kernel.kind() {
+            KernelKind::AmbiguousAutogradOther => DispatchError::AmbiguousAutogradOther { op },
+            _ => {
+                let key = ks.highest_priority_type_id();
+                let available: Vec<String> = match self.0.dispatcher.upgrade() {
+                    Some(inner) => Dispatcher { inner }
+                        .available_keys(&self.0)
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
+                    None => Vec::new(),
+                };
+                if key == DispatchKey::Undefined {
+                    return DispatchError::NoTensorArguments {
+                        op,
+                        available: available.join(", "),
+                    };
+                }
+                let hint = no_kernel_hint(key);
+                DispatchError::NoKernel {
+                    op,
+                    key,
+                    available: available.join(", "),
+                    hint,
+                }
+            }
+        }
+    }
+}
+
+// Note [Fallthrough reached at run time]
+// The fallthrough mask normally keeps calls away from fallthrough slots. A slot can still be
+// reached when a registration lands between a call's mask load and its slot load, or when a
+// kernel redispatches with a key set it built itself. PyTorch reports an internal error then; we
+// do what the mask would have done and continue with the next key.
+
+/// The key set with its highest-priority functionality removed (see Note [Fallthrough reached
+/// at run time]).
+#[inline]
+fn skip_fallthrough(ks: DispatchKeySet) -> DispatchKeySet {
+    ks.remove(ks.highest_priority_type_id())
+}
+
+/// A suggestion for the "Could not run" error.
+fn no_kernel_hint(key: DispatchKey) -> String {
+    let backend = key.to_backend_component();
+    if key.to_functionality_key() == DispatchKey::Dense {
+        format!(
+            " Is the backend for '{key}' linked into this program? If it is, register a kernel \
+             for this operator with `impl_(op, DispatchKey::{key}, kernel)` or a \
+             CompositeExplicitAutograd kernel."
+        )
+    } else if key.to_functionality_key() == DispatchKey::AutogradFunctionality {
+        let _ = backend;
+        " Register an Autograd kernel for this operator, or a CompositeImplicitAutograd \
+          decomposition."
+            .into()
+    } else {
+        format!(" Register a kernel for '{key}' or a backend fallback for it.")
+    }
+}
+
+/// A handle to an operator with a known calling convention: arguments `A` (a tuple of argument
+/// families) and returns `R`. Calls are lock-free and allocation-free when the kernel is typed
+/// with the same convention.
+///
+/// ```ignore
+/// let add: TypedOperatorHandle<(Tensor, Tensor, Scalar), Tensor> =
+///     Dispatcher::global().find_schema_or_throw("aten::add.Tensor")?.typed()?;
+/// let c = add.call((&a, &b, Scalar::Int(1)))?;
+/// ```
+pub struct TypedOperatorHandle<A: ArgList, R: KernelReturn> {
+    op: OperatorHandle,
+    _sig: PhantomData<fn(A) -> R>,
+}
+
+impl<A: ArgList, R: KernelReturn> std::fmt::Debug for TypedOperatorHandle<A, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TypedOperatorHandle({})", self.op.name())
+    }
+}
+
+impl<A: ArgList, R: KernelReturn> Clone for TypedOperatorHandle<A, R> {
+    fn clone(&self) -> Self {
+        TypedOperatorHandle {
+            op: self.op.clone(),
+            _sig: PhantomData,
+        }
+    }
+}
+
+impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
+    /// The untyped handle.
+    pub fn handle(&self) -> &OperatorHandle {
+        &self.op
+    }
+
+    /// Calls the operator: computes the call's key set from the tensor arguments and this
+    /// thread's keys, and runs the kernel of its highest-priority key.
+    #[inline]
+    pub fn call(&self, args: A::Refs<'_>) -> Result<R> {
+        let ks = call_key_set(&self.op.0, A::key_set(args));
+        self.redispatch(ks, args)
+    }
+
+    /// Runs the kernel of `ks`; a kernel at key K redispatches with `ks & full_after(K)`.
+    #[inline]
+    pub fn redispatch(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        let kernel = self.op.0.lookup(ks);
+        if observe::active() {
+            return self.redispatch_observed(kernel, ks, args);
+        }
+        match kernel.kernel.typed_fn::<A, R>() {
+            Some(f) => f(ks, args),
+            None => self.call_boxed_kernel(kernel, ks, args),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn redispatch_observed(
+        &self,
+        kernel: &AnnotatedKernel,
+        ks: DispatchKeySet,
+        args: A::Refs<'_>,
+    ) -> Result<R> {
+        let mut boxed = Stack::new();
+        A::push_to_stack(args, &mut boxed);
+        let _scope = observe::Scope::enter(&self.op, ks, kernel, Some(&boxed));
+        match kernel.kernel.typed_fn::<A, R>() {
+            Some(f) => f(ks, args),
+            None => self.call_boxed_kernel(kernel, ks, args),
+        }
+    }
+
+    /// The slow path: the kernel has no typed form for this convention (a boxed fallback, a
+    /// kernel registered with other Rust types, or no kernel at all), so the arguments are boxed.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        &self,
+        kernel: &AnnotatedKernel,
+        ks: DispatchKeySet,
+        args: A::Refs<'_>,
+    ) -> Result<R> {
+        if kernel.kernel.is_fallthrough() {
+            return self.redispatch(skip_fallthrough(ks), args);
+        }
+        let mut stack = Stack::with_capacity(A::LEN.max(1));
+        A::push_to_stack(args, &mut stack);
+        self.op.run_boxed(kernel, ks, &mut stack)?;
+        R::pop_from_stack(&mut stack).ok_or_else(|| {
+            DispatchError::Kernel(format!(
+                "{}: the kernel for {} returned {} value(s) of the wrong type",
+                self.op.name(),
+                ks.highest_priority_type_id(),
+                stack.len()
+            ))
+        })
+    }
+}

@@ -1,0 +1,550 @@
+//! The `Dispatcher`: the registry of operators and backend fallbacks.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_RUNTIME_ENTRIES};
+use switchboard_schema::FunctionSchema;
+
+use crate::call::OperatorHandle;
+use crate::error::{DispatchError, Result};
+use crate::kernel::{KernelFunction, KernelKind};
+use crate::operator::{AliasAnalysisKind, AnnotatedKernel, OperatorEntry, SchemaRecord};
+use crate::schema_check::{check_schema, inferred_schema_string};
+use crate::table::Globals;
+use switchboard_schema::OperatorName;
+
+/// The keys whose backend fallback PyTorch's core makes a fallthrough.
+pub const BUILTIN_FALLTHROUGH_KEYS: [DispatchKey; 10] = [
+    DispatchKey::BackendSelect,
+    DispatchKey::ADInplaceOrView,
+    DispatchKey::AutocastCPU,
+    DispatchKey::AutocastMTIA,
+    DispatchKey::AutocastMAIA,
+    DispatchKey::AutocastXPU,
+    DispatchKey::AutocastMPS,
+    DispatchKey::AutocastCUDA,
+    DispatchKey::FuncTorchVmapMode,
+    DispatchKey::VmapMode,
+];
+
+pub(crate) struct Registry {
+    ops: HashMap<OperatorName, Arc<OperatorEntry>>,
+    /// Operator names in creation order (for deterministic listings).
+    order: Vec<OperatorName>,
+    /// Backend fallbacks by dispatch-table slot.
+    fallbacks: Vec<Option<Arc<AnnotatedKernel>>>,
+    /// Namespaces with a DEF library, and where it was created.
+    pub(crate) def_libraries: HashMap<String, String>,
+}
+
+pub(crate) struct DispatcherInner {
+    registry: Mutex<Registry>,
+    missing: Arc<AnnotatedKernel>,
+    ambiguous: Arc<AnnotatedKernel>,
+    next_id: AtomicU64,
+}
+
+/// The operator registry: maps `ns::name.overload` to operators, holds the backend fallbacks,
+/// and hands out registration handles.
+///
+/// `Dispatcher::global()` is the process-wide instance the operator library registers into;
+/// `Dispatcher::new()` makes an independent one (tests, sandboxes). Cloning is cheap and gives
+/// another handle to the same dispatcher.
+#[derive(Clone)]
+pub struct Dispatcher {
+    pub(crate) inner: Arc<DispatcherInner>,
+}
+
+impl Default for Dispatcher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn marker(kind: KernelKind, debug: &str) -> Arc<AnnotatedKernel> {
+    Arc::new(AnnotatedKernel {
+        kernel: KernelFunction::marker(kind),
+        debug: debug.to_owned(),
+        inferred_schema: None,
+        id: 0,
+    })
+}
+
+/// What a registration handle undoes when dropped.
+#[derive(Debug)]
+enum Undo {
+    Library(String),
+    Def(OperatorName),
+    Impl {
+        op: OperatorName,
+        key: DispatchKey,
+        id: u64,
+    },
+    Fallback {
+        slot: usize,
+        id: u64,
+    },
+}
+
+/// Undoes a registration when dropped (`c10::RegistrationHandleRAII`): the kernel, definition or
+/// fallback is removed and whatever it shadowed becomes active again. A handle that outlives its
+/// dispatcher does nothing when dropped.
+#[must_use = "dropping the handle undoes the registration at once"]
+#[derive(Debug, Default)]
+pub struct RegistrationHandle {
+    dispatcher: Weak<DispatcherInner>,
+    undo: Vec<Undo>,
+}
+
+impl std::fmt::Debug for DispatcherInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Dispatcher")
+    }
+}
+
+impl RegistrationHandle {
+    /// Merges another handle into this one: both registrations are undone together.
+    pub fn merge(&mut self, mut other: RegistrationHandle) {
+        if self.undo.is_empty() {
+            self.dispatcher = other.dispatcher.clone();
+        }
+        self.undo.append(&mut other.undo);
+    }
+
+    /// Keeps the registration for the life of the dispatcher.
+    pub fn leak(mut self) {
+        self.undo.clear();
+    }
+}
+
+impl Drop for RegistrationHandle {
+    fn drop(&mut self) {
+        if self.undo.is_empty() {
+            return;
+        }
+        if let Some(inner) = self.dispatcher.upgrade() {
+            let d = Dispatcher { inner };
+            for undo in self.undo.drain(..) {
+                d.undo(undo);
+            }
+        }
+    }
+}
+
+impl Dispatcher {
+    /// A new, empty dispatcher: no operators, no backend fallbacks.
+    pub fn new() -> Self {
+        Dispatcher {
+            inner: Arc::new(DispatcherInner {
+                registry: Mutex::new(Registry {
+                    ops: HashMap::new(),
+                    order: Vec::new(),
+                    fallbacks: vec![None; NUM_RUNTIME_ENTRIES],
+                    def_libraries: HashMap::new(),
+                }),
+                missing: marker(KernelKind::Missing, "missing"),
+                ambiguous: marker(
+                    KernelKind::AmbiguousAutogradOther,
+                    "ambiguous_autogradother",
+                ),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// A dispatcher with the fallthrough fallbacks PyTorch's core installs: BackendSelect,
+    /// ADInplaceOrView, the Autocast keys of CPU, MTIA, MAIA, XPU, MPS and CUDA, FuncTorchVmapMode
+    /// and VmapMode. Those keys are then skipped by every operator that has no kernel of its own
+    /// for them. (The Autograd keys get their fallback from the autograd layer.)
+    pub fn with_builtin_fallbacks() -> Self {
+        let d = Dispatcher::new();
+        for key in BUILTIN_FALLTHROUGH_KEYS {
+            d.register_fallback(
+                key,
+                KernelFunction::fallthrough(),
+                "registered by the dispatcher",
+            )
+            .expect("a new dispatcher has no fallbacks")
+            .leak();
+        }
+        d
+    }
+
+    /// The process-wide dispatcher: [`with_builtin_fallbacks`](Self::with_builtin_fallbacks)
+    /// plus every start-up registration of the program (see [`library!`](crate::library!)).
+    pub fn global() -> &'static Dispatcher {
+        static GLOBAL: OnceLock<Dispatcher> = OnceLock::new();
+        GLOBAL.get_or_init(|| {
+            let d = Dispatcher::with_builtin_fallbacks();
+            crate::library::run_static_registrations(&d);
+            d
+        })
+    }
+
+    pub(crate) fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.inner
+            .registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn globals<'a>(&'a self, reg: &'a Registry) -> Globals<'a> {
+        Globals {
+            fallbacks: &reg.fallbacks,
+            missing: &self.inner.missing,
+            ambiguous: &self.inner.ambiguous,
+        }
+    }
+
+    fn handle(&self, undo: Undo) -> RegistrationHandle {
+        RegistrationHandle {
+            dispatcher: Arc::downgrade(&self.inner),
+            undo: vec![undo],
+        }
+    }
+
+    fn next_id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn find_or_create(&self, reg: &mut Registry, name: &OperatorName) -> Arc<OperatorEntry> {
+        if let Some(e) = reg.ops.get(name) {
+            return e.clone();
+        }
+        let entry = Arc::new(OperatorEntry::new(
+            name.clone(),
+            Arc::downgrade(&self.inner),
+            &self.inner.missing,
+        ));
+        let state = entry.state();
+        entry.refresh(&state, &self.globals(reg));
+        drop(state);
+        reg.ops.insert(name.clone(), entry.clone());
+        reg.order.push(name.clone());
+        entry
+    }
+
+    fn cleanup(&self, reg: &mut Registry, name: &OperatorName) {
+        let remove = reg
+            .ops
+            .get(name)
+            .is_some_and(|e| e.state().def_and_impl_count == 0);
+        if remove {
+            reg.ops.remove(name);
+            reg.order.retain(|n| n != name);
+        }
+    }
+
+    /// Claims namespace `ns` for a DEF library (`Dispatcher::registerLibrary`): only one DEF
+    /// library may exist per namespace; FRAGMENT libraries are not limited.
+    pub fn register_library(
+        &self,
+        ns: &str,
+        debug: impl Into<String>,
+    ) -> Result<RegistrationHandle> {
+        let debug = debug.into();
+        let mut reg = self.registry();
+        if let Some(previous) = reg.def_libraries.get(ns) {
+            return Err(DispatchError::Registration(format!(
+                "Only a single TORCH_LIBRARY can be used to register the namespace {ns}; please put \
+                 all of your definitions in a single TORCH_LIBRARY block.  If you were trying to \
+                 specify implementations, consider using TORCH_LIBRARY_IMPL (which can be \
+                 duplicated).  If you really intended to define operators for a single namespace \
+                 in a distributed way, you can use TORCH_LIBRARY_FRAGMENT to explicitly indicate \
+                 this.  Previous registration of TORCH_LIBRARY was {previous}; latest registration \
+                 was {debug}"
+            )));
+        }
+        reg.def_libraries.insert(ns.to_owned(), debug);
+        Ok(self.handle(Undo::Library(ns.to_owned())))
+    }
+
+    /// Defines an operator (`Dispatcher::registerDef`). `debug` says where (`registered at
+    /// file:line`); `alias_analysis` `None` leaves it unset (printed `CONSERVATIVE (default)`).
+    pub fn register_def(
+        &self,
+        schema: FunctionSchema,
+        debug: impl Into<String>,
+        alias_analysis: Option<AliasAnalysisKind>,
+    ) -> Result<RegistrationHandle> {
+        let debug = debug.into();
+        let name = OperatorName::new(schema.name(), schema.overload_name());
+        let mut reg = self.registry();
+        let existed = reg.ops.contains_key(&name);
+        let entry = self.find_or_create(&mut reg, &name);
+        let mut state = entry.state();
+        if state.def_count != 0 {
+            let original = entry.schema().map(|r| r.debug.clone()).unwrap_or_default();
+            let err = DispatchError::Registration(format!(
+                "Tried to register an operator ({schema}) with the same name and overload name \
+                 multiple times. Each overload's schema should only be registered with a single \
+                 call to def(). Duplicate registration: {debug}. Original registration: {original}"
+            ));
+            return Err(err);
+        }
+        let mismatch = state
+            .kernels
+            .iter()
+            .find_map(|(_, k)| check_schema(&name, &schema, &debug, k).err());
+        if let Some(e) = mismatch {
+            drop(state);
+            if !existed {
+                self.cleanup(&mut reg, &name);
+            }
+            return Err(e);
+        }
+        entry.set_schema(Some(SchemaRecord {
+            schema,
+            debug,
+            alias_analysis,
+        }));
+        state.def_count += 1;
+        state.def_and_impl_count += 1;
+        drop(state);
+        Ok(self.handle(Undo::Def(name)))
+    }
+
+    /// Registers a kernel for `key` of operator `name` (`None`: catch-all, stored as
+    /// CompositeImplicitAutograd). The operator need not be defined yet.
+    pub fn register_impl(
+        &self,
+        name: OperatorName,
+        key: Option<DispatchKey>,
+        kernel: KernelFunction,
+        debug: impl Into<String>,
+    ) -> Result<RegistrationHandle> {
+        let key = match key {
+            None | Some(DispatchKey::Undefined) => DispatchKey::CompositeImplicitAutograd,
+            Some(k) => k,
+        };
+        let annotated = Arc::new(AnnotatedKernel {
+            inferred_schema: inferred_schema_string(&kernel),
+            kernel,
+            debug: debug.into(),
+            id: self.next_id(),
+        });
+        let mut reg = self.registry();
+        if let Some(entry) = reg.ops.get(&name) {
+            if let Some(record) = entry.schema() {
+                check_schema(&name, &record.schema, &record.debug, &annotated)?;
+            }
+        }
+        let entry = self.find_or_create(&mut reg, &name);
+        let mut state = entry.state();
+        let id = annotated.id;
+        state.kernels.push(key, annotated);
+        state.def_and_impl_count += 1;
+        entry.refresh(&state, &self.globals(&reg));
+        drop(state);
+        Ok(self.handle(Undo::Impl { op: name, key, id }))
+    }
+
+    /// Registers a boxed fallback for every operator at `key` (for an alias key, at each of its
+    /// runtime keys). A key may have one fallback; a second is an error and registers nothing.
+    pub fn register_fallback(
+        &self,
+        key: DispatchKey,
+        kernel: KernelFunction,
+        debug: impl Into<String>,
+    ) -> Result<RegistrationHandle> {
+        let debug = debug.into();
+        let keys: Vec<DispatchKey> = if key.is_alias() {
+            key.runtime_key_set().iter().collect()
+        } else {
+            vec![key]
+        };
+        let mut reg = self.registry();
+        for &k in &keys {
+            if k == DispatchKey::Undefined || k.is_per_backend_functionality() {
+                return Err(DispatchError::Registration(format!(
+                    "Tried to register a backend fallback for {k}, which is not a runtime key"
+                )));
+            }
+            let slot = DispatchKeySet::from_key(k).dispatch_table_index();
+            if let Some(previous) = &reg.fallbacks[slot] {
+                return Err(DispatchError::Registration(format!(
+                    "Tried to register multiple backend fallbacks for the same dispatch key {k}; \
+                     previous registration {}, new registration {debug}",
+                    previous.debug
+                )));
+            }
+        }
+        let mut handle = RegistrationHandle {
+            dispatcher: Arc::downgrade(&self.inner),
+            undo: Vec::new(),
+        };
+        for &k in &keys {
+            let slot = DispatchKeySet::from_key(k).dispatch_table_index();
+            let id = self.next_id();
+            reg.fallbacks[slot] = Some(Arc::new(AnnotatedKernel {
+                kernel: kernel.clone(),
+                debug: debug.clone(),
+                inferred_schema: None,
+                id,
+            }));
+            handle.undo.push(Undo::Fallback { slot, id });
+        }
+        self.refresh_all(&reg);
+        Ok(handle)
+    }
+
+    fn refresh_all(&self, reg: &Registry) {
+        let globals = self.globals(reg);
+        for entry in reg.ops.values() {
+            let state = entry.state();
+            entry.refresh(&state, &globals);
+        }
+    }
+
+    fn undo(&self, undo: Undo) {
+        let mut reg = self.registry();
+        match undo {
+            Undo::Library(ns) => {
+                reg.def_libraries.remove(&ns);
+            }
+            Undo::Def(name) => {
+                let Some(entry) = reg.ops.get(&name).cloned() else {
+                    return;
+                };
+                let mut state = entry.state();
+                state.def_count -= 1;
+                state.def_and_impl_count -= 1;
+                if state.def_count == 0 {
+                    entry.set_schema(None);
+                }
+                drop(state);
+                self.cleanup(&mut reg, &name);
+            }
+            Undo::Impl { op, key, id } => {
+                let Some(entry) = reg.ops.get(&op).cloned() else {
+                    return;
+                };
+                let mut state = entry.state();
+                if state.kernels.remove(key, id) {
+                    state.def_and_impl_count -= 1;
+                    entry.refresh(&state, &self.globals(&reg));
+                }
+                drop(state);
+                self.cleanup(&mut reg, &op);
+            }
+            Undo::Fallback { slot, id } => {
+                if reg.fallbacks[slot].as_ref().is_some_and(|f| f.id == id) {
+                    reg.fallbacks[slot] = None;
+                    self.refresh_all(&reg);
+                }
+            }
+        }
+    }
+
+    /// The operator named `name`, if it exists (defined or with kernels).
+    pub fn find_op(&self, name: &OperatorName) -> Option<OperatorHandle> {
+        self.registry().ops.get(name).cloned().map(OperatorHandle)
+    }
+
+    /// The operator named `name` (`ns::name.overload`), if it has a schema.
+    pub fn find_schema(&self, name: &str) -> Option<OperatorHandle> {
+        self.find_op(&OperatorName::parse(name).ok()?)
+            .filter(|op| op.schema().is_some())
+    }
+
+    fn entry(&self, reg: &Registry, name: &str) -> Option<Arc<OperatorEntry>> {
+        reg.ops.get(&OperatorName::parse(name).ok()?).cloned()
+    }
+
+    /// Like [`find_schema`](Self::find_schema), with PyTorch's error (and the closest names)
+    /// when there is none.
+    pub fn find_schema_or_throw(&self, name: &str) -> Result<OperatorHandle> {
+        if let Some(op) = self.find_schema(name) {
+            return Ok(op);
+        }
+        let parsed = OperatorName::parse(name).map_err(|e| DispatchError::Schema(e.to_string()))?;
+        let has_impls = self.find_op(&parsed).is_some();
+        let mut suggestions = String::new();
+        if has_impls {
+            suggestions
+                .push_str(" but we found an implementation; did you forget to def() the operator?");
+        } else {
+            let close = self.closest_names(&parsed.to_string(), 3);
+            if !close.is_empty() {
+                suggestions = format!(" Did you mean {}?", close.join(", "));
+            }
+        }
+        Err(DispatchError::UnknownOperator {
+            name: format!("{}.{}", parsed.name(), parsed.overload_name()),
+            suggestions,
+        })
+    }
+
+    fn closest_names(&self, wanted: &str, n: usize) -> Vec<String> {
+        let mut scored: Vec<(usize, String)> = self
+            .list_operators()
+            .into_iter()
+            .map(|name| {
+                let s = name.to_string();
+                (crate::util::edit_distance(wanted, &s), s)
+            })
+            .filter(|(d, s)| *d <= (s.len().max(wanted.len()) / 2).max(2))
+            .collect();
+        scored.sort();
+        scored
+            .into_iter()
+            .take(n)
+            .map(|(_, s)| format!("'{s}'"))
+            .collect()
+    }
+
+    /// Every operator, in creation order.
+    pub fn list_operators(&self) -> Vec<OperatorName> {
+        self.registry().order.clone()
+    }
+
+    /// `_dispatch_dump` of an operator: its schema and registered kernels; `""` when unknown.
+    pub fn dump_state(&self, name: &str) -> String {
+        let reg = self.registry();
+        match self.entry(&reg, name) {
+            Some(entry) => entry.dump_state(&entry.state()),
+            None => String::new(),
+        }
+    }
+
+    /// `_dispatch_dump_table` of an operator: the kernel of each runtime key and why; `""`
+    /// when unknown.
+    pub fn dump_table(&self, name: &str) -> String {
+        let reg = self.registry();
+        match self.entry(&reg, name) {
+            Some(entry) => entry.dump_table(&entry.state(), &self.globals(&reg)),
+            None => String::new(),
+        }
+    }
+
+    /// Which kernel runtime key `key` of operator `name` runs, and why (`"kernel"`, `"math
+    /// kernel"`, `"backend fallback"`, `"missing"`, ...).
+    pub fn computed_kernel(&self, name: &str, key: DispatchKey) -> Option<(String, &'static str)> {
+        let reg = self.registry();
+        let entry = self.entry(&reg, name)?;
+        let state = entry.state();
+        let (k, why) = crate::table::compute_entry(&state.kernels, &self.globals(&reg), key);
+        Some((k.debug.clone(), why.as_str()))
+    }
+
+    /// `dump_state` of every operator that has kernels but no schema
+    /// (`_dispatch_find_dangling_impls`).
+    pub fn find_dangling_impls(&self) -> Vec<String> {
+        let reg = self.registry();
+        reg.order
+            .iter()
+            .filter_map(|n| reg.ops.get(n))
+            .filter(|e| e.schema().is_none())
+            .map(|e| e.dump_state(&e.state()))
+            .collect()
+    }
+
+    /// The runtime keys with a kernel for `op`, for error messages.
+    pub(crate) fn available_keys(&self, op: &OperatorEntry) -> Vec<DispatchKey> {
+        let reg = self.registry();
+        let state = op.state();
+        op.keys_with_kernels(&state, &self.globals(&reg))
+    }
+}

@@ -1,0 +1,197 @@
+//! `IValue`: the boxed value of the dispatcher's boxed calling convention, and `Stack`.
+
+use std::fmt;
+
+use switchboard_keys::DispatchKeySet;
+use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+
+/// A boxed value: one argument or return of an operator in the boxed calling convention.
+///
+/// As in PyTorch, a `Scalar` argument is boxed as `Int`, `Double` or `Bool`; `ScalarType`,
+/// `Layout`, `Device` and `MemoryFormat` have variants of their own so that boxed values print
+/// and convert unambiguously (an `Int` is still accepted where a `ScalarType` is expected).
+#[derive(Clone, Default)]
+pub enum IValue {
+    /// `None` (an absent optional).
+    #[default]
+    None,
+    /// A tensor.
+    Tensor(Tensor),
+    /// An `int` / `SymInt`.
+    Int(i64),
+    /// A `float`.
+    Double(f64),
+    /// A `bool`.
+    Bool(bool),
+    /// A `str`.
+    Str(String),
+    /// A `ScalarType` (dtype).
+    ScalarType(ScalarType),
+    /// A `Layout`.
+    Layout(Layout),
+    /// A `Device`.
+    Device(Device),
+    /// A `MemoryFormat`.
+    MemoryFormat(MemoryFormat),
+    /// An `int[]`.
+    IntList(Vec<i64>),
+    /// A `float[]`.
+    DoubleList(Vec<f64>),
+    /// A `bool[]`.
+    BoolList(Vec<bool>),
+    /// A `Tensor[]`.
+    TensorList(Vec<Tensor>),
+    /// A `Tensor?[]`.
+    OptionalTensorList(Vec<Option<Tensor>>),
+    /// A tuple (several returns boxed as one value).
+    Tuple(Vec<IValue>),
+    /// Any other list.
+    GenericList(Vec<IValue>),
+}
+
+/// The boxed calling convention's argument stack: arguments are pushed in schema order, the
+/// kernel pops them and pushes its returns.
+pub type Stack = Vec<IValue>;
+
+impl IValue {
+    /// The name of the value's type, as PyTorch names it in type errors.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            IValue::None => "NoneType",
+            IValue::Tensor(_) => "Tensor",
+            IValue::Int(_) => "int",
+            IValue::Double(_) => "float",
+            IValue::Bool(_) => "bool",
+            IValue::Str(_) => "str",
+            IValue::ScalarType(_) => "ScalarType",
+            IValue::Layout(_) => "Layout",
+            IValue::Device(_) => "Device",
+            IValue::MemoryFormat(_) => "MemoryFormat",
+            IValue::IntList(_) => "List[int]",
+            IValue::DoubleList(_) => "List[float]",
+            IValue::BoolList(_) => "List[bool]",
+            IValue::TensorList(_) => "List[Tensor]",
+            IValue::OptionalTensorList(_) => "List[Optional[Tensor]]",
+            IValue::Tuple(_) => "Tuple",
+            IValue::GenericList(_) => "List",
+        }
+    }
+
+    /// True for `None`.
+    pub fn is_none(&self) -> bool {
+        matches!(self, IValue::None)
+    }
+
+    /// The tensor, if this is one.
+    pub fn as_tensor(&self) -> Option<&Tensor> {
+        match self {
+            IValue::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The value as a `Scalar`, if it is a number or a bool.
+    pub fn as_scalar(&self) -> Option<Scalar> {
+        match *self {
+            IValue::Int(v) => Some(Scalar::Int(v)),
+            IValue::Double(v) => Some(Scalar::Float(v)),
+            IValue::Bool(v) => Some(Scalar::Bool(v)),
+            _ => None,
+        }
+    }
+
+    /// The union of the key sets of the tensors this value holds (dispatch-key extraction).
+    #[inline]
+    pub fn key_set(&self) -> DispatchKeySet {
+        match self {
+            IValue::Tensor(t) => t.key_set(),
+            IValue::TensorList(ts) => ts
+                .iter()
+                .fold(DispatchKeySet::EMPTY, |ks, t| ks | t.key_set()),
+            IValue::OptionalTensorList(ts) => ts
+                .iter()
+                .flatten()
+                .fold(DispatchKeySet::EMPTY, |ks, t| ks | t.key_set()),
+            _ => DispatchKeySet::EMPTY,
+        }
+    }
+}
+
+impl From<Scalar> for IValue {
+    fn from(s: Scalar) -> Self {
+        match s {
+            Scalar::Int(v) => IValue::Int(v),
+            Scalar::Float(v) => IValue::Double(v),
+            Scalar::Bool(v) => IValue::Bool(v),
+        }
+    }
+}
+
+impl From<Tensor> for IValue {
+    fn from(t: Tensor) -> Self {
+        IValue::Tensor(t)
+    }
+}
+
+fn list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
+    f.write_str("[")?;
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{x}")?;
+    }
+    f.write_str("]")
+}
+
+impl fmt::Display for IValue {
+    /// A short, schema-like rendering (tensors as `Tensor(sizes, dtype)`), for errors and traces.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IValue::None => f.write_str("None"),
+            IValue::Tensor(t) => write!(f, "Tensor({:?}, {})", t.sizes(), t.dtype()),
+            IValue::Int(v) => write!(f, "{v}"),
+            IValue::Double(v) => write!(f, "{v:?}"),
+            IValue::Bool(v) => f.write_str(if *v { "True" } else { "False" }),
+            IValue::Str(s) => write!(f, "{s:?}"),
+            IValue::ScalarType(v) => write!(f, "{v}"),
+            IValue::Layout(v) => write!(f, "{v}"),
+            IValue::Device(v) => write!(f, "{v}"),
+            IValue::MemoryFormat(v) => write!(f, "{v}"),
+            IValue::IntList(v) => list(f, v),
+            IValue::DoubleList(v) => {
+                list(f, &v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>())
+            }
+            IValue::BoolList(v) => list(f, &v.iter().map(|b| IValue::Bool(*b)).collect::<Vec<_>>()),
+            IValue::TensorList(v) => list(
+                f,
+                &v.iter()
+                    .map(|t| IValue::Tensor(t.clone()))
+                    .collect::<Vec<_>>(),
+            ),
+            IValue::OptionalTensorList(v) => list(
+                f,
+                &v.iter()
+                    .map(|t| t.clone().map_or(IValue::None, IValue::Tensor))
+                    .collect::<Vec<_>>(),
+            ),
+            IValue::Tuple(v) => {
+                f.write_str("(")?;
+                for (i, x) in v.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str(")")
+            }
+            IValue::GenericList(v) => list(f, v),
+        }
+    }
+}
+
+impl fmt::Debug for IValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IValue({self})")
+    }
+}

@@ -1,0 +1,355 @@
+//! `KernelFunction`: a kernel as the dispatcher stores it, boxed, unboxed (typed) or both.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::Arc;
+
+use switchboard_keys::DispatchKeySet;
+
+use crate::arg::{Arg, KernelParam, KernelReturn};
+use crate::call::OperatorHandle;
+use crate::error::{DispatchError, Result};
+use crate::ivalue::{IValue, Stack};
+
+/// A boxed kernel: takes its arguments from the stack and leaves its returns there.
+pub type BoxedKernelFn =
+    dyn Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync;
+
+/// What a table slot's kernel is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelKind {
+    /// A kernel that computes.
+    Regular,
+    /// Skips its key: the call continues with the next key (`torch::CppFunction::makeFallthrough`).
+    Fallthrough,
+    /// The AutogradOther slot of an operator whose CompositeImplicitAutograd kernel would be
+    /// ambiguous there; calling it is an error.
+    AmbiguousAutogradOther,
+    /// No kernel: calling it is an error.
+    Missing,
+}
+
+/// A list of argument families: the typed calling convention of an operator (see
+/// Note [Argument families]). Implemented for tuples of [`Arg`] families.
+pub trait ArgList: 'static {
+    /// The tuple of borrowed arguments.
+    type Refs<'a>: Copy;
+    /// The number of arguments.
+    const LEN: usize;
+    /// The schema types, in order.
+    fn schema_types() -> Vec<&'static str>;
+    /// The union of the key sets of the tensor arguments.
+    fn key_set(refs: Self::Refs<'_>) -> DispatchKeySet;
+    /// Reads the arguments from the last `LEN` values of a slice; on a type mismatch, the index of
+    /// the offending argument.
+    fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize>;
+    /// Pushes the boxed arguments.
+    fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack);
+}
+
+/// The typed form of a kernel with the calling convention `(A, R)`.
+pub(crate) type TypedFn<A, R> =
+    dyn for<'a> Fn(DispatchKeySet, <A as ArgList>::Refs<'a>) -> Result<R> + Send + Sync;
+
+struct Unboxed {
+    /// `TypeId` of `(A, R)`: checked on every typed call before the downcast.
+    signature: TypeId,
+    /// A `Box<TypedFn<A, R>>`.
+    func: Box<dyn Any + Send + Sync>,
+    /// The schema types inferred from the Rust signature: (arguments, returns).
+    inferred: (Vec<&'static str>, Vec<&'static str>),
+}
+
+/// A kernel: a boxed function, an unboxed (typed) function, or both, or a marker
+/// (fallthrough, missing, ambiguous AutogradOther).
+///
+/// Every typed kernel also gets a boxed form, generated from its signature, so that boxed calls
+/// and fallbacks can run it; a typed call of a kernel that has only a boxed form boxes its
+/// arguments.
+#[derive(Clone)]
+pub struct KernelFunction {
+    kind: KernelKind,
+    boxed: Option<Arc<BoxedKernelFn>>,
+    unboxed: Option<Arc<Unboxed>>,
+}
+
+impl fmt::Debug for KernelFunction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "KernelFunction({:?} [ {}])",
+            self.kind,
+            self.dump_state()
+        )
+    }
+}
+
+impl KernelFunction {
+    /// A boxed kernel.
+    pub fn from_boxed(
+        f: impl Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        KernelFunction {
+            kind: KernelKind::Regular,
+            boxed: Some(Arc::new(f)),
+            unboxed: None,
+        }
+    }
+
+    /// A typed kernel from a function or closure; its schema is inferred from its signature.
+    ///
+    /// The function takes the operator's arguments (`&Tensor`, `i64`, `f64`, `bool`, `Scalar`,
+    /// `Option<&Tensor>`, `&[i64]`, `&str`, ...) and returns `Result<R>` where `R` is one return
+    /// or a tuple of them.
+    pub fn from_fn<M, F: KernelFn<M>>(f: F) -> Self {
+        Self::typed::<F::Args, F::Ret>(Box::new(move |ks, args| f.invoke(ks, args)))
+    }
+
+    /// Like [`from_fn`](Self::from_fn) for a function whose first parameter is the call's
+    /// `DispatchKeySet`, for kernels that redispatch.
+    pub fn from_fn_with_keys<M, F: KernelFnWithKeys<M>>(f: F) -> Self {
+        Self::typed::<F::Args, F::Ret>(Box::new(move |ks, args| f.invoke(ks, args)))
+    }
+
+    fn typed<A: ArgList, R: KernelReturn>(f: Box<TypedFn<A, R>>) -> Self {
+        let f: Arc<TypedFn<A, R>> = Arc::from(f);
+        let for_boxed = f.clone();
+        let boxed =
+            move |op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack| {
+                let base = stack.len().checked_sub(A::LEN).ok_or_else(|| {
+                    DispatchError::ArgumentCount {
+                        op: op.name().to_string(),
+                        expected: A::LEN,
+                        got: stack.len(),
+                    }
+                })?;
+                let ret = {
+                    let refs = A::from_stack(&stack[base..]).map_err(|i| {
+                        argument_type_error(op, i, A::schema_types()[i], &stack[base + i])
+                    })?;
+                    for_boxed(ks, refs)?
+                };
+                stack.truncate(base);
+                ret.push_to_stack(stack);
+                Ok(())
+            };
+        let unboxed = Unboxed {
+            signature: TypeId::of::<(A, R)>(),
+            func: Box::new(f),
+            inferred: (A::schema_types(), R::schema_types()),
+        };
+        KernelFunction {
+            kind: KernelKind::Regular,
+            boxed: Some(Arc::new(boxed)),
+            unboxed: Some(Arc::new(unboxed)),
+        }
+    }
+
+    /// The fallthrough kernel: its key is skipped.
+    pub fn fallthrough() -> Self {
+        KernelFunction {
+            kind: KernelKind::Fallthrough,
+            boxed: None,
+            unboxed: None,
+        }
+    }
+
+    pub(crate) fn marker(kind: KernelKind) -> Self {
+        KernelFunction {
+            kind,
+            boxed: None,
+            unboxed: None,
+        }
+    }
+
+    /// What the kernel is.
+    #[inline]
+    pub fn kind(&self) -> KernelKind {
+        self.kind
+    }
+
+    /// True for the fallthrough kernel.
+    #[inline]
+    pub fn is_fallthrough(&self) -> bool {
+        self.kind == KernelKind::Fallthrough
+    }
+
+    /// True when calling the kernel can run code (not missing, not ambiguous).
+    pub fn is_valid(&self) -> bool {
+        matches!(self.kind, KernelKind::Regular | KernelKind::Fallthrough)
+    }
+
+    /// The schema types inferred from a typed kernel's signature: (arguments, returns).
+    pub fn inferred_signature(&self) -> Option<(&[&'static str], &[&'static str])> {
+        self.unboxed
+            .as_ref()
+            .map(|u| (&u.inferred.0[..], &u.inferred.1[..]))
+    }
+
+    /// PyTorch's `KernelFunction::dumpState`: `fallthrough `, `boxed `, `unboxed `.
+    pub fn dump_state(&self) -> String {
+        let mut s = String::new();
+        if self.kind == KernelKind::Fallthrough {
+            s.push_str("fallthrough boxed ");
+        } else if self.boxed.is_some() {
+            s.push_str("boxed ");
+        }
+        if self.unboxed.is_some() {
+            s.push_str("unboxed ");
+        }
+        s
+    }
+
+    /// The typed form, when the kernel has one with exactly this calling convention.
+    #[inline(always)]
+    pub(crate) fn typed_fn<A: ArgList, R: KernelReturn>(&self) -> Option<&TypedFn<A, R>> {
+        let u = self.unboxed.as_deref()?;
+        if u.signature != TypeId::of::<(A, R)>() {
+            return None;
+        }
+        u.func.downcast_ref::<Arc<TypedFn<A, R>>>().map(|f| &**f)
+    }
+
+    /// The boxed form.
+    #[inline]
+    pub(crate) fn boxed_fn(&self) -> Option<&BoxedKernelFn> {
+        self.boxed.as_deref()
+    }
+}
+
+pub(crate) fn argument_type_error(
+    op: &OperatorHandle,
+    index: usize,
+    expected: &str,
+    got: &IValue,
+) -> DispatchError {
+    let arg = op
+        .schema()
+        .and_then(|s| s.schema.arguments().get(index).map(|a| a.name().to_owned()))
+        .unwrap_or_else(|| format!("_{index}"));
+    DispatchError::ArgumentType {
+        op: op.name().to_string(),
+        arg,
+        expected: expected.to_owned(),
+        got: got.type_name().to_owned(),
+    }
+}
+
+/// A Rust function usable as a typed kernel; implemented for functions and closures of up to
+/// twelve parameters whose types are [`KernelParam`]s and whose return is `Result<R>`.
+pub trait KernelFn<Marker>: Send + Sync + 'static {
+    /// The argument families.
+    type Args: ArgList;
+    /// The returns.
+    type Ret: KernelReturn;
+    /// Calls the function.
+    fn invoke(
+        &self,
+        ks: DispatchKeySet,
+        args: <Self::Args as ArgList>::Refs<'_>,
+    ) -> Result<Self::Ret>;
+}
+
+/// Like [`KernelFn`] for functions that take the call's `DispatchKeySet` first.
+pub trait KernelFnWithKeys<Marker>: Send + Sync + 'static {
+    /// The argument families.
+    type Args: ArgList;
+    /// The returns.
+    type Ret: KernelReturn;
+    /// Calls the function.
+    fn invoke(
+        &self,
+        ks: DispatchKeySet,
+        args: <Self::Args as ArgList>::Refs<'_>,
+    ) -> Result<Self::Ret>;
+}
+
+type RefOf<'a, P> = <<P as KernelParam>::Family as Arg>::Ref<'a>;
+
+macro_rules! arities {
+    ($n:literal; $($p:ident $i:tt),*) => {
+        impl<$($p: Arg),*> ArgList for ($($p,)*) {
+            type Refs<'a> = ($($p::Ref<'a>,)*);
+            const LEN: usize = $n;
+            fn schema_types() -> Vec<&'static str> {
+                vec![$($p::SCHEMA_TYPE),*]
+            }
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn key_set(refs: Self::Refs<'_>) -> DispatchKeySet {
+                DispatchKeySet::EMPTY $(| $p::key_set(refs.$i))*
+            }
+            #[allow(unused_variables)]
+            fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize> {
+                let base = values.len() - $n;
+                Ok(($($p::from_ivalue(&values[base + $i]).ok_or($i as usize)?,)*))
+            }
+            #[allow(unused_variables)]
+            fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack) {
+                $(stack.push($p::to_ivalue(refs.$i));)*
+            }
+        }
+
+        impl<Func, R, $($p),*> KernelFn<fn($($p,)*) -> R> for Func
+        where
+            Func: Fn($($p),*) -> Result<R> + for<'a> Fn($(RefOf<'a, $p>),*) -> Result<R>,
+            Func: Send + Sync + 'static,
+            R: KernelReturn,
+            $($p: KernelParam,)*
+        {
+            type Args = ($($p::Family,)*);
+            type Ret = R;
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn invoke(&self, _ks: DispatchKeySet, args: <Self::Args as ArgList>::Refs<'_>) -> Result<R> {
+                // Picks the higher-ranked `Fn` impl without a trait object, so the call inlines.
+                #[inline(always)]
+                #[allow(non_snake_case, clippy::too_many_arguments)]
+                fn call<Func: Fn($($p),*) -> O, O, $($p),*>(f: &Func, $($p: $p),*) -> O {
+                    f($($p),*)
+                }
+                call::<Func, Result<R>, $(RefOf<'_, $p>),*>(self, $(args.$i),*)
+            }
+        }
+
+        impl<Func, R, $($p),*> KernelFnWithKeys<fn($($p,)*) -> R> for Func
+        where
+            Func: Fn(DispatchKeySet, $($p),*) -> Result<R>
+                + for<'a> Fn(DispatchKeySet, $(RefOf<'a, $p>),*) -> Result<R>,
+            Func: Send + Sync + 'static,
+            R: KernelReturn,
+            $($p: KernelParam,)*
+        {
+            type Args = ($($p::Family,)*);
+            type Ret = R;
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn invoke(&self, ks: DispatchKeySet, args: <Self::Args as ArgList>::Refs<'_>) -> Result<R> {
+                #[inline(always)]
+                #[allow(non_snake_case, clippy::too_many_arguments)]
+                fn call<Func: Fn(DispatchKeySet, $($p),*) -> O, O, $($p),*>(
+                    f: &Func,
+                    ks: DispatchKeySet,
+                    $($p: $p),*
+                ) -> O {
+                    f(ks, $($p),*)
+                }
+                call::<Func, Result<R>, $(RefOf<'_, $p>),*>(self, ks, $(args.$i),*)
+            }
+        }
+    };
+}
+
+arities!(0;);
+arities!(1; A 0);
+arities!(2; A 0, B 1);
+arities!(3; A 0, B 1, C 2);
+arities!(4; A 0, B 1, C 2, D 3);
+arities!(5; A 0, B 1, C 2, D 3, E 4);
+arities!(6; A 0, B 1, C 2, D 3, E 4, F 5);
+arities!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+arities!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+arities!(9; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+arities!(10; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+arities!(11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+arities!(12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

@@ -1,0 +1,60 @@
+//! The Switchboard dispatcher: PyTorch's c10 dispatcher in Rust.
+//!
+//! Operators are registered by name and schema; kernels are registered per dispatch key; a call
+//! computes the key set of its tensor arguments (plus this thread's included keys, minus its
+//! excluded keys) and runs the kernel of the highest-priority key. Layers such as autograd
+//! register kernels on their key that do their work and then *redispatch* to the keys below.
+//!
+//! ```
+//! use switchboard_dispatcher::{Dispatcher, KernelFunction, Library, LibraryKind, Result};
+//! use switchboard_keys::DispatchKey;
+//! use switchboard_tensor::{Tensor, ScalarType};
+//!
+//! fn identity_cpu(x: &Tensor) -> Result<Tensor> { Ok(x.clone()) }
+//!
+//! let d = Dispatcher::with_builtin_fallbacks();
+//! let mut lib = Library::new(&d, LibraryKind::Def, "demo", None)?;
+//! lib.def("identity(Tensor x) -> Tensor")?;
+//! lib.impl_("identity", Some(DispatchKey::CPU), KernelFunction::from_fn(identity_cpu))?;
+//!
+//! let op = d.find_schema_or_throw("demo::identity")?.typed::<(Tensor,), Tensor>()?;
+//! // A plain CPU tensor also carries AutogradCPU; no autograd layer here, so skip it.
+//! let _no_grad = switchboard_dispatcher::AutoDispatchBelowAutograd::new();
+//! let x = Tensor::zeros(&[2, 3], ScalarType::Float).unwrap();
+//! let y = op.call((&x,))?;
+//! assert!(y.is_same(&x));
+//! # Ok::<(), switchboard_dispatcher::DispatchError>(())
+//! ```
+#![warn(missing_docs)]
+
+mod arg;
+mod call;
+mod dispatcher;
+mod error;
+mod ivalue;
+mod kernel;
+mod library;
+mod observe;
+mod operator;
+mod schema_check;
+mod table;
+mod tls;
+mod util;
+
+pub use arg::{Arg, KernelParam, KernelReturn, ReturnValue};
+pub use call::{OperatorHandle, TypedOperatorHandle};
+pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
+pub use error::{DispatchError, Result, SchemaMismatch};
+pub use ivalue::{IValue, Stack};
+pub use kernel::{ArgList, BoxedKernelFn, KernelFn, KernelFnWithKeys, KernelFunction, KernelKind};
+pub use library::{static_registration_errors, Library, LibraryKind, StaticLibrary};
+pub use observe::{add_observer, set_dispatch_trace, CallEvent, ObserverGuard};
+pub use operator::{AliasAnalysisKind, SchemaRecord};
+pub use table::{runtime_keys, Provenance};
+pub use tls::*;
+
+pub use switchboard_keys::{DispatchKey, DispatchKeySet};
+pub use switchboard_schema::{FunctionSchema, OperatorName};
+
+#[doc(hidden)]
+pub use inventory;

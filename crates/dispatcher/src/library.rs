@@ -1,0 +1,464 @@
+//! `Library`: registering operators, kernels and fallbacks the way `torch::Library` does, at run
+//! time or (with [`library!`](crate::library!)) at start-up from any crate.
+
+use std::panic::Location;
+
+use switchboard_keys::DispatchKey;
+use switchboard_schema::{parse_schema_or_name, FunctionSchema, OperatorName, SchemaOrName};
+
+use crate::dispatcher::{Dispatcher, RegistrationHandle};
+use crate::error::{DispatchError, Result};
+use crate::kernel::KernelFunction;
+use crate::operator::AliasAnalysisKind;
+
+/// The kind of a library (`torch::Library::Kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LibraryKind {
+    /// Defines the operators of a namespace; one per namespace (`TORCH_LIBRARY`).
+    Def,
+    /// Registers kernels, for one dispatch key or any (`TORCH_LIBRARY_IMPL`).
+    Impl,
+    /// Defines more operators of a namespace, any number of times (`TORCH_LIBRARY_FRAGMENT`).
+    Fragment,
+}
+
+impl LibraryKind {
+    fn macro_name(self) -> &'static str {
+        match self {
+            LibraryKind::Def => "TORCH_LIBRARY",
+            LibraryKind::Impl => "TORCH_LIBRARY_IMPL",
+            LibraryKind::Fragment => "TORCH_LIBRARY_FRAGMENT",
+        }
+    }
+
+    /// Parses `DEF`, `IMPL` or `FRAGMENT`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "DEF" => Ok(LibraryKind::Def),
+            "IMPL" => Ok(LibraryKind::Impl),
+            "FRAGMENT" => Ok(LibraryKind::Fragment),
+            _ => Err(DispatchError::Registration(format!("could not parse {s}"))),
+        }
+    }
+}
+
+/// A set of registrations sharing a namespace (and, for IMPL libraries, a dispatch key), undone
+/// together when the library is dropped (`torch::Library`).
+///
+/// ```
+/// use switchboard_dispatcher::{Dispatcher, KernelFunction, Library, LibraryKind, Result};
+/// use switchboard_keys::DispatchKey;
+/// use switchboard_tensor::Tensor;
+///
+/// fn my_relu(x: &Tensor) -> Result<Tensor> { Ok(x.clone()) }
+///
+/// let d = Dispatcher::new();
+/// let mut lib = Library::new(&d, LibraryKind::Def, "myops", None).unwrap();
+/// lib.def("my_relu(Tensor x) -> Tensor").unwrap();
+/// lib.impl_("my_relu", Some(DispatchKey::CPU), KernelFunction::from_fn(my_relu)).unwrap();
+/// assert!(d.find_schema("myops::my_relu").is_some());
+/// drop(lib);
+/// assert!(d.find_schema("myops::my_relu").is_none());
+/// ```
+pub struct Library {
+    dispatcher: Dispatcher,
+    kind: LibraryKind,
+    ns: Option<String>,
+    key: Option<DispatchKey>,
+    file: String,
+    line: u32,
+    handles: Vec<RegistrationHandle>,
+}
+
+impl Library {
+    /// A library created here (its registrations are debugged as `registered at file:line` of
+    /// the caller). `ns` `"_"` is the wildcard namespace (IMPL libraries only).
+    #[track_caller]
+    pub fn new(
+        dispatcher: &Dispatcher,
+        kind: LibraryKind,
+        ns: &str,
+        key: Option<DispatchKey>,
+    ) -> Result<Self> {
+        let loc = Location::caller();
+        Self::with_location(dispatcher, kind, ns, key, loc.file(), loc.line())
+    }
+
+    /// A library with an explicit source location for its debug strings.
+    pub fn with_location(
+        dispatcher: &Dispatcher,
+        kind: LibraryKind,
+        ns: &str,
+        key: Option<DispatchKey>,
+        file: &str,
+        line: u32,
+    ) -> Result<Self> {
+        let key = key.filter(|k| *k != DispatchKey::Undefined);
+        let mut lib = Library {
+            dispatcher: dispatcher.clone(),
+            kind,
+            ns: (ns != "_").then(|| ns.to_owned()),
+            key,
+            file: file.to_owned(),
+            line,
+            handles: Vec::new(),
+        };
+        match kind {
+            LibraryKind::Impl => {}
+            LibraryKind::Def | LibraryKind::Fragment => {
+                let Some(ns) = lib.ns.clone() else {
+                    let m = kind.macro_name();
+                    return Err(lib.error(format!(
+                        "{m}: cannot define {m} with the wildcard namespace _ (every {m} defines \
+                         operators for a distinct namespace!) Did you mean to use \
+                         TORCH_LIBRARY_IMPL instead? "
+                    )));
+                };
+                if kind == LibraryKind::Def {
+                    let h = dispatcher.register_library(&ns, lib.debug())?;
+                    lib.handles.push(h);
+                }
+                if lib.key.is_some() {
+                    // PyTorch's internal assert, as its conformance data records it: a DEF or
+                    // FRAGMENT library takes no dispatch key.
+                    return Err(lib.error(
+                        "!dispatch_key_.has_value() INTERNAL ASSERT FAILED at \
+                         \"<pytorch>/aten/src/ATen/core/library.cpp\":<line>, please report a bug \
+                         to PyTorch."
+                            .into(),
+                    ));
+                }
+            }
+        }
+        Ok(lib)
+    }
+
+    /// The dispatcher this library registers into.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    fn debug(&self) -> String {
+        format!("registered at {}:{}", self.file, self.line)
+    }
+
+    fn context(&self) -> String {
+        format!(
+            "(Error occurred while processing {} block at {}:{})",
+            self.kind.macro_name(),
+            self.file,
+            self.line
+        )
+    }
+
+    fn error(&self, msg: String) -> DispatchError {
+        DispatchError::Registration(format!("{msg} {}", self.context()))
+    }
+
+    /// Defines an operator from its schema (alias analysis FROM_SCHEMA). The namespace defaults
+    /// to the library's.
+    pub fn def(&mut self, schema: &str) -> Result<OperatorName> {
+        self.def_with_alias(schema, Some(AliasAnalysisKind::FromSchema))
+    }
+
+    /// Defines an operator leaving its alias analysis unset (`def_legacy`).
+    pub fn def_legacy(&mut self, schema: &str) -> Result<OperatorName> {
+        self.def_with_alias(schema, None)
+    }
+
+    /// Defines an operator with the given alias analysis (`None`: unset).
+    pub fn def_with_alias(
+        &mut self,
+        schema: &str,
+        alias: Option<AliasAnalysisKind>,
+    ) -> Result<OperatorName> {
+        let parsed =
+            FunctionSchema::parse(schema).map_err(|e| DispatchError::Schema(e.to_string()))?;
+        self.def_schema(parsed, alias)
+    }
+
+    /// Defines an operator from a parsed schema.
+    pub fn def_schema(
+        &mut self,
+        schema: FunctionSchema,
+        alias: Option<AliasAnalysisKind>,
+    ) -> Result<OperatorName> {
+        if self.kind == LibraryKind::Impl {
+            return Err(self.error(format!(
+                "def(\"{}\"): Cannot define an operator inside of a TORCH_LIBRARY_IMPL block.  All \
+                 def()s should be placed in the (unique) TORCH_LIBRARY block for their namespace. ",
+                schema.operator_name()
+            )));
+        }
+        let schema = self.qualify(schema)?;
+        let name = schema.operator_name().clone();
+        let h = self.dispatcher.register_def(schema, self.debug(), alias)?;
+        self.handles.push(h);
+        Ok(name)
+    }
+
+    fn qualify(&self, schema: FunctionSchema) -> Result<FunctionSchema> {
+        let lib_ns = self.ns.as_deref().unwrap_or("_");
+        match schema.namespace() {
+            Some(ns) if ns != lib_ns => Err(self.error(format!(
+                "Explicitly provided namespace ({ns}) in schema string does not match namespace \
+                 of enclosing {} block ({lib_ns}).  Move this definition to the (unique) \
+                 TORCH_LIBRARY block corresponding to this namespace (and consider deleting the \
+                 namespace from your schema string.) ",
+                self.kind.macro_name()
+            ))),
+            Some(_) => Ok(schema),
+            None => {
+                let name = OperatorName::new(
+                    format!("{lib_ns}::{}", schema.name()),
+                    schema.overload_name(),
+                );
+                let (args, rets) = (schema.arguments().to_vec(), schema.returns().to_vec());
+                FunctionSchema::new(name, args, rets, schema.is_vararg(), schema.is_varret())
+                    .map_err(|e| DispatchError::Schema(e.to_string()))
+            }
+        }
+    }
+
+    /// Defines an operator and registers a kernel for it in one step: `name_or_schema` is a full
+    /// schema, or just a name, in which case the schema is the kernel's inferred one (alias
+    /// analysis CONSERVATIVE). `key` `None` registers a catch-all.
+    pub fn def_with_kernel(
+        &mut self,
+        name_or_schema: &str,
+        key: Option<DispatchKey>,
+        kernel: KernelFunction,
+        debug: Option<&str>,
+    ) -> Result<OperatorName> {
+        let parsed = parse_schema_or_name(name_or_schema)
+            .map_err(|e| DispatchError::Schema(e.to_string()))?;
+        let (schema, alias) = match parsed {
+            SchemaOrName::Schema(s) => (s, Some(AliasAnalysisKind::FromSchema)),
+            SchemaOrName::Name(n) => {
+                let (args, rets) = kernel.inferred_signature().ok_or_else(|| {
+                    DispatchError::Registration(format!(
+                        "def(\"{n}\"): a boxed kernel has no signature to infer a schema from"
+                    ))
+                })?;
+                let text = format!("{n}{}", crate::schema_check::format_inferred(args, rets));
+                let s = FunctionSchema::parse(&text)
+                    .map_err(|e| DispatchError::Schema(e.to_string()))?;
+                (s, Some(AliasAnalysisKind::Conservative))
+            }
+        };
+        // Both registrations or neither: a failed impl takes the def back with it.
+        let before = self.handles.len();
+        let name = self.def_schema(schema, alias)?;
+        if let Err(e) = self.impl_with_debug(&name.to_string(), key, kernel, debug) {
+            self.handles.truncate(before);
+            return Err(e);
+        }
+        Ok(name)
+    }
+
+    /// Registers a kernel for operator `name` at `key` (`None`: the library's key, or
+    /// catch-all).
+    pub fn impl_(
+        &mut self,
+        name: &str,
+        key: Option<DispatchKey>,
+        kernel: KernelFunction,
+    ) -> Result<()> {
+        self.impl_with_debug(name, key, kernel, None)
+    }
+
+    /// Like [`impl_`](Self::impl_) with the kernel's debug name (default `registered at
+    /// file:line`).
+    pub fn impl_with_debug(
+        &mut self,
+        name: &str,
+        key: Option<DispatchKey>,
+        kernel: KernelFunction,
+        debug: Option<&str>,
+    ) -> Result<()> {
+        let key = key.filter(|k| *k != DispatchKey::Undefined);
+        let parsed = OperatorName::parse(name).map_err(|e| DispatchError::Schema(e.to_string()))?;
+        let full = match (parsed.namespace(), &self.ns) {
+            (Some(ns), Some(lib_ns)) if ns != lib_ns => {
+                return Err(self.error(format!(
+                    "impl(\"{name}\", ...): Explicitly provided namespace ({ns}) in operator name \
+                     does not match namespace of enclosing {} block ({lib_ns}).  Move this \
+                     definition to the {} block corresponding to this namespace (and consider \
+                     deleting the namespace from your schema string.) ",
+                    self.kind.macro_name(),
+                    self.kind.macro_name()
+                )))
+            }
+            (Some(_), _) => parsed,
+            (None, Some(lib_ns)) => OperatorName::new(
+                format!("{lib_ns}::{}", parsed.name()),
+                parsed.overload_name(),
+            ),
+            (None, None) => {
+                return Err(self.error(format!(
+                    "impl(\"{name}\", ...): an operator name without namespace needs a library \
+                     with a namespace."
+                )))
+            }
+        };
+        if let (Some(k), Some(lib_key)) = (key, self.key) {
+            if k != lib_key {
+                let m = self.kind.macro_name();
+                return Err(self.error(format!(
+                    "impl(\"{name}\", ...): Explicitly provided dispatch key ({k}) is inconsistent \
+                     with the dispatch key of the enclosing {m} block ({lib_key}).  Please declare \
+                     a separate {m} block for this dispatch key and move your impl() there. "
+                )));
+            }
+        }
+        let debug = debug.map_or_else(|| self.debug(), str::to_owned);
+        let h = self
+            .dispatcher
+            .register_impl(full, key.or(self.key), kernel, debug)?;
+        self.handles.push(h);
+        Ok(())
+    }
+
+    /// Registers a fallthrough for operator `name` at `key`: calls skip `key` for it.
+    pub fn fallthrough(&mut self, name: &str, key: DispatchKey) -> Result<()> {
+        self.impl_(name, Some(key), KernelFunction::fallthrough())
+    }
+
+    /// Registers a backend fallback for every operator at `key` (`None`: the library's key).
+    /// Only in IMPL libraries of the wildcard namespace `_`.
+    pub fn fallback(&mut self, key: Option<DispatchKey>, kernel: KernelFunction) -> Result<()> {
+        if self.kind != LibraryKind::Impl {
+            return Err(self.error(format!(
+                "fallback(...): Cannot define an operator inside of a {} block.  Did you mean to \
+                 call this function inside a TORCH_LIBRARY_IMPL block? ",
+                self.kind.macro_name()
+            )));
+        }
+        let Some(key) = key.or(self.key) else {
+            return Err(self.error("fallback(...): a fallback needs a dispatch key. ".into()));
+        };
+        if let Some(ns) = &self.ns {
+            return Err(self.error(format!(
+                "fallback(...): Fallback functions which apply to only a single namespace (you \
+                 specified {ns}) are not supported.  If you intended to apply this fallback \
+                 function globally, please define a separate block:\n\n    \
+                 TORCH_LIBRARY_IMPL(_, {key}, m) {{ m.fallback(...); }}\n\n"
+            )));
+        }
+        let h = self
+            .dispatcher
+            .register_fallback(key, kernel, self.debug())?;
+        self.handles.push(h);
+        Ok(())
+    }
+
+    /// Keeps every registration of this library for the life of the dispatcher.
+    pub fn leak(mut self) {
+        for h in std::mem::take(&mut self.handles) {
+            h.leak();
+        }
+    }
+}
+
+impl Drop for Library {
+    /// Undoes the library's registrations in the order they were made (as `torch::Library`
+    /// destroys its registrars), while the library still holds its dispatcher.
+    fn drop(&mut self) {
+        self.handles.clear();
+    }
+}
+
+/// A registration collected at start-up by [`library!`](crate::library!).
+pub struct StaticLibrary {
+    /// `DEF`, `IMPL` or `FRAGMENT`.
+    pub kind: LibraryKind,
+    /// The namespace (`_` for any).
+    pub ns: &'static str,
+    /// The dispatch key of an IMPL library.
+    pub key: Option<DispatchKey>,
+    /// Where the macro was invoked.
+    pub file: &'static str,
+    /// The line of the invocation.
+    pub line: u32,
+    /// The registrations.
+    pub register: fn(&mut Library) -> Result<()>,
+}
+
+inventory::collect!(StaticLibrary);
+
+static STATIC_ERRORS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The errors of start-up registrations (each also printed to stderr when it happened).
+pub fn static_registration_errors() -> Vec<String> {
+    STATIC_ERRORS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+pub(crate) fn run_static_registrations(d: &Dispatcher) {
+    // DEF libraries first, so that IMPL libraries of other crates find their operators defined.
+    let mut libs: Vec<&StaticLibrary> = inventory::iter::<StaticLibrary>.into_iter().collect();
+    libs.sort_by_key(|l| match l.kind {
+        LibraryKind::Def => 0,
+        LibraryKind::Fragment => 1,
+        LibraryKind::Impl => 2,
+    });
+    for s in libs {
+        let result =
+            Library::with_location(d, s.kind, s.ns, s.key, s.file, s.line).and_then(|mut lib| {
+                (s.register)(&mut lib)?;
+                lib.leak();
+                Ok(())
+            });
+        if let Err(e) = result {
+            eprintln!(
+                "switchboard: start-up registration at {}:{} failed: {e}",
+                s.file, s.line
+            );
+            STATIC_ERRORS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(e.to_string());
+        }
+    }
+}
+
+/// Registers operators, kernels or fallbacks into [`Dispatcher::global()`] when it is first
+/// used, from any crate (`TORCH_LIBRARY`, `TORCH_LIBRARY_IMPL`, `TORCH_LIBRARY_FRAGMENT`).
+///
+/// ```ignore
+/// switchboard_dispatcher::library!(DEF myops, |lib| {
+///     lib.def("twice(Tensor x) -> Tensor")?;
+///     Ok(())
+/// });
+/// switchboard_dispatcher::library!(IMPL myops, CPU, |lib| {
+///     lib.impl_("twice", None, KernelFunction::from_fn(twice_cpu))?;
+///     Ok(())
+/// });
+/// ```
+#[macro_export]
+macro_rules! library {
+    (DEF $ns:ident, $body:expr) => {
+        $crate::library!(@submit $crate::LibraryKind::Def, stringify!($ns), None, $body);
+    };
+    (FRAGMENT $ns:ident, $body:expr) => {
+        $crate::library!(@submit $crate::LibraryKind::Fragment, stringify!($ns), None, $body);
+    };
+    (IMPL $ns:tt, $key:ident, $body:expr) => {
+        $crate::library!(@submit $crate::LibraryKind::Impl, stringify!($ns),
+            Some($crate::DispatchKey::$key), $body);
+    };
+    (@submit $kind:expr, $ns:expr, $key:expr, $body:expr) => {
+        $crate::inventory::submit! {
+            $crate::StaticLibrary {
+                kind: $kind,
+                ns: $ns,
+                key: $key,
+                file: file!(),
+                line: line!(),
+                register: $body,
+            }
+        }
+    };
+}

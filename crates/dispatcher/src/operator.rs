@@ -1,0 +1,377 @@
+//! `OperatorEntry`: one operator's schema, registered kernels and computed dispatch table.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+
+use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, NUM_RUNTIME_ENTRIES};
+use switchboard_schema::FunctionSchema;
+
+use crate::dispatcher::DispatcherInner;
+use crate::kernel::KernelFunction;
+use crate::table::{compute_entry, runtime_keys, Globals, Provenance};
+use switchboard_schema::OperatorName;
+
+/// A registered kernel with what the dumps print about it.
+pub struct AnnotatedKernel {
+    /// The kernel.
+    pub kernel: KernelFunction,
+    /// Where it came from (`registered at file:line`, or the name given at registration).
+    pub debug: String,
+    /// The schema inferred from its Rust signature, printed (`(Tensor _0) -> Tensor _0`).
+    pub inferred_schema: Option<String>,
+    /// Identifies the registration, for deregistration.
+    pub(crate) id: u64,
+}
+
+/// How an operator's schema may alias its arguments (`c10::AliasAnalysisKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AliasAnalysisKind {
+    /// Assume anything may alias anything.
+    Conservative,
+    /// Trust the schema's alias annotations.
+    FromSchema,
+    /// No side effects, no aliasing.
+    PureFunction,
+    /// Handled by the JIT itself.
+    InternalSpecialCase,
+}
+
+impl AliasAnalysisKind {
+    /// PyTorch's name (`CONSERVATIVE`, `FROM_SCHEMA`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AliasAnalysisKind::Conservative => "CONSERVATIVE",
+            AliasAnalysisKind::FromSchema => "FROM_SCHEMA",
+            AliasAnalysisKind::PureFunction => "PURE_FUNCTION",
+            AliasAnalysisKind::InternalSpecialCase => "INTERNAL_SPECIAL_CASE",
+        }
+    }
+
+    /// Parses PyTorch's names; `""` is FROM_SCHEMA, as in `torch.library.Library.define`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "" | "FROM_SCHEMA" => AliasAnalysisKind::FromSchema,
+            "CONSERVATIVE" => AliasAnalysisKind::Conservative,
+            "PURE_FUNCTION" => AliasAnalysisKind::PureFunction,
+            "INTERNAL_SPECIAL_CASE" => AliasAnalysisKind::InternalSpecialCase,
+            _ => return None,
+        })
+    }
+}
+
+/// A defined schema and where it was defined.
+pub struct SchemaRecord {
+    /// The schema, with its namespace.
+    pub schema: FunctionSchema,
+    /// Where it was defined.
+    pub debug: String,
+    /// Its alias analysis; `None` when never set (printed `CONSERVATIVE (default)`).
+    pub alias_analysis: Option<AliasAnalysisKind>,
+}
+
+/// The kernels registered per key, newest first; keys in numeric order.
+#[derive(Default)]
+pub(crate) struct KernelStacks {
+    entries: Vec<(DispatchKey, Vec<Arc<AnnotatedKernel>>)>,
+}
+
+impl KernelStacks {
+    pub(crate) fn front(&self, k: DispatchKey) -> Option<&Arc<AnnotatedKernel>> {
+        self.entries
+            .iter()
+            .find(|(key, _)| *key == k)
+            .and_then(|(_, v)| v.first())
+    }
+
+    pub(crate) fn has(&self, k: DispatchKey) -> bool {
+        self.front(k).is_some()
+    }
+
+    /// True when a non-alias key of `ks` has a kernel (`hasKernelForAnyDispatchKey`).
+    pub(crate) fn has_kernel_for_any(&self, ks: DispatchKeySet) -> bool {
+        self.entries
+            .iter()
+            .any(|(k, v)| !k.is_alias() && !v.is_empty() && ks.has(*k))
+    }
+
+    pub(crate) fn push(&mut self, k: DispatchKey, kernel: Arc<AnnotatedKernel>) {
+        match self.entries.binary_search_by_key(&k, |(key, _)| *key) {
+            Ok(i) => self.entries[i].1.insert(0, kernel),
+            Err(i) => self.entries.insert(i, (k, vec![kernel])),
+        }
+    }
+
+    /// Removes the kernel of registration `id` from key `k`; false when it is not there.
+    pub(crate) fn remove(&mut self, k: DispatchKey, id: u64) -> bool {
+        let Ok(i) = self.entries.binary_search_by_key(&k, |(key, _)| *key) else {
+            return false;
+        };
+        let stack = &mut self.entries[i].1;
+        let Some(pos) = stack.iter().position(|a| a.id == id) else {
+            return false;
+        };
+        stack.remove(pos);
+        if stack.is_empty() {
+            self.entries.remove(i);
+        }
+        true
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (DispatchKey, &Arc<AnnotatedKernel>)> {
+        self.entries
+            .iter()
+            .flat_map(|(k, v)| v.iter().map(move |a| (*k, a)))
+    }
+}
+
+/// The registration state of an operator; changed only under the dispatcher's lock.
+#[derive(Default)]
+pub(crate) struct EntryState {
+    pub kernels: KernelStacks,
+    pub def_count: usize,
+    pub def_and_impl_count: usize,
+}
+
+// Note [Lock-free dispatch table]
+// A call reads one slot of `table`: an `AtomicPtr` to an `AnnotatedKernel`. Registration (under
+// the dispatcher's lock) recomputes the slots and swaps pointers one by one, so a concurrent call
+// sees either the old or the new kernel of its slot, each complete: never a torn state. A pointer
+// stays valid because every kernel a slot has ever pointed at is kept alive in `pinned` until the
+// entry itself is dropped, and a call holds the entry (through its `OperatorHandle`) while it
+// runs. Kernels are immutable once registered. The cost is that a kernel deregistered from a
+// still-living operator is freed only with the operator: a few dozen bytes per registration,
+// against no reference counting, epoch or hazard pointer on the hot path.
+
+/// An operator: its name, schema, kernels and computed dispatch table.
+pub struct OperatorEntry {
+    name: OperatorName,
+    /// The dispatcher, for error messages that list the keys with kernels.
+    pub(crate) dispatcher: Weak<DispatcherInner>,
+    pub(crate) state: Mutex<EntryState>,
+    schema: RwLock<Option<Arc<SchemaRecord>>>,
+    table: Box<[AtomicPtr<AnnotatedKernel>]>,
+    /// The keys whose slot is not a fallthrough; used when every backend agrees.
+    non_fallthrough: AtomicU64,
+    /// The same per backend, for operators with a fallthrough on some backends only.
+    non_fallthrough_per_backend: [AtomicU64; NUM_BACKENDS as usize],
+    requires_per_backend: AtomicBool,
+    /// Bit i set: argument i is tensor-like (a dispatch argument). Bit 63: more than 63
+    /// arguments (then every argument is scanned).
+    dispatch_args: AtomicU64,
+    num_args: AtomicU64,
+    pinned: Mutex<Vec<Arc<AnnotatedKernel>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding an entry's lock cannot leave it half-updated in a way later calls
+    // would misread (tables are swapped slot by slot), so poisoning is ignored.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl OperatorEntry {
+    pub(crate) fn new(
+        name: OperatorName,
+        dispatcher: Weak<DispatcherInner>,
+        missing: &Arc<AnnotatedKernel>,
+    ) -> Self {
+        let ptr = Arc::as_ptr(missing) as *mut AnnotatedKernel;
+        OperatorEntry {
+            name,
+            dispatcher,
+            state: Mutex::new(EntryState::default()),
+            schema: RwLock::new(None),
+            table: (0..NUM_RUNTIME_ENTRIES)
+                .map(|_| AtomicPtr::new(ptr))
+                .collect(),
+            non_fallthrough: AtomicU64::new(DispatchKeySet::FULL.raw()),
+            non_fallthrough_per_backend: std::array::from_fn(|_| {
+                AtomicU64::new(DispatchKeySet::FULL.raw())
+            }),
+            requires_per_backend: AtomicBool::new(false),
+            dispatch_args: AtomicU64::new(0),
+            num_args: AtomicU64::new(0),
+            pinned: Mutex::new(vec![missing.clone()]),
+        }
+    }
+
+    /// The operator's name.
+    pub fn name(&self) -> &OperatorName {
+        &self.name
+    }
+
+    /// The defined schema, if any.
+    pub fn schema(&self) -> Option<Arc<SchemaRecord>> {
+        self.schema
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, EntryState> {
+        lock(&self.state)
+    }
+
+    pub(crate) fn set_schema(&self, record: Option<SchemaRecord>) {
+        let (mask, n) = match &record {
+            Some(r) => {
+                let idx = r.schema.tensor_like_argument_indices();
+                let n = r.schema.arguments().len();
+                let mut mask = 0u64;
+                for i in idx {
+                    mask |= if i < 63 { 1u64 << i } else { 1u64 << 63 };
+                }
+                (mask, n as u64)
+            }
+            None => (0, 0),
+        };
+        self.dispatch_args.store(mask, Ordering::Relaxed);
+        self.num_args.store(n, Ordering::Relaxed);
+        *self.schema.write().unwrap_or_else(|e| e.into_inner()) = record.map(Arc::new);
+    }
+
+    /// The kernel a call with the (already masked) key set `ks` runs.
+    #[inline(always)]
+    pub(crate) fn lookup(&self, ks: DispatchKeySet) -> &AnnotatedKernel {
+        let slot = &self.table[ks.dispatch_table_index()];
+        // SAFETY: every pointer stored in `table` comes from an `Arc<AnnotatedKernel>` that is
+        // also held in `self.pinned`, which is only ever appended to while `self` lives (see
+        // Note [Lock-free dispatch table]); the returned reference borrows `self`, so the pointee
+        // outlives it. `AnnotatedKernel` is immutable after construction.
+        unsafe { &*slot.load(Ordering::Acquire) }
+    }
+
+    /// Removes the keys whose kernel is a fallthrough (the call's key set is then dispatched
+    /// to the next key).
+    #[inline(always)]
+    pub(crate) fn mask_fallthrough(&self, ks: DispatchKeySet) -> DispatchKeySet {
+        let mask = if self.requires_per_backend.load(Ordering::Relaxed) {
+            self.non_fallthrough_per_backend[ks.backend_index()].load(Ordering::Relaxed)
+        } else {
+            self.non_fallthrough.load(Ordering::Relaxed)
+        };
+        ks & DispatchKeySet::from_raw(mask)
+    }
+
+    /// The union of the key sets of the dispatch arguments among the last `num_args` values.
+    #[inline]
+    pub(crate) fn boxed_key_set(&self, stack: &[crate::IValue]) -> DispatchKeySet {
+        let mut mask = self.dispatch_args.load(Ordering::Relaxed);
+        let n = self.num_args.load(Ordering::Relaxed) as usize;
+        if mask == 0 || stack.len() < n {
+            return DispatchKeySet::EMPTY;
+        }
+        let args = &stack[stack.len() - n..];
+        if mask & (1 << 63) != 0 {
+            return args
+                .iter()
+                .fold(DispatchKeySet::EMPTY, |ks, v| ks | v.key_set());
+        }
+        let mut ks = DispatchKeySet::EMPTY;
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(v) = args.get(i) {
+                ks = ks | v.key_set();
+            }
+        }
+        ks
+    }
+
+    /// Recomputes every slot and the fallthrough masks (see Note [Computing the dispatch
+    /// table]). Called under the dispatcher's lock after any change that may affect this entry.
+    pub(crate) fn refresh(&self, state: &EntryState, globals: &Globals<'_>) {
+        let mut pinned = lock(&self.pinned);
+        let mut per_backend = [DispatchKeySet::FULL; NUM_BACKENDS as usize];
+        for (slot, k) in runtime_keys().enumerate() {
+            let (kernel, _) = compute_entry(&state.kernels, globals, k);
+            if kernel.kernel.is_fallthrough() && k != DispatchKey::Undefined {
+                if k.to_functionality_key().is_per_backend_functionality() {
+                    let b = k.to_backend_component() as usize - 1;
+                    per_backend[b] = per_backend[b].remove(k);
+                } else {
+                    for m in &mut per_backend {
+                        *m = m.remove(k);
+                    }
+                }
+            }
+            let ptr = Arc::as_ptr(&kernel) as *mut AnnotatedKernel;
+            if self.table[slot].load(Ordering::Relaxed) != ptr {
+                if !pinned.iter().any(|p| Arc::ptr_eq(p, &kernel)) {
+                    pinned.push(kernel);
+                }
+                self.table[slot].store(ptr, Ordering::Release);
+            }
+        }
+        let uniform = per_backend.iter().all(|m| *m == per_backend[0]);
+        for (atomic, m) in self.non_fallthrough_per_backend.iter().zip(per_backend) {
+            atomic.store(m.raw(), Ordering::Relaxed);
+        }
+        self.non_fallthrough
+            .store(per_backend[0].raw(), Ordering::Relaxed);
+        self.requires_per_backend.store(!uniform, Ordering::Relaxed);
+    }
+
+    /// PyTorch's `_dispatch_dump` of this operator.
+    pub(crate) fn dump_state(&self, state: &EntryState) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "name: {}", self.name);
+        match self.schema() {
+            Some(r) => {
+                let _ = writeln!(out, "schema: {}", r.schema);
+                let _ = writeln!(out, "debug: {}", r.debug);
+                let _ = match r.alias_analysis {
+                    Some(kind) => writeln!(out, "alias analysis kind: {}", kind.as_str()),
+                    None => writeln!(out, "alias analysis kind: CONSERVATIVE (default)"),
+                };
+            }
+            None => out.push_str("schema: (none)\n"),
+        }
+        let mut previous = None;
+        for (k, a) in state.kernels.iter() {
+            let inactive = previous == Some(k);
+            previous = Some(k);
+            let _ = writeln!(
+                out,
+                "{}{}{}: {} :: {} [ {}]",
+                k,
+                if k.is_alias() { "[alias]" } else { "" },
+                if inactive { " (inactive)" } else { "" },
+                a.debug,
+                a.inferred_schema.as_deref().unwrap_or("(none)"),
+                a.kernel.dump_state()
+            );
+        }
+        out
+    }
+
+    /// PyTorch's `_dispatch_dump_table` of this operator.
+    pub(crate) fn dump_table(&self, state: &EntryState, globals: &Globals<'_>) -> String {
+        let mut out = String::new();
+        for k in runtime_keys() {
+            let (kernel, why) = compute_entry(&state.kernels, globals, k);
+            if why == Provenance::Missing {
+                continue;
+            }
+            let ft = if kernel.kernel.is_fallthrough() {
+                "fallthrough "
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "{k}: {ft}{} [{}]", kernel.debug, why.as_str());
+        }
+        out
+    }
+
+    /// The runtime keys (in table order, without `Undefined`) whose slot has a kernel.
+    pub(crate) fn keys_with_kernels(
+        &self,
+        state: &EntryState,
+        globals: &Globals<'_>,
+    ) -> Vec<DispatchKey> {
+        runtime_keys()
+            .skip(1)
+            .filter(|k| compute_entry(&state.kernels, globals, *k).1 != Provenance::Missing)
+            .collect()
+    }
+}

@@ -1,0 +1,95 @@
+//! Checking a typed kernel's inferred schema against an operator's declared schema.
+
+use switchboard_schema::{FunctionSchema, OperatorName};
+
+use crate::error::{DispatchError, Result, SchemaMismatch};
+use crate::kernel::KernelFunction;
+use crate::operator::AnnotatedKernel;
+
+/// The schema PyTorch infers for a typed kernel, printed: `(Tensor _0, int _1) -> Tensor _0`.
+pub(crate) fn inferred_schema_string(kernel: &KernelFunction) -> Option<String> {
+    let (args, rets) = kernel.inferred_signature()?;
+    Some(format_inferred(args, rets))
+}
+
+pub(crate) fn format_inferred(args: &[&str], rets: &[&str]) -> String {
+    let named = |types: &[&str]| -> Vec<String> {
+        types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{t} _{i}"))
+            .collect()
+    };
+    let args = named(args).join(", ");
+    let rets = match rets.len() {
+        1 => named(rets).remove(0),
+        _ => format!("({})", named(rets).join(", ")),
+    };
+    format!("({args}) -> {rets}")
+}
+
+/// A declared type as the check compares it: the schema's type without alias annotations, with
+/// `SymInt` read as `int` (Rust kernels take plain integers).
+fn declared_type(t: &switchboard_schema::Type) -> String {
+    t.to_string().replace("SymInt", "int")
+}
+
+/// Why an inferred signature does not fit a schema (`findSchemaDifferences`), if it does not.
+pub(crate) fn schema_difference(
+    schema: &FunctionSchema,
+    args: &[&str],
+    rets: &[&str],
+) -> Option<String> {
+    let (dargs, drets) = (schema.arguments(), schema.returns());
+    if dargs.len() != args.len() {
+        return Some(format!(
+            "The number of arguments is different. {} vs {}.",
+            dargs.len(),
+            args.len()
+        ));
+    }
+    if drets.len() != rets.len() {
+        return Some(format!(
+            "The number of returns is different. {} vs {}.",
+            drets.len(),
+            rets.len()
+        ));
+    }
+    for (i, (d, t)) in dargs.iter().zip(args).enumerate() {
+        let d = declared_type(d.ty());
+        if d != *t {
+            return Some(format!("Type mismatch in argument {}: {d} vs {t}.", i + 1));
+        }
+    }
+    for (i, (d, t)) in drets.iter().zip(rets).enumerate() {
+        let d = declared_type(d.ty());
+        if d != *t {
+            return Some(format!("Type mismatch in return {}: {d} vs {t}.", i + 1));
+        }
+    }
+    None
+}
+
+/// Checks a registered kernel against a declared schema (`OperatorEntry::checkSchema`); kernels
+/// without an inferred schema (boxed, fallthrough) always fit.
+pub(crate) fn check_schema(
+    name: &OperatorName,
+    schema: &FunctionSchema,
+    schema_debug: &str,
+    kernel: &AnnotatedKernel,
+) -> Result<()> {
+    let Some((args, rets)) = kernel.kernel.inferred_signature() else {
+        return Ok(());
+    };
+    match schema_difference(schema, args, rets) {
+        None => Ok(()),
+        Some(reason) => Err(DispatchError::SchemaMismatch(Box::new(SchemaMismatch {
+            op: name.to_string(),
+            expected: schema.to_string(),
+            expected_debug: schema_debug.to_owned(),
+            inferred: format_inferred(args, rets),
+            inferred_debug: kernel.debug.clone(),
+            reason,
+        }))),
+    }
+}

@@ -1,0 +1,292 @@
+//! Calling operators: routing by key, redispatch, thread-local keys, boxing, fallbacks, errors.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use switchboard_dispatcher::*;
+use switchboard_keys::{DispatchKey as K, DispatchKeySet};
+use switchboard_tensor::{ScalarType, Tensor};
+
+fn cpu_tensor() -> Tensor {
+    Tensor::zeros(&[2], ScalarType::Float).unwrap()
+}
+
+fn with_keys(keys: &[K]) -> Tensor {
+    cpu_tensor().with_key_set(DispatchKeySet::from_keys(keys))
+}
+
+/// A dispatcher with PyTorch's fallthrough fallbacks, and the Autograd keys falling through
+/// (no autograd layer in these tests).
+fn dispatcher() -> Dispatcher {
+    let d = Dispatcher::with_builtin_fallbacks();
+    d.register_fallback(K::Autograd, KernelFunction::fallthrough(), "test")
+        .unwrap()
+        .leak();
+    d
+}
+
+/// A library defining `test::op(Tensor a, Tensor b) -> Tensor` with a CPU kernel that returns
+/// its first argument.
+fn setup(d: &Dispatcher) -> Library {
+    let mut lib = Library::new(d, LibraryKind::Def, "test", None).unwrap();
+    lib.def("op(Tensor a, Tensor b) -> Tensor").unwrap();
+    lib.impl_(
+        "op",
+        Some(K::CPU),
+        KernelFunction::from_fn(|a: &Tensor, _b: &Tensor| Ok(a.clone())),
+    )
+    .unwrap();
+    lib
+}
+
+type Op = TypedOperatorHandle<(Tensor, Tensor), Tensor>;
+
+fn op(d: &Dispatcher) -> Op {
+    d.find_schema_or_throw("test::op").unwrap().typed().unwrap()
+}
+
+#[test]
+fn typed_call_routes_to_the_backend_kernel() {
+    let d = dispatcher();
+    let _lib = setup(&d);
+    let (a, b) = (cpu_tensor(), cpu_tensor());
+    let out = op(&d).call((&a, &b)).unwrap();
+    assert!(out.is_same(&a));
+}
+
+#[test]
+fn autograd_kernel_redispatches_below_itself() {
+    let d = dispatcher();
+    let mut lib = setup(&d);
+    let hits = Arc::new(AtomicUsize::new(0));
+    let h = hits.clone();
+    let handle = op(&d);
+    let below = handle.clone();
+    lib.impl_(
+        "op",
+        Some(K::Autograd),
+        KernelFunction::from_fn_with_keys(move |ks: DispatchKeySet, a: &Tensor, b: &Tensor| {
+            h.fetch_add(1, Ordering::SeqCst);
+            below.redispatch(ks & DispatchKeySet::full_after(K::AutogradOther), (a, b))
+        }),
+    )
+    .unwrap();
+    let x = with_keys(&[K::CPU, K::ADInplaceOrView, K::AutogradCPU, K::AutocastCPU]);
+    let out = handle.call((&x, &x)).unwrap();
+    assert!(out.is_same(&x));
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    // Excluding autograd skips the autograd kernel.
+    {
+        let _g = AutoDispatchBelowAutograd::new();
+        handle.call((&x, &x)).unwrap();
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn boxed_call_and_boxed_fallback() {
+    let d = dispatcher();
+    let _lib = setup(&d);
+    let x = cpu_tensor();
+    let handle = d.find_schema_or_throw("test::op").unwrap();
+    let mut stack: Stack = vec![IValue::Tensor(x.clone()), IValue::Tensor(x.clone())];
+    handle.call_boxed(&mut stack).unwrap();
+    assert_eq!(stack.len(), 1);
+    assert!(stack[0].as_tensor().unwrap().is_same(&x));
+
+    // A boxed fallback on Python serves every operator, then redispatches.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s = seen.clone();
+    let mut fb = Library::new(&d, LibraryKind::Impl, "_", Some(K::Python)).unwrap();
+    fb.fallback(
+        None,
+        KernelFunction::from_boxed(move |op, ks, stack| {
+            s.fetch_add(1, Ordering::SeqCst);
+            op.redispatch_boxed(ks & DispatchKeySet::full_after(K::Python), stack)
+        }),
+    )
+    .unwrap();
+    let p = with_keys(&[K::CPU, K::Python]);
+    let out = op(&d).call((&p, &p)).unwrap();
+    assert!(out.is_same(&p));
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+    drop(fb);
+    let err = op(&d).call((&p, &p)).unwrap_err();
+    assert!(
+        err.to_string().contains("from the 'Python' backend"),
+        "the fallback is gone with its library: {err}"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn missing_kernel_names_the_operator_and_key() {
+    let d = dispatcher();
+    let _lib = setup(&d);
+    let m = cpu_tensor().with_key_set(DispatchKeySet::from_keys(&[K::Meta]));
+    let err = op(&d).call((&m, &m)).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("Could not run 'test::op' with arguments from the 'Meta' backend."),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("only available for these backends: [CPU"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn boxed_call_type_errors_name_the_argument() {
+    let d = dispatcher();
+    let _lib = setup(&d);
+    let handle = d.find_schema_or_throw("test::op").unwrap();
+    let mut stack: Stack = vec![IValue::Tensor(cpu_tensor()), IValue::Int(3)];
+    let err = handle.call_boxed(&mut stack).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test::op() Expected a value of type 'Tensor' for argument 'b' but instead found type 'int'."
+    );
+}
+
+#[test]
+fn typed_handle_with_wrong_signature_is_refused() {
+    let d = dispatcher();
+    let _lib = setup(&d);
+    let err = d
+        .find_schema_or_throw("test::op")
+        .unwrap()
+        .typed::<(Tensor,), Tensor>()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("The number of arguments is different. 2 vs 1."),
+        "{err}"
+    );
+}
+
+#[test]
+fn kernel_schema_is_checked_at_registration() {
+    let d = dispatcher();
+    let mut lib = setup(&d);
+    let err = lib
+        .impl_(
+            "op",
+            Some(K::CUDA),
+            KernelFunction::from_fn(|a: &Tensor, _n: i64| Ok(a.clone())),
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("reason: Type mismatch in argument 2: Tensor vs int."),
+        "{err}"
+    );
+    assert!(
+        !d.dump_state("test::op").contains("CUDA"),
+        "a refused kernel leaves no trace"
+    );
+}
+
+#[test]
+fn unknown_operator_suggests_close_names() {
+    let d = dispatcher();
+    let _lib = setup(&d);
+    let err = d.find_schema_or_throw("test::opp").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Could not find schema for test::opp.. Did you mean 'test::op'?"
+    );
+}
+
+#[test]
+fn handle_outliving_its_dispatcher_is_harmless() {
+    let d = dispatcher();
+    let lib = setup(&d);
+    let handle = op(&d);
+    drop(d);
+    drop(lib); // deregisters: the dispatcher is still alive through the library
+    let x = cpu_tensor();
+    assert!(handle.call((&x, &x)).is_err());
+    let d2 = Dispatcher::new();
+    let mut lib2 = Library::new(&d2, LibraryKind::Fragment, "t2", None).unwrap();
+    lib2.def("f(Tensor x) -> Tensor").unwrap();
+    drop(d2);
+    drop(lib2);
+}
+
+#[test]
+fn registration_while_calling_from_other_threads() {
+    let d = dispatcher();
+    let _lib = setup(&d);
+    let handle = op(&d);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for _ in 0..2 {
+        let (handle, stop) = (handle.clone(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            let x = with_keys(&[K::CPU, K::AutogradCPU]);
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let out = handle.call((&x, &x)).unwrap();
+                assert!(out.is_same(&x));
+                n += 1;
+            }
+            n
+        }));
+    }
+    for i in 0..200 {
+        let mut lib = Library::new(&d, LibraryKind::Impl, "test", None).unwrap();
+        let key = if i % 2 == 0 {
+            K::AutogradCPU
+        } else {
+            K::Autograd
+        };
+        lib.impl_(
+            "op",
+            Some(key),
+            KernelFunction::from_fn(|a: &Tensor, _b: &Tensor| Ok(a.clone())),
+        )
+        .unwrap();
+        lib.fallthrough("op", K::ADInplaceOrView).unwrap();
+        drop(lib);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        assert!(t.join().unwrap() > 0);
+    }
+}
+
+#[test]
+fn observers_see_nested_calls() {
+    let d = dispatcher();
+    let mut lib = setup(&d);
+    let handle = op(&d);
+    let below = handle.clone();
+    lib.impl_(
+        "op",
+        Some(K::AutogradCPU),
+        KernelFunction::from_fn_with_keys(move |ks: DispatchKeySet, a: &Tensor, b: &Tensor| {
+            below.redispatch(ks & DispatchKeySet::full_after(K::AutogradCPU), (a, b))
+        }),
+    )
+    .unwrap();
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let e = events.clone();
+    let mine = handle.handle().clone();
+    // Observers see every dispatcher's calls, including other tests' running in parallel.
+    let guard = add_observer(move |ev| {
+        if ev.before && ev.op.ptr_eq(&mine) {
+            e.lock().unwrap().push((ev.key, ev.depth));
+        }
+    });
+    let x = with_keys(&[K::CPU, K::AutogradCPU]);
+    handle.call((&x, &x)).unwrap();
+    drop(guard);
+    handle.call((&x, &x)).unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert!(
+        seen.contains(&(K::AutogradCPU, 0)) && seen.contains(&(K::CPU, 1)),
+        "{seen:?}"
+    );
+    assert_eq!(seen.iter().filter(|(k, _)| *k == K::AutogradCPU).count(), 1);
+}

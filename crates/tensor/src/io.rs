@@ -1,0 +1,336 @@
+//! Loading and saving named tensors in the safetensors format.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::Path;
+
+use safetensors::tensor::{Dtype, SafeTensors, View};
+
+use crate::dtype::ScalarType;
+use crate::error::{Result, TensorError};
+use crate::storage::{Storage, StorageBorrow};
+use crate::tensor::{Tensor, TensorBuilder, VersionCounter};
+
+// Note [Zero-copy safetensors]
+// Loading reads the whole file (or copies the given bytes) once into one 64-byte-aligned CPU
+// storage; each tensor whose data offset is a multiple of its element size is then a view of
+// that storage at the right offset: no per-tensor copy, no per-element conversion. Each gets
+// its own version counter (they are not views of each other). Bool tensors, and tensors at
+// misaligned offsets, are copied into their own storage (bools after checking every byte is
+// 0 or 1, Note [Element bit patterns]). The loaded tensors keep the whole file buffer alive.
+// Saving passes each contiguous tensor's storage bytes straight to the serializer (a
+// non-contiguous tensor is made contiguous first). Safetensors data is little-endian, as is
+// every target Switchboard runs on; big-endian targets are refused.
+
+fn to_safetensors(dtype: ScalarType) -> Dtype {
+    match dtype {
+        ScalarType::Bool => Dtype::BOOL,
+        ScalarType::Byte => Dtype::U8,
+        ScalarType::Char => Dtype::I8,
+        ScalarType::Short => Dtype::I16,
+        ScalarType::Int => Dtype::I32,
+        ScalarType::Long => Dtype::I64,
+        ScalarType::Half => Dtype::F16,
+        ScalarType::BFloat16 => Dtype::BF16,
+        ScalarType::Float => Dtype::F32,
+        ScalarType::Double => Dtype::F64,
+    }
+}
+
+fn from_safetensors(dtype: Dtype) -> Result<ScalarType> {
+    Ok(match dtype {
+        Dtype::BOOL => ScalarType::Bool,
+        Dtype::U8 => ScalarType::Byte,
+        Dtype::I8 => ScalarType::Char,
+        Dtype::I16 => ScalarType::Short,
+        Dtype::I32 => ScalarType::Int,
+        Dtype::I64 => ScalarType::Long,
+        Dtype::F16 => ScalarType::Half,
+        Dtype::BF16 => ScalarType::BFloat16,
+        Dtype::F32 => ScalarType::Float,
+        Dtype::F64 => ScalarType::Double,
+        other => {
+            return Err(TensorError::Io(format!(
+                "safetensors dtype {other} is not supported"
+            )))
+        }
+    })
+}
+
+fn check_endian() -> Result<()> {
+    if cfg!(target_endian = "big") {
+        return Err(TensorError::Io(
+            "safetensors I/O needs a little-endian target".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn io_err(e: impl std::fmt::Display) -> TensorError {
+    TensorError::Io(e.to_string())
+}
+
+/// Reads named tensors from safetensors bytes (one copy of `bytes` into an aligned storage,
+/// then views: Note [Zero-copy safetensors]).
+///
+/// ```
+/// use switchboard_tensor::{load_safetensors, save_safetensors, Tensor};
+/// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+/// let bytes = save_safetensors(&[("w", &t)], None).unwrap();
+/// let loaded = load_safetensors(&bytes).unwrap();
+/// assert_eq!(loaded["w"].to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+/// ```
+pub fn load_safetensors(bytes: &[u8]) -> Result<BTreeMap<String, Tensor>> {
+    check_endian()?;
+    let storage = Storage::cpu_with(bytes.len(), |d| d.copy_from_slice(bytes))?;
+    tensors_from_storage(&storage)
+}
+
+/// Reads named tensors from a safetensors file: one read into an aligned storage, then views
+/// (Note [Zero-copy safetensors]).
+pub fn load_safetensors_file(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
+    check_endian()?;
+    let path = path.as_ref();
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| TensorError::Io(format!("cannot open {}: {e}", path.display())))?;
+    let len = file.metadata().map_err(io_err)?.len();
+    let len = usize::try_from(len).map_err(io_err)?;
+    let storage = Storage::try_cpu_with(len, |buf| {
+        file.read_exact(buf)
+            .map_err(|e| TensorError::Io(format!("cannot read {}: {e}", path.display())))
+    })?;
+    tensors_from_storage(&storage)
+}
+
+fn tensors_from_storage(storage: &Storage) -> Result<BTreeMap<String, Tensor>> {
+    let borrow = storage.try_borrow()?;
+    let bytes = storage.bytes(&borrow)?;
+    let st = SafeTensors::deserialize(bytes).map_err(io_err)?;
+    let base = bytes.as_ptr() as usize;
+    let mut out = BTreeMap::new();
+    for (name, view) in st.iter() {
+        let dtype = from_safetensors(view.dtype())?;
+        let sizes = view
+            .shape()
+            .iter()
+            .map(|&s| i64::try_from(s).map_err(io_err))
+            .collect::<Result<Vec<i64>>>()?;
+        let data = view.data();
+        let offset = data.as_ptr() as usize - base;
+        let elem = dtype.element_size();
+        let tensor = if dtype == ScalarType::Bool {
+            TensorBuilder::new(Storage::bool_from_bytes(data)?, dtype)
+                .sizes(&sizes)
+                .build()?
+        } else if offset % elem == 0 {
+            TensorBuilder::new(storage.clone(), dtype)
+                .sizes(&sizes)
+                .storage_offset((offset / elem) as i64)
+                .version_counter(VersionCounter::new())
+                .build()?
+        } else {
+            let own = Storage::cpu_with(data.len(), |d| d.copy_from_slice(data))?;
+            TensorBuilder::new(own, dtype).sizes(&sizes).build()?
+        };
+        out.insert(name.to_string(), tensor);
+    }
+    Ok(out)
+}
+
+struct SaveView<'a> {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data: &'a [u8],
+}
+
+impl View for &SaveView<'_> {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self.data)
+    }
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// Serialises named CPU tensors (any dtype, any strides) to safetensors bytes, with optional
+/// string metadata. Contiguous tensors' bytes are passed through without conversion.
+pub fn save_safetensors(
+    tensors: &[(&str, &Tensor)],
+    metadata: Option<HashMap<String, String>>,
+) -> Result<Vec<u8>> {
+    check_endian()?;
+    let contiguous: Vec<Tensor> = tensors
+        .iter()
+        .map(|(_, t)| {
+            if !t.has_data() {
+                return Err(TensorError::NoData {
+                    device: t.device().to_string(),
+                });
+            }
+            t.contiguous()
+        })
+        .collect::<Result<_>>()?;
+    let borrows: Vec<StorageBorrow<'_>> = contiguous
+        .iter()
+        .map(|t| t.storage().try_borrow())
+        .collect::<Result<_>>()?;
+    let mut views = Vec::with_capacity(tensors.len());
+    for ((t, b), (name, _)) in contiguous.iter().zip(&borrows).zip(tensors) {
+        let all = t.storage().bytes(b)?;
+        let start = t.storage_offset() as usize * t.element_size();
+        let data = &all[start..start + t.nbytes()];
+        let shape = t.sizes().iter().map(|&s| s as usize).collect();
+        views.push((
+            name.to_string(),
+            SaveView {
+                dtype: to_safetensors(t.dtype()),
+                shape,
+                data,
+            },
+        ));
+    }
+    // safetensors without its `std` feature takes hashbrown maps: convert.
+    let metadata = metadata.map(|m| m.into_iter().collect());
+    safetensors::serialize(views.iter().map(|(n, v)| (n.as_str(), v)), metadata).map_err(io_err)
+}
+
+/// [`save_safetensors`] to a file.
+pub fn save_safetensors_file(
+    path: impl AsRef<Path>,
+    tensors: &[(&str, &Tensor)],
+    metadata: Option<HashMap<String, String>>,
+) -> Result<()> {
+    let bytes = save_safetensors(tensors, metadata)?;
+    let path = path.as_ref();
+    std::fs::write(path, bytes)
+        .map_err(|e| TensorError::Io(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The string metadata (`__metadata__`) of safetensors bytes, if any.
+pub fn safetensors_metadata(bytes: &[u8]) -> Result<Option<HashMap<String, String>>> {
+    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(io_err)?;
+    Ok(meta
+        .metadata()
+        .as_ref()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{bf16, f16, Device};
+
+    #[test]
+    fn round_trip_every_dtype() {
+        let tensors = vec![
+            (
+                "b",
+                Tensor::from_vec(vec![true, false, true], &[3]).unwrap(),
+            ),
+            ("u8", Tensor::from_vec(vec![1u8, 255], &[2, 1]).unwrap()),
+            ("i8", Tensor::from_vec(vec![-1i8], &[]).unwrap()),
+            ("i16", Tensor::from_vec(vec![-300i16, 2], &[2]).unwrap()),
+            ("i32", Tensor::from_vec(vec![7i32; 6], &[2, 3]).unwrap()),
+            ("i64", Tensor::from_vec(vec![i64::MIN, 5], &[2]).unwrap()),
+            (
+                "f16",
+                Tensor::from_vec(vec![f16::from_f32(1.5)], &[1]).unwrap(),
+            ),
+            (
+                "bf16",
+                Tensor::from_vec(vec![bf16::from_f32(-2.0); 3], &[3]).unwrap(),
+            ),
+            ("f32", Tensor::arange(0.0, 3.0, 0.5, None).unwrap()),
+            ("f64", Tensor::from_vec(vec![1e300f64], &[1, 1]).unwrap()),
+            ("empty", Tensor::zeros(&[0, 4], ScalarType::Float).unwrap()),
+        ];
+        let refs: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+        let meta = HashMap::from([("format".to_string(), "pt".to_string())]);
+        let bytes = save_safetensors(&refs, Some(meta.clone())).unwrap();
+        assert_eq!(safetensors_metadata(&bytes).unwrap(), Some(meta));
+        let loaded = load_safetensors(&bytes).unwrap();
+        assert_eq!(loaded.len(), tensors.len());
+        for (name, t) in &tensors {
+            let l = &loaded[*name];
+            assert_eq!((l.sizes(), l.dtype()), (t.sizes(), t.dtype()), "{name}");
+            assert_eq!(
+                l.to_vec_as::<f64>().unwrap(),
+                t.to_vec_as::<f64>().unwrap(),
+                "{name}"
+            );
+        }
+        // Aligned non-bool tensors share one storage.
+        assert!(loaded["i32"].is_alias_of(&loaded["f64"]));
+        assert!(!loaded["b"].is_alias_of(&loaded["f64"]));
+        loaded["i32"].bump_version();
+        assert_eq!(loaded["f64"].version(), 0);
+    }
+
+    #[test]
+    fn saves_noncontiguous_and_rejects_meta() {
+        let t = Tensor::from_vec(vec![1i64, 2, 3, 4], &[2, 2])
+            .unwrap()
+            .t()
+            .unwrap();
+        let loaded = load_safetensors(&save_safetensors(&[("t", &t)], None).unwrap()).unwrap();
+        assert_eq!(loaded["t"].to_vec::<i64>().unwrap(), [1, 3, 2, 4]);
+        let m = Tensor::zeros_on(&[2], ScalarType::Float, Device::META).unwrap();
+        assert!(save_safetensors(&[("m", &m)], None).is_err());
+    }
+
+    fn raw(header: &str, data: &[u8]) -> Vec<u8> {
+        let mut v = (header.len() as u64).to_le_bytes().to_vec();
+        v.extend_from_slice(header.as_bytes());
+        v.extend_from_slice(data);
+        v
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(load_safetensors(b"").is_err());
+        assert!(load_safetensors(&raw("{}", &[])).unwrap().is_empty());
+        let h = r#"{"x":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}}"#;
+        let err = load_safetensors(&raw(h, &[2, 1])).unwrap_err().to_string();
+        assert!(err.contains("invalid value 2"), "{err}");
+        assert_eq!(
+            load_safetensors(&raw(h, &[0, 1])).unwrap()["x"]
+                .to_vec::<bool>()
+                .unwrap(),
+            [false, true]
+        );
+        let h = r#"{"x":{"dtype":"U16","shape":[1],"data_offsets":[0,2]}}"#;
+        assert!(load_safetensors(&raw(h, &[2, 1])).is_err());
+        let h = r#"{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}"#;
+        assert!(load_safetensors(&raw(h, &[0; 4])).is_err());
+        // A misaligned tensor is copied into its own storage.
+        let h = r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"I32","shape":[1],"data_offsets":[1,5]}}"#;
+        let mut data = vec![9u8];
+        data.extend_from_slice(&7i32.to_le_bytes());
+        let l = load_safetensors(&raw(h, &data)).unwrap();
+        assert_eq!(l["b"].to_vec::<i32>().unwrap(), [7]);
+        assert_eq!(l["a"].to_vec::<u8>().unwrap(), [9]);
+    }
+
+    #[test]
+    fn file_round_trip() {
+        let dir = std::env::temp_dir().join(format!("sb-tensor-io-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.safetensors");
+        let t = Tensor::arange(0, 100, 1, None)
+            .unwrap()
+            .view(&[10, 10])
+            .unwrap();
+        save_safetensors_file(&path, &[("t", &t)], None).unwrap();
+        let l = load_safetensors_file(&path).unwrap();
+        assert_eq!(l["t"].to_vec::<i64>().unwrap(), t.to_vec::<i64>().unwrap());
+        assert!(load_safetensors_file(dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,489 @@
+//! [`Storage`]: the shared, reference-counted byte buffer behind tensors and their views.
+
+use std::alloc::{self, Layout};
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::device::Device;
+use crate::dtype::{Element, ScalarType};
+use crate::error::{Result, TensorError};
+
+/// Alignment of every buffer the storage allocates itself.
+pub const STORAGE_ALIGNMENT: usize = 64;
+
+/// Buffers up to this many bytes live inline in the storage (no second allocation).
+pub const INLINE_BYTES: usize = 64;
+
+// Note [Storage mutability]
+// Storage bytes are shared by every view of a tensor and may be written by kernels (outputs,
+// in-place ops), so they are interior-mutable memory: a raw allocation (or an `UnsafeCell`
+// inline buffer) that the crate never covers with a `&mut` it does not hold exclusively.
+//
+// Soundness rests on a *borrow flag* per storage, like `RefCell` but atomic and non-blocking:
+// every access to the bytes happens under a borrow, shared for reading and exclusive for
+// writing. A borrow that conflicts fails at once with `TensorError::StorageBorrowed`; nothing
+// ever waits, so there are no locks and no deadlocks. The safe API takes the borrows itself:
+// `Tensor::data` (shared, `DataRef` derefs to `&[T]`), `Tensor::data_mut` (exclusive, `DataMut`
+// derefs to `&mut [T]`), `to_vec`, `copy_strided`, printing, saving.
+//
+// Kernels work with raw pointers for speed: they take one `Access` over all their tensors
+// (exclusive borrows for the storages they write, shared for the rest; a storage that is both
+// read and written - an in-place op, or an output aliasing an input - is borrowed once,
+// exclusively), then read and write through `Tensor::data_ptr`/`mut_data_ptr` in `unsafe`
+// blocks whose SAFETY argument is "the Access is alive" plus the bounds invariant (Note
+// [Tensor bounds invariant]). Elementwise aliasing inside one kernel (out[i] = a[i] + b[i]
+// with out == a) is the kernel's business, as in PyTorch.
+//
+// Cost: one compare-and-swap to take and one atomic op to release per distinct storage,
+// uncontended in practice. A freshly created tensor is borrowed the same way; there is no
+// unchecked path in the safe API.
+
+const WRITER: usize = 1 << (usize::BITS - 1);
+
+#[repr(C, align(64))]
+struct InlineBuf(UnsafeCell<[u8; INLINE_BYTES]>);
+
+enum Buffer {
+    /// No data: meta tensors and devices without real storage here.
+    None,
+    /// Small buffers, inside the storage allocation.
+    Inline(InlineBuf),
+    /// A heap allocation made with `layout` by the global allocator.
+    Heap { ptr: NonNull<u8>, layout: Layout },
+}
+
+/// The shared part of a [`Storage`]: bytes (or none), their device, the borrow flag and the
+/// default version counter of the tensors viewing it.
+pub struct StorageImpl {
+    buf: Buffer,
+    nbytes: usize,
+    device: Device,
+    /// Whether the bytes are `bool` elements (Note [Element bit patterns]).
+    holds_bool: bool,
+    borrow: AtomicUsize,
+    version: AtomicU64,
+}
+
+// SAFETY: the raw buffer is owned by the StorageImpl (freed only in Drop) and every access to
+// its bytes goes through the borrow flag (Note [Storage mutability]), which excludes a writer
+// from running concurrently with any other reader or writer, on any thread.
+unsafe impl Send for StorageImpl {}
+// SAFETY: as for Send; shared references only read plain fields or go through the flag.
+unsafe impl Sync for StorageImpl {}
+
+impl Drop for StorageImpl {
+    fn drop(&mut self) {
+        if let Buffer::Heap { ptr, layout } = self.buf {
+            // SAFETY: `ptr` was allocated by the global allocator with exactly `layout` (by
+            // `alloc_zeroed` below, or by a `Vec` whose capacity gave `layout`), and is freed
+            // only here, once.
+            unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+/// A cheap-to-clone handle to a tensor's bytes. CPU storages own a 64-byte-aligned,
+/// zero-initialised buffer; storages on meta and other devices record their size only.
+///
+/// ```
+/// use switchboard_tensor::{Device, Storage};
+/// let s = Storage::zeros(Device::CPU, 16).unwrap();
+/// assert_eq!(s.nbytes(), 16);
+/// assert!(s.has_data());
+/// assert!(!Storage::zeros(Device::META, 16).unwrap().has_data());
+/// ```
+#[derive(Clone)]
+pub struct Storage(Arc<StorageImpl>);
+
+impl Storage {
+    fn from_parts(buf: Buffer, nbytes: usize, device: Device) -> Storage {
+        Storage(Arc::new(StorageImpl {
+            buf,
+            nbytes,
+            device,
+            holds_bool: false,
+            borrow: AtomicUsize::new(0),
+            version: AtomicU64::new(0),
+        }))
+    }
+
+    /// A storage of `nbytes` for elements of `dtype` on `device` (zeroed bytes on CPU, no
+    /// data elsewhere). Only storages made for `Bool` can hold bool tensors, and they hold
+    /// nothing else (Note [Element bit patterns]).
+    pub fn zeros_for(device: Device, nbytes: usize, dtype: ScalarType) -> Result<Storage> {
+        let mut s = Self::zeros(device, nbytes)?;
+        if dtype == ScalarType::Bool {
+            Arc::get_mut(&mut s.0)
+                .expect("a fresh storage is unique")
+                .holds_bool = true;
+        }
+        Ok(s)
+    }
+
+    /// A storage of raw bytes (not for bool tensors) of `nbytes` on `device`: zeroed bytes on
+    /// CPU, no data elsewhere.
+    pub fn zeros(device: Device, nbytes: usize) -> Result<Storage> {
+        if !device.is_cpu() {
+            return Ok(Self::from_parts(Buffer::None, nbytes, device));
+        }
+        Ok(Self::from_parts(zeroed_buffer(nbytes)?, nbytes, device))
+    }
+
+    /// A CPU storage of `nbytes` whose bytes are set by `init` before anyone else sees them.
+    pub fn cpu_with(nbytes: usize, init: impl FnOnce(&mut [u8])) -> Result<Storage> {
+        Self::try_cpu_with(nbytes, |b| {
+            init(b);
+            Ok(())
+        })
+    }
+
+    /// Like [`cpu_with`](Self::cpu_with) with a fallible initialiser (e.g. reading a file).
+    pub fn try_cpu_with(
+        nbytes: usize,
+        init: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<Storage> {
+        let mut s = Self::zeros(Device::CPU, nbytes)?;
+        let inner = Arc::get_mut(&mut s.0).expect("a fresh storage is unique");
+        init(inner.bytes_mut_unique())?;
+        Ok(s)
+    }
+
+    /// A zeroed CPU storage of `numel` elements of `T`, set by `init` before anyone else sees
+    /// it. The buffer is 64-byte aligned.
+    pub fn cpu_with_typed<T: Element>(
+        numel: usize,
+        init: impl FnOnce(&mut [T]),
+    ) -> Result<Storage> {
+        let nbytes = numel.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            TensorError::invalid(format!(
+                "Trying to create tensor with {numel} elements: too large"
+            ))
+        })?;
+        Self::cpu_with(nbytes, |bytes| {
+            // SAFETY: `bytes` is exclusively borrowed, 64-byte aligned (>= align_of::<T>()) and
+            // holds exactly numel * size_of::<T>() zeroed bytes; all-zero bytes are a valid
+            // value of every Element type (0, 0.0, false), and `init` can only store valid
+            // `T`s through the `&mut [T]`.
+            let typed =
+                unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut T, numel) };
+            init(typed)
+        })
+        .map(|s| s.mark_bool(T::DTYPE == ScalarType::Bool))
+    }
+
+    fn mark_bool(mut self, holds_bool: bool) -> Storage {
+        if let Some(inner) = Arc::get_mut(&mut self.0) {
+            inner.holds_bool = holds_bool;
+        }
+        self
+    }
+
+    /// A CPU storage for a bool tensor holding a copy of `bytes`, each of which must be 0
+    /// or 1.
+    pub fn bool_from_bytes(bytes: &[u8]) -> Result<Storage> {
+        if let Some(b) = bytes.iter().find(|b| **b > 1) {
+            return Err(TensorError::invalid(format!(
+                "invalid value {b} for a bool element (expected 0 or 1)"
+            )));
+        }
+        Ok(Self::cpu_with(bytes.len(), |d| d.copy_from_slice(bytes))?.mark_bool(true))
+    }
+
+    /// Whether this storage holds bool elements (then only bool tensors can view it).
+    pub fn holds_bool(&self) -> bool {
+        self.0.holds_bool
+    }
+
+    /// A CPU storage holding `v`'s elements. Takes over `v`'s allocation when it is larger than
+    /// [`INLINE_BYTES`] (no copy; the buffer is then aligned for `T`, not to 64 bytes), copies
+    /// small vectors inline.
+    pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
+        let nbytes = std::mem::size_of_val(v.as_slice());
+        if nbytes <= INLINE_BYTES {
+            let buf = InlineBuf(UnsafeCell::new([0; INLINE_BYTES]));
+            // SAFETY: the inline buffer is 64 bytes, 64-aligned and not yet shared; `v` holds
+            // `nbytes <= 64` initialised bytes; the regions are distinct allocations.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    v.as_ptr() as *const u8,
+                    buf.0.get() as *mut u8,
+                    nbytes,
+                );
+            }
+            return Self::from_parts(Buffer::Inline(buf), nbytes, Device::CPU)
+                .mark_bool(T::DTYPE == ScalarType::Bool);
+        }
+        let mut v = std::mem::ManuallyDrop::new(v);
+        let layout = Layout::array::<T>(v.capacity()).expect("a Vec's capacity has a layout");
+        // A Vec with more than INLINE_BYTES of elements has a real (non-dangling) allocation.
+        let ptr = NonNull::new(v.as_mut_ptr() as *mut u8).expect("Vec pointer is non-null");
+        Self::from_parts(Buffer::Heap { ptr, layout }, nbytes, Device::CPU)
+            .mark_bool(T::DTYPE == ScalarType::Bool)
+    }
+
+    /// Bytes in the storage (also for storages without data).
+    #[inline]
+    pub fn nbytes(&self) -> usize {
+        self.0.nbytes
+    }
+
+    /// The storage's device.
+    #[inline]
+    pub fn device(&self) -> Device {
+        self.0.device
+    }
+
+    /// Whether the storage holds real bytes (CPU) or only a size (meta and other devices).
+    #[inline]
+    pub fn has_data(&self) -> bool {
+        !matches!(self.0.buf, Buffer::None)
+    }
+
+    /// Whether two handles share one storage.
+    #[inline]
+    pub fn ptr_eq(a: &Storage, b: &Storage) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+
+    /// Number of handles to this storage (tensors and views holding it).
+    pub fn use_count(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+
+    /// The start of the bytes, or null for a storage without data. Getting the pointer is
+    /// safe; reading or writing through it needs a borrow (Note [Storage mutability]).
+    #[inline]
+    pub fn data_ptr(&self) -> *mut u8 {
+        match &self.0.buf {
+            Buffer::None => std::ptr::null_mut(),
+            Buffer::Inline(b) => b.0.get() as *mut u8,
+            Buffer::Heap { ptr, .. } => ptr.as_ptr(),
+        }
+    }
+
+    /// The storage's own version counter (shared by the tensors viewing it unless they were
+    /// given another one).
+    pub(crate) fn version_atomic(&self) -> &AtomicU64 {
+        &self.0.version
+    }
+
+    /// Takes a shared borrow: fails if the storage is being written.
+    pub fn try_borrow(&self) -> Result<StorageBorrow<'_>> {
+        let flag = &self.0.borrow;
+        let mut cur = flag.load(Ordering::Relaxed);
+        loop {
+            if cur & WRITER != 0 || cur == WRITER - 1 {
+                return Err(TensorError::StorageBorrowed(
+                    "cannot read a tensor's storage while it is being written",
+                ));
+            }
+            match flag.compare_exchange_weak(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => {
+                    return Ok(StorageBorrow {
+                        storage: self,
+                        exclusive: false,
+                    })
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Takes an exclusive borrow: fails if the storage is being read or written.
+    pub fn try_borrow_mut(&self) -> Result<StorageBorrow<'_>> {
+        match self
+            .0
+            .borrow
+            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => Ok(StorageBorrow {
+                storage: self,
+                exclusive: true,
+            }),
+            Err(_) => Err(TensorError::StorageBorrowed(
+                "cannot write a tensor's storage while it is borrowed (a view of it is being \
+                 read or written)",
+            )),
+        }
+    }
+
+    /// The bytes as a slice, under a borrow. Empty for storages without data.
+    pub fn bytes<'a>(&'a self, borrow: &'a StorageBorrow<'_>) -> Result<&'a [u8]> {
+        self.check_borrow(borrow)?;
+        if !self.has_data() {
+            return Ok(&[]);
+        }
+        // SAFETY: the storage has `nbytes` initialised bytes at `data_ptr`; `borrow` (checked to
+        // be of this storage) excludes writers for its lifetime, which bounds the slice's.
+        Ok(unsafe { std::slice::from_raw_parts(self.data_ptr(), self.nbytes()) })
+    }
+
+    fn check_borrow(&self, borrow: &StorageBorrow<'_>) -> Result<()> {
+        if Storage::ptr_eq(self, borrow.storage) {
+            Ok(())
+        } else {
+            Err(TensorError::StorageBorrowed(
+                "the borrow passed is of another storage",
+            ))
+        }
+    }
+}
+
+impl StorageImpl {
+    /// All bytes, mutably, given exclusive ownership (`&mut self`: the storage is not shared).
+    fn bytes_mut_unique(&mut self) -> &mut [u8] {
+        match &mut self.buf {
+            Buffer::None => &mut [],
+            Buffer::Inline(b) => &mut b.0.get_mut()[..self.nbytes],
+            // SAFETY: `ptr` owns `nbytes` initialised bytes, and `&mut self` proves no other
+            // handle exists, so no other reference to them can be alive.
+            Buffer::Heap { ptr, .. } => unsafe {
+                std::slice::from_raw_parts_mut(ptr.as_ptr(), self.nbytes)
+            },
+        }
+    }
+}
+
+fn zeroed_buffer(nbytes: usize) -> Result<Buffer> {
+    if nbytes <= INLINE_BYTES {
+        return Ok(Buffer::Inline(InlineBuf(UnsafeCell::new(
+            [0; INLINE_BYTES],
+        ))));
+    }
+    let layout = Layout::from_size_align(nbytes, STORAGE_ALIGNMENT).map_err(|_| {
+        TensorError::invalid(format!(
+            "Trying to create tensor with {nbytes} bytes: too large"
+        ))
+    })?;
+    // SAFETY: `layout` has a non-zero size (nbytes > INLINE_BYTES > 0).
+    let ptr = unsafe { alloc::alloc_zeroed(layout) };
+    let ptr = NonNull::new(ptr).ok_or_else(|| {
+        TensorError::invalid(format!(
+            "DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes."
+        ))
+    })?;
+    Ok(Buffer::Heap { ptr, layout })
+}
+
+impl fmt::Debug for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Storage")
+            .field("device", &self.device())
+            .field("nbytes", &self.nbytes())
+            .field("has_data", &self.has_data())
+            .finish()
+    }
+}
+
+/// A borrow of a storage's bytes, shared or exclusive (Note [Storage mutability]). Released on
+/// drop.
+pub struct StorageBorrow<'a> {
+    storage: &'a Storage,
+    exclusive: bool,
+}
+
+impl StorageBorrow<'_> {
+    /// Whether the borrow is exclusive (allows writing).
+    pub fn is_exclusive(&self) -> bool {
+        self.exclusive
+    }
+
+    /// The borrowed storage.
+    pub fn storage(&self) -> &Storage {
+        self.storage
+    }
+}
+
+impl Drop for StorageBorrow<'_> {
+    fn drop(&mut self) {
+        let flag = &self.storage.0.borrow;
+        if self.exclusive {
+            flag.fetch_sub(WRITER, Ordering::Release);
+        } else {
+            flag.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+impl fmt::Debug for StorageBorrow<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageBorrow")
+            .field("exclusive", &self.exclusive)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_and_zeroing() {
+        for n in [0usize, 1, 63, 64, 65, 1000] {
+            let s = Storage::zeros(Device::CPU, n).unwrap();
+            assert_eq!(s.data_ptr() as usize % STORAGE_ALIGNMENT, 0, "{n}");
+            let b = s.try_borrow().unwrap();
+            assert!(s.bytes(&b).unwrap().iter().all(|x| *x == 0));
+            assert_eq!(s.bytes(&b).unwrap().len(), n);
+        }
+        assert!(Storage::zeros(Device::META, 10)
+            .unwrap()
+            .data_ptr()
+            .is_null());
+    }
+
+    #[test]
+    fn from_vec_small_and_large() {
+        let s = Storage::from_vec(vec![1u8, 2, 3]);
+        let b = s.try_borrow().unwrap();
+        assert_eq!(s.bytes(&b).unwrap(), &[1, 2, 3]);
+        let big: Vec<i64> = (0..100).collect();
+        let ptr = big.as_ptr() as usize;
+        let s = Storage::from_vec(big);
+        assert_eq!(
+            s.data_ptr() as usize,
+            ptr,
+            "large vectors are adopted, not copied"
+        );
+        let b = s.try_borrow().unwrap();
+        assert_eq!(s.bytes(&b).unwrap().len(), 800);
+        assert_eq!(&s.bytes(&b).unwrap()[8..16], &1i64.to_ne_bytes());
+        let mut v = Vec::with_capacity(50);
+        v.extend([1.5f32; 20]);
+        let s = Storage::from_vec(v);
+        assert_eq!(s.nbytes(), 80);
+    }
+
+    #[test]
+    fn borrow_flag() {
+        let s = Storage::zeros(Device::CPU, 8).unwrap();
+        let r1 = s.try_borrow().unwrap();
+        let r2 = s.try_borrow().unwrap();
+        assert!(s.try_borrow_mut().is_err());
+        drop(r1);
+        assert!(s.try_borrow_mut().is_err());
+        drop(r2);
+        let w = s.try_borrow_mut().unwrap();
+        assert!(w.is_exclusive());
+        assert!(s.try_borrow().is_err());
+        assert!(s.try_borrow_mut().is_err());
+        drop(w);
+        assert!(s.try_borrow().is_ok());
+        let other = Storage::zeros(Device::CPU, 8).unwrap();
+        let b = other.try_borrow().unwrap();
+        assert!(s.bytes(&b).is_err());
+    }
+
+    #[test]
+    fn cpu_with_initialises() {
+        let s = Storage::cpu_with(100, |b| {
+            b.iter_mut().enumerate().for_each(|(i, x)| *x = i as u8)
+        })
+        .unwrap();
+        let b = s.try_borrow().unwrap();
+        assert_eq!(s.bytes(&b).unwrap()[99], 99);
+    }
+}

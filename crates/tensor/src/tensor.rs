@@ -1,0 +1,798 @@
+//! [`Tensor`] and [`TensorImpl`]: a tensor's metadata over a shared [`Storage`], and the
+//! [`TensorBuilder`] that makes one from parts.
+
+use std::any::Any;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use switchboard_keys::DispatchKeySet;
+
+use crate::device::Device;
+use crate::dtype::ScalarType;
+use crate::error::{list, wrap_dim, Result, TensorError};
+use crate::layout::{self, Layout, MemoryFormat};
+use crate::storage::Storage;
+use crate::DimVec;
+
+/// A backend's or layer's own data attached to a tensor (vmap's batched tensor, the lazy
+/// backend's IR node, ...), or autograd metadata.
+pub type AnyArc = Arc<dyn Any + Send + Sync>;
+
+// Note [Tensor bounds invariant]
+// Every TensorImpl satisfies, checked when it is built (TensorBuilder::build, the only way to
+// make one) and preserved by every view function: sizes >= 0, strides >= 0, storage_offset >= 0,
+// and if the tensor has elements, (storage_offset + sum((size[d] - 1) * stride[d]) + 1) *
+// element_size <= storage.nbytes(), all without overflow. So every element a tensor addresses
+// lies inside its storage, and `data_ptr()` plus any in-range strided offset is in bounds:
+// kernels rely on this in their `unsafe` blocks.
+
+/// A version counter, shared by a tensor and its views; in-place ops bump it and autograd
+/// checks that saved tensors were not modified.
+#[derive(Clone)]
+pub struct VersionCounter(VersionInner);
+
+#[derive(Clone)]
+enum VersionInner {
+    /// The counter in a storage, used by default by all tensors viewing it.
+    Storage(Storage),
+    /// A counter of its own.
+    Own(Arc<AtomicU64>),
+}
+
+impl VersionCounter {
+    /// A fresh counter at 0, not shared with a storage.
+    pub fn new() -> VersionCounter {
+        VersionCounter(VersionInner::Own(Arc::new(AtomicU64::new(0))))
+    }
+
+    fn atomic(&self) -> &AtomicU64 {
+        match &self.0 {
+            VersionInner::Storage(s) => s.version_atomic(),
+            VersionInner::Own(a) => a,
+        }
+    }
+
+    /// The current version.
+    pub fn current(&self) -> u64 {
+        self.atomic().load(Ordering::Relaxed)
+    }
+
+    /// Increments the version.
+    pub fn bump(&self) {
+        self.atomic().fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether two handles are the same counter.
+    pub fn ptr_eq(a: &VersionCounter, b: &VersionCounter) -> bool {
+        std::ptr::eq(a.atomic(), b.atomic())
+    }
+}
+
+impl Default for VersionCounter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for VersionCounter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "VersionCounter({})", self.current())
+    }
+}
+
+/// A tensor's metadata and its storage. Reached through a [`Tensor`] (which derefs to it).
+pub struct TensorImpl {
+    pub(crate) storage: Storage,
+    pub(crate) sizes: DimVec,
+    pub(crate) strides: DimVec,
+    pub(crate) storage_offset: i64,
+    pub(crate) numel: i64,
+    pub(crate) is_contiguous: bool,
+    pub(crate) dtype: ScalarType,
+    pub(crate) device: Device,
+    pub(crate) layout: Layout,
+    pub(crate) key_set: DispatchKeySet,
+    pub(crate) is_wrapped_number: bool,
+    /// `None`: the storage's counter.
+    pub(crate) version: Option<VersionCounter>,
+    pub(crate) autograd_meta: RwLock<Option<AnyArc>>,
+    pub(crate) payload: Option<AnyArc>,
+}
+
+/// A tensor: a cheap-to-clone handle (`Arc<TensorImpl>`) to sizes, strides, dtype, device, key
+/// set and a shared [`Storage`]. Views share the storage (and version counter) of their base.
+///
+/// ```
+/// use switchboard_tensor::{Tensor, ScalarType};
+/// let t = Tensor::from_vec(vec![1.0f32, 2., 3., 4.], &[2, 2]).unwrap();
+/// assert_eq!(t.sizes(), &[2, 2]);
+/// assert_eq!(t.strides(), &[2, 1]);
+/// assert_eq!(t.dtype(), ScalarType::Float);
+/// assert_eq!(t.key_set().raw(), 635655225345);
+/// let u = t.clone();
+/// assert!(u.is_same(&t));
+/// ```
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorImpl>);
+
+impl Deref for Tensor {
+    type Target = TensorImpl;
+    #[inline]
+    fn deref(&self) -> &TensorImpl {
+        &self.0
+    }
+}
+
+impl Tensor {
+    /// Wraps a shared impl.
+    pub fn from_arc(inner: Arc<TensorImpl>) -> Tensor {
+        Tensor(inner)
+    }
+
+    /// The shared impl.
+    pub fn as_arc(&self) -> &Arc<TensorImpl> {
+        &self.0
+    }
+
+    /// Unwraps into the shared impl.
+    pub fn into_arc(self) -> Arc<TensorImpl> {
+        self.0
+    }
+
+    /// Whether two handles are the same tensor (same `TensorImpl`).
+    #[inline]
+    pub fn ptr_eq(a: &Tensor, b: &Tensor) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+
+    /// Whether `other` is the same tensor as `self` (`Tensor.is_same`).
+    #[inline]
+    pub fn is_same(&self, other: &Tensor) -> bool {
+        Tensor::ptr_eq(self, other)
+    }
+
+    /// A builder over this tensor's storage, pre-filled with all its metadata (sizes, strides,
+    /// offset, dtype, device, key set, payload, version counter): for shallow copies with
+    /// changes.
+    pub fn to_builder(&self) -> TensorBuilder {
+        TensorBuilder {
+            storage: self.storage.clone(),
+            dtype: self.dtype,
+            sizes: Some(self.sizes.clone()),
+            strides: Some(self.strides.clone()),
+            storage_offset: self.storage_offset,
+            device: Some(self.device),
+            key_set: KeySetChoice::Exact(self.key_set),
+            payload: self.payload.clone(),
+            version: Some(self.version_counter()),
+            wrapped_number: self.is_wrapped_number,
+        }
+    }
+
+    /// A shallow copy (same storage, metadata and version counter) whose key set is `key_set`.
+    ///
+    /// ```
+    /// use switchboard_keys::{DispatchKey, DispatchKeySet};
+    /// use switchboard_tensor::{Tensor, ScalarType};
+    /// let t = Tensor::zeros(&[2], ScalarType::Float).unwrap();
+    /// let p = t.with_key_set(t.key_set().add(DispatchKey::Python));
+    /// assert!(p.key_set().has(DispatchKey::Python));
+    /// assert!(p.is_alias_of(&t));
+    /// ```
+    pub fn with_key_set(&self, key_set: DispatchKeySet) -> Tensor {
+        let mut b = self.to_builder();
+        b.key_set = KeySetChoice::Exact(key_set);
+        b.build_unchecked()
+    }
+
+    /// A shallow copy whose key set is this one's plus `extra`.
+    pub fn with_extra_keys(&self, extra: DispatchKeySet) -> Tensor {
+        self.with_key_set(self.key_set | extra)
+    }
+
+    /// A shallow copy carrying `payload` (replacing any).
+    pub fn with_payload(&self, payload: AnyArc) -> Tensor {
+        let mut b = self.to_builder();
+        b.payload = Some(payload);
+        b.build_unchecked()
+    }
+}
+
+impl TensorImpl {
+    /// The sizes.
+    #[inline]
+    pub fn sizes(&self) -> &[i64] {
+        &self.sizes
+    }
+
+    /// The strides, in elements.
+    #[inline]
+    pub fn strides(&self) -> &[i64] {
+        &self.strides
+    }
+
+    /// The size of dimension `dim` (negative counts from the end).
+    pub fn size(&self, dim: i64) -> Result<i64> {
+        Ok(self.sizes[self.wrap(dim)?])
+    }
+
+    /// The stride of dimension `dim` (negative counts from the end).
+    pub fn stride(&self, dim: i64) -> Result<i64> {
+        Ok(self.strides[self.wrap(dim)?])
+    }
+
+    fn wrap(&self, dim: i64) -> Result<usize> {
+        if self.sizes.is_empty() {
+            return Err(TensorError::NoDimensions { dim });
+        }
+        wrap_dim(dim, self.sizes.len())
+    }
+
+    /// The number of dimensions.
+    #[inline]
+    pub fn dim(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// The number of elements.
+    #[inline]
+    pub fn numel(&self) -> i64 {
+        self.numel
+    }
+
+    /// The offset of the first element in the storage, in elements.
+    #[inline]
+    pub fn storage_offset(&self) -> i64 {
+        self.storage_offset
+    }
+
+    /// The element type.
+    #[inline]
+    pub fn dtype(&self) -> ScalarType {
+        self.dtype
+    }
+
+    /// Bytes per element.
+    #[inline]
+    pub fn element_size(&self) -> usize {
+        self.dtype.element_size()
+    }
+
+    /// `numel * element_size`.
+    pub fn nbytes(&self) -> usize {
+        self.numel as usize * self.element_size()
+    }
+
+    /// The device.
+    #[inline]
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The layout (always strided for now).
+    #[inline]
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The dispatch key set (see [`Device::dense_key_set`]).
+    #[inline]
+    pub fn key_set(&self) -> DispatchKeySet {
+        self.key_set
+    }
+
+    /// The storage.
+    #[inline]
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// Whether the tensor's storage holds real data (CPU tensors).
+    #[inline]
+    pub fn has_data(&self) -> bool {
+        self.storage.has_data()
+    }
+
+    /// Whether the tensor is on the meta device.
+    #[inline]
+    pub fn is_meta(&self) -> bool {
+        self.device.is_meta()
+    }
+
+    /// Whether the tensor is on the CPU.
+    #[inline]
+    pub fn is_cpu(&self) -> bool {
+        self.device.is_cpu()
+    }
+
+    /// Whether the tensor is row-major contiguous (PyTorch's rules: size-1 dims ignored).
+    #[inline]
+    pub fn is_contiguous(&self) -> bool {
+        self.is_contiguous
+    }
+
+    /// Whether the tensor is contiguous in `format`.
+    pub fn is_contiguous_as(&self, format: MemoryFormat) -> bool {
+        match format {
+            MemoryFormat::Contiguous | MemoryFormat::Preserve => self.is_contiguous,
+            _ => format.is_contiguous(&self.sizes, &self.strides),
+        }
+    }
+
+    /// Whether the tensor's elements exactly tile a block of memory in some order.
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        layout::is_non_overlapping_and_dense(&self.sizes, &self.strides)
+    }
+
+    /// The memory format its strides suggest (`suggest_memory_format`).
+    pub fn suggest_memory_format(&self) -> MemoryFormat {
+        layout::suggest_memory_format(&self.sizes, &self.strides)
+    }
+
+    /// Whether the tensor is a wrapped Python number (a 0-dim tensor standing for a scalar
+    /// argument: lowest priority in type promotion).
+    #[inline]
+    pub fn is_wrapped_number(&self) -> bool {
+        self.is_wrapped_number
+    }
+
+    /// The legacy type name PyTorch uses in messages: `torch.FloatTensor`,
+    /// `torch.cuda.LongTensor`, `torch.meta.BoolTensor`...
+    pub fn type_string(&self) -> String {
+        let device = if self.device.is_cpu() {
+            String::new()
+        } else {
+            format!("{}.", self.device.ty)
+        };
+        format!("torch.{device}{}Tensor", self.dtype.c10_name())
+    }
+
+    /// Whether the two tensors share a storage (one is a view of the other, or both of a
+    /// third).
+    pub fn is_alias_of(&self, other: &TensorImpl) -> bool {
+        Storage::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// The backend's payload, if any.
+    pub fn payload(&self) -> Option<&AnyArc> {
+        self.payload.as_ref()
+    }
+
+    /// The payload downcast to `T`, if it is one.
+    pub fn payload_as<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.payload.as_ref().and_then(|p| p.downcast_ref::<T>())
+    }
+
+    /// The autograd metadata, if set.
+    pub fn autograd_meta(&self) -> Option<AnyArc> {
+        match self.autograd_meta.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Sets (or clears) the autograd metadata.
+    pub fn set_autograd_meta(&self, meta: Option<AnyArc>) {
+        match self.autograd_meta.write() {
+            Ok(mut g) => *g = meta,
+            Err(poisoned) => *poisoned.into_inner() = meta,
+        }
+    }
+
+    /// The version counter (shared with views).
+    pub fn version_counter(&self) -> VersionCounter {
+        match &self.version {
+            Some(v) => v.clone(),
+            None => VersionCounter(VersionInner::Storage(self.storage.clone())),
+        }
+    }
+
+    /// The current version (`tensor._version`).
+    #[inline]
+    pub fn version(&self) -> u64 {
+        match &self.version {
+            Some(v) => v.current(),
+            None => self.storage.version_atomic().load(Ordering::Relaxed),
+        }
+    }
+
+    /// Increments the version, as in-place ops do.
+    #[inline]
+    pub fn bump_version(&self) {
+        match &self.version {
+            Some(v) => v.bump(),
+            None => {
+                self.storage
+                    .version_atomic()
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum KeySetChoice {
+    /// The device's dense key set plus these keys.
+    FromDevice(DispatchKeySet),
+    /// Exactly this set.
+    Exact(DispatchKeySet),
+}
+
+/// Builds a tensor over a storage: sizes (default: 1-d over the whole storage), strides
+/// (default: contiguous), offset, key set, payload, version counter.
+///
+/// ```
+/// use std::sync::Arc;
+/// use switchboard_keys::{DispatchKey, DispatchKeySet};
+/// use switchboard_tensor::{Device, ScalarType, Storage, TensorBuilder};
+/// let storage = Storage::zeros(Device::CPU, 24).unwrap();
+/// let t = TensorBuilder::new(storage, ScalarType::Float)
+///     .sizes(&[2, 3])
+///     .extra_keys(DispatchKeySet::from_key(DispatchKey::FuncTorchBatched))
+///     .payload(Arc::new("level 1"))
+///     .build()
+///     .unwrap();
+/// assert!(t.key_set().has(DispatchKey::FuncTorchBatched));
+/// assert_eq!(t.payload_as::<&str>(), Some(&"level 1"));
+/// ```
+#[must_use]
+pub struct TensorBuilder {
+    storage: Storage,
+    dtype: ScalarType,
+    sizes: Option<DimVec>,
+    strides: Option<DimVec>,
+    storage_offset: i64,
+    device: Option<Device>,
+    key_set: KeySetChoice,
+    payload: Option<AnyArc>,
+    version: Option<VersionCounter>,
+    wrapped_number: bool,
+}
+
+impl TensorBuilder {
+    /// A builder for a tensor of `dtype` over `storage`.
+    pub fn new(storage: Storage, dtype: ScalarType) -> TensorBuilder {
+        TensorBuilder {
+            storage,
+            dtype,
+            sizes: None,
+            strides: None,
+            storage_offset: 0,
+            device: None,
+            key_set: KeySetChoice::FromDevice(DispatchKeySet::EMPTY),
+            payload: None,
+            version: None,
+            wrapped_number: false,
+        }
+    }
+
+    /// The sizes.
+    pub fn sizes(mut self, sizes: &[i64]) -> Self {
+        self.sizes = Some(DimVec::from_slice(sizes));
+        self
+    }
+
+    /// The strides (default: contiguous for the sizes).
+    pub fn strides(mut self, strides: &[i64]) -> Self {
+        self.strides = Some(DimVec::from_slice(strides));
+        self
+    }
+
+    /// The storage offset, in elements.
+    pub fn storage_offset(mut self, offset: i64) -> Self {
+        self.storage_offset = offset;
+        self
+    }
+
+    /// The device (default: the storage's). Must be of the storage's device type.
+    pub fn device(mut self, device: Device) -> Self {
+        self.device = Some(device);
+        self
+    }
+
+    /// Replaces the key set entirely.
+    pub fn key_set(mut self, key_set: DispatchKeySet) -> Self {
+        self.key_set = KeySetChoice::Exact(key_set);
+        self
+    }
+
+    /// Adds keys to the key set (to the device's set unless [`key_set`](Self::key_set) set
+    /// one).
+    pub fn extra_keys(mut self, extra: DispatchKeySet) -> Self {
+        self.key_set = match self.key_set {
+            KeySetChoice::FromDevice(e) => KeySetChoice::FromDevice(e | extra),
+            KeySetChoice::Exact(k) => KeySetChoice::Exact(k | extra),
+        };
+        self
+    }
+
+    /// A backend's own payload.
+    pub fn payload(mut self, payload: AnyArc) -> Self {
+        self.payload = Some(payload);
+        self
+    }
+
+    /// The version counter (default: the storage's, shared by all its views).
+    pub fn version_counter(mut self, vc: VersionCounter) -> Self {
+        self.version = Some(vc);
+        self
+    }
+
+    /// Marks the tensor as a wrapped Python number.
+    pub fn wrapped_number(mut self, yes: bool) -> Self {
+        self.wrapped_number = yes;
+        self
+    }
+
+    /// Sets sizes and strides at once (views).
+    pub(crate) fn set_geometry(&mut self, sizes: DimVec, strides: DimVec) {
+        self.sizes = Some(sizes);
+        self.strides = Some(strides);
+    }
+
+    /// Checks the metadata against the storage (Note [Tensor bounds invariant]) and builds.
+    pub fn build(self) -> Result<Tensor> {
+        let elem = self.dtype.element_size();
+        let sizes = match &self.sizes {
+            Some(s) => s.clone(),
+            None => DimVec::from_elem((self.storage.nbytes() / elem) as i64, 1),
+        };
+        let strides = match &self.strides {
+            Some(s) => {
+                if s.len() != sizes.len() {
+                    return Err(TensorError::invalid(format!(
+                        "mismatch in length of strides and shape: sizes {} and strides {}",
+                        list(&sizes),
+                        list(s)
+                    )));
+                }
+                s.clone()
+            }
+            None => layout::contiguous_strides(&sizes),
+        };
+        check_sizes(&sizes)?;
+        check_in_bounds(
+            &sizes,
+            &strides,
+            self.storage_offset,
+            elem,
+            self.storage.nbytes(),
+        )?;
+        if self.storage.has_data() && self.storage.holds_bool() != (self.dtype == ScalarType::Bool)
+        {
+            return Err(TensorError::invalid(format!(
+                "cannot make a tensor of dtype {} over a storage {} bool elements",
+                self.dtype,
+                if self.storage.holds_bool() {
+                    "of"
+                } else {
+                    "without"
+                }
+            )));
+        }
+        if let Some(d) = self.device {
+            if d.ty != self.storage.device().ty {
+                return Err(TensorError::invalid(format!(
+                    "Attempted to set the storage of a tensor on device \"{d}\" to a storage on \
+                     different device \"{}\"",
+                    self.storage.device()
+                )));
+            }
+        }
+        let device = self.device.unwrap_or(self.storage.device());
+        let key_set = match self.key_set {
+            KeySetChoice::Exact(k) => k,
+            KeySetChoice::FromDevice(extra) => device.dense_key_set()? | extra,
+        };
+        Ok(self.finish(sizes, strides, device, key_set))
+    }
+
+    /// Builds from metadata already known to be valid (a copy of a valid tensor's).
+    pub(crate) fn build_unchecked(self) -> Tensor {
+        let sizes = self.sizes.clone().expect("sizes set");
+        let strides = self.strides.clone().expect("strides set");
+        let device = self.device.unwrap_or(self.storage.device());
+        let key_set = match self.key_set {
+            KeySetChoice::Exact(k) => k,
+            KeySetChoice::FromDevice(extra) => device.dense_key_set().unwrap_or_default() | extra,
+        };
+        self.finish(sizes, strides, device, key_set)
+    }
+
+    fn finish(
+        self,
+        sizes: DimVec,
+        strides: DimVec,
+        device: Device,
+        key_set: DispatchKeySet,
+    ) -> Tensor {
+        let numel = sizes.iter().product();
+        let is_contiguous = layout::is_contiguous(&sizes, &strides);
+        let version = match self.version {
+            Some(VersionCounter(VersionInner::Storage(s)))
+                if Storage::ptr_eq(&s, &self.storage) =>
+            {
+                None
+            }
+            v => v,
+        };
+        Tensor(Arc::new(TensorImpl {
+            storage: self.storage,
+            sizes,
+            strides,
+            storage_offset: self.storage_offset,
+            numel,
+            is_contiguous,
+            dtype: self.dtype,
+            device,
+            layout: Layout::Strided,
+            key_set,
+            is_wrapped_number: self.wrapped_number,
+            version,
+            autograd_meta: RwLock::new(None),
+            payload: self.payload,
+        }))
+    }
+}
+
+/// Sizes must be non-negative and their product must fit in an `i64`.
+pub(crate) fn check_sizes(sizes: &[i64]) -> Result<i64> {
+    let mut numel: i64 = 1;
+    for &s in sizes {
+        if s < 0 {
+            return Err(TensorError::invalid(format!(
+                "Trying to create tensor with negative dimension {s}: {}",
+                list(sizes)
+            )));
+        }
+        numel = numel.checked_mul(s).ok_or_else(|| {
+            TensorError::invalid(format!("numel overflows for sizes {}", list(sizes)))
+        })?;
+    }
+    Ok(numel)
+}
+
+/// Checks Note [Tensor bounds invariant] (PyTorch's `checkInBoundsForStorage`).
+pub(crate) fn check_in_bounds(
+    sizes: &[i64],
+    strides: &[i64],
+    offset: i64,
+    elem: usize,
+    nbytes: usize,
+) -> Result<()> {
+    if let Some(s) = strides.iter().find(|s| **s < 0) {
+        let _ = s;
+        return Err(TensorError::invalid(format!(
+            "as_strided: Negative strides are not supported at the moment, got strides: {}",
+            list(strides)
+        )));
+    }
+    if offset < 0 {
+        return Err(TensorError::invalid(format!(
+            "Tensor: invalid storage offset {offset}"
+        )));
+    }
+    if sizes.contains(&0) {
+        return Ok(());
+    }
+    let overflow = || TensorError::invalid("storage size calculation overflowed");
+    let mut last = offset;
+    for (&size, &stride) in sizes.iter().zip(strides) {
+        last = (size - 1)
+            .checked_mul(stride)
+            .and_then(|x| x.checked_add(last))
+            .ok_or_else(overflow)?;
+    }
+    let needed = (last as u64 + 1)
+        .checked_mul(elem as u64)
+        .ok_or_else(overflow)?;
+    if needed > nbytes as u64 {
+        return Err(TensorError::invalid(format!(
+            "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {elem} \
+             requiring a storage size of {needed} are out of bounds for storage of size {nbytes}",
+            list(sizes),
+            list(strides)
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_keys::DispatchKey;
+
+    #[test]
+    fn builder_checks_bounds() {
+        let s = Storage::zeros(Device::CPU, 16).unwrap();
+        let err = TensorBuilder::new(s.clone(), ScalarType::Float)
+            .sizes(&[2, 3])
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "setStorage: sizes [2, 3], strides [3, 1], storage offset 0, and itemsize 4 \
+             requiring a storage size of 24 are out of bounds for storage of size 16"
+        );
+        assert!(TensorBuilder::new(s.clone(), ScalarType::Float)
+            .sizes(&[2])
+            .strides(&[-1])
+            .build()
+            .is_err());
+        assert!(TensorBuilder::new(s.clone(), ScalarType::Float)
+            .sizes(&[-1])
+            .build()
+            .is_err());
+        assert!(TensorBuilder::new(s.clone(), ScalarType::Float)
+            .sizes(&[i64::MAX, 2])
+            .strides(&[i64::MAX, 1])
+            .build()
+            .is_err());
+        let t = TensorBuilder::new(s.clone(), ScalarType::Float)
+            .sizes(&[0, 100])
+            .storage_offset(1000)
+            .build()
+            .unwrap();
+        assert_eq!(t.numel(), 0);
+        let t = TensorBuilder::new(s, ScalarType::Byte).build().unwrap();
+        assert_eq!(t.sizes(), &[16]);
+    }
+
+    #[test]
+    fn key_sets_and_identity() {
+        let s = Storage::zeros(Device::META, 16).unwrap();
+        let t = TensorBuilder::new(s, ScalarType::Float).build().unwrap();
+        assert_eq!(
+            t.key_set().to_string(),
+            "DispatchKeySet(Meta, ADInplaceOrView, AutogradMeta)"
+        );
+        let p = t.with_extra_keys(DispatchKeySet::from_key(DispatchKey::Python));
+        assert!(!p.is_same(&t));
+        assert!(p.is_alias_of(&t));
+        assert!(p.key_set().has(DispatchKey::Python));
+        let only = t.with_key_set(DispatchKeySet::from_key(DispatchKey::CPU));
+        assert_eq!(only.key_set().to_string(), "DispatchKeySet(CPU)");
+    }
+
+    #[test]
+    fn version_counters() {
+        let s = Storage::zeros(Device::CPU, 16).unwrap();
+        let a = TensorBuilder::new(s.clone(), ScalarType::Float)
+            .build()
+            .unwrap();
+        let b = TensorBuilder::new(s.clone(), ScalarType::Float)
+            .build()
+            .unwrap();
+        a.bump_version();
+        assert_eq!(b.version(), 1, "views share the storage's counter");
+        assert!(VersionCounter::ptr_eq(
+            &a.version_counter(),
+            &b.version_counter()
+        ));
+        let c = TensorBuilder::new(s, ScalarType::Float)
+            .version_counter(VersionCounter::new())
+            .build()
+            .unwrap();
+        c.bump_version();
+        c.bump_version();
+        assert_eq!((a.version(), c.version()), (1, 2));
+        let d = c.with_key_set(c.key_set());
+        d.bump_version();
+        assert_eq!(c.version(), 3);
+    }
+
+    #[test]
+    fn autograd_meta_slot() {
+        let t = TensorBuilder::new(Storage::zeros(Device::CPU, 4).unwrap(), ScalarType::Int)
+            .build()
+            .unwrap();
+        assert!(t.autograd_meta().is_none());
+        t.set_autograd_meta(Some(Arc::new(42u32)));
+        let m = t.autograd_meta().unwrap();
+        assert_eq!(m.downcast_ref::<u32>(), Some(&42));
+        t.set_autograd_meta(None);
+        assert!(t.autograd_meta().is_none());
+    }
+}

@@ -1,0 +1,117 @@
+//! Dispatch overhead scenarios, for instruction counts with callgrind:
+//!
+//! ```sh
+//! cargo build --release --example dispatch_overhead
+//! valgrind --tool=callgrind target/release/examples/dispatch_overhead call 1000
+//! valgrind --tool=callgrind target/release/examples/dispatch_overhead call 2000
+//! ```
+//! The difference of the two totals divided by 1000 is the cost of one call. Scenarios: `call`,
+//! `call_autograd_keys`, `call_boxed`, `boxed_fallback`, `register`.
+
+use std::hint::black_box;
+
+use switchboard::dispatcher::{
+    DispatchKeySet, Dispatcher, ExcludeDispatchKeyGuard, IValue, KernelFunction, Library,
+    LibraryKind, Stack, TypedOperatorHandle,
+};
+use switchboard::keys::{DispatchKey as K, AUTOGRAD_DISPATCH_KEYSET};
+use switchboard::tensor::{ScalarType, Tensor};
+
+type Op2 = TypedOperatorHandle<(Tensor, Tensor), Tensor>;
+
+fn first(a: &Tensor, _b: &Tensor) -> switchboard::dispatcher::Result<Tensor> {
+    Ok(a.clone())
+}
+
+/// Defines `bench::op(Tensor a, Tensor b) -> Tensor` with a CPU kernel returning `a`, and an
+/// Autograd kernel that excludes autograd and redispatches.
+fn setup(d: &Dispatcher) -> (Library, Op2) {
+    let mut lib = Library::new(d, LibraryKind::Def, "bench", None).unwrap();
+    lib.def("op(Tensor a, Tensor b) -> Tensor").unwrap();
+    lib.impl_("op", Some(K::CPU), KernelFunction::from_fn(first))
+        .unwrap();
+    let op: Op2 = d
+        .find_schema_or_throw("bench::op")
+        .unwrap()
+        .typed()
+        .unwrap();
+    let below = op.clone();
+    lib.impl_(
+        "op",
+        Some(K::Autograd),
+        KernelFunction::from_fn_with_keys(move |ks: DispatchKeySet, a: &Tensor, b: &Tensor| {
+            let _g = ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET);
+            below.redispatch(ks & DispatchKeySet::full_after(K::AutogradOther), (a, b))
+        }),
+    )
+    .unwrap();
+    (lib, op)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let scenario = args.get(1).map(String::as_str).unwrap_or("call");
+    let n: u64 = args
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let d = Dispatcher::with_builtin_fallbacks();
+    let (_lib, op) = setup(&d);
+    let plain = Tensor::zeros(&[1], ScalarType::Float).unwrap();
+    let cpu_only = plain.with_key_set(DispatchKeySet::from_key(K::CPU));
+    match scenario {
+        "call" => {
+            for _ in 0..n {
+                black_box(
+                    op.call((black_box(&cpu_only), black_box(&cpu_only)))
+                        .unwrap(),
+                );
+            }
+        }
+        "call_autograd_keys" => {
+            // A dense CPU tensor's keys: CPU, ADInplaceOrView, AutogradCPU, AutocastCPU.
+            for _ in 0..n {
+                black_box(op.call((black_box(&plain), black_box(&plain))).unwrap());
+            }
+        }
+        "call_boxed" => {
+            let handle = op.handle().clone();
+            let mut stack: Stack = Vec::with_capacity(2);
+            for _ in 0..n {
+                stack.push(IValue::Tensor(cpu_only.clone()));
+                stack.push(IValue::Tensor(cpu_only.clone()));
+                handle.call_boxed(black_box(&mut stack)).unwrap();
+                black_box(stack.pop());
+            }
+        }
+        "boxed_fallback" => {
+            let mut fb = Library::new(&d, LibraryKind::Impl, "_", Some(K::Python)).unwrap();
+            fb.fallback(
+                None,
+                KernelFunction::from_boxed(|op, ks, stack| {
+                    op.redispatch_boxed(ks & DispatchKeySet::full_after(K::Python), stack)
+                }),
+            )
+            .unwrap();
+            let py = plain.with_key_set(DispatchKeySet::from_keys(&[K::CPU, K::Python]));
+            for _ in 0..n {
+                black_box(op.call((black_box(&py), black_box(&py))).unwrap());
+            }
+        }
+        "register" => {
+            for i in 0..n {
+                let mut lib = Library::new(&d, LibraryKind::Fragment, "reg", None).unwrap();
+                let name = format!("op{}", i % 64);
+                lib.def(&format!("{name}(Tensor a, Tensor b) -> Tensor"))
+                    .unwrap();
+                lib.impl_(&name, Some(K::CPU), KernelFunction::from_fn(first))
+                    .unwrap();
+                black_box(&lib);
+            }
+        }
+        other => {
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register");
+            std::process::exit(2);
+        }
+    }
+}
