@@ -7,7 +7,7 @@ use switchboard_keys::{DispatchKey, DispatchKeySet};
 
 use crate::arg::KernelReturn;
 use crate::dispatcher::Dispatcher;
-use crate::error::{DispatchError, Result};
+use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::Stack;
 use crate::kernel::{ArgList, KernelKind};
 use crate::observe;
@@ -57,12 +57,14 @@ impl OperatorHandle {
         if let Some(record) = self.schema() {
             let (args, rets) = (A::schema_types(), R::schema_types());
             if let Some(reason) = schema_difference(&record.schema, &args, &rets) {
-                return Err(DispatchError::WrongSignature(format!(
-                    "Tried to access or call an operator with a wrong signature.\n  operator: \
+                return Err(DispatchError::from(DispatchErrorKind::WrongSignature(
+                    format!(
+                        "Tried to access or call an operator with a wrong signature.\n  operator: \
                      {}\n    {}\n  accessed/called as: {}\n  reason: {reason}",
-                    record.schema,
-                    record.debug,
-                    format_inferred(&args, &rets)
+                        record.schema,
+                        record.debug,
+                        format_inferred(&args, &rets)
+                    ),
                 )));
             }
         }
@@ -113,7 +115,9 @@ impl OperatorHandle {
     ) -> DispatchError {
         let op = self.name().to_string();
         match kernel.kernel.kind() {
-            KernelKind::AmbiguousAutogradOther => DispatchError::AmbiguousAutogradOther { op },
+            KernelKind::AmbiguousAutogradOther => {
+                DispatchError::from(DispatchErrorKind::AmbiguousAutogradOther { op })
+            }
             _ => {
                 let key = ks.highest_priority_type_id();
                 let available: Vec<String> = match self.0.dispatcher.upgrade() {
@@ -125,18 +129,18 @@ impl OperatorHandle {
                     None => Vec::new(),
                 };
                 if key == DispatchKey::Undefined {
-                    return DispatchError::NoTensorArguments {
+                    return DispatchError::from(DispatchErrorKind::NoTensorArguments {
                         op,
                         available: available.join(", "),
-                    };
+                    });
                 }
                 let hint = no_kernel_hint(key);
-                DispatchError::NoKernel {
+                DispatchError::from(DispatchErrorKind::NoKernel {
                     op,
                     key,
                     available: available.join(", "),
                     hint,
-                }
+                })
             }
         }
     }
@@ -224,9 +228,9 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         if observe::active() {
             return self.redispatch_observed(kernel, ks, args);
         }
-        match kernel.kernel.typed_fn::<A, R>() {
-            Some(f) => f(ks, args),
-            None => self.call_boxed_kernel(kernel, ks, args),
+        match kernel.kernel.call_unboxed::<A, R>(ks, args) {
+            Ok(result) => result,
+            Err(args) => self.call_boxed_kernel(kernel, ks, args),
         }
     }
 
@@ -241,9 +245,9 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         let mut boxed = Stack::new();
         A::push_to_stack(args, &mut boxed);
         let _scope = observe::Scope::enter(&self.op, ks, kernel, Some(&boxed));
-        match kernel.kernel.typed_fn::<A, R>() {
-            Some(f) => f(ks, args),
-            None => self.call_boxed_kernel(kernel, ks, args),
+        match kernel.kernel.call_unboxed::<A, R>(ks, args) {
+            Ok(result) => result,
+            Err(args) => self.call_boxed_kernel(kernel, ks, args),
         }
     }
 
@@ -263,12 +267,12 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         A::push_to_stack(args, &mut stack);
         self.op.run_boxed(kernel, ks, &mut stack)?;
         R::pop_from_stack(&mut stack).ok_or_else(|| {
-            DispatchError::Kernel(format!(
+            DispatchError::from(DispatchErrorKind::Kernel(format!(
                 "{}: the kernel for {} returned {} value(s) of the wrong type",
                 self.op.name(),
                 ks.highest_priority_type_id(),
                 stack.len()
-            ))
+            )))
         })
     }
 }

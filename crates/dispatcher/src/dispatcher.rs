@@ -8,7 +8,7 @@ use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_RUNTIME_ENTRIES};
 use switchboard_schema::FunctionSchema;
 
 use crate::call::OperatorHandle;
-use crate::error::{DispatchError, Result};
+use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::kernel::{KernelFunction, KernelKind};
 use crate::operator::{AliasAnalysisKind, AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::schema_check::{check_schema, inferred_schema_string};
@@ -247,7 +247,7 @@ impl Dispatcher {
         let debug = debug.into();
         let mut reg = self.registry();
         if let Some(previous) = reg.def_libraries.get(ns) {
-            return Err(DispatchError::Registration(format!(
+            return Err(DispatchError::from(DispatchErrorKind::Registration(format!(
                 "Only a single TORCH_LIBRARY can be used to register the namespace {ns}; please put \
                  all of your definitions in a single TORCH_LIBRARY block.  If you were trying to \
                  specify implementations, consider using TORCH_LIBRARY_IMPL (which can be \
@@ -255,7 +255,7 @@ impl Dispatcher {
                  in a distributed way, you can use TORCH_LIBRARY_FRAGMENT to explicitly indicate \
                  this.  Previous registration of TORCH_LIBRARY was {previous}; latest registration \
                  was {debug}"
-            )));
+            ))));
         }
         reg.def_libraries.insert(ns.to_owned(), debug);
         Ok(self.handle(Undo::Library(ns.to_owned())))
@@ -277,11 +277,11 @@ impl Dispatcher {
         let mut state = entry.state();
         if state.def_count != 0 {
             let original = entry.schema().map(|r| r.debug.clone()).unwrap_or_default();
-            let err = DispatchError::Registration(format!(
+            let err = DispatchError::from(DispatchErrorKind::Registration(format!(
                 "Tried to register an operator ({schema}) with the same name and overload name \
                  multiple times. Each overload's schema should only be registered with a single \
                  call to def(). Duplicate registration: {debug}. Original registration: {original}"
-            ));
+            )));
             return Err(err);
         }
         let mismatch = state
@@ -358,16 +358,20 @@ impl Dispatcher {
         let mut reg = self.registry();
         for &k in &keys {
             if k == DispatchKey::Undefined || k.is_per_backend_functionality() {
-                return Err(DispatchError::Registration(format!(
-                    "Tried to register a backend fallback for {k}, which is not a runtime key"
+                return Err(DispatchError::from(DispatchErrorKind::Registration(
+                    format!(
+                        "Tried to register a backend fallback for {k}, which is not a runtime key"
+                    ),
                 )));
             }
             let slot = DispatchKeySet::from_key(k).dispatch_table_index();
             if let Some(previous) = &reg.fallbacks[slot] {
-                return Err(DispatchError::Registration(format!(
+                return Err(DispatchError::from(DispatchErrorKind::Registration(
+                    format!(
                     "Tried to register multiple backend fallbacks for the same dispatch key {k}; \
                      previous registration {}, new registration {debug}",
                     previous.debug
+                ),
                 )));
             }
         }
@@ -459,7 +463,8 @@ impl Dispatcher {
         if let Some(op) = self.find_schema(name) {
             return Ok(op);
         }
-        let parsed = OperatorName::parse(name).map_err(|e| DispatchError::Schema(e.to_string()))?;
+        let parsed = OperatorName::parse(name)
+            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
         let has_impls = self.find_op(&parsed).is_some();
         let mut suggestions = String::new();
         if has_impls {
@@ -471,10 +476,10 @@ impl Dispatcher {
                 suggestions = format!(" Did you mean {}?", close.join(", "));
             }
         }
-        Err(DispatchError::UnknownOperator {
+        Err(DispatchError::from(DispatchErrorKind::UnknownOperator {
             name: format!("{}.{}", parsed.name(), parsed.overload_name()),
             suggestions,
-        })
+        }))
     }
 
     fn closest_names(&self, wanted: &str, n: usize) -> Vec<String> {

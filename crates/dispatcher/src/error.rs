@@ -2,10 +2,50 @@
 
 use switchboard_keys::DispatchKey;
 
-/// Everything that can go wrong when registering or calling an operator. Each variant names the
-/// operator, and where it applies the key and the argument, in PyTorch's words.
+/// An error of the dispatcher: what went wrong is its [`kind`](DispatchError::kind); the message
+/// names the operator, and where it applies the key and the argument, in PyTorch's words.
+///
+/// One pointer wide, so that `Result<Tensor, DispatchError>` is returned in registers on the
+/// hot path.
+#[derive(Clone, PartialEq)]
+pub struct DispatchError(Box<DispatchErrorKind>);
+
+impl DispatchError {
+    /// What went wrong.
+    pub fn kind(&self) -> &DispatchErrorKind {
+        &self.0
+    }
+
+    /// The kind, by value.
+    pub fn into_kind(self) -> DispatchErrorKind {
+        *self.0
+    }
+}
+
+impl From<DispatchErrorKind> for DispatchError {
+    #[cold]
+    fn from(kind: DispatchErrorKind) -> Self {
+        DispatchError(Box::new(kind))
+    }
+}
+
+impl std::fmt::Display for DispatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for DispatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for DispatchError {}
+
+/// What went wrong when registering or calling an operator.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum DispatchError {
+pub enum DispatchErrorKind {
     /// No kernel for the key a call dispatched to.
     #[error(
         "Could not run '{op}' with arguments from the '{key}' backend. This could be because the \
@@ -111,7 +151,7 @@ impl DispatchError {
     }
 }
 
-/// The details of [`DispatchError::SchemaMismatch`] (boxed: the error stays small).
+/// The details of [`DispatchErrorKind::SchemaMismatch`] (boxed: the error stays small).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchemaMismatch {
     /// The operator.

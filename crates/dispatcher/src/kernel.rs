@@ -8,7 +8,7 @@ use switchboard_keys::DispatchKeySet;
 
 use crate::arg::{Arg, KernelParam, KernelReturn};
 use crate::call::OperatorHandle;
-use crate::error::{DispatchError, Result};
+use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::{IValue, Stack};
 
 /// A boxed kernel: takes its arguments from the stack and leaves its returns there.
@@ -47,17 +47,76 @@ pub trait ArgList: 'static {
     fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack);
 }
 
-/// The typed form of a kernel with the calling convention `(A, R)`.
-pub(crate) type TypedFn<A, R> =
-    dyn for<'a> Fn(DispatchKeySet, <A as ArgList>::Refs<'a>) -> Result<R> + Send + Sync;
+// Note [Unboxed kernel calls]
+// A typed kernel is stored type-erased as two raw pointers: `unboxed_fn`, a monomorphised
+// trampoline `unsafe fn(ctx, ks, args) -> Result<R>` for the kernel's calling convention (A, R),
+// and `unboxed_ctx`, the kernel object (closure or fn item) the trampoline calls, kept alive by
+// `owner`. Next to them sits `signature`, the `TypeId` of (A, R). A typed call compares its own
+// (A, R) with `signature` (two integer compares) and, when they match, transmutes `unboxed_fn`
+// back to its real type and calls it: one indirect call into code where the kernel is inlined.
+// No vtable lookup, no downcast, no reference counting on the hot path. When they do not match
+// (a kernel registered with other Rust types, or a boxed-only kernel) the call takes the boxed
+// path instead.
 
-struct Unboxed {
-    /// `TypeId` of `(A, R)`: checked on every typed call before the downcast.
-    signature: TypeId,
-    /// A `Box<TypedFn<A, R>>`.
-    func: Box<dyn Any + Send + Sync>,
-    /// The schema types inferred from the Rust signature: (arguments, returns).
-    inferred: (Vec<&'static str>, Vec<&'static str>),
+/// The type-erased form of a typed kernel's trampoline (see Note [Unboxed kernel calls]).
+pub(crate) type UnboxedFn<A, R> =
+    for<'a> unsafe fn(*const (), DispatchKeySet, <A as ArgList>::Refs<'a>) -> Result<R>;
+
+/// The `signature` of kernels without an unboxed form.
+enum NoUnboxed {}
+
+/// Calls the kernel object behind `ctx`.
+///
+/// # Safety
+/// `ctx` must point to a live `K`.
+unsafe fn trampoline<K: Invoke>(
+    ctx: *const (),
+    ks: DispatchKeySet,
+    args: <K::Args as ArgList>::Refs<'_>,
+) -> Result<K::Ret> {
+    // SAFETY: guaranteed by the caller: `ctx` is `Arc::as_ptr` of the `Arc<K>` in `owner`.
+    let kernel = unsafe { &*(ctx as *const K) };
+    kernel.invoke(ks, args)
+}
+
+/// A typed kernel object, whatever its Rust signature looked like.
+trait Invoke: Send + Sync + 'static {
+    type Args: ArgList;
+    type Ret: KernelReturn;
+    fn invoke(
+        &self,
+        ks: DispatchKeySet,
+        args: <Self::Args as ArgList>::Refs<'_>,
+    ) -> Result<Self::Ret>;
+}
+
+struct Plain<F, M>(F, std::marker::PhantomData<fn() -> M>);
+struct WithKeys<F, M>(F, std::marker::PhantomData<fn() -> M>);
+
+impl<M: 'static, F: KernelFn<M>> Invoke for Plain<F, M> {
+    type Args = F::Args;
+    type Ret = F::Ret;
+    #[inline(always)]
+    fn invoke(
+        &self,
+        ks: DispatchKeySet,
+        args: <Self::Args as ArgList>::Refs<'_>,
+    ) -> Result<Self::Ret> {
+        self.0.invoke(ks, args)
+    }
+}
+
+impl<M: 'static, F: KernelFnWithKeys<M>> Invoke for WithKeys<F, M> {
+    type Args = F::Args;
+    type Ret = F::Ret;
+    #[inline(always)]
+    fn invoke(
+        &self,
+        ks: DispatchKeySet,
+        args: <Self::Args as ArgList>::Refs<'_>,
+    ) -> Result<Self::Ret> {
+        self.0.invoke(ks, args)
+    }
 }
 
 /// A kernel: a boxed function, an unboxed (typed) function, or both, or a marker
@@ -70,8 +129,21 @@ struct Unboxed {
 pub struct KernelFunction {
     kind: KernelKind,
     boxed: Option<Arc<BoxedKernelFn>>,
-    unboxed: Option<Arc<Unboxed>>,
+    /// `TypeId` of the unboxed form's (A, R), or of `NoUnboxed`.
+    signature: TypeId,
+    unboxed_fn: *const (),
+    unboxed_ctx: *const (),
+    /// Owns what `unboxed_ctx` points to.
+    owner: Option<Arc<dyn Any + Send + Sync>>,
+    /// The schema types inferred from the Rust signature: (arguments, returns).
+    inferred: Option<Arc<(Vec<&'static str>, Vec<&'static str>)>>,
 }
+
+// SAFETY: the raw pointers are a plain `fn` pointer and a pointer into `owner`, an immutable
+// `Send + Sync` kernel object; sharing or sending them is as safe as sharing `owner`.
+unsafe impl Send for KernelFunction {}
+// SAFETY: as above; nothing is mutated through the pointers.
+unsafe impl Sync for KernelFunction {}
 
 impl fmt::Debug for KernelFunction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -89,11 +161,12 @@ impl KernelFunction {
     pub fn from_boxed(
         f: impl Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
     ) -> Self {
-        KernelFunction {
-            kind: KernelKind::Regular,
-            boxed: Some(Arc::new(f)),
-            unboxed: None,
-        }
+        Self::marker(KernelKind::Regular).with_boxed(Arc::new(f))
+    }
+
+    fn with_boxed(mut self, f: Arc<BoxedKernelFn>) -> Self {
+        self.boxed = Some(f);
+        self
     }
 
     /// A typed kernel from a function or closure; its schema is inferred from its signature.
@@ -101,64 +174,72 @@ impl KernelFunction {
     /// The function takes the operator's arguments (`&Tensor`, `i64`, `f64`, `bool`, `Scalar`,
     /// `Option<&Tensor>`, `&[i64]`, `&str`, ...) and returns `Result<R>` where `R` is one return
     /// or a tuple of them.
-    pub fn from_fn<M, F: KernelFn<M>>(f: F) -> Self {
-        Self::typed::<F::Args, F::Ret>(Box::new(move |ks, args| f.invoke(ks, args)))
+    pub fn from_fn<M: 'static, F: KernelFn<M>>(f: F) -> Self {
+        Self::typed(Plain(f, std::marker::PhantomData))
     }
 
     /// Like [`from_fn`](Self::from_fn) for a function whose first parameter is the call's
     /// `DispatchKeySet`, for kernels that redispatch.
-    pub fn from_fn_with_keys<M, F: KernelFnWithKeys<M>>(f: F) -> Self {
-        Self::typed::<F::Args, F::Ret>(Box::new(move |ks, args| f.invoke(ks, args)))
+    pub fn from_fn_with_keys<M: 'static, F: KernelFnWithKeys<M>>(f: F) -> Self {
+        Self::typed(WithKeys(f, std::marker::PhantomData))
     }
 
-    fn typed<A: ArgList, R: KernelReturn>(f: Box<TypedFn<A, R>>) -> Self {
-        let f: Arc<TypedFn<A, R>> = Arc::from(f);
-        let for_boxed = f.clone();
-        let boxed =
-            move |op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack| {
-                let base = stack.len().checked_sub(A::LEN).ok_or_else(|| {
-                    DispatchError::ArgumentCount {
-                        op: op.name().to_string(),
-                        expected: A::LEN,
-                        got: stack.len(),
-                    }
+    fn typed<K: Invoke>(kernel: K) -> Self {
+        let kernel = Arc::new(kernel);
+        let for_boxed = kernel.clone();
+        let boxed = move |op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack| {
+            let n = <K::Args as ArgList>::LEN;
+            let base = stack.len().checked_sub(n).ok_or_else(|| {
+                DispatchError::from(DispatchErrorKind::ArgumentCount {
+                    op: op.name().to_string(),
+                    expected: n,
+                    got: stack.len(),
+                })
+            })?;
+            let ret = {
+                let refs = <K::Args as ArgList>::from_stack(&stack[base..]).map_err(|i| {
+                    argument_type_error(
+                        op,
+                        i,
+                        <K::Args as ArgList>::schema_types()[i],
+                        &stack[base + i],
+                    )
                 })?;
-                let ret = {
-                    let refs = A::from_stack(&stack[base..]).map_err(|i| {
-                        argument_type_error(op, i, A::schema_types()[i], &stack[base + i])
-                    })?;
-                    for_boxed(ks, refs)?
-                };
-                stack.truncate(base);
-                ret.push_to_stack(stack);
-                Ok(())
+                for_boxed.invoke(ks, refs)?
             };
-        let unboxed = Unboxed {
-            signature: TypeId::of::<(A, R)>(),
-            func: Box::new(f),
-            inferred: (A::schema_types(), R::schema_types()),
+            stack.truncate(base);
+            ret.push_to_stack(stack);
+            Ok(())
         };
+        let tramp: UnboxedFn<K::Args, K::Ret> = trampoline::<K>;
         KernelFunction {
             kind: KernelKind::Regular,
             boxed: Some(Arc::new(boxed)),
-            unboxed: Some(Arc::new(unboxed)),
+            signature: TypeId::of::<(K::Args, K::Ret)>(),
+            unboxed_fn: tramp as *const (),
+            unboxed_ctx: Arc::as_ptr(&kernel) as *const (),
+            inferred: Some(Arc::new((
+                <K::Args as ArgList>::schema_types(),
+                K::Ret::schema_types(),
+            ))),
+            owner: Some(kernel),
         }
     }
 
     /// The fallthrough kernel: its key is skipped.
     pub fn fallthrough() -> Self {
-        KernelFunction {
-            kind: KernelKind::Fallthrough,
-            boxed: None,
-            unboxed: None,
-        }
+        Self::marker(KernelKind::Fallthrough)
     }
 
     pub(crate) fn marker(kind: KernelKind) -> Self {
         KernelFunction {
             kind,
             boxed: None,
-            unboxed: None,
+            signature: TypeId::of::<NoUnboxed>(),
+            unboxed_fn: std::ptr::null(),
+            unboxed_ctx: std::ptr::null(),
+            owner: None,
+            inferred: None,
         }
     }
 
@@ -181,9 +262,7 @@ impl KernelFunction {
 
     /// The schema types inferred from a typed kernel's signature: (arguments, returns).
     pub fn inferred_signature(&self) -> Option<(&[&'static str], &[&'static str])> {
-        self.unboxed
-            .as_ref()
-            .map(|u| (&u.inferred.0[..], &u.inferred.1[..]))
+        self.inferred.as_ref().map(|i| (&i.0[..], &i.1[..]))
     }
 
     /// PyTorch's `KernelFunction::dumpState`: `fallthrough `, `boxed `, `unboxed `.
@@ -194,20 +273,30 @@ impl KernelFunction {
         } else if self.boxed.is_some() {
             s.push_str("boxed ");
         }
-        if self.unboxed.is_some() {
+        if self.owner.is_some() {
             s.push_str("unboxed ");
         }
         s
     }
 
-    /// The typed form, when the kernel has one with exactly this calling convention.
+    /// Calls the unboxed form if the kernel has one with exactly the calling convention
+    /// `(A, R)`; gives the arguments back otherwise (see Note [Unboxed kernel calls]).
     #[inline(always)]
-    pub(crate) fn typed_fn<A: ArgList, R: KernelReturn>(&self) -> Option<&TypedFn<A, R>> {
-        let u = self.unboxed.as_deref()?;
-        if u.signature != TypeId::of::<(A, R)>() {
-            return None;
+    pub(crate) fn call_unboxed<'a, A: ArgList, R: KernelReturn>(
+        &self,
+        ks: DispatchKeySet,
+        args: A::Refs<'a>,
+    ) -> std::result::Result<Result<R>, A::Refs<'a>> {
+        if self.signature != TypeId::of::<(A, R)>() {
+            return Err(args);
         }
-        u.func.downcast_ref::<Arc<TypedFn<A, R>>>().map(|f| &**f)
+        // SAFETY: `signature` is the `TypeId` of `(A, R)` only when `unboxed_fn` was made from
+        // an `UnboxedFn<A, R>` (in `typed`), so the transmute restores its real type; its
+        // `unboxed_ctx` points into `owner`, which lives as long as `self`.
+        unsafe {
+            let f = std::mem::transmute::<*const (), UnboxedFn<A, R>>(self.unboxed_fn);
+            Ok(f(self.unboxed_ctx, ks, args))
+        }
     }
 
     /// The boxed form.
@@ -227,12 +316,12 @@ pub(crate) fn argument_type_error(
         .schema()
         .and_then(|s| s.schema.arguments().get(index).map(|a| a.name().to_owned()))
         .unwrap_or_else(|| format!("_{index}"));
-    DispatchError::ArgumentType {
+    DispatchError::from(DispatchErrorKind::ArgumentType {
         op: op.name().to_string(),
         arg,
         expected: expected.to_owned(),
         got: got.type_name().to_owned(),
-    }
+    })
 }
 
 /// A Rust function usable as a typed kernel; implemented for functions and closures of up to

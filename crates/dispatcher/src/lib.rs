@@ -44,7 +44,7 @@ mod util;
 pub use arg::{Arg, KernelParam, KernelReturn, ReturnValue};
 pub use call::{OperatorHandle, TypedOperatorHandle};
 pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
-pub use error::{DispatchError, Result, SchemaMismatch};
+pub use error::{DispatchError, DispatchErrorKind, Result, SchemaMismatch};
 pub use ivalue::{IValue, Stack};
 pub use kernel::{ArgList, BoxedKernelFn, KernelFn, KernelFnWithKeys, KernelFunction, KernelKind};
 pub use library::{static_registration_errors, Library, LibraryKind, StaticLibrary};

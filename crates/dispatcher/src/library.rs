@@ -7,7 +7,7 @@ use switchboard_keys::DispatchKey;
 use switchboard_schema::{parse_schema_or_name, FunctionSchema, OperatorName, SchemaOrName};
 
 use crate::dispatcher::{Dispatcher, RegistrationHandle};
-use crate::error::{DispatchError, Result};
+use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::kernel::KernelFunction;
 use crate::operator::AliasAnalysisKind;
 
@@ -37,7 +37,9 @@ impl LibraryKind {
             "DEF" => Ok(LibraryKind::Def),
             "IMPL" => Ok(LibraryKind::Impl),
             "FRAGMENT" => Ok(LibraryKind::Fragment),
-            _ => Err(DispatchError::Registration(format!("could not parse {s}"))),
+            _ => Err(DispatchError::from(DispatchErrorKind::Registration(
+                format!("could not parse {s}"),
+            ))),
         }
     }
 }
@@ -152,7 +154,10 @@ impl Library {
     }
 
     fn error(&self, msg: String) -> DispatchError {
-        DispatchError::Registration(format!("{msg} {}", self.context()))
+        DispatchError::from(DispatchErrorKind::Registration(format!(
+            "{msg} {}",
+            self.context()
+        )))
     }
 
     /// Defines an operator from its schema (alias analysis FROM_SCHEMA). The namespace defaults
@@ -172,8 +177,8 @@ impl Library {
         schema: &str,
         alias: Option<AliasAnalysisKind>,
     ) -> Result<OperatorName> {
-        let parsed =
-            FunctionSchema::parse(schema).map_err(|e| DispatchError::Schema(e.to_string()))?;
+        let parsed = FunctionSchema::parse(schema)
+            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
         self.def_schema(parsed, alias)
     }
 
@@ -215,7 +220,7 @@ impl Library {
                 );
                 let (args, rets) = (schema.arguments().to_vec(), schema.returns().to_vec());
                 FunctionSchema::new(name, args, rets, schema.is_vararg(), schema.is_varret())
-                    .map_err(|e| DispatchError::Schema(e.to_string()))
+                    .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))
             }
         }
     }
@@ -231,18 +236,18 @@ impl Library {
         debug: Option<&str>,
     ) -> Result<OperatorName> {
         let parsed = parse_schema_or_name(name_or_schema)
-            .map_err(|e| DispatchError::Schema(e.to_string()))?;
+            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
         let (schema, alias) = match parsed {
             SchemaOrName::Schema(s) => (s, Some(AliasAnalysisKind::FromSchema)),
             SchemaOrName::Name(n) => {
                 let (args, rets) = kernel.inferred_signature().ok_or_else(|| {
-                    DispatchError::Registration(format!(
+                    DispatchError::from(DispatchErrorKind::Registration(format!(
                         "def(\"{n}\"): a boxed kernel has no signature to infer a schema from"
-                    ))
+                    )))
                 })?;
                 let text = format!("{n}{}", crate::schema_check::format_inferred(args, rets));
                 let s = FunctionSchema::parse(&text)
-                    .map_err(|e| DispatchError::Schema(e.to_string()))?;
+                    .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
                 (s, Some(AliasAnalysisKind::Conservative))
             }
         };
@@ -277,7 +282,8 @@ impl Library {
         debug: Option<&str>,
     ) -> Result<()> {
         let key = key.filter(|k| *k != DispatchKey::Undefined);
-        let parsed = OperatorName::parse(name).map_err(|e| DispatchError::Schema(e.to_string()))?;
+        let parsed = OperatorName::parse(name)
+            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
         let full = match (parsed.namespace(), &self.ns) {
             (Some(ns), Some(lib_ns)) if ns != lib_ns => {
                 return Err(self.error(format!(

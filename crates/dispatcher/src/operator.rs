@@ -150,7 +150,7 @@ pub struct OperatorEntry {
     pub(crate) dispatcher: Weak<DispatcherInner>,
     pub(crate) state: Mutex<EntryState>,
     schema: RwLock<Option<Arc<SchemaRecord>>>,
-    table: Box<[AtomicPtr<AnnotatedKernel>]>,
+    table: [AtomicPtr<AnnotatedKernel>; NUM_RUNTIME_ENTRIES],
     /// The keys whose slot is not a fallthrough; used when every backend agrees.
     non_fallthrough: AtomicU64,
     /// The same per backend, for operators with a fallthrough on some backends only.
@@ -181,9 +181,7 @@ impl OperatorEntry {
             dispatcher,
             state: Mutex::new(EntryState::default()),
             schema: RwLock::new(None),
-            table: (0..NUM_RUNTIME_ENTRIES)
-                .map(|_| AtomicPtr::new(ptr))
-                .collect(),
+            table: std::array::from_fn(|_| AtomicPtr::new(ptr)),
             non_fallthrough: AtomicU64::new(DispatchKeySet::FULL.raw()),
             non_fallthrough_per_backend: std::array::from_fn(|_| {
                 AtomicU64::new(DispatchKeySet::FULL.raw())
@@ -233,7 +231,9 @@ impl OperatorEntry {
     /// The kernel a call with the (already masked) key set `ks` runs.
     #[inline(always)]
     pub(crate) fn lookup(&self, ks: DispatchKeySet) -> &AnnotatedKernel {
-        let slot = &self.table[ks.dispatch_table_index()];
+        // `dispatch_table_index` is below NUM_RUNTIME_ENTRIES for every key set; `min` lets the
+        // compiler drop the bounds check.
+        let slot = &self.table[ks.dispatch_table_index().min(NUM_RUNTIME_ENTRIES - 1)];
         // SAFETY: every pointer stored in `table` comes from an `Arc<AnnotatedKernel>` that is
         // also held in `self.pinned`, which is only ever appended to while `self` lives (see
         // Note [Lock-free dispatch table]); the returned reference borrows `self`, so the pointee

@@ -2,7 +2,7 @@
 
 use switchboard_schema::{FunctionSchema, OperatorName};
 
-use crate::error::{DispatchError, Result, SchemaMismatch};
+use crate::error::{DispatchError, DispatchErrorKind, Result, SchemaMismatch};
 use crate::kernel::KernelFunction;
 use crate::operator::AnnotatedKernel;
 
@@ -83,13 +83,15 @@ pub(crate) fn check_schema(
     };
     match schema_difference(schema, args, rets) {
         None => Ok(()),
-        Some(reason) => Err(DispatchError::SchemaMismatch(Box::new(SchemaMismatch {
-            op: name.to_string(),
-            expected: schema.to_string(),
-            expected_debug: schema_debug.to_owned(),
-            inferred: format_inferred(args, rets),
-            inferred_debug: kernel.debug.clone(),
-            reason,
-        }))),
+        Some(reason) => Err(DispatchError::from(DispatchErrorKind::SchemaMismatch(
+            Box::new(SchemaMismatch {
+                op: name.to_string(),
+                expected: schema.to_string(),
+                expected_debug: schema_debug.to_owned(),
+                inferred: format_inferred(args, rets),
+                inferred_debug: kernel.debug.clone(),
+                reason,
+            }),
+        ))),
     }
 }

@@ -59,7 +59,7 @@ fn parse_key(v: &Value) -> Result<Option<DispatchKey>> {
         None | Some("") => Ok(None),
         Some(s) => DispatchKey::parse(s)
             .map(Some)
-            .map_err(|e| DispatchError::Registration(e.to_string())),
+            .map_err(|e| DispatchError::from(DispatchErrorKind::Registration(e.to_string()))),
     }
 }
 
@@ -81,8 +81,11 @@ fn register(d: &Dispatcher, r: &Value) -> Result<Option<Library>> {
     match r["op"].as_str().unwrap() {
         "def" => {
             let alias = opt_str(&r["alias_analysis"]).unwrap_or("");
-            let alias = AliasAnalysisKind::parse(alias)
-                .ok_or_else(|| DispatchError::Registration(format!("could not parse {alias}")))?;
+            let alias = AliasAnalysisKind::parse(alias).ok_or_else(|| {
+                DispatchError::from(DispatchErrorKind::Registration(format!(
+                    "could not parse {alias}"
+                )))
+            })?;
             lib.def_with_alias(r["schema"].as_str().unwrap(), Some(alias))?;
         }
         "def_legacy" => {
