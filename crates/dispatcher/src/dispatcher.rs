@@ -11,7 +11,7 @@ use crate::call::OperatorHandle;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::kernel::{KernelFunction, KernelKind};
 use crate::operator::{AliasAnalysisKind, AnnotatedKernel, OperatorEntry, SchemaRecord};
-use crate::schema_check::{check_schema, inferred_schema_string};
+use crate::schema_check::check_schema;
 use crate::table::Globals;
 use switchboard_schema::OperatorName;
 
@@ -31,18 +31,25 @@ pub const BUILTIN_FALLTHROUGH_KEYS: [DispatchKey; 10] = [
 
 pub(crate) struct Registry {
     ops: HashMap<OperatorName, Arc<OperatorEntry>>,
-    /// Operator names in creation order (for deterministic listings).
-    order: Vec<OperatorName>,
     /// Backend fallbacks by dispatch-table slot.
     fallbacks: Vec<Option<Arc<AnnotatedKernel>>>,
     /// Namespaces with a DEF library, and where it was created.
     pub(crate) def_libraries: HashMap<String, String>,
 }
 
+/// Kernels that operator tables may point at but no single operator owns: the markers and every
+/// backend fallback ever registered. Shared by the dispatcher and all its operator entries, so
+/// that a table never points at a freed fallback, even from an entry that outlives the
+/// dispatcher (see Note [Lock-free dispatch table]).
+pub(crate) struct SharedKernels {
+    pub(crate) missing: Arc<AnnotatedKernel>,
+    pub(crate) ambiguous: Arc<AnnotatedKernel>,
+    pub(crate) fallbacks: Mutex<Vec<Arc<AnnotatedKernel>>>,
+}
+
 pub(crate) struct DispatcherInner {
     registry: Mutex<Registry>,
-    missing: Arc<AnnotatedKernel>,
-    ambiguous: Arc<AnnotatedKernel>,
+    shared: Arc<SharedKernels>,
     next_id: AtomicU64,
 }
 
@@ -67,7 +74,6 @@ fn marker(kind: KernelKind, debug: &str) -> Arc<AnnotatedKernel> {
     Arc::new(AnnotatedKernel {
         kernel: KernelFunction::marker(kind),
         debug: debug.to_owned(),
-        inferred_schema: None,
         id: 0,
     })
 }
@@ -76,9 +82,9 @@ fn marker(kind: KernelKind, debug: &str) -> Arc<AnnotatedKernel> {
 #[derive(Debug)]
 enum Undo {
     Library(String),
-    Def(OperatorName),
+    Def(Weak<OperatorEntry>),
     Impl {
-        op: OperatorName,
+        op: Weak<OperatorEntry>,
         key: DispatchKey,
         id: u64,
     },
@@ -140,15 +146,17 @@ impl Dispatcher {
             inner: Arc::new(DispatcherInner {
                 registry: Mutex::new(Registry {
                     ops: HashMap::new(),
-                    order: Vec::new(),
                     fallbacks: vec![None; NUM_RUNTIME_ENTRIES],
                     def_libraries: HashMap::new(),
                 }),
-                missing: marker(KernelKind::Missing, "missing"),
-                ambiguous: marker(
-                    KernelKind::AmbiguousAutogradOther,
-                    "ambiguous_autogradother",
-                ),
+                shared: Arc::new(SharedKernels {
+                    missing: marker(KernelKind::Missing, "missing"),
+                    ambiguous: marker(
+                        KernelKind::AmbiguousAutogradOther,
+                        "ambiguous_autogradother",
+                    ),
+                    fallbacks: Mutex::new(Vec::new()),
+                }),
                 next_id: AtomicU64::new(1),
             }),
         }
@@ -193,8 +201,8 @@ impl Dispatcher {
     fn globals<'a>(&'a self, reg: &'a Registry) -> Globals<'a> {
         Globals {
             fallbacks: &reg.fallbacks,
-            missing: &self.inner.missing,
-            ambiguous: &self.inner.ambiguous,
+            missing: &self.inner.shared.missing,
+            ambiguous: &self.inner.shared.ambiguous,
         }
     }
 
@@ -215,14 +223,14 @@ impl Dispatcher {
         }
         let entry = Arc::new(OperatorEntry::new(
             name.clone(),
+            self.next_id(),
             Arc::downgrade(&self.inner),
-            &self.inner.missing,
+            self.inner.shared.clone(),
         ));
         let state = entry.state();
         entry.refresh(&state, &self.globals(reg));
         drop(state);
         reg.ops.insert(name.clone(), entry.clone());
-        reg.order.push(name.clone());
         entry
     }
 
@@ -233,7 +241,6 @@ impl Dispatcher {
             .is_some_and(|e| e.state().def_and_impl_count == 0);
         if remove {
             reg.ops.remove(name);
-            reg.order.retain(|n| n != name);
         }
     }
 
@@ -303,7 +310,7 @@ impl Dispatcher {
         state.def_count += 1;
         state.def_and_impl_count += 1;
         drop(state);
-        Ok(self.handle(Undo::Def(name)))
+        Ok(self.handle(Undo::Def(Arc::downgrade(&entry))))
     }
 
     /// Registers a kernel for `key` of operator `name` (`None`: catch-all, stored as
@@ -320,7 +327,6 @@ impl Dispatcher {
             Some(k) => k,
         };
         let annotated = Arc::new(AnnotatedKernel {
-            inferred_schema: inferred_schema_string(&kernel),
             kernel,
             debug: debug.into(),
             id: self.next_id(),
@@ -338,7 +344,11 @@ impl Dispatcher {
         state.def_and_impl_count += 1;
         entry.refresh(&state, &self.globals(&reg));
         drop(state);
-        Ok(self.handle(Undo::Impl { op: name, key, id }))
+        Ok(self.handle(Undo::Impl {
+            op: Arc::downgrade(&entry),
+            key,
+            id,
+        }))
     }
 
     /// Registers a boxed fallback for every operator at `key` (for an alias key, at each of its
@@ -382,12 +392,19 @@ impl Dispatcher {
         for &k in &keys {
             let slot = DispatchKeySet::from_key(k).dispatch_table_index();
             let id = self.next_id();
-            reg.fallbacks[slot] = Some(Arc::new(AnnotatedKernel {
+            let fallback = Arc::new(AnnotatedKernel {
                 kernel: kernel.clone(),
                 debug: debug.clone(),
-                inferred_schema: None,
                 id,
-            }));
+            });
+            let mut shared = self
+                .inner
+                .shared
+                .fallbacks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            shared.push(fallback.clone());
+            reg.fallbacks[slot] = Some(fallback);
             handle.undo.push(Undo::Fallback { slot, id });
         }
         self.refresh_all(&reg);
@@ -408,10 +425,11 @@ impl Dispatcher {
             Undo::Library(ns) => {
                 reg.def_libraries.remove(&ns);
             }
-            Undo::Def(name) => {
-                let Some(entry) = reg.ops.get(&name).cloned() else {
+            Undo::Def(op) => {
+                let Some(entry) = Self::registered(&reg, &op) else {
                     return;
                 };
+                let name = entry.name().clone();
                 let mut state = entry.state();
                 state.def_count -= 1;
                 state.def_and_impl_count -= 1;
@@ -422,13 +440,15 @@ impl Dispatcher {
                 self.cleanup(&mut reg, &name);
             }
             Undo::Impl { op, key, id } => {
-                let Some(entry) = reg.ops.get(&op).cloned() else {
+                let Some(entry) = Self::registered(&reg, &op) else {
                     return;
                 };
+                let op = entry.name().clone();
                 let mut state = entry.state();
-                if state.kernels.remove(key, id) {
+                if let Some(removed) = state.kernels.remove(key, id) {
                     state.def_and_impl_count -= 1;
                     entry.refresh(&state, &self.globals(&reg));
+                    entry.retire(removed);
                 }
                 drop(state);
                 self.cleanup(&mut reg, &op);
@@ -440,6 +460,22 @@ impl Dispatcher {
                 }
             }
         }
+    }
+
+    /// The entry a handle refers to, if it is still the registered one (an operator that was
+    /// removed and defined again is a new entry: the old handle has nothing left to undo).
+    fn registered(reg: &Registry, op: &Weak<OperatorEntry>) -> Option<Arc<OperatorEntry>> {
+        let entry = op.upgrade()?;
+        reg.ops
+            .get(entry.name())
+            .filter(|e| Arc::ptr_eq(e, &entry))
+            .cloned()
+    }
+
+    fn entries_in_creation_order(reg: &Registry) -> Vec<&Arc<OperatorEntry>> {
+        let mut entries: Vec<&Arc<OperatorEntry>> = reg.ops.values().collect();
+        entries.sort_by_key(|e| e.seq);
+        entries
     }
 
     /// The operator named `name`, if it exists (defined or with kernels).
@@ -502,7 +538,11 @@ impl Dispatcher {
 
     /// Every operator, in creation order.
     pub fn list_operators(&self) -> Vec<OperatorName> {
-        self.registry().order.clone()
+        let reg = self.registry();
+        Self::entries_in_creation_order(&reg)
+            .into_iter()
+            .map(|e| e.name().clone())
+            .collect()
     }
 
     /// `_dispatch_dump` of an operator: its schema and registered kernels; `""` when unknown.
@@ -530,7 +570,8 @@ impl Dispatcher {
         let reg = self.registry();
         let entry = self.entry(&reg, name)?;
         let state = entry.state();
-        let (k, why) = crate::table::compute_entry(&state.kernels, &self.globals(&reg), key);
+        let globals = self.globals(&reg);
+        let (k, why) = crate::table::Resolver::new(&state.kernels, &globals).resolve(key);
         Some((k.debug.clone(), why.as_str()))
     }
 
@@ -538,9 +579,8 @@ impl Dispatcher {
     /// (`_dispatch_find_dangling_impls`).
     pub fn find_dangling_impls(&self) -> Vec<String> {
         let reg = self.registry();
-        reg.order
-            .iter()
-            .filter_map(|n| reg.ops.get(n))
+        Self::entries_in_creation_order(&reg)
+            .into_iter()
             .filter(|e| e.schema().is_none())
             .map(|e| e.dump_state(&e.state()))
             .collect()

@@ -62,6 +62,13 @@ pub trait ArgList: 'static {
 pub(crate) type UnboxedFn<A, R> =
     for<'a> unsafe fn(*const (), DispatchKeySet, <A as ArgList>::Refs<'a>) -> Result<R>;
 
+/// The schema types of a typed kernel's (arguments, returns).
+pub type InferredSignature = (Vec<&'static str>, Vec<&'static str>);
+
+fn inferred_signature<A: ArgList, R: KernelReturn>() -> InferredSignature {
+    (A::schema_types(), R::schema_types())
+}
+
 /// The `signature` of kernels without an unboxed form.
 enum NoUnboxed {}
 
@@ -135,8 +142,9 @@ pub struct KernelFunction {
     unboxed_ctx: *const (),
     /// Owns what `unboxed_ctx` points to.
     owner: Option<Arc<dyn Any + Send + Sync>>,
-    /// The schema types inferred from the Rust signature: (arguments, returns).
-    inferred: Option<Arc<(Vec<&'static str>, Vec<&'static str>)>>,
+    /// Computes the schema types inferred from the Rust signature: (arguments, returns). A
+    /// function rather than the lists, so that a kernel costs no heap for them.
+    inferred: Option<fn() -> InferredSignature>,
 }
 
 // SAFETY: the raw pointers are a plain `fn` pointer and a pointer into `owner`, an immutable
@@ -218,10 +226,7 @@ impl KernelFunction {
             signature: TypeId::of::<(K::Args, K::Ret)>(),
             unboxed_fn: tramp as *const (),
             unboxed_ctx: Arc::as_ptr(&kernel) as *const (),
-            inferred: Some(Arc::new((
-                <K::Args as ArgList>::schema_types(),
-                K::Ret::schema_types(),
-            ))),
+            inferred: Some(inferred_signature::<K::Args, K::Ret>),
             owner: Some(kernel),
         }
     }
@@ -261,8 +266,8 @@ impl KernelFunction {
     }
 
     /// The schema types inferred from a typed kernel's signature: (arguments, returns).
-    pub fn inferred_signature(&self) -> Option<(&[&'static str], &[&'static str])> {
-        self.inferred.as_ref().map(|i| (&i.0[..], &i.1[..]))
+    pub fn inferred_signature(&self) -> Option<InferredSignature> {
+        self.inferred.map(|f| f())
     }
 
     /// PyTorch's `KernelFunction::dumpState`: `fallthrough `, `boxed `, `unboxed `.

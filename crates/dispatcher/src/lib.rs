@@ -50,7 +50,7 @@ pub use kernel::{ArgList, BoxedKernelFn, KernelFn, KernelFnWithKeys, KernelFunct
 pub use library::{static_registration_errors, Library, LibraryKind, StaticLibrary};
 pub use observe::{add_observer, set_dispatch_trace, CallEvent, ObserverGuard};
 pub use operator::{AliasAnalysisKind, SchemaRecord};
-pub use table::{runtime_keys, Provenance};
+pub use table::{runtime_keys, Provenance, RUNTIME_KEYS};
 pub use tls::*;
 
 pub use switchboard_keys::{DispatchKey, DispatchKeySet};

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, NUM_RUNTIME_ENTRIES};
 use switchboard_schema::FunctionSchema;
 
-use crate::dispatcher::DispatcherInner;
+use crate::dispatcher::{DispatcherInner, SharedKernels};
 use crate::kernel::KernelFunction;
-use crate::table::{compute_entry, runtime_keys, Globals, Provenance};
+use crate::table::{runtime_keys, Globals, Provenance, Resolver, SlotSet};
 use switchboard_schema::OperatorName;
 
 /// A registered kernel with what the dumps print about it.
@@ -18,10 +18,16 @@ pub struct AnnotatedKernel {
     pub kernel: KernelFunction,
     /// Where it came from (`registered at file:line`, or the name given at registration).
     pub debug: String,
-    /// The schema inferred from its Rust signature, printed (`(Tensor _0) -> Tensor _0`).
-    pub inferred_schema: Option<String>,
     /// Identifies the registration, for deregistration.
     pub(crate) id: u64,
+}
+
+impl AnnotatedKernel {
+    /// The schema inferred from the kernel's Rust signature, printed
+    /// (`(Tensor _0) -> Tensor _0`); `None` for boxed kernels and fallthroughs.
+    pub fn inferred_schema(&self) -> Option<String> {
+        crate::schema_check::inferred_schema_string(&self.kernel)
+    }
 }
 
 /// How an operator's schema may alias its arguments (`c10::AliasAnalysisKind`).
@@ -84,10 +90,6 @@ impl KernelStacks {
             .and_then(|(_, v)| v.first())
     }
 
-    pub(crate) fn has(&self, k: DispatchKey) -> bool {
-        self.front(k).is_some()
-    }
-
     /// True when a non-alias key of `ks` has a kernel (`hasKernelForAnyDispatchKey`).
     pub(crate) fn has_kernel_for_any(&self, ks: DispatchKeySet) -> bool {
         self.entries
@@ -98,24 +100,32 @@ impl KernelStacks {
     pub(crate) fn push(&mut self, k: DispatchKey, kernel: Arc<AnnotatedKernel>) {
         match self.entries.binary_search_by_key(&k, |(key, _)| *key) {
             Ok(i) => self.entries[i].1.insert(0, kernel),
-            Err(i) => self.entries.insert(i, (k, vec![kernel])),
+            Err(i) => {
+                // Operators have few keys: grow one entry at a time.
+                self.entries.reserve_exact(1);
+                self.entries.insert(i, (k, vec![kernel]));
+            }
         }
     }
 
-    /// Removes the kernel of registration `id` from key `k`; false when it is not there.
-    pub(crate) fn remove(&mut self, k: DispatchKey, id: u64) -> bool {
-        let Ok(i) = self.entries.binary_search_by_key(&k, |(key, _)| *key) else {
-            return false;
-        };
+    /// Removes the kernel of registration `id` from key `k`, if it is there.
+    pub(crate) fn remove(&mut self, k: DispatchKey, id: u64) -> Option<Arc<AnnotatedKernel>> {
+        let i = self
+            .entries
+            .binary_search_by_key(&k, |(key, _)| *key)
+            .ok()?;
         let stack = &mut self.entries[i].1;
-        let Some(pos) = stack.iter().position(|a| a.id == id) else {
-            return false;
-        };
-        stack.remove(pos);
+        let pos = stack.iter().position(|a| a.id == id)?;
+        let removed = stack.remove(pos);
         if stack.is_empty() {
             self.entries.remove(i);
         }
-        true
+        Some(removed)
+    }
+
+    /// The keys that have kernels.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = DispatchKey> + '_ {
+        self.entries.iter().map(|(k, _)| *k)
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (DispatchKey, &Arc<AnnotatedKernel>)> {
@@ -136,16 +146,19 @@ pub(crate) struct EntryState {
 // Note [Lock-free dispatch table]
 // A call reads one slot of `table`: an `AtomicPtr` to an `AnnotatedKernel`. Registration (under
 // the dispatcher's lock) recomputes the slots and swaps pointers one by one, so a concurrent call
-// sees either the old or the new kernel of its slot, each complete: never a torn state. A pointer
-// stays valid because every kernel a slot has ever pointed at is kept alive in `pinned` until the
-// entry itself is dropped, and a call holds the entry (through its `OperatorHandle`) while it
-// runs. Kernels are immutable once registered. The cost is that a kernel deregistered from a
-// still-living operator is freed only with the operator: a few dozen bytes per registration,
-// against no reference counting, epoch or hazard pointer on the hot path.
+// sees either the old or the new kernel of its slot, each complete: never a torn state. A call
+// holds the entry (through its `OperatorHandle`) while it runs, and every kernel a slot may
+// point at lives at least as long as the entry: the kernels registered to the operator are in
+// its state, the ones deregistered move to `retired`, and the markers and backend fallbacks live
+// in the `SharedKernels` every entry holds. Kernels are immutable once registered. The cost is
+// that a kernel deregistered from a living operator is freed with the operator (a few dozen bytes
+// per registration), against no reference counting, epoch or hazard pointer on the hot path.
 
 /// An operator: its name, schema, kernels and computed dispatch table.
 pub struct OperatorEntry {
     name: OperatorName,
+    /// Creation sequence number, for listings in creation order.
+    pub(crate) seq: u64,
     /// The dispatcher, for error messages that list the keys with kernels.
     pub(crate) dispatcher: Weak<DispatcherInner>,
     pub(crate) state: Mutex<EntryState>,
@@ -160,7 +173,10 @@ pub struct OperatorEntry {
     /// arguments (then every argument is scanned).
     dispatch_args: AtomicU64,
     num_args: AtomicU64,
-    pinned: Mutex<Vec<Arc<AnnotatedKernel>>>,
+    /// Kernels deregistered from this operator (see Note [Lock-free dispatch table]).
+    retired: Mutex<Vec<Arc<AnnotatedKernel>>>,
+    /// Keeps the markers and fallbacks the table may point at alive.
+    _shared: Arc<SharedKernels>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -172,12 +188,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl OperatorEntry {
     pub(crate) fn new(
         name: OperatorName,
+        seq: u64,
         dispatcher: Weak<DispatcherInner>,
-        missing: &Arc<AnnotatedKernel>,
+        shared: Arc<SharedKernels>,
     ) -> Self {
-        let ptr = Arc::as_ptr(missing) as *mut AnnotatedKernel;
+        let ptr = Arc::as_ptr(&shared.missing) as *mut AnnotatedKernel;
         OperatorEntry {
             name,
+            seq,
             dispatcher,
             state: Mutex::new(EntryState::default()),
             schema: RwLock::new(None),
@@ -189,7 +207,8 @@ impl OperatorEntry {
             requires_per_backend: AtomicBool::new(false),
             dispatch_args: AtomicU64::new(0),
             num_args: AtomicU64::new(0),
-            pinned: Mutex::new(vec![missing.clone()]),
+            retired: Mutex::new(Vec::new()),
+            _shared: shared,
         }
     }
 
@@ -235,7 +254,7 @@ impl OperatorEntry {
         // compiler drop the bounds check.
         let slot = &self.table[ks.dispatch_table_index().min(NUM_RUNTIME_ENTRIES - 1)];
         // SAFETY: every pointer stored in `table` comes from an `Arc<AnnotatedKernel>` that is
-        // also held in `self.pinned`, which is only ever appended to while `self` lives (see
+        // kept alive at least as long as `self` (see
         // Note [Lock-free dispatch table]); the returned reference borrows `self`, so the pointee
         // outlives it. `AnnotatedKernel` is immutable after construction.
         unsafe { &*slot.load(Ordering::Acquire) }
@@ -280,11 +299,22 @@ impl OperatorEntry {
 
     /// Recomputes every slot and the fallthrough masks (see Note [Computing the dispatch
     /// table]). Called under the dispatcher's lock after any change that may affect this entry.
+    /// Keeps a deregistered kernel alive for calls that may still be running it.
+    pub(crate) fn retire(&self, kernel: Arc<AnnotatedKernel>) {
+        lock(&self.retired).push(kernel);
+    }
+
     pub(crate) fn refresh(&self, state: &EntryState, globals: &Globals<'_>) {
-        let mut pinned = lock(&self.pinned);
         let mut per_backend = [DispatchKeySet::FULL; NUM_BACKENDS as usize];
+        let resolver = Resolver::new(&state.kernels, globals);
+        // Only slots some registered kernel covers need the precedence rules.
+        let affected = SlotSet::affected_by_all(&state.kernels);
         for (slot, k) in runtime_keys().enumerate() {
-            let (kernel, _) = compute_entry(&state.kernels, globals, k);
+            let (kernel, _) = if affected.contains(slot) {
+                resolver.resolve_slot(slot, k)
+            } else {
+                resolver.fallback_or_missing(slot)
+            };
             if kernel.kernel.is_fallthrough() && k != DispatchKey::Undefined {
                 if k.to_functionality_key().is_per_backend_functionality() {
                     let b = k.to_backend_component() as usize - 1;
@@ -295,11 +325,8 @@ impl OperatorEntry {
                     }
                 }
             }
-            let ptr = Arc::as_ptr(&kernel) as *mut AnnotatedKernel;
+            let ptr = Arc::as_ptr(kernel) as *mut AnnotatedKernel;
             if self.table[slot].load(Ordering::Relaxed) != ptr {
-                if !pinned.iter().any(|p| Arc::ptr_eq(p, &kernel)) {
-                    pinned.push(kernel);
-                }
                 self.table[slot].store(ptr, Ordering::Release);
             }
         }
@@ -338,7 +365,7 @@ impl OperatorEntry {
                 if k.is_alias() { "[alias]" } else { "" },
                 if inactive { " (inactive)" } else { "" },
                 a.debug,
-                a.inferred_schema.as_deref().unwrap_or("(none)"),
+                a.inferred_schema().as_deref().unwrap_or("(none)"),
                 a.kernel.dump_state()
             );
         }
@@ -348,8 +375,9 @@ impl OperatorEntry {
     /// PyTorch's `_dispatch_dump_table` of this operator.
     pub(crate) fn dump_table(&self, state: &EntryState, globals: &Globals<'_>) -> String {
         let mut out = String::new();
-        for k in runtime_keys() {
-            let (kernel, why) = compute_entry(&state.kernels, globals, k);
+        let resolver = Resolver::new(&state.kernels, globals);
+        for (slot, k) in runtime_keys().enumerate() {
+            let (kernel, why) = resolver.resolve_slot(slot, k);
             if why == Provenance::Missing {
                 continue;
             }
@@ -369,9 +397,10 @@ impl OperatorEntry {
         state: &EntryState,
         globals: &Globals<'_>,
     ) -> Vec<DispatchKey> {
+        let resolver = Resolver::new(&state.kernels, globals);
         runtime_keys()
             .skip(1)
-            .filter(|k| compute_entry(&state.kernels, globals, *k).1 != Provenance::Missing)
+            .filter(|k| resolver.resolve(*k).1 != Provenance::Missing)
             .collect()
     }
 }

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use switchboard_keys::{DispatchKey, DispatchKeySet, AUTOGRADOTHER_BACKENDS};
+use switchboard_keys::{
+    BackendComponent, DispatchKey, DispatchKeySet, AUTOGRADOTHER_BACKENDS, NUM_BACKENDS,
+    NUM_FUNCTIONALITY_KEYS, NUM_RUNTIME_ENTRIES,
+};
 
 use crate::operator::{AnnotatedKernel, KernelStacks};
 
@@ -71,69 +74,252 @@ pub(crate) struct Globals<'a> {
     pub ambiguous: &'a Arc<AnnotatedKernel>,
 }
 
-/// The kernel of runtime key `k` and why (see Note [Computing the dispatch table]).
-pub(crate) fn compute_entry(
-    kernels: &KernelStacks,
-    globals: &Globals<'_>,
-    k: DispatchKey,
-) -> (Arc<AnnotatedKernel>, Provenance) {
-    use DispatchKey as K;
-    let get = |key: DispatchKey| kernels.front(key).cloned();
-    let undefined = k == K::Undefined;
+/// Resolves runtime keys to kernels for one operator (see Note [Computing the dispatch table]).
+/// Built once per table computation: the alias kernels are looked up once, and an alias's
+/// coverage is only tested when the alias has a kernel.
+pub(crate) struct Resolver<'a> {
+    kernels: &'a KernelStacks,
+    globals: &'a Globals<'a>,
+    ceanf: Option<&'a Arc<AnnotatedKernel>>,
+    cea: Option<&'a Arc<AnnotatedKernel>>,
+    cia_nested: Option<&'a Arc<AnnotatedKernel>>,
+    cia: Option<&'a Arc<AnnotatedKernel>>,
+    autograd: Option<&'a Arc<AnnotatedKernel>>,
+    batched: Option<&'a Arc<AnnotatedKernel>>,
+}
 
-    if let Some(kernel) = get(k) {
-        return (kernel, Provenance::Kernel);
+impl<'a> Resolver<'a> {
+    pub(crate) fn new(kernels: &'a KernelStacks, globals: &'a Globals<'a>) -> Self {
+        use DispatchKey as K;
+        Resolver {
+            kernels,
+            globals,
+            ceanf: kernels.front(K::CompositeExplicitAutogradNonFunctional),
+            cea: kernels.front(K::CompositeExplicitAutograd),
+            cia_nested: kernels.front(K::CompositeImplicitAutogradNestedTensor),
+            cia: kernels.front(K::CompositeImplicitAutograd),
+            autograd: kernels.front(K::Autograd),
+            batched: kernels.front(K::FuncTorchBatchedDecomposition),
+        }
     }
-    for alias in [
-        K::CompositeExplicitAutogradNonFunctional,
-        K::CompositeExplicitAutograd,
-    ] {
-        if undefined || k.is_included_in_alias(alias) {
-            if let Some(kernel) = get(alias) {
+
+    /// The kernel of runtime key `k` and why.
+    pub(crate) fn resolve(&self, k: DispatchKey) -> (&'a Arc<AnnotatedKernel>, Provenance) {
+        self.resolve_slot(DispatchKeySet::from_key(k).dispatch_table_index(), k)
+    }
+
+    /// The kernel of a slot no registered kernel can decide: the backend fallback, or nothing.
+    pub(crate) fn fallback_or_missing(
+        &self,
+        slot: usize,
+    ) -> (&'a Arc<AnnotatedKernel>, Provenance) {
+        match &self.globals.fallbacks[slot] {
+            Some(fallback) if slot != 0 => (fallback, Provenance::BackendFallback),
+            _ => (self.globals.missing, Provenance::Missing),
+        }
+    }
+
+    /// Like [`resolve`](Self::resolve) for the key of table slot `slot`.
+    pub(crate) fn resolve_slot(
+        &self,
+        slot: usize,
+        k: DispatchKey,
+    ) -> (&'a Arc<AnnotatedKernel>, Provenance) {
+        use DispatchKey as K;
+        let undefined = k == K::Undefined;
+        if let Some(kernel) = self.kernels.front(k) {
+            return (kernel, Provenance::Kernel);
+        }
+        if let Some(kernel) = self.ceanf {
+            if undefined || k.is_included_in_alias(K::CompositeExplicitAutogradNonFunctional) {
                 return (kernel, Provenance::DefaultBackend);
             }
         }
-    }
-    let has_backend_kernel = kernels.has_kernel_for_any(k.backend_key_set_from_autograd())
-        || kernels.has(K::CompositeExplicitAutograd);
-    if !undefined && k.is_included_in_alias(K::CompositeImplicitAutogradNestedTensor) {
-        if let Some(kernel) = get(K::CompositeImplicitAutogradNestedTensor) {
-            return (kernel, Provenance::Nested);
-        }
-    }
-    if undefined || k.is_included_in_alias(K::CompositeImplicitAutograd) {
-        if let Some(kernel) = get(K::CompositeImplicitAutograd) {
-            if k == K::AutogradOther && kernels.has_kernel_for_any(AUTOGRADOTHER_BACKENDS) {
-                return (
-                    globals.ambiguous.clone(),
-                    Provenance::AmbiguousAutogradOther,
-                );
-            } else if !has_backend_kernel {
-                return (kernel, Provenance::Math);
+        if let Some(kernel) = self.cea {
+            if undefined || k.is_included_in_alias(K::CompositeExplicitAutograd) {
+                return (kernel, Provenance::DefaultBackend);
             }
         }
-    }
-    if k.is_included_in_alias(K::Autograd) {
-        if let Some(kernel) = get(K::Autograd) {
-            return (kernel, Provenance::Autograd);
+        if let Some(kernel) = self.cia_nested {
+            if !undefined && k.is_included_in_alias(K::CompositeImplicitAutogradNestedTensor) {
+                return (kernel, Provenance::Nested);
+            }
         }
-    }
-    if k.is_included_in_alias(K::FuncTorchBatchedDecomposition) {
-        if let Some(kernel) = get(K::FuncTorchBatchedDecomposition) {
-            return (kernel, Provenance::Batched);
+        if let Some(kernel) = self.cia {
+            if undefined || k.is_included_in_alias(K::CompositeImplicitAutograd) {
+                if k == K::AutogradOther && self.kernels.has_kernel_for_any(AUTOGRADOTHER_BACKENDS)
+                {
+                    return (self.globals.ambiguous, Provenance::AmbiguousAutogradOther);
+                }
+                let has_backend_kernel = self.cea.is_some()
+                    || self
+                        .kernels
+                        .has_kernel_for_any(k.backend_key_set_from_autograd());
+                if !has_backend_kernel {
+                    return (kernel, Provenance::Math);
+                }
+            }
         }
-    }
-    if !undefined {
-        let slot = DispatchKeySet::from_key(k).dispatch_table_index();
-        if let Some(fallback) = &globals.fallbacks[slot] {
-            return (fallback.clone(), Provenance::BackendFallback);
+        if let Some(kernel) = self.autograd {
+            if k.is_included_in_alias(K::Autograd) {
+                return (kernel, Provenance::Autograd);
+            }
         }
+        if let Some(kernel) = self.batched {
+            if k.is_included_in_alias(K::FuncTorchBatchedDecomposition) {
+                return (kernel, Provenance::Batched);
+            }
+        }
+        if !undefined {
+            if let Some(fallback) = &self.globals.fallbacks[slot] {
+                return (fallback, Provenance::BackendFallback);
+            }
+        }
+        (self.globals.missing, Provenance::Missing)
     }
-    (globals.missing.clone(), Provenance::Missing)
 }
 
 /// The runtime keys in table-dump order: `Undefined`, then the iteration order of FULL. The
 /// position of a key in this list is its dispatch-table slot.
 pub fn runtime_keys() -> impl Iterator<Item = DispatchKey> {
-    std::iter::once(DispatchKey::Undefined).chain(DispatchKeySet::FULL.iter())
+    RUNTIME_KEYS.iter().copied()
+}
+
+/// [`runtime_keys`], computed at compile time.
+pub const RUNTIME_KEYS: [DispatchKey; NUM_RUNTIME_ENTRIES] = {
+    let mut keys = [DispatchKey::Undefined; NUM_RUNTIME_ENTRIES];
+    let mut slot = 1;
+    let mut f = 1;
+    while f < NUM_FUNCTIONALITY_KEYS as usize {
+        let functionality = DispatchKey::ALL[f];
+        if functionality.is_per_backend_functionality() {
+            let mut b = 1;
+            while b <= NUM_BACKENDS as usize {
+                keys[slot] = DispatchKey::to_runtime_per_backend_functionality_key(
+                    functionality,
+                    BackendComponent::ALL[b],
+                );
+                slot += 1;
+                b += 1;
+            }
+        } else {
+            keys[slot] = functionality;
+            slot += 1;
+        }
+        f += 1;
+    }
+    assert!(slot == NUM_RUNTIME_ENTRIES);
+    keys
+};
+
+/// A set of table slots.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub(crate) struct SlotSet([u64; SLOT_WORDS]);
+
+const SLOT_WORDS: usize = NUM_RUNTIME_ENTRIES.div_ceil(64);
+
+impl SlotSet {
+    const fn with(mut self, slot: usize) -> Self {
+        self.0[slot / 64] |= 1 << (slot % 64);
+        self
+    }
+
+    pub(crate) fn contains(&self, slot: usize) -> bool {
+        self.0[slot / 64] & (1 << (slot % 64)) != 0
+    }
+
+    fn union(mut self, other: SlotSet) -> Self {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a |= b;
+        }
+        self
+    }
+
+    /// The slots whose kernel a registration at `k` can decide: its own slot for a runtime key,
+    /// every covered slot (and `Undefined` where it applies) for an alias key.
+    pub(crate) fn affected_by(k: DispatchKey) -> SlotSet {
+        if k.is_alias() {
+            return ALIAS_SLOTS[k as usize - DispatchKey::Autograd as usize];
+        }
+        let slot = DispatchKeySet::from_key(k).dispatch_table_index();
+        if k == DispatchKey::Undefined || slot == 0 || k.is_per_backend_functionality() {
+            return SlotSet::default();
+        }
+        SlotSet::default().with(slot)
+    }
+
+    /// The union over the keys that have kernels.
+    pub(crate) fn affected_by_all(kernels: &KernelStacks) -> SlotSet {
+        kernels.keys().fold(SlotSet::default(), |acc, k| {
+            acc.union(SlotSet::affected_by(k))
+        })
+    }
+}
+
+/// For each alias key (in numeric order from `Autograd`), the slots it covers, computed at
+/// compile time; the CEANF, CEA and CIA aliases also fill the `Undefined` slot.
+const ALIAS_SLOTS: [SlotSet; 6] = {
+    let mut sets = [SlotSet([0; SLOT_WORDS]); 6];
+    let mut a = 0;
+    while a < 6 {
+        let alias = DispatchKey::ALL[DispatchKey::Autograd as usize + a];
+        let mut set = SlotSet([0; SLOT_WORDS]);
+        if matches!(
+            alias,
+            DispatchKey::CompositeExplicitAutogradNonFunctional
+                | DispatchKey::CompositeExplicitAutograd
+                | DispatchKey::CompositeImplicitAutograd
+        ) {
+            set = set.with(0);
+        }
+        let mut slot = 1;
+        while slot < NUM_RUNTIME_ENTRIES {
+            if RUNTIME_KEYS[slot].is_included_in_alias(alias) {
+                set = set.with(slot);
+            }
+            slot += 1;
+        }
+        sets[a] = set;
+        a += 1;
+    }
+    sets
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alias_slot_sets() {
+        let count = |k: DispatchKey| {
+            (0..NUM_RUNTIME_ENTRIES)
+                .filter(|s| SlotSet::affected_by(k).contains(*s))
+                .count()
+        };
+        assert_eq!(count(DispatchKey::Autograd), 18);
+        assert_eq!(count(DispatchKey::CompositeExplicitAutograd), 69 + 1);
+        assert_eq!(count(DispatchKey::CompositeImplicitAutograd), 103 + 1);
+        assert_eq!(
+            count(DispatchKey::CompositeImplicitAutogradNestedTensor),
+            17
+        );
+        assert_eq!(count(DispatchKey::FuncTorchBatchedDecomposition), 1);
+        assert_eq!(count(DispatchKey::CPU), 1);
+        assert_eq!(count(DispatchKey::Dense), 0);
+    }
+
+    #[test]
+    fn runtime_keys_follow_full_iteration_order_and_slots() {
+        let iterated: Vec<DispatchKey> = std::iter::once(DispatchKey::Undefined)
+            .chain(DispatchKeySet::FULL.iter())
+            .collect();
+        assert_eq!(iterated, RUNTIME_KEYS.to_vec());
+        for (slot, k) in RUNTIME_KEYS.iter().enumerate() {
+            assert_eq!(
+                DispatchKeySet::from_key(*k).dispatch_table_index(),
+                slot,
+                "{k}"
+            );
+        }
+    }
 }
