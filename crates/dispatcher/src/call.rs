@@ -225,7 +225,7 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
     #[inline]
     pub fn redispatch(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
         let kernel = self.op.0.lookup(ks);
-        if observe::active() {
+        if observe::maybe_active() {
             return self.redispatch_observed(kernel, ks, args);
         }
         match kernel.kernel.call_unboxed::<A, R>(ks, args) {
@@ -242,6 +242,12 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         ks: DispatchKeySet,
         args: A::Refs<'_>,
     ) -> Result<R> {
+        if !observe::active() {
+            return match kernel.kernel.call_unboxed::<A, R>(ks, args) {
+                Ok(result) => result,
+                Err(args) => self.call_boxed_kernel(kernel, ks, args),
+            };
+        }
         let mut boxed = Stack::new();
         A::push_to_stack(args, &mut boxed);
         let _scope = observe::Scope::enter(&self.op, ks, kernel, Some(&boxed));

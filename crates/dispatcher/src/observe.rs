@@ -93,8 +93,14 @@ fn recompute(obs: &[(u64, Arc<Observer>)]) {
 /// True when calls must be observed. One load and one branch once decided.
 #[inline(always)]
 pub(crate) fn active() -> bool {
-    let s = STATE.load(Ordering::Relaxed);
-    s != OFF && decide(s)
+    maybe_active() && decide(STATE.load(Ordering::Relaxed))
+}
+
+/// False when calls are certainly not observed: one load, no call, so the hot path can test it
+/// without keeping its registers alive across a function call.
+#[inline(always)]
+pub(crate) fn maybe_active() -> bool {
+    STATE.load(Ordering::Relaxed) != OFF
 }
 
 #[cold]
