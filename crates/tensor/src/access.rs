@@ -96,7 +96,7 @@ impl TensorImpl {
         }
         // `wrapping_add` keeps this safe; by Note [Tensor bounds invariant] the result is in
         // bounds (or one past the end for empty tensors).
-        base.wrapping_add(self.storage_offset as usize * self.element_size())
+        base.wrapping_add((self.storage_offset as usize).wrapping_mul(self.element_size()))
     }
 
     /// [`data_ptr`](Self::data_ptr) typed, checking the dtype and that there is data.
@@ -130,9 +130,15 @@ impl TensorImpl {
             return Err(TensorError::NotContiguous { op: "data" });
         }
         let borrow = self.storage.try_borrow()?;
+        if self.numel == 0 {
+            return Ok(DataRef {
+                slice: &[],
+                _borrow: borrow,
+            });
+        }
         // SAFETY: the storage holds initialised bytes; by Note [Tensor bounds invariant] the
         // `numel` contiguous elements from `data_ptr` are inside it, and the pointer is aligned
-        // for T (buffers are 64- or T-aligned and offsets are whole elements). The dtype check
+        // for T (buffers are 16-, 64- or T-aligned and offsets are whole elements). The dtype check
         // makes them valid `T`s (Note [Element bit patterns]). `borrow` excludes writers for
         // the slice's lifetime.
         let slice =
@@ -158,6 +164,12 @@ impl TensorImpl {
             return Err(TensorError::NotContiguous { op: "data_mut" });
         }
         let borrow = self.storage.try_borrow_mut()?;
+        if self.numel == 0 {
+            return Ok(DataMut {
+                slice: &mut [],
+                _borrow: borrow,
+            });
+        }
         // SAFETY: as in `data`, plus: `borrow` is exclusive, so no other reference to any byte
         // of the storage exists or can be created while the slice lives.
         let slice = unsafe {
@@ -174,6 +186,9 @@ impl TensorImpl {
         self.check_typed::<T>()?;
         let _borrow = self.storage.try_borrow()?;
         let base = self.data_ptr() as *const T;
+        if self.numel == 0 {
+            return Ok(Vec::new());
+        }
         if self.is_contiguous {
             // SAFETY: as in `data`; the borrow is held until the copy is done.
             let s = unsafe { std::slice::from_raw_parts(base, self.numel as usize) };

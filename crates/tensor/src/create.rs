@@ -1,6 +1,11 @@
 //! Tensor constructors: `from_vec`, `zeros`, `ones`, `full`, `empty`, `empty_strided`,
 //! `arange`, `scalar_tensor`, `*_like`, on CPU (real data) and other devices (metadata only).
 
+use crate::builder::{
+    check_in_bounds, check_sizes, default_key_set, TensorBuilder, ValidParts, CPU_KEY_SET,
+};
+use switchboard_keys::DispatchKeySet;
+
 use crate::device::Device;
 use crate::dispatch_dtype;
 use crate::dtype::{Element, ScalarType};
@@ -8,7 +13,7 @@ use crate::error::{Result, TensorError};
 use crate::layout::{self, MemoryFormat};
 use crate::scalar::Scalar;
 use crate::storage::Storage;
-use crate::tensor::{check_in_bounds, check_sizes, Tensor, TensorBuilder};
+use crate::tensor::Tensor;
 use crate::DimVec;
 
 /// Bytes a tensor of these sizes, strides and offset needs (`computeStorageNbytes`).
@@ -41,12 +46,32 @@ fn numel_usize(sizes: &[i64]) -> Result<usize> {
     usize::try_from(n).map_err(|_| TensorError::invalid("numel overflows usize"))
 }
 
+/// A contiguous CPU tensor over `storage`, whose sizes were checked and which holds exactly
+/// their numel elements.
 fn contiguous_tensor(storage: Storage, sizes: &[i64], dtype: ScalarType) -> Tensor {
-    // Sizes were checked and the storage holds exactly numel elements.
-    TensorBuilder::new(storage, dtype)
-        .sizes(sizes)
-        .strides(&layout::contiguous_strides(sizes))
-        .build_unchecked()
+    contiguous_on(storage, sizes, dtype, Device::CPU, CPU_KEY_SET)
+}
+
+#[inline]
+fn contiguous_on(
+    storage: Storage,
+    sizes: &[i64],
+    dtype: ScalarType,
+    device: Device,
+    key_set: DispatchKeySet,
+) -> Tensor {
+    Tensor::from_valid_parts(ValidParts {
+        storage,
+        sizes: DimVec::from_slice(sizes),
+        strides: layout::contiguous_strides(sizes),
+        storage_offset: 0,
+        dtype,
+        device,
+        key_set,
+        version: None,
+        payload: None,
+        wrapped_number: false,
+    })
 }
 
 impl Tensor {
@@ -190,11 +215,30 @@ impl Tensor {
         let nbytes = numel
             .checked_mul(dtype.element_size())
             .ok_or_else(|| TensorError::invalid("storage size calculation overflowed"))?;
+        let key_set = default_key_set(device)?;
         let storage = Storage::zeros_for(device, nbytes, dtype)?;
-        let strides: DimVec = layout::contiguous_strides(sizes);
+        Ok(contiguous_on(storage, sizes, dtype, device, key_set))
+    }
+
+    /// A contiguous tensor of zeros on `device` backed by host memory even off the CPU (see
+    /// [`Storage::zeros_host_backed`]): for backends that emulate a device with CPU memory.
+    ///
+    /// ```
+    /// use switchboard_tensor::{ScalarType, Tensor};
+    /// let d = "privateuseone:0".parse().unwrap();
+    /// let t = Tensor::zeros_host_backed(&[2], ScalarType::Float, d).unwrap();
+    /// assert!(t.has_data());
+    /// t.data_mut::<f32>().unwrap()[0] = 1.0;
+    /// assert_eq!(t.to_string(), "tensor([1., 0.], device='privateuseone:0')");
+    /// ```
+    pub fn zeros_host_backed(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+        let numel = numel_usize(sizes)?;
+        let nbytes = numel
+            .checked_mul(dtype.element_size())
+            .ok_or_else(|| TensorError::invalid("storage size calculation overflowed"))?;
+        let storage = Storage::zeros_host_backed(device, nbytes, dtype)?;
         TensorBuilder::new(storage, dtype)
             .sizes(sizes)
-            .strides(&strides)
             .device(device)
             .build()
     }
@@ -266,7 +310,7 @@ impl Tensor {
         if st == 0.0 {
             return Err(TensorError::invalid("step must be nonzero"));
         }
-        if !(s.is_finite() && e.is_finite()) {
+        if !(s.is_finite() && e.is_finite() && st.is_finite()) {
             return Err(TensorError::invalid(format!(
                 "unsupported range: {start} -> {end}"
             )));
@@ -294,7 +338,8 @@ impl Tensor {
             Storage::cpu_with_typed::<T>(n, |d| {
                 for (i, x) in d.iter_mut().enumerate() {
                     *x = if all_int && dtype.is_integral(false) {
-                        T::from_i64(start.to_i64() + i as i64 * step.to_i64())
+                        // Inside [start, end), so it fits an i64.
+                        T::from_i64((start.to_i64() as i128 + i as i128 * step.to_i64() as i128) as i64)
                     } else {
                         T::from_f64(s + i as f64 * st)
                     };

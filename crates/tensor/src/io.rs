@@ -7,10 +7,11 @@ use std::path::Path;
 
 use safetensors::tensor::{Dtype, SafeTensors, View};
 
+use crate::builder::TensorBuilder;
 use crate::dtype::ScalarType;
 use crate::error::{Result, TensorError};
 use crate::storage::{Storage, StorageBorrow};
-use crate::tensor::{Tensor, TensorBuilder, VersionCounter};
+use crate::tensor::{Tensor, VersionCounter};
 
 // Note [Zero-copy safetensors]
 // Loading reads the whole file (or copies the given bytes) once into one 64-byte-aligned CPU
@@ -319,6 +320,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)] // file system access
     fn file_round_trip() {
         let dir = std::env::temp_dir().join(format!("sb-tensor-io-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -13,17 +13,55 @@
 //! assert!(tt.is_alias_of(&t) && !tt.is_contiguous());
 //! assert_eq!(tt.to_vec::<f32>().unwrap(), [1.0, 3.0, 2.0, 4.0]);
 //! assert_eq!(&*t.data::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+//! assert_eq!(t.to_string(), "tensor([[1., 2.],\n        [3., 4.]])");
 //! let m = Tensor::empty_on(&[2, 2], ScalarType::Float, "meta".parse().unwrap()).unwrap();
 //! assert!(!m.has_data());
+//! ```
+//!
+//! # Reading and writing data (kernel authors)
+//!
+//! Storage is shared by views and written in place, so every access to its bytes happens under
+//! a non-blocking borrow of the storage (see `Note [Storage mutability]` in `storage.rs`):
+//!
+//! - safe and simple: [`TensorImpl::data`] (`DataRef`, derefs to `&[T]`) and
+//!   [`TensorImpl::data_mut`] (`DataMut`, derefs to `&mut [T]`) for contiguous CPU tensors,
+//!   [`TensorImpl::to_vec`] / [`TensorImpl::item`] for any strided tensor, [`copy_strided`]
+//!   for strided copies with broadcasting and dtype conversion;
+//! - fast: take one [`Access`] over the kernel's inputs and outputs, then use raw pointers
+//!   ([`TensorImpl::data_ptr_as`], [`TensorImpl::mut_data_ptr_as`]) with [`StridedOffsets`]
+//!   (or your own loops) over [`TensorImpl::sizes`]/[`TensorImpl::strides`]:
+//!
+//! ```
+//! use switchboard_tensor::{Access, Result, StridedOffsets, Tensor};
+//! fn add_f32(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+//!     let out = a.empty_like()?; // contiguous, same sizes
+//!     let access = Access::new(&[a, b], &[&out])?;
+//!     let (pa, pb, po) = (a.data_ptr_as::<f32>()?, b.data_ptr_as::<f32>()?,
+//!                         out.mut_data_ptr_as::<f32>()?);
+//!     let offsets = StridedOffsets::new(a.sizes(), a.strides())
+//!         .zip(StridedOffsets::new(b.sizes(), b.strides()));
+//!     for (i, (oa, ob)) in offsets.enumerate() {
+//!         // SAFETY: `access` holds the storages' borrows; offsets of in-range indices are in
+//!         // bounds (Note [Tensor bounds invariant]); `out` is contiguous with numel elements.
+//!         unsafe { *po.add(i) = *pa.add(oa as usize) + *pb.add(ob as usize) };
+//!     }
+//!     drop(access);
+//!     Ok(out)
+//! }
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+//! let s = add_f32(&a, &a.t().unwrap()).unwrap();
+//! assert_eq!(s.to_vec::<f32>().unwrap(), [2.0, 5.0, 5.0, 8.0]);
 //! ```
 #![warn(missing_docs)]
 
 mod access;
 mod broadcast;
+mod builder;
 mod create;
 mod device;
 mod dtype;
 mod error;
+mod geometry;
 mod io;
 mod layout;
 mod print;
@@ -36,9 +74,11 @@ mod view;
 
 pub use access::{convert, Access, DataMut, DataRef};
 pub use broadcast::{broadcast_shapes, broadcast_tensors, infer_size};
+pub use builder::TensorBuilder;
 pub use device::Device;
 pub use dtype::{Element, ScalarType};
 pub use error::{wrap_dim, Result, TensorError};
+pub use geometry::{compute_view_stride, infer_view_size};
 pub use half::{bf16, f16};
 pub use io::{
     load_safetensors, load_safetensors_file, safetensors_metadata, save_safetensors,
@@ -51,11 +91,10 @@ pub use layout::{
 pub use print::PrintOptions;
 pub use promote::{can_cast, promote_types, result_type, Category, ResultTypeState, DEFAULT_DTYPE};
 pub use scalar::Scalar;
-pub use storage::{Storage, StorageBorrow, INLINE_BYTES, STORAGE_ALIGNMENT};
+pub use storage::{Storage, StorageBorrow, INLINE_ALIGNMENT, INLINE_BYTES, STORAGE_ALIGNMENT};
 pub use strided::{copy_strided, copy_strided_raw, StridedOffsets};
 pub use switchboard_keys::{DeviceType, DispatchKey, DispatchKeySet};
-pub use tensor::{AnyArc, Tensor, TensorBuilder, TensorImpl, VersionCounter};
-pub use view::{compute_view_stride, infer_view_size};
+pub use tensor::{AnyArc, Tensor, TensorImpl, VersionCounter};
 
 /// Sizes or strides: inline up to 5 dimensions, no heap allocation.
 pub type DimVec = smallvec::SmallVec<[i64; 5]>;

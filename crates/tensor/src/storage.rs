@@ -11,11 +11,18 @@ use crate::device::Device;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Result, TensorError};
 
-/// Alignment of every buffer the storage allocates itself.
+/// Alignment of every heap buffer the storage allocates itself (buffers larger than
+/// [`INLINE_BYTES`]).
 pub const STORAGE_ALIGNMENT: usize = 64;
 
-/// Buffers up to this many bytes live inline in the storage (no second allocation).
+/// Buffers up to this many bytes live inline in the storage (no second allocation), aligned to
+/// [`INLINE_ALIGNMENT`].
 pub const INLINE_BYTES: usize = 64;
+
+/// Alignment of inline buffers: enough for every element type, and small enough that the
+/// storage itself is allocated by plain `malloc` (an over-aligned `Arc` costs a slower
+/// aligned allocation on every small tensor).
+pub const INLINE_ALIGNMENT: usize = 16;
 
 // Note [Storage mutability]
 // Storage bytes are shared by every view of a tensor and may be written by kernels (outputs,
@@ -43,7 +50,7 @@ pub const INLINE_BYTES: usize = 64;
 
 const WRITER: usize = 1 << (usize::BITS - 1);
 
-#[repr(C, align(64))]
+#[repr(C, align(16))]
 struct InlineBuf(UnsafeCell<[u8; INLINE_BYTES]>);
 
 enum Buffer {
@@ -85,7 +92,8 @@ impl Drop for StorageImpl {
     }
 }
 
-/// A cheap-to-clone handle to a tensor's bytes. CPU storages own a 64-byte-aligned,
+/// A cheap-to-clone handle to a tensor's bytes. CPU storages own an aligned (64 bytes; 16 for
+/// small inline buffers),
 /// zero-initialised buffer; storages on meta and other devices record their size only.
 ///
 /// ```
@@ -99,12 +107,13 @@ impl Drop for StorageImpl {
 pub struct Storage(Arc<StorageImpl>);
 
 impl Storage {
-    fn from_parts(buf: Buffer, nbytes: usize, device: Device) -> Storage {
+    #[inline]
+    fn from_parts(buf: Buffer, nbytes: usize, device: Device, holds_bool: bool) -> Storage {
         Storage(Arc::new(StorageImpl {
             buf,
             nbytes,
             device,
-            holds_bool: false,
+            holds_bool,
             borrow: AtomicUsize::new(0),
             version: AtomicU64::new(0),
         }))
@@ -123,13 +132,31 @@ impl Storage {
         Ok(s)
     }
 
+    /// A storage on `device` that nevertheless holds zeroed host memory: for backends that
+    /// emulate a device with CPU memory (test backends, `privateuseone` demos). Tensors on it
+    /// have data like CPU tensors.
+    pub fn zeros_host_backed(device: Device, nbytes: usize, dtype: ScalarType) -> Result<Storage> {
+        let is_bool = dtype == ScalarType::Bool;
+        Ok(Self::from_parts(
+            zeroed_buffer(nbytes)?,
+            nbytes,
+            device,
+            is_bool,
+        ))
+    }
+
     /// A storage of raw bytes (not for bool tensors) of `nbytes` on `device`: zeroed bytes on
     /// CPU, no data elsewhere.
     pub fn zeros(device: Device, nbytes: usize) -> Result<Storage> {
         if !device.is_cpu() {
-            return Ok(Self::from_parts(Buffer::None, nbytes, device));
+            return Ok(Self::from_parts(Buffer::None, nbytes, device, false));
         }
-        Ok(Self::from_parts(zeroed_buffer(nbytes)?, nbytes, device))
+        Ok(Self::from_parts(
+            zeroed_buffer(nbytes)?,
+            nbytes,
+            device,
+            false,
+        ))
     }
 
     /// A CPU storage of `nbytes` whose bytes are set by `init` before anyone else sees them.
@@ -152,7 +179,7 @@ impl Storage {
     }
 
     /// A zeroed CPU storage of `numel` elements of `T`, set by `init` before anyone else sees
-    /// it. The buffer is 64-byte aligned.
+    /// it. The buffer is 64-byte aligned (16 when inline).
     pub fn cpu_with_typed<T: Element>(
         numel: usize,
         init: impl FnOnce(&mut [T]),
@@ -163,7 +190,7 @@ impl Storage {
             ))
         })?;
         Self::cpu_with(nbytes, |bytes| {
-            // SAFETY: `bytes` is exclusively borrowed, 64-byte aligned (>= align_of::<T>()) and
+            // SAFETY: `bytes` is exclusively borrowed, 16- or 64-byte aligned (>= align_of::<T>()) and
             // holds exactly numel * size_of::<T>() zeroed bytes; all-zero bytes are a valid
             // value of every Element type (0, 0.0, false), and `init` can only store valid
             // `T`s through the `&mut [T]`.
@@ -201,10 +228,11 @@ impl Storage {
     /// [`INLINE_BYTES`] (no copy; the buffer is then aligned for `T`, not to 64 bytes), copies
     /// small vectors inline.
     pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
+        let is_bool = T::DTYPE == ScalarType::Bool;
         let nbytes = std::mem::size_of_val(v.as_slice());
         if nbytes <= INLINE_BYTES {
             let buf = InlineBuf(UnsafeCell::new([0; INLINE_BYTES]));
-            // SAFETY: the inline buffer is 64 bytes, 64-aligned and not yet shared; `v` holds
+            // SAFETY: the inline buffer is 64 bytes, 16-aligned and not yet shared; `v` holds
             // `nbytes <= 64` initialised bytes; the regions are distinct allocations.
             unsafe {
                 std::ptr::copy_nonoverlapping(
@@ -213,15 +241,13 @@ impl Storage {
                     nbytes,
                 );
             }
-            return Self::from_parts(Buffer::Inline(buf), nbytes, Device::CPU)
-                .mark_bool(T::DTYPE == ScalarType::Bool);
+            return Self::from_parts(Buffer::Inline(buf), nbytes, Device::CPU, is_bool);
         }
         let mut v = std::mem::ManuallyDrop::new(v);
         let layout = Layout::array::<T>(v.capacity()).expect("a Vec's capacity has a layout");
         // A Vec with more than INLINE_BYTES of elements has a real (non-dangling) allocation.
         let ptr = NonNull::new(v.as_mut_ptr() as *mut u8).expect("Vec pointer is non-null");
-        Self::from_parts(Buffer::Heap { ptr, layout }, nbytes, Device::CPU)
-            .mark_bool(T::DTYPE == ScalarType::Bool)
+        Self::from_parts(Buffer::Heap { ptr, layout }, nbytes, Device::CPU, is_bool)
     }
 
     /// Bytes in the storage (also for storages without data).
@@ -424,7 +450,12 @@ mod tests {
     fn alignment_and_zeroing() {
         for n in [0usize, 1, 63, 64, 65, 1000] {
             let s = Storage::zeros(Device::CPU, n).unwrap();
-            assert_eq!(s.data_ptr() as usize % STORAGE_ALIGNMENT, 0, "{n}");
+            let align = if n <= INLINE_BYTES {
+                INLINE_ALIGNMENT
+            } else {
+                STORAGE_ALIGNMENT
+            };
+            assert_eq!(s.data_ptr() as usize % align, 0, "{n}");
             let b = s.try_borrow().unwrap();
             assert!(s.bytes(&b).unwrap().iter().all(|x| *x == 0));
             assert_eq!(s.bytes(&b).unwrap().len(), n);

@@ -29,16 +29,21 @@ pub struct StridedOffsets {
 }
 
 impl StridedOffsets {
-    /// Offsets for `sizes`/`strides` (equal lengths, sizes non-negative).
+    /// Offsets for `sizes`/`strides`. Meant for equal lengths and non-negative sizes; extra
+    /// strides are ignored, a missing stride or a negative size makes the iteration empty, and
+    /// offsets wrap rather than overflow.
     pub fn new(sizes: &[i64], strides: &[i64]) -> StridedOffsets {
-        debug_assert_eq!(sizes.len(), strides.len());
-        let numel: i64 = sizes.iter().product();
+        let valid = strides.len() >= sizes.len() && sizes.iter().all(|s| *s >= 0);
+        let numel = sizes
+            .iter()
+            .try_fold(1usize, |acc, &s| acc.checked_mul(s as usize))
+            .unwrap_or(usize::MAX);
         StridedOffsets {
             sizes: DimVec::from_slice(sizes),
-            strides: DimVec::from_slice(strides),
+            strides: DimVec::from_slice(&strides[..sizes.len().min(strides.len())]),
             index: DimVec::from_elem(0, sizes.len()),
             offset: 0,
-            remaining: numel.max(0) as usize,
+            remaining: if valid { numel } else { 0 },
         }
     }
 }
@@ -59,11 +64,13 @@ impl Iterator for StridedOffsets {
             while d > 0 {
                 d -= 1;
                 self.index[d] += 1;
-                self.offset += self.strides[d];
+                self.offset = self.offset.wrapping_add(self.strides[d]);
                 if self.index[d] < self.sizes[d] {
                     break;
                 }
-                self.offset -= self.strides[d] * self.sizes[d];
+                self.offset = self
+                    .offset
+                    .wrapping_sub(self.strides[d].wrapping_mul(self.sizes[d]));
                 self.index[d] = 0;
             }
         }

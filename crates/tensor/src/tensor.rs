@@ -1,5 +1,5 @@
-//! [`Tensor`] and [`TensorImpl`]: a tensor's metadata over a shared [`Storage`], and the
-//! [`TensorBuilder`] that makes one from parts.
+//! [`Tensor`] and [`TensorImpl`]: a tensor's metadata over a shared [`Storage`], its version
+//! counter and autograd and backend slots.
 
 use std::any::Any;
 use std::fmt;
@@ -11,7 +11,7 @@ use switchboard_keys::DispatchKeySet;
 
 use crate::device::Device;
 use crate::dtype::ScalarType;
-use crate::error::{list, wrap_dim, Result, TensorError};
+use crate::error::{wrap_dim, Result, TensorError};
 use crate::layout::{self, Layout, MemoryFormat};
 use crate::storage::Storage;
 use crate::DimVec;
@@ -31,10 +31,10 @@ pub type AnyArc = Arc<dyn Any + Send + Sync>;
 /// A version counter, shared by a tensor and its views; in-place ops bump it and autograd
 /// checks that saved tensors were not modified.
 #[derive(Clone)]
-pub struct VersionCounter(VersionInner);
+pub struct VersionCounter(pub(crate) VersionInner);
 
 #[derive(Clone)]
-enum VersionInner {
+pub(crate) enum VersionInner {
     /// The counter in a storage, used by default by all tensors viewing it.
     Storage(Storage),
     /// A counter of its own.
@@ -115,7 +115,7 @@ pub struct TensorImpl {
 /// assert!(u.is_same(&t));
 /// ```
 #[derive(Clone)]
-pub struct Tensor(Arc<TensorImpl>);
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
 
 impl Deref for Tensor {
     type Target = TensorImpl;
@@ -151,52 +151,6 @@ impl Tensor {
     #[inline]
     pub fn is_same(&self, other: &Tensor) -> bool {
         Tensor::ptr_eq(self, other)
-    }
-
-    /// A builder over this tensor's storage, pre-filled with all its metadata (sizes, strides,
-    /// offset, dtype, device, key set, payload, version counter): for shallow copies with
-    /// changes.
-    pub fn to_builder(&self) -> TensorBuilder {
-        TensorBuilder {
-            storage: self.storage.clone(),
-            dtype: self.dtype,
-            sizes: Some(self.sizes.clone()),
-            strides: Some(self.strides.clone()),
-            storage_offset: self.storage_offset,
-            device: Some(self.device),
-            key_set: KeySetChoice::Exact(self.key_set),
-            payload: self.payload.clone(),
-            version: Some(self.version_counter()),
-            wrapped_number: self.is_wrapped_number,
-        }
-    }
-
-    /// A shallow copy (same storage, metadata and version counter) whose key set is `key_set`.
-    ///
-    /// ```
-    /// use switchboard_keys::{DispatchKey, DispatchKeySet};
-    /// use switchboard_tensor::{Tensor, ScalarType};
-    /// let t = Tensor::zeros(&[2], ScalarType::Float).unwrap();
-    /// let p = t.with_key_set(t.key_set().add(DispatchKey::Python));
-    /// assert!(p.key_set().has(DispatchKey::Python));
-    /// assert!(p.is_alias_of(&t));
-    /// ```
-    pub fn with_key_set(&self, key_set: DispatchKeySet) -> Tensor {
-        let mut b = self.to_builder();
-        b.key_set = KeySetChoice::Exact(key_set);
-        b.build_unchecked()
-    }
-
-    /// A shallow copy whose key set is this one's plus `extra`.
-    pub fn with_extra_keys(&self, extra: DispatchKeySet) -> Tensor {
-        self.with_key_set(self.key_set | extra)
-    }
-
-    /// A shallow copy carrying `payload` (replacing any).
-    pub fn with_payload(&self, payload: AnyArc) -> Tensor {
-        let mut b = self.to_builder();
-        b.payload = Some(payload);
-        b.build_unchecked()
     }
 }
 
@@ -412,333 +366,11 @@ impl TensorImpl {
     }
 }
 
-#[derive(Clone, Copy)]
-enum KeySetChoice {
-    /// The device's dense key set plus these keys.
-    FromDevice(DispatchKeySet),
-    /// Exactly this set.
-    Exact(DispatchKeySet),
-}
-
-/// Builds a tensor over a storage: sizes (default: 1-d over the whole storage), strides
-/// (default: contiguous), offset, key set, payload, version counter.
-///
-/// ```
-/// use std::sync::Arc;
-/// use switchboard_keys::{DispatchKey, DispatchKeySet};
-/// use switchboard_tensor::{Device, ScalarType, Storage, TensorBuilder};
-/// let storage = Storage::zeros(Device::CPU, 24).unwrap();
-/// let t = TensorBuilder::new(storage, ScalarType::Float)
-///     .sizes(&[2, 3])
-///     .extra_keys(DispatchKeySet::from_key(DispatchKey::FuncTorchBatched))
-///     .payload(Arc::new("level 1"))
-///     .build()
-///     .unwrap();
-/// assert!(t.key_set().has(DispatchKey::FuncTorchBatched));
-/// assert_eq!(t.payload_as::<&str>(), Some(&"level 1"));
-/// ```
-#[must_use]
-pub struct TensorBuilder {
-    storage: Storage,
-    dtype: ScalarType,
-    sizes: Option<DimVec>,
-    strides: Option<DimVec>,
-    storage_offset: i64,
-    device: Option<Device>,
-    key_set: KeySetChoice,
-    payload: Option<AnyArc>,
-    version: Option<VersionCounter>,
-    wrapped_number: bool,
-}
-
-impl TensorBuilder {
-    /// A builder for a tensor of `dtype` over `storage`.
-    pub fn new(storage: Storage, dtype: ScalarType) -> TensorBuilder {
-        TensorBuilder {
-            storage,
-            dtype,
-            sizes: None,
-            strides: None,
-            storage_offset: 0,
-            device: None,
-            key_set: KeySetChoice::FromDevice(DispatchKeySet::EMPTY),
-            payload: None,
-            version: None,
-            wrapped_number: false,
-        }
-    }
-
-    /// The sizes.
-    pub fn sizes(mut self, sizes: &[i64]) -> Self {
-        self.sizes = Some(DimVec::from_slice(sizes));
-        self
-    }
-
-    /// The strides (default: contiguous for the sizes).
-    pub fn strides(mut self, strides: &[i64]) -> Self {
-        self.strides = Some(DimVec::from_slice(strides));
-        self
-    }
-
-    /// The storage offset, in elements.
-    pub fn storage_offset(mut self, offset: i64) -> Self {
-        self.storage_offset = offset;
-        self
-    }
-
-    /// The device (default: the storage's). Must be of the storage's device type.
-    pub fn device(mut self, device: Device) -> Self {
-        self.device = Some(device);
-        self
-    }
-
-    /// Replaces the key set entirely.
-    pub fn key_set(mut self, key_set: DispatchKeySet) -> Self {
-        self.key_set = KeySetChoice::Exact(key_set);
-        self
-    }
-
-    /// Adds keys to the key set (to the device's set unless [`key_set`](Self::key_set) set
-    /// one).
-    pub fn extra_keys(mut self, extra: DispatchKeySet) -> Self {
-        self.key_set = match self.key_set {
-            KeySetChoice::FromDevice(e) => KeySetChoice::FromDevice(e | extra),
-            KeySetChoice::Exact(k) => KeySetChoice::Exact(k | extra),
-        };
-        self
-    }
-
-    /// A backend's own payload.
-    pub fn payload(mut self, payload: AnyArc) -> Self {
-        self.payload = Some(payload);
-        self
-    }
-
-    /// The version counter (default: the storage's, shared by all its views).
-    pub fn version_counter(mut self, vc: VersionCounter) -> Self {
-        self.version = Some(vc);
-        self
-    }
-
-    /// Marks the tensor as a wrapped Python number.
-    pub fn wrapped_number(mut self, yes: bool) -> Self {
-        self.wrapped_number = yes;
-        self
-    }
-
-    /// Sets sizes and strides at once (views).
-    pub(crate) fn set_geometry(&mut self, sizes: DimVec, strides: DimVec) {
-        self.sizes = Some(sizes);
-        self.strides = Some(strides);
-    }
-
-    /// Checks the metadata against the storage (Note [Tensor bounds invariant]) and builds.
-    pub fn build(self) -> Result<Tensor> {
-        let elem = self.dtype.element_size();
-        let sizes = match &self.sizes {
-            Some(s) => s.clone(),
-            None => DimVec::from_elem((self.storage.nbytes() / elem) as i64, 1),
-        };
-        let strides = match &self.strides {
-            Some(s) => {
-                if s.len() != sizes.len() {
-                    return Err(TensorError::invalid(format!(
-                        "mismatch in length of strides and shape: sizes {} and strides {}",
-                        list(&sizes),
-                        list(s)
-                    )));
-                }
-                s.clone()
-            }
-            None => layout::contiguous_strides(&sizes),
-        };
-        check_sizes(&sizes)?;
-        check_in_bounds(
-            &sizes,
-            &strides,
-            self.storage_offset,
-            elem,
-            self.storage.nbytes(),
-        )?;
-        if self.storage.has_data() && self.storage.holds_bool() != (self.dtype == ScalarType::Bool)
-        {
-            return Err(TensorError::invalid(format!(
-                "cannot make a tensor of dtype {} over a storage {} bool elements",
-                self.dtype,
-                if self.storage.holds_bool() {
-                    "of"
-                } else {
-                    "without"
-                }
-            )));
-        }
-        if let Some(d) = self.device {
-            if d.ty != self.storage.device().ty {
-                return Err(TensorError::invalid(format!(
-                    "Attempted to set the storage of a tensor on device \"{d}\" to a storage on \
-                     different device \"{}\"",
-                    self.storage.device()
-                )));
-            }
-        }
-        let device = self.device.unwrap_or(self.storage.device());
-        let key_set = match self.key_set {
-            KeySetChoice::Exact(k) => k,
-            KeySetChoice::FromDevice(extra) => device.dense_key_set()? | extra,
-        };
-        Ok(self.finish(sizes, strides, device, key_set))
-    }
-
-    /// Builds from metadata already known to be valid (a copy of a valid tensor's).
-    pub(crate) fn build_unchecked(self) -> Tensor {
-        let sizes = self.sizes.clone().expect("sizes set");
-        let strides = self.strides.clone().expect("strides set");
-        let device = self.device.unwrap_or(self.storage.device());
-        let key_set = match self.key_set {
-            KeySetChoice::Exact(k) => k,
-            KeySetChoice::FromDevice(extra) => device.dense_key_set().unwrap_or_default() | extra,
-        };
-        self.finish(sizes, strides, device, key_set)
-    }
-
-    fn finish(
-        self,
-        sizes: DimVec,
-        strides: DimVec,
-        device: Device,
-        key_set: DispatchKeySet,
-    ) -> Tensor {
-        let numel = sizes.iter().product();
-        let is_contiguous = layout::is_contiguous(&sizes, &strides);
-        let version = match self.version {
-            Some(VersionCounter(VersionInner::Storage(s)))
-                if Storage::ptr_eq(&s, &self.storage) =>
-            {
-                None
-            }
-            v => v,
-        };
-        Tensor(Arc::new(TensorImpl {
-            storage: self.storage,
-            sizes,
-            strides,
-            storage_offset: self.storage_offset,
-            numel,
-            is_contiguous,
-            dtype: self.dtype,
-            device,
-            layout: Layout::Strided,
-            key_set,
-            is_wrapped_number: self.wrapped_number,
-            version,
-            autograd_meta: RwLock::new(None),
-            payload: self.payload,
-        }))
-    }
-}
-
-/// Sizes must be non-negative and their product must fit in an `i64`.
-pub(crate) fn check_sizes(sizes: &[i64]) -> Result<i64> {
-    let mut numel: i64 = 1;
-    for &s in sizes {
-        if s < 0 {
-            return Err(TensorError::invalid(format!(
-                "Trying to create tensor with negative dimension {s}: {}",
-                list(sizes)
-            )));
-        }
-        numel = numel.checked_mul(s).ok_or_else(|| {
-            TensorError::invalid(format!("numel overflows for sizes {}", list(sizes)))
-        })?;
-    }
-    Ok(numel)
-}
-
-/// Checks Note [Tensor bounds invariant] (PyTorch's `checkInBoundsForStorage`).
-pub(crate) fn check_in_bounds(
-    sizes: &[i64],
-    strides: &[i64],
-    offset: i64,
-    elem: usize,
-    nbytes: usize,
-) -> Result<()> {
-    if let Some(s) = strides.iter().find(|s| **s < 0) {
-        let _ = s;
-        return Err(TensorError::invalid(format!(
-            "as_strided: Negative strides are not supported at the moment, got strides: {}",
-            list(strides)
-        )));
-    }
-    if offset < 0 {
-        return Err(TensorError::invalid(format!(
-            "Tensor: invalid storage offset {offset}"
-        )));
-    }
-    if sizes.contains(&0) {
-        return Ok(());
-    }
-    let overflow = || TensorError::invalid("storage size calculation overflowed");
-    let mut last = offset;
-    for (&size, &stride) in sizes.iter().zip(strides) {
-        last = (size - 1)
-            .checked_mul(stride)
-            .and_then(|x| x.checked_add(last))
-            .ok_or_else(overflow)?;
-    }
-    let needed = (last as u64 + 1)
-        .checked_mul(elem as u64)
-        .ok_or_else(overflow)?;
-    if needed > nbytes as u64 {
-        return Err(TensorError::invalid(format!(
-            "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {elem} \
-             requiring a storage size of {needed} are out of bounds for storage of size {nbytes}",
-            list(sizes),
-            list(strides)
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TensorBuilder;
     use switchboard_keys::DispatchKey;
-
-    #[test]
-    fn builder_checks_bounds() {
-        let s = Storage::zeros(Device::CPU, 16).unwrap();
-        let err = TensorBuilder::new(s.clone(), ScalarType::Float)
-            .sizes(&[2, 3])
-            .build()
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "setStorage: sizes [2, 3], strides [3, 1], storage offset 0, and itemsize 4 \
-             requiring a storage size of 24 are out of bounds for storage of size 16"
-        );
-        assert!(TensorBuilder::new(s.clone(), ScalarType::Float)
-            .sizes(&[2])
-            .strides(&[-1])
-            .build()
-            .is_err());
-        assert!(TensorBuilder::new(s.clone(), ScalarType::Float)
-            .sizes(&[-1])
-            .build()
-            .is_err());
-        assert!(TensorBuilder::new(s.clone(), ScalarType::Float)
-            .sizes(&[i64::MAX, 2])
-            .strides(&[i64::MAX, 1])
-            .build()
-            .is_err());
-        let t = TensorBuilder::new(s.clone(), ScalarType::Float)
-            .sizes(&[0, 100])
-            .storage_offset(1000)
-            .build()
-            .unwrap();
-        assert_eq!(t.numel(), 0);
-        let t = TensorBuilder::new(s, ScalarType::Byte).build().unwrap();
-        assert_eq!(t.sizes(), &[16]);
-    }
 
     #[test]
     fn key_sets_and_identity() {

@@ -2,8 +2,10 @@
 //! `reshape`, `transpose`, `permute`, `expand`, `squeeze`, `unsqueeze`, `select`, `slice`,
 //! `narrow`, `t`, `flatten`, `as_strided`), with PyTorch's stride rules and messages.
 
+use crate::builder::{check_in_bounds, check_sizes, ValidParts};
 use crate::error::{list, wrap_dim, wrap_dim_exact, Result, TensorError};
-use crate::tensor::{check_in_bounds, check_sizes, Tensor};
+use crate::geometry::{compute_view_stride, infer_view_size};
+use crate::tensor::Tensor;
 use crate::DimVec;
 
 // Note [Views]
@@ -13,119 +15,22 @@ use crate::DimVec;
 // Every function here computes metadata that stays inside the base's bounds (Note [Tensor
 // bounds invariant]) by construction, except `as_strided`, which checks.
 
-/// Resolves a `-1` in `shape` for a tensor of `numel` elements (`infer_size`).
-///
-/// ```
-/// use switchboard_tensor::infer_view_size;
-/// assert_eq!(&infer_view_size(&[2, -1], 6).unwrap()[..], &[2, 3]);
-/// assert_eq!(infer_view_size(&[4, -1], 6).unwrap_err().to_string(),
-///            "shape '[4, -1]' is invalid for input of size 6");
-/// ```
-pub fn infer_view_size(shape: &[i64], numel: i64) -> Result<DimVec> {
-    let mut res = DimVec::from_slice(shape);
-    let mut newsize: i64 = 1;
-    let mut infer_dim = None;
-    for (d, &s) in shape.iter().enumerate() {
-        if s == -1 {
-            if infer_dim.is_some() {
-                return Err(TensorError::invalid("only one dimension can be inferred"));
-            }
-            infer_dim = Some(d);
-        } else if s >= 0 {
-            newsize = newsize.saturating_mul(s);
-        } else {
-            return Err(TensorError::invalid(format!("invalid shape dimension {s}")));
-        }
-    }
-    if numel == newsize || (infer_dim.is_some() && newsize > 0 && numel % newsize == 0) {
-        if let Some(d) = infer_dim {
-            if newsize == 0 {
-                return Err(TensorError::invalid(format!(
-                    "cannot reshape tensor of 0 elements into shape {} because the \
-                     unspecified dimension size -1 can be any value and is ambiguous",
-                    list(shape)
-                )));
-            }
-            res[d] = numel / newsize;
-        }
-        return Ok(res);
-    }
-    Err(TensorError::ShapeNumel {
-        shape: shape.to_vec(),
-        numel,
-    })
-}
-
-/// The strides of a view of `old` (sizes/strides) with sizes `new`, or `None` when some
-/// dimension of `new` would span two non-contiguous chunks (PyTorch's `computeStride`).
-///
-/// ```
-/// use switchboard_tensor::compute_view_stride;
-/// // A transposed (3, 2) tensor can be viewed as (3, 2, 1) but not flattened.
-/// assert_eq!(&compute_view_stride(&[3, 2], &[1, 3], &[3, 2, 1]).unwrap()[..], &[1, 3, 3]);
-/// assert!(compute_view_stride(&[3, 2], &[1, 3], &[6]).is_none());
-/// ```
-pub fn compute_view_stride(
-    oldshape: &[i64],
-    oldstride: &[i64],
-    newshape: &[i64],
-) -> Option<DimVec> {
-    if oldshape.is_empty() {
-        return Some(DimVec::from_elem(1, newshape.len()));
-    }
-    let numel: i64 = oldshape.iter().product();
-    if numel == 0 && oldshape == newshape {
-        return Some(DimVec::from_slice(oldstride));
-    }
-    let mut newstride = DimVec::from_elem(0, newshape.len());
-    if numel == 0 {
-        for d in (0..newshape.len()).rev() {
-            newstride[d] = if d == newshape.len() - 1 {
-                1
-            } else {
-                newshape[d + 1].max(1).saturating_mul(newstride[d + 1])
-            };
-        }
-        return Some(newstride);
-    }
-    let mut view_d = newshape.len() as i64 - 1;
-    let mut chunk_base_stride = *oldstride.last()?;
-    let mut tensor_numel: i64 = 1;
-    let mut view_numel: i64 = 1;
-    for tensor_d in (0..oldshape.len()).rev() {
-        tensor_numel *= oldshape[tensor_d];
-        let chunk_end = tensor_d == 0
-            || (oldshape[tensor_d - 1] != 1
-                && oldstride[tensor_d - 1] != tensor_numel.saturating_mul(chunk_base_stride));
-        if chunk_end {
-            while view_d >= 0 && (view_numel < tensor_numel || newshape[view_d as usize] == 1) {
-                newstride[view_d as usize] = view_numel.saturating_mul(chunk_base_stride);
-                view_numel *= newshape[view_d as usize];
-                view_d -= 1;
-            }
-            if view_numel != tensor_numel {
-                return None;
-            }
-            if tensor_d > 0 {
-                chunk_base_stride = oldstride[tensor_d - 1];
-                tensor_numel = 1;
-                view_numel = 1;
-            }
-        }
-    }
-    if view_d != -1 {
-        return None;
-    }
-    Some(newstride)
-}
-
 impl Tensor {
     /// A view with new metadata, known to be in bounds.
+    #[inline]
     fn make_view(&self, sizes: DimVec, strides: DimVec, offset: i64) -> Tensor {
-        let mut b = self.to_builder();
-        b = b.storage_offset(offset).wrapped_number(false);
-        b.set_geometry(sizes, strides);
-        b.build_unchecked()
+        Tensor::from_valid_parts(ValidParts {
+            storage: self.storage().clone(),
+            sizes,
+            strides,
+            storage_offset: offset,
+            dtype: self.dtype(),
+            device: self.device(),
+            key_set: self.key_set(),
+            version: self.version.clone(),
+            payload: self.payload.clone(),
+            wrapped_number: false,
+        })
     }
 
     /// A view of the same storage with any sizes, strides and offset (checked against the
@@ -385,7 +290,10 @@ impl Tensor {
             )));
         }
         let index = if index < 0 { index + size } else { index };
-        let offset = self.storage_offset() + index * self.strides()[d];
+        let offset = index
+            .checked_mul(self.strides()[d])
+            .and_then(|x| x.checked_add(self.storage_offset()))
+            .ok_or_else(|| TensorError::invalid("select: storage offset overflowed"))?;
         let (mut sizes, mut strides) = (
             DimVec::from_slice(self.sizes()),
             DimVec::from_slice(self.strides()),
@@ -441,7 +349,11 @@ impl Tensor {
             DimVec::from_slice(self.sizes()),
             DimVec::from_slice(self.strides()),
         );
-        sizes[d] = (end - start + step - 1) / step;
+        sizes[d] = if end == start {
+            0
+        } else {
+            (end - start - 1) / step + 1
+        };
         strides[d] = stride.checked_mul(step).ok_or_else(overflow)?;
         Ok(self.make_view(sizes, strides, offset))
     }

@@ -18,7 +18,11 @@ fn tensor_for_label(label: &str) -> Option<Tensor> {
     {
         return None;
     }
-    let device = if has("meta") { Device::META } else { Device::CPU };
+    let device = if has("meta") {
+        Device::META
+    } else {
+        Device::CPU
+    };
     let dtype = words
         .iter()
         .find_map(|w| w.parse::<ScalarType>().ok())
@@ -47,7 +51,12 @@ fn check_tensor(r: &mut Report, section: &str, rec: &Value) {
     };
     r.record(section);
     let ks = t.key_set();
-    r.eq(id, "keyset.raw", ks.raw(), rec["keyset"]["raw"].as_u64().unwrap());
+    r.eq(
+        id,
+        "keyset.raw",
+        ks.raw(),
+        rec["keyset"]["raw"].as_u64().unwrap(),
+    );
     r.eq(
         id,
         "keyset.str",
@@ -136,8 +145,7 @@ fn dense_cpu_and_meta_key_sets() {
         meta.key_set().to_string(),
         "DispatchKeySet(Meta, ADInplaceOrView, AutogradMeta)"
     );
-    let p1 = Tensor::empty_on(&[1], ScalarType::Float, "privateuseone:0".parse().unwrap())
-        .unwrap();
+    let p1 = Tensor::empty_on(&[1], ScalarType::Float, "privateuseone:0".parse().unwrap()).unwrap();
     assert_eq!(
         p1.key_set().to_string(),
         "DispatchKeySet(PrivateUse1, ADInplaceOrView, AutogradPrivateUse1, AutocastPrivateUse1)"

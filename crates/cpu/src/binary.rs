@@ -1,0 +1,521 @@
+//! Binary arithmetic: `add`, `sub`, `mul`, `div` (with `rounding_mode`), `pow`, `maximum`,
+//! `minimum`, each with its Tensor and Scalar overloads, `out=` and in-place forms.
+//!
+//! Naming: `add_tensor` is `add.Tensor`, `add_scalar` is `add.Scalar`, `add_out` is
+//! `add.out`, `add_` is `add_.Tensor` and `add_scalar_` is `add_.Scalar`; the other ops
+//! follow the same scheme. Arguments are in schema order, `out` last.
+
+use switchboard_tensor::{Scalar, ScalarType, Tensor};
+
+use crate::dispatch_dtype::{Acc, CpuElement, Num};
+use crate::error::{invalid, Result};
+use crate::iter::{IterConfig, TensorIter};
+use crate::{dispatch_all_types, dispatch_all_types_and_bool};
+
+/// A scalar argument converted to the compute type of `T` (`Scalar::to<opmath_t>`).
+#[inline]
+pub fn scalar_acc<T: CpuElement>(s: Scalar) -> T::Acc {
+    match s {
+        Scalar::Bool(b) => <T::Acc as Num>::from_i64(b as i64),
+        Scalar::Int(i) => <T::Acc as Num>::from_i64(i),
+        Scalar::Float(f) => <T::Acc as Num>::from_f64(f),
+    }
+}
+
+/// Builds a two-input iterator, runs `kernel` on it and returns the result.
+pub(crate) fn binary(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    out: Option<&Tensor>,
+    int_to_float: bool,
+    kernel: impl FnOnce(&TensorIter) -> Result<()>,
+) -> Result<Tensor> {
+    let iter = IterConfig::new(op)
+        .maybe_out(out)
+        .input(a)
+        .input(b)
+        .int_to_float(int_to_float)
+        .build()?;
+    kernel(&iter)?;
+    iter.finish()
+}
+
+/// PyTorch's `alpha_check`.
+fn alpha_check(dtype: ScalarType, alpha: Scalar) -> Result<()> {
+    if alpha.is_boolean() && dtype != ScalarType::Bool {
+        return Err(invalid("Boolean alpha only supported for Boolean results."));
+    }
+    if dtype.is_integral(true) && alpha.is_floating_point() {
+        return Err(invalid(
+            "For integral input tensors, argument alpha must not be a floating point number.",
+        ));
+    }
+    Ok(())
+}
+
+fn add_kernel(iter: &TensorIter, alpha: Scalar) -> Result<()> {
+    alpha_check(iter.common_dtype(), alpha)?;
+    dispatch_all_types_and_bool!(iter.common_dtype(), "add_cpu", T => add_loop::<T>(iter, alpha))
+}
+
+fn add_loop<T: CpuElement>(iter: &TensorIter, alpha: Scalar) -> Result<()> {
+    let alpha = scalar_acc::<T>(alpha);
+    if alpha == Acc::<T>::ONE {
+        iter.for_each2(|a: T, b: T| T::from_acc(a.to_acc().add(b.to_acc())))
+    } else {
+        iter.for_each2(move |a: T, b: T| T::from_acc(a.to_acc().add(alpha.mul(b.to_acc()))))
+    }
+}
+
+fn sub_check(a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() == ScalarType::Bool && b.dtype() == ScalarType::Bool {
+        return Err(invalid(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` \
+             or `logical_xor()` operator instead.",
+        ));
+    }
+    if a.dtype() == ScalarType::Bool || b.dtype() == ScalarType::Bool {
+        return Err(invalid(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are \
+             trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        ));
+    }
+    Ok(())
+}
+
+fn neg_alpha(alpha: Scalar) -> Scalar {
+    match alpha {
+        Scalar::Int(i) => Scalar::Int(i.wrapping_neg()),
+        Scalar::Float(f) => Scalar::Float(-f),
+        b => b,
+    }
+}
+
+/// Runs `out = T::from_acc(f(a, b))` over an iterator of `T`s, computing in `Acc<T>`.
+pub(crate) fn acc_loop2<T: CpuElement>(
+    iter: &TensorIter,
+    f: impl Fn(Acc<T>, Acc<T>) -> Acc<T> + Sync,
+) -> Result<()> {
+    iter.for_each2(move |a: T, b: T| T::from_acc(f(a.to_acc(), b.to_acc())))
+}
+
+fn mul_kernel(iter: &TensorIter) -> Result<()> {
+    dispatch_all_types_and_bool!(iter.common_dtype(), "mul_cpu", T => {
+        acc_loop2::<T>(iter, Num::mul)
+    })
+}
+
+/// The rounding mode of `div`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rounding {
+    True,
+    Trunc,
+    Floor,
+}
+
+fn parse_rounding(mode: Option<&str>) -> Result<Rounding> {
+    match mode {
+        None => Ok(Rounding::True),
+        Some("trunc") => Ok(Rounding::Trunc),
+        Some("floor") => Ok(Rounding::Floor),
+        Some(m) => Err(invalid(format!(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+        ))),
+    }
+}
+
+fn div_kernel(iter: &TensorIter, mode: Rounding) -> Result<()> {
+    let dt = iter.common_dtype();
+    if mode != Rounding::True && dt.is_integral(false) && has_zero(iter.input(1))? {
+        return Err(invalid("ZeroDivisionError"));
+    }
+    match mode {
+        Rounding::True => dispatch_all_types!(dt, "div_true_cpu", T => {
+            iter.for_each2(|a: T, b: T| T::from_acc(a.to_acc().div(b.to_acc())))
+        }),
+        Rounding::Trunc => dispatch_all_types!(dt, "trunc_div_cpu", T => {
+            iter.for_each2(|a: T, b: T| T::from_acc(a.to_acc().trunc_div(b.to_acc())))
+        }),
+        Rounding::Floor => dispatch_all_types!(dt, "floor_div_cpu", T => {
+            iter.for_each2(|a: T, b: T| T::from_acc(a.to_acc().floor_div(b.to_acc())))
+        }),
+    }
+}
+
+/// Whether an integer tensor holds a zero.
+fn has_zero(t: &Tensor) -> Result<bool> {
+    if !t.has_data() {
+        return Ok(false);
+    }
+    dispatch_all_types_and_bool!(t.dtype(), "div", T => has_zero_typed::<T>(t))
+}
+
+fn has_zero_typed<T: CpuElement>(t: &Tensor) -> Result<bool> {
+    Ok(t.to_vec::<T>()?
+        .iter()
+        .any(|x| x.to_acc() == Acc::<T>::ZERO))
+}
+
+fn pow_kernel(iter: &TensorIter) -> Result<()> {
+    dispatch_all_types!(iter.common_dtype(), "pow", T => acc_loop2::<T>(iter, Num::pow))
+}
+
+fn max_min_kernel(iter: &TensorIter, max: bool) -> Result<()> {
+    let name = if max { "maximum_cpu" } else { "minimum_cpu" };
+    dispatch_all_types_and_bool!(iter.common_dtype(), name, T => {
+        if max {
+            acc_loop2::<T>(iter, Num::max_nan)
+        } else {
+            acc_loop2::<T>(iter, Num::min_nan)
+        }
+    })
+}
+
+macro_rules! binary_family {
+    (
+        $(#[$doc:meta])*
+        $tensor:ident, $scalar:ident, $out:ident, $scalar_out:ident, $inplace:ident,
+        $scalar_inplace:ident, $name:literal, |$it:ident, $a:ident, $b:ident, $alpha:ident| $body:expr
+    ) => {
+        $(#[$doc])*
+        pub fn $tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+            let ($a, $b, $alpha) = (self_, other, alpha);
+            binary($name, $a, $b, None, false, |$it| $body)
+        }
+        #[doc = concat!("`", $name, ".Scalar(Tensor self, Scalar other, Scalar alpha=1)`.")]
+        pub fn $scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+            $tensor(self_, &Tensor::wrapped_scalar(other), alpha)
+        }
+        #[doc = concat!("`", $name, ".out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out)`.")]
+        pub fn $out(self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+            let ($a, $b, $alpha) = (self_, other, alpha);
+            binary($name, $a, $b, Some(out), false, |$it| $body)
+        }
+        #[doc = concat!("`", $name, ".Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out)`.")]
+        pub fn $scalar_out(self_: &Tensor, other: Scalar, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+            $out(self_, &Tensor::wrapped_scalar(other), alpha, out)
+        }
+        #[doc = concat!("`", $name, "_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1)`.")]
+        pub fn $inplace(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+            $out(self_, other, alpha, self_)
+        }
+        #[doc = concat!("`", $name, "_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1)`.")]
+        pub fn $scalar_inplace(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+            $out(self_, &Tensor::wrapped_scalar(other), alpha, self_)
+        }
+    };
+}
+
+binary_family!(
+    /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1)`: `self + alpha * other`,
+    /// broadcasting, with type promotion; bool addition is logical or.
+    ///
+    /// ```
+    /// use switchboard_cpu::add_tensor;
+    /// use switchboard_tensor::{Scalar, Tensor};
+    /// let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    /// let b = Tensor::from_vec(vec![10i64], &[1]).unwrap();
+    /// let c = add_tensor(&a, &b, Scalar::Int(2)).unwrap();
+    /// assert_eq!(c.to_vec::<f32>().unwrap(), [21.0, 22.0]);
+    /// ```
+    add_tensor, add_scalar, add_out, add_scalar_out, add_, add_scalar_, "add",
+    |iter, _a, _b, alpha| add_kernel(iter, alpha)
+);
+
+binary_family!(
+    /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1)`: `self - alpha * other`
+    /// (bool tensors are rejected, as in PyTorch).
+    sub_tensor, sub_scalar, sub_out, sub_scalar_out, sub_, sub_scalar_, "sub",
+    |iter, a, b, alpha| {
+        sub_check(a, b)?;
+        add_kernel(iter, neg_alpha(alpha))
+    }
+);
+
+/// `rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1)`: `other - alpha * self`.
+pub fn rsub_tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    sub_tensor(other, self_, alpha)
+}
+
+/// `mul.Tensor(Tensor self, Tensor other)`: the elementwise product (bool: logical and).
+pub fn mul_tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    binary("mul", self_, other, None, false, mul_kernel)
+}
+
+/// `mul.Scalar(Tensor self, Scalar other)`.
+pub fn mul_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    mul_tensor(self_, &Tensor::wrapped_scalar(other))
+}
+
+/// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
+pub fn mul_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    binary("mul", self_, other, Some(out), false, mul_kernel)
+}
+
+/// `mul_.Tensor(Tensor(a!) self, Tensor other)`.
+pub fn mul_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    mul_out(self_, other, self_)
+}
+
+/// `mul_.Scalar(Tensor(a!) self, Scalar other)`.
+pub fn mul_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    mul_out(self_, &Tensor::wrapped_scalar(other), self_)
+}
+
+fn div_impl(a: &Tensor, b: &Tensor, mode: Option<&str>, out: Option<&Tensor>) -> Result<Tensor> {
+    let mode = parse_rounding(mode)?;
+    binary("div", a, b, out, mode == Rounding::True, |it| {
+        div_kernel(it, mode)
+    })
+}
+
+/// `div.Tensor(Tensor self, Tensor other)`: true division (integers promote to the default
+/// float dtype).
+///
+/// ```
+/// use switchboard_cpu::{div_tensor, div_tensor_mode};
+/// use switchboard_tensor::Tensor;
+/// let a = Tensor::from_vec(vec![7i64, -7], &[2]).unwrap();
+/// let b = Tensor::from_vec(vec![2i64], &[1]).unwrap();
+/// assert_eq!(div_tensor(&a, &b).unwrap().to_vec::<f32>().unwrap(), [3.5, -3.5]);
+/// let f = div_tensor_mode(&a, &b, Some("floor")).unwrap();
+/// assert_eq!(f.to_vec::<i64>().unwrap(), [3, -4]);
+/// ```
+pub fn div_tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    div_impl(self_, other, None, None)
+}
+
+/// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode)`: `None` (true
+/// division), `"trunc"` or `"floor"` (integer inputs stay integers; dividing by an integer
+/// zero fails with `ZeroDivisionError`).
+pub fn div_tensor_mode(
+    self_: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    div_impl(self_, other, rounding_mode, None)
+}
+
+/// `div.Scalar(Tensor self, Scalar other)`.
+pub fn div_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    div_impl(self_, &Tensor::wrapped_scalar(other), None, None)
+}
+
+/// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode)`.
+pub fn div_scalar_mode(
+    self_: &Tensor,
+    other: Scalar,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    div_impl(self_, &Tensor::wrapped_scalar(other), rounding_mode, None)
+}
+
+/// `div.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
+pub fn div_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    div_impl(self_, other, None, Some(out))
+}
+
+/// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out)`.
+pub fn div_out_mode(
+    self_: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    div_impl(self_, other, rounding_mode, Some(out))
+}
+
+/// `div_.Tensor(Tensor(a!) self, Tensor other)`.
+pub fn div_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    div_impl(self_, other, None, Some(self_))
+}
+
+/// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode)`.
+pub fn div_mode_(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    div_impl(self_, other, rounding_mode, Some(self_))
+}
+
+/// `div_.Scalar(Tensor(a!) self, Scalar other)`.
+pub fn div_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    div_impl(self_, &Tensor::wrapped_scalar(other), None, Some(self_))
+}
+
+fn check_int_pow(base: ScalarType, exponent: Scalar) -> Result<()> {
+    if base.is_integral(true) && exponent.is_integral(false) && exponent.to_i64() < 0 {
+        return Err(invalid(
+            "Integers to negative integer powers are not allowed.",
+        ));
+    }
+    Ok(())
+}
+
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent)`.
+pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    binary("pow", self_, exponent, None, false, pow_kernel)
+}
+
+/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out)`.
+pub fn pow_tensor_tensor_out(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+    binary("pow", self_, exponent, Some(out), false, pow_kernel)
+}
+
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent)`.
+///
+/// ```
+/// use switchboard_cpu::pow_tensor_scalar;
+/// use switchboard_tensor::{Scalar, Tensor};
+/// let t = Tensor::from_vec(vec![2i32, 3], &[2]).unwrap();
+/// assert_eq!(pow_tensor_scalar(&t, Scalar::Int(3)).unwrap().to_vec::<i32>().unwrap(), [8, 27]);
+/// assert!(pow_tensor_scalar(&t, Scalar::Int(-1)).is_err());
+/// ```
+pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    check_int_pow(self_.dtype(), exponent)?;
+    pow_tensor_tensor(self_, &Tensor::wrapped_scalar(exponent))
+}
+
+/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out)`.
+pub fn pow_tensor_scalar_out(self_: &Tensor, exponent: Scalar, out: &Tensor) -> Result<Tensor> {
+    check_int_pow(self_.dtype(), exponent)?;
+    pow_tensor_tensor_out(self_, &Tensor::wrapped_scalar(exponent), out)
+}
+
+/// `pow.Scalar(Scalar self, Tensor exponent)`.
+pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+    pow_tensor_tensor(&Tensor::wrapped_scalar(self_), exponent)
+}
+
+/// `pow_.Scalar(Tensor(a!) self, Scalar exponent)`.
+pub fn pow_scalar_(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    pow_tensor_scalar_out(self_, exponent, self_)
+}
+
+/// `pow_.Tensor(Tensor(a!) self, Tensor exponent)`.
+pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    pow_tensor_tensor_out(self_, exponent, self_)
+}
+
+/// `maximum(Tensor self, Tensor other)`: elementwise maximum, propagating NaN.
+pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    binary("maximum", self_, other, None, false, |it| {
+        max_min_kernel(it, true)
+    })
+}
+
+/// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
+pub fn maximum_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    binary("maximum", self_, other, Some(out), false, |it| {
+        max_min_kernel(it, true)
+    })
+}
+
+/// `minimum(Tensor self, Tensor other)`: elementwise minimum, propagating NaN.
+pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    binary("minimum", self_, other, None, false, |it| {
+        max_min_kernel(it, false)
+    })
+}
+
+/// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
+pub fn minimum_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    binary("minimum", self_, other, Some(out), false, |it| {
+        max_min_kernel(it, false)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(v: &[f32], s: &[i64]) -> Tensor {
+        Tensor::from_vec(v.to_vec(), s).unwrap()
+    }
+
+    #[test]
+    fn add_broadcast_and_promotion() {
+        let a = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+        let b = Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap();
+        let c = add_tensor(&a, &b, Scalar::Int(1)).unwrap();
+        assert_eq!(c.dtype(), ScalarType::Float);
+        assert_eq!(c.to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0, 5.0, 7.0, 9.0]);
+        let i = add_scalar(&b, Scalar::Float(0.5), Scalar::Int(1)).unwrap();
+        assert_eq!(i.dtype(), ScalarType::Float);
+        let j = add_scalar(&b, Scalar::Int(1), Scalar::Int(1)).unwrap();
+        assert_eq!(j.dtype(), ScalarType::Int);
+        let err = add_tensor(&a, &f32s(&[1.0; 4], &[4]), Scalar::Int(1)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "The size of tensor a (3) must match the size of tensor b (4) at non-singleton \
+             dimension 1"
+        );
+        assert!(add_tensor(&b, &b, Scalar::Float(1.5)).is_err());
+    }
+
+    #[test]
+    fn in_place_and_out() {
+        let a = f32s(&[1.0, 2.0], &[2]);
+        add_scalar_(&a, Scalar::Float(1.0), Scalar::Int(1)).unwrap();
+        assert_eq!(a.to_vec::<f32>().unwrap(), [2.0, 3.0]);
+        let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+        assert_eq!(
+            add_(&i, &a, Scalar::Int(1)).unwrap_err().to_string(),
+            "result type Float can't be cast to the desired output type Long"
+        );
+        let out = Tensor::zeros(&[2], ScalarType::Double).unwrap();
+        mul_out(&a, &i, &out).unwrap();
+        assert_eq!(out.to_vec::<f64>().unwrap(), [2.0, 6.0]);
+        let small = Tensor::zeros(&[2], ScalarType::Float).unwrap();
+        let err = add_(&small, &f32s(&[1.0; 4], &[2, 2]), Scalar::Int(1)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "output with shape [2] doesn't match the broadcast shape [2, 2]"
+        );
+    }
+
+    #[test]
+    fn bool_rules() {
+        let t = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+        let s = add_tensor(&t, &t, Scalar::Int(1)).unwrap();
+        assert_eq!(s.to_vec::<bool>().unwrap(), [true, false]);
+        assert!(sub_tensor(&t, &t, Scalar::Int(1))
+            .unwrap_err()
+            .to_string()
+            .contains("two bool tensors"));
+        let d = div_tensor(&t, &t).unwrap();
+        assert_eq!(d.dtype(), ScalarType::Float);
+    }
+
+    #[test]
+    fn division_modes() {
+        let a = Tensor::from_vec(vec![7i32, -7, 7, -7], &[4]).unwrap();
+        let b = Tensor::from_vec(vec![2i32, 2, -2, -2], &[4]).unwrap();
+        let t = div_tensor_mode(&a, &b, Some("trunc")).unwrap();
+        assert_eq!(t.to_vec::<i32>().unwrap(), [3, -3, -3, 3]);
+        let f = div_tensor_mode(&a, &b, Some("floor")).unwrap();
+        assert_eq!(f.to_vec::<i32>().unwrap(), [3, -4, -4, 3]);
+        let z = Tensor::from_vec(vec![0i32], &[1]).unwrap();
+        assert_eq!(
+            div_tensor_mode(&a, &z, Some("floor"))
+                .unwrap_err()
+                .to_string(),
+            "ZeroDivisionError"
+        );
+        assert!(div_tensor_mode(&a, &b, Some("round")).is_err());
+        let x = f32s(&[-7.5], &[1]);
+        let q = div_scalar_mode(&x, Scalar::Float(2.0), Some("floor")).unwrap();
+        assert_eq!(q.to_vec::<f32>().unwrap(), [-4.0]);
+    }
+
+    #[test]
+    fn pow_and_extrema() {
+        let a = f32s(&[4.0, f32::NAN], &[2]);
+        let p = pow_tensor_scalar(&a, Scalar::Float(0.5)).unwrap();
+        assert_eq!(p.to_vec::<f32>().unwrap()[0], 2.0);
+        let b = f32s(&[5.0, 1.0], &[2]);
+        let m = maximum(&a, &b).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(m[0], 5.0);
+        assert!(m[1].is_nan());
+        let s = pow_scalar(Scalar::Int(2), &Tensor::from_vec(vec![3i64], &[1]).unwrap()).unwrap();
+        assert_eq!(s.to_vec::<i64>().unwrap(), [8]);
+    }
+}

@@ -1,0 +1,45 @@
+//! Switchboard's CPU kernels: PyTorch's operators as plain Rust functions over
+//! [`Tensor`](switchboard_tensor::Tensor)s, computing for real on CPU tensors of any strides
+//! (and propagating metadata only for meta tensors where that is cheap).
+//!
+//! Each kernel is named after its PyTorch operator and overload (`add_tensor` is
+//! `add.Tensor`, `sum_dim_int_list` is `sum.dim_IntList`, `max_dim` is `max.dim`), takes the
+//! schema's arguments in the schema's order (`out` last for `.out` overloads) and returns the
+//! tensor crate's [`TensorError`](switchboard_tensor::TensorError) with PyTorch's message on
+//! failure; kernels never panic on bad input.
+//!
+//! Elementwise kernels share one iterator, [`iter::TensorIter`] (broadcasting, type promotion,
+//! casting, coalescing, contiguous fast paths and rayon parallelism); reductions share
+//! [`reduce`]'s helper. See each module for its operators.
+//!
+//! ```
+//! use switchboard_cpu as cpu;
+//! use switchboard_tensor::{Scalar, Tensor};
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+//! let b = cpu::mul_scalar(&a, Scalar::Float(2.0)).unwrap();
+//! let s = cpu::sum(&cpu::add_tensor(&a, &b, Scalar::Int(1)).unwrap(), None).unwrap();
+//! assert_eq!(s.item().unwrap(), Scalar::Float(30.0));
+//! ```
+#![warn(missing_docs)]
+
+pub mod dispatch_dtype;
+pub mod error;
+pub mod iter;
+pub mod loops;
+pub mod promote;
+pub mod reduce;
+
+mod binary;
+mod compare;
+mod copy;
+mod reductions;
+mod ternary;
+mod unary;
+
+pub use binary::*;
+pub use compare::*;
+pub use copy::*;
+pub use error::Result;
+pub use reductions::*;
+pub use ternary::*;
+pub use unary::*;

@@ -1,0 +1,665 @@
+//! Reduction ops over [`reduce`](crate::reduce): `sum`, `mean`, `amax`/`amin`, `max`/`min`
+//! (all-reduce and `dim` with indices), `argmax`/`argmin` and `var`.
+
+use std::marker::PhantomData;
+
+use switchboard_tensor::{Scalar, ScalarType, Tensor};
+
+use crate::copy::cast;
+use crate::dispatch_dtype::{Acc, CpuElement, FloatElement, Num};
+use crate::error::{check_cpu_or_meta, invalid, Result};
+use crate::reduce::{reduce_into, reduced_shape, reduction_mask, Reducer};
+use crate::{dispatch_all_types_and_bool, dispatch_floating_types};
+
+/// Sums in `T`'s compute type, eight lanes at a time over contiguous runs (vectorised, and a
+/// shallower rounding tree than a sequential sum).
+struct SumR<T>(PhantomData<T>);
+
+impl<T: CpuElement> Reducer<T> for SumR<T> {
+    type Acc = Acc<T>;
+    type Out = T;
+    fn init(&self) -> Acc<T> {
+        Acc::<T>::ZERO
+    }
+    #[inline]
+    fn fold(&self, a: Acc<T>, x: T, _: i64) -> Acc<T> {
+        a.add(x.to_acc())
+    }
+    #[inline]
+    fn fold_slice(&self, a: Acc<T>, xs: &[T], _: i64) -> Acc<T> {
+        let mut total = a;
+        for block in xs.chunks(4096) {
+            let mut lanes = [Acc::<T>::ZERO; 8];
+            let mut it = block.chunks_exact(8);
+            for c in &mut it {
+                for (l, &x) in lanes.iter_mut().zip(c) {
+                    *l = l.add(x.to_acc());
+                }
+            }
+            let mut s = Acc::<T>::ZERO;
+            for &x in it.remainder() {
+                s = s.add(x.to_acc());
+            }
+            let l4 = [
+                lanes[0].add(lanes[4]),
+                lanes[1].add(lanes[5]),
+                lanes[2].add(lanes[6]),
+                lanes[3].add(lanes[7]),
+            ];
+            total = total.add(l4[0].add(l4[2]).add(l4[1].add(l4[3])).add(s));
+        }
+        total
+    }
+    fn combine(&self, a: Acc<T>, b: Acc<T>) -> Acc<T> {
+        a.add(b)
+    }
+    fn project(&self, a: Acc<T>) -> T {
+        T::from_acc(a)
+    }
+}
+
+/// The output tensor of a reduction of `self_` over `mask`.
+fn reduction_out(
+    self_: &Tensor,
+    mask: &[bool],
+    keepdim: bool,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    check_cpu_or_meta("reduction", self_.device())?;
+    Tensor::empty_on(
+        &reduced_shape(self_.sizes(), mask, keepdim),
+        dtype,
+        self_.device(),
+    )
+}
+
+/// Checks a user-given `out` of a reduction against the expected shape and dtype.
+fn check_out(out: &Tensor, expected: &Tensor) -> Result<()> {
+    if out.sizes() != expected.sizes() || out.dtype() != expected.dtype() {
+        return Err(invalid(format!(
+            "Expected out tensor to have dtype {} and shape {}, but got dtype {} and shape {}",
+            expected.dtype().c10_name(),
+            crate::error::shape_str(expected.sizes()),
+            out.dtype().c10_name(),
+            crate::error::shape_str(out.sizes())
+        )));
+    }
+    Ok(())
+}
+
+fn sum_dtype(input: ScalarType, dtype: Option<ScalarType>) -> ScalarType {
+    dtype.unwrap_or(if input.is_integral(true) {
+        ScalarType::Long
+    } else {
+        input
+    })
+}
+
+fn sum_impl(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let out_dtype = sum_dtype(self_.dtype(), dtype);
+    let mask = reduction_mask(dim, self_.dim())?;
+    let result = reduction_out(self_, &mask, keepdim, out_dtype)?;
+    if let Some(o) = out {
+        check_out(o, &result)?;
+    }
+    let input = cast(self_, out_dtype)?;
+    dispatch_all_types_and_bool!(out_dtype, "sum_cpu", T => {
+        reduce_into(&input, &result, &mask, keepdim, &SumR::<T>(PhantomData))
+    })?;
+    finish_out(result, out)
+}
+
+/// Copies a result into a user's `out` (already checked) and returns it.
+fn finish_out(result: Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+    match out {
+        Some(o) => {
+            if o.has_data() {
+                crate::copy::copy_into(o, &result)?;
+            }
+            Ok(o.clone())
+        }
+        None => Ok(result),
+    }
+}
+
+/// `sum(Tensor self, *, ScalarType? dtype=None)`: the sum of all elements (integers and bool
+/// sum to `Long` unless `dtype` says otherwise).
+pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    sum_impl(self_, None, false, dtype, None)
+}
+
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)`.
+///
+/// ```
+/// use switchboard_cpu::sum_dim_int_list;
+/// use switchboard_tensor::Tensor;
+/// let t = Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]).unwrap();
+/// let s = sum_dim_int_list(&t, Some(&[1]), true, None).unwrap();
+/// assert_eq!(s.sizes(), &[2, 1]);
+/// assert_eq!(s.to_vec::<i64>().unwrap(), [6, 15]);
+/// ```
+pub fn sum_dim_int_list(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    sum_impl(self_, dim, keepdim, dtype, None)
+}
+
+/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None,
+/// Tensor(a!) out)`.
+pub fn sum_int_list_out(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    sum_impl(self_, dim, keepdim, dtype, Some(out))
+}
+
+fn mean_impl(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    if let Some(d) = dtype {
+        if !d.is_floating_point() {
+            return Err(invalid(format!(
+                "mean(): could not infer output dtype. Optional dtype must be either a floating \
+                 point or complex dtype. Got: {}",
+                d.c10_name()
+            )));
+        }
+    } else if !self_.dtype().is_floating_point() {
+        return Err(invalid(format!(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point \
+             or complex dtype. Got: {}",
+            self_.dtype().c10_name()
+        )));
+    }
+    let out_dtype = dtype.unwrap_or(self_.dtype());
+    let mask = reduction_mask(dim, self_.dim())?;
+    let count: i64 = self_
+        .sizes()
+        .iter()
+        .zip(mask.iter())
+        .filter(|(_, m)| **m)
+        .map(|(s, _)| *s)
+        .product();
+    let result = reduction_out(self_, &mask, keepdim, out_dtype)?;
+    if let Some(o) = out {
+        check_out(o, &result)?;
+    }
+    let input = cast(self_, out_dtype)?;
+    dispatch_floating_types!(out_dtype, "mean_cpu", T => {
+        reduce_into(&input, &result, &mask, keepdim, &MeanR::<T>(count as f64, PhantomData))
+    })?;
+    finish_out(result, out)
+}
+
+struct MeanR<T>(f64, PhantomData<T>);
+
+impl<T: FloatElement> Reducer<T> for MeanR<T> {
+    type Acc = Acc<T>;
+    type Out = T;
+    fn init(&self) -> Acc<T> {
+        Acc::<T>::ZERO
+    }
+    #[inline]
+    fn fold(&self, a: Acc<T>, x: T, i: i64) -> Acc<T> {
+        SumR::<T>(PhantomData).fold(a, x, i)
+    }
+    #[inline]
+    fn fold_slice(&self, a: Acc<T>, xs: &[T], i: i64) -> Acc<T> {
+        SumR::<T>(PhantomData).fold_slice(a, xs, i)
+    }
+    fn combine(&self, a: Acc<T>, b: Acc<T>) -> Acc<T> {
+        a.add(b)
+    }
+    fn project(&self, a: Acc<T>) -> T {
+        T::from_acc(a.div(Acc::<T>::from_f64(self.0)))
+    }
+}
+
+/// `mean(Tensor self, *, ScalarType? dtype=None)`: floating inputs (or a floating `dtype`)
+/// only, as in PyTorch; an empty tensor's mean is NaN.
+pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    mean_impl(self_, None, false, dtype, None)
+}
+
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)`.
+pub fn mean_dim(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    mean_impl(self_, dim, keepdim, dtype, None)
+}
+
+/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None,
+/// Tensor(a!) out)`.
+pub fn mean_out(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    mean_impl(self_, dim, keepdim, dtype, Some(out))
+}
+
+/// NaN-propagating max or min of values.
+struct ExtremumR<T>(bool, PhantomData<T>);
+
+impl<T: CpuElement> Reducer<T> for ExtremumR<T> {
+    type Acc = Acc<T>;
+    type Out = T;
+    fn init(&self) -> Acc<T> {
+        if self.0 {
+            Acc::<T>::LOWEST
+        } else {
+            Acc::<T>::HIGHEST
+        }
+    }
+    #[inline]
+    fn fold(&self, a: Acc<T>, x: T, _: i64) -> Acc<T> {
+        if self.0 {
+            a.max_nan(x.to_acc())
+        } else {
+            a.min_nan(x.to_acc())
+        }
+    }
+    fn combine(&self, a: Acc<T>, b: Acc<T>) -> Acc<T> {
+        if self.0 {
+            a.max_nan(b)
+        } else {
+            a.min_nan(b)
+        }
+    }
+    fn project(&self, a: Acc<T>) -> T {
+        T::from_acc(a)
+    }
+}
+
+fn check_nonempty_reduction(name: &str, self_: &Tensor, mask: &[bool]) -> Result<()> {
+    for (d, (&s, &m)) in self_.sizes().iter().zip(mask).enumerate() {
+        if m && s == 0 {
+            return Err(invalid(format!(
+                "{name}(): Expected reduction dim {d} to have non-zero size."
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn extremum_values(
+    name: &'static str,
+    max: bool,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let mask = reduction_mask(dim, self_.dim())?;
+    check_nonempty_reduction(name, self_, &mask)?;
+    let result = reduction_out(self_, &mask, keepdim, self_.dtype())?;
+    dispatch_all_types_and_bool!(self_.dtype(), name, T => {
+        reduce_into(self_, &result, &mask, keepdim, &ExtremumR::<T>(max, PhantomData))
+    })?;
+    Ok(result)
+}
+
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False)`: the maximum over `dim` (all dims
+/// when empty), propagating NaN.
+pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    extremum_values("amax", true, self_, Some(dim), keepdim)
+}
+
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False)`.
+pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    extremum_values("amin", false, self_, Some(dim), keepdim)
+}
+
+fn check_all_reduce(name: &str, self_: &Tensor) -> Result<()> {
+    if self_.numel() == 0 {
+        return Err(invalid(format!(
+            "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify \
+             the reduction dim with the 'dim' argument."
+        )));
+    }
+    Ok(())
+}
+
+/// `max(Tensor self)`: the maximum element as a zero-dim tensor (NaN if any).
+pub fn max(self_: &Tensor) -> Result<Tensor> {
+    check_all_reduce("max", self_)?;
+    extremum_values("max", true, self_, None, false)
+}
+
+/// `min(Tensor self)`.
+pub fn min(self_: &Tensor) -> Result<Tensor> {
+    check_all_reduce("min", self_)?;
+    extremum_values("min", false, self_, None, false)
+}
+
+/// Max or min with the index of its first occurrence (NaN counts as the extremum).
+struct ArgR<T>(bool, PhantomData<T>);
+
+impl<T: CpuElement> ArgR<T> {
+    #[inline]
+    fn better(&self, x: Acc<T>, than: Acc<T>) -> bool {
+        if than.is_nan() {
+            return false;
+        }
+        x.is_nan() || if self.0 { x > than } else { x < than }
+    }
+}
+
+impl<T: CpuElement> Reducer<T> for ArgR<T> {
+    type Acc = (Acc<T>, i64);
+    type Out = i64;
+    fn init(&self) -> (Acc<T>, i64) {
+        (
+            if self.0 {
+                Acc::<T>::LOWEST
+            } else {
+                Acc::<T>::HIGHEST
+            },
+            -1,
+        )
+    }
+    #[inline]
+    fn fold(&self, a: (Acc<T>, i64), x: T, idx: i64) -> (Acc<T>, i64) {
+        let x = x.to_acc();
+        if a.1 < 0 || self.better(x, a.0) {
+            (x, idx)
+        } else {
+            a
+        }
+    }
+    fn combine(&self, a: (Acc<T>, i64), b: (Acc<T>, i64)) -> (Acc<T>, i64) {
+        if a.1 < 0 || (b.1 >= 0 && self.better(b.0, a.0)) {
+            b
+        } else {
+            a
+        }
+    }
+    fn project(&self, a: (Acc<T>, i64)) -> i64 {
+        a.1
+    }
+}
+
+/// The values at `indices` of a max/min reduction over one dim, as a projection.
+struct ArgValR<T>(ArgR<T>);
+
+impl<T: CpuElement> Reducer<T> for ArgValR<T> {
+    type Acc = (Acc<T>, i64);
+    type Out = T;
+    fn init(&self) -> Self::Acc {
+        self.0.init()
+    }
+    fn fold(&self, a: Self::Acc, x: T, idx: i64) -> Self::Acc {
+        self.0.fold(a, x, idx)
+    }
+    fn combine(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc {
+        self.0.combine(a, b)
+    }
+    fn project(&self, a: Self::Acc) -> T {
+        T::from_acc(a.0)
+    }
+}
+
+fn arg_reduce(
+    name: &'static str,
+    max: bool,
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    values: bool,
+) -> Result<(Option<Tensor>, Tensor)> {
+    let (input, mask, shape_sizes) = match dim {
+        Some(d) => {
+            let mask = reduction_mask(Some(&[d]), self_.dim())?;
+            if self_.dim() > 0 {
+                let w = mask.iter().position(|m| *m).unwrap_or(0);
+                if self_.sizes()[w] == 0 {
+                    return Err(invalid(format!(
+                        "{name}(): Expected reduction dim {w} to have non-zero size."
+                    )));
+                }
+            }
+            (self_.clone(), mask, None)
+        }
+        None => {
+            if self_.numel() == 0 {
+                return Err(invalid(format!(
+                    "{name}(): Expected reduction dim to be specified for input.numel() == 0."
+                )));
+            }
+            let flat = self_.reshape(&[-1])?;
+            (
+                flat,
+                reduction_mask(Some(&[0]), 1)?,
+                Some(self_.sizes().to_vec()),
+            )
+        }
+    };
+    let k = keepdim && shape_sizes.is_none();
+    let idx_out = reduction_out(&input, &mask, k, ScalarType::Long)?;
+    let val_out = if values {
+        Some(reduction_out(&input, &mask, k, input.dtype())?)
+    } else {
+        None
+    };
+    dispatch_all_types_and_bool!(input.dtype(), name, T => {
+        reduce_into(&input, &idx_out, &mask, k, &ArgR::<T>(max, PhantomData))?;
+        if let Some(v) = &val_out {
+            reduce_into(&input, v, &mask, k, &ArgValR::<T>(ArgR(max, PhantomData)))?;
+        }
+        Ok(())
+    })?;
+    let idx_out = match (shape_sizes, keepdim) {
+        (Some(s), true) => idx_out.view(&vec![1; s.len()])?,
+        _ => idx_out,
+    };
+    Ok((val_out, idx_out))
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`:
+/// the first maximum along `dim` and its index (NaN counts as the maximum).
+///
+/// ```
+/// use switchboard_cpu::max_dim;
+/// use switchboard_tensor::Tensor;
+/// let t = Tensor::from_vec(vec![1.0f32, 5.0, 5.0, 7.0, 0.0, -1.0], &[2, 3]).unwrap();
+/// let (v, i) = max_dim(&t, 1, false).unwrap();
+/// assert_eq!(v.to_vec::<f32>().unwrap(), [5.0, 7.0]);
+/// assert_eq!(i.to_vec::<i64>().unwrap(), [1, 0]);
+/// ```
+pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let (v, i) = arg_reduce("max", true, self_, Some(dim), keepdim, true)?;
+    Ok((v.expect("values requested"), i))
+}
+
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
+pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let (v, i) = arg_reduce("min", false, self_, Some(dim), keepdim, true)?;
+    Ok((v.expect("values requested"), i))
+}
+
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False)`: the index of the first maximum
+/// (over the flattened tensor when `dim` is `None`).
+pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    Ok(arg_reduce("argmax", true, self_, dim, keepdim, false)?.1)
+}
+
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False)`.
+pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    Ok(arg_reduce("argmin", false, self_, dim, keepdim, false)?.1)
+}
+
+/// Welford's running (count, mean, M2) in f64, combined with Chan's formula.
+struct VarR<T>(f64, PhantomData<T>);
+
+impl<T: CpuElement> Reducer<T> for VarR<T> {
+    type Acc = (f64, f64, f64);
+    type Out = T;
+    fn init(&self) -> Self::Acc {
+        (0.0, 0.0, 0.0)
+    }
+    #[inline]
+    fn fold(&self, (n, mean, m2): Self::Acc, x: T, _: i64) -> Self::Acc {
+        let x = x.to_acc().to_f64();
+        let n = n + 1.0;
+        let d = x - mean;
+        let mean = mean + d / n;
+        (n, mean, m2 + d * (x - mean))
+    }
+    fn combine(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc {
+        if a.0 == 0.0 {
+            return b;
+        }
+        if b.0 == 0.0 {
+            return a;
+        }
+        let n = a.0 + b.0;
+        let d = b.1 - a.1;
+        (n, a.1 + d * b.0 / n, a.2 + b.2 + d * d * a.0 * b.0 / n)
+    }
+    fn project(&self, (n, _, m2): Self::Acc) -> T {
+        let denom = (n - self.0).max(0.0);
+        T::from_acc(Acc::<T>::from_f64(m2 / denom))
+    }
+}
+
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool
+/// keepdim=False)`: the variance with `correction` (default 1) subtracted from the count.
+///
+/// ```
+/// use switchboard_cpu::var_correction;
+/// use switchboard_tensor::{Scalar, Tensor};
+/// let t = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4]).unwrap();
+/// let v = var_correction(&t, None, None, false).unwrap();
+/// assert!((v.item().unwrap().to_f64() - 5.0 / 3.0).abs() < 1e-12);
+/// let p = var_correction(&t, None, Some(Scalar::Int(0)), false).unwrap();
+/// assert_eq!(p.item().unwrap().to_f64(), 1.25);
+/// ```
+pub fn var_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    if !self_.dtype().is_floating_point() {
+        return Err(invalid(format!(
+            "std and var only support floating point and complex dtypes, but got: {}",
+            self_.dtype().c10_name()
+        )));
+    }
+    let correction = correction.map(|c| c.to_f64()).unwrap_or(1.0);
+    let mask = reduction_mask(dim, self_.dim())?;
+    let result = reduction_out(self_, &mask, keepdim, self_.dtype())?;
+    dispatch_floating_types!(self_.dtype(), "var_cpu", T => {
+        reduce_into(self_, &result, &mask, keepdim, &VarR::<T>(correction, PhantomData))
+    })?;
+    Ok(result)
+}
+
+/// `var(Tensor self, bool unbiased=True)`.
+pub fn var(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+    var_correction(self_, None, Some(Scalar::Int(unbiased as i64)), false)
+}
+
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False)`.
+pub fn var_dim(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+) -> Result<Tensor> {
+    var_correction(self_, dim, Some(Scalar::Int(unbiased as i64)), keepdim)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_and_means() {
+        let t = Tensor::from_vec(vec![true, true, false], &[3]).unwrap();
+        let s = sum(&t, None).unwrap();
+        assert_eq!(s.dtype(), ScalarType::Long);
+        assert_eq!(s.item().unwrap(), Scalar::Int(2));
+        let f = Tensor::from_vec((0..10).map(|x| x as f32).collect(), &[2, 5]).unwrap();
+        let m = mean_dim(&f, Some(&[0]), false, None).unwrap();
+        assert_eq!(m.to_vec::<f32>().unwrap(), [2.5, 3.5, 4.5, 5.5, 6.5]);
+        let e = mean(&Tensor::zeros(&[0], ScalarType::Float).unwrap(), None).unwrap();
+        assert!(e.item().unwrap().to_f64().is_nan());
+        assert!(mean(&t, None)
+            .unwrap_err()
+            .to_string()
+            .contains("Got: Bool"));
+        let d = sum(&f, Some(ScalarType::Double)).unwrap();
+        assert_eq!(d.item().unwrap(), Scalar::Float(45.0));
+        let out = Tensor::zeros(&[2], ScalarType::Float).unwrap();
+        sum_int_list_out(&f, Some(&[1]), false, None, &out).unwrap();
+        assert_eq!(out.to_vec::<f32>().unwrap(), [10.0, 35.0]);
+    }
+
+    #[test]
+    fn extrema() {
+        let t = Tensor::from_vec(vec![3i32, 9, -2, 9], &[2, 2]).unwrap();
+        assert_eq!(max(&t).unwrap().item().unwrap(), Scalar::Int(9));
+        assert_eq!(min(&t).unwrap().item().unwrap(), Scalar::Int(-2));
+        assert_eq!(
+            argmax(&t, None, false).unwrap().item().unwrap(),
+            Scalar::Int(1)
+        );
+        assert_eq!(argmax(&t, None, true).unwrap().sizes(), &[1, 1]);
+        assert_eq!(
+            argmin(&t, Some(0), false).unwrap().to_vec::<i64>().unwrap(),
+            [1, 0]
+        );
+        assert_eq!(
+            amax(&t, &[0], true).unwrap().to_vec::<i32>().unwrap(),
+            [3, 9]
+        );
+        let n = Tensor::from_vec(vec![1.0f32, f32::NAN, 3.0], &[3]).unwrap();
+        assert!(max(&n).unwrap().item().unwrap().to_f64().is_nan());
+        assert_eq!(
+            argmax(&n, None, false).unwrap().item().unwrap(),
+            Scalar::Int(1)
+        );
+        let (v, i) = min_dim(&n, 0, true).unwrap();
+        assert_eq!(i.to_vec::<i64>().unwrap(), [1]);
+        assert!(v.to_vec::<f32>().unwrap()[0].is_nan());
+        let e = Tensor::zeros(&[0, 2], ScalarType::Float).unwrap();
+        assert!(max(&e).is_err());
+        assert_eq!(
+            amax(&e, &[0], false).unwrap_err().to_string(),
+            "amax(): Expected reduction dim 0 to have non-zero size."
+        );
+        assert_eq!(amax(&e, &[1], false).unwrap().sizes(), &[0]);
+    }
+
+    #[test]
+    fn variance() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 7.0], &[2, 3]).unwrap();
+        let v = var_dim(&t, Some(&[1]), true, false).unwrap();
+        let got = v.to_vec::<f32>().unwrap();
+        assert!((got[0] - 1.0).abs() < 1e-6 && (got[1] - 7.0 / 3.0).abs() < 1e-6);
+        assert!(var(&Tensor::from_vec(vec![1i64], &[1]).unwrap(), true).is_err());
+        let one = var(&Tensor::from_vec(vec![2.0f64], &[1]).unwrap(), true).unwrap();
+        assert!(one.item().unwrap().to_f64().is_nan());
+    }
+}
