@@ -3,6 +3,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use switchboard_cpu as cpu;
+use switchboard_tensor::RawOps;
 use switchboard_tensor::{Scalar, Tensor};
 
 fn ramp(n: usize, shape: &[i64]) -> Tensor {

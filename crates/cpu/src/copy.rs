@@ -1,6 +1,7 @@
 //! Copies and conversions: `copy_`, `clone`, `contiguous`, `_to_copy`, and the dtype cast the
 //! iterator uses for promoted inputs.
 
+use switchboard_tensor::RawOps;
 use switchboard_tensor::{convert, Device, Layout, MemoryFormat, ScalarType, Tensor, TensorError};
 
 use crate::error::{check_cpu_or_meta, Result};

@@ -655,6 +655,7 @@ pub fn result_device(tensors: &[&Tensor]) -> Result<Device> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_tensor::RawOps;
 
     #[test]
     fn coalesces_contiguous_and_transposed() {

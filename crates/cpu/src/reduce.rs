@@ -337,6 +337,7 @@ impl<T: Element, R: Reducer<T>> Kernel<'_, T, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_tensor::RawOps;
     use switchboard_tensor::ScalarType;
 
     struct SumI64;

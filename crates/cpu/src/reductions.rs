@@ -2,6 +2,7 @@
 //! (all-reduce and `dim` with indices), `argmax`/`argmin` and `var`.
 
 use std::marker::PhantomData;
+use switchboard_tensor::RawOps;
 
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 

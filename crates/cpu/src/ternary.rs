@@ -1,6 +1,7 @@
 //! Selection ops: `where` (all four overloads), `masked_fill` (Scalar and Tensor value) and
 //! `clamp` (Scalar and Tensor bounds), with their `out=` and in-place forms.
 
+use switchboard_tensor::RawOps;
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::binary::scalar_acc;

@@ -1,6 +1,7 @@
 //! Costs on the eager hot path: making small tensors, reading and writing them.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use switchboard_tensor::RawOps;
 use switchboard_tensor::{Access, ScalarType, Tensor};
 
 fn bench(c: &mut Criterion) {

@@ -4,6 +4,7 @@
 use crate::error::{Result, TensorError};
 use crate::tensor::Tensor;
 use crate::DimVec;
+use crate::RawOps;
 
 /// The broadcast shape of `a` and `b` (`at::infer_size`): shapes are right-aligned, and each
 /// pair of sizes must be equal or contain a 1.

@@ -14,6 +14,7 @@ pub(crate) fn list(v: &[i64]) -> String {
 /// An error from the tensor data model. The messages are PyTorch's where PyTorch has one.
 ///
 /// ```
+/// use switchboard_tensor::RawOps;
 /// use switchboard_tensor::{Tensor, TensorError};
 /// let t = Tensor::from_vec((0..9).map(|x| x as f32).collect(), &[9]).unwrap();
 /// let err = t.view(&[2, 5]).unwrap_err();

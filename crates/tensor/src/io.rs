@@ -1,5 +1,6 @@
 //! Loading and saving named tensors in the safetensors format.
 
+use crate::RawOps;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;

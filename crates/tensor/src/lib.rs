@@ -5,6 +5,7 @@
 //! (borrow-checked) or raw access to data.
 //!
 //! ```
+//! use switchboard_tensor::RawOps;
 //! use switchboard_tensor::{ScalarType, Tensor};
 //! let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
 //! assert_eq!(t.key_set().to_string(),
@@ -33,6 +34,7 @@
 //!
 //! ```
 //! use switchboard_tensor::{Access, Result, StridedOffsets, Tensor};
+//! use switchboard_tensor::RawOps;
 //! fn add_f32(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 //!     let out = a.empty_like()?; // contiguous, same sizes
 //!     let access = Access::new(&[a, b], &[&out])?;
@@ -95,6 +97,7 @@ pub use storage::{Storage, StorageBorrow, INLINE_ALIGNMENT, INLINE_BYTES, STORAG
 pub use strided::{copy_strided, copy_strided_raw, StridedOffsets};
 pub use switchboard_keys::{DeviceType, DispatchKey, DispatchKeySet};
 pub use tensor::{AnyArc, Tensor, TensorImpl, VersionCounter};
+pub use view::RawOps;
 
 /// Sizes or strides: inline up to 5 dimensions, no heap allocation.
 pub type DimVec = smallvec::SmallVec<[i64; 5]>;

@@ -2,6 +2,7 @@
 //! [3., 4.]])`, common formatting of floats (integer mode, fixed, scientific), summaries with
 //! `...` past 1000 elements, and the `dtype=`/`device=`/`size=` suffixes.
 
+use crate::RawOps;
 use std::fmt;
 
 use crate::dtype::ScalarType;

@@ -8,6 +8,7 @@ use crate::error::{Result, TensorError};
 use crate::layout::MemoryFormat;
 use crate::tensor::Tensor;
 use crate::DimVec;
+use crate::RawOps;
 
 /// The element offsets (relative to the first element) of a tensor with `sizes` and
 /// `strides`, in row-major order of its indices. Yields `numel` offsets (none for an empty
@@ -114,6 +115,7 @@ pub unsafe fn copy_strided_raw<T: Copy>(
 /// temporary.
 ///
 /// ```
+/// use switchboard_tensor::RawOps;
 /// use switchboard_tensor::{copy_strided, ScalarType, Tensor};
 /// let src = Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]).unwrap();
 /// let dst = Tensor::zeros(&[3, 2], ScalarType::Float).unwrap();
@@ -162,23 +164,8 @@ fn copy_convert<S: Element, D: Element>(src: &Tensor, dst: &Tensor) {
 }
 
 impl Tensor {
-    /// `self` if it is contiguous, else a contiguous copy (same dtype and device; on devices
-    /// without data, a tensor with contiguous strides).
-    ///
-    /// ```
-    /// use switchboard_tensor::Tensor;
-    /// let t = Tensor::from_vec(vec![1, 2, 3, 4i64], &[2, 2]).unwrap();
-    /// assert!(t.contiguous().unwrap().is_same(&t));
-    /// let c = t.t().unwrap().contiguous().unwrap();
-    /// assert_eq!(c.to_vec::<i64>().unwrap(), [1, 3, 2, 4]);
-    /// assert_eq!(c.strides(), &[2, 1]);
-    /// ```
-    pub fn contiguous(&self) -> Result<Tensor> {
-        self.contiguous_as(MemoryFormat::Contiguous)
-    }
-
     /// `self` if it is contiguous in `format`, else a copy in that format.
-    pub fn contiguous_as(&self, format: MemoryFormat) -> Result<Tensor> {
+    pub(crate) fn contiguous_impl(&self, format: MemoryFormat) -> Result<Tensor> {
         if format == MemoryFormat::Preserve {
             return Err(TensorError::invalid(
                 "preserve memory format is unsupported by the contiguous operator",

@@ -32,15 +32,92 @@ impl Tensor {
             wrapped_number: false,
         })
     }
+}
 
+/// The data-model versions of the view operators (and `contiguous`): they build views and
+/// copies directly, without dispatching, so no layer (autograd, tracing, ...) sees them.
+/// Kernels use them; user code calls the dispatched operators of `switchboard_ops` instead,
+/// which is why these are a trait to import rather than inherent methods.
+pub trait RawOps {
     /// A view of the same storage with any sizes, strides and offset (checked against the
     /// storage's size; strides must be non-negative).
-    pub fn as_strided(
-        &self,
-        sizes: &[i64],
-        strides: &[i64],
-        storage_offset: i64,
-    ) -> Result<Tensor> {
+    fn as_strided(&self, sizes: &[i64], strides: &[i64], storage_offset: i64) -> Result<Tensor>;
+    /// `view(sizes)`: the same elements with another shape, sharing storage; one size may be
+    /// `-1`. Fails when the strides cannot express it ("... Use .reshape(...) instead.").
+    ///
+    /// ```
+    /// use switchboard_tensor::RawOps;
+    /// use switchboard_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1, None).unwrap();
+    /// let v = t.view(&[2, -1]).unwrap();
+    /// assert_eq!(v.sizes(), &[2, 3]);
+    /// assert!(v.t().unwrap().view(&[6]).is_err());
+    /// ```
+    fn view(&self, sizes: &[i64]) -> Result<Tensor>;
+    /// A view with shape `sizes` if one exists, `None` if reshaping needs a copy.
+    fn reshape_view(&self, sizes: &[i64]) -> Result<Option<Tensor>>;
+    /// `reshape(sizes)`: a view when possible, else a contiguous copy with that shape.
+    ///
+    /// ```
+    /// use switchboard_tensor::RawOps;
+    /// use switchboard_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![1, 2, 3, 4i32], &[2, 2]).unwrap().t().unwrap();
+    /// let r = t.reshape(&[4]).unwrap();
+    /// assert!(!r.is_alias_of(&t));
+    /// assert_eq!(r.to_vec::<i32>().unwrap(), [1, 3, 2, 4]);
+    /// ```
+    fn reshape(&self, sizes: &[i64]) -> Result<Tensor>;
+    /// Swaps dimensions `dim0` and `dim1`.
+    fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor>;
+    /// `t()`: transposes a 2-d tensor; 0-d and 1-d tensors are returned as views unchanged.
+    fn t(&self) -> Result<Tensor>;
+    /// Reorders the dimensions: result dimension `i` is input dimension `dims[i]`.
+    fn permute(&self, dims: &[i64]) -> Result<Tensor>;
+    /// Broadcasts to `sizes` (`-1` keeps a size) by giving new and size-1 dimensions stride 0
+    /// (`inferExpandGeometry`).
+    ///
+    /// ```
+    /// use switchboard_tensor::RawOps;
+    /// use switchboard_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3, 1]).unwrap();
+    /// let e = t.expand(&[2, 3, 4]).unwrap();
+    /// assert_eq!(e.strides(), &[0, 1, 0]);
+    /// assert!(t.expand(&[3, 2, 2]).is_err());
+    /// ```
+    fn expand(&self, sizes: &[i64]) -> Result<Tensor>;
+    /// Removes every size-1 dimension.
+    fn squeeze(&self) -> Result<Tensor>;
+    /// Removes dimension `dim` if its size is 1 (else returns an unchanged view).
+    fn squeeze_dim(&self, dim: i64) -> Result<Tensor>;
+    /// Inserts a size-1 dimension at `dim` (in `[-dim-1, dim]`).
+    fn unsqueeze(&self, dim: i64) -> Result<Tensor>;
+    /// The slice at `index` along `dim`, which is removed.
+    fn select(&self, dim: i64, index: i64) -> Result<Tensor>;
+    /// `self[start:end:step]` along `dim`, with Python's clamping of `start` and `end`
+    /// (`None`: the beginning / the end). `step` must be positive.
+    ///
+    /// ```
+    /// use switchboard_tensor::RawOps;
+    /// use switchboard_tensor::Tensor;
+    /// let t = Tensor::arange(0, 10, 1, None).unwrap();
+    /// let s = t.slice(0, Some(-8), Some(100), 3).unwrap();
+    /// assert_eq!(s.to_vec::<i64>().unwrap(), [2, 5, 8]);
+    /// ```
+    fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor>;
+    /// `length` elements from `start` along `dim` (`start` may be negative).
+    fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor>;
+    /// Flattens dimensions `start_dim..=end_dim` into one (a view when possible, else a copy;
+    /// a 0-dim tensor becomes 1-d).
+    fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor>;
+    /// `self` if it is contiguous, else a contiguous copy (same dtype and device; on devices
+    /// without data, a tensor with contiguous strides).
+    fn contiguous(&self) -> Result<Tensor>;
+    /// `self` if it is contiguous in `format`, else a copy in that format.
+    fn contiguous_as(&self, format: crate::MemoryFormat) -> Result<Tensor>;
+}
+
+impl RawOps for Tensor {
+    fn as_strided(&self, sizes: &[i64], strides: &[i64], storage_offset: i64) -> Result<Tensor> {
         if sizes.len() != strides.len() {
             return Err(TensorError::invalid(format!(
                 "mismatch in length of strides and shape: sizes {} and strides {}",
@@ -63,48 +140,27 @@ impl Tensor {
         ))
     }
 
-    /// `view(sizes)`: the same elements with another shape, sharing storage; one size may be
-    /// `-1`. Fails when the strides cannot express it ("... Use .reshape(...) instead.").
-    ///
-    /// ```
-    /// use switchboard_tensor::Tensor;
-    /// let t = Tensor::arange(0, 6, 1, None).unwrap();
-    /// let v = t.view(&[2, -1]).unwrap();
-    /// assert_eq!(v.sizes(), &[2, 3]);
-    /// assert!(v.t().unwrap().view(&[6]).is_err());
-    /// ```
-    pub fn view(&self, sizes: &[i64]) -> Result<Tensor> {
+    fn view(&self, sizes: &[i64]) -> Result<Tensor> {
         let shape = infer_view_size(sizes, self.numel())?;
         let strides = compute_view_stride(self.sizes(), self.strides(), &shape)
             .ok_or(TensorError::InvalidView)?;
         Ok(self.make_view(shape, strides, self.storage_offset()))
     }
 
-    /// A view with shape `sizes` if one exists, `None` if reshaping needs a copy.
-    pub fn reshape_view(&self, sizes: &[i64]) -> Result<Option<Tensor>> {
+    fn reshape_view(&self, sizes: &[i64]) -> Result<Option<Tensor>> {
         let shape = infer_view_size(sizes, self.numel())?;
         Ok(compute_view_stride(self.sizes(), self.strides(), &shape)
             .map(|strides| self.make_view(shape, strides, self.storage_offset())))
     }
 
-    /// `reshape(sizes)`: a view when possible, else a contiguous copy with that shape.
-    ///
-    /// ```
-    /// use switchboard_tensor::Tensor;
-    /// let t = Tensor::from_vec(vec![1, 2, 3, 4i32], &[2, 2]).unwrap().t().unwrap();
-    /// let r = t.reshape(&[4]).unwrap();
-    /// assert!(!r.is_alias_of(&t));
-    /// assert_eq!(r.to_vec::<i32>().unwrap(), [1, 3, 2, 4]);
-    /// ```
-    pub fn reshape(&self, sizes: &[i64]) -> Result<Tensor> {
+    fn reshape(&self, sizes: &[i64]) -> Result<Tensor> {
         match self.reshape_view(sizes)? {
             Some(v) => Ok(v),
             None => self.contiguous()?.view(sizes),
         }
     }
 
-    /// Swaps dimensions `dim0` and `dim1`.
-    pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
+    fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
         let (a, b) = (wrap_dim(dim0, self.dim())?, wrap_dim(dim1, self.dim())?);
         let (mut sizes, mut strides) = (
             DimVec::from_slice(self.sizes()),
@@ -117,8 +173,7 @@ impl Tensor {
         Ok(self.make_view(sizes, strides, self.storage_offset()))
     }
 
-    /// `t()`: transposes a 2-d tensor; 0-d and 1-d tensors are returned as views unchanged.
-    pub fn t(&self) -> Result<Tensor> {
+    fn t(&self) -> Result<Tensor> {
         match self.dim() {
             0 | 1 => Ok(self.make_view(
                 DimVec::from_slice(self.sizes()),
@@ -132,8 +187,7 @@ impl Tensor {
         }
     }
 
-    /// Reorders the dimensions: result dimension `i` is input dimension `dims[i]`.
-    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+    fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         if dims.len() != self.dim() {
             return Err(TensorError::invalid(format!(
                 "permute(sparse_coo): number of dimensions in the tensor input does not match \
@@ -159,17 +213,7 @@ impl Tensor {
         Ok(self.make_view(sizes, strides, self.storage_offset()))
     }
 
-    /// Broadcasts to `sizes` (`-1` keeps a size) by giving new and size-1 dimensions stride 0
-    /// (`inferExpandGeometry`).
-    ///
-    /// ```
-    /// use switchboard_tensor::Tensor;
-    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3, 1]).unwrap();
-    /// let e = t.expand(&[2, 3, 4]).unwrap();
-    /// assert_eq!(e.strides(), &[0, 1, 0]);
-    /// assert!(t.expand(&[3, 2, 2]).is_err());
-    /// ```
-    pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
+    fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
         let (tsizes, tstrides) = (self.sizes(), self.strides());
         let ndim = sizes.len();
         let tdim = tsizes.len();
@@ -231,8 +275,7 @@ impl Tensor {
         Ok(self.make_view(new_sizes, new_strides, self.storage_offset()))
     }
 
-    /// Removes every size-1 dimension.
-    pub fn squeeze(&self) -> Result<Tensor> {
+    fn squeeze(&self) -> Result<Tensor> {
         let (mut sizes, mut strides) = (DimVec::new(), DimVec::new());
         for (&s, &st) in self.sizes().iter().zip(self.strides()) {
             if s != 1 {
@@ -243,8 +286,7 @@ impl Tensor {
         Ok(self.make_view(sizes, strides, self.storage_offset()))
     }
 
-    /// Removes dimension `dim` if its size is 1 (else returns an unchanged view).
-    pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
+    fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
         let d = wrap_dim(dim, self.dim())?;
         let (mut sizes, mut strides) = (
             DimVec::from_slice(self.sizes()),
@@ -257,8 +299,7 @@ impl Tensor {
         Ok(self.make_view(sizes, strides, self.storage_offset()))
     }
 
-    /// Inserts a size-1 dimension at `dim` (in `[-dim-1, dim]`).
-    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
+    fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let d = wrap_dim_exact(dim, self.dim() + 1)?;
         let (mut sizes, mut strides) = (
             DimVec::from_slice(self.sizes()),
@@ -274,8 +315,7 @@ impl Tensor {
         Ok(self.make_view(sizes, strides, self.storage_offset()))
     }
 
-    /// The slice at `index` along `dim`, which is removed.
-    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+    fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
         if self.dim() == 0 {
             return Err(TensorError::invalid(
                 "select() cannot be applied to a 0-dim tensor.",
@@ -303,22 +343,7 @@ impl Tensor {
         Ok(self.make_view(sizes, strides, offset))
     }
 
-    /// `self[start:end:step]` along `dim`, with Python's clamping of `start` and `end`
-    /// (`None`: the beginning / the end). `step` must be positive.
-    ///
-    /// ```
-    /// use switchboard_tensor::Tensor;
-    /// let t = Tensor::arange(0, 10, 1, None).unwrap();
-    /// let s = t.slice(0, Some(-8), Some(100), 3).unwrap();
-    /// assert_eq!(s.to_vec::<i64>().unwrap(), [2, 5, 8]);
-    /// ```
-    pub fn slice(
-        &self,
-        dim: i64,
-        start: Option<i64>,
-        end: Option<i64>,
-        step: i64,
-    ) -> Result<Tensor> {
+    fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
         if self.dim() == 0 {
             return Err(TensorError::invalid(
                 "slice() cannot be applied to a 0-dim tensor.",
@@ -358,8 +383,7 @@ impl Tensor {
         Ok(self.make_view(sizes, strides, offset))
     }
 
-    /// `length` elements from `start` along `dim` (`start` may be negative).
-    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
         if self.dim() == 0 {
             return Err(TensorError::invalid(
                 "narrow() cannot be applied to a 0-dim tensor.",
@@ -387,9 +411,7 @@ impl Tensor {
         self.slice(d as i64, Some(start), Some(start + length), 1)
     }
 
-    /// Flattens dimensions `start_dim..=end_dim` into one (a view when possible, else a copy;
-    /// a 0-dim tensor becomes 1-d).
-    pub fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
         let s = wrap_dim(start_dim, self.dim())?;
         let e = wrap_dim(end_dim, self.dim())?;
         if s > e {
@@ -411,6 +433,12 @@ impl Tensor {
         shape.push(self.sizes()[s..=e].iter().product());
         shape.extend_from_slice(&self.sizes()[e + 1..]);
         self.reshape(&shape)
+    }
+    fn contiguous(&self) -> Result<Tensor> {
+        self.contiguous_impl(crate::MemoryFormat::Contiguous)
+    }
+    fn contiguous_as(&self, format: crate::MemoryFormat) -> Result<Tensor> {
+        self.contiguous_impl(format)
     }
 }
 

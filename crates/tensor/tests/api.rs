@@ -1,6 +1,7 @@
 //! End-to-end uses of the public API, as the dispatcher and kernels will use it.
 
 use std::sync::Arc;
+use switchboard_tensor::RawOps;
 
 use switchboard_keys::{DispatchKey, DispatchKeySet};
 use switchboard_tensor::{

@@ -2,6 +2,7 @@
 //! from PyTorch (the `tensors` and `devices` records).
 
 use switchboard_keys::{DispatchKey, DispatchKeySet};
+use switchboard_tensor::RawOps;
 use switchboard_tensor::{Device, ScalarType, Tensor};
 use switchboard_testkit::{data_files, file_name, read_json, Report, Value};
 

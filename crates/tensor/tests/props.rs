@@ -2,6 +2,7 @@
 //! round-trips, broadcasting symmetry, strided copies.
 
 use proptest::prelude::*;
+use switchboard_tensor::RawOps;
 use switchboard_tensor::{
     compute_view_stride, copy_strided, infer_size, ScalarType, StridedOffsets, Tensor,
 };
