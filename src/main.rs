@@ -16,11 +16,17 @@ struct Cli {
 enum Command {
     /// Print every dispatch key with its value, kind, key set and dispatch-table slot.
     Keys,
+    /// Call a registered operator through the boxed path (for debugging and checking kernels).
+    ///
+    /// Tensors come from a safetensors file (`--in`, values `@KEY`), the other arguments are
+    /// literals (`NAME=VALUE`); tensor outputs go to `--out` or are printed.
+    Call(cli::call::CallArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     match cli.command {
         Command::Keys => cli::keys::run(&mut std::io::stdout().lock()),
+        Command::Call(args) => std::process::exit(cli::call::main(&args)),
     }
 }

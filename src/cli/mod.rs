@@ -1,3 +1,4 @@
 //! The subcommands of the `switchboard` binary.
 
+pub mod call;
 pub mod keys;

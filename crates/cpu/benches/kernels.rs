@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the CPU kernels called directly (no dispatch): the elementwise
 //! iterator's contiguous fast path, a broadcast, a strided (transposed) input and a reduction.
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use switchboard_cpu as cpu;
 use switchboard_tensor::RawOps;
@@ -34,5 +34,20 @@ fn kernels(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, kernels);
+/// `mm` of square f32 matrices; the throughput is reported in elements/s where one element is
+/// one flop (`2n^3` per product), so `Gelem/s` reads as GFLOP/s.
+fn matmul(c: &mut Criterion) {
+    let mut g = c.benchmark_group("cpu");
+    for n in [512usize, 1024] {
+        let a = ramp(n * n, &[n as i64, n as i64]);
+        let b = ramp(n * n, &[n as i64, n as i64]);
+        g.throughput(Throughput::Elements(2 * (n as u64).pow(3)));
+        g.bench_function(format!("mm_{n}"), |bch| {
+            bch.iter(|| cpu::mm(black_box(&a), black_box(&b)).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, kernels, matmul);
 criterion_main!(benches);

@@ -32,14 +32,21 @@ pub mod reduce;
 mod binary;
 mod compare;
 mod copy;
+mod linalg;
+#[cfg(test)]
+mod nn_testutil;
 mod reductions;
 mod ternary;
 mod unary;
+
+#[cfg(feature = "register")]
+mod registrations;
 
 pub use binary::*;
 pub use compare::*;
 pub use copy::*;
 pub use error::Result;
+pub use linalg::*;
 pub use reductions::*;
 pub use ternary::*;
 pub use unary::*;

@@ -1,7 +1,7 @@
 //! The Rust types of operator arguments and returns, and their boxed (`IValue`) forms.
 
 use switchboard_keys::DispatchKeySet;
-use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
 use crate::ivalue::{IValue, Stack};
 
@@ -227,6 +227,41 @@ impl Arg for Option<Tensor> {
 }
 impl KernelParam for Option<&Tensor> {
     type Family = Option<Tensor>;
+}
+
+impl Arg for Generator {
+    type Ref<'a> = &'a Generator;
+    const SCHEMA_TYPE: &'static str = "Generator";
+    fn from_ivalue(v: &IValue) -> Option<&Generator> {
+        match v {
+            IValue::Generator(g) => Some(g),
+            _ => None,
+        }
+    }
+    fn to_ivalue(r: &Generator) -> IValue {
+        IValue::Generator(r.clone())
+    }
+}
+impl KernelParam for &Generator {
+    type Family = Generator;
+}
+
+impl Arg for Option<Generator> {
+    type Ref<'a> = Option<&'a Generator>;
+    const SCHEMA_TYPE: &'static str = "Generator?";
+    fn from_ivalue(v: &IValue) -> Option<Option<&Generator>> {
+        match v {
+            IValue::None => Some(None),
+            IValue::Generator(g) => Some(Some(g)),
+            _ => None,
+        }
+    }
+    fn to_ivalue(r: Option<&Generator>) -> IValue {
+        r.map_or(IValue::None, |g| IValue::Generator(g.clone()))
+    }
+}
+impl KernelParam for Option<&Generator> {
+    type Family = Option<Generator>;
 }
 
 impl Arg for Vec<Tensor> {

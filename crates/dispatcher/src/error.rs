@@ -135,6 +135,18 @@ pub enum DispatchErrorKind {
     /// An error raised by a kernel (a shape mismatch, a bad dtype, ...).
     #[error("{0}")]
     Kernel(String),
+    /// An error of the tensor runtime raised by a kernel (a shape mismatch, a bad dtype, a dim
+    /// out of range, ...), with PyTorch's message.
+    #[error("{0}")]
+    Tensor(#[from] switchboard_tensor::TensorError),
+}
+
+impl From<switchboard_tensor::TensorError> for DispatchError {
+    /// Lets kernels written against the tensor runtime use `?` inside dispatcher kernels.
+    #[cold]
+    fn from(e: switchboard_tensor::TensorError) -> Self {
+        DispatchErrorKind::Tensor(e).into()
+    }
 }
 
 /// The dispatcher's result type.

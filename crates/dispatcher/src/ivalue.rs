@@ -3,7 +3,7 @@
 use std::fmt;
 
 use switchboard_keys::DispatchKeySet;
-use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
 /// A boxed value: one argument or return of an operator in the boxed calling convention.
 ///
@@ -33,6 +33,8 @@ pub enum IValue {
     Device(Device),
     /// A `MemoryFormat`.
     MemoryFormat(MemoryFormat),
+    /// A `Generator` (a handle to a random-number generator's state).
+    Generator(Generator),
     /// An `int[]`.
     IntList(Vec<i64>),
     /// A `float[]`.
@@ -67,6 +69,7 @@ impl IValue {
             IValue::Layout(_) => "Layout",
             IValue::Device(_) => "Device",
             IValue::MemoryFormat(_) => "MemoryFormat",
+            IValue::Generator(_) => "Generator",
             IValue::IntList(_) => "List[int]",
             IValue::DoubleList(_) => "List[float]",
             IValue::BoolList(_) => "List[bool]",
@@ -158,6 +161,7 @@ impl fmt::Display for IValue {
             IValue::Layout(v) => write!(f, "{v}"),
             IValue::Device(v) => write!(f, "{v}"),
             IValue::MemoryFormat(v) => write!(f, "{v}"),
+            IValue::Generator(g) => write!(f, "{g:?}"),
             IValue::IntList(v) => list(f, v),
             IValue::DoubleList(v) => {
                 list(f, &v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>())

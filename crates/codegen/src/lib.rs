@@ -1,0 +1,20 @@
+//! Switchboard's code generator (the counterpart of PyTorch's torchgen), used from build
+//! scripts: it reads operator declarations in the format of PyTorch's
+//! `native_functions.yaml` ([`parse_yaml`]) and writes Rust source:
+//!
+//! - [`api`]: the typed operator API of the `ops` crate (one function per operator overload
+//!   with a cached operator handle, `redispatch::` functions, the `TensorOps` methods, the
+//!   schema registrations and the composite / BackendSelect kernel registrations);
+//! - [`backend`]: the kernel registrations of one backend crate for one dispatch key.
+//!
+//! Generated code is never edited by hand: change the YAML or this crate.
+
+mod emit_api;
+mod emit_backend;
+mod model;
+mod types;
+
+pub use emit_api::api;
+pub use emit_backend::backend;
+pub use model::{parse_yaml, NativeFunction};
+pub use types::{rust_ident, RustArg};

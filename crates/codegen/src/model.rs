@@ -1,0 +1,222 @@
+//! The declarations read from the YAML file.
+
+use std::collections::HashMap;
+
+use switchboard_schema::FunctionSchema;
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// One `- func:` entry.
+#[derive(Debug, Clone)]
+pub struct NativeFunction {
+    /// The schema text as written (with the `aten::` namespace added when missing).
+    pub schema_text: String,
+    /// The parsed schema.
+    pub schema: FunctionSchema,
+    /// Whether a free function is generated (`variants: function`, the default).
+    pub function: bool,
+    /// Whether a `TensorOps` method is generated (`variants: method`).
+    pub method: bool,
+    /// `(dispatch key, kernel name)` pairs, in file order.
+    pub dispatch: Vec<(String, String)>,
+    /// The name of the generated Rust function (`add`, `add_scalar`, `sum_dim_int_list`).
+    pub api_name: String,
+    /// The schema name without namespace and overload (`add_`).
+    pub name: String,
+    /// The overload name (`Tensor`).
+    pub overload: String,
+}
+
+impl NativeFunction {
+    /// `name.overload` (or `name` without overload), as registrations refer to it.
+    pub fn qualified(&self) -> String {
+        if self.overload.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}.{}", self.name, self.overload)
+        }
+    }
+
+    /// Whether the function is a factory whose backend comes from its `device` argument: it
+    /// has backend kernels, a `Device?` argument, and no tensor argument. PyTorch generates a
+    /// BackendSelect kernel for those.
+    pub fn needs_backend_select(&self) -> bool {
+        let has_backend = self.dispatch.iter().any(|(k, _)| k == "CPU" || k == "Meta");
+        let args = self.schema.arguments();
+        has_backend
+            && args.iter().any(|a| a.name() == "device")
+            && !args.iter().any(|a| a.is_tensor_like())
+    }
+}
+
+fn snake(overload: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = overload.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_ascii_uppercase() {
+            let prev_lower =
+                i > 0 && (chars[i - 1].is_ascii_lowercase() || chars[i - 1].is_ascii_digit());
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
+            if i > 0 && chars[i - 1] != '_' && (prev_lower || (prev_upper && next_lower)) {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Parses the YAML text into declarations, naming each generated function.
+///
+/// Naming (Rust has no overloading): within one schema name, the first overload listed is
+/// the primary one (unless it is an `out` overload) and is named after the operator; the others append the overload in
+/// snake case before an in-place operator's trailing `_` (`add_.Scalar` -> `add_scalar_`).
+pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
+    let docs = YamlLoader::load_from_str(text).map_err(|e| format!("YAML: {e}"))?;
+    let Some(Yaml::Array(entries)) = docs.into_iter().next() else {
+        return Err("YAML: expected a list of `- func:` entries".into());
+    };
+    let mut out: Vec<NativeFunction> = Vec::new();
+    let mut primary_taken: HashMap<String, String> = HashMap::new();
+    let mut api_names: HashMap<String, String> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        let func = e["func"]
+            .as_str()
+            .ok_or_else(|| format!("entry {i}: missing `func:`"))?;
+        let text = if func.contains("::") {
+            func.to_owned()
+        } else {
+            format!("aten::{func}")
+        };
+        let schema = FunctionSchema::parse(&text).map_err(|e| format!("{func}: {e}"))?;
+        let name = schema.base_name().to_owned();
+        let overload = schema.overload_name().to_owned();
+        let (function, method) = match &e["variants"] {
+            Yaml::BadValue => (true, false),
+            v => {
+                let s = v
+                    .as_str()
+                    .ok_or_else(|| format!("{func}: bad `variants:`"))?;
+                let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+                for p in &parts {
+                    if *p != "function" && *p != "method" {
+                        return Err(format!("{func}: unknown variant `{p}`"));
+                    }
+                }
+                (parts.contains(&"function"), parts.contains(&"method"))
+            }
+        };
+        let mut dispatch = Vec::new();
+        let mut default_composite = false;
+        match &e["dispatch"] {
+            Yaml::BadValue => default_composite = true,
+            Yaml::Hash(h) => {
+                for (k, v) in h {
+                    let (Some(keys), Some(kernel)) = (k.as_str(), v.as_str()) else {
+                        return Err(format!("{func}: bad `dispatch:` entry"));
+                    };
+                    for key in keys.split(',').map(str::trim) {
+                        dispatch.push((key.to_owned(), kernel.to_owned()));
+                    }
+                }
+            }
+            _ => return Err(format!("{func}: `dispatch:` must be a map")),
+        }
+        let inplace = name.ends_with('_') && !name.ends_with("__");
+        let stem = if inplace {
+            &name[..name.len() - 1]
+        } else {
+            &name[..]
+        };
+        let is_out =
+            overload == "out" || overload.starts_with("out_") || overload.ends_with("_out");
+        let api_name = match primary_taken.get(&name) {
+            None if !is_out => {
+                primary_taken.insert(name.clone(), overload.clone());
+                crate::types::rust_ident(&name)
+            }
+            _ => {
+                let suffix = snake(&overload);
+                if inplace {
+                    format!("{stem}_{suffix}_")
+                } else {
+                    format!("{stem}_{suffix}")
+                }
+            }
+        };
+        if default_composite {
+            // PyTorch names the kernel after the function; ours must be unique per overload.
+            dispatch.push((
+                "CompositeImplicitAutograd".to_owned(),
+                api_name.trim_start_matches("r#").to_owned(),
+            ));
+        }
+        if let Some(prev) = api_names.insert(api_name.clone(), func.to_owned()) {
+            return Err(format!(
+                "{func}: generated name `{api_name}` is already taken by {prev}"
+            ));
+        }
+        out.push(NativeFunction {
+            schema_text: text,
+            schema,
+            function,
+            method,
+            dispatch,
+            api_name,
+            name,
+            overload,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snake_case_overloads() {
+        assert_eq!(snake("Tensor"), "tensor");
+        assert_eq!(snake("dim_IntList"), "dim_int_list");
+        assert_eq!(snake("IntList_out"), "int_list_out");
+        assert_eq!(snake("Tensor_Tensor"), "tensor_tensor");
+        assert_eq!(snake("ScalarSelf"), "scalar_self");
+        assert_eq!(snake("using_ints"), "using_ints");
+    }
+
+    #[test]
+    fn names_and_dispatch() {
+        let y = "
+- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU, Meta: add_tensor
+- func: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+- func: add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)
+- func: sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+";
+        let f = parse_yaml(y).unwrap();
+        let names: Vec<&str> = f.iter().map(|f| f.api_name.as_str()).collect();
+        assert_eq!(names, ["add", "add_scalar", "add_", "sum_int_list_out"]);
+        assert!(f[0].method && f[0].function && !f[1].method);
+        assert_eq!(
+            f[0].dispatch,
+            [
+                ("CPU".into(), "add_tensor".into()),
+                ("Meta".into(), "add_tensor".into())
+            ]
+        );
+        assert_eq!(f[1].dispatch[0].0, "CompositeImplicitAutograd");
+    }
+
+    #[test]
+    fn errors_name_the_entry() {
+        assert!(parse_yaml("- func: add(Tensor self -> Tensor")
+            .unwrap_err()
+            .contains("add("));
+        let dup = "- func: a(Tensor x) -> Tensor\n- func: a.b(Tensor x) -> Tensor\n- func: a_b(Tensor x) -> Tensor\n";
+        assert!(parse_yaml(dup).unwrap_err().contains("already taken"));
+    }
+}

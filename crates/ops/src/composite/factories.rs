@@ -1,0 +1,231 @@
+//! Factories (CompositeExplicitAutograd): they allocate through `empty.memory_format` /
+//! `empty_strided`, whose BackendSelect kernels pick the backend from `device`, then fill
+//! in place through dispatched operators.
+
+use switchboard_dispatcher::Result;
+use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor, DEFAULT_DTYPE};
+
+use super::error;
+
+fn empty(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::empty(size, dtype, layout, device, pin_memory, None)
+}
+
+/// `zeros`.
+pub fn zeros(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::zero_(&empty(size, dtype, layout, device, pin_memory)?)
+}
+
+/// `ones`.
+pub fn ones(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::fill_(&empty(size, dtype, layout, device, pin_memory)?, 1)
+}
+
+/// The dtype PyTorch infers for `full` from its fill value.
+fn scalar_dtype(s: Scalar) -> ScalarType {
+    match s {
+        Scalar::Bool(_) => ScalarType::Bool,
+        Scalar::Int(_) => ScalarType::Long,
+        Scalar::Float(_) => DEFAULT_DTYPE,
+    }
+}
+
+/// `full`: the dtype defaults to the fill value's (bool, int64 or the default float).
+pub fn full(
+    size: &[i64],
+    fill_value: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let dtype = dtype.unwrap_or(scalar_dtype(fill_value));
+    crate::fill_(
+        &empty(size, Some(dtype), layout, device, pin_memory)?,
+        fill_value,
+    )
+}
+
+/// `arange`: `arange.start_step(0, end, 1)`.
+pub fn arange(
+    end: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    arange_start_step(
+        Scalar::Int(0),
+        end,
+        Scalar::Int(1),
+        dtype,
+        layout,
+        device,
+        pin_memory,
+    )
+}
+
+/// `arange.start_step`: the dtype defaults to int64 when start, end and step are all
+/// integers, else to the default float; the values come from `arange.start_out`.
+pub fn arange_start_step(
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let integral = [start, end, step]
+        .iter()
+        .all(|s| matches!(s, Scalar::Int(_) | Scalar::Bool(_)));
+    let dtype = dtype.unwrap_or(if integral {
+        ScalarType::Long
+    } else {
+        DEFAULT_DTYPE
+    });
+    let out = empty(&[0], Some(dtype), layout, device, pin_memory)?;
+    crate::arange_start_out(start, end, step, &out)
+}
+
+/// `rand`: uniform on [0, 1).
+pub fn rand(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::uniform_(
+        &empty(size, dtype, layout, device, pin_memory)?,
+        0.0,
+        1.0,
+        None,
+    )
+}
+
+/// `randn`: standard normal.
+pub fn randn(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::normal_(
+        &empty(size, dtype, layout, device, pin_memory)?,
+        0.0,
+        1.0,
+        None,
+    )
+}
+
+/// `randint`: integers uniform on [0, high).
+pub fn randint(
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let t = empty(
+        size,
+        Some(dtype.unwrap_or(ScalarType::Long)),
+        layout,
+        device,
+        pin_memory,
+    )?;
+    crate::random_(&t, 0, Some(high), None)
+}
+
+/// `empty_like`: the same sizes; with the preserve format (the default), the same strides
+/// when `self` is non-overlapping and dense, else its suggested memory format.
+pub fn empty_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    if layout.is_some_and(|l| l != Layout::Strided) {
+        return Err(error(format!(
+            "empty_like: only the strided layout is supported, got {}",
+            layout.unwrap_or_default()
+        )));
+    }
+    let dtype = Some(dtype.unwrap_or(self_.dtype()));
+    let device = Some(device.unwrap_or(self_.device()));
+    match memory_format.unwrap_or(MemoryFormat::Preserve) {
+        MemoryFormat::Preserve if self_.is_non_overlapping_and_dense() => crate::empty_strided(
+            self_.sizes(),
+            self_.strides(),
+            dtype,
+            layout,
+            device,
+            pin_memory,
+        ),
+        MemoryFormat::Preserve => crate::empty(
+            self_.sizes(),
+            dtype,
+            layout,
+            device,
+            pin_memory,
+            Some(self_.suggest_memory_format()),
+        ),
+        f => crate::empty(self_.sizes(), dtype, layout, device, pin_memory, Some(f)),
+    }
+}
+
+/// `zeros_like`.
+pub fn zeros_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    crate::zero_(&empty_like(
+        self_,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        memory_format,
+    )?)
+}
+
+/// `ones_like`.
+pub fn ones_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    crate::fill_(
+        &empty_like(self_, dtype, layout, device, pin_memory, memory_format)?,
+        1,
+    )
+}

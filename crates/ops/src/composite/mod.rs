@@ -1,0 +1,34 @@
+//! The composite kernels named in `native_functions.yaml`: CompositeImplicitAutograd
+//! decompositions (autograd differentiates through the operators they call) and
+//! CompositeExplicitAutograd kernels (backend-independent, with their own autograd
+//! formulas). All of them call operators through the dispatcher, never kernels directly.
+
+mod convert;
+mod factories;
+mod nn;
+mod shape;
+
+pub use convert::*;
+pub use factories::*;
+pub use nn::*;
+pub use shape::*;
+
+use switchboard_dispatcher::{DispatchError, DispatchErrorKind};
+
+/// An error raised by a composite kernel, with PyTorch's message.
+#[cold]
+pub(crate) fn error(msg: impl Into<String>) -> DispatchError {
+    DispatchErrorKind::Kernel(msg.into()).into()
+}
+
+/// `v` as `n` values: PyTorch expands a one-element `int[N]` argument to N copies.
+pub(crate) fn expand_param(name: &str, v: &[i64], n: usize) -> Result<Vec<i64>, DispatchError> {
+    match v.len() {
+        1 => Ok(vec![v[0]; n]),
+        l if l == n => Ok(v.to_vec()),
+        l => Err(error(format!(
+            "expected {name} to be a single integer value or a list of {n} values to match the \
+             convolution dimensions, but got {name}={v:?} ({l} values)"
+        ))),
+    }
+}

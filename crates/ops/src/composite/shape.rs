@@ -1,0 +1,139 @@
+//! Views and shape operators: the CompositeExplicitAutograd views are the tensor crate's
+//! metadata primitives (`RawOps`); reshape, flatten, narrow and contiguous decompose into
+//! dispatched operators (CompositeImplicitAutograd).
+
+use switchboard_dispatcher::Result;
+use switchboard_tensor::{MemoryFormat, RawOps, Tensor};
+
+use super::error;
+
+/// `view` (CompositeExplicitAutograd).
+pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    Ok(RawOps::view(self_, size)?)
+}
+
+/// `transpose.int` (CompositeExplicitAutograd).
+pub fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    Ok(RawOps::transpose(self_, dim0, dim1)?)
+}
+
+/// `t` (CompositeExplicitAutograd).
+pub fn t(self_: &Tensor) -> Result<Tensor> {
+    Ok(RawOps::t(self_)?)
+}
+
+/// `permute` (CompositeExplicitAutograd).
+pub fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    Ok(RawOps::permute(self_, dims)?)
+}
+
+/// `expand` (CompositeExplicitAutograd).
+pub fn expand(self_: &Tensor, size: &[i64], _implicit: bool) -> Result<Tensor> {
+    Ok(RawOps::expand(self_, size)?)
+}
+
+/// `squeeze` (CompositeExplicitAutograd).
+pub fn squeeze(self_: &Tensor) -> Result<Tensor> {
+    Ok(RawOps::squeeze(self_)?)
+}
+
+/// `squeeze.dim` (CompositeExplicitAutograd).
+pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    Ok(RawOps::squeeze_dim(self_, dim)?)
+}
+
+/// `unsqueeze` (CompositeExplicitAutograd).
+pub fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    Ok(RawOps::unsqueeze(self_, dim)?)
+}
+
+/// `select.int` (CompositeExplicitAutograd).
+pub fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    Ok(RawOps::select(self_, dim, index)?)
+}
+
+/// `slice.Tensor` (CompositeExplicitAutograd).
+pub fn slice(
+    self_: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    Ok(RawOps::slice(self_, dim, start, end, step)?)
+}
+
+/// `as_strided` (CompositeExplicitAutograd).
+pub fn as_strided(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    let offset = storage_offset.unwrap_or(self_.storage_offset());
+    Ok(RawOps::as_strided(self_, size, stride, offset)?)
+}
+
+/// `reshape` (CompositeImplicitAutograd): a `view` when the strides allow it, else a
+/// contiguous `clone` viewed.
+pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    if self_.reshape_view(shape)?.is_some() {
+        crate::view(self_, shape)
+    } else {
+        let c = crate::clone(self_, Some(MemoryFormat::Contiguous))?;
+        crate::view(&c, shape)
+    }
+}
+
+/// `flatten.using_ints` (CompositeImplicitAutograd).
+pub fn flatten(self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    // Validates the dims and computes the shape (a metadata-only view, then discarded).
+    let shape = RawOps::flatten(self_, start_dim, end_dim)?.sizes().to_vec();
+    if shape.as_slice() == self_.sizes() {
+        return Ok(self_.clone());
+    }
+    reshape(self_, &shape)
+}
+
+/// `narrow` (CompositeImplicitAutograd): a `slice`.
+pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    RawOps::narrow(self_, dim, start, length)?; // PyTorch's checks and messages
+    let d = switchboard_tensor::wrap_dim(dim, self_.dim())?;
+    let size = self_.sizes()[d];
+    let start = if start < 0 { start + size } else { start };
+    crate::slice(self_, dim, Some(start), Some(start + length), 1)
+}
+
+/// `contiguous` (CompositeImplicitAutograd): `self` when already contiguous in
+/// `memory_format`, else a `clone` in it.
+pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor> {
+    if memory_format == MemoryFormat::Preserve {
+        return Err(error(
+            "preserve memory format is unsupported by the contiguous operator",
+        ));
+    }
+    if self_.is_contiguous_as(memory_format) {
+        return Ok(self_.clone());
+    }
+    crate::clone(self_, Some(memory_format))
+}
+
+/// `stack` (CompositeExplicitAutograd): `cat` of the inputs unsqueezed at `dim`.
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let Some(first) = tensors.first() else {
+        return Err(error("stack expects a non-empty TensorList"));
+    };
+    let dim = switchboard_tensor::wrap_dim(dim, first.dim() + 1)? as i64;
+    for (i, t) in tensors.iter().enumerate() {
+        if t.sizes() != first.sizes() {
+            return Err(error(format!(
+                "stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at \
+                 entry {i}",
+                first.sizes(),
+                t.sizes()
+            )));
+        }
+    }
+    let parts: Result<Vec<Tensor>> = tensors.iter().map(|t| crate::unsqueeze(t, dim)).collect();
+    crate::cat(&parts?, dim)
+}

@@ -1,0 +1,93 @@
+//! Switchboard's operators: PyTorch's schemas declared in `native_functions.yaml` (same
+//! format as PyTorch's), and the typed API generated from it by `switchboard-codegen`:
+//!
+//! - one function per operator overload (`ops::add(&a, &b, 1)`, `ops::add_scalar`,
+//!   `ops::sum_dim_int_list`): it looks its operator up once (a cached typed handle) and
+//!   calls through the dispatcher, so every layer (autograd, tracing, ...) sees the call;
+//! - [`redispatch`]: the same with an explicit `DispatchKeySet`, for kernels that wrap others;
+//! - [`TensorOps`]: the operators declared `variants: method` as `Tensor` methods;
+//! - [`handles`]: the typed operator handles themselves;
+//! - the composite kernels (`CompositeImplicitAutograd` decompositions such as `linear`,
+//!   `matmul`, `cross_entropy_loss`, and `CompositeExplicitAutograd` kernels such as the views
+//!   and the factories) and the generated BackendSelect kernels of factories.
+//!
+//! Backend crates (`switchboard-cpu`, `switchboard-meta`) generate their kernel registrations
+//! from the same YAML file (its path reaches their build scripts as
+//! `DEP_SWITCHBOARD_OPS_YAML`).
+//!
+//! ```ignore
+//! // (needs a backend crate linked, e.g. switchboard-cpu)
+//! use switchboard_ops::{self as ops, TensorOps};
+//! let a = ops::ones(&[2, 2], None, None, None, None)?;
+//! let b = a.add(&a, 1)?.sum(None)?;
+//! ```
+#![warn(missing_docs)]
+
+pub mod composite;
+
+mod generated {
+    use std::sync::OnceLock;
+
+    use switchboard_dispatcher::{
+        DispatchKeySet, KernelFunction, Library, Result, TypedOperatorHandle,
+    };
+    use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+
+    include!(concat!(env!("OUT_DIR"), "/api.rs"));
+}
+
+pub use generated::*;
+pub use generated::{handles, redispatch, TensorOps, SCHEMAS};
+pub use switchboard_dispatcher::{DispatchError, Result};
+
+use switchboard_dispatcher::{library, Dispatcher, KernelFunction, TypedOperatorHandle};
+use switchboard_dispatcher::{ArgList, KernelReturn};
+use switchboard_keys::DispatchKeySet;
+use switchboard_tensor::Device;
+
+library!(DEF aten, generated::register_schemas);
+library!(IMPL aten, CompositeImplicitAutograd, generated::register_composite_implicit_autograd);
+library!(IMPL aten, CompositeExplicitAutograd, generated::register_composite_explicit_autograd);
+library!(
+    IMPL aten,
+    CompositeExplicitAutogradNonFunctional,
+    generated::register_composite_explicit_autograd_non_functional
+);
+library!(IMPL aten, BackendSelect, generated::register_backend_select);
+
+// Note [Autograd fallback]
+// Tensors carry their backend's Autograd key whether or not they require grad (as in
+// PyTorch), so every call reaches an Autograd slot first. Operators with an autograd kernel
+// (registered by switchboard-autograd on the Autograd alias) run it; for the others
+// (non-differentiable operators, or no autograd crate linked) this fallthrough fallback
+// skips the key and the call goes on to the backend, like PyTorch's autograd fallback does
+// when no input requires grad.
+library!(IMPL _, Autograd, |lib| lib.fallback(None, KernelFunction::fallthrough()));
+
+/// The typed handle of an `aten` operator of the global dispatcher (the generated functions
+/// call this once each and cache the result).
+///
+/// # Panics
+/// If the operator is missing or its schema does not match the generated signature: both
+/// mean the generated code and the registered schemas disagree, a build error of this crate.
+#[cold]
+pub fn lookup<A: ArgList, R: KernelReturn>(name: &str) -> TypedOperatorHandle<A, R> {
+    let d = Dispatcher::global();
+    let op = d
+        .find_schema_or_throw(name)
+        .unwrap_or_else(|e| panic!("switchboard-ops: {e}"));
+    op.typed()
+        .unwrap_or_else(|e| panic!("switchboard-ops: {name}: {e}"))
+}
+
+/// The key set a factory's BackendSelect kernel redispatches to: the dense backend key of
+/// `device` (CPU when `None`), as PyTorch's `computeDispatchKey`. A device type without a
+/// dense backend gives the empty set, so the call fails with the dispatcher's "no kernel"
+/// error naming the operator.
+pub fn backend_select_keys(device: Option<Device>) -> DispatchKeySet {
+    device
+        .unwrap_or_default()
+        .ty
+        .dense_key()
+        .map_or(DispatchKeySet::EMPTY, DispatchKeySet::from_key)
+}

@@ -1,0 +1,634 @@
+//! `switchboard call`: runs one registered operator through the dispatcher's boxed path, with
+//! tensors read from a safetensors file and the other arguments written as literals.
+//!
+//! `switchboard call OPERATOR [--in INPUT.safetensors] [--out OUTPUT.safetensors] [NAME=VALUE ...]`
+//!
+//! // Note [switchboard call]
+//! The operator is looked up by name (`aten::add.Tensor`; the namespace defaults to `aten`, a
+//! bare `add` is the overload-less `aten::add`). Each argument is given by its schema name and
+//! read according to its schema type (see [`AFTER_HELP`]); omitted arguments take their schema
+//! default. The stack is built in schema order and run with `call_boxed`, below autograd (the
+//! inputs never require grad; PyTorch's inference mode does the same). Return `i` is `outI`:
+//! tensors go to the `--out` file (a `Tensor[]` return as `outI.0`, `outI.1`, ..., with
+//! `outI = Tensor[N]` in the file's metadata, next to `operator`), or are printed as
+//! `outI = tensor(...)` without `--out`; every other return goes into one JSON object printed
+//! as the last line of stdout (printed whenever there is such a return, and always with
+//! `--out` so that scripts can parse it). Every failure is a [`CallError`], printed by
+//! [`main`] as one line `error: ...` with exit status 2.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use switchboard::dispatcher::{
+    AutoDispatchBelowADInplaceOrView, DispatchError, DispatchErrorKind, Dispatcher, IValue,
+    OperatorHandle, SchemaRecord, Stack,
+};
+use switchboard::schema::{Argument, FunctionSchema, OperatorName};
+use switchboard::tensor::{load_safetensors_file, save_safetensors_file, Tensor};
+
+#[cfg(test)]
+mod tests;
+mod value;
+
+use value::{Inputs, ValueError};
+
+/// How values are written, for `switchboard call --help`.
+pub const AFTER_HELP: &str = "\
+VALUE is read by the argument's schema type:
+  Tensor            @KEY, the tensor KEY of the --in file
+  Tensor?           @KEY or None (every T? takes None)
+  Tensor[]          [@a, @b]       (Tensor?[]: [@a, None])
+  int, SymInt       3, -1
+  float             0.5, 1e-5, inf, nan
+  bool              true, false
+  Scalar            an int, float or bool literal
+  str               text, or \"quoted text\"
+  int[], float[]    [1, 2]; a sized int[N] also takes one int (stride=2 is [2, 2])
+  ScalarType        float32, float, int64, long, bool, float16, half, bfloat16, ...
+  MemoryFormat      contiguous_format, channels_last, channels_last_3d, preserve_format
+  Layout            strided
+  Device            cpu, meta
+  Generator         a seed: a fresh CPU generator, as torch.Generator().manual_seed(SEED)
+Omitted arguments take their schema default.
+Outputs: return I is outI; tensors go to the --out file (a Tensor[] as outI.0, outI.1, ...) or
+are printed without --out; other returns are printed as one JSON object, e.g. {\"out1\":3}.
+Errors are one line on stderr, `error: ...`, with exit status 2.";
+
+/// The arguments of `switchboard call`.
+#[derive(clap::Args, Debug, Clone, Default)]
+#[command(after_help = AFTER_HELP)]
+pub struct CallArgs {
+    /// The operator: `aten::add.Tensor`, `add.Tensor` (namespace aten) or `add` (no overload).
+    #[arg(value_name = "OPERATOR")]
+    pub operator: String,
+    /// The safetensors file that `@KEY` values refer to.
+    #[arg(long = "in", value_name = "INPUT.safetensors")]
+    pub input: Option<PathBuf>,
+    /// Writes the tensor outputs to this safetensors file instead of printing them.
+    #[arg(long = "out", value_name = "OUTPUT.safetensors")]
+    pub output: Option<PathBuf>,
+    /// The operator's arguments by schema name, NAME=VALUE.
+    #[arg(value_name = "NAME=VALUE")]
+    pub args: Vec<String>,
+}
+
+/// Why `switchboard call` failed. Every message is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The operator name does not parse.
+    #[error("invalid operator name {name:?}: {reason}")]
+    InvalidOperatorName {
+        /// What was given.
+        name: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// No operator of that name has a schema.
+    #[error("unknown operator '{name}'{hint}")]
+    UnknownOperator {
+        /// The full name looked up.
+        name: String,
+        /// Suggestions (overloads of the name, close names), possibly empty.
+        hint: String,
+    },
+    /// An argument without `=`.
+    #[error("expected NAME=VALUE, got {0:?}")]
+    MalformedArgument(String),
+    /// A name the schema does not have.
+    #[error("{op} has no argument '{name}'; its arguments are: {known}")]
+    UnknownArgument {
+        /// The operator.
+        op: String,
+        /// The name given.
+        name: String,
+        /// The schema's argument names.
+        known: String,
+    },
+    /// The same name twice.
+    #[error("argument '{0}' is given more than once")]
+    DuplicateArgument(String),
+    /// Arguments without default that were not given.
+    #[error("missing argument {missing} of {schema}")]
+    MissingArgument {
+        /// `'name' (type)`, comma-separated.
+        missing: String,
+        /// The operator's schema.
+        schema: String,
+    },
+    /// A value that does not read as the argument's type.
+    #[error("argument '{name}' ({expected}): cannot read {value:?}: {reason}")]
+    BadValue {
+        /// The argument.
+        name: String,
+        /// Its schema type.
+        expected: String,
+        /// The text given.
+        value: String,
+        /// Why it does not read.
+        reason: String,
+    },
+    /// `@KEY` without `--in`.
+    #[error("argument '{name}' refers to tensor '@{key}' but no input file was given (--in)")]
+    NoInputFile {
+        /// The argument.
+        name: String,
+        /// The tensor key.
+        key: String,
+    },
+    /// `@KEY` that the input file does not hold.
+    #[error("argument '{name}': {path} holds no tensor '{key}' (it holds: {available})")]
+    UnknownTensor {
+        /// The argument.
+        name: String,
+        /// The tensor key.
+        key: String,
+        /// The input file.
+        path: String,
+        /// Its tensor names.
+        available: String,
+    },
+    /// An argument type that cannot be written on the command line (Generator, Dict, ...).
+    #[error("argument '{name}' has type {ty}, which cannot be given on the command line")]
+    UnsupportedType {
+        /// The argument.
+        name: String,
+        /// Its schema type.
+        ty: String,
+    },
+    /// A schema default this tool cannot box (a complex number, ...).
+    #[error("the default of argument '{name}' ({default}) is not supported; give a value")]
+    UnsupportedDefault {
+        /// The argument.
+        name: String,
+        /// The default as the schema prints it.
+        default: String,
+    },
+    /// The input file cannot be read.
+    #[error("input file {path}: {message}")]
+    Input {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The output file cannot be written.
+    #[error("output file {path}: {message}")]
+    Output {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The call failed: no kernel for the inputs' keys, or the kernel's error.
+    #[error("{op}: {message}")]
+    Kernel {
+        /// The operator.
+        op: String,
+        /// The dispatcher's or kernel's message.
+        message: String,
+    },
+    /// Something panicked (a kernel bug); reported instead of unwinding out of the CLI.
+    #[error("{op} panicked: {message}")]
+    Panic {
+        /// The operator as given.
+        op: String,
+        /// The panic message and, when known, its location.
+        message: String,
+    },
+    /// Writing to stdout failed.
+    #[error("cannot write the output: {0}")]
+    Stdout(#[from] std::io::Error),
+}
+
+/// Joins the lines of a (possibly multi-line) message into one.
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs `switchboard call` on the global dispatcher, printing to stdout. Returns the exit status:
+/// 0, or 2 after printing one line `error: ...` on stderr.
+pub fn main(args: &CallArgs) -> i32 {
+    record_panics_quietly();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = run(Dispatcher::global(), args, &mut out).and_then(|()| Ok(out.flush()?));
+    match result {
+        Ok(()) => 0,
+        // `switchboard call ... | head` closing the pipe early is not an error.
+        Err(CallError::Stdout(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e.to_string()));
+            2
+        }
+    }
+}
+
+/// Where the last panic happened, recorded by the hook of [`record_panics_quietly`].
+static LAST_PANIC_LOCATION: Mutex<Option<String>> = Mutex::new(None);
+
+/// Replaces the panic hook by one that only records the location, so that a panicking kernel
+/// ends as one `error:` line (see [`run`]) rather than the default multi-line report.
+fn record_panics_quietly() {
+    std::panic::set_hook(Box::new(|info| {
+        if let Some(loc) = info.location() {
+            *LAST_PANIC_LOCATION
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(loc.to_string());
+        }
+    }));
+}
+
+/// Calls `args.operator` of `d` with `args` (see Note [switchboard call]); writes printed
+/// tensors and the JSON object of non-tensor outputs to `stdout`, tensors to `args.output`.
+/// Never panics: a panic inside (a kernel's) becomes [`CallError::Panic`].
+pub fn run(d: &Dispatcher, args: &CallArgs, stdout: &mut dyn Write) -> Result<(), CallError> {
+    match catch_unwind(AssertUnwindSafe(|| run_unguarded(d, args, stdout))) {
+        Ok(result) => result,
+        Err(payload) => {
+            let mut message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".into());
+            let location = LAST_PANIC_LOCATION
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(loc) = location {
+                message = format!("{message} (at {loc})");
+            }
+            Err(CallError::Panic {
+                op: args.operator.clone(),
+                message: one_line(&message),
+            })
+        }
+    }
+}
+
+fn run_unguarded(d: &Dispatcher, args: &CallArgs, stdout: &mut dyn Write) -> Result<(), CallError> {
+    let (op, record) = resolve(d, &args.operator)?;
+    let schema = &record.schema;
+    let op_name = schema.operator_name().to_string();
+    let given = named_values(schema, &op_name, &args.args)?;
+    check_missing(schema, &given)?;
+    let inputs: Inputs = match &args.input {
+        Some(path) => Some(load_safetensors_file(path).map_err(|e| CallError::Input {
+            path: path.display().to_string(),
+            message: one_line(&e.to_string()),
+        })?),
+        None => None,
+    };
+    let stack = build_stack(schema, &given, &inputs, args.input.as_deref())?;
+    let returns = call(&op, schema, &op_name, stack)?;
+    write_outputs(&op_name, returns, args.output.as_deref(), stdout)
+}
+
+/// Finds the operator: the namespace defaults to `aten`.
+fn resolve(
+    d: &Dispatcher,
+    text: &str,
+) -> Result<(OperatorHandle, std::sync::Arc<SchemaRecord>), CallError> {
+    let parsed = OperatorName::parse(text.trim()).map_err(|e| CallError::InvalidOperatorName {
+        name: text.to_owned(),
+        reason: parse_error_reason(&e.to_string()),
+    })?;
+    let full = match parsed.namespace() {
+        Some(_) => parsed,
+        None => OperatorName::new(format!("aten::{}", parsed.name()), parsed.overload_name()),
+    };
+    let found = d
+        .find_schema_or_throw(&full.to_string())
+        .map(|op| op.schema().map(|record| (op, record)));
+    match found {
+        Ok(Some(found)) => Ok(found),
+        // Deregistered between the lookup and now.
+        Ok(None) => Err(unknown_operator(d, &full, None)),
+        Err(e) => Err(unknown_operator(d, &full, Some(e))),
+    }
+}
+
+/// A schema parser message in one line: `expected eof but found ':' here:\n<input>\n  ~ <--- HERE`
+/// becomes `expected eof but found ':' at column 3`.
+fn parse_error_reason(message: &str) -> String {
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default();
+    let Some(what) = first.strip_suffix(" here:") else {
+        return one_line(message);
+    };
+    match lines.find_map(|l| l.contains("<--- HERE").then(|| l.find('~'))) {
+        Some(Some(col)) => format!("{what} at column {}", col + 1),
+        _ => what.to_owned(),
+    }
+}
+
+fn unknown_operator(d: &Dispatcher, full: &OperatorName, e: Option<DispatchError>) -> CallError {
+    let all = d.list_operators();
+    let overloads: Vec<String> = all
+        .iter()
+        .filter(|n| n.name() == full.name() && *n != full)
+        .filter(|n| d.find_schema(&n.to_string()).is_some())
+        .map(ToString::to_string)
+        .collect();
+    let hint = match e.as_ref().map(DispatchError::kind) {
+        _ if !overloads.is_empty() => format!("; its overloads are: {}", overloads.join(", ")),
+        Some(DispatchErrorKind::UnknownOperator { suggestions, .. }) => {
+            match suggestions.trim_start() {
+                "" if all.is_empty() => " (no operators are registered)".into(),
+                "" => String::new(),
+                s if s.starts_with("Did you mean") => format!(". {s}"),
+                s => format!(" {s}"),
+            }
+        }
+        Some(_) => format!(
+            ": {}",
+            one_line(&e.map(|e| e.to_string()).unwrap_or_default())
+        ),
+        None => String::new(),
+    };
+    CallError::UnknownOperator {
+        name: full.to_string(),
+        hint,
+    }
+}
+
+/// The value text given for each schema argument, by position.
+fn named_values<'a>(
+    schema: &FunctionSchema,
+    op_name: &str,
+    args: &'a [String],
+) -> Result<Vec<Option<&'a str>>, CallError> {
+    let params = schema.arguments();
+    let mut given: Vec<Option<&str>> = vec![None; params.len()];
+    for a in args {
+        let (name, text) = a
+            .split_once('=')
+            .filter(|(name, _)| !name.trim().is_empty())
+            .ok_or_else(|| CallError::MalformedArgument(a.clone()))?;
+        let name = name.trim();
+        let Some(i) = params.iter().position(|p| p.name() == name) else {
+            let known: Vec<&str> = params.iter().map(Argument::name).collect();
+            return Err(CallError::UnknownArgument {
+                op: op_name.to_owned(),
+                name: name.to_owned(),
+                known: if known.is_empty() {
+                    "(none)".into()
+                } else {
+                    known.join(", ")
+                },
+            });
+        };
+        if given[i].replace(text).is_some() {
+            return Err(CallError::DuplicateArgument(name.to_owned()));
+        }
+    }
+    Ok(given)
+}
+
+/// Every argument without value or default, named in one error.
+fn check_missing(schema: &FunctionSchema, given: &[Option<&str>]) -> Result<(), CallError> {
+    let missing: Vec<String> = schema
+        .arguments()
+        .iter()
+        .zip(given)
+        .filter(|(a, g)| g.is_none() && a.default_value().is_none())
+        .map(|(a, _)| format!("'{}' ({})", a.name(), a.type_string()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(CallError::MissingArgument {
+        missing: missing.join(", "),
+        schema: schema.to_string(),
+    })
+}
+
+/// The boxed arguments in schema order: the values given, else the defaults.
+fn build_stack(
+    schema: &FunctionSchema,
+    given: &[Option<&str>],
+    inputs: &Inputs,
+    input_path: Option<&Path>,
+) -> Result<Stack, CallError> {
+    let mut stack = Stack::with_capacity(given.len());
+    for (arg, text) in schema.arguments().iter().zip(given) {
+        let name = || arg.name().to_owned();
+        let v = match text {
+            Some(text) => {
+                value::parse_value(text, arg.ty(), arg.n(), inputs).map_err(|e| match e {
+                    ValueError::Type(reason) => CallError::BadValue {
+                        name: name(),
+                        expected: arg.type_string(),
+                        value: (*text).to_owned(),
+                        reason,
+                    },
+                    ValueError::NoInputFile(key) => CallError::NoInputFile { name: name(), key },
+                    ValueError::UnknownTensor(key) => CallError::UnknownTensor {
+                        name: name(),
+                        key,
+                        path: input_path
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default(),
+                        available: inputs
+                            .as_ref()
+                            .map(|m| m.keys().cloned().collect::<Vec<_>>().join(", "))
+                            .filter(|s| !s.is_empty())
+                            .unwrap_or_else(|| "nothing".into()),
+                    },
+                    ValueError::Unsupported => CallError::UnsupportedType {
+                        name: name(),
+                        ty: arg.type_string(),
+                    },
+                })?
+            }
+            None => {
+                // `check_missing` ran: an argument without value has a default.
+                let d = arg
+                    .default_value()
+                    .ok_or_else(|| CallError::MissingArgument {
+                        missing: format!("'{}' ({})", arg.name(), arg.type_string()),
+                        schema: schema.to_string(),
+                    })?;
+                value::default_value(d, arg.ty(), arg.n()).map_err(|_| {
+                    CallError::UnsupportedDefault {
+                        name: name(),
+                        default: arg.default_string().unwrap_or_default(),
+                    }
+                })?
+            }
+        };
+        stack.push(v);
+    }
+    Ok(stack)
+}
+
+/// Runs the boxed call below autograd and returns the returns.
+fn call(
+    op: &OperatorHandle,
+    schema: &FunctionSchema,
+    op_name: &str,
+    mut stack: Stack,
+) -> Result<Stack, CallError> {
+    let _below_autograd = AutoDispatchBelowADInplaceOrView::new();
+    op.call_boxed(&mut stack).map_err(|e| CallError::Kernel {
+        op: op_name.to_owned(),
+        message: one_line(&e.to_string()),
+    })?;
+    let expected = schema.returns().len();
+    if stack.len() != expected && !schema.is_varret() {
+        return Err(CallError::Kernel {
+            op: op_name.to_owned(),
+            message: format!(
+                "the kernel left {} value(s) on the stack, the schema declares {expected} \
+                 return(s)",
+                stack.len()
+            ),
+        });
+    }
+    Ok(stack)
+}
+
+/// Outputs sorted into tensors (named `outI`, `outI.J`) and JSON values.
+#[derive(Default)]
+struct Outputs {
+    tensors: Vec<(String, Tensor)>,
+    json: Vec<(String, serde_json::Value)>,
+    /// `outI` -> `Tensor[N]` for list returns, for the output file's metadata.
+    lists: Vec<(String, String)>,
+}
+
+fn collect_outputs(returns: Stack) -> Outputs {
+    let mut out = Outputs::default();
+    for (i, v) in returns.into_iter().enumerate() {
+        let name = format!("out{i}");
+        match v {
+            IValue::Tensor(t) => out.tensors.push((name, t)),
+            IValue::TensorList(ts) => {
+                out.lists
+                    .push((name.clone(), format!("Tensor[{}]", ts.len())));
+                for (j, t) in ts.into_iter().enumerate() {
+                    out.tensors.push((format!("{name}.{j}"), t));
+                }
+            }
+            IValue::OptionalTensorList(ts) => {
+                // A `None` item has no entry in the file.
+                out.lists
+                    .push((name.clone(), format!("Tensor?[{}]", ts.len())));
+                for (j, t) in ts.into_iter().enumerate() {
+                    if let Some(t) = t {
+                        out.tensors.push((format!("{name}.{j}"), t));
+                    }
+                }
+            }
+            other => {
+                let v = to_json(other, &name, &mut out.tensors);
+                out.json.push((name, v));
+            }
+        }
+    }
+    out
+}
+
+fn json_float(f: f64) -> serde_json::Value {
+    // JSON has no NaN or infinities: they are written as the strings Python's float() reads.
+    match serde_json::Number::from_f64(f) {
+        Some(n) => serde_json::Value::Number(n),
+        None if f.is_nan() => "nan".into(),
+        None if f > 0.0 => "inf".into(),
+        None => "-inf".into(),
+    }
+}
+
+/// The JSON form of a non-tensor return. Tensors nested in tuples or generic lists are added to
+/// `tensors` under their path and appear in the JSON as `"@path"`.
+fn to_json(v: IValue, path: &str, tensors: &mut Vec<(String, Tensor)>) -> serde_json::Value {
+    use serde_json::Value;
+    let strip = |s: String| s.trim_start_matches("torch.").to_owned();
+    match v {
+        IValue::None => Value::Null,
+        IValue::Int(i) => i.into(),
+        IValue::Double(f) => json_float(f),
+        IValue::Bool(b) => b.into(),
+        IValue::Str(s) => s.into(),
+        IValue::ScalarType(t) => t.name().into(),
+        IValue::Layout(l) => strip(l.to_string()).into(),
+        IValue::MemoryFormat(m) => strip(m.to_string()).into(),
+        IValue::Device(dev) => dev.to_string().into(),
+        IValue::IntList(v) => v.into(),
+        IValue::DoubleList(v) => Value::Array(v.into_iter().map(json_float).collect()),
+        IValue::BoolList(v) => v.into(),
+        IValue::Tensor(t) => {
+            tensors.push((path.to_owned(), t));
+            format!("@{path}").into()
+        }
+        IValue::TensorList(ts) => Value::Array(
+            ts.into_iter()
+                .enumerate()
+                .map(|(j, t)| to_json(IValue::Tensor(t), &format!("{path}.{j}"), tensors))
+                .collect(),
+        ),
+        IValue::OptionalTensorList(ts) => Value::Array(
+            ts.into_iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    let v = t.map_or(IValue::None, IValue::Tensor);
+                    to_json(v, &format!("{path}.{j}"), tensors)
+                })
+                .collect(),
+        ),
+        IValue::Tuple(items) | IValue::GenericList(items) => Value::Array(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(j, x)| to_json(x, &format!("{path}.{j}"), tensors))
+                .collect(),
+        ),
+        // Generators, and whatever the dispatcher boxes in the future: their printed form.
+        other => other.to_string().into(),
+    }
+}
+
+/// `{"out1":3,...}` with the keys in return order.
+fn json_object(entries: &[(String, serde_json::Value)]) -> String {
+    let body: Vec<String> = entries
+        .iter()
+        .map(|(k, v)| format!("{}:{v}", serde_json::Value::from(k.as_str())))
+        .collect();
+    format!("{{{}}}", body.join(","))
+}
+
+fn write_outputs(
+    op_name: &str,
+    returns: Stack,
+    output: Option<&Path>,
+    stdout: &mut dyn Write,
+) -> Result<(), CallError> {
+    let out = collect_outputs(returns);
+    match output {
+        Some(path) => {
+            let refs: Vec<(&str, &Tensor)> =
+                out.tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+            let mut meta = HashMap::from([("operator".to_owned(), op_name.to_owned())]);
+            meta.extend(out.lists.iter().cloned());
+            save_safetensors_file(path, &refs, Some(meta)).map_err(|e| CallError::Output {
+                path: path.display().to_string(),
+                message: one_line(&e.to_string()),
+            })?;
+        }
+        None => {
+            for (name, t) in &out.tensors {
+                writeln!(stdout, "{name} = {t}")?;
+            }
+        }
+    }
+    if output.is_some() || !out.json.is_empty() {
+        writeln!(stdout, "{}", json_object(&out.json))?;
+    }
+    Ok(())
+}

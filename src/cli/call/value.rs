@@ -1,0 +1,300 @@
+//! Reading `NAME=VALUE` texts and schema defaults as boxed values (`IValue`s), by the schema
+//! type of the argument.
+
+use std::collections::BTreeMap;
+
+use switchboard::dispatcher::IValue;
+use switchboard::schema::{DefaultValue, Type};
+use switchboard::tensor::{Device, Generator, Layout, MemoryFormat, ScalarType, Tensor};
+
+/// The tensors of the `--in` file, if one was given.
+pub(super) type Inputs = Option<BTreeMap<String, Tensor>>;
+
+/// Why a text is not a value of the argument's type.
+#[derive(Debug)]
+pub(super) enum ValueError {
+    /// The text does not read as the type; the reason.
+    Type(String),
+    /// `@key` without an input file.
+    NoInputFile(String),
+    /// `@key` that the input file does not hold.
+    UnknownTensor(String),
+    /// The type cannot be written on the command line (or the default cannot be boxed).
+    Unsupported,
+}
+
+type Result<T> = std::result::Result<T, ValueError>;
+
+fn expected<T>(what: &str) -> Result<T> {
+    Err(ValueError::Type(format!("expected {what}")))
+}
+
+/// Reads `text` as a value of schema type `ty`; `n` is the fixed size of a list type
+/// (`int[2]`), for which a single int stands for `n` copies, as in PyTorch's Python API.
+pub(super) fn parse_value(
+    text: &str,
+    ty: &Type,
+    n: Option<i32>,
+    inputs: &Inputs,
+) -> Result<IValue> {
+    let text = text.trim();
+    match ty {
+        Type::Optional(_) if text == "None" => Ok(IValue::None),
+        Type::Optional(inner) => parse_value(text, inner, n, inputs),
+        Type::NoneType if text == "None" => Ok(IValue::None),
+        Type::NoneType => expected("None"),
+        Type::Tensor => tensor_ref(text, inputs).map(IValue::Tensor),
+        Type::Int | Type::SymInt => parse_int(text).map(IValue::Int),
+        Type::Float => parse_float(text).map(IValue::Double),
+        Type::Bool => parse_bool(text).map(IValue::Bool),
+        Type::Str => Ok(IValue::Str(unquote(text).to_owned())),
+        Type::Scalar => parse_scalar(text),
+        Type::ScalarType => parse_dtype(text).map(IValue::ScalarType),
+        Type::Layout => parse_layout(text).map(IValue::Layout),
+        Type::MemoryFormat => parse_memory_format(text).map(IValue::MemoryFormat),
+        Type::Device => parse_device(text).map(IValue::Device),
+        Type::Generator => parse_seed(text).map(|seed| IValue::Generator(Generator::new(seed))),
+        Type::List(elem) => parse_list(text, elem, n, inputs),
+        _ => Err(ValueError::Unsupported),
+    }
+}
+
+/// `@key`: the input file's tensor `key`.
+fn tensor_ref(text: &str, inputs: &Inputs) -> Result<Tensor> {
+    let Some(key) = text.strip_prefix('@') else {
+        return expected("a tensor of the input file, written @KEY");
+    };
+    let tensors = inputs
+        .as_ref()
+        .ok_or_else(|| ValueError::NoInputFile(key.to_owned()))?;
+    tensors
+        .get(key)
+        .cloned()
+        .ok_or_else(|| ValueError::UnknownTensor(key.to_owned()))
+}
+
+fn parse_int(text: &str) -> Result<i64> {
+    text.parse::<i64>().or_else(|_| expected("an int"))
+}
+
+fn parse_float(text: &str) -> Result<f64> {
+    // Rust's float syntax also takes `inf`, `-inf` and `nan`, as Python's `float()` does.
+    text.parse::<f64>().or_else(|_| expected("a float"))
+}
+
+fn parse_bool(text: &str) -> Result<bool> {
+    match text {
+        "true" | "True" => Ok(true),
+        "false" | "False" => Ok(false),
+        _ => expected("true or false"),
+    }
+}
+
+/// A `Scalar` is boxed as the kind of number written: bool, int or float.
+fn parse_scalar(text: &str) -> Result<IValue> {
+    if let Ok(b) = parse_bool(text) {
+        return Ok(IValue::Bool(b));
+    }
+    if let Ok(i) = text.parse::<i64>() {
+        return Ok(IValue::Int(i));
+    }
+    match text.parse::<f64>() {
+        Ok(f) => Ok(IValue::Double(f)),
+        Err(_) => expected("a number (an int, a float, true or false)"),
+    }
+}
+
+/// Strips one pair of matching quotes, so that `mode="floor"` and `mode=floor` are the same.
+fn unquote(text: &str) -> &str {
+    for q in ['"', '\''] {
+        if let Some(inner) = text.strip_prefix(q).and_then(|t| t.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    text
+}
+
+/// A generator's seed; a negative one wraps, as `torch.Generator().manual_seed(-1)` does.
+fn parse_seed(text: &str) -> Result<u64> {
+    text.parse::<u64>()
+        .or_else(|_| text.parse::<i64>().map(|s| s as u64))
+        .or_else(|_| expected("a seed (an int) for a fresh CPU generator"))
+}
+
+fn parse_dtype(text: &str) -> Result<ScalarType> {
+    text.parse::<ScalarType>().or_else(|_| {
+        let names: Vec<&str> = ScalarType::ALL.iter().map(|t| t.name()).collect();
+        expected(&format!("a dtype ({})", names.join(", ")))
+    })
+}
+
+fn parse_layout(text: &str) -> Result<Layout> {
+    match text.strip_prefix("torch.").unwrap_or(text) {
+        "strided" => Ok(Layout::Strided),
+        _ => expected("a layout (strided)"),
+    }
+}
+
+fn parse_memory_format(text: &str) -> Result<MemoryFormat> {
+    match text.strip_prefix("torch.").unwrap_or(text) {
+        "contiguous_format" => Ok(MemoryFormat::Contiguous),
+        "channels_last" => Ok(MemoryFormat::ChannelsLast),
+        "channels_last_3d" => Ok(MemoryFormat::ChannelsLast3d),
+        "preserve_format" => Ok(MemoryFormat::Preserve),
+        _ => expected(
+            "a memory format (contiguous_format, channels_last, channels_last_3d, \
+             preserve_format)",
+        ),
+    }
+}
+
+fn parse_device(text: &str) -> Result<Device> {
+    unquote(text)
+        .parse::<Device>()
+        .map_err(|e| ValueError::Type(format!("expected a device (cpu, meta, ...): {e}")))
+}
+
+/// The items of `[a, b, c]` (or `(a, b, c)`), trimmed; `None` if `text` is not bracketed.
+/// A trailing comma is allowed, as in Python.
+fn list_items(text: &str) -> Option<Vec<&str>> {
+    let inner = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .or_else(|| text.strip_prefix('(').and_then(|t| t.strip_suffix(')')))?;
+    let inner = inner.trim();
+    let inner = inner.strip_suffix(',').unwrap_or(inner);
+    if inner.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    Some(inner.split(',').map(str::trim).collect())
+}
+
+fn parse_list(text: &str, elem: &Type, n: Option<i32>, inputs: &Inputs) -> Result<IValue> {
+    let is_int = matches!(elem, Type::Int | Type::SymInt);
+    let items = match list_items(text) {
+        Some(items) => items,
+        // PyTorch's Python API takes one int for a sized int list: `stride=2` is `[2, 2]`.
+        None if is_int && n.is_some() => {
+            let v =
+                parse_int(text).or_else(|_| expected("an int or a list of ints like [1, 2]"))?;
+            let len = usize::try_from(n.unwrap_or(1)).unwrap_or(0);
+            return Ok(IValue::IntList(vec![v; len]));
+        }
+        None => return expected(&format!("a list like [a, b] of {elem}")),
+    };
+    Ok(match elem {
+        _ if is_int => IValue::IntList(items.iter().map(|s| parse_int(s)).collect::<Result<_>>()?),
+        Type::Float => IValue::DoubleList(
+            items
+                .iter()
+                .map(|s| parse_float(s))
+                .collect::<Result<_>>()?,
+        ),
+        Type::Bool => IValue::BoolList(items.iter().map(|s| parse_bool(s)).collect::<Result<_>>()?),
+        Type::Tensor => IValue::TensorList(
+            items
+                .iter()
+                .map(|s| tensor_ref(s, inputs))
+                .collect::<Result<_>>()?,
+        ),
+        Type::Optional(t) if **t == Type::Tensor => IValue::OptionalTensorList(
+            items
+                .iter()
+                .map(|s| match *s {
+                    "None" => Ok(None),
+                    s => tensor_ref(s, inputs).map(Some),
+                })
+                .collect::<Result<_>>()?,
+        ),
+        other => IValue::GenericList(
+            items
+                .iter()
+                .map(|s| parse_value(s, other, None, inputs))
+                .collect::<Result<_>>()?,
+        ),
+    })
+}
+
+/// The boxed form of a schema default (see `switchboard_schema::DefaultValue`: dtypes, layouts
+/// and memory formats are stored as PyTorch's integers; `int[2] x=1` is already expanded).
+pub(super) fn default_value(d: &DefaultValue, ty: &Type, n: Option<i32>) -> Result<IValue> {
+    let unsupported = || Err(ValueError::Unsupported);
+    Ok(match (d, ty) {
+        (DefaultValue::None, _) => IValue::None,
+        (_, Type::Optional(inner)) => return default_value(d, inner, n),
+        (DefaultValue::Bool(b), _) => IValue::Bool(*b),
+        (DefaultValue::Int(i), Type::Float) => IValue::Double(*i as f64),
+        (DefaultValue::Int(i), Type::ScalarType) => {
+            match i8::try_from(*i).ok().and_then(ScalarType::from_i8) {
+                Some(t) => IValue::ScalarType(t),
+                None => return unsupported(),
+            }
+        }
+        (DefaultValue::Int(0), Type::Layout) => IValue::Layout(Layout::Strided),
+        (DefaultValue::Int(i), Type::MemoryFormat) => IValue::MemoryFormat(match i {
+            // c10::MemoryFormat's numbering.
+            0 => MemoryFormat::Contiguous,
+            1 => MemoryFormat::Preserve,
+            2 => MemoryFormat::ChannelsLast,
+            3 => MemoryFormat::ChannelsLast3d,
+            _ => return unsupported(),
+        }),
+        // `int[1]? dim=3`: an optional list takes a single constant (PyTorch broadcasts it).
+        (DefaultValue::Int(i), Type::List(elem)) if matches!(**elem, Type::Int | Type::SymInt) => {
+            IValue::IntList(vec![*i; usize::try_from(n.unwrap_or(1)).unwrap_or(1)])
+        }
+        (DefaultValue::Int(i), Type::Int | Type::SymInt | Type::Scalar) => IValue::Int(*i),
+        (DefaultValue::Float(f), Type::Float | Type::Scalar) => IValue::Double(*f),
+        (DefaultValue::Str(_), Type::Device) | (DefaultValue::Device(_), _) => {
+            let text = match d {
+                DefaultValue::Device(dev) => dev.to_string(),
+                other => other.as_str().unwrap_or_default().to_owned(),
+            };
+            match text.parse::<Device>() {
+                Ok(dev) => IValue::Device(dev),
+                Err(_) => return unsupported(),
+            }
+        }
+        (DefaultValue::Str(_), Type::Str) => match d.as_str() {
+            Some(s) => IValue::Str(s.to_owned()),
+            None => return unsupported(),
+        },
+        (DefaultValue::List(items), Type::List(elem)) => {
+            let ints = || -> Option<Vec<i64>> {
+                items
+                    .iter()
+                    .map(|v| match v {
+                        DefaultValue::Int(i) => Some(*i),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let list = match &**elem {
+                Type::Int | Type::SymInt => ints().map(IValue::IntList),
+                Type::Float => items
+                    .iter()
+                    .map(|v| match v {
+                        DefaultValue::Float(f) => Some(*f),
+                        DefaultValue::Int(i) => Some(*i as f64),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<f64>>>()
+                    .map(IValue::DoubleList),
+                Type::Bool => items
+                    .iter()
+                    .map(|v| match v {
+                        DefaultValue::Bool(b) => Some(*b),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<bool>>>()
+                    .map(IValue::BoolList),
+                _ => None,
+            };
+            match list {
+                Some(l) => l,
+                None => return unsupported(),
+            }
+        }
+        _ => return unsupported(),
+    })
+}
