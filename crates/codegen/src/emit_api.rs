@@ -123,10 +123,10 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
                 }
             })
             .collect();
-        let vis = if f.function { "pub" } else { "pub" };
+        // Method-only operators get a function too: the `TensorOps` methods call it.
         writeln!(
             w,
-            "/// `{}`\n#[inline]\n{vis} fn {}({}) -> Result<{}> {{\n    handles::{}().call({})\n}}\n",
+            "/// `{}`\n#[inline]\npub fn {}({}) -> Result<{}> {{\n    handles::{}().call({})\n}}\n",
             doc_schema(f),
             f.api_name,
             public_params(&s.args, None),

@@ -37,7 +37,7 @@ pub fn backend(funcs: &[NativeFunction], key: &str, path: &str) -> Result<String
             let wrapper = format!("kernel_{}", f.api_name.trim_start_matches("r#"));
             writeln!(
                 o,
-                "#[inline(always)]\nfn {wrapper}({}) -> Result<{ret}> {{\n    Ok({path}::{kernel}({})?)\n}}\n",
+                "#[inline(always)]\n#[allow(non_snake_case)]\nfn {wrapper}({}) -> Result<{ret}> {{\n    Ok({path}::{kernel}({})?)\n}}\n",
                 params.join(", "),
                 names.join(", ")
             )

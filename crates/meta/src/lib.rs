@@ -1,0 +1,31 @@
+//! Switchboard's Meta backend: tensors on the `meta` device have sizes, strides, dtype and
+//! a key set but no data, and every operator computes its outputs' metadata with the same
+//! checks and errors as on CPU, without touching data. Use it to check shapes of a whole
+//! model, or as the shape function of a backend that captures graphs.
+//!
+//! Note [Meta kernels are the CPU kernels]
+//! As PyTorch's structured kernels share one "meta" function between the Meta and the CPU
+//! implementations, Switchboard's CPU kernels compute the output metadata first (shapes,
+//! strides, dtype promotion, all checks) and only then touch data, which they skip for
+//! tensors without data. The Meta backend therefore registers the same functions for the
+//! `Meta` key (generated from the `CPU, Meta:` entries of native_functions.yaml), and this
+//! crate's tests check that every such operator gives identical metadata on both devices.
+//!
+//! ```
+//! use switchboard_ops as ops;
+//! use switchboard_tensor::{Device, ScalarType};
+//! use switchboard_meta as _; // links the Meta kernels
+//! let x = ops::empty(&[128, 784], None, None, Some(Device::META), None, None).unwrap();
+//! let w = ops::empty(&[512, 784], None, None, Some(Device::META), None, None).unwrap();
+//! let y = ops::linear(&x, &w, None).unwrap();
+//! assert_eq!((y.sizes(), y.dtype(), y.has_data()), (&[128i64, 512][..], ScalarType::Float, false));
+//! ```
+
+mod registrations {
+    use switchboard_dispatcher::{KernelFunction, Library, Result};
+    use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+
+    include!(concat!(env!("OUT_DIR"), "/register_meta.rs"));
+
+    switchboard_dispatcher::library!(IMPL aten, Meta, register);
+}
