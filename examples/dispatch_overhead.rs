@@ -6,7 +6,11 @@
 //! valgrind --tool=callgrind target/release/examples/dispatch_overhead call 2000
 //! ```
 //! The difference of the two totals divided by 1000 is the cost of one call. Scenarios: `call`,
-//! `call_autograd_keys`, `call_boxed`, `boxed_fallback`, `register`.
+//! `call_autograd_keys`, `call_boxed`, `boxed_fallback`, `register`, and through the global
+//! dispatcher with the real operators: `add_1elem` (`ops::add` of two 1-element CPU tensors:
+//! autograd kernel, nothing requires grad), `add_1elem_below_autograd` (the same with the
+//! Autograd keys excluded: the difference is the autograd layer's cost) and
+//! `add_1elem_requires_grad` (both require grad: the node is built and attached).
 
 use std::hint::black_box;
 
@@ -109,8 +113,22 @@ fn main() {
                 black_box(&lib);
             }
         }
+        "add_1elem" | "add_1elem_below_autograd" | "add_1elem_requires_grad" => {
+            use switchboard_autograd::AutogradTensor;
+            let a = Tensor::ones(&[1], ScalarType::Float).unwrap();
+            let b = Tensor::ones(&[1], ScalarType::Float).unwrap();
+            if scenario == "add_1elem_requires_grad" {
+                a.requires_grad_(true).unwrap();
+                b.requires_grad_(true).unwrap();
+            }
+            let _below = (scenario == "add_1elem_below_autograd")
+                .then(|| ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET));
+            for _ in 0..n {
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b), 1).unwrap());
+            }
+        }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad");
             std::process::exit(2);
         }
     }

@@ -5,8 +5,12 @@
 
 pub use switchboard_dispatcher as dispatcher;
 pub use switchboard_keys as keys;
+pub use switchboard_nn as nn;
+pub use switchboard_ops as ops;
 pub use switchboard_schema as schema;
 pub use switchboard_tensor as tensor;
+
+pub mod train;
 
 /// The names most programs need.
 pub mod prelude {

@@ -21,6 +21,9 @@ enum Command {
     /// Tensors come from a safetensors file (`--in`, values `@KEY`), the other arguments are
     /// literals (`NAME=VALUE`); tensor outputs go to `--out` or are printed.
     Call(cli::call::CallArgs),
+    /// Train an MLP on the embedded UCI handwritten digits (or a CSV file) through the
+    /// dispatcher: per-epoch loss and accuracy, the test accuracy and a dispatch summary.
+    Train(cli::train::TrainArgs),
 }
 
 fn main() {
@@ -28,5 +31,6 @@ fn main() {
     match cli.command {
         Command::Keys => cli::keys::run(&mut std::io::stdout().lock()),
         Command::Call(args) => std::process::exit(cli::call::main(&args)),
+        Command::Train(args) => std::process::exit(cli::train::main(&args)),
     }
 }

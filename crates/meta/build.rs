@@ -2,7 +2,8 @@
 use std::path::PathBuf;
 
 fn main() {
-    let yaml = std::env::var("DEP_SWITCHBOARD_OPS_YAML").expect("switchboard-ops exports its YAML path");
+    let yaml =
+        std::env::var("DEP_SWITCHBOARD_OPS_YAML").expect("switchboard-ops exports its YAML path");
     println!("cargo:rerun-if-changed={yaml}");
     let text = std::fs::read_to_string(&yaml).expect("read native_functions.yaml");
     let funcs = switchboard_codegen::parse_yaml(&text).unwrap_or_else(|e| panic!("{e}"));

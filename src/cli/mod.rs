@@ -2,3 +2,4 @@
 
 pub mod call;
 pub mod keys;
+pub mod train;

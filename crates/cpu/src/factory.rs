@@ -66,7 +66,7 @@ pub fn checked_scalar<T: Element>(value: Scalar) -> Result<T> {
             }
         }
         (d, Scalar::Int(i)) => match d {
-            ScalarType::Byte => i > 255 || i < -255,
+            ScalarType::Byte => !(-255..=255).contains(&i),
             ScalarType::Char => i < i8::MIN as i64 || i > i8::MAX as i64,
             ScalarType::Short => i < i16::MIN as i64 || i > i16::MAX as i64,
             ScalarType::Int => i < i32::MIN as i64 || i > i32::MAX as i64,
@@ -153,7 +153,12 @@ pub fn empty_strided(
 /// locations, each once, so that a fill may write them (fill is idempotent: PyTorch's
 /// `fill_` skips the overlap check).
 fn distinct_locations(t: &Tensor) -> Result<Tensor> {
-    if !t.strides().iter().zip(t.sizes()).any(|(&st, &s)| st == 0 && s > 1) {
+    if !t
+        .strides()
+        .iter()
+        .zip(t.sizes())
+        .any(|(&st, &s)| st == 0 && s > 1)
+    {
         return Ok(t.clone());
     }
     let sizes: Vec<i64> = t
@@ -249,7 +254,11 @@ fn arange_len(dtype: ScalarType, start: Scalar, end: Scalar, step: Scalar) -> Re
         ));
     }
     let size = if dtype == ScalarType::Long {
-        let (s, e, st) = (start.to_i64() as i128, end.to_i64() as i128, step.to_i64() as i128);
+        let (s, e, st) = (
+            start.to_i64() as i128,
+            end.to_i64() as i128,
+            step.to_i64() as i128,
+        );
         let n = (e - s + st - st.signum()) / st;
         n as f64
     } else {
@@ -300,9 +309,9 @@ pub fn arange_start_out(start: Scalar, end: Scalar, step: Scalar, out: &Tensor) 
         ScalarType::BFloat16 => write_arange::<bf16>(&out, |i| {
             bf16::from_f32(start.to_f64() as f32 + step.to_f64() as f32 * i as f32)
         }),
-        ScalarType::Float => write_arange::<f32>(&out, |i| {
-            (start.to_f64() + step.to_f64() * i as f64) as f32
-        }),
+        ScalarType::Float => {
+            write_arange::<f32>(&out, |i| (start.to_f64() + step.to_f64() * i as f64) as f32)
+        }
         ScalarType::Double => {
             write_arange::<f64>(&out, |i| start.to_f64() + step.to_f64() * i as f64)
         }
@@ -334,8 +343,8 @@ mod tests {
 
     #[test]
     fn empty_factories() {
-        let t = empty_memory_format(&[2, 3], Some(ScalarType::Int), None, None, None, None)
-            .unwrap();
+        let t =
+            empty_memory_format(&[2, 3], Some(ScalarType::Int), None, None, None, None).unwrap();
         assert_eq!((t.dtype(), t.strides()), (ScalarType::Int, &[3i64, 1][..]));
         assert!(t.is_cpu());
         let e = empty_memory_format(&[2, -1], None, None, None, None, None).unwrap_err();
@@ -343,14 +352,19 @@ mod tests {
             e.to_string(),
             "Trying to create tensor with negative dimension -1: [2, -1]"
         );
-        assert!(empty_memory_format(&[2], None, None, None, None, Some(MemoryFormat::Preserve))
-            .is_err());
+        assert!(
+            empty_memory_format(&[2], None, None, None, None, Some(MemoryFormat::Preserve))
+                .is_err()
+        );
         assert!(empty_memory_format(&[2], None, None, None, Some(true), None).is_err());
         let cuda: Device = "cuda:0".parse().unwrap();
         assert!(empty_memory_format(&[2], None, None, Some(cuda), None, None).is_err());
         let s = empty_strided(&[2, 3], &[1, 2], None, None, Some(Device::META), None).unwrap();
         assert!(s.is_meta());
-        assert_eq!((s.strides(), s.dtype()), (&[1i64, 2][..], ScalarType::Float));
+        assert_eq!(
+            (s.strides(), s.dtype()),
+            (&[1i64, 2][..], ScalarType::Float)
+        );
     }
 
     #[test]
@@ -370,7 +384,9 @@ mod tests {
         assert_eq!(b.to_vec::<bool>().unwrap(), [true; 2]);
         let h = Tensor::zeros(&[1], ScalarType::Half).unwrap();
         assert_eq!(
-            fill_scalar_(&h, Scalar::Float(1e6)).unwrap_err().to_string(),
+            fill_scalar_(&h, Scalar::Float(1e6))
+                .unwrap_err()
+                .to_string(),
             "value cannot be converted to type at::Half without overflow"
         );
         fill_scalar_(&h, Scalar::Float(f64::INFINITY)).unwrap();
@@ -403,7 +419,10 @@ mod tests {
         let r = arange_start_out(Scalar::Int(10), Scalar::Int(0), Scalar::Int(-3), &out).unwrap();
         assert_eq!(r.to_vec::<i64>().unwrap(), [10, 7, 4, 1]);
         // Same element count: the shape (here transposed) is kept and filled in row-major order.
-        let o = Tensor::zeros(&[3, 2], ScalarType::Int).unwrap().t().unwrap();
+        let o = Tensor::zeros(&[3, 2], ScalarType::Int)
+            .unwrap()
+            .t()
+            .unwrap();
         let r = arange_start_out(Scalar::Int(0), Scalar::Int(6), Scalar::Int(1), &o).unwrap();
         assert!(r.is_same(&o));
         assert_eq!(r.to_vec::<i32>().unwrap(), [0, 1, 2, 3, 4, 5]);
@@ -412,7 +431,10 @@ mod tests {
         assert_eq!(r.to_vec::<i32>().unwrap(), [0, 1, 2]);
         let h = Tensor::empty(&[0], ScalarType::Half).unwrap();
         let r = arange_start_out(Scalar::Int(0), Scalar::Int(3), Scalar::Float(0.5), &h).unwrap();
-        assert_eq!(r.to_vec_as::<f32>().unwrap(), [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
+        assert_eq!(
+            r.to_vec_as::<f32>().unwrap(),
+            [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
+        );
         let f = Tensor::empty(&[0], ScalarType::Float).unwrap();
         assert_eq!(
             arange_start_out(Scalar::Int(0), Scalar::Int(10), Scalar::Int(-1), &f)
@@ -427,9 +449,14 @@ mod tests {
             "step must be nonzero"
         );
         assert_eq!(
-            arange_start_out(Scalar::Int(0), Scalar::Float(f64::INFINITY), Scalar::Int(1), &f)
-                .unwrap_err()
-                .to_string(),
+            arange_start_out(
+                Scalar::Int(0),
+                Scalar::Float(f64::INFINITY),
+                Scalar::Int(1),
+                &f
+            )
+            .unwrap_err()
+            .to_string(),
             "unsupported range: 0 -> inf"
         );
         let b = Tensor::empty(&[0], ScalarType::Bool).unwrap();

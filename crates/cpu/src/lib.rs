@@ -29,24 +29,47 @@ pub mod loops;
 pub mod promote;
 pub mod reduce;
 
+mod activation_backward;
 mod binary;
 mod compare;
+mod conv;
 mod copy;
+mod embedding;
+mod factory;
+mod index;
 mod linalg;
+mod loss;
 #[cfg(test)]
 mod nn_testutil;
+mod norm;
+mod pool;
+mod random;
 mod reductions;
+mod shape;
+mod softmax;
 mod ternary;
 mod unary;
 
 #[cfg(feature = "register")]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 mod registrations;
 
+pub use activation_backward::*;
 pub use binary::*;
 pub use compare::*;
+pub use conv::*;
 pub use copy::*;
+pub use embedding::*;
 pub use error::Result;
+pub use factory::*;
+pub use index::*;
 pub use linalg::*;
+pub use loss::*;
+pub use norm::*;
+pub use pool::*;
+pub use random::*;
 pub use reductions::*;
+pub use shape::*;
+pub use softmax::*;
 pub use ternary::*;
 pub use unary::*;

@@ -21,6 +21,8 @@
 //! assert_eq!((y.sizes(), y.dtype(), y.has_data()), (&[128i64, 512][..], ScalarType::Float, false));
 //! ```
 
+// Generated code: long signatures are PyTorch's schemas.
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 mod registrations {
     use switchboard_dispatcher::{KernelFunction, Library, Result};
     use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};

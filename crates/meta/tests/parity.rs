@@ -24,54 +24,184 @@ fn one(t: Result<Tensor>) -> Result<Vec<Tensor>> {
 }
 
 const CASES: &[Case] = &[
-    ("add broadcast", |d| one(ops::add(&randn(&[3, 1, 5], d)?, &randn(&[4, 1], d)?, 2))),
-    ("add promotes int+float", |d| one(ops::add(&ints(&[4], 5, d)?, &randn(&[4], d)?, 1))),
-    ("add shape error", |d| one(ops::add(&randn(&[3], d)?, &randn(&[4], d)?, 1))),
-    ("mul_scalar", |d| one(ops::mul_scalar(&randn(&[2, 3], d)?, 2.5))),
-    ("div int", |d| one(ops::div(&ints(&[2, 3], 9, d)?, &ints(&[3], 9, d)?))),
-    ("exp of transposed", |d| one(ops::exp(&randn(&[3, 4], d)?.t()?))),
+    ("add broadcast", |d| {
+        one(ops::add(&randn(&[3, 1, 5], d)?, &randn(&[4, 1], d)?, 2))
+    }),
+    ("add promotes int+float", |d| {
+        one(ops::add(&ints(&[4], 5, d)?, &randn(&[4], d)?, 1))
+    }),
+    ("add shape error", |d| {
+        one(ops::add(&randn(&[3], d)?, &randn(&[4], d)?, 1))
+    }),
+    ("mul_scalar", |d| {
+        one(ops::mul_scalar(&randn(&[2, 3], d)?, 2.5))
+    }),
+    ("div int", |d| {
+        one(ops::div(&ints(&[2, 3], 9, d)?, &ints(&[3], 9, d)?))
+    }),
+    ("exp of transposed", |d| {
+        one(ops::exp(&randn(&[3, 4], d)?.t()?))
+    }),
     ("relu", |d| one(ops::relu(&randn(&[5], d)?))),
     ("gelu tanh", |d| one(ops::gelu(&randn(&[5], d)?, "tanh"))),
-    ("eq", |d| one(ops::eq(&randn(&[2, 2], d)?, &randn(&[2], d)?))),
+    ("eq", |d| {
+        one(ops::eq(&randn(&[2, 2], d)?, &randn(&[2], d)?))
+    }),
     ("where", |d| {
         let c = ops::gt_scalar(&randn(&[3, 3], d)?, 0)?;
         one(ops::r#where(&c, &randn(&[3, 3], d)?, &randn(&[3], d)?))
     }),
-    ("clamp", |d| one(ops::clamp(&randn(&[4], d)?, Some((-1).into()), Some(1.into())))),
-    ("sum dim keepdim", |d| one(ops::sum_dim_int_list(&randn(&[2, 3, 4], d)?, Some(&[1]), true, None))),
-    ("sum int promotes to long", |d| one(ops::sum(&ints(&[7], 3, d)?, None))),
-    ("mean", |d| one(ops::mean_dim(&randn(&[2, 3, 4], d)?, Some(&[0, 2]), false, None))),
+    ("clamp", |d| {
+        one(ops::clamp(
+            &randn(&[4], d)?,
+            Some((-1).into()),
+            Some(1.into()),
+        ))
+    }),
+    ("sum dim keepdim", |d| {
+        one(ops::sum_dim_int_list(
+            &randn(&[2, 3, 4], d)?,
+            Some(&[1]),
+            true,
+            None,
+        ))
+    }),
+    ("sum int promotes to long", |d| {
+        one(ops::sum(&ints(&[7], 3, d)?, None))
+    }),
+    ("mean", |d| {
+        one(ops::mean_dim(
+            &randn(&[2, 3, 4], d)?,
+            Some(&[0, 2]),
+            false,
+            None,
+        ))
+    }),
     ("max dim", |d| {
         let (v, i) = ops::max_dim(&randn(&[4, 5], d)?, 1, false)?;
         Ok(vec![v, i])
     }),
-    ("argmax", |d| one(ops::argmax(&randn(&[4, 5], d)?, Some(0), true))),
-    ("var", |d| one(ops::var_dim(&randn(&[4, 5], d)?, Some(&[1]), true, false))),
-    ("mm", |d| one(ops::mm(&randn(&[3, 4], d)?, &randn(&[4, 5], d)?))),
-    ("mm error", |d| one(ops::mm(&randn(&[3, 4], d)?, &randn(&[5, 5], d)?))),
-    ("bmm", |d| one(ops::bmm(&randn(&[2, 3, 4], d)?, &randn(&[2, 4, 5], d)?))),
-    ("addmm", |d| one(ops::addmm(&randn(&[5], d)?, &randn(&[3, 4], d)?, &randn(&[4, 5], d)?, 1, 1))),
-    ("matmul batched", |d| one(ops::matmul(&randn(&[2, 1, 3, 4], d)?, &randn(&[5, 4, 2], d)?))),
-    ("linear", |d| one(ops::linear(&randn(&[8, 6], d)?, &randn(&[3, 6], d)?, Some(&randn(&[3], d)?)))),
-    ("conv2d", |d| one(ops::conv2d(&randn(&[2, 3, 8, 8], d)?, &randn(&[4, 3, 3, 3], d)?, None, &[2], &[1], &[1], 1))),
-    ("conv1d groups", |d| one(ops::conv1d(&randn(&[1, 4, 10], d)?, &randn(&[6, 2, 3], d)?, None, &[1], &[0], &[1], 2))),
+    ("argmax", |d| {
+        one(ops::argmax(&randn(&[4, 5], d)?, Some(0), true))
+    }),
+    ("var", |d| {
+        one(ops::var_dim(&randn(&[4, 5], d)?, Some(&[1]), true, false))
+    }),
+    ("mm", |d| {
+        one(ops::mm(&randn(&[3, 4], d)?, &randn(&[4, 5], d)?))
+    }),
+    ("mm error", |d| {
+        one(ops::mm(&randn(&[3, 4], d)?, &randn(&[5, 5], d)?))
+    }),
+    ("bmm", |d| {
+        one(ops::bmm(&randn(&[2, 3, 4], d)?, &randn(&[2, 4, 5], d)?))
+    }),
+    ("addmm", |d| {
+        one(ops::addmm(
+            &randn(&[5], d)?,
+            &randn(&[3, 4], d)?,
+            &randn(&[4, 5], d)?,
+            1,
+            1,
+        ))
+    }),
+    ("matmul batched", |d| {
+        one(ops::matmul(
+            &randn(&[2, 1, 3, 4], d)?,
+            &randn(&[5, 4, 2], d)?,
+        ))
+    }),
+    ("linear", |d| {
+        one(ops::linear(
+            &randn(&[8, 6], d)?,
+            &randn(&[3, 6], d)?,
+            Some(&randn(&[3], d)?),
+        ))
+    }),
+    ("conv2d", |d| {
+        one(ops::conv2d(
+            &randn(&[2, 3, 8, 8], d)?,
+            &randn(&[4, 3, 3, 3], d)?,
+            None,
+            &[2],
+            &[1],
+            &[1],
+            1,
+        ))
+    }),
+    ("conv1d groups", |d| {
+        one(ops::conv1d(
+            &randn(&[1, 4, 10], d)?,
+            &randn(&[6, 2, 3], d)?,
+            None,
+            &[1],
+            &[0],
+            &[1],
+            2,
+        ))
+    }),
     ("max_pool2d", |d| {
-        let (v, i) = ops::max_pool2d_with_indices(&randn(&[1, 2, 7, 7], d)?, &[3], &[2], &[1], &[1], true)?;
+        let (v, i) =
+            ops::max_pool2d_with_indices(&randn(&[1, 2, 7, 7], d)?, &[3], &[2], &[1], &[1], true)?;
         Ok(vec![v, i])
     }),
-    ("softmax", |d| one(ops::softmax(&randn(&[3, 5], d)?, 1, None))),
-    ("log_softmax double", |d| one(ops::log_softmax(&randn(&[3, 5], d)?, 0, Some(ScalarType::Double)))),
-    ("cross_entropy", |d| one(ops::cross_entropy_loss(&randn(&[4, 10], d)?, &ints(&[4], 10, d)?, None, 1, -100, 0.0))),
-    ("mse_loss none", |d| one(ops::mse_loss(&randn(&[3, 2], d)?, &randn(&[3, 2], d)?, 0))),
+    ("softmax", |d| {
+        one(ops::softmax(&randn(&[3, 5], d)?, 1, None))
+    }),
+    ("log_softmax double", |d| {
+        one(ops::log_softmax(
+            &randn(&[3, 5], d)?,
+            0,
+            Some(ScalarType::Double),
+        ))
+    }),
+    ("cross_entropy", |d| {
+        one(ops::cross_entropy_loss(
+            &randn(&[4, 10], d)?,
+            &ints(&[4], 10, d)?,
+            None,
+            1,
+            -100,
+            0.0,
+        ))
+    }),
+    ("mse_loss none", |d| {
+        one(ops::mse_loss(&randn(&[3, 2], d)?, &randn(&[3, 2], d)?, 0))
+    }),
     ("layer_norm", |d| {
         let (o, m, r) = ops::native_layer_norm(&randn(&[2, 3, 4], d)?, &[4], None, None, 1e-5)?;
         Ok(vec![o, m, r])
     }),
-    ("embedding", |d| one(ops::embedding(&randn(&[10, 3], d)?, &ints(&[2, 4], 10, d)?, -1, false, false))),
-    ("cat", |d| one(ops::cat(&[randn(&[2, 3], d)?, randn(&[4, 3], d)?], 0))),
-    ("stack", |d| one(ops::stack(&[randn(&[2, 3], d)?, randn(&[2, 3], d)?], 1))),
-    ("index_select", |d| one(ops::index_select(&randn(&[5, 3], d)?, 0, &ints(&[7], 5, d)?))),
-    ("gather", |d| one(ops::gather(&randn(&[5, 3], d)?, 1, &ints(&[5, 2], 3, d)?, false))),
+    ("embedding", |d| {
+        one(ops::embedding(
+            &randn(&[10, 3], d)?,
+            &ints(&[2, 4], 10, d)?,
+            -1,
+            false,
+            false,
+        ))
+    }),
+    ("cat", |d| {
+        one(ops::cat(&[randn(&[2, 3], d)?, randn(&[4, 3], d)?], 0))
+    }),
+    ("stack", |d| {
+        one(ops::stack(&[randn(&[2, 3], d)?, randn(&[2, 3], d)?], 1))
+    }),
+    ("index_select", |d| {
+        one(ops::index_select(
+            &randn(&[5, 3], d)?,
+            0,
+            &ints(&[7], 5, d)?,
+        ))
+    }),
+    ("gather", |d| {
+        one(ops::gather(
+            &randn(&[5, 3], d)?,
+            1,
+            &ints(&[5, 2], 3, d)?,
+            false,
+        ))
+    }),
     ("views", |d| {
         let x = randn(&[2, 3, 4], d)?;
         Ok(vec![
@@ -86,7 +216,9 @@ const CASES: &[Case] = &[
     ("contiguous channels_last", |d| {
         one(randn(&[1, 3, 4, 5], d)?.contiguous(switchboard_tensor::MemoryFormat::ChannelsLast))
     }),
-    ("to dtype", |d| one(randn(&[3], d)?.to(ScalarType::Half, false, false, None))),
+    ("to dtype", |d| {
+        one(randn(&[3], d)?.to(ScalarType::Half, false, false, None))
+    }),
     ("full_like / arange", |d| {
         Ok(vec![
             ops::ones_like(&randn(&[2, 2], d)?, None, None, None, None, None)?,
@@ -112,7 +244,13 @@ fn meta_matches_cpu() {
                     if !same {
                         failures.push(format!(
                             "{name}: cpu {:?}/{:?}/{} vs meta {:?}/{:?}/{} ({})",
-                            c.sizes(), c.strides(), c.dtype(), m.sizes(), m.strides(), m.dtype(), m.device()
+                            c.sizes(),
+                            c.strides(),
+                            c.dtype(),
+                            m.sizes(),
+                            m.strides(),
+                            m.dtype(),
+                            m.device()
                         ));
                     }
                 }
@@ -122,7 +260,11 @@ fn meta_matches_cpu() {
                     failures.push(format!("{name}: errors differ: cpu `{c}` vs meta `{m}`"));
                 }
             }
-            (c, m) => failures.push(format!("{name}: cpu {:?} vs meta {:?}", c.map(|_| ()), m.map(|_| ()))),
+            (c, m) => failures.push(format!(
+                "{name}: cpu {:?} vs meta {:?}",
+                c.map(|_| ()),
+                m.map(|_| ())
+            )),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -131,7 +273,10 @@ fn meta_matches_cpu() {
 #[test]
 fn meta_tensors_carry_meta_keys() {
     let m = randn(&[2], Device::META).unwrap();
-    assert_eq!(m.key_set().to_string(), "DispatchKeySet(Meta, ADInplaceOrView, AutogradMeta)");
+    assert_eq!(
+        m.key_set().to_string(),
+        "DispatchKeySet(Meta, ADInplaceOrView, AutogradMeta)"
+    );
 }
 
 #[test]
@@ -139,5 +284,8 @@ fn mixed_devices_fail_like_pytorch() {
     let c = randn(&[2], Device::CPU).unwrap();
     let m = randn(&[2], Device::META).unwrap();
     let e = ops::add(&c, &m, 1).unwrap_err().to_string();
-    assert!(e.contains("Expected all tensors to be on the same device"), "{e}");
+    assert!(
+        e.contains("Expected all tensors to be on the same device"),
+        "{e}"
+    );
 }

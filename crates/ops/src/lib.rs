@@ -25,6 +25,8 @@
 
 pub mod composite;
 
+// Generated code: long signatures are PyTorch's schemas.
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 mod generated {
     use std::sync::OnceLock;
 

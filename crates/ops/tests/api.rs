@@ -53,7 +53,10 @@ fn factories_go_through_backend_select() {
     // Meta is not linked into this test: the BackendSelect kernel routes to Meta, which has
     // no kernel here, and the error says so.
     let e = ops::ones(&[2], Some(ScalarType::Long), None, Some(Device::META), None).unwrap_err();
-    assert!(e.to_string().contains("Is the backend for 'Meta' linked"), "{e}");
+    assert!(
+        e.to_string().contains("Is the backend for 'Meta' linked"),
+        "{e}"
+    );
     let f = ops::full(&[2], 7, None, None, None, None).unwrap();
     assert_eq!(f.dtype(), ScalarType::Long);
 }

@@ -121,6 +121,7 @@ impl Tensor {
             is_wrapped_number: p.wrapped_number,
             version,
             autograd_meta: RwLock::new(None),
+            requires_grad_hint: Default::default(),
             payload: p.payload,
         }))
     }

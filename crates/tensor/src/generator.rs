@@ -75,15 +75,25 @@ impl Mt19937 {
         y ^ (y >> 18)
     }
 
-    /// Regenerates the whole state (the "twist"), in place as the reference code does.
+    /// Regenerates the whole state (the "twist"), in place as the reference code does: the
+    /// first `N - M` words read words not yet regenerated, the rest read regenerated ones.
+    #[inline(never)]
     fn next_state(&mut self) {
+        #[inline(always)]
+        fn twist(u: u32, v: u32) -> u32 {
+            let y = (u & UPPER_MASK) | (v & LOWER_MASK);
+            (y >> 1) ^ if v & 1 != 0 { MATRIX_A } else { 0 }
+        }
         self.left = N as u32;
         self.next = 0;
-        for i in 0..N {
-            let y = (self.state[i] & UPPER_MASK) | (self.state[(i + 1) % N] & LOWER_MASK);
-            let mag = if y & 1 != 0 { MATRIX_A } else { 0 };
-            self.state[i] = self.state[(i + M) % N] ^ (y >> 1) ^ mag;
+        let s = &mut self.state;
+        for i in 0..N - M {
+            s[i] = s[i + M] ^ twist(s[i], s[i + 1]);
         }
+        for i in N - M..N - 1 {
+            s[i] = s[i + M - N] ^ twist(s[i], s[i + 1]);
+        }
+        s[N - 1] = s[M - 1] ^ twist(s[N - 1], s[0]);
     }
 }
 

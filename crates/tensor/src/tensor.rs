@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use switchboard_keys::DispatchKeySet;
@@ -98,6 +98,8 @@ pub struct TensorImpl {
     /// `None`: the storage's counter.
     pub(crate) version: Option<VersionCounter>,
     pub(crate) autograd_meta: RwLock<Option<AnyArc>>,
+    /// See Note [requires_grad hint].
+    pub(crate) requires_grad_hint: AtomicBool,
     pub(crate) payload: Option<AnyArc>,
 }
 
@@ -333,6 +335,26 @@ impl TensorImpl {
             Ok(mut g) => *g = meta,
             Err(poisoned) => *poisoned.into_inner() = meta,
         }
+    }
+
+    // Note [requires_grad hint]
+    // Autograd kernels run on every call of a tensor with an Autograd key, which is almost
+    // every tensor; they must find out cheaply that nothing requires grad. Reading the
+    // autograd_meta slot takes its RwLock and clones an Arc, so autograd keeps this flag in
+    // step with the slot instead: true whenever the metadata it attached requires grad or has
+    // a grad_fn. A plain relaxed load on the hot path. Only switchboard-autograd writes it.
+
+    /// Whether autograd metadata that requires grad (or has a `grad_fn`) is attached (see
+    /// Note [requires_grad hint]); false means the tensor surely does not require grad.
+    #[inline(always)]
+    pub fn requires_grad_hint(&self) -> bool {
+        self.requires_grad_hint.load(Ordering::Relaxed)
+    }
+
+    /// Sets the flag of [`requires_grad_hint`](Self::requires_grad_hint) (autograd only).
+    #[inline]
+    pub fn set_requires_grad_hint(&self, value: bool) {
+        self.requires_grad_hint.store(value, Ordering::Relaxed);
     }
 
     /// The version counter (shared with views).

@@ -5,11 +5,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use clap::Parser;
 use switchboard::dispatcher::{
-    DispatchErrorKind, KernelFunction, Library, LibraryKind, Result as DResult,
+    DispatchErrorKind, IValue, KernelFunction, Library, LibraryKind, Result as DResult,
 };
 use switchboard::keys::{DispatchKey, DispatchKeySet};
-use switchboard::tensor::{safetensors_metadata, Device, Scalar, ScalarType};
+use switchboard::tensor::{
+    safetensors_metadata, save_safetensors_file, Device, Scalar, ScalarType, Tensor,
+};
 
+use super::output::json_object;
 use super::*;
 
 /// A kernel's tensor error as a dispatcher error.

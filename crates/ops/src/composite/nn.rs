@@ -110,6 +110,7 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn conv_nd(
     n: usize,
     input: &Tensor,

@@ -1,0 +1,114 @@
+//! Autograd kernels of the in-place operators.
+//!
+//! Note [In-place autograd]
+//! An in-place op on a tensor that takes part in autograd is recorded as its out-of-place
+//! form applied to a clone of the old value (so saved tensors are never the ones being
+//! overwritten); the result is copied into the tensor below autograd (the copy bumps its
+//! version through ADInplaceOrView) and the tensor's history is rebased onto the result's
+//! grad_fn. In-place ops on a leaf that requires grad fail as in PyTorch. In-place ops on
+//! views of tensors that take part in autograd (PyTorch's CopySlices) are not supported yet
+//! and fail with a clear error instead of computing wrong gradients.
+
+use switchboard_dispatcher::{
+    AutoDispatchBelowAutograd, DispatchKeySet, KernelFunction, Library, Result,
+};
+use switchboard_ops::{self as ops, redispatch as rd};
+use switchboard_tensor::{Scalar, Tensor};
+
+use crate::meta;
+use crate::node::err;
+use crate::util::{any_rg, AFTER_AD};
+
+fn rebase(
+    k: DispatchKeySet,
+    s: &Tensor,
+    fun: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    if s.requires_grad_hint() && meta::grad_fn_of(s).is_none() {
+        return Err(err(
+            "a leaf Variable that requires grad is being used in an in-place operation.",
+        ));
+    }
+    if meta::read(s, |m| m.base.is_some()).unwrap_or(false) {
+        return Err(err(
+            "switchboard-autograd: in-place operations on views that take part in autograd \
+             (CopySlices) are not supported yet; use the out-of-place operator",
+        ));
+    }
+    let src = ops::clone(s, None)?;
+    let r = fun(&src)?;
+    {
+        let _g = AutoDispatchBelowAutograd::new();
+        rd::copy_(k, s, &r, false)?;
+    }
+    if let Some((node, nr)) = meta::grad_fn_of(&r) {
+        node.meta().set_input(nr as usize, s);
+        meta::set_grad_fn(s, node, nr);
+    }
+    Ok(s.clone())
+}
+
+macro_rules! inplace {
+    ($($f:ident ($($p:ident : $t:ty),*) [$($o:ident),*] => |$src:ident| $fun:expr;)*) => {$(
+        fn $f(ks: DispatchKeySet, s: &Tensor, $($p: $t),*) -> Result<Tensor> {
+            let k = ks & AFTER_AD;
+            if !any_rg(&[s $(, $o)*]) {
+                return rd::$f(k, s, $($p),*);
+            }
+            rebase(k, s, |$src: &Tensor| $fun)
+        }
+    )*};
+}
+
+inplace! {
+    add_(o: &Tensor, a: Scalar) [o] => |x| ops::add(x, o, a);
+    add_scalar_(o: Scalar, a: Scalar) [] => |x| ops::add_scalar(x, o, a);
+    sub_(o: &Tensor, a: Scalar) [o] => |x| ops::sub(x, o, a);
+    sub_scalar_(o: Scalar, a: Scalar) [] => |x| ops::sub_scalar(x, o, a);
+    mul_(o: &Tensor) [o] => |x| ops::mul(x, o);
+    mul_scalar_(o: Scalar) [] => |x| ops::mul_scalar(x, o);
+    div_(o: &Tensor) [o] => |x| ops::div(x, o);
+    div_scalar_(o: Scalar) [] => |x| ops::div_scalar(x, o);
+    pow_(o: Scalar) [] => |x| ops::pow_tensor_scalar(x, o);
+    pow_tensor_(o: &Tensor) [o] => |x| ops::pow(x, o);
+    neg_() [] => |x| ops::neg(x);
+    exp_() [] => |x| ops::exp(x);
+    log_() [] => |x| ops::log(x);
+    sqrt_() [] => |x| ops::sqrt(x);
+    rsqrt_() [] => |x| ops::rsqrt(x);
+    abs_() [] => |x| ops::abs(x);
+    relu_() [] => |x| ops::relu(x);
+    sigmoid_() [] => |x| ops::sigmoid(x);
+    tanh_() [] => |x| ops::tanh(x);
+    gelu_(a: &str) [] => |x| ops::gelu(x, a);
+    silu_() [] => |x| ops::silu(x);
+    masked_fill_(m: &Tensor, v: Scalar) [] => |x| ops::masked_fill(x, m, v);
+    masked_fill_tensor_(m: &Tensor, v: &Tensor) [v] => |x| ops::masked_fill_tensor(x, m, v);
+    clamp_(lo: Option<Scalar>, hi: Option<Scalar>) [] => |x| ops::clamp(x, lo, hi);
+    addmm_(a: &Tensor, b: &Tensor, be: Scalar, al: Scalar) [a, b] => |x| ops::addmm(x, a, b, be, al);
+    copy_(src: &Tensor, nb: bool) [src] => |x| {
+        let _ = nb;
+        let e = ops::expand(src, x.sizes(), false)?;
+        ops::_to_copy(&e, Some(x.dtype()), None, Some(x.device()), None, false, None)
+    };
+}
+
+/// Registers this file's kernels.
+pub(crate) fn register(lib: &mut Library) -> Result<()> {
+    macro_rules! reg {
+        ($($name:literal => $f:ident),* $(,)?) => {
+            $(lib.impl_($name, None, KernelFunction::from_fn_with_keys($f))?;)*
+        };
+    }
+    reg! {
+        "add_.Tensor" => add_, "add_.Scalar" => add_scalar_, "sub_.Tensor" => sub_,
+        "sub_.Scalar" => sub_scalar_, "mul_.Tensor" => mul_, "mul_.Scalar" => mul_scalar_,
+        "div_.Tensor" => div_, "div_.Scalar" => div_scalar_, "pow_.Scalar" => pow_,
+        "pow_.Tensor" => pow_tensor_, "neg_" => neg_, "exp_" => exp_, "log_" => log_,
+        "sqrt_" => sqrt_, "rsqrt_" => rsqrt_, "abs_" => abs_, "relu_" => relu_,
+        "sigmoid_" => sigmoid_, "tanh_" => tanh_, "gelu_" => gelu_, "silu_" => silu_,
+        "masked_fill_.Scalar" => masked_fill_, "masked_fill_.Tensor" => masked_fill_tensor_,
+        "clamp_" => clamp_, "addmm_" => addmm_, "copy_" => copy_,
+    }
+    Ok(())
+}

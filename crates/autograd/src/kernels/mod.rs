@@ -1,0 +1,72 @@
+//! The Autograd and ADInplaceOrView kernels of the aten operators, one file per family.
+
+use std::sync::Arc;
+
+use switchboard_dispatcher::Result;
+use switchboard_tensor::Tensor;
+
+use crate::node::{Node, SavedTensor};
+use crate::util::{grad_at, record};
+
+pub(crate) mod adiv;
+pub(crate) mod inplace;
+pub(crate) mod nn;
+pub(crate) mod pointwise;
+pub(crate) mod pw;
+pub(crate) mod reduce;
+pub(crate) mod shape;
+
+/// A formula over unpacked saved tensors and op parameters `P`: (params, saved, grad of
+/// output 0, all grads, which inputs need a gradient) -> one gradient per input.
+pub(crate) type BagFn<P> =
+    fn(&P, &[Tensor], &Tensor, &[Option<Tensor>], &[bool]) -> Result<Vec<Option<Tensor>>>;
+
+struct Bag<P> {
+    saved: Vec<SavedTensor>,
+    p: P,
+    f: BagFn<P>,
+}
+
+fn bag_formula<P: Send + 'static>(
+    st: &Bag<P>,
+    node: &Arc<dyn Node>,
+    grads: &[Option<Tensor>],
+    mask: &[bool],
+) -> Result<Vec<Option<Tensor>>> {
+    let saved = st
+        .saved
+        .iter()
+        .map(|s| s.unpack(node))
+        .collect::<Result<Vec<_>>>()?;
+    let g = grad_at(grads, 0)?;
+    (st.f)(&st.p, &saved, &g, grads, mask)
+}
+
+/// Records a node saving `saved_in` (inputs) then `saved_out` (outputs, by position in
+/// `outputs`), with parameters `p` and formula `f`.
+pub(crate) fn rec<P: Send + 'static>(
+    name: &'static str,
+    inputs: &[Option<&Tensor>],
+    outputs: &[&Tensor],
+    saved_in: &[&Tensor],
+    saved_out: &[(&Tensor, u32)],
+    p: P,
+    f: BagFn<P>,
+) -> Arc<dyn Node> {
+    let mut saved: Vec<SavedTensor> = saved_in.iter().map(|t| SavedTensor::input(t)).collect();
+    saved.extend(
+        saved_out
+            .iter()
+            .map(|(t, nr)| SavedTensor::output(t, *nr, name)),
+    );
+    record(name, inputs, outputs, Bag { saved, p, f }, bag_formula::<P>)
+}
+
+/// `Some(f())` when `cond`.
+pub(crate) fn when(cond: bool, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
+    if cond {
+        f().map(Some)
+    } else {
+        Ok(None)
+    }
+}

@@ -1,0 +1,269 @@
+//! Autograd kernels of the pointwise operators (derivatives.yaml formulas).
+
+use switchboard_dispatcher::{DispatchKeySet, KernelFunction, Library, Result};
+use switchboard_ops::{self as ops, redispatch as rd};
+use switchboard_tensor::{Scalar, Tensor};
+
+use super::pw::{neg_scalar, opt, Args, Pw, A, B, C, G2, R};
+use crate::util::{any_rg, scale, AFTER_AD};
+
+fn g1(g: &Tensor) -> G2 {
+    Ok([Some(g.clone()), None])
+}
+
+/// Defines a kernel: `k!(fn name(a: &Tensor, ...) [grad inputs] => fast redispatch, slow)`.
+macro_rules! k {
+    ($f:ident ($($p:ident : $t:ty),*) [$($i:ident),+] => $rd:ident($($arg:expr),*) ; $slow:expr) => {
+        fn $f(ks: DispatchKeySet, $($p: $t),*) -> Result<Tensor> {
+            let k = ks & AFTER_AD;
+            if !any_rg(&[$($i),+]) {
+                return rd::$rd(k, $($arg),*);
+            }
+            let fwd = || rd::$rd(k, $($arg),*);
+            ($slow)(fwd)
+        }
+    };
+}
+
+k!(add_t(a: &Tensor, b: &Tensor, alpha: Scalar) [a, b] => add(a, b, alpha);
+|fwd| Pw::new(a, Some(b)).s(alpha).run("AddBackward0", 0, fwd, |g, x: &Args| {
+    Ok([opt(x.need[0], || Ok(g.clone()))?, opt(x.need[1], || scale(g, x.s))?])
+}));
+k!(add_s(a: &Tensor, b: Scalar, alpha: Scalar) [a] => add_scalar(a, b, alpha);
+    |fwd| Pw::new(a, None).run("AddBackward1", 0, fwd, |g, _| g1(g)));
+k!(sub_t(a: &Tensor, b: &Tensor, alpha: Scalar) [a, b] => sub(a, b, alpha);
+|fwd| Pw::new(a, Some(b)).s(alpha).run("SubBackward0", 0, fwd, |g, x: &Args| {
+    Ok([opt(x.need[0], || Ok(g.clone()))?, opt(x.need[1], || scale(g, neg_scalar(x.s)))?])
+}));
+k!(sub_s(a: &Tensor, b: Scalar, alpha: Scalar) [a] => sub_scalar(a, b, alpha);
+    |fwd| Pw::new(a, None).run("SubBackward1", 0, fwd, |g, _| g1(g)));
+k!(rsub_t(a: &Tensor, b: &Tensor, alpha: Scalar) [a, b] => rsub(a, b, alpha);
+|fwd| Pw::new(a, Some(b)).s(alpha).run("RsubBackward0", 0, fwd, |g, x: &Args| {
+    Ok([opt(x.need[0], || scale(g, neg_scalar(x.s)))?, opt(x.need[1], || Ok(g.clone()))?])
+}));
+k!(mul_t(a: &Tensor, b: &Tensor) [a, b] => mul(a, b);
+|fwd| Pw::new(a, Some(b)).run("MulBackward0", A | B, fwd, |g, x: &Args| {
+    Ok([opt(x.need[0], || ops::mul(g, x.b()))?, opt(x.need[1], || ops::mul(g, x.a()))?])
+}));
+k!(mul_s(a: &Tensor, b: Scalar) [a] => mul_scalar(a, b);
+|fwd| Pw::new(a, None).s(b).run("MulBackward1", 0, fwd, |g, x: &Args| {
+    Ok([Some(ops::mul_scalar(g, x.s)?), None])
+}));
+fn div_formula(g: &Tensor, x: &Args) -> G2 {
+    Ok([
+        opt(x.need[0], || ops::div(g, x.b()))?,
+        opt(x.need[1], || {
+            let q = ops::div(&ops::div(x.a(), x.b())?, x.b())?;
+            ops::neg(&ops::mul(g, &q)?)
+        })?,
+    ])
+}
+k!(div_t(a: &Tensor, b: &Tensor) [a, b] => div(a, b);
+    |fwd| Pw::new(a, Some(b)).run("DivBackward0", A | B, fwd, div_formula));
+k!(div_tm(a: &Tensor, b: &Tensor, mode: Option<&str>) [a, b] => div_tensor_mode(a, b, mode);
+|fwd| {
+    if mode.is_some() {
+        Pw::new(a, Some(b)).run("DivBackward2", 0, fwd, |g, x: &Args| {
+            let z = |t: &Tensor| ops::zeros_like(t, None, None, None, None, None);
+            Ok([opt(x.need[0], || z(g))?, opt(x.need[1], || z(g))?])
+        })
+    } else {
+        Pw::new(a, Some(b)).run("DivBackward2", A | B, fwd, div_formula)
+    }
+});
+k!(div_s(a: &Tensor, b: Scalar) [a] => div_scalar(a, b);
+|fwd| Pw::new(a, None).s(b).run("DivBackward1", 0, fwd, |g, x: &Args| {
+    Ok([Some(ops::div_scalar(g, x.s)?), None])
+}));
+k!(neg(a: &Tensor) [a] => neg(a);
+    |fwd| Pw::new(a, None).run("NegBackward0", 0, fwd, |g, _| Ok([Some(ops::neg(g)?), None])));
+k!(exp(a: &Tensor) [a] => exp(a);
+|fwd| Pw::new(a, None).run("ExpBackward0", R, fwd, |g, x: &Args| {
+    Ok([Some(ops::mul(g, x.r())?), None])
+}));
+k!(log(a: &Tensor) [a] => log(a);
+|fwd| Pw::new(a, None).run("LogBackward0", A, fwd, |g, x: &Args| {
+    Ok([Some(ops::div(g, x.a())?), None])
+}));
+k!(sqrt(a: &Tensor) [a] => sqrt(a);
+|fwd| Pw::new(a, None).run("SqrtBackward0", R, fwd, |g, x: &Args| {
+    Ok([Some(ops::div(g, &ops::mul_scalar(x.r(), 2)?)?), None])
+}));
+k!(rsqrt(a: &Tensor) [a] => rsqrt(a);
+|fwd| Pw::new(a, None).run("RsqrtBackward0", R, fwd, |g, x: &Args| {
+    let r3 = ops::pow_tensor_scalar(x.r(), 3)?;
+    Ok([Some(ops::mul_scalar(&ops::mul(g, &r3)?, -0.5)?), None])
+}));
+k!(abs(a: &Tensor) [a] => abs(a);
+|fwd| Pw::new(a, None).run("AbsBackward0", A, fwd, |g, x: &Args| {
+    // grad * sgn(self), as two selects so that it stays differentiable in grad.
+    let neg = ops::where_scalar_other(&ops::lt_scalar(x.a(), 0)?, &ops::neg(g)?, 0)?;
+    Ok([Some(ops::r#where(&ops::gt_scalar(x.a(), 0)?, g, &neg)?), None])
+}));
+k!(relu(a: &Tensor) [a] => relu(a);
+|fwd| Pw::new(a, None).run("ReluBackward0", R, fwd, |g, x: &Args| {
+    Ok([Some(ops::threshold_backward(g, x.r(), 0)?), None])
+}));
+k!(sigmoid(a: &Tensor) [a] => sigmoid(a);
+|fwd| Pw::new(a, None).run("SigmoidBackward0", R, fwd, |g, x: &Args| {
+    Ok([Some(ops::sigmoid_backward(g, x.r())?), None])
+}));
+k!(tanh(a: &Tensor) [a] => tanh(a);
+|fwd| Pw::new(a, None).run("TanhBackward0", R, fwd, |g, x: &Args| {
+    Ok([Some(ops::tanh_backward(g, x.r())?), None])
+}));
+k!(gelu(a: &Tensor, approximate: &str) [a] => gelu(a, approximate);
+|fwd| {
+    let m = if approximate == "tanh" { "tanh" } else { "none" };
+    Pw::new(a, None).mode(m).run("GeluBackward0", A, fwd, |g, x: &Args| {
+        Ok([Some(ops::gelu_backward(g, x.a(), x.mode)?), None])
+    })
+});
+k!(silu(a: &Tensor) [a] => silu(a);
+|fwd| Pw::new(a, None).run("SiluBackward0", A, fwd, |g, x: &Args| {
+    Ok([Some(ops::silu_backward(g, x.a())?), None])
+}));
+
+fn pow_ts_formula(g: &Tensor, x: &Args) -> G2 {
+    let e = x.s.to_f64();
+    if e == 0.0 {
+        return Ok([
+            Some(ops::zeros_like(g, None, None, None, None, None)?),
+            None,
+        ]);
+    }
+    let p = ops::pow_tensor_scalar(x.a(), e - 1.0)?;
+    Ok([Some(ops::mul_scalar(&ops::mul(g, &p)?, x.s)?), None])
+}
+k!(pow_ts(a: &Tensor, e: Scalar) [a] => pow_tensor_scalar(a, e);
+    |fwd| Pw::new(a, None).s(e).run("PowBackward0", A, fwd, pow_ts_formula));
+k!(pow_tt(a: &Tensor, b: &Tensor) [a, b] => pow(a, b);
+|fwd| Pw::new(a, Some(b)).run("PowBackward1", A | B | R, fwd, |g, x: &Args| {
+    let ga = opt(x.need[0], || {
+        let p = ops::pow(x.a(), &ops::sub_scalar(x.b(), 1, 1)?)?;
+        let v = ops::mul(&ops::mul(g, x.b())?, &p)?;
+        ops::where_scalar_self(&ops::eq_scalar(x.b(), 0)?, 0.0, &v)
+    })?;
+    let gb = opt(x.need[1], || {
+        let v = ops::mul(g, &ops::mul(x.r(), &ops::log(x.a())?)?)?;
+        let zero_base = ops::where_scalar_self(&ops::ge_scalar(x.b(), 0)?, 0.0, &v)?;
+        ops::r#where(&ops::eq_scalar(x.a(), 0)?, &zero_base, &v)
+    })?;
+    Ok([ga, gb])
+}));
+k!(pow_s(base: Scalar, e: &Tensor) [e] => pow_scalar(base, e);
+|fwd| Pw::new(e, None).s(base).run("PowBackward2", R, fwd, |g, x: &Args| {
+    let lnb = x.s.to_f64().ln();
+    Ok([Some(ops::mul_scalar(&ops::mul(g, x.r())?, lnb)?), None])
+}));
+
+/// maximum/minimum: `grad` where `a` wins, half of it on ties.
+fn extremum(g: &Tensor, x: &Args, a_wins: Tensor, b_wins: Tensor) -> G2 {
+    let tie = ops::eq(x.a(), x.b())?;
+    let split = ops::r#where(&tie, &ops::div_scalar(g, 2)?, g)?;
+    Ok([
+        opt(x.need[0], || ops::masked_fill(&split, &b_wins, 0))?,
+        opt(x.need[1], || ops::masked_fill(&split, &a_wins, 0))?,
+    ])
+}
+k!(maximum(a: &Tensor, b: &Tensor) [a, b] => maximum(a, b);
+|fwd| Pw::new(a, Some(b)).run("MaximumBackward0", A | B, fwd, |g, x: &Args| {
+    extremum(g, x, ops::gt(x.a(), x.b())?, ops::lt(x.a(), x.b())?)
+}));
+k!(minimum(a: &Tensor, b: &Tensor) [a, b] => minimum(a, b);
+|fwd| Pw::new(a, Some(b)).run("MinimumBackward0", A | B, fwd, |g, x: &Args| {
+    extremum(g, x, ops::lt(x.a(), x.b())?, ops::gt(x.a(), x.b())?)
+}));
+
+k!(where_t(c: &Tensor, a: &Tensor, b: &Tensor) [a, b] => r#where(c, a, b);
+|fwd| Pw::new(a, Some(b)).c(c).run("WhereBackward0", C, fwd, |g, x: &Args| Ok([
+    opt(x.need[0], || ops::where_scalar_other(x.c(), g, 0.0))?,
+    opt(x.need[1], || ops::where_scalar_self(x.c(), 0.0, g))?,
+])));
+k!(where_ss(c: &Tensor, a: Scalar, b: &Tensor) [b] => where_scalar_self(c, a, b);
+|fwd| Pw::new(b, None).c(c).run("WhereBackward1", C, fwd, |g, x: &Args| {
+    Ok([Some(ops::where_scalar_self(x.c(), 0.0, g)?), None])
+}));
+k!(where_so(c: &Tensor, a: &Tensor, b: Scalar) [a] => where_scalar_other(c, a, b);
+|fwd| Pw::new(a, None).c(c).run("WhereBackward2", C, fwd, |g, x: &Args| {
+    Ok([Some(ops::where_scalar_other(x.c(), g, 0.0)?), None])
+}));
+k!(masked_fill_s(a: &Tensor, m: &Tensor, v: Scalar) [a] => masked_fill(a, m, v);
+|fwd| Pw::new(a, None).c(m).run("MaskedFillBackward0", C, fwd, |g, x: &Args| {
+    Ok([Some(ops::masked_fill(g, x.c(), 0)?), None])
+}));
+k!(masked_fill_t(a: &Tensor, m: &Tensor, v: &Tensor) [a, v] => masked_fill_tensor(a, m, v);
+|fwd| Pw::new(a, Some(v)).c(m).run("MaskedFillBackward1", C, fwd, |g, x: &Args| Ok([
+    opt(x.need[0], || ops::masked_fill(g, x.c(), 0))?,
+    opt(x.need[1], || ops::sum(&ops::where_scalar_other(x.c(), g, 0.0)?, None))?,
+])));
+
+/// `grad` where `lo <= a <= hi`, else 0.
+fn clamp_formula(g: &Tensor, x: &Args) -> G2 {
+    let mut r = g.clone();
+    if let Some(lo) = x.lo {
+        r = ops::where_scalar_other(&ops::ge_scalar(x.a(), lo)?, &r, 0.0)?;
+    }
+    if let Some(hi) = x.hi {
+        r = ops::where_scalar_other(&ops::le_scalar(x.a(), hi)?, &r, 0.0)?;
+    }
+    Ok([Some(r), None])
+}
+k!(clamp(a: &Tensor, lo: Option<Scalar>, hi: Option<Scalar>) [a] => clamp(a, lo, hi);
+    |fwd| Pw::new(a, None).range(lo, hi).run("ClampBackward1", A, fwd, clamp_formula));
+k!(clamp_min(a: &Tensor, lo: Scalar) [a] => clamp_min(a, lo);
+    |fwd| Pw::new(a, None).range(Some(lo), None).run("ClampMinBackward0", A, fwd, clamp_formula));
+k!(clamp_max(a: &Tensor, hi: Scalar) [a] => clamp_max(a, hi);
+    |fwd| Pw::new(a, None).range(None, Some(hi)).run("ClampMaxBackward0", A, fwd, clamp_formula));
+
+k!(mse_loss(a: &Tensor, b: &Tensor, red: i64) [a, b] => mse_loss(a, b, red);
+|fwd| Pw::new(a, Some(b)).n(red).run("MseLossBackward0", A | B, fwd, |g, x: &Args| Ok([
+    opt(x.need[0], || ops::mse_loss_backward(g, x.a(), x.b(), x.n))?,
+    opt(x.need[1], || ops::mse_loss_backward(g, x.b(), x.a(), x.n))?,
+])));
+
+// Backward ops with their own (first-order) formulas, for double backward.
+k!(threshold_backward(g: &Tensor, s: &Tensor, t: Scalar) [g] => threshold_backward(g, s, t);
+|fwd| Pw::new(g, None).c(s).s(t).run("ThresholdBackwardBackward0", C, fwd, |gg, x: &Args| {
+    Ok([Some(ops::threshold_backward(gg, x.c(), x.s)?), None])
+}));
+k!(sigmoid_backward(g: &Tensor, o: &Tensor) [g, o] => sigmoid_backward(g, o);
+|fwd| Pw::new(g, Some(o)).run("SigmoidBackwardBackward0", A | B, fwd, |gg, x: &Args| Ok([
+    opt(x.need[0], || ops::sigmoid_backward(gg, x.b()))?,
+    opt(x.need[1], || {
+        let d = ops::add_scalar(&ops::mul_scalar(x.b(), -2)?, 1, 1)?;
+        ops::mul(&ops::mul(gg, x.a())?, &d)
+    })?,
+])));
+k!(tanh_backward(g: &Tensor, o: &Tensor) [g, o] => tanh_backward(g, o);
+|fwd| Pw::new(g, Some(o)).run("TanhBackwardBackward0", A | B, fwd, |gg, x: &Args| Ok([
+    opt(x.need[0], || ops::tanh_backward(gg, x.b()))?,
+    opt(x.need[1], || {
+        ops::mul_scalar(&ops::mul(&ops::mul(gg, x.a())?, x.b())?, -2)
+    })?,
+])));
+
+/// Registers this file's kernels.
+pub(crate) fn register(lib: &mut Library) -> Result<()> {
+    macro_rules! reg {
+        ($($name:literal => $f:ident),* $(,)?) => {
+            $(lib.impl_($name, None, KernelFunction::from_fn_with_keys($f))?;)*
+        };
+    }
+    reg! {
+        "add.Tensor" => add_t, "add.Scalar" => add_s, "sub.Tensor" => sub_t,
+        "sub.Scalar" => sub_s, "rsub.Tensor" => rsub_t, "mul.Tensor" => mul_t,
+        "mul.Scalar" => mul_s, "div.Tensor" => div_t, "div.Tensor_mode" => div_tm,
+        "div.Scalar" => div_s, "neg" => neg, "exp" => exp, "log" => log, "sqrt" => sqrt,
+        "rsqrt" => rsqrt, "abs" => abs, "relu" => relu, "sigmoid" => sigmoid, "tanh" => tanh,
+        "gelu" => gelu, "silu" => silu, "pow.Tensor_Scalar" => pow_ts,
+        "pow.Tensor_Tensor" => pow_tt, "pow.Scalar" => pow_s, "maximum" => maximum,
+        "minimum" => minimum, "where.self" => where_t, "where.ScalarSelf" => where_ss,
+        "where.ScalarOther" => where_so, "masked_fill.Scalar" => masked_fill_s,
+        "masked_fill.Tensor" => masked_fill_t, "clamp" => clamp, "clamp_min" => clamp_min,
+        "clamp_max" => clamp_max, "mse_loss" => mse_loss,
+        "threshold_backward" => threshold_backward, "sigmoid_backward" => sigmoid_backward,
+        "tanh_backward" => tanh_backward,
+    }
+    Ok(())
+}

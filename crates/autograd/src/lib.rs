@@ -1,0 +1,51 @@
+//! Switchboard's autograd (PyTorch 2.15 semantics): autograd metadata on tensors, the graph
+//! of backward [`Node`]s, the engine (`backward`, [`grad`]), grad-mode guards, custom
+//! functions, `gradcheck`, and the `Autograd` / `ADInplaceOrView` kernels of the aten
+//! operators. Linking this crate registers the kernels in the global dispatcher.
+//!
+//! ```ignore
+//! use switchboard_autograd::AutogradTensor;
+//! use switchboard_ops as ops;
+//! let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
+//! let y = ops::sum(&ops::mul(&x, &x)?, None)?;
+//! y.backward(None, false, false)?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f32>(), vec![2.0, 4.0]);
+//! ```
+#![warn(missing_docs)]
+
+mod engine;
+mod function;
+mod grad_mode;
+mod gradcheck;
+mod kernels;
+mod meta;
+mod node;
+mod tensor_ext;
+mod util;
+
+pub use engine::{grad, AccumulateGrad};
+pub use function::{apply, Function, FunctionCtx};
+pub use grad_mode::{
+    enable_grad, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+    EnableGradGuard, GradModeGuard, InferenceMode, NoGradGuard,
+};
+pub use gradcheck::gradcheck;
+pub use meta::AutogradMeta;
+pub use node::{Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, SavedTensor};
+pub use switchboard_dispatcher::{DispatchError, Result};
+pub use tensor_ext::AutogradTensor;
+pub use util::sum_to;
+
+pub(crate) mod ops_impl {
+    pub(crate) use crate::engine::AccumulateGrad;
+}
+
+switchboard_dispatcher::library!(IMPL aten, Autograd, |lib| {
+    kernels::pointwise::register(lib)?;
+    kernels::reduce::register(lib)?;
+    kernels::nn::register(lib)?;
+    kernels::shape::register(lib)?;
+    kernels::inplace::register(lib)?;
+    Ok(())
+});
+switchboard_dispatcher::library!(IMPL aten, ADInplaceOrView, kernels::adiv::register);

@@ -1,0 +1,284 @@
+//! The graph: [`Node`]s (backward functions), [`Edge`]s between them, saved tensors.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use smallvec::SmallVec;
+use switchboard_dispatcher::{DispatchErrorKind, Result};
+use switchboard_tensor::{ScalarType, Tensor, TensorImpl};
+
+use crate::meta;
+
+/// A gradient hook: sees the gradient flowing into a tensor and may replace it
+/// (`tensor.register_hook`).
+pub type Hook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
+
+/// Where a gradient goes: input `input_nr` of `node` (`torch::autograd::Edge`). `node` is
+/// `None` for inputs that do not require grad.
+#[derive(Clone, Default)]
+pub struct Edge {
+    /// The function the gradient flows into.
+    pub node: Option<Arc<dyn Node>>,
+    /// Which of its inputs (which output of the forward op).
+    pub input_nr: u32,
+}
+
+impl Edge {
+    /// Whether the edge leads anywhere.
+    pub fn is_valid(&self) -> bool {
+        self.node.is_some()
+    }
+}
+
+/// Shape and dtype of one input of a node (one output of its forward op): the engine checks
+/// the gradients flowing in against it (`InputMetadata`).
+#[derive(Clone, Debug)]
+pub struct InputMeta {
+    /// Sizes of the forward output.
+    pub sizes: SmallVec<[i64; 6]>,
+    /// Its dtype.
+    pub dtype: ScalarType,
+}
+
+static NEXT_SEQUENCE_NR: AtomicU64 = AtomicU64::new(0);
+
+/// What every node has: name, edges, input metadata, hooks.
+pub struct NodeMeta {
+    name: Cow<'static, str>,
+    next_edges: SmallVec<[Edge; 2]>,
+    pub(crate) inputs: Mutex<SmallVec<[Option<InputMeta>; 1]>>,
+    pub(crate) pre_hooks: Mutex<Vec<(u32, Hook)>>,
+    pub(crate) retained: Mutex<Vec<(u32, Weak<TensorImpl>)>>,
+    sequence_nr: u64,
+}
+
+impl NodeMeta {
+    /// Metadata for a node named `name` with `num_inputs` inputs (outputs of the forward op)
+    /// whose gradients flow along `next_edges`.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        num_inputs: usize,
+        next_edges: impl IntoIterator<Item = Edge>,
+    ) -> Self {
+        NodeMeta {
+            name: name.into(),
+            next_edges: next_edges.into_iter().collect(),
+            inputs: Mutex::new(smallvec::smallvec![None; num_inputs]),
+            pre_hooks: Mutex::new(Vec::new()),
+            retained: Mutex::new(Vec::new()),
+            sequence_nr: NEXT_SEQUENCE_NR.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The edges its gradients flow along.
+    pub fn next_edges(&self) -> &[Edge] {
+        &self.next_edges
+    }
+
+    /// How many gradients it takes.
+    pub fn num_inputs(&self) -> usize {
+        lock(&self.inputs).len()
+    }
+
+    /// Creation order: later nodes run first when both are ready.
+    pub fn sequence_nr(&self) -> u64 {
+        self.sequence_nr
+    }
+
+    pub(crate) fn set_input(&self, nr: usize, t: &Tensor) {
+        let mut v = lock(&self.inputs);
+        if nr < v.len() {
+            v[nr] = Some(InputMeta {
+                sizes: t.sizes().into(),
+                dtype: t.dtype(),
+            });
+        }
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A backward function of the graph (`torch::autograd::Node`).
+pub trait Node: Send + Sync + 'static {
+    /// Name, hooks and edges.
+    fn meta(&self) -> &NodeMeta;
+
+    /// Computes the gradients of the forward inputs (one per next edge, `None` when not
+    /// needed) from the gradients of the forward outputs. `this` is the node itself, for
+    /// saved outputs that need it as their `grad_fn` under `create_graph`.
+    fn apply(
+        &self,
+        this: &Arc<dyn Node>,
+        grads: Vec<Option<Tensor>>,
+    ) -> Result<Vec<Option<Tensor>>>;
+
+    /// Frees the saved tensors (after a backward without `retain_graph`).
+    fn release_variables(&self) {}
+
+    /// The node's name, as PyTorch's (`AddBackward0`).
+    fn name(&self) -> String {
+        self.meta().name().to_owned()
+    }
+
+    /// The edges its gradients flow along.
+    fn next_edges(&self) -> &[Edge] {
+        self.meta().next_edges()
+    }
+}
+
+impl std::fmt::Debug for dyn Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} object>", self.name())
+    }
+}
+
+/// An error of autograd, in PyTorch's words.
+#[cold]
+pub(crate) fn err(msg: impl Into<String>) -> switchboard_dispatcher::DispatchError {
+    DispatchErrorKind::Kernel(msg.into()).into()
+}
+
+pub(crate) const FREED_MSG: &str = "Trying to backward through the graph a second time (or \
+directly access saved tensors after they have already been freed). Saved intermediate values \
+of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True \
+if you need to backward through the graph a second time or if you need to access saved tensors \
+after calling backward.";
+
+/// A tensor saved for backward (`SavedVariable`): unpacking checks that it was not modified
+/// in place since.
+pub struct SavedTensor {
+    data: Tensor,
+    version: u64,
+    /// Saved output of its own node: `Some(output_nr)`; the node is passed at unpack time
+    /// (saving it here would be a reference cycle).
+    output_nr: Option<u32>,
+    /// For the error message: the grad_fn that produced it and its output number.
+    producer: Option<(Cow<'static, str>, u32)>,
+}
+
+impl SavedTensor {
+    /// Saves an input of the op (kept with its history).
+    pub fn input(t: &Tensor) -> SavedTensor {
+        let producer = meta::grad_fn_of(t).map(|(n, nr)| (Cow::Owned(n.name()), nr));
+        SavedTensor {
+            data: t.clone(),
+            version: t.version(),
+            output_nr: None,
+            producer,
+        }
+    }
+
+    /// Saves output `nr` of the node being built (kept without its history).
+    pub fn output(t: &Tensor, nr: u32, node_name: &'static str) -> SavedTensor {
+        SavedTensor {
+            data: meta::alias(t),
+            version: t.version(),
+            output_nr: Some(nr),
+            producer: Some((Cow::Borrowed(node_name), nr)),
+        }
+    }
+
+    /// The tensor, after the version check. A saved output gets `node` as its `grad_fn` when
+    /// grad mode is on (double backward).
+    pub fn unpack(&self, node: &Arc<dyn Node>) -> Result<Tensor> {
+        let now = self.data.version();
+        if now != self.version {
+            let mut m = format!(
+                "one of the variables needed for gradient computation has been modified by an \
+                 inplace operation: [{} [{}]]",
+                self.data.type_string(),
+                self.data
+                    .sizes()
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            if let Some((name, nr)) = &self.producer {
+                m += &format!(", which is output {nr} of {name},");
+            }
+            m += &format!(
+                " is at version {now}; expected version {} instead. Hint: enable anomaly \
+                 detection to find the operation that failed to compute its gradient, with \
+                 torch.autograd.set_detect_anomaly(True).",
+                self.version
+            );
+            return Err(err(m));
+        }
+        match self.output_nr {
+            Some(nr) if crate::is_grad_enabled() => {
+                let t = meta::alias(&self.data);
+                meta::set_grad_fn(&t, node.clone(), nr);
+                Ok(t)
+            }
+            _ => Ok(self.data.clone()),
+        }
+    }
+}
+
+/// The backward formula of a [`FnNode`]: saved state, the node itself, the output gradients
+/// (`None` = zero) and which inputs need a gradient; returns one gradient per input.
+pub type Formula<S> =
+    fn(&S, &Arc<dyn Node>, &[Option<Tensor>], &[bool]) -> Result<Vec<Option<Tensor>>>;
+
+/// A node whose backward is a formula over saved state `S` (what the kernels build).
+pub struct FnNode<S: Send + 'static> {
+    meta: NodeMeta,
+    saved: Mutex<Option<S>>,
+    formula: Formula<S>,
+}
+
+impl<S: Send + 'static> FnNode<S> {
+    /// A node named `name`.
+    pub fn new(
+        name: &'static str,
+        num_outputs: usize,
+        next_edges: impl IntoIterator<Item = Edge>,
+        saved: S,
+        formula: Formula<S>,
+    ) -> Self {
+        FnNode {
+            meta: NodeMeta::new(name, num_outputs, next_edges),
+            saved: Mutex::new(Some(saved)),
+            formula,
+        }
+    }
+}
+
+impl<S: Send + 'static> Node for FnNode<S> {
+    fn meta(&self) -> &NodeMeta {
+        &self.meta
+    }
+
+    fn apply(
+        &self,
+        this: &Arc<dyn Node>,
+        grads: Vec<Option<Tensor>>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let mask: SmallVec<[bool; 4]> = self.meta.next_edges.iter().map(Edge::is_valid).collect();
+        let saved = lock(&self.saved);
+        let Some(s) = saved.as_ref() else {
+            return Err(err(FREED_MSG));
+        };
+        let mut out = (self.formula)(s, this, &grads, &mask)?;
+        out.resize(mask.len(), None);
+        for (g, m) in out.iter_mut().zip(&mask) {
+            if !m {
+                *g = None;
+            }
+        }
+        Ok(out)
+    }
+
+    fn release_variables(&self) {
+        lock(&self.saved).take();
+    }
+}

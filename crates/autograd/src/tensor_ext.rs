@@ -1,0 +1,154 @@
+//! [`AutogradTensor`]: the autograd methods of `Tensor`.
+
+use std::sync::Arc;
+
+use switchboard_dispatcher::Result;
+use switchboard_tensor::Tensor;
+
+use crate::meta;
+use crate::node::{err, lock, Hook, Node};
+
+/// The autograd methods of a tensor (`requires_grad`, `grad`, `backward`, ...).
+pub trait AutogradTensor {
+    /// Whether gradients flow to this tensor.
+    fn requires_grad(&self) -> bool;
+    /// Sets the leaf flag; returns a handle to `self`. Fails on non-leaves (unless setting
+    /// true) and on non-floating dtypes, with PyTorch's messages.
+    fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor>;
+    /// Whether the tensor has no grad_fn.
+    fn is_leaf(&self) -> bool;
+    /// The accumulated gradient (leaves, or non-leaves after `retain_grad`).
+    fn grad(&self) -> Option<Tensor>;
+    /// Replaces the gradient (`None`: `zero_grad(set_to_none=True)`).
+    fn set_grad(&self, grad: Option<Tensor>);
+    /// Makes a non-leaf keep its gradient in `.grad`.
+    fn retain_grad(&self) -> Result<()>;
+    /// Whether `retain_grad` was called (`retains_grad`).
+    fn retains_grad(&self) -> bool;
+    /// The node that produced this tensor.
+    fn grad_fn(&self) -> Option<Arc<dyn Node>>;
+    /// Which output of its grad_fn this tensor is.
+    fn output_nr(&self) -> u32;
+    /// Computes the gradients of this tensor with respect to the leaves and accumulates them
+    /// into their `.grad`. `gradient` may be omitted for a one-element tensor.
+    /// `create_graph` implies `retain_graph` (PyTorch's default for `retain_graph=None`).
+    fn backward(
+        &self,
+        gradient: Option<&Tensor>,
+        retain_graph: bool,
+        create_graph: bool,
+    ) -> Result<()>;
+    /// A tensor sharing storage and version counter, without history.
+    fn detach(&self) -> Tensor;
+    /// Registers a hook called with the gradient of this tensor; it may return a
+    /// replacement (`register_hook`).
+    fn register_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
+    ) -> Result<()>;
+    /// The base of a view (`_base`).
+    fn base(&self) -> Option<Tensor>;
+}
+
+impl AutogradTensor for Tensor {
+    fn requires_grad(&self) -> bool {
+        meta::requires_grad(self)
+    }
+
+    fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor> {
+        if !self.is_leaf() {
+            if requires_grad {
+                return Ok(self.clone());
+            }
+            return Err(err(
+                "you can only change requires_grad flags of leaf variables. If you want to use \
+                 a computed variable in a subgraph that doesn't require differentiation use \
+                 var_no_grad = var.detach().",
+            ));
+        }
+        if requires_grad && !self.dtype().is_floating_point() {
+            return Err(err(
+                "only Tensors of floating point and complex dtype can require gradients",
+            ));
+        }
+        meta::set_requires_grad(self, requires_grad);
+        Ok(self.clone())
+    }
+
+    fn is_leaf(&self) -> bool {
+        meta::grad_fn_of(self).is_none()
+    }
+
+    fn grad(&self) -> Option<Tensor> {
+        meta::read(self, |m| m.grad.clone()).flatten()
+    }
+
+    fn set_grad(&self, grad: Option<Tensor>) {
+        if grad.is_none() && meta::get(self).is_none() {
+            return;
+        }
+        meta::with(self, |m| m.grad = grad);
+    }
+
+    fn retain_grad(&self) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(err(
+                "can't retain_grad on Tensor that has requires_grad=False",
+            ));
+        }
+        let Some((node, nr)) = meta::grad_fn_of(self) else {
+            return Ok(()); // leaves keep their grad anyway
+        };
+        let already = meta::with(self, |m| std::mem::replace(&mut m.retains_grad, true));
+        if !already {
+            lock(&node.meta().retained).push((nr, Arc::downgrade(self.as_arc())));
+        }
+        Ok(())
+    }
+
+    fn retains_grad(&self) -> bool {
+        meta::read(self, |m| m.retains_grad).unwrap_or(false)
+    }
+
+    fn grad_fn(&self) -> Option<Arc<dyn Node>> {
+        meta::grad_fn_of(self).map(|(n, _)| n)
+    }
+
+    fn output_nr(&self) -> u32 {
+        meta::read(self, |m| m.output_nr).unwrap_or(0)
+    }
+
+    fn backward(
+        &self,
+        gradient: Option<&Tensor>,
+        retain_graph: bool,
+        create_graph: bool,
+    ) -> Result<()> {
+        crate::engine::backward(self, gradient, retain_graph, create_graph)
+    }
+
+    fn detach(&self) -> Tensor {
+        meta::alias(self)
+    }
+
+    fn register_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
+    ) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(err(
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
+        }
+        let hook: Hook = Arc::new(hook);
+        match meta::grad_fn_of(self) {
+            Some((node, nr)) => lock(&node.meta().pre_hooks).push((nr, hook)),
+            None => meta::with(self, |m| m.hooks.push(hook)),
+        }
+        Ok(())
+    }
+
+    fn base(&self) -> Option<Tensor> {
+        meta::read(self, |m| m.base.clone()).flatten()
+    }
+}

@@ -1,0 +1,350 @@
+//! The computational core of the convolutions (see Note [Convolution as im2col + GEMM]):
+//! the geometry, im2col / col2im, and the forward and backward passes over contiguous data.
+
+use rayon::prelude::*;
+
+use crate::dispatch_dtype::Num;
+use crate::linalg::{gemm_float, GemmFloat, MatPtr};
+use crate::loops::in_parallel_region;
+
+// Note [Convolution as im2col + GEMM]
+// Every convolution is computed as a 2-d one: a 1-d input `(N, C, W)` is the 2-d input
+// `(N, C, 1, W)` with a 1-high kernel, which has the same memory layout, so only the geometry
+// changes. For image `n` and group `g`, im2col unrolls the input patches into a matrix
+// `cols` of `K = C_in/groups * kh * kw` rows and `L = oh * ow` columns (zeros where a patch
+// overlaps the padding); the output block is then `W_g (C_out/groups x K) @ cols (K x L)`,
+// written straight into the output (bias pre-filled, GEMM accumulating onto it). A 1x1
+// kernel with unit stride and no padding needs no im2col: the input is already `cols`.
+// The backward pass reuses the same matrices: `grad_W_g += grad_out_g @ cols^T`,
+// `grad_cols = W_g^T @ grad_out_g` scattered back by col2im, `grad_bias` sums grad_out.
+// Images run in parallel when there are several (each task with its own `cols` buffer and,
+// for the weight gradient, its own partial sum, added up at the end); a single image uses
+// the GEMM's own parallelism.
+
+/// The geometry of a 2-d convolution (1-d ones have `h = kh = oh = 1`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Geom {
+    pub(super) n: usize,
+    pub(super) c_in: usize,
+    pub(super) h: usize,
+    pub(super) w: usize,
+    pub(super) c_out: usize,
+    pub(super) kh: usize,
+    pub(super) kw: usize,
+    pub(super) sh: usize,
+    pub(super) sw: usize,
+    pub(super) ph: usize,
+    pub(super) pw: usize,
+    pub(super) dh: usize,
+    pub(super) dw: usize,
+    pub(super) oh: usize,
+    pub(super) ow: usize,
+    pub(super) groups: usize,
+}
+
+impl Geom {
+    fn cin_g(&self) -> usize {
+        self.c_in / self.groups
+    }
+    fn cout_g(&self) -> usize {
+        self.c_out / self.groups
+    }
+    /// Rows of `cols`: the length of one unrolled patch.
+    fn k(&self) -> usize {
+        self.cin_g() * self.kh * self.kw
+    }
+    /// Columns of `cols`: output positions per channel.
+    fn l(&self) -> usize {
+        self.oh * self.ow
+    }
+    fn in_image(&self) -> usize {
+        self.c_in * self.h * self.w
+    }
+    fn out_image(&self) -> usize {
+        self.c_out * self.l()
+    }
+    /// A 1x1 kernel with unit stride and no padding: the input is its own `cols`.
+    fn pointwise(&self) -> bool {
+        self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1 && self.ph == 0 && self.pw == 0
+    }
+}
+
+/// The output positions `o < out` whose input position `o*s + off - p` lies in `0..size`, as
+/// a range `lo..hi`.
+fn valid_range(out: usize, size: usize, s: usize, p: usize, off: usize) -> (usize, usize) {
+    let lo = if p > off { (p - off).div_ceil(s) } else { 0 };
+    let hi = if size + p > off {
+        (size + p - off).div_ceil(s).min(out)
+    } else {
+        0
+    };
+    (lo.min(hi), hi)
+}
+
+/// Unrolls the patches of one image's group (`cin_g` channels of `h x w`) into `cols`
+/// (`K x L`, row-major).
+fn im2col<T: Num>(x: &[T], cols: &mut [T], g: &Geom) {
+    let (l, hw) = (g.l(), g.h * g.w);
+    for c in 0..g.cin_g() {
+        for i in 0..g.kh {
+            let (ylo, yhi) = valid_range(g.oh, g.h, g.sh, g.ph, i * g.dh);
+            for j in 0..g.kw {
+                let (xlo, xhi) = valid_range(g.ow, g.w, g.sw, g.pw, j * g.dw);
+                let row = &mut cols[((c * g.kh + i) * g.kw + j) * l..][..l];
+                for oy in 0..g.oh {
+                    let r = &mut row[oy * g.ow..][..g.ow];
+                    if oy < ylo || oy >= yhi {
+                        r.fill(T::ZERO);
+                        continue;
+                    }
+                    let iy = oy * g.sh + i * g.dh - g.ph;
+                    let src = &x[c * hw + iy * g.w..][..g.w];
+                    r[..xlo].fill(T::ZERO);
+                    r[xhi..].fill(T::ZERO);
+                    let shift = j * g.dw;
+                    if g.sw == 1 {
+                        let ix0 = xlo + shift - g.pw;
+                        r[xlo..xhi].copy_from_slice(&src[ix0..ix0 + (xhi - xlo)]);
+                    } else {
+                        for (ox, v) in r.iter_mut().enumerate().take(xhi).skip(xlo) {
+                            *v = src[ox * g.sw + shift - g.pw];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The adjoint of [`im2col`]: adds each entry of `cols` to the input position it came from.
+fn col2im_add<T: Num>(cols: &[T], gx: &mut [T], g: &Geom) {
+    let (l, hw) = (g.l(), g.h * g.w);
+    for c in 0..g.cin_g() {
+        for i in 0..g.kh {
+            let (ylo, yhi) = valid_range(g.oh, g.h, g.sh, g.ph, i * g.dh);
+            for j in 0..g.kw {
+                let (xlo, xhi) = valid_range(g.ow, g.w, g.sw, g.pw, j * g.dw);
+                let row = &cols[((c * g.kh + i) * g.kw + j) * l..][..l];
+                for oy in ylo..yhi {
+                    let r = &row[oy * g.ow..][..g.ow];
+                    let iy = oy * g.sh + i * g.dh - g.ph;
+                    let dst = &mut gx[c * hw + iy * g.w..][..g.w];
+                    for (ox, &v) in r.iter().enumerate().take(xhi).skip(xlo) {
+                        let d = &mut dst[ox * g.sw + j * g.dw - g.pw];
+                        *d = d.add(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Splits `0..n` images into contiguous chunks to run in parallel (one chunk when there is a
+/// single image, one thread, or when already inside a parallel region).
+fn image_chunks(n: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    if n <= 1 || threads <= 1 || in_parallel_region() {
+        1
+    } else {
+        n.min(threads)
+    }
+}
+
+/// The forward pass on contiguous data (`x`: `N x C_in x H x W`, `wt`: `C_out x K`, `out`:
+/// `N x C_out x L`).
+pub(super) fn forward_impl<T: GemmFloat>(
+    x: &[T],
+    wt: &[T],
+    bias: Option<&[T]>,
+    out: &mut [T],
+    g: &Geom,
+) {
+    let (k, l, cin_g, cout_g) = (g.k(), g.l(), g.cin_g(), g.cout_g());
+    let chunks = image_chunks(g.n);
+    let per = g.n.div_ceil(chunks).max(1);
+    let task = |c: usize, out: &mut [T]| {
+        let mut cols = if g.pointwise() {
+            Vec::new()
+        } else {
+            vec![<T as Num>::ZERO; k * l]
+        };
+        for (i, o) in out.chunks_mut(g.out_image()).enumerate() {
+            let x_img = &x[(c * per + i) * g.in_image()..][..g.in_image()];
+            if let Some(b) = bias {
+                for (co, row) in o.chunks_mut(l).enumerate() {
+                    row.fill(b[co]);
+                }
+            }
+            for gi in 0..g.groups {
+                let xg = &x_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
+                let b_ptr = if g.pointwise() {
+                    xg.as_ptr()
+                } else {
+                    im2col(xg, &mut cols, g);
+                    cols.as_ptr()
+                };
+                let dst = &mut o[gi * cout_g * l..][..cout_g * l];
+                let wg = &wt[gi * cout_g * k..][..cout_g * k];
+                // SAFETY: the three matrices are row-major views of live slices of exactly
+                // `cout_g x l`, `cout_g x k` and `k x l` elements; `dst` is exclusive and
+                // disjoint from the others.
+                unsafe {
+                    gemm_float(
+                        cout_g,
+                        l,
+                        k,
+                        MatPtr::row_major(dst.as_mut_ptr(), l),
+                        MatPtr::row_major(wg.as_ptr(), k),
+                        MatPtr::row_major(b_ptr, l),
+                        <T as Num>::ONE,
+                        <T as Num>::ONE,
+                        bias.is_some(),
+                    )
+                };
+            }
+        }
+    };
+    let span = per * g.out_image();
+    if chunks == 1 || span == 0 {
+        task(0, out);
+    } else {
+        out.par_chunks_mut(span)
+            .enumerate()
+            .for_each(|(c, o)| task(c, o));
+    }
+}
+
+/// The backward pass on contiguous data; returns nothing, writing `gx` (zeroed, when given),
+/// `gw` and `gb` (when given).
+pub(super) fn backward_impl<T: GemmFloat>(
+    go: &[T],
+    x: &[T],
+    wt: &[T],
+    gx: Option<&mut [T]>,
+    gw: Option<&mut [T]>,
+    gb: Option<&mut [T]>,
+    g: &Geom,
+) {
+    let (k, l, cin_g, cout_g) = (g.k(), g.l(), g.cin_g(), g.cout_g());
+    let (need_w, need_b) = (gw.is_some(), gb.is_some());
+    let chunks = image_chunks(g.n);
+    let per = g.n.div_ceil(chunks).max(1);
+    let zero = <T as Num>::ZERO;
+    // One task: images `c*per ..` (as many as `gx_chunk` holds, or up to `per`); returns its
+    // partial weight and bias gradients.
+    let task = |c: usize, mut gx_chunk: Option<&mut [T]>| -> (Vec<T>, Vec<T>) {
+        let mut pw = if need_w {
+            vec![zero; g.c_out * k]
+        } else {
+            Vec::new()
+        };
+        let mut pb = if need_b {
+            vec![zero; g.c_out]
+        } else {
+            Vec::new()
+        };
+        let mut cols = vec![zero; if g.pointwise() { 0 } else { k * l }];
+        let mut dcols = vec![
+            zero;
+            if gx_chunk.is_some() && !g.pointwise() {
+                k * l
+            } else {
+                0
+            }
+        ];
+        let first = c * per;
+        let last = (first + per).min(g.n);
+        for n in first..last {
+            let go_img = &go[n * g.out_image()..][..g.out_image()];
+            let x_img = &x[n * g.in_image()..][..g.in_image()];
+            if need_b {
+                for (co, row) in go_img.chunks(l).enumerate() {
+                    pb[co] = row.iter().fold(pb[co], |a, &v| a.add(v));
+                }
+            }
+            for gi in 0..g.groups {
+                let go_g = MatPtr::row_major(go_img[gi * cout_g * l..].as_ptr(), l);
+                let xg = &x_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
+                let wg = &wt[gi * cout_g * k..][..cout_g * k];
+                if need_w {
+                    let cols_ptr = if g.pointwise() {
+                        xg.as_ptr()
+                    } else {
+                        im2col(xg, &mut cols, g);
+                        cols.as_ptr()
+                    };
+                    let dst = &mut pw[gi * cout_g * k..][..cout_g * k];
+                    // SAFETY: row-major views of live slices of the stated shapes
+                    // (`cout_g x k` dst, `cout_g x l` grad_out, `l x k` transposed cols);
+                    // `dst` is this task's own buffer.
+                    unsafe {
+                        gemm_float(
+                            cout_g,
+                            k,
+                            l,
+                            MatPtr::row_major(dst.as_mut_ptr(), k),
+                            go_g,
+                            MatPtr::row_major(cols_ptr, l).t(),
+                            <T as Num>::ONE,
+                            <T as Num>::ONE,
+                            true,
+                        )
+                    };
+                }
+                if let Some(gxc) = gx_chunk.as_deref_mut() {
+                    let gx_img = &mut gxc[(n - first) * g.in_image()..][..g.in_image()];
+                    let gxg = &mut gx_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
+                    let dst = if g.pointwise() {
+                        gxg.as_mut_ptr()
+                    } else {
+                        dcols.as_mut_ptr()
+                    };
+                    // SAFETY: `W_g^T` is the transposed row-major `cout_g x k` weight slice,
+                    // grad_out a `cout_g x l` slice, `dst` an exclusive `k x l` buffer (the
+                    // group's own input-gradient channels when pointwise).
+                    unsafe {
+                        gemm_float(
+                            k,
+                            l,
+                            cout_g,
+                            MatPtr::row_major(dst, l),
+                            MatPtr::row_major(wg.as_ptr(), k).t(),
+                            go_g,
+                            <T as Num>::ONE,
+                            <T as Num>::ZERO,
+                            false,
+                        )
+                    };
+                    if !g.pointwise() {
+                        col2im_add(&dcols, gxg, g);
+                    }
+                }
+            }
+        }
+        (pw, pb)
+    };
+    let partials: Vec<(Vec<T>, Vec<T>)> = match gx {
+        Some(gx) if chunks > 1 && g.in_image() > 0 => gx
+            .par_chunks_mut(per * g.in_image())
+            .enumerate()
+            .map(|(c, s)| task(c, Some(s)))
+            .collect(),
+        Some(gx) => vec![task(0, Some(gx))],
+        None if chunks > 1 => (0..chunks).into_par_iter().map(|c| task(c, None)).collect(),
+        None => vec![task(0, None)],
+    };
+    let add_all = |dst: &mut [T], which: usize| {
+        for p in &partials {
+            let src = if which == 0 { &p.0 } else { &p.1 };
+            for (d, &v) in dst.iter_mut().zip(src) {
+                *d = d.add(v);
+            }
+        }
+    };
+    if let Some(gw) = gw {
+        add_all(gw, 0);
+    }
+    if let Some(gb) = gb {
+        add_all(gb, 1);
+    }
+}

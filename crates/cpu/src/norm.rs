@@ -1,0 +1,366 @@
+//! Layer normalization: `native_layer_norm` and `native_layer_norm_backward`, normalizing
+//! over the trailing `normalized_shape` dimensions. Floating dtypes; Half and BFloat16 compute
+//! in f32; statistics are computed in two passes over each row.
+
+use rayon::prelude::*;
+use switchboard_tensor::RawOps;
+use switchboard_tensor::{Device, ScalarType, Tensor};
+
+use crate::copy::cast;
+use crate::dispatch_dtype::{Float, FloatElement, Num};
+use crate::dispatch_floating_types;
+use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::loops::{in_parallel_region, GRAIN_SIZE};
+
+/// The checked geometry: `m` rows of `n` normalized elements.
+struct Ln {
+    m: usize,
+    n: usize,
+    /// The shape of `mean` and `rstd`: the input's leading dims, then 1s.
+    stat_shape: Vec<i64>,
+    device: Device,
+}
+
+/// PyTorch's `_check_layer_norm_inputs`.
+fn check(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    extra: &[&Tensor],
+) -> Result<Ln> {
+    let mut all = vec![input];
+    all.extend(weight);
+    all.extend(bias);
+    all.extend_from_slice(extra);
+    let device = same_device(&all)?;
+    check_cpu_or_meta("native_layer_norm", device)?;
+    let ns = shape_str(normalized_shape);
+    if normalized_shape.is_empty() {
+        return Err(invalid(format!(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least \
+             one element, but got normalized_shape = {ns}"
+        )));
+    }
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t.filter(|t| t.sizes() != normalized_shape) {
+            return Err(invalid(format!(
+                "Expected {name} to be of same shape as normalized_shape, but got {name} of \
+                 shape {} and normalized_shape = {ns}",
+                shape_str(t.sizes())
+            )));
+        }
+    }
+    let (nd, k) = (input.dim(), normalized_shape.len());
+    if nd < k || &input.sizes()[nd - k..] != normalized_shape {
+        let tail: String = normalized_shape.iter().map(|s| format!(", {s}")).collect();
+        return Err(invalid(format!(
+            "Given normalized_shape={ns}, expected input with shape [*{tail}], but got input of \
+             size{}",
+            shape_str(input.sizes())
+        )));
+    }
+    if !input.dtype().is_floating_point() {
+        return Err(crate::error::not_implemented(
+            "LayerNormKernelImpl",
+            input.dtype(),
+        ));
+    }
+    let axis = nd - k;
+    let prod = |s: &[i64]| s.iter().product::<i64>() as usize;
+    let mut stat_shape = input.sizes()[..axis].to_vec();
+    stat_shape.extend(std::iter::repeat_n(1, k));
+    Ok(Ln {
+        m: prod(&input.sizes()[..axis]),
+        n: prod(normalized_shape),
+        stat_shape,
+        device,
+    })
+}
+
+/// The dtype of `mean`/`rstd` (and of the parameters' computation): Float for a Half or
+/// BFloat16 input with Float parameters (PyTorch's mixed type), else the input's dtype.
+fn param_dtype(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> ScalarType {
+    let reduced = matches!(input.dtype(), ScalarType::Half | ScalarType::BFloat16);
+    let float_params = weight
+        .or(bias)
+        .is_some_and(|p| p.dtype() == ScalarType::Float);
+    if reduced && float_params {
+        ScalarType::Float
+    } else {
+        input.dtype()
+    }
+}
+
+/// An optional parameter as `f64`s (or `n` copies of `default`).
+fn param(t: Option<&Tensor>, n: usize, default: f64) -> Result<Vec<f64>> {
+    match t {
+        Some(t) => t.to_vec_as::<f64>(),
+        None => Ok(vec![default; n]),
+    }
+}
+
+/// Runs `f(row, out_row)` over rows of `out` (length `n`), in parallel when large.
+fn par_rows<T: Send>(out: &mut [T], n: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    if n == 0 {
+        return;
+    }
+    if out.len() > GRAIN_SIZE && !in_parallel_region() && rayon::current_num_threads() > 1 {
+        out.par_chunks_mut(n).enumerate().for_each(|(r, o)| f(r, o));
+    } else {
+        out.chunks_mut(n).enumerate().for_each(|(r, o)| f(r, o));
+    }
+}
+
+/// The forward pass over contiguous rows; returns `(mean, rstd)` per row.
+fn forward<T: FloatElement>(
+    x: &[T],
+    y: &mut [T],
+    n: usize,
+    w: &[f64],
+    b: &[f64],
+    eps: f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let m = x.len().checked_div(n).unwrap_or(0);
+    let mut stats = vec![(0.0, 0.0); m];
+    let conv = |v: f64| <T::F as Num>::from_f64(v);
+    let (wf, bf): (Vec<T::F>, Vec<T::F>) = (
+        w.iter().map(|&v| conv(v)).collect(),
+        b.iter().map(|&v| conv(v)).collect(),
+    );
+    let stat_of = |xr: &[T]| -> (T::F, T::F) {
+        let nn = conv(n as f64);
+        let mean = xr
+            .iter()
+            .fold(<T::F as Num>::ZERO, |a, v| a.add(v.to_acc()))
+            .div(nn);
+        let var = xr
+            .iter()
+            .fold(<T::F as Num>::ZERO, |a, v| {
+                let d = v.to_acc().sub(mean);
+                a.add(d.mul(d))
+            })
+            .div(nn);
+        (mean, var.add(conv(eps)).rsqrt())
+    };
+    let stats_ptr = stats.as_mut_ptr() as usize;
+    par_rows(y, n, |r, yr| {
+        let xr = &x[r * n..][..n];
+        let (mean, rstd) = stat_of(xr);
+        for (j, (o, v)) in yr.iter_mut().zip(xr).enumerate() {
+            *o = T::from_acc(v.to_acc().sub(mean).mul(rstd).mul(wf[j]).add(bf[j]));
+        }
+        // SAFETY: row `r < m` is written by this call only; `stats` outlives `par_rows`.
+        unsafe { *(stats_ptr as *mut (f64, f64)).add(r) = (mean.to_f64(), rstd.to_f64()) };
+    });
+    stats.into_iter().unzip()
+}
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias,
+/// float eps) -> (Tensor, Tensor, Tensor)`: `(x - mean) * rstd * weight + bias` over the
+/// trailing `normalized_shape` dims, with `rstd = 1/sqrt(var + eps)` (biased variance).
+/// Returns the output (contiguous, the input's dtype), `mean` and `rstd` (shape: the input's
+/// leading dims followed by one 1 per normalized dim).
+///
+/// ```
+/// use switchboard_tensor::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f64, 3.0], &[1, 2]).unwrap();
+/// let (y, mean, rstd) = switchboard_cpu::native_layer_norm(&x, &[2], None, None, 0.0).unwrap();
+/// assert_eq!(y.to_vec::<f64>().unwrap(), [-1.0, 1.0]);
+/// assert_eq!((mean.sizes(), mean.to_vec::<f64>().unwrap()), (&[1i64, 1][..], vec![2.0]));
+/// assert_eq!(rstd.to_vec::<f64>().unwrap(), [1.0]);
+/// ```
+pub fn native_layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ln = check(input, normalized_shape, weight, bias, &[])?;
+    let stat_dtype = param_dtype(input, weight, bias);
+    let y = Tensor::empty_on(input.sizes(), input.dtype(), ln.device)?;
+    if ln.device.is_meta() {
+        let mean = Tensor::empty_on(&ln.stat_shape, stat_dtype, ln.device)?;
+        let rstd = Tensor::empty_on(&ln.stat_shape, stat_dtype, ln.device)?;
+        return Ok((y, mean, rstd));
+    }
+    let (w, b) = (param(weight, ln.n, 1.0)?, param(bias, ln.n, 0.0)?);
+    let x = input.contiguous()?;
+    let (mean, rstd) = dispatch_floating_types!(input.dtype(), "LayerNormKernelImpl", T => {
+        let xs = x.data::<T>()?;
+        let mut ys = y.data_mut::<T>()?;
+        Ok(forward::<T>(&xs, &mut ys, ln.n, &w, &b, eps))
+    })?;
+    let stat =
+        |v: Vec<f64>| -> Result<Tensor> { cast(&Tensor::from_vec(v, &ln.stat_shape)?, stat_dtype) };
+    Ok((y, stat(mean)?, stat(rstd)?))
+}
+
+/// The backward pass over contiguous rows: fills `dx` (when given) and returns the column
+/// sums `(sum dy * xhat, sum dy)` (for the weight and bias gradients).
+#[allow(clippy::too_many_arguments)]
+fn backward<T: FloatElement>(
+    dy: &[T],
+    x: &[T],
+    mean: &[f64],
+    rstd: &[f64],
+    w: &[f64],
+    dx: Option<&mut [T]>,
+    n: usize,
+    want_params: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let m = mean.len();
+    let conv = |v: f64| <T::F as Num>::from_f64(v);
+    let wf: Vec<T::F> = w.iter().map(|&v| conv(v)).collect();
+    let zero = <T::F as Num>::ZERO;
+    if let Some(dx) = dx {
+        par_rows(dx, n, |r, dxr| {
+            let (dyr, xr) = (&dy[r * n..][..n], &x[r * n..][..n]);
+            let (mu, rs) = (conv(mean[r]), conv(rstd[r]));
+            // mean(dy*w) and mean(dy*w*xhat) over the row.
+            let (mut a, mut bsum) = (zero, zero);
+            for j in 0..n {
+                let g = dyr[j].to_acc().mul(wf[j]);
+                let xhat = xr[j].to_acc().sub(mu).mul(rs);
+                a = a.add(g);
+                bsum = bsum.add(g.mul(xhat));
+            }
+            let inv_n = conv(1.0 / n as f64);
+            let (a, bsum) = (a.mul(inv_n), bsum.mul(inv_n));
+            for j in 0..n {
+                let g = dyr[j].to_acc().mul(wf[j]);
+                let xhat = xr[j].to_acc().sub(mu).mul(rs);
+                dxr[j] = T::from_acc(rs.mul(g.sub(a).sub(xhat.mul(bsum))));
+            }
+        });
+    }
+    if !want_params || n == 0 {
+        return (vec![0.0; n], vec![0.0; n]);
+    }
+    // Column sums over the rows, in row chunks (in parallel) added up in order.
+    let chunks = if m * n > GRAIN_SIZE && !in_parallel_region() {
+        rayon::current_num_threads().min(m).max(1)
+    } else {
+        1
+    };
+    let per = m.div_ceil(chunks).max(1);
+    let partial = |c: usize| -> (Vec<f64>, Vec<f64>) {
+        let (mut gw, mut gb) = (vec![0.0; n], vec![0.0; n]);
+        for r in c * per..((c + 1) * per).min(m) {
+            let (dyr, xr) = (&dy[r * n..][..n], &x[r * n..][..n]);
+            for j in 0..n {
+                let g = dyr[j].to_acc().to_f64();
+                gw[j] += g * (xr[j].to_acc().to_f64() - mean[r]) * rstd[r];
+                gb[j] += g;
+            }
+        }
+        (gw, gb)
+    };
+    let parts: Vec<(Vec<f64>, Vec<f64>)> = if chunks > 1 {
+        (0..chunks).into_par_iter().map(partial).collect()
+    } else {
+        vec![partial(0)]
+    };
+    let (mut gw, mut gb) = (vec![0.0; n], vec![0.0; n]);
+    for (pw, pb) in &parts {
+        gw.iter_mut().zip(pw).for_each(|(a, b)| *a += b);
+        gb.iter_mut().zip(pb).for_each(|(a, b)| *a += b);
+    }
+    (gw, gb)
+}
+
+/// `native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape,
+/// Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor,
+/// Tensor, Tensor)`: the gradients with respect to the input, the weight and the bias (shaped
+/// like `normalized_shape`, of the weight's dtype, or the input's without a weight). An
+/// output not asked for by `output_mask` is an empty 0-element tensor (PyTorch returns an
+/// undefined tensor).
+#[allow(clippy::too_many_arguments)]
+pub fn native_layer_norm_backward(
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[i64],
+    mean: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    output_mask: &[bool],
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let ln = check(
+        input,
+        normalized_shape,
+        weight,
+        bias,
+        &[grad_out, mean, rstd],
+    )?;
+    if output_mask.len() != 3 {
+        return Err(invalid(format!(
+            "native_layer_norm_backward: expected output_mask to have 3 elements, got {}",
+            output_mask.len()
+        )));
+    }
+    if grad_out.sizes() != input.sizes() {
+        return Err(invalid(format!(
+            "native_layer_norm_backward: expected grad_out of shape {}, but got {}",
+            shape_str(input.sizes()),
+            shape_str(grad_out.sizes())
+        )));
+    }
+    for (name, t) in [("mean", mean), ("rstd", rstd)] {
+        if t.numel() as usize != ln.m {
+            return Err(invalid(format!(
+                "native_layer_norm_backward: expected {name} to have {} elements (one per \
+                 normalized row), but got {} of shape {}",
+                ln.m,
+                t.numel(),
+                shape_str(t.sizes())
+            )));
+        }
+    }
+    let (dtype, device) = (input.dtype(), ln.device);
+    let pdtype = weight.map_or(dtype, |w| w.dtype());
+    let make = |want: bool, shape: &[i64], dt: ScalarType| -> Result<Tensor> {
+        Tensor::empty_on(if want { shape } else { &[0] }, dt, device)
+    };
+    let dx = make(output_mask[0], input.sizes(), dtype)?;
+    let dw = make(output_mask[1], normalized_shape, pdtype)?;
+    let db = make(
+        output_mask[2],
+        normalized_shape,
+        bias.map_or(pdtype, |b| b.dtype()),
+    )?;
+    if device.is_meta() {
+        return Ok((dx, dw, db));
+    }
+    let (mv, rv) = (mean.to_vec_as::<f64>()?, rstd.to_vec_as::<f64>()?);
+    let w = param(weight, ln.n, 1.0)?;
+    let (go, x) = (grad_out.contiguous()?, input.contiguous()?);
+    if go.dtype() != dtype {
+        return Err(invalid(format!(
+            "expected scalar type {} but found {}",
+            dtype.c10_name(),
+            go.dtype().c10_name()
+        )));
+    }
+    let want_params = output_mask[1] || output_mask[2];
+    let (gw, gb) = dispatch_floating_types!(dtype, "LayerNormBackwardKernelImpl", T => {
+        let (gs, xs) = (go.data::<T>()?, x.data::<T>()?);
+        let mut dxs = if output_mask[0] { Some(dx.data_mut::<T>()?) } else { None };
+        Ok(backward::<T>(&gs, &xs, &mv, &rv, &w, dxs.as_deref_mut(), ln.n, want_params))
+    })?;
+    let fill = |t: &Tensor, v: Vec<f64>| -> Result<()> {
+        crate::copy::copy_into(t, &Tensor::from_vec(v, normalized_shape)?)
+    };
+    if output_mask[1] {
+        fill(&dw, gw)?;
+    }
+    if output_mask[2] {
+        fill(&db, gb)?;
+    }
+    Ok((dx, dw, db))
+}
+
+#[cfg(test)]
+#[path = "norm_tests.rs"]
+mod tests;

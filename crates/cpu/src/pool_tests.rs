@@ -1,0 +1,201 @@
+//! Tests of max pooling against a direct reference and finite differences.
+
+use super::*;
+use crate::copy::cast;
+use crate::nn_testutil::{assert_close, dot, numeric_grad, ramp};
+
+/// Distinct values (no ties, so the gradient is well defined): a permutation of `0..n`.
+fn distinct(shape: &[i64]) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|i| ((i * 37) % n) as f64 * 0.1 - 1.0).collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
+/// A direct max pool of a 4-d f64 tensor: values and flat indices.
+#[allow(clippy::too_many_arguments)]
+fn reference(
+    x: &Tensor,
+    k: [i64; 2],
+    s: [i64; 2],
+    p: [i64; 2],
+    d: [i64; 2],
+    oh: i64,
+    ow: i64,
+) -> (Vec<f64>, Vec<i64>) {
+    let sz = x.sizes();
+    let (planes, h, w) = (sz[0] * sz[1], sz[2], sz[3]);
+    let xv = x.to_vec_as::<f64>().unwrap();
+    let (mut vals, mut idx) = (vec![], vec![]);
+    for pl in 0..planes {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let mut best = (f64::NEG_INFINITY, -1i64);
+                for i in 0..k[0] {
+                    for j in 0..k[1] {
+                        let (y, xx) = (oy * s[0] - p[0] + i * d[0], ox * s[1] - p[1] + j * d[1]);
+                        if y < 0 || xx < 0 || y >= h || xx >= w {
+                            continue;
+                        }
+                        let v = xv[(pl * h * w + y * w + xx) as usize];
+                        if v > best.0 || v.is_nan() {
+                            best = (v, y * w + xx);
+                        }
+                    }
+                }
+                vals.push(best.0);
+                idx.push(best.1);
+            }
+        }
+    }
+    (vals, idx)
+}
+
+#[test]
+fn forward_matches_reference() {
+    let x = ramp(&[2, 3, 9, 8], ScalarType::Float);
+    for (k, s, p, d, ceil) in [
+        ([2, 2], [2, 2], [0, 0], [1, 1], false),
+        ([3, 2], [2, 1], [1, 1], [1, 1], true),
+        ([3, 3], [2, 3], [1, 0], [2, 1], false),
+        ([3, 3], [2, 2], [1, 1], [1, 2], true),
+    ] {
+        let (y, i) = max_pool2d_with_indices(&x, &k, &s, &p, &d, ceil).unwrap();
+        let (oh, ow) = (y.sizes()[2], y.sizes()[3]);
+        let (want, wi) = reference(&x, k, s, p, d, oh, ow);
+        assert_close(&y.to_vec_as::<f64>().unwrap(), &want, 0.0);
+        assert_eq!(i.to_vec::<i64>().unwrap(), wi);
+    }
+    // Output sizes: floor vs ceil mode.
+    let x = ramp(&[1, 1, 5, 5], ScalarType::Float);
+    let (y, _) = max_pool2d_with_indices(&x, &[2], &[2], &[0], &[1], false).unwrap();
+    assert_eq!(y.sizes(), &[1, 1, 2, 2]);
+    let (y, _) = max_pool2d_with_indices(&x, &[2], &[2], &[0], &[1], true).unwrap();
+    assert_eq!(y.sizes(), &[1, 1, 3, 3]);
+    // Empty stride = kernel size, 3-d input, transposed input, integer dtype.
+    let x3 = ramp(&[3, 6, 4], ScalarType::Long).transpose(1, 2).unwrap();
+    let (y, i) = max_pool2d_with_indices(&x3, &[2, 3], &[], &[0], &[1], false).unwrap();
+    assert_eq!(y.sizes(), &[3, 2, 2]);
+    let (want, wi) = reference(
+        &x3.unsqueeze(0).unwrap(),
+        [2, 3],
+        [2, 3],
+        [0, 0],
+        [1, 1],
+        2,
+        2,
+    );
+    assert_eq!(y.to_vec_as::<f64>().unwrap(), want);
+    assert_eq!(i.to_vec::<i64>().unwrap(), wi);
+    // NaN propagates; Half.
+    let v = Tensor::from_vec(vec![1.0f32, f32::NAN, 3.0, 2.0], &[1, 2, 2]).unwrap();
+    let (y, i) = max_pool2d_with_indices(
+        &cast(&v, ScalarType::Half).unwrap(),
+        &[2],
+        &[],
+        &[0],
+        &[1],
+        false,
+    )
+    .unwrap();
+    assert!(y.to_vec_as::<f64>().unwrap()[0].is_nan());
+    assert_eq!(i.to_vec::<i64>().unwrap(), [1]);
+    // Meta.
+    let m = Tensor::empty_on(&[2, 3, 8, 8], ScalarType::Float, Device::META).unwrap();
+    let (y, i) = max_pool2d_with_indices(&m, &[3], &[2], &[1], &[1], false).unwrap();
+    assert!(y.is_meta() && i.is_meta());
+    assert_eq!(i.sizes(), &[2, 3, 4, 4]);
+    assert_eq!(i.dtype(), ScalarType::Long);
+}
+
+#[test]
+fn forward_errors() {
+    let x = ramp(&[1, 2, 4, 4], ScalarType::Float);
+    let e = |k: &[i64], s: &[i64], p: &[i64], d: &[i64]| {
+        max_pool2d_with_indices(&x, k, s, p, d, false)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        e(&[1, 2, 3], &[], &[0], &[1]),
+        "max_pool2d: kernel_size must either be a single int, or a tuple of two ints"
+    );
+    assert_eq!(
+        e(&[2], &[], &[2], &[1]),
+        "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 and \
+         dilation=1"
+    );
+    assert_eq!(e(&[2], &[0], &[0], &[1]), "stride should not be zero");
+    assert_eq!(
+        e(&[5], &[1], &[0], &[1]),
+        "Given input size: (2x4x4). Calculated output size: (2x0x0). Output size is too small"
+    );
+    assert_eq!(
+        max_pool2d_with_indices(
+            &ramp(&[4, 4], ScalarType::Float),
+            &[2],
+            &[],
+            &[0],
+            &[1],
+            false
+        )
+        .unwrap_err()
+        .to_string(),
+        "non-empty 3D or 4D (batch mode) tensor expected for input"
+    );
+    let b = Tensor::zeros(&[1, 2, 2], ScalarType::Bool).unwrap();
+    assert_eq!(
+        max_pool2d_with_indices(&b, &[2], &[], &[0], &[1], false)
+            .unwrap_err()
+            .to_string(),
+        "\"max_pool2d\" not implemented for 'Bool'"
+    );
+}
+
+#[test]
+fn backward_matches_finite_differences() {
+    for (k, s, p, d, ceil) in [
+        ([2, 2], [2, 2], [0, 0], [1, 1], false),
+        ([3, 3], [1, 2], [1, 1], [1, 1], true),
+        ([2, 3], [2, 1], [1, 1], [2, 1], false),
+    ] {
+        let x = distinct(&[2, 2, 6, 7]);
+        let pool = |x: &Tensor| max_pool2d_with_indices(x, &k, &s, &p, &d, ceil).unwrap();
+        let (y, idx) = pool(&x);
+        let g = ramp(
+            &y.sizes().iter().map(|&v| v as usize).collect::<Vec<_>>(),
+            ScalarType::Double,
+        );
+        let gi = max_pool2d_with_indices_backward(&g, &x, &k, &s, &p, &d, ceil, &idx).unwrap();
+        let num = numeric_grad(&x, |x| dot(&pool(x).0, &g));
+        assert_close(&gi.to_vec::<f64>().unwrap(), &num, 1e-6);
+    }
+    // 3-d, meta and errors.
+    let x = distinct(&[2, 4, 4]);
+    let (y, idx) = max_pool2d_with_indices(&x, &[2], &[], &[0], &[1], false).unwrap();
+    let gi = max_pool2d_with_indices_backward(&y, &x, &[2], &[], &[0], &[1], false, &idx).unwrap();
+    assert_eq!(gi.sizes(), &[2, 4, 4]);
+    let bad = ramp(&[2, 3, 2], ScalarType::Double);
+    assert_eq!(
+        max_pool2d_with_indices_backward(&bad, &x, &[2], &[], &[0], &[1], false, &idx)
+            .unwrap_err()
+            .to_string(),
+        "Expected a tensor of dimension 3 and tensor.size[1] == 2 but got: dimension 3 and \
+         tensor.size[1] = 3"
+    );
+    let wild = Tensor::full(&[2, 2, 2], 99i64, ScalarType::Long).unwrap();
+    assert!(max_pool2d_with_indices_backward(&y, &x, &[2], &[], &[0], &[1], false, &wild).is_err());
+    let m = |s: &[i64], dt| Tensor::empty_on(s, dt, Device::META).unwrap();
+    let gm = max_pool2d_with_indices_backward(
+        &m(&[2, 2, 2], ScalarType::Float),
+        &m(&[2, 4, 4], ScalarType::Float),
+        &[2],
+        &[],
+        &[0],
+        &[1],
+        false,
+        &m(&[2, 2, 2], ScalarType::Long),
+    )
+    .unwrap();
+    assert!(gm.is_meta());
+    assert_eq!(gm.sizes(), &[2, 4, 4]);
+}

@@ -1,0 +1,354 @@
+//! Softmax and log-softmax along any dimension, with their backward kernels
+//! (`_softmax`, `_log_softmax`, `_softmax_backward_data`, `_log_softmax_backward_data`).
+//! Numerically stable: the maximum along the dimension is subtracted before `exp`. Floating
+//! dtypes; Half and BFloat16 accumulate in f32.
+
+use rayon::prelude::*;
+use switchboard_tensor::RawOps;
+use switchboard_tensor::{wrap_dim, ScalarType, Tensor};
+
+use crate::copy::cast;
+use crate::dispatch_dtype::{Float, FloatElement, Num};
+use crate::dispatch_floating_types;
+use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::loops::{in_parallel_region, GRAIN_SIZE};
+
+// Note [Softmax layout]
+// The input is made contiguous and seen as `(outer, dim, inner)`. When `inner == 1` (the
+// softmax dimension is the last non-trivial one) every lane is a contiguous row, handled
+// as a slice. Otherwise a block of up to `COLS` neighbouring lanes is processed together,
+// walking the dimension in the outer loop and the lanes in the inner one, so that reads stay
+// contiguous instead of jumping by `inner` for every element. Work units (rows or column
+// blocks) run in parallel above `GRAIN_SIZE` elements.
+
+/// Lanes processed together when the softmax dimension is not the innermost.
+const COLS: usize = 64;
+
+/// Which kernel.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Softmax,
+    LogSoftmax,
+}
+
+impl Kind {
+    /// PyTorch's dispatch name (for dtype errors).
+    fn name(self, lastdim: bool) -> &'static str {
+        match (self, lastdim) {
+            (Kind::Softmax, true) => "softmax_lastdim_kernel_impl",
+            (Kind::Softmax, false) => "softmax_kernel_impl",
+            (Kind::LogSoftmax, true) => "log_softmax_lastdim_kernel_impl",
+            (Kind::LogSoftmax, false) => "log_softmax_kernel_impl",
+        }
+    }
+}
+
+/// `(outer, dim, inner)` of a contiguous tensor for a softmax along `dim`.
+fn split(sizes: &[i64], dim: usize) -> (usize, usize, usize) {
+    if sizes.is_empty() {
+        return (1, 1, 1);
+    }
+    let p = |s: &[i64]| s.iter().product::<i64>() as usize;
+    (p(&sizes[..dim]), sizes[dim] as usize, p(&sizes[dim + 1..]))
+}
+
+/// Runs `f(unit, out_chunk)` over `out` split in chunks of `len`, in parallel when large.
+fn par_units<T: Send>(out: &mut [T], len: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    if len == 0 {
+        return;
+    }
+    let parallel =
+        out.len() > GRAIN_SIZE && !in_parallel_region() && rayon::current_num_threads() > 1;
+    if parallel {
+        let per = (GRAIN_SIZE / len).max(1);
+        out.par_chunks_mut(len * per)
+            .enumerate()
+            .for_each(|(c, o)| {
+                for (i, oo) in o.chunks_mut(len).enumerate() {
+                    f(c * per + i, oo);
+                }
+            });
+    } else {
+        for (i, o) in out.chunks_mut(len).enumerate() {
+            f(i, o);
+        }
+    }
+}
+
+/// Forward over a contiguous `(outer, d, inner)` input.
+fn forward<T: FloatElement>(
+    x: &[T],
+    out: &mut [T],
+    (_, d, inner): (usize, usize, usize),
+    kind: Kind,
+) {
+    let zero = <T::F as Num>::ZERO;
+    if inner == 1 {
+        par_units(out, d, |r, o| {
+            let xr = &x[r * d..][..d];
+            let m = xr
+                .iter()
+                .fold(<T::F as Num>::LOWEST, |m, v| m.max_nan(v.to_acc()));
+            let mut sum = zero;
+            for &v in xr {
+                sum = sum.add(v.to_acc().sub(m).exp());
+            }
+            match kind {
+                Kind::Softmax => {
+                    let inv = <T::F as Num>::ONE.div(sum);
+                    for (o, &v) in o.iter_mut().zip(xr) {
+                        *o = T::from_acc(v.to_acc().sub(m).exp().mul(inv));
+                    }
+                }
+                Kind::LogSoftmax => {
+                    // (x - max) is exact; subtracting max + ln(sum) at once would round.
+                    let lse = sum.ln();
+                    for (o, &v) in o.iter_mut().zip(xr) {
+                        *o = T::from_acc(v.to_acc().sub(m).sub(lse));
+                    }
+                }
+            }
+        });
+        return;
+    }
+    // A block of `d x inner` elements per outer index, processed COLS lanes at a time.
+    par_units(out, d * inner, |ob, o| {
+        let xb = &x[ob * d * inner..][..d * inner];
+        let mut m = [<T::F as Num>::LOWEST; COLS];
+        let mut s = [zero; COLS];
+        for j0 in (0..inner).step_by(COLS) {
+            let w = COLS.min(inner - j0);
+            m[..w].fill(<T::F as Num>::LOWEST);
+            s[..w].fill(zero);
+            for k in 0..d {
+                let row = &xb[k * inner + j0..][..w];
+                for (mm, v) in m.iter_mut().zip(row) {
+                    *mm = mm.max_nan(v.to_acc());
+                }
+            }
+            for k in 0..d {
+                let row = &xb[k * inner + j0..][..w];
+                for ((ss, mm), v) in s.iter_mut().zip(&m).zip(row) {
+                    *ss = ss.add(v.to_acc().sub(*mm).exp());
+                }
+            }
+            for k in 0..d {
+                let row = &xb[k * inner + j0..][..w];
+                let orow = &mut o[k * inner + j0..][..w];
+                for (i, (ov, v)) in orow.iter_mut().zip(row).enumerate() {
+                    let y = v.to_acc().sub(m[i]);
+                    *ov = T::from_acc(match kind {
+                        Kind::Softmax => y.exp().div(s[i]),
+                        Kind::LogSoftmax => y.sub(s[i].ln()),
+                    });
+                }
+            }
+        }
+    });
+}
+
+/// Backward over contiguous `(outer, d, inner)` grad and output: softmax
+/// `gi = y * (g - sum(g * y))`, log-softmax `gi = g - exp(y) * sum(g)`.
+fn backward<T: FloatElement>(
+    g: &[T],
+    y: &[T],
+    out: &mut [T],
+    (_, d, inner): (usize, usize, usize),
+    kind: Kind,
+) {
+    let zero = <T::F as Num>::ZERO;
+    let term = |gv: T, yv: T| -> T::F {
+        match kind {
+            Kind::Softmax => gv.to_acc().mul(yv.to_acc()),
+            Kind::LogSoftmax => gv.to_acc(),
+        }
+    };
+    let result = |gv: T, yv: T, s: T::F| -> T {
+        T::from_acc(match kind {
+            Kind::Softmax => yv.to_acc().mul(gv.to_acc().sub(s)),
+            Kind::LogSoftmax => gv.to_acc().sub(yv.to_acc().exp().mul(s)),
+        })
+    };
+    if inner == 1 {
+        par_units(out, d, |r, o| {
+            let (gr, yr) = (&g[r * d..][..d], &y[r * d..][..d]);
+            let s = gr
+                .iter()
+                .zip(yr)
+                .fold(zero, |s, (&gv, &yv)| s.add(term(gv, yv)));
+            for ((ov, &gv), &yv) in o.iter_mut().zip(gr).zip(yr) {
+                *ov = result(gv, yv, s);
+            }
+        });
+        return;
+    }
+    par_units(out, d * inner, |ob, o| {
+        let base = ob * d * inner;
+        let (gb, yb) = (&g[base..][..d * inner], &y[base..][..d * inner]);
+        let mut s = [zero; COLS];
+        for j0 in (0..inner).step_by(COLS) {
+            let w = COLS.min(inner - j0);
+            s[..w].fill(zero);
+            for k in 0..d {
+                let (gr, yr) = (&gb[k * inner + j0..][..w], &yb[k * inner + j0..][..w]);
+                for ((ss, &gv), &yv) in s.iter_mut().zip(gr).zip(yr) {
+                    *ss = ss.add(term(gv, yv));
+                }
+            }
+            for k in 0..d {
+                let (gr, yr) = (&gb[k * inner + j0..][..w], &yb[k * inner + j0..][..w]);
+                let orow = &mut o[k * inner + j0..][..w];
+                for (i, ov) in orow.iter_mut().enumerate() {
+                    *ov = result(gr[i], yr[i], s[i]);
+                }
+            }
+        }
+    });
+}
+
+/// The shared forward: checks, output allocation (contiguous, as PyTorch's
+/// `LEGACY_CONTIGUOUS_MEMORY_FORMAT`), and the kernel.
+fn softmax_impl(self_: &Tensor, dim: i64, half_to_float: bool, kind: Kind) -> Result<Tensor> {
+    let device = self_.device();
+    check_cpu_or_meta("softmax", device)?;
+    let d = wrap_dim(dim, self_.dim())?;
+    let out_dtype = if half_to_float {
+        ScalarType::Float
+    } else {
+        self_.dtype()
+    };
+    let lastdim = self_.dim() == 0 || d == self_.dim() - 1;
+    if !self_.dtype().is_floating_point() {
+        return Err(crate::error::not_implemented(
+            kind.name(lastdim),
+            self_.dtype(),
+        ));
+    }
+    let out = Tensor::empty_on(self_.sizes(), out_dtype, device)?;
+    if device.is_meta() {
+        return Ok(out);
+    }
+    if half_to_float {
+        return Err(invalid(
+            "softmax with half to float conversion is not supported on CPU",
+        ));
+    }
+    let x = self_.contiguous()?;
+    let shape = split(x.sizes(), d);
+    dispatch_floating_types!(self_.dtype(), kind.name(lastdim), T => {
+        let xs = x.data::<T>()?;
+        let mut os = out.data_mut::<T>()?;
+        forward::<T>(&xs, &mut os, shape, kind);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: `exp(x - max) / sum`
+/// along `dim` (the output is contiguous). `half_to_float` is rejected on the CPU as in
+/// PyTorch (on meta tensors it gives a Float output).
+///
+/// ```
+/// use switchboard_tensor::Tensor;
+/// let x = Tensor::from_vec(vec![0.0f64, 0.0, 1000.0, 1000.0], &[2, 2]).unwrap();
+/// let y = switchboard_cpu::_softmax(&x, 1, false).unwrap();
+/// assert_eq!(y.to_vec::<f64>().unwrap(), [0.5; 4]);
+/// ```
+pub fn _softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    softmax_impl(self_, dim, half_to_float, Kind::Softmax)
+}
+
+/// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: `x - max -
+/// log(sum(exp(x - max)))` along `dim`.
+pub fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    softmax_impl(self_, dim, half_to_float, Kind::LogSoftmax)
+}
+
+/// The shared backward (PyTorch's `TORCH_META_FUNC(_softmax_backward_data)` checks).
+fn backward_impl(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    kind: Kind,
+) -> Result<Tensor> {
+    let device = same_device(&[grad_output, output])?;
+    check_cpu_or_meta("softmax_backward", device)?;
+    let op = match kind {
+        Kind::Softmax => "softmax_backward",
+        Kind::LogSoftmax => "log_softmax_backward",
+    };
+    if grad_output.sizes() != output.sizes() {
+        return Err(invalid(format!(
+            "Expected tensor for argument #1 'grad_output' to have same size as tensor for \
+             argument #2 'output'; but {} does not equal {} (while checking arguments for {op})",
+            shape_str(grad_output.sizes()),
+            shape_str(output.sizes())
+        )));
+    }
+    let d = wrap_dim(dim, grad_output.dim())?;
+    // Only a Float grad for a Half input changes the dtype (PyTorch's meta function).
+    let out_dtype = if grad_output.dtype() == ScalarType::Float && input_dtype == ScalarType::Half {
+        ScalarType::Half
+    } else {
+        grad_output.dtype()
+    };
+    let lastdim = grad_output.dim() == 0 || d == grad_output.dim() - 1;
+    let name = match (kind, lastdim) {
+        (Kind::Softmax, true) => "softmax_backward_lastdim_kernel_impl",
+        (Kind::Softmax, false) => "softmax_backward_kernel_impl",
+        (Kind::LogSoftmax, true) => "log_softmax_backward_lastdim_kernel_impl",
+        (Kind::LogSoftmax, false) => "log_softmax_backward_kernel_impl",
+    };
+    if !grad_output.dtype().is_floating_point() {
+        return Err(crate::error::not_implemented(name, grad_output.dtype()));
+    }
+    if output.dtype() != grad_output.dtype() {
+        return Err(invalid(format!(
+            "expected scalar type {} but found {}",
+            grad_output.dtype().c10_name(),
+            output.dtype().c10_name()
+        )));
+    }
+    let gi = Tensor::empty_on(grad_output.sizes(), grad_output.dtype(), device)?;
+    if !device.is_meta() {
+        let (g, y) = (grad_output.contiguous()?, output.contiguous()?);
+        let shape = split(g.sizes(), d);
+        dispatch_floating_types!(g.dtype(), name, T => {
+            let (gs, ys) = (g.data::<T>()?, y.data::<T>()?);
+            let mut os = gi.data_mut::<T>()?;
+            backward::<T>(&gs, &ys, &mut os, shape, kind);
+            Ok(())
+        })?;
+    }
+    if out_dtype != gi.dtype() {
+        return cast(&gi, out_dtype);
+    }
+    Ok(gi)
+}
+
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType
+/// input_dtype) -> Tensor`: `output * (grad_output - sum(grad_output * output, dim))`.
+pub fn _softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<Tensor> {
+    backward_impl(grad_output, output, dim, input_dtype, Kind::Softmax)
+}
+
+/// `_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType
+/// input_dtype) -> Tensor`: `grad_output - exp(output) * sum(grad_output, dim)`.
+pub fn _log_softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<Tensor> {
+    backward_impl(grad_output, output, dim, input_dtype, Kind::LogSoftmax)
+}
+
+#[cfg(test)]
+#[path = "softmax_tests.rs"]
+mod tests;

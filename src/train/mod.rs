@@ -1,0 +1,391 @@
+//! Training a small classifier end to end through the dispatcher: the job behind
+//! `switchboard train`.
+//!
+//! An MLP (`features -> hidden -> classes`, ReLU) learns the UCI handwritten digits (embedded,
+//! see [`data`]) or any CSV with the label in its last column: a seeded shuffled train/test
+//! split, minibatches drawn with `index_select`, cross-entropy (`aten::cross_entropy_loss`),
+//! backward through switchboard-autograd, and an SGD-with-momentum or Adam step made of
+//! in-place operators. Every one of these goes through the dispatcher; [`summary`] counts
+//! what it did. The same configuration and seed give the same numbers.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use switchboard_autograd::{no_grad, AutogradTensor};
+use switchboard_dispatcher::{set_dispatch_trace, DispatchError};
+use switchboard_nn::{mlp, Adam, Module, Optimizer, Sequential, Sgd};
+use switchboard_ops as ops;
+use switchboard_tensor::{Generator, Tensor};
+
+// The CPU kernels must be linked for the operators to have a backend.
+use switchboard_cpu as _;
+
+pub mod data;
+pub mod summary;
+
+pub use data::{DataError, Dataset};
+pub use summary::{DispatchStats, Recorder};
+
+/// The optimizer used by [`train`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OptimizerKind {
+    /// SGD with momentum ([`TrainConfig::momentum`]).
+    #[default]
+    Sgd,
+    /// Adam with PyTorch's default betas and eps.
+    Adam,
+}
+
+/// What [`train`] does. `Default` is `switchboard train`'s defaults.
+#[derive(Debug, Clone)]
+pub struct TrainConfig {
+    /// A CSV file (label in the last column, optionally gzip-compressed) instead of the
+    /// embedded digits.
+    pub data: Option<PathBuf>,
+    /// Passes over the training set.
+    pub epochs: usize,
+    /// Learning rate; `None` is the optimizer's default here (SGD 0.05, Adam 0.001).
+    pub lr: Option<f64>,
+    /// Width of the hidden layer.
+    pub hidden: usize,
+    /// Samples per minibatch.
+    pub batch_size: usize,
+    /// Seeds the initialization, the split and the shuffling.
+    pub seed: u64,
+    /// Rayon threads for the kernels (`None`: rayon's default).
+    pub threads: Option<usize>,
+    /// The optimizer.
+    pub optimizer: OptimizerKind,
+    /// SGD momentum.
+    pub momentum: f64,
+    /// L2 weight decay of the optimizer.
+    pub weight_decay: f64,
+    /// Fraction of the samples held out for testing.
+    pub test_fraction: f64,
+    /// Prints the dispatch trace of the first training step (to stderr).
+    pub trace: bool,
+    /// Shows a progress bar on stderr (when it is a terminal).
+    pub progress: bool,
+    /// Records the dispatcher's calls for the summary.
+    pub summary: bool,
+}
+
+impl Default for TrainConfig {
+    fn default() -> TrainConfig {
+        TrainConfig {
+            data: None,
+            epochs: 20,
+            lr: None,
+            hidden: 128,
+            batch_size: 32,
+            seed: 0,
+            threads: None,
+            optimizer: OptimizerKind::Sgd,
+            momentum: 0.9,
+            weight_decay: 5e-4,
+            test_fraction: 0.2,
+            trace: false,
+            progress: true,
+            summary: true,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// The learning rate in use.
+    pub fn learning_rate(&self) -> f64 {
+        self.lr.unwrap_or(match self.optimizer {
+            OptimizerKind::Sgd => 0.05,
+            OptimizerKind::Adam => 0.001,
+        })
+    }
+}
+
+/// One epoch's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochStats {
+    /// From 1.
+    pub epoch: usize,
+    /// Mean training loss over the epoch's minibatches (weighted by batch size).
+    pub train_loss: f64,
+    /// Training accuracy over the epoch (as the model was at each batch).
+    pub train_accuracy: f64,
+    /// Test accuracy after the epoch.
+    pub test_accuracy: f64,
+    /// Wall time of the epoch, evaluation included.
+    pub seconds: f64,
+}
+
+/// What [`train`] returns.
+#[derive(Debug, Clone)]
+pub struct TrainReport {
+    /// Per epoch.
+    pub epochs: Vec<EpochStats>,
+    /// Test accuracy of the final model.
+    pub test_accuracy: f64,
+    /// Training samples.
+    pub n_train: usize,
+    /// Test samples.
+    pub n_test: usize,
+    /// Optimizer steps taken.
+    pub steps: usize,
+    /// The dispatcher's counts over the whole run (when [`TrainConfig::summary`]).
+    pub dispatch: Option<DispatchStats>,
+    /// Wall time of the training loop.
+    pub seconds: f64,
+}
+
+/// A failure of [`train`].
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// Loading the data.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// An operator call.
+    #[error("{0}")]
+    Dispatch(#[from] DispatchError),
+    /// A bad option.
+    #[error("{0}")]
+    Config(String),
+    /// Writing the report.
+    #[error("writing output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<switchboard_tensor::TensorError> for TrainError {
+    fn from(e: switchboard_tensor::TensorError) -> TrainError {
+        TrainError::Dispatch(e.into())
+    }
+}
+
+/// Trains as `cfg` says, writing per-epoch lines (and the summary) to `out`.
+///
+/// With `cfg.threads`, the kernels run on a rayon pool of that size: the global pool when it
+/// can still be configured, else a private pool for the duration of the call.
+pub fn train(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
+    if let Some(n) = cfg.threads {
+        if n == 0 {
+            return Err(TrainError::Config("--threads must be at least 1".into()));
+        }
+        let global = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .is_ok();
+        if !global && rayon::current_num_threads() != n {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| TrainError::Config(format!("cannot start {n} threads: {e}")))?;
+            return pool.install(|| run(cfg, out));
+        }
+    }
+    run(cfg, out)
+}
+
+fn check(cfg: &TrainConfig) -> Result<(), TrainError> {
+    let bad = |m: &str| Err(TrainError::Config(m.to_string()));
+    if cfg.epochs == 0 {
+        return bad("--epochs must be at least 1");
+    }
+    if cfg.batch_size == 0 {
+        return bad("--batch-size must be at least 1");
+    }
+    if cfg.hidden == 0 {
+        return bad("--hidden must be at least 1");
+    }
+    let lr = cfg.learning_rate();
+    if !(lr.is_finite() && lr > 0.0) {
+        return bad("--lr must be a positive number");
+    }
+    if !(cfg.test_fraction > 0.0 && cfg.test_fraction < 1.0) {
+        return bad("the test fraction must be between 0 and 1");
+    }
+    Ok(())
+}
+
+/// Inputs and labels as tensors.
+fn tensors(d: &Dataset) -> Result<(Tensor, Tensor), TrainError> {
+    let n = d.len() as i64;
+    let x = Tensor::from_vec(d.features.clone(), &[n, d.n_features as i64])?;
+    let y = Tensor::from_vec(d.labels.clone(), &[n])?;
+    Ok((x, y))
+}
+
+/// Number of rows of `logits` whose argmax is the label.
+fn correct(logits: &Tensor, labels: &Tensor) -> Result<i64, TrainError> {
+    let _g = no_grad();
+    let pred = ops::argmax(&logits.detach(), Some(1), false)?;
+    Ok(ops::sum(&ops::eq(&pred, labels)?, None)?.item()?.to_i64())
+}
+
+/// Accuracy of `model` on `(x, y)`, without recording a graph.
+pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, TrainError> {
+    let _g = no_grad();
+    let n = y.numel().max(1);
+    Ok(correct(&model.forward(x)?, y)? as f64 / n as f64)
+}
+
+fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
+    check(cfg)?;
+    let mut data = match &cfg.data {
+        Some(p) => Dataset::from_path(p)?,
+        None => Dataset::digits()?,
+    };
+    if data.n_classes < 2 {
+        return Err(TrainError::Config(
+            "the data needs at least two classes".into(),
+        ));
+    }
+    data.normalize_max_abs();
+    let (train_set, test_set) = data.split(cfg.test_fraction, cfg.seed);
+    let (x_train, y_train) = tensors(&train_set)?;
+    let (x_test, y_test) = tensors(&test_set)?;
+    let n_train = train_set.len();
+
+    let model = mlp(&[data.n_features, cfg.hidden, data.n_classes], cfg.seed)?;
+    let lr = cfg.learning_rate();
+    let mut opt: Box<dyn Optimizer> = match cfg.optimizer {
+        OptimizerKind::Sgd => Box::new(
+            Sgd::new(model.parameters(), lr)
+                .momentum(cfg.momentum)
+                .weight_decay(cfg.weight_decay),
+        ),
+        OptimizerKind::Adam => {
+            Box::new(Adam::new(model.parameters(), lr).weight_decay(cfg.weight_decay))
+        }
+    };
+    let opt_name = match cfg.optimizer {
+        OptimizerKind::Sgd => format!("SGD(lr={lr}, momentum={})", cfg.momentum),
+        OptimizerKind::Adam => format!("Adam(lr={lr})"),
+    };
+    writeln!(
+        out,
+        "data: {} samples x {} features, {} classes ({}); train {}, test {} (seed {})",
+        data.len(),
+        data.n_features,
+        data.n_classes,
+        cfg.data
+            .as_ref()
+            .map_or("embedded UCI digits".to_string(), |p| p
+                .display()
+                .to_string()),
+        n_train,
+        test_set.len(),
+        cfg.seed
+    )?;
+    writeln!(
+        out,
+        "model: MLP {} -> {} -> {} (ReLU), {} parameters; {opt_name}, batch {}, {} epochs, {} threads",
+        data.n_features,
+        cfg.hidden,
+        data.n_classes,
+        model.parameters().iter().map(|p| p.numel()).sum::<i64>(),
+        cfg.batch_size,
+        cfg.epochs,
+        rayon::current_num_threads()
+    )?;
+
+    let batches_per_epoch = n_train.div_ceil(cfg.batch_size);
+    let bar = progress_bar(cfg, batches_per_epoch);
+    let shuffle = Generator::new(cfg.seed.wrapping_add(0x5eed));
+    let recorder = cfg.summary.then(Recorder::start);
+    let start = Instant::now();
+    let mut epochs = Vec::with_capacity(cfg.epochs);
+    let mut steps = 0;
+    for epoch in 1..=cfg.epochs {
+        let t0 = Instant::now();
+        bar.set_message(format!("epoch {epoch}/{}", cfg.epochs));
+        bar.reset();
+        let perm = data::permutation(n_train, &shuffle);
+        let (mut loss_sum, mut hits) = (0.0, 0i64);
+        for batch in perm.chunks(cfg.batch_size) {
+            let idx = Tensor::from_vec(
+                batch.iter().map(|&i| i as i64).collect(),
+                &[batch.len() as i64],
+            )?;
+            let xb = ops::index_select(&x_train, 0, &idx)?;
+            let yb = ops::index_select(&y_train, 0, &idx)?;
+            let tracing = cfg.trace && steps == 0;
+            if tracing {
+                bar.suspend(|| eprintln!("dispatch trace of the first training step:"));
+                set_dispatch_trace(true);
+            }
+            let step = (|| -> Result<Tensor, TrainError> {
+                let logits = model.forward(&xb)?;
+                let loss = ops::cross_entropy_loss(&logits, &yb, None, 1, -100, 0.0)?;
+                opt.zero_grad();
+                loss.backward(None, false, false)?;
+                opt.step()?;
+                hits += correct(&logits, &yb)?;
+                Ok(loss)
+            })();
+            if tracing {
+                set_dispatch_trace(false);
+            }
+            let loss = step?.item()?.to_f64();
+            if !loss.is_finite() {
+                return Err(TrainError::Config(format!(
+                    "the loss diverged ({loss}) at epoch {epoch}: lower --lr"
+                )));
+            }
+            loss_sum += loss * batch.len() as f64;
+            steps += 1;
+            bar.inc(1);
+        }
+        let test_accuracy = evaluate(&model, &x_test, &y_test)?;
+        let e = EpochStats {
+            epoch,
+            train_loss: loss_sum / n_train as f64,
+            train_accuracy: hits as f64 / n_train as f64,
+            test_accuracy,
+            seconds: t0.elapsed().as_secs_f64(),
+        };
+        bar.suspend(|| {
+            writeln!(
+                out,
+                "epoch {:>3}/{}  loss {:.4}  train acc {:.4}  test acc {:.4}  ({:.2} s)",
+                e.epoch, cfg.epochs, e.train_loss, e.train_accuracy, e.test_accuracy, e.seconds
+            )
+        })?;
+        epochs.push(e);
+    }
+    bar.finish_and_clear();
+    let seconds = start.elapsed().as_secs_f64();
+    let dispatch = recorder.map(Recorder::finish);
+    let test_accuracy = evaluate(&model, &x_test, &y_test)?;
+    let n_test = test_set.len();
+    writeln!(
+        out,
+        "final test accuracy: {test_accuracy:.4} ({}/{n_test}), {steps} steps in {seconds:.2} s ({:.2} ms/step)",
+        (test_accuracy * n_test as f64).round() as i64,
+        1e3 * seconds / steps.max(1) as f64
+    )?;
+    if let Some(d) = &dispatch {
+        writeln!(out)?;
+        write!(out, "{}", d.render(12))?;
+    }
+    Ok(TrainReport {
+        epochs,
+        test_accuracy,
+        n_train,
+        n_test,
+        steps,
+        dispatch,
+        seconds,
+    })
+}
+
+fn progress_bar(cfg: &TrainConfig, len: usize) -> indicatif::ProgressBar {
+    if !cfg.progress {
+        return indicatif::ProgressBar::hidden();
+    }
+    // Draws only when stderr is a terminal.
+    let bar = indicatif::ProgressBar::new(len as u64);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} batches {per_sec}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
