@@ -1,10 +1,30 @@
 //! Switchboard: PyTorch's operator dispatcher rebuilt in Rust.
 //!
-//! This facade re-exports the public API of the workspace's crates; most users only need
-//! [`prelude`].
+//! This facade re-exports the public API of the workspace's crates and links the CPU and Meta
+//! backends and the autograd layer (their kernels register themselves in
+//! [`Dispatcher::global()`](dispatcher::Dispatcher::global) at start-up); most users only
+//! need [`prelude`].
+//!
+//! ```
+//! use switchboard::prelude::*;
+//! # fn main() -> Result<(), DispatchError> {
+//! let x = ops::arange(6, Some(ScalarType::Float), None, None, None)?.view(&[2, 3])?;
+//! let w = ops::ones(&[2, 3], None, None, None, None)?;
+//! w.requires_grad_(true)?;
+//! let loss = ops::linear(&x, &w, None)?.relu()?.sum(None)?;   // Autograd -> CPU, recorded
+//! loss.backward(None, false, false)?;
+//! assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), [3., 5., 7., 3., 5., 7.]);
+//! let m = ops::empty(&[128, 784], None, None, Some(Device::META), None, None)?;
+//! assert_eq!(ops::mm(&m, &ops::t(&m)?)?.sizes(), &[128, 128]);   // shapes only
+//! # Ok(())
+//! # }
+//! ```
 
+pub use switchboard_autograd as autograd;
+pub use switchboard_cpu as cpu;
 pub use switchboard_dispatcher as dispatcher;
 pub use switchboard_keys as keys;
+pub use switchboard_meta as meta;
 pub use switchboard_nn as nn;
 pub use switchboard_ops as ops;
 pub use switchboard_schema as schema;
@@ -22,4 +42,9 @@ pub mod prelude {
     pub use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
     pub use switchboard_schema::{FunctionSchema, OperatorName};
     pub use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+
+    pub use switchboard_autograd::{
+        enable_grad, no_grad, AutogradTensor, InferenceMode, NoGradGuard,
+    };
+    pub use switchboard_ops::{self as ops, TensorOps};
 }

@@ -8,8 +8,8 @@ fn main() {
     println!("cargo:rerun-if-changed={yaml}");
     let text = std::fs::read_to_string(&yaml).expect("read native_functions.yaml");
     let funcs = switchboard_codegen::parse_yaml(&text).unwrap_or_else(|e| panic!("{e}"));
-    let code =
-        switchboard_codegen::backend(&funcs, "CPU", "crate").unwrap_or_else(|e| panic!("{e}"));
+    let code = switchboard_codegen::backend(&funcs, "CPU", "crate", "switchboard_cpu")
+        .unwrap_or_else(|e| panic!("{e}"));
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("register_cpu.rs");
     std::fs::write(out, code).expect("write register_cpu.rs");
 }

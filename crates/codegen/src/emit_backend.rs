@@ -11,7 +11,13 @@ use crate::types::{return_type, RustArg};
 /// Rust path of the module holding the kernels (`crate`, `switchboard_cpu`). The includer
 /// provides `use` lines for the argument types and for `KernelFunction`, `Library` and
 /// `Result` (the dispatcher's).
-pub fn backend(funcs: &[NativeFunction], key: &str, path: &str) -> Result<String, String> {
+/// `name` is the crate shown in the kernels' debug names (`switchboard_cpu::add_tensor [CPU]`).
+pub fn backend(
+    funcs: &[NativeFunction],
+    key: &str,
+    path: &str,
+    name: &str,
+) -> Result<String, String> {
     let mut o = String::new();
     let mut reg = String::new();
     writeln!(
@@ -46,7 +52,7 @@ pub fn backend(funcs: &[NativeFunction], key: &str, path: &str) -> Result<String
                 reg,
                 "    lib.impl_with_debug({:?}, None, KernelFunction::from_fn({wrapper}), Some({:?}))?;",
                 f.qualified(),
-                format!("{}::{kernel} [{key}]", path.replace("crate", "self"))
+                format!("{name}::{kernel} [{key}]")
             )
             .unwrap();
         }

@@ -24,7 +24,7 @@ fn record_view(base: &Tensor, out: Tensor) -> Tensor {
 pub(crate) fn register(lib: &mut Library) -> Result<()> {
     macro_rules! bump {
         ($($name:literal => $rd:ident ($($p:ident : $t:ty),*) writes $w:ident;)*) => {$(
-            lib.impl_($name, None, KernelFunction::from_fn_with_keys(
+            lib.impl_with_debug($name, None, KernelFunction::from_fn_with_keys(
                 |ks: DispatchKeySet, $($p: $t),*| -> Result<Tensor> {
                     let r = {
                         let _g = Below::new();
@@ -32,19 +32,19 @@ pub(crate) fn register(lib: &mut Library) -> Result<()> {
                     };
                     $w.bump_version();
                     Ok(r)
-                }))?;
+                }), Some(concat!("switchboard_autograd::", stringify!($rd), " [ADInplaceOrView]")))?;
         )*};
     }
     macro_rules! views {
         ($($name:literal => $rd:ident ($($p:ident : $t:ty),*);)*) => {$(
-            lib.impl_($name, None, KernelFunction::from_fn_with_keys(
+            lib.impl_with_debug($name, None, KernelFunction::from_fn_with_keys(
                 |ks: DispatchKeySet, x: &Tensor, $($p: $t),*| -> Result<Tensor> {
                     let out = {
                         let _g = Below::new();
                         rd::$rd(ks & AFTER_ADIV, x, $($p),*)?
                     };
                     Ok(record_view(x, out))
-                }))?;
+                }), Some(concat!("switchboard_autograd::", stringify!($rd), " [ADInplaceOrView]")))?;
         )*};
     }
     bump! {
