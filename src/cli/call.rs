@@ -1,14 +1,18 @@
 //! `switchboard call`: runs one registered operator through the dispatcher's boxed path, with
 //! tensors read from a safetensors file and the other arguments written as literals.
 //!
-//! `switchboard call OPERATOR [--in INPUT.safetensors] [--out OUTPUT.safetensors] [NAME=VALUE ...]`
+//! `switchboard call OPERATOR [--in INPUT.safetensors] [--out OUTPUT.safetensors] [--backward]
+//! [NAME=VALUE ...]`
 //!
 //! // Note [switchboard call]
 //! The operator is looked up by name (`aten::add.Tensor`; the namespace defaults to `aten`, a
 //! bare `add` is the overload-less `aten::add`). Each argument is given by its schema name and
 //! read according to its schema type (see [`AFTER_HELP`]); omitted arguments take their schema
 //! default. The stack is built in schema order and run with `call_boxed`, below autograd (the
-//! inputs never require grad; PyTorch's inference mode does the same). Return `i` is `outI`:
+//! inputs never require grad; PyTorch's inference mode does the same), unless `--backward` is
+//! given (see Note [switchboard call --backward] in `backward.rs`: the call then runs with
+//! autograd and the inputs' gradients `grad.NAME` are output after the returns, in the file
+//! or printed like them). Return `i` is `outI`:
 //! tensors go to the `--out` file (a `Tensor[]` return as `outI.0`, `outI.1`, ..., with
 //! `outI = Tensor[N]` in the file's metadata, next to `operator`), or are printed as
 //! `outI = tensor(...)` without `--out`; every other return goes into one JSON object printed
@@ -28,6 +32,9 @@ use switchboard::dispatcher::{
 use switchboard::schema::{Argument, FunctionSchema, OperatorName};
 use switchboard::tensor::load_safetensors_file;
 
+mod backward;
+#[cfg(test)]
+mod backward_tests;
 mod output;
 #[cfg(test)]
 mod tests;
@@ -56,6 +63,10 @@ VALUE is read by the argument's schema type:
 Omitted arguments take their schema default.
 Outputs: return I is outI; tensors go to the --out file (a Tensor[] as outI.0, outI.1, ...) or
 are printed without --out; other returns are printed as one JSON object, e.g. {\"out1\":3}.
+--backward: floating-point tensor inputs require grad, the floating-point tensor outputs are
+reduced to sum(outI * grad_outI) (grad_outI from the --in file, else ones), backward runs and
+each input's gradient is output as grad.NAME (NAME: the argument; an input that gets no gradient
+is left out, with a note on stderr).
 Errors are one line on stderr, `error: ...`, with exit status 2.";
 
 /// The arguments of `switchboard call`.
@@ -71,6 +82,10 @@ pub struct CallArgs {
     /// Writes the tensor outputs to this safetensors file instead of printing them.
     #[arg(long = "out", value_name = "OUTPUT.safetensors")]
     pub output: Option<PathBuf>,
+    /// Runs the call with autograd and outputs the gradients of the floating-point tensor
+    /// inputs as `grad.NAME`, for the outputs weighted by `@grad_outI` (else ones).
+    #[arg(long)]
+    pub backward: bool,
     /// The operator's arguments by schema name, NAME=VALUE.
     #[arg(value_name = "NAME=VALUE")]
     pub args: Vec<String>,
@@ -191,6 +206,9 @@ pub enum CallError {
         /// The dispatcher's or kernel's message.
         message: String,
     },
+    /// `--backward` cannot differentiate this call.
+    #[error("--backward: {0}")]
+    Backward(String),
     /// Something panicked (a kernel bug); reported instead of unwinding out of the CLI.
     #[error("{op} panicked: {message}")]
     Panic {
@@ -217,9 +235,11 @@ fn one_line(s: &str) -> String {
 /// 0, or 2 after printing one line `error: ...` on stderr.
 pub fn main(args: &CallArgs) -> i32 {
     record_panics_quietly();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let result = run(Dispatcher::global(), args, &mut out).and_then(|()| Ok(out.flush()?));
+    let result = {
+        let mut out = std::io::stdout().lock();
+        let mut err = std::io::stderr().lock();
+        run(Dispatcher::global(), args, &mut out, &mut err).and_then(|()| Ok(out.flush()?))
+    };
     match result {
         Ok(()) => 0,
         // `switchboard call ... | head` closing the pipe early is not an error.
@@ -247,10 +267,17 @@ fn record_panics_quietly() {
 }
 
 /// Calls `args.operator` of `d` with `args` (see Note [switchboard call]); writes printed
-/// tensors and the JSON object of non-tensor outputs to `stdout`, tensors to `args.output`.
-/// Never panics: a panic inside (a kernel's) becomes [`CallError::Panic`].
-pub fn run(d: &Dispatcher, args: &CallArgs, stdout: &mut dyn Write) -> Result<(), CallError> {
-    match catch_unwind(AssertUnwindSafe(|| run_unguarded(d, args, stdout))) {
+/// tensors and the JSON object of non-tensor outputs to `stdout`, tensors to `args.output`,
+/// notes to `stderr`. With `--backward`, the reduction and backward run through the global
+/// dispatcher (the operators' API). Never panics: a panic inside (a kernel's) becomes
+/// [`CallError::Panic`].
+pub fn run(
+    d: &Dispatcher,
+    args: &CallArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CallError> {
+    match catch_unwind(AssertUnwindSafe(|| run_unguarded(d, args, stdout, stderr))) {
         Ok(result) => result,
         Err(payload) => {
             let mut message = payload
@@ -273,7 +300,12 @@ pub fn run(d: &Dispatcher, args: &CallArgs, stdout: &mut dyn Write) -> Result<()
     }
 }
 
-fn run_unguarded(d: &Dispatcher, args: &CallArgs, stdout: &mut dyn Write) -> Result<(), CallError> {
+fn run_unguarded(
+    d: &Dispatcher,
+    args: &CallArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CallError> {
     let (op, record) = resolve(d, &args.operator)?;
     let schema = &record.schema;
     let op_name = schema.operator_name().to_string();
@@ -286,9 +318,23 @@ fn run_unguarded(d: &Dispatcher, args: &CallArgs, stdout: &mut dyn Write) -> Res
         })?),
         None => None,
     };
-    let stack = build_stack(schema, &given, &inputs, args.input.as_deref())?;
-    let returns = call(&op, schema, &op_name, stack)?;
-    write_outputs(&op_name, returns, args.output.as_deref(), stdout)
+    let mut stack = build_stack(schema, &given, &inputs, args.input.as_deref())?;
+    if !args.backward {
+        let returns = call(&op, schema, &op_name, stack, false)?;
+        return write_outputs(
+            &op_name,
+            returns,
+            Vec::new(),
+            args.output.as_deref(),
+            stdout,
+        );
+    }
+    // Autograd records the call, the reduction and runs backward with grad mode on.
+    let _grad_mode = switchboard::autograd::enable_grad();
+    let leaves = backward::make_leaves(schema, &op_name, &mut stack)?;
+    let returns = call(&op, schema, &op_name, stack, true)?;
+    let grads = backward::gradients(&op_name, &returns, &leaves, inputs.as_ref(), stderr)?;
+    write_outputs(&op_name, returns, grads, args.output.as_deref(), stdout)
 }
 
 /// Finds the operator: the namespace defaults to `aten`.
@@ -469,14 +515,15 @@ fn build_stack(
     Ok(stack)
 }
 
-/// Runs the boxed call below autograd and returns the returns.
+/// Runs the boxed call, below autograd unless `with_autograd`, and returns the returns.
 fn call(
     op: &OperatorHandle,
     schema: &FunctionSchema,
     op_name: &str,
     mut stack: Stack,
+    with_autograd: bool,
 ) -> Result<Stack, CallError> {
-    let _below_autograd = AutoDispatchBelowADInplaceOrView::new();
+    let _below_autograd = (!with_autograd).then(AutoDispatchBelowADInplaceOrView::new);
     op.call_boxed(&mut stack).map_err(|e| CallError::Kernel {
         op: op_name.to_owned(),
         message: one_line(&e.to_string()),

@@ -119,13 +119,17 @@ pub(super) fn json_object(entries: &[(String, serde_json::Value)]) -> String {
     format!("{{{}}}", body.join(","))
 }
 
+/// Writes the returns and then `extra` tensors (the gradients of `--backward`, `grad.NAME`) to
+/// the file `output` or prints them, then the JSON object (see Note [switchboard call]).
 pub(super) fn write_outputs(
     op_name: &str,
     returns: Stack,
+    extra: Vec<(String, Tensor)>,
     output: Option<&Path>,
     stdout: &mut dyn Write,
 ) -> Result<(), CallError> {
-    let out = collect_outputs(returns);
+    let mut out = collect_outputs(returns);
+    out.tensors.extend(extra);
     match output {
         Some(path) => {
             let refs: Vec<(&str, &Tensor)> =

@@ -158,7 +158,7 @@ impl Fixture {
         });
         let cmd = Cmd::try_parse_from(std::iter::once("call").chain(argv)).unwrap();
         let mut out = Vec::new();
-        run(&self.d, &cmd.args, &mut out)?;
+        run(&self.d, &cmd.args, &mut out, &mut Vec::new())?;
         Ok(String::from_utf8(out).unwrap())
     }
 
@@ -260,7 +260,7 @@ fn unknown_operators_name_overloads_or_close_names() {
         operator: "aten::add.Tensor".into(),
         ..CallArgs::default()
     };
-    let e = run(&empty, &args, &mut Vec::new()).unwrap_err();
+    let e = run(&empty, &args, &mut Vec::new(), &mut Vec::new()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "unknown operator 'aten::add.Tensor' (no operators are registered)"
@@ -605,13 +605,26 @@ fn meta_tensors_print_but_cannot_be_saved() {
     let f = fixture();
     let m = Tensor::zeros_on(&[2, 3], ScalarType::Float, Device::META).unwrap();
     let mut printed = Vec::new();
-    write_outputs("x", vec![IValue::Tensor(m.clone())], None, &mut printed).unwrap();
+    write_outputs(
+        "x",
+        vec![IValue::Tensor(m.clone())],
+        Vec::new(),
+        None,
+        &mut printed,
+    )
+    .unwrap();
     assert_eq!(
         String::from_utf8(printed).unwrap(),
         "out0 = tensor(..., device='meta', size=(2, 3))\n"
     );
     let path = f.dir.join("meta.safetensors");
-    let e = write_outputs("x", vec![IValue::Tensor(m)], Some(&path), &mut Vec::new());
+    let e = write_outputs(
+        "x",
+        vec![IValue::Tensor(m)],
+        Vec::new(),
+        Some(&path),
+        &mut Vec::new(),
+    );
     let e = e.unwrap_err().to_string();
     assert!(e.starts_with("output file "), "{e}");
     assert!(!e.contains('\n'));
