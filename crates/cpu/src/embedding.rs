@@ -59,14 +59,14 @@ pub fn embedding_dense_backward(
             "embedding_dense_backward: num_weights must be non-negative, got {num_weights}"
         )));
     }
-    let d = grad_output.sizes()[grad_output.dim() - 1];
-    let out = Tensor::zeros_on(&[num_weights, d], grad_output.dtype(), device)?;
     if !grad_output.dtype().is_floating_point() {
         return Err(crate::error::not_implemented(
             "embedding_backward",
             grad_output.dtype(),
         ));
     }
+    let d = grad_output.sizes()[grad_output.dim() - 1];
+    let out = Tensor::zeros_on(&[num_weights, d], grad_output.dtype(), device)?;
     if device.is_meta() {
         return Ok(out);
     }

@@ -1,6 +1,7 @@
 //! Tests of the matrix products against a naive f64 reference.
 
 use super::*;
+use crate::copy::cast;
 use crate::nn_testutil::{assert_close, ramp};
 
 /// The naive product of row-major `m×k` and `k×n` matrices.
