@@ -21,7 +21,9 @@ use switchboard_tensor::{Access, Device, DimVec, Element, ScalarType, Tensor, Te
 
 use crate::copy::{cast, copy_into};
 use crate::error::{check_cpu_or_meta, common_device, shape_str, Result};
-use crate::loops::{for_each_row, parallel_for, row1, row2, row3, Geometry, GRAIN_SIZE};
+use crate::loops::{
+    for_each_row, parallel_for, row1, row2, row3, Geometry, GRAIN_SIZE, STREAM_BYTES,
+};
 use crate::promote::{can_cast, infer_size, result_type, PromoteArg, DEFAULT_FLOAT};
 
 /// How an input takes part in type promotion.
@@ -166,14 +168,14 @@ impl<'a> IterConfig<'a> {
                 o.clone()
             }
         };
-        let n = first.numel();
         Ok(Some(TensorIter {
             shape: DimVec::from_slice(first.sizes()),
             common_dtype: dtype,
-            kernel_out: out.clone(),
             out,
+            temp_out: None,
             inputs: self.inputs.iter().map(|(t, _)| (*t).clone()).collect(),
-            geom: Geometry::contiguous(n, 1 + self.inputs.len()),
+            numel: first.numel() as usize,
+            geom: None,
             compute: true,
         }))
     }
@@ -255,30 +257,37 @@ impl<'a> IterConfig<'a> {
             .iter()
             .map(|t| broadcast_strides(t, &shape))
             .collect();
-        let (out, kernel_out) = match self.out {
-            Some(o) if o.dtype() == kernel_dtype => (o.clone(), o.clone()),
+        let (out, temp_out) = match self.out {
+            Some(o) if o.dtype() == kernel_dtype => (o.clone(), None),
             given => {
                 let refs: SmallVec<[&[i64]; 4]> = in_strides.iter().map(|s| &s[..]).collect();
                 let perm = reorder_dims(&shape, &refs);
                 let strides = strides_for_perm(&shape, &perm);
                 let k = Tensor::empty_strided(&shape, &strides, kernel_dtype, device)?;
                 match given {
-                    Some(o) => (o.clone(), k),
-                    None => (k.clone(), k),
+                    Some(o) => (o.clone(), Some(k)),
+                    None => (k, None),
                 }
             }
         };
-        in_strides.insert(0, broadcast_strides(&kernel_out, &shape));
+        in_strides.insert(
+            0,
+            broadcast_strides(temp_out.as_ref().unwrap_or(&out), &shape),
+        );
         let refs: SmallVec<[&[i64]; 4]> = in_strides.iter().map(|s| &s[..]).collect();
         let perm = reorder_dims(&shape, &refs);
         let geom = coalesce(&shape, &in_strides, &perm);
+        let numel = geom.numel();
+        // One dense row for every operand: the loops need no geometry (as the fast path).
+        let dense = geom.sizes.len() == 1 && geom.strides.iter().all(|s| s[0] == 1);
         Ok(TensorIter {
             shape,
             common_dtype: common,
             out,
-            kernel_out,
+            temp_out,
             inputs,
-            geom,
+            numel,
+            geom: (!dense).then(|| Box::new(geom)),
             compute,
         })
     }
@@ -290,9 +299,14 @@ pub struct TensorIter {
     shape: DimVec,
     common_dtype: ScalarType,
     out: Tensor,
-    kernel_out: Tensor,
+    /// The tensor the loop writes when it is not `out`: a temporary in the kernel dtype,
+    /// copied to `out` by `finish`.
+    temp_out: Option<Tensor>,
     inputs: SmallVec<[Tensor; 3]>,
-    geom: Geometry,
+    numel: usize,
+    /// The coalesced loop; `None` when every operand is one dense row of `numel` elements
+    /// (boxed: the common small-op path stays small and cheap to move).
+    geom: Option<Box<Geometry>>,
     compute: bool,
 }
 
@@ -304,7 +318,13 @@ impl TensorIter {
 
     /// The dtype the loop writes.
     pub fn kernel_dtype(&self) -> ScalarType {
-        self.kernel_out.dtype()
+        self.kernel_out().dtype()
+    }
+
+    /// The tensor the loop writes.
+    #[inline]
+    fn kernel_out(&self) -> &Tensor {
+        self.temp_out.as_ref().unwrap_or(&self.out)
     }
 
     /// The broadcast shape.
@@ -319,7 +339,7 @@ impl TensorIter {
 
     /// The number of elements.
     pub fn numel(&self) -> usize {
-        self.geom.numel()
+        self.numel
     }
 
     /// Whether the loop computes (false on the meta device: only metadata is produced).
@@ -328,12 +348,45 @@ impl TensorIter {
     }
 
     /// The coalesced loop geometry.
-    pub fn geometry(&self) -> &Geometry {
-        &self.geom
+    pub fn geometry(&self) -> Geometry {
+        match &self.geom {
+            Some(g) => (**g).clone(),
+            None => Geometry::contiguous(self.numel as i64, 1 + self.inputs.len()),
+        }
+    }
+
+    /// Runs `row(n, offsets, strides)` over every row of the loop, in parallel chunks above
+    /// [`GRAIN_SIZE`] elements; `stream` tells the rows whether to write with non-temporal
+    /// stores (Note [Streaming stores]). Offsets and strides are in elements, operand 0 being
+    /// the output.
+    #[inline(always)]
+    fn run<const N: usize>(
+        &self,
+        elem_bytes: usize,
+        row: impl Fn(usize, [isize; N], [isize; N], bool) + Sync,
+    ) {
+        let n = self.numel;
+        let stream = n.saturating_mul(elem_bytes) >= STREAM_BYTES;
+        match &self.geom {
+            None if n <= GRAIN_SIZE => {
+                if n > 0 {
+                    row(n, [0; N], [1; N], stream);
+                }
+            }
+            None => parallel_for(n, GRAIN_SIZE, |s, e| {
+                row(e - s, [s as isize; N], [1; N], stream)
+            }),
+            Some(g) => {
+                let st: [isize; N] = std::array::from_fn(|k| g.strides[k][0] as isize);
+                parallel_for(n, GRAIN_SIZE, |s, e| {
+                    for_each_row::<N>(g, s, e, |m, offs| row(m, offs, st, stream))
+                })
+            }
+        }
     }
 
     fn check_types(&self, out: ScalarType, ins: &[ScalarType]) -> Result<()> {
-        let bad = out != self.kernel_out.dtype()
+        let bad = out != self.kernel_out().dtype()
             || ins.len() != self.inputs.len()
             || ins.iter().zip(&self.inputs).any(|(d, t)| *d != t.dtype());
         if bad {
@@ -342,7 +395,7 @@ impl TensorIter {
                  {:?}",
                 out,
                 ins,
-                self.kernel_out.dtype(),
+                self.kernel_out().dtype(),
                 self.inputs.iter().map(|t| t.dtype()).collect::<Vec<_>>()
             )));
         }
@@ -355,20 +408,17 @@ impl TensorIter {
         if !self.compute {
             return Ok(());
         }
-        let _access = Access::new(&[], &[&self.kernel_out])?;
-        let po = self.kernel_out.mut_data_ptr() as usize;
-        let g = &self.geom;
-        let so = g.strides[0][0] as isize;
-        parallel_for(g.numel(), GRAIN_SIZE, |s, e| {
-            for_each_row::<1>(g, s, e, |n, [oo]| {
-                let p = (po as *mut O).wrapping_offset(oo);
-                for i in 0..n as isize {
-                    // SAFETY: `_access` holds the output's storage exclusively; the offsets
-                    // come from its geometry, in bounds (Note [Tensor bounds invariant]);
-                    // chunks of `parallel_for` write disjoint elements (no internal overlap).
-                    unsafe { *p.offset(i * so) = f() };
-                }
-            })
+        let out = self.kernel_out();
+        let _access = Access::new(&[], &[out])?;
+        let po = out.mut_data_ptr() as usize;
+        self.run::<1>(0, |n, [oo], [so], _| {
+            let p = (po as *mut O).wrapping_offset(oo);
+            for i in 0..n as isize {
+                // SAFETY: `_access` holds the output's storage exclusively; the offsets come
+                // from its geometry, in bounds (Note [Tensor bounds invariant]); chunks of
+                // `parallel_for` write disjoint elements (no internal overlap).
+                unsafe { *p.offset(i * so) = f() };
+            }
         });
         Ok(())
     }
@@ -379,25 +429,24 @@ impl TensorIter {
         if !self.compute {
             return Ok(());
         }
-        let _access = Access::new(&[&self.inputs[0]], &[&self.kernel_out])?;
-        let po = self.kernel_out.mut_data_ptr() as usize;
+        let out = self.kernel_out();
+        let _access = Access::new(&[&self.inputs[0]], &[out])?;
+        let po = out.mut_data_ptr() as usize;
         let pa = self.inputs[0].data_ptr() as usize;
-        let g = &self.geom;
-        let (so, sa) = (g.strides[0][0] as isize, g.strides[1][0] as isize);
-        parallel_for(g.numel(), GRAIN_SIZE, |s, e| {
-            for_each_row::<2>(g, s, e, |n, [oo, oa]| {
-                // SAFETY: `_access` borrows the storages (the output exclusively); offsets
-                // come from the operands' own geometry, so they are in bounds; parallel chunks
-                // write disjoint output elements; partial overlap was ruled out at build.
-                unsafe {
-                    row1(
-                        n,
-                        ((po as *mut O).offset(oo), so),
-                        ((pa as *const A).offset(oa), sa),
-                        &f,
-                    )
-                }
-            })
+        let bytes = size_of::<O>() + size_of::<A>();
+        self.run::<2>(bytes, |n, [oo, oa], [so, sa], stream| {
+            // SAFETY: `_access` borrows the storages (the output exclusively); offsets and
+            // strides come from the operands' own geometry, so they are in bounds; parallel
+            // chunks write disjoint output elements; partial overlap was ruled out at build.
+            unsafe {
+                row1(
+                    n,
+                    ((po as *mut O).offset(oo), so),
+                    ((pa as *const A).offset(oa), sa),
+                    &f,
+                    stream,
+                )
+            }
         });
         Ok(())
     }
@@ -411,29 +460,24 @@ impl TensorIter {
         if !self.compute {
             return Ok(());
         }
-        let _access = Access::new(&[&self.inputs[0], &self.inputs[1]], &[&self.kernel_out])?;
-        let po = self.kernel_out.mut_data_ptr() as usize;
+        let out = self.kernel_out();
+        let _access = Access::new(&[&self.inputs[0], &self.inputs[1]], &[out])?;
+        let po = out.mut_data_ptr() as usize;
         let pa = self.inputs[0].data_ptr() as usize;
         let pb = self.inputs[1].data_ptr() as usize;
-        let g = &self.geom;
-        let (so, sa, sb) = (
-            g.strides[0][0] as isize,
-            g.strides[1][0] as isize,
-            g.strides[2][0] as isize,
-        );
-        parallel_for(g.numel(), GRAIN_SIZE, |s, e| {
-            for_each_row::<3>(g, s, e, |n, [oo, oa, ob]| {
-                // SAFETY: as in `for_each1`.
-                unsafe {
-                    row2(
-                        n,
-                        ((po as *mut O).offset(oo), so),
-                        ((pa as *const A).offset(oa), sa),
-                        ((pb as *const B).offset(ob), sb),
-                        &f,
-                    )
-                }
-            })
+        let bytes = size_of::<O>() + size_of::<A>() + size_of::<B>();
+        self.run::<3>(bytes, |n, [oo, oa, ob], [so, sa, sb], stream| {
+            // SAFETY: as in `for_each1`.
+            unsafe {
+                row2(
+                    n,
+                    ((po as *mut O).offset(oo), so),
+                    ((pa as *const A).offset(oa), sa),
+                    ((pb as *const B).offset(ob), sb),
+                    &f,
+                    stream,
+                )
+            }
         });
         Ok(())
     }
@@ -448,29 +492,26 @@ impl TensorIter {
             return Ok(());
         }
         let ins = &self.inputs;
-        let _access = Access::new(&[&ins[0], &ins[1], &ins[2]], &[&self.kernel_out])?;
-        let po = self.kernel_out.mut_data_ptr() as usize;
+        let out = self.kernel_out();
+        let _access = Access::new(&[&ins[0], &ins[1], &ins[2]], &[out])?;
+        let po = out.mut_data_ptr() as usize;
         let (pa, pb, pc) = (
             ins[0].data_ptr() as usize,
             ins[1].data_ptr() as usize,
             ins[2].data_ptr() as usize,
         );
-        let g = &self.geom;
-        let st: [isize; 4] = std::array::from_fn(|k| g.strides[k][0] as isize);
-        parallel_for(g.numel(), GRAIN_SIZE, |s, e| {
-            for_each_row::<4>(g, s, e, |n, [oo, oa, ob, oc]| {
-                // SAFETY: as in `for_each1`.
-                unsafe {
-                    row3(
-                        n,
-                        ((po as *mut O).offset(oo), st[0]),
-                        ((pa as *const A).offset(oa), st[1]),
-                        ((pb as *const B).offset(ob), st[2]),
-                        ((pc as *const C).offset(oc), st[3]),
-                        &f,
-                    )
-                }
-            })
+        self.run::<4>(0, |n, [oo, oa, ob, oc], st, _| {
+            // SAFETY: as in `for_each1`.
+            unsafe {
+                row3(
+                    n,
+                    ((po as *mut O).offset(oo), st[0]),
+                    ((pa as *const A).offset(oa), st[1]),
+                    ((pb as *const B).offset(ob), st[2]),
+                    ((pc as *const C).offset(oc), st[3]),
+                    &f,
+                )
+            }
         });
         Ok(())
     }
@@ -478,8 +519,8 @@ impl TensorIter {
     /// The result: the output (copied from a temporary of the compute dtype when the given
     /// `out` has another dtype).
     pub fn finish(self) -> Result<Tensor> {
-        if self.compute && !Tensor::ptr_eq(&self.out, &self.kernel_out) {
-            copy_into(&self.out, &self.kernel_out)?;
+        if let (true, Some(temp)) = (self.compute, &self.temp_out) {
+            copy_into(&self.out, temp)?;
         }
         Ok(self.out)
     }
@@ -716,6 +757,22 @@ mod tests {
             .unwrap()
             .to_string()
             .contains("more than one element"));
+    }
+
+    #[test]
+    fn large_loops_stream_and_match() {
+        // 3 x 4 B x 6M = 72 MB moved: above STREAM_BYTES, parallel, streamed output.
+        let n = 6_000_000usize;
+        let a = Tensor::from_vec((0..n).map(|i| (i % 1000) as f32).collect(), &[n as i64]);
+        let a = a.unwrap();
+        let iter = IterConfig::new("add").input(&a).input(&a).build().unwrap();
+        assert!(iter.numel() * 12 >= STREAM_BYTES);
+        iter.for_each2(|x: f32, y: f32| x + y).unwrap();
+        let out = iter.finish().unwrap().to_vec::<f32>().unwrap();
+        assert!(out
+            .iter()
+            .enumerate()
+            .all(|(i, v)| *v == 2.0 * (i % 1000) as f32));
     }
 
     #[test]

@@ -22,7 +22,7 @@ fn make(shape: &[i64], dtype: ScalarType, values: &[i8], perm_seed: usize) -> Te
         .map(|i| values[i % values.len()] as f64)
         .collect();
     let rank = shape.len();
-    if rank < 2 || perm_seed % 2 == 0 {
+    if rank < 2 || perm_seed.is_multiple_of(2) {
         let t = Tensor::from_vec(data, shape).unwrap();
         return cpu::cast(&t, dtype).unwrap();
     }
