@@ -17,6 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let steps: usize = args.next().map_or(Ok(50), |s| s.parse())?;
     let threads: usize = args.next().map_or(Ok(2), |s| s.parse())?;
+    switchboard_tensor::tune_allocator();
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global()?;

@@ -31,6 +31,9 @@ fn main() {
     match cli.command {
         Command::Keys => cli::keys::run(&mut std::io::stdout().lock()),
         Command::Call(args) => std::process::exit(cli::call::main(&args)),
-        Command::Train(args) => std::process::exit(cli::train::main(&args)),
+        Command::Train(args) => {
+            switchboard_tensor::tune_allocator();
+            std::process::exit(cli::train::main(&args))
+        }
     }
 }

@@ -57,6 +57,7 @@
 #![warn(missing_docs)]
 
 mod access;
+mod alloc_tuning;
 mod broadcast;
 mod builder;
 mod create;
@@ -77,6 +78,7 @@ mod tensor;
 mod view;
 
 pub use access::{convert, Access, DataMut, DataRef};
+pub use alloc_tuning::tune_allocator;
 pub use broadcast::{broadcast_shapes, broadcast_tensors, infer_size};
 pub use builder::TensorBuilder;
 pub use device::Device;
