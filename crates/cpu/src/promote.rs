@@ -1,67 +1,14 @@
-//! Type promotion and broadcasting: [`promote_types`], [`result_type`], [`can_cast`] and
-//! [`infer_size`], with PyTorch's rules (`c10::promoteTypes`, `at::native::result_type`,
-//! `c10::canCast`, `at::infer_size`).
-//!
-//! These are local helpers: the tensor crate does not export them (yet).
+//! Type promotion for kernels: [`result_type`] over a mix of tensors and scalars
+//! ([`PromoteArg`], as `at::native::result_type` / TensorIterator compute it). The dtype
+//! table ([`promote_types`], [`can_cast`]) and broadcasting ([`infer_size`]) are the tensor
+//! crate's, re-exported here.
 
-use switchboard_tensor::{Scalar, ScalarType, Tensor, TensorError};
-
-use crate::error::Result;
+use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 /// The default floating dtype (`torch.get_default_dtype()`).
-pub const DEFAULT_FLOAT: ScalarType = ScalarType::Float;
+pub const DEFAULT_FLOAT: ScalarType = switchboard_tensor::DEFAULT_DTYPE;
 
-/// `torch.promote_types(a, b)`: the smallest dtype both can be converted to without leaving
-/// their category (bool < integer < floating).
-///
-/// ```
-/// use switchboard_cpu::promote::promote_types;
-/// use switchboard_tensor::ScalarType::*;
-/// assert_eq!(promote_types(Byte, Char), Short);
-/// assert_eq!(promote_types(Half, BFloat16), Float);
-/// assert_eq!(promote_types(Long, Half), Half);
-/// assert_eq!(promote_types(Bool, Int), Int);
-/// ```
-pub fn promote_types(a: ScalarType, b: ScalarType) -> ScalarType {
-    use ScalarType::*;
-    if a == b {
-        return a;
-    }
-    if a == Bool {
-        return b;
-    }
-    if b == Bool {
-        return a;
-    }
-    match (a.is_floating_point(), b.is_floating_point()) {
-        (true, true) => {
-            if matches!((a, b), (Half, BFloat16) | (BFloat16, Half)) {
-                Float
-            } else if a.element_size() >= b.element_size() {
-                a
-            } else {
-                b
-            }
-        }
-        (true, false) => a,
-        (false, true) => b,
-        (false, false) => match (a, b) {
-            (Byte, Char) | (Char, Byte) => Short,
-            (Byte, o) | (o, Byte) => o,
-            _ if a.element_size() >= b.element_size() => a,
-            _ => b,
-        },
-    }
-}
-
-/// `c10::canCast(from, to)`: whether an op computing in `from` may write an output of dtype
-/// `to` (no float to integer, nothing but bool to bool).
-pub fn can_cast(from: ScalarType, to: ScalarType) -> bool {
-    if from.is_floating_point() && to.is_integral(false) {
-        return false;
-    }
-    !(from != ScalarType::Bool && to == ScalarType::Bool)
-}
+pub use switchboard_tensor::{can_cast, infer_size, promote_types};
 
 /// An operand of type promotion: its dtype and priority class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,43 +96,6 @@ pub fn result_type_of(tensors: &[&Tensor]) -> ScalarType {
     let args: smallvec::SmallVec<[PromoteArg; 4]> =
         tensors.iter().map(|t| PromoteArg::of_tensor(t)).collect();
     result_type(&args)
-}
-
-/// Broadcasts two shapes (`at::infer_size`): sizes are right-aligned and must be equal or 1.
-///
-/// ```
-/// use switchboard_cpu::promote::infer_size;
-/// assert_eq!(&infer_size(&[2, 1, 4], &[3, 1]).unwrap()[..], &[2, 3, 4]);
-/// assert_eq!(
-///     infer_size(&[2, 3], &[2, 4]).unwrap_err().to_string(),
-///     "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"
-/// );
-/// ```
-pub fn infer_size(a: &[i64], b: &[i64]) -> Result<switchboard_tensor::DimVec> {
-    let ndim = a.len().max(b.len());
-    let mut out = switchboard_tensor::DimVec::from_elem(0, ndim);
-    for i in (0..ndim).rev() {
-        let offset = ndim - 1 - i;
-        let sa = if offset < a.len() {
-            a[a.len() - 1 - offset]
-        } else {
-            1
-        };
-        let sb = if offset < b.len() {
-            b[b.len() - 1 - offset]
-        } else {
-            1
-        };
-        if sa != sb && sa != 1 && sb != 1 {
-            return Err(TensorError::BroadcastMismatch {
-                a: sa,
-                b: sb,
-                dim: i as i64,
-            });
-        }
-        out[i] = if sa == 1 { sb } else { sa };
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
