@@ -317,3 +317,25 @@ fn composite_training_step() {
     }
     assert!(losses[4] < losses[0], "{losses:?}");
 }
+
+#[test]
+fn clamp_tensor_bounds_requiring_grad_are_refused() {
+    let a = Tensor::from_vec(vec![0.5f64, -2.0], &[2])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let lo = Tensor::from_vec(vec![0.0f64, 0.0], &[2])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let e = switchboard_ops::clamp_tensor(&a, Some(&lo), None).unwrap_err();
+    assert!(e.to_string().contains("not implemented"), "{e}");
+    // Without grad on the bounds, the gradient reaches self only inside the range.
+    let lo = lo.detach();
+    let y = switchboard_ops::clamp_tensor(&a, Some(&lo), None).unwrap();
+    switchboard_ops::sum(&y, None)
+        .unwrap()
+        .backward(None, false, false)
+        .unwrap();
+    assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), [1.0, 0.0]);
+}

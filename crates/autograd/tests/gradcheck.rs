@@ -141,6 +141,19 @@ fn pointwise_unary() {
     );
     check("clamp_min", |t| ops::clamp_min(&t[0], 0.1), &[a.clone()]);
     check("clamp_max", |t| ops::clamp_max(&t[0], 0.1), &[a.clone()]);
+    // Bounds that do not require grad (a broadcast row for `max`).
+    let lo = r(&[2, 3], 5, -0.6, -0.1);
+    let hi = r(&[3], 6, 0.1, 0.6);
+    check(
+        "clamp.Tensor",
+        move |t| ops::clamp_tensor(&t[0], Some(&lo), Some(&hi)),
+        &[a.clone()],
+    );
+    check(
+        "div.Scalar_mode",
+        |t| ops::div_scalar_mode(&t[0], 2.5, None),
+        &[a.clone()],
+    );
 }
 
 #[test]

@@ -243,6 +243,66 @@ k!(tanh_backward(g: &Tensor, o: &Tensor) [g, o] => tanh_backward(g, o);
     })?,
 ])));
 
+/// `clamp.Tensor`: the gradient flows to `self` where `min <= self <= max` (the mask is
+/// computed in the forward, so the node saves one bool tensor). Gradients for tensor bounds
+/// that require grad are not implemented: that case is refused rather than silently dropped.
+fn clamp_t(
+    ks: DispatchKeySet,
+    a: &Tensor,
+    lo: Option<&Tensor>,
+    hi: Option<&Tensor>,
+) -> Result<Tensor> {
+    let k = ks & AFTER_AD;
+    let bounds: Vec<&Tensor> = lo.iter().chain(hi.iter()).copied().collect();
+    if any_rg(&bounds) {
+        return Err(switchboard_dispatcher::DispatchErrorKind::Kernel(
+            "clamp.Tensor: gradients with respect to `min` or `max` are not implemented; \
+             detach them or use clamp with Scalar bounds"
+                .into(),
+        )
+        .into());
+    }
+    if !any_rg(&[a]) {
+        return rd::clamp_tensor(k, a, lo, hi);
+    }
+    let mask = match (lo, hi) {
+        (Some(l), Some(h)) => ops::mul(&ops::ge(a, l)?, &ops::le(a, h)?)?,
+        (Some(l), None) => ops::ge(a, l)?,
+        (None, Some(h)) => ops::le(a, h)?,
+        (None, None) => ops::ge_scalar(a, f64::NEG_INFINITY)?,
+    };
+    let fwd = || rd::clamp_tensor(k, a, lo, hi);
+    Pw::new(a, None)
+        .c(&mask)
+        .run("ClampBackward0", C, fwd, |g, x: &Args| {
+            Ok([Some(ops::where_scalar_other(x.c(), g, 0.0)?), None])
+        })
+}
+
+/// `div.Scalar_mode`: zero gradient with a rounding mode (the result is piecewise constant),
+/// else `grad / other` as `div.Scalar`.
+fn div_sm(ks: DispatchKeySet, a: &Tensor, b: Scalar, mode: Option<&str>) -> Result<Tensor> {
+    let k = ks & AFTER_AD;
+    if !any_rg(&[a]) {
+        return rd::div_scalar_mode(k, a, b, mode);
+    }
+    let fwd = || rd::div_scalar_mode(k, a, b, mode);
+    if mode.is_some() {
+        Pw::new(a, None).run("DivBackward3", 0, fwd, |g, _| {
+            Ok([
+                Some(ops::zeros_like(g, None, None, None, None, None)?),
+                None,
+            ])
+        })
+    } else {
+        Pw::new(a, None)
+            .s(b)
+            .run("DivBackward3", 0, fwd, |g, x: &Args| {
+                Ok([Some(ops::div_scalar(g, x.s)?), None])
+            })
+    }
+}
+
 /// Registers this file's kernels.
 pub(crate) fn register(lib: &mut Library) -> Result<()> {
     macro_rules! reg {
@@ -261,7 +321,8 @@ pub(crate) fn register(lib: &mut Library) -> Result<()> {
         "minimum" => minimum, "where.self" => where_t, "where.ScalarSelf" => where_ss,
         "where.ScalarOther" => where_so, "masked_fill.Scalar" => masked_fill_s,
         "masked_fill.Tensor" => masked_fill_t, "clamp" => clamp, "clamp_min" => clamp_min,
-        "clamp_max" => clamp_max, "mse_loss" => mse_loss,
+        "clamp_max" => clamp_max, "clamp.Tensor" => clamp_t, "div.Scalar_mode" => div_sm,
+        "mse_loss" => mse_loss,
         "threshold_backward" => threshold_backward, "sigmoid_backward" => sigmoid_backward,
         "tanh_backward" => tanh_backward,
     }
