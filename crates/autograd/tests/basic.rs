@@ -339,3 +339,38 @@ fn clamp_tensor_bounds_requiring_grad_are_refused() {
         .unwrap();
     assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), [1.0, 0.0]);
 }
+
+#[test]
+fn fill_and_zero_cut_the_old_history() {
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let y = ops::mul_scalar(&x, 3.0).unwrap();
+    ops::zero_(&y).unwrap();
+    let z = ops::add(&y, &x, 1).unwrap(); // z = 0 + x
+    ops::sum(&z, None)
+        .unwrap()
+        .backward(None, false, false)
+        .unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [1.0, 1.0]);
+    assert_eq!(y.to_vec::<f64>().unwrap(), [0.0, 0.0]);
+
+    let x = Tensor::from_vec(vec![1.0f64, f64::INFINITY], &[2])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let y = ops::mul_scalar(&x, 2.0).unwrap();
+    ops::fill_(&y, 5.0).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), [5.0, 5.0]);
+    ops::sum(&y, None)
+        .unwrap()
+        .backward(None, false, false)
+        .unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.0]);
+    // A leaf that requires grad cannot be filled in place.
+    assert!(ops::zero_(&x)
+        .unwrap_err()
+        .to_string()
+        .contains("leaf Variable"));
+}

@@ -13,7 +13,7 @@ use switchboard_dispatcher::{
     AutoDispatchBelowAutograd, DispatchKeySet, KernelFunction, Library, Result,
 };
 use switchboard_ops::{self as ops, redispatch as rd};
-use switchboard_tensor::{Scalar, Tensor};
+use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::meta;
 use crate::node::err;
@@ -46,6 +46,10 @@ fn rebase(
         meta::set_grad_fn(s, node, nr);
     }
     Ok(s.clone())
+}
+
+fn all_true(x: &Tensor) -> Result<Tensor> {
+    ops::ones_like(x, Some(ScalarType::Bool), None, None, None, None)
 }
 
 macro_rules! inplace {
@@ -86,6 +90,11 @@ inplace! {
     masked_fill_tensor_(m: &Tensor, v: &Tensor) [v] => |x| ops::masked_fill_tensor(x, m, v);
     clamp_(lo: Option<Scalar>, hi: Option<Scalar>) [] => |x| ops::clamp(x, lo, hi);
     addmm_(a: &Tensor, b: &Tensor, be: Scalar, al: Scalar) [a, b] => |x| ops::addmm(x, a, b, be, al);
+    // Filling: masked_fill with an all-true mask gives the value with a zero gradient to the
+    // old history (multiplying by 0 would turn infinities into NaN).
+    fill_(v: Scalar) [] => |x| ops::masked_fill(x, &all_true(x)?, v);
+    fill_tensor_(v: &Tensor) [v] => |x| ops::masked_fill_tensor(x, &all_true(x)?, v);
+    zero_() [] => |x| ops::masked_fill(x, &all_true(x)?, 0);
     copy_(src: &Tensor, nb: bool) [src] => |x| {
         let _ = nb;
         let e = ops::expand(src, x.sizes(), false)?;
@@ -108,7 +117,8 @@ pub(crate) fn register(lib: &mut Library) -> Result<()> {
         "sqrt_" => sqrt_, "rsqrt_" => rsqrt_, "abs_" => abs_, "relu_" => relu_,
         "sigmoid_" => sigmoid_, "tanh_" => tanh_, "gelu_" => gelu_, "silu_" => silu_,
         "masked_fill_.Scalar" => masked_fill_, "masked_fill_.Tensor" => masked_fill_tensor_,
-        "clamp_" => clamp_, "addmm_" => addmm_, "copy_" => copy_,
+        "clamp_" => clamp_, "addmm_" => addmm_, "copy_" => copy_, "fill_.Scalar" => fill_,
+        "fill_.Tensor" => fill_tensor_, "zero_" => zero_,
     }
     Ok(())
 }
