@@ -15,11 +15,13 @@
 //! from the same YAML file (its path reaches their build scripts as
 //! `DEP_SWITCHBOARD_OPS_YAML`).
 //!
-//! ```ignore
-//! // (needs a backend crate linked, e.g. switchboard-cpu)
+//! ```
+//! use switchboard_cpu as _; // a backend crate must be linked for the kernels
 //! use switchboard_ops::{self as ops, TensorOps};
 //! let a = ops::ones(&[2, 2], None, None, None, None)?;
 //! let b = a.add(&a, 1)?.sum(None)?;
+//! assert_eq!(b.item()?.to_f64(), 8.0);
+//! # Ok::<(), switchboard_ops::DispatchError>(())
 //! ```
 #![warn(missing_docs)]
 
@@ -39,7 +41,6 @@ mod generated {
 }
 
 pub use generated::*;
-pub use generated::{handles, redispatch, TensorOps, SCHEMAS};
 pub use switchboard_dispatcher::{DispatchError, Result};
 
 use switchboard_dispatcher::{library, Dispatcher, KernelFunction, TypedOperatorHandle};
