@@ -28,6 +28,13 @@ pub trait Arg: 'static {
     fn key_set(_r: Self::Ref<'_>) -> DispatchKeySet {
         DispatchKeySet::EMPTY
     }
+    /// Drops a boxed value of this family popped from a stack. The default drops any `IValue`;
+    /// families override it with the variant they expect first, so that the common case is a
+    /// direct drop rather than the whole enum's drop glue.
+    #[inline(always)]
+    fn drop_boxed(v: Option<IValue>) {
+        drop(v);
+    }
 }
 
 /// A kernel parameter type (`&'a Tensor`, `i64`, ...) and the family it belongs to.
@@ -201,6 +208,13 @@ impl Arg for Tensor {
     #[inline(always)]
     fn key_set(r: &Tensor) -> DispatchKeySet {
         r.key_set()
+    }
+    #[inline(always)]
+    fn drop_boxed(v: Option<IValue>) {
+        match v {
+            Some(IValue::Tensor(t)) => drop(t),
+            other => drop(other),
+        }
     }
 }
 impl KernelParam for &Tensor {

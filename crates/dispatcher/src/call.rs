@@ -13,7 +13,7 @@ use crate::kernel::{ArgList, KernelKind};
 use crate::observe;
 use crate::operator::{AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::schema_check::{format_inferred, schema_difference};
-use crate::tls::tls_local_dispatch_key_set;
+use crate::tls::apply_tls;
 
 /// A handle to a registered operator: cheap to clone, valid as long as it lives (even after the
 /// operator is deregistered, when calls report the missing kernel).
@@ -30,8 +30,7 @@ impl std::fmt::Debug for OperatorHandle {
 /// excluded keys removed, minus the operator's fallthrough keys.
 #[inline(always)]
 fn call_key_set(entry: &OperatorEntry, args: DispatchKeySet) -> DispatchKeySet {
-    let tls = tls_local_dispatch_key_set();
-    entry.mask_fallthrough((args | tls.included) - tls.excluded)
+    entry.mask_fallthrough(apply_tls(args))
 }
 
 impl OperatorHandle {
@@ -97,12 +96,13 @@ impl OperatorHandle {
         ks: DispatchKeySet,
         stack: &mut Stack,
     ) -> Result<()> {
-        match kernel.kernel.boxed_fn() {
-            Some(f) if kernel.kernel.kind() == KernelKind::Regular => f(self, ks, stack),
-            _ if kernel.kernel.is_fallthrough() => {
+        // Only regular kernels have a boxed form (markers have none).
+        match kernel.kernel.call_boxed(self, ks, stack) {
+            Some(result) => result,
+            None if kernel.kernel.is_fallthrough() => {
                 self.redispatch_boxed(skip_fallthrough(ks), stack)
             }
-            _ => Err(self.report_error(kernel, ks)),
+            None => Err(self.report_error(kernel, ks)),
         }
     }
 

@@ -45,13 +45,15 @@ pub trait ArgList: 'static {
     fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize>;
     /// Pushes the boxed arguments.
     fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack);
+    /// Pops the last `LEN` values (the arguments, after the kernel ran).
+    fn drop_from_stack(stack: &mut Stack);
 }
 
 // Note [Unboxed kernel calls]
 // A typed kernel is stored type-erased as two raw pointers: `unboxed_fn`, a monomorphised
 // trampoline `unsafe fn(ctx, ks, args) -> Result<R>` for the kernel's calling convention (A, R),
 // and `unboxed_ctx`, the kernel object (closure or fn item) the trampoline calls, kept alive by
-// `owner`. Next to them sits `signature`, the `TypeId` of (A, R). A typed call compares its own
+// `_owner`. Next to them sits `signature`, the `TypeId` of (A, R). A typed call compares its own
 // (A, R) with `signature` (two integer compares) and, when they match, transmutes `unboxed_fn`
 // back to its real type and calls it: one indirect call into code where the kernel is inlined.
 // No vtable lookup, no downcast, no reference counting on the hot path. When they do not match
@@ -81,9 +83,76 @@ unsafe fn trampoline<K: Invoke>(
     ks: DispatchKeySet,
     args: <K::Args as ArgList>::Refs<'_>,
 ) -> Result<K::Ret> {
-    // SAFETY: guaranteed by the caller: `ctx` is `Arc::as_ptr` of the `Arc<K>` in `owner`.
+    // SAFETY: guaranteed by the caller: `ctx` is `Arc::as_ptr` of the `Arc<K>` in `_owner`.
     let kernel = unsafe { &*(ctx as *const K) };
     kernel.invoke(ks, args)
+}
+
+/// The type-erased boxed entry point of a kernel: `ctx` is the kernel object (see
+/// Note [Boxed kernel calls]).
+type BoxedTrampoline =
+    unsafe fn(*const (), &OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()>;
+
+// Note [Boxed kernel calls]
+// The boxed form is stored like the unboxed one: a monomorphised function pointer and the kernel
+// object it reads, both owned by `_owner`. For a typed kernel the boxed trampoline reads the
+// arguments from the stack, calls the kernel inlined, pops the arguments (dropping each as the
+// variant its family expects) and pushes the returns; for a boxed kernel (a closure over the
+// stack) it just calls the closure. A boxed call is then one indirect call, with no trait-object
+// vtable or reference count on the way.
+
+/// Runs a typed kernel on a stack.
+///
+/// # Safety
+/// `ctx` must point to a live `K`.
+unsafe fn boxed_trampoline<K: Invoke>(
+    ctx: *const (),
+    op: &OperatorHandle,
+    ks: DispatchKeySet,
+    stack: &mut Stack,
+) -> Result<()> {
+    // SAFETY: guaranteed by the caller: `ctx` is `Arc::as_ptr` of the `Arc<K>` in `_owner`.
+    let kernel = unsafe { &*(ctx as *const K) };
+    let n = <K::Args as ArgList>::LEN;
+    let Some(base) = stack.len().checked_sub(n) else {
+        return Err(DispatchError::from(DispatchErrorKind::ArgumentCount {
+            op: op.name().to_string(),
+            expected: n,
+            got: stack.len(),
+        }));
+    };
+    let ret = {
+        let refs = <K::Args as ArgList>::from_stack(&stack[base..]).map_err(|i| {
+            argument_type_error(
+                op,
+                i,
+                <K::Args as ArgList>::schema_types()[i],
+                &stack[base + i],
+            )
+        })?;
+        kernel.invoke(ks, refs)?
+    };
+    <K::Args as ArgList>::drop_from_stack(stack);
+    ret.push_to_stack(stack);
+    Ok(())
+}
+
+/// Runs a boxed kernel (a closure over the stack).
+///
+/// # Safety
+/// `ctx` must point to a live `F`.
+unsafe fn boxed_closure<F>(
+    ctx: *const (),
+    op: &OperatorHandle,
+    ks: DispatchKeySet,
+    stack: &mut Stack,
+) -> Result<()>
+where
+    F: Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
+{
+    // SAFETY: guaranteed by the caller: `ctx` is `Arc::as_ptr` of the `Arc<F>` in `_owner`.
+    let f = unsafe { &*(ctx as *const F) };
+    f(op, ks, stack)
 }
 
 /// A typed kernel object, whatever its Rust signature looked like.
@@ -135,20 +204,22 @@ impl<M: 'static, F: KernelFnWithKeys<M>> Invoke for WithKeys<F, M> {
 #[derive(Clone)]
 pub struct KernelFunction {
     kind: KernelKind,
-    boxed: Option<Arc<BoxedKernelFn>>,
+    /// The boxed form (see Note [Boxed kernel calls]); `None` for markers.
+    boxed_fn: Option<BoxedTrampoline>,
+    boxed_ctx: *const (),
     /// `TypeId` of the unboxed form's (A, R), or of `NoUnboxed`.
     signature: TypeId,
     unboxed_fn: *const (),
     unboxed_ctx: *const (),
-    /// Owns what `unboxed_ctx` points to.
-    owner: Option<Arc<dyn Any + Send + Sync>>,
+    /// Owns what `unboxed_ctx` and `boxed_ctx` point to.
+    _owner: Option<Arc<dyn Any + Send + Sync>>,
     /// Computes the schema types inferred from the Rust signature: (arguments, returns). A
     /// function rather than the lists, so that a kernel costs no heap for them.
     inferred: Option<fn() -> InferredSignature>,
 }
 
-// SAFETY: the raw pointers are a plain `fn` pointer and a pointer into `owner`, an immutable
-// `Send + Sync` kernel object; sharing or sending them is as safe as sharing `owner`.
+// SAFETY: the raw pointers are plain `fn` pointers and pointers into `_owner`, an immutable
+// `Send + Sync` kernel object; sharing or sending them is as safe as sharing `_owner`.
 unsafe impl Send for KernelFunction {}
 // SAFETY: as above; nothing is mutated through the pointers.
 unsafe impl Sync for KernelFunction {}
@@ -169,12 +240,20 @@ impl KernelFunction {
     pub fn from_boxed(
         f: impl Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
     ) -> Self {
-        Self::marker(KernelKind::Regular).with_boxed(Arc::new(f))
+        Self::from_boxed_impl(f)
     }
 
-    fn with_boxed(mut self, f: Arc<BoxedKernelFn>) -> Self {
-        self.boxed = Some(f);
-        self
+    fn from_boxed_impl<F>(f: F) -> Self
+    where
+        F: Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
+    {
+        let f = Arc::new(f);
+        KernelFunction {
+            boxed_fn: Some(boxed_closure::<F>),
+            boxed_ctx: Arc::as_ptr(&f) as *const (),
+            _owner: Some(f),
+            ..Self::marker(KernelKind::Regular)
+        }
     }
 
     /// A typed kernel from a function or closure; its schema is inferred from its signature.
@@ -194,40 +273,17 @@ impl KernelFunction {
 
     fn typed<K: Invoke>(kernel: K) -> Self {
         let kernel = Arc::new(kernel);
-        let for_boxed = kernel.clone();
-        let boxed = move |op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack| {
-            let n = <K::Args as ArgList>::LEN;
-            let base = stack.len().checked_sub(n).ok_or_else(|| {
-                DispatchError::from(DispatchErrorKind::ArgumentCount {
-                    op: op.name().to_string(),
-                    expected: n,
-                    got: stack.len(),
-                })
-            })?;
-            let ret = {
-                let refs = <K::Args as ArgList>::from_stack(&stack[base..]).map_err(|i| {
-                    argument_type_error(
-                        op,
-                        i,
-                        <K::Args as ArgList>::schema_types()[i],
-                        &stack[base + i],
-                    )
-                })?;
-                for_boxed.invoke(ks, refs)?
-            };
-            stack.truncate(base);
-            ret.push_to_stack(stack);
-            Ok(())
-        };
+        let ctx = Arc::as_ptr(&kernel) as *const ();
         let tramp: UnboxedFn<K::Args, K::Ret> = trampoline::<K>;
         KernelFunction {
             kind: KernelKind::Regular,
-            boxed: Some(Arc::new(boxed)),
+            boxed_fn: Some(boxed_trampoline::<K>),
+            boxed_ctx: ctx,
             signature: TypeId::of::<(K::Args, K::Ret)>(),
             unboxed_fn: tramp as *const (),
-            unboxed_ctx: Arc::as_ptr(&kernel) as *const (),
+            unboxed_ctx: ctx,
             inferred: Some(inferred_signature::<K::Args, K::Ret>),
-            owner: Some(kernel),
+            _owner: Some(kernel),
         }
     }
 
@@ -239,11 +295,12 @@ impl KernelFunction {
     pub(crate) fn marker(kind: KernelKind) -> Self {
         KernelFunction {
             kind,
-            boxed: None,
+            boxed_fn: None,
+            boxed_ctx: std::ptr::null(),
             signature: TypeId::of::<NoUnboxed>(),
             unboxed_fn: std::ptr::null(),
             unboxed_ctx: std::ptr::null(),
-            owner: None,
+            _owner: None,
             inferred: None,
         }
     }
@@ -275,10 +332,10 @@ impl KernelFunction {
         let mut s = String::new();
         if self.kind == KernelKind::Fallthrough {
             s.push_str("fallthrough boxed ");
-        } else if self.boxed.is_some() {
+        } else if self.boxed_fn.is_some() {
             s.push_str("boxed ");
         }
-        if self.owner.is_some() {
+        if self.inferred.is_some() {
             s.push_str("unboxed ");
         }
         s
@@ -297,17 +354,25 @@ impl KernelFunction {
         }
         // SAFETY: `signature` is the `TypeId` of `(A, R)` only when `unboxed_fn` was made from
         // an `UnboxedFn<A, R>` (in `typed`), so the transmute restores its real type; its
-        // `unboxed_ctx` points into `owner`, which lives as long as `self`.
+        // `unboxed_ctx` points into `_owner`, which lives as long as `self`.
         unsafe {
             let f = std::mem::transmute::<*const (), UnboxedFn<A, R>>(self.unboxed_fn);
             Ok(f(self.unboxed_ctx, ks, args))
         }
     }
 
-    /// The boxed form.
+    /// Runs the boxed form; `None` when the kernel has none (a marker).
     #[inline]
-    pub(crate) fn boxed_fn(&self) -> Option<&BoxedKernelFn> {
-        self.boxed.as_deref()
+    pub(crate) fn call_boxed(
+        &self,
+        op: &OperatorHandle,
+        ks: DispatchKeySet,
+        stack: &mut Stack,
+    ) -> Option<Result<()>> {
+        let f = self.boxed_fn?;
+        // SAFETY: `boxed_fn` was made for the kernel object `boxed_ctx` points to (in `typed`
+        // or `from_boxed_impl`), which `_owner` keeps alive as long as `self`.
+        Some(unsafe { f(self.boxed_ctx, op, ks, stack) })
     }
 }
 
@@ -361,6 +426,12 @@ pub trait KernelFnWithKeys<Marker>: Send + Sync + 'static {
 type RefOf<'a, P> = <<P as KernelParam>::Family as Arg>::Ref<'a>;
 
 macro_rules! arities {
+    // Pops one value per family, last argument first.
+    (@rev $stack:ident;) => {};
+    (@rev $stack:ident; $first:ident $($rest:ident)*) => {
+        arities!(@rev $stack; $($rest)*);
+        $first::drop_boxed($stack.pop());
+    };
     ($n:literal; $($p:ident $i:tt),*) => {
         impl<$($p: Arg),*> ArgList for ($($p,)*) {
             type Refs<'a> = ($($p::Ref<'a>,)*);
@@ -381,6 +452,11 @@ macro_rules! arities {
             #[allow(unused_variables)]
             fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack) {
                 $(stack.push($p::to_ivalue(refs.$i));)*
+            }
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn drop_from_stack(stack: &mut Stack) {
+                arities!(@rev stack; $($p)*);
             }
         }
 

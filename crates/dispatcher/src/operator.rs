@@ -1,7 +1,7 @@
 //! `OperatorEntry`: one operator's schema, registered kernels and computed dispatch table.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, NUM_RUNTIME_ENTRIES};
@@ -154,6 +154,15 @@ pub(crate) struct EntryState {
 // that a kernel deregistered from a living operator is freed with the operator (a few dozen bytes
 // per registration), against no reference counting, epoch or hazard pointer on the hot path.
 
+// Note [Fallthrough mask]
+// A call's key set is masked with the operator's non-fallthrough keys before the table lookup,
+// so a fallthrough key costs nothing (PyTorch's `nonFallthroughKeys_`). PyTorch keeps one mask
+// per backend for operators with a fallthrough on some backends only (say AutogradCPU but not
+// AutogradCUDA) and branches between the two forms on every call. We keep the single mask, with
+// a per-backend functionality left in unless it falls through on every backend, and let the
+// rare call that lands on a per-backend fallthrough slot skip it at run time (Note [Fallthrough
+// reached at run time]): the same result, one branch and 128 bytes per operator less.
+
 /// An operator: its name, schema, kernels and computed dispatch table.
 pub struct OperatorEntry {
     name: OperatorName,
@@ -164,11 +173,8 @@ pub struct OperatorEntry {
     pub(crate) state: Mutex<EntryState>,
     schema: RwLock<Option<Arc<SchemaRecord>>>,
     table: [AtomicPtr<AnnotatedKernel>; NUM_RUNTIME_ENTRIES],
-    /// The keys whose slot is not a fallthrough; used when every backend agrees.
+    /// The keys whose slot is not a fallthrough on every backend (see Note [Fallthrough mask]).
     non_fallthrough: AtomicU64,
-    /// The same per backend, for operators with a fallthrough on some backends only.
-    non_fallthrough_per_backend: [AtomicU64; NUM_BACKENDS as usize],
-    requires_per_backend: AtomicBool,
     /// Bit i set: argument i is tensor-like (a dispatch argument). Bit 63: more than 63
     /// arguments (then every argument is scanned).
     dispatch_args: AtomicU64,
@@ -201,10 +207,6 @@ impl OperatorEntry {
             schema: RwLock::new(None),
             table: std::array::from_fn(|_| AtomicPtr::new(ptr)),
             non_fallthrough: AtomicU64::new(DispatchKeySet::FULL.raw()),
-            non_fallthrough_per_backend: std::array::from_fn(|_| {
-                AtomicU64::new(DispatchKeySet::FULL.raw())
-            }),
-            requires_per_backend: AtomicBool::new(false),
             dispatch_args: AtomicU64::new(0),
             num_args: AtomicU64::new(0),
             retired: Mutex::new(Vec::new()),
@@ -250,9 +252,9 @@ impl OperatorEntry {
     /// The kernel a call with the (already masked) key set `ks` runs.
     #[inline(always)]
     pub(crate) fn lookup(&self, ks: DispatchKeySet) -> &AnnotatedKernel {
-        // `dispatch_table_index` is below NUM_RUNTIME_ENTRIES for every key set; `min` lets the
-        // compiler drop the bounds check.
-        let slot = &self.table[ks.dispatch_table_index().min(NUM_RUNTIME_ENTRIES - 1)];
+        // SAFETY: `dispatch_table_index` is below NUM_RUNTIME_ENTRIES, the table's length, for
+        // every key set (checked at compile time, see Note [Dispatch table index in range]).
+        let slot = unsafe { self.table.get_unchecked(ks.dispatch_table_index()) };
         // SAFETY: every pointer stored in `table` comes from an `Arc<AnnotatedKernel>` that is
         // kept alive at least as long as `self` (see
         // Note [Lock-free dispatch table]); the returned reference borrows `self`, so the pointee
@@ -264,12 +266,7 @@ impl OperatorEntry {
     /// to the next key).
     #[inline(always)]
     pub(crate) fn mask_fallthrough(&self, ks: DispatchKeySet) -> DispatchKeySet {
-        let mask = if self.requires_per_backend.load(Ordering::Relaxed) {
-            self.non_fallthrough_per_backend[ks.backend_index()].load(Ordering::Relaxed)
-        } else {
-            self.non_fallthrough.load(Ordering::Relaxed)
-        };
-        ks & DispatchKeySet::from_raw(mask)
+        ks & DispatchKeySet::from_raw(self.non_fallthrough.load(Ordering::Relaxed))
     }
 
     /// The union of the key sets of the dispatch arguments among the last `num_args` values.
@@ -330,13 +327,9 @@ impl OperatorEntry {
                 self.table[slot].store(ptr, Ordering::Release);
             }
         }
-        let uniform = per_backend.iter().all(|m| *m == per_backend[0]);
-        for (atomic, m) in self.non_fallthrough_per_backend.iter().zip(per_backend) {
-            atomic.store(m.raw(), Ordering::Relaxed);
-        }
-        self.non_fallthrough
-            .store(per_backend[0].raw(), Ordering::Relaxed);
-        self.requires_per_backend.store(!uniform, Ordering::Relaxed);
+        // A functionality leaves the mask only when it falls through on every backend.
+        let mask = per_backend.iter().fold(0, |m, ks| m | ks.raw());
+        self.non_fallthrough.store(mask, Ordering::Relaxed);
     }
 
     /// PyTorch's `_dispatch_dump` of this operator.

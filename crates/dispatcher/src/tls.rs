@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 
 use switchboard_keys::{
     DispatchKey, DispatchKeySet, AFTER_AD_INPLACE_OR_VIEW_KEYSET, AUTOGRAD_DISPATCH_KEYSET,
-    DEFAULT_EXCLUDED_SET, DEFAULT_INCLUDED_SET,
+    DEFAULT_EXCLUDED_SET, DEFAULT_INCLUDED_SET, FULL_BACKEND_MASK,
 };
 
 // Note [Thread-local dispatch keys]
@@ -34,29 +34,53 @@ impl Default for LocalDispatchKeySet {
     }
 }
 
+/// A thread's sets as the hot path reads them: `keep` is the complement of `excluded` with the
+/// backend bits set (excluding a key removes only its functionality, as PyTorch's `-` does), so
+/// a call's key set is `(args | included) & keep`.
+#[derive(Clone, Copy)]
+struct State {
+    sets: LocalDispatchKeySet,
+    keep: u64,
+}
+
+const fn state_of(sets: LocalDispatchKeySet) -> State {
+    State {
+        sets,
+        keep: !sets.excluded.raw() | FULL_BACKEND_MASK,
+    }
+}
+
 thread_local! {
-    static LOCAL: Cell<LocalDispatchKeySet> = const {
-        Cell::new(LocalDispatchKeySet { included: DEFAULT_INCLUDED_SET, excluded: DEFAULT_EXCLUDED_SET })
+    static LOCAL: Cell<State> = const {
+        Cell::new(state_of(LocalDispatchKeySet { included: DEFAULT_INCLUDED_SET, excluded: DEFAULT_EXCLUDED_SET }))
     };
 }
 
 /// This thread's included and excluded sets.
 #[inline(always)]
 pub fn tls_local_dispatch_key_set() -> LocalDispatchKeySet {
-    LOCAL.with(Cell::get)
+    LOCAL.with(|c| c.get().sets)
+}
+
+/// Applies this thread's sets to the union of a call's tensor key sets.
+#[inline(always)]
+pub(crate) fn apply_tls(args: DispatchKeySet) -> DispatchKeySet {
+    let state = LOCAL.with(Cell::get);
+    DispatchKeySet::from_raw((args.raw() | state.sets.included.raw()) & state.keep)
 }
 
 /// Replaces this thread's sets; used to carry the sets of one thread into work done on another
 /// (see [`ThreadLocalStateGuard`]).
 pub fn set_tls_local_dispatch_key_set(state: LocalDispatchKeySet) {
-    LOCAL.with(|c| c.set(state));
+    LOCAL.with(|c| c.set(state_of(state)));
 }
 
+#[inline(always)]
 fn update(f: impl FnOnce(&mut LocalDispatchKeySet)) {
     LOCAL.with(|c| {
-        let mut s = c.get();
+        let mut s = c.get().sets;
         f(&mut s);
-        c.set(s);
+        c.set(state_of(s));
     });
 }
 
@@ -80,6 +104,7 @@ pub struct IncludeDispatchKeyGuard {
 
 impl IncludeDispatchKeyGuard {
     /// Includes `keys` for the guard's lifetime.
+    #[inline]
     pub fn new(keys: impl Into<DispatchKeySet>) -> Self {
         let keys = keys.into();
         let mut added = DispatchKeySet::EMPTY;
@@ -95,6 +120,7 @@ impl IncludeDispatchKeyGuard {
 }
 
 impl Drop for IncludeDispatchKeyGuard {
+    #[inline]
     fn drop(&mut self) {
         let added = self.added;
         update(|s| s.included = DispatchKeySet::from_raw(s.included.raw() & !added.raw()));
@@ -110,6 +136,7 @@ pub struct ExcludeDispatchKeyGuard {
 
 impl ExcludeDispatchKeyGuard {
     /// Excludes `keys` for the guard's lifetime.
+    #[inline]
     pub fn new(keys: impl Into<DispatchKeySet>) -> Self {
         let keys = keys.into();
         let mut added = DispatchKeySet::EMPTY;
@@ -125,6 +152,7 @@ impl ExcludeDispatchKeyGuard {
 }
 
 impl Drop for ExcludeDispatchKeyGuard {
+    #[inline]
     fn drop(&mut self) {
         let added = self.added;
         update(|s| s.excluded = DispatchKeySet::from_raw(s.excluded.raw() & !added.raw()));
@@ -140,6 +168,7 @@ pub struct AutoDispatchBelowAutograd {
 
 impl AutoDispatchBelowAutograd {
     /// Excludes the autograd keys until dropped.
+    #[inline]
     pub fn new() -> Self {
         AutoDispatchBelowAutograd {
             _guard: ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET),
@@ -162,6 +191,7 @@ pub struct AutoDispatchBelowADInplaceOrView {
 
 impl AutoDispatchBelowADInplaceOrView {
     /// Excludes the autograd keys and ADInplaceOrView until dropped.
+    #[inline]
     pub fn new() -> Self {
         let keys = AUTOGRAD_DISPATCH_KEYSET.add(DispatchKey::ADInplaceOrView);
         AutoDispatchBelowADInplaceOrView {
@@ -188,6 +218,7 @@ pub struct ThreadLocalStateGuard {
 
 impl ThreadLocalStateGuard {
     /// Installs `state` until dropped.
+    #[inline]
     pub fn new(state: LocalDispatchKeySet) -> Self {
         let previous = tls_local_dispatch_key_set();
         set_tls_local_dispatch_key_set(state);
@@ -199,6 +230,7 @@ impl ThreadLocalStateGuard {
 }
 
 impl Drop for ThreadLocalStateGuard {
+    #[inline]
     fn drop(&mut self) {
         set_tls_local_dispatch_key_set(self.previous);
     }
@@ -232,6 +264,19 @@ mod tests {
             assert!(tls_is_dispatch_key_included(DispatchKey::Python));
         }
         assert!(!tls_is_dispatch_key_included(DispatchKey::Python));
+    }
+
+    #[test]
+    fn excluding_a_runtime_key_removes_only_its_functionality() {
+        use switchboard_keys::DispatchKeySet as Ks;
+        let cpu = Ks::from_keys(&[DispatchKey::CPU, DispatchKey::AutogradCPU]);
+        let _g = ExcludeDispatchKeyGuard::new(DispatchKey::AutogradCPU);
+        // The CPU backend bit stays: the call still reaches the CPU kernel.
+        let expected =
+            (cpu | tls_local_dispatch_key_set().included) - Ks::from_key(DispatchKey::AutogradCPU);
+        assert_eq!(apply_tls(cpu), expected);
+        assert!(apply_tls(cpu).has(DispatchKey::CPU));
+        assert!(!apply_tls(cpu).has(DispatchKey::AutogradCPU));
     }
 
     #[test]

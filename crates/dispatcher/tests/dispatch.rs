@@ -290,3 +290,44 @@ fn observers_see_nested_calls() {
     );
     assert_eq!(seen.iter().filter(|(k, _)| *k == K::AutogradCPU).count(), 1);
 }
+
+/// A fallthrough on one backend's Autograd key only (AutogradCPU) skips that key for CPU
+/// tensors, while tensors of another backend still reach the Autograd kernel (see
+/// Note [Fallthrough mask]): typed and boxed calls agree.
+#[test]
+fn per_backend_fallthrough_skips_only_its_backend() {
+    let d = Dispatcher::with_builtin_fallbacks();
+    let mut lib = Library::new(&d, LibraryKind::Def, "pb", None).unwrap();
+    lib.def("op(Tensor a) -> int").unwrap();
+    lib.impl_(
+        "op",
+        Some(K::CPU),
+        KernelFunction::from_fn(|_a: &Tensor| Ok(1i64)),
+    )
+    .unwrap();
+    lib.impl_(
+        "op",
+        Some(K::CUDA),
+        KernelFunction::from_fn(|_a: &Tensor| Ok(2i64)),
+    )
+    .unwrap();
+    lib.impl_(
+        "op",
+        Some(K::Autograd),
+        KernelFunction::from_fn(|_a: &Tensor| Ok(10i64)),
+    )
+    .unwrap();
+    lib.fallthrough("op", K::AutogradCPU).unwrap();
+    let handle = d.find_schema_or_throw("pb::op").unwrap();
+    let typed: TypedOperatorHandle<(Tensor,), i64> = handle.typed().unwrap();
+    let cpu = with_keys(&[K::CPU, K::AutogradCPU]);
+    let cuda = with_keys(&[K::CUDA, K::AutogradCUDA]);
+    assert_eq!(typed.call((&cpu,)).unwrap(), 1);
+    assert_eq!(typed.call((&cuda,)).unwrap(), 10);
+    for (t, expected) in [(&cpu, 1), (&cuda, 10)] {
+        let mut stack = vec![IValue::Tensor(t.clone())];
+        handle.call_boxed(&mut stack).unwrap();
+        assert!(matches!(stack.as_slice(), [IValue::Int(v)] if *v == expected));
+    }
+    drop(lib);
+}

@@ -71,8 +71,24 @@ pub const OFFSETS_AND_MASKS: [FunctionalityOffsetAndMask; OFFSET_TABLE_LEN] = {
     }
     // The last functionality must end the table (PyTorch asserts the same).
     assert!(table[NUM_FUNCTIONALITY_KEYS as usize - 1].offset as usize == NUM_RUNTIME_ENTRIES - 1);
+    // Every index `dispatch_table_index` can produce is a slot: offset + at most 15 when a
+    // backend selects. Checked here, at compile time, so dispatch tables can be indexed without
+    // a bounds check (see Note [Dispatch table index in range]).
+    let mut f = 0;
+    while f < OFFSET_TABLE_LEN {
+        let last = table[f].offset as usize + if table[f].mask == 0 { 0 } else { 15 };
+        assert!(last < NUM_RUNTIME_ENTRIES);
+        f += 1;
+    }
     table
 };
+
+// Note [Dispatch table index in range]
+// `dispatch_table_index` is `offset[f] + b` where `f` is the highest functionality bit's index
+// (0..=48, the table above has an entry for each) and `b` the highest backend bit under that
+// functionality's mask (0..=15, and 0 when the mask is empty). The const block above checks every
+// such sum against NUM_RUNTIME_ENTRIES, so for every u64 the result is below it: a guarantee the
+// dispatcher relies on to index its tables unchecked.
 
 impl DispatchKeySet {
     /// The empty set.
@@ -250,9 +266,13 @@ impl DispatchKeySet {
 
     /// The dispatch-table slot of the set's highest-priority key
     /// (`getDispatchTableIndexForDispatchKeySet`): two bit scans, one table load, no branch.
+    /// Always below [`NUM_RUNTIME_ENTRIES`], whatever the bits (see Note [Dispatch table index in
+    /// range]).
     #[inline]
     pub const fn dispatch_table_index(self) -> usize {
-        let f = Self::index_of_highest_bit(self.0 >> NUM_BACKENDS);
+        // The functionality index is the highest bit of `raw >> 16`, plus one, or 0 when there is
+        // none: the bit scan of `(raw >> 15) | 1` computes exactly that without a zero check.
+        let f = 63 - ((self.0 >> (NUM_BACKENDS - 1)) | 1).leading_zeros();
         let om = OFFSETS_AND_MASKS[f as usize];
         // Position of the highest selected backend bit, 0 when none is selected.
         let backend = 63 - ((self.0 & om.mask as u64) | 1).leading_zeros();
@@ -430,6 +450,23 @@ mod tests {
             seen[idx] = Some(k);
         }
         assert!(seen.iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn functionality_index_matches_highest_bit() {
+        for bit in 0..64 {
+            for extra in [0u64, 1, 0xffff, 1 << 15] {
+                let raw = (1u64 << bit) | extra;
+                let expected = DispatchKeySet::index_of_highest_bit(raw >> NUM_BACKENDS) as usize;
+                let om = OFFSETS_AND_MASKS[expected];
+                let b = 63 - ((raw & om.mask as u64) | 1).leading_zeros() as usize;
+                assert_eq!(
+                    DispatchKeySet::from_raw(raw).dispatch_table_index(),
+                    om.offset as usize + b
+                );
+            }
+        }
+        assert_eq!(DispatchKeySet::EMPTY.dispatch_table_index(), 0);
     }
 
     #[test]
