@@ -1,10 +1,11 @@
-//! `gradcheck`: compares the gradients autograd computes with finite differences, in f64.
+//! `gradcheck` and `gradgradcheck`: compare the gradients autograd computes with finite
+//! differences, in f64.
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::{ScalarType, Tensor};
 
-use crate::grad_mode::no_grad;
+use crate::grad_mode::{enable_grad, no_grad};
 use crate::node::err;
 use crate::tensor_ext::AutogradTensor;
 
@@ -14,6 +15,23 @@ fn to_f64(t: &Tensor) -> Result<Tensor> {
 
 fn flat(t: &Tensor) -> Result<Vec<f64>> {
     Ok(t.to_vec_as::<f64>()?)
+}
+
+/// Floating inputs as f64 copies (leaves requiring grad where the originals do).
+fn f64_inputs(inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    inputs
+        .iter()
+        .map(|t| {
+            if !t.dtype().is_floating_point() {
+                return Ok(t.clone());
+            }
+            let d = to_f64(t)?;
+            if t.requires_grad() {
+                d.requires_grad_(true)?;
+            }
+            Ok(d)
+        })
+        .collect()
 }
 
 /// Checks the gradients of `f` with respect to the inputs that require grad against central
@@ -26,31 +44,117 @@ pub fn gradcheck(
     atol: f64,
     rtol: f64,
 ) -> Result<bool> {
-    let xs: Vec<Tensor> = inputs
-        .iter()
-        .map(|t| {
-            if !t.dtype().is_floating_point() {
-                return Ok(t.clone());
-            }
-            let d = to_f64(t)?;
-            if t.requires_grad() {
-                d.requires_grad_(true)?;
-            }
-            Ok(d)
+    check_jacobian(&f, &f64_inputs(inputs)?, eps, atol, rtol, false, "Jacobian")
+}
+
+// Note [gradgradcheck]
+// As torch.autograd.gradgradcheck: the gradients of `f` with respect to its differentiable
+// inputs, computed with create_graph for fixed random `grad_outputs` that themselves require
+// grad, form a new function of (inputs, grad_outputs); its Jacobian is checked by finite
+// differences. That checks every double-backward formula the first backward goes through,
+// including the derivatives with respect to the incoming gradients. The numerical side runs
+// with grad mode on (the function differentiates inside), and perturbed inputs keep their
+// requires_grad flag.
+
+/// Checks second-order gradients of `f` (`torch.autograd.gradgradcheck`): the vector-Jacobian
+/// product of `f` with a fixed pseudo-random `grad_output` (entries in [-1, 1), seeded by
+/// `seed`), as a function of the inputs and of `grad_output`, is compared with finite
+/// differences. Floating inputs are converted to f64; returns `Ok(true)`, or an error
+/// naming the first mismatching entry.
+pub fn gradgradcheck(
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+    inputs: &[Tensor],
+    seed: u64,
+    eps: f64,
+    atol: f64,
+    rtol: f64,
+) -> Result<bool> {
+    let xs = f64_inputs(inputs)?;
+    let wrt: Vec<usize> = (0..xs.len()).filter(|&i| xs[i].requires_grad()).collect();
+    if wrt.is_empty() {
+        return Err(err(
+            "gradgradcheck expects at least one input tensor to require gradient",
+        ));
+    }
+    let y = {
+        let _g = enable_grad();
+        f(&xs)?
+    };
+    let go = Tensor::from_vec(pseudo_random(y.numel() as usize, seed), y.sizes())?;
+    go.requires_grad_(true)?;
+    let n = xs.len();
+    let vjp = |args: &[Tensor]| -> Result<Tensor> {
+        let (ins, go) = (&args[..n], &args[n]);
+        let y = f(ins)?;
+        let go = if y.dtype() == ScalarType::Double {
+            go.clone()
+        } else {
+            ops::_to_copy(go, Some(y.dtype()), None, None, None, false, None)?
+        };
+        let targets: Vec<Tensor> = wrt.iter().map(|&i| ins[i].clone()).collect();
+        let gs = crate::grad(&[y], &targets, &[Some(go)], true, true)?;
+        let parts = gs
+            .iter()
+            .zip(&targets)
+            .map(|(g, t)| match g {
+                Some(g) => ops::reshape(g, &[-1]),
+                // No dependence: a zero gradient without history.
+                None => ops::zeros(&[t.numel()], Some(t.dtype()), None, None, None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        ops::cat(&parts, 0)
+    };
+    let mut all = xs;
+    all.push(go);
+    check_jacobian(&vjp, &all, eps, atol, rtol, true, "Gradgrad")
+}
+
+/// Deterministic values in [-1, 1).
+fn pseudo_random(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed ^ 0x9e37_79b9_7f4a_7c15;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            2.0 * ((s >> 11) as f64 / (1u64 << 53) as f64) - 1.0
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// Compares the Jacobian of `f` at `xs` (already f64) computed by autograd with central
+/// differences. `grad_mode_numerical`: evaluate the perturbed calls with grad mode on.
+fn check_jacobian(
+    f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
+    xs: &[Tensor],
+    eps: f64,
+    atol: f64,
+    rtol: f64,
+    grad_mode_numerical: bool,
+    what: &str,
+) -> Result<bool> {
     let wrt: Vec<usize> = (0..xs.len()).filter(|&i| xs[i].requires_grad()).collect();
     if wrt.is_empty() {
         return Err(err(
             "gradcheck expects at least one input tensor to require gradient",
         ));
     }
-    let y = f(&xs)?;
+    let y = {
+        let _g = enable_grad();
+        f(xs)?
+    };
     let ny = y.numel() as usize;
-    // Analytical Jacobian, one output element at a time.
+    // Analytical Jacobian, one output element at a time (zero when the output has no
+    // history: it does not depend on the inputs).
     let mut analytical = vec![Vec::new(); wrt.len()];
     let wrt_t: Vec<Tensor> = wrt.iter().map(|&i| xs[i].clone()).collect();
     for j in 0..ny {
+        if !y.requires_grad() {
+            for (k, t) in wrt_t.iter().enumerate() {
+                analytical[k].push(vec![0.0; t.numel() as usize]);
+            }
+            continue;
+        }
         let mut onehot = vec![0.0f64; ny];
         onehot[j] = 1.0;
         let go = Tensor::from_vec(onehot, y.sizes())?;
@@ -59,7 +163,10 @@ pub fn gradcheck(
         } else {
             ops::_to_copy(&go, Some(y.dtype()), None, None, None, false, None)?
         };
-        let gs = crate::grad(std::slice::from_ref(&y), &wrt_t, &[Some(go)], true, false)?;
+        let gs = {
+            let _g = enable_grad();
+            crate::grad(std::slice::from_ref(&y), &wrt_t, &[Some(go)], true, false)?
+        };
         for (k, g) in gs.iter().enumerate() {
             let n = wrt_t[k].numel() as usize;
             analytical[k].push(match g {
@@ -69,15 +176,19 @@ pub fn gradcheck(
         }
     }
     // Numerical Jacobian.
-    let _ng = no_grad();
+    let _ng = (!grad_mode_numerical).then(no_grad);
     for (k, &i) in wrt.iter().enumerate() {
         let base = flat(&xs[i])?;
         for e in 0..base.len() {
             let eval = |delta: f64| -> Result<Vec<f64>> {
                 let mut v = base.clone();
                 v[e] += delta;
-                let mut args = xs.clone();
-                args[i] = Tensor::from_vec(v, xs[i].sizes())?;
+                let mut args = xs.to_vec();
+                let p = Tensor::from_vec(v, xs[i].sizes())?;
+                if grad_mode_numerical {
+                    p.requires_grad_(true)?;
+                }
+                args[i] = p;
                 flat(&f(&args)?)
             };
             let plus = eval(eps)?;
@@ -87,7 +198,7 @@ pub fn gradcheck(
                 let ana = analytical[k][j][e];
                 if (num - ana).abs() > atol + rtol * num.abs() || ana.is_nan() != num.is_nan() {
                     return Err(err(format!(
-                        "Jacobian mismatch for output 0 with respect to input {i},\n\
+                        "{what} mismatch for output 0 with respect to input {i},\n\
                          numerical:{num}\nanalytical:{ana}\n(at output element {j}, input \
                          element {e})"
                     )));

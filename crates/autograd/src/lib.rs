@@ -1,6 +1,6 @@
 //! Switchboard's autograd (PyTorch 2.15 semantics): autograd metadata on tensors, the graph
 //! of backward [`Node`]s, the engine (`backward`, [`grad`]), grad-mode guards, custom
-//! functions, `gradcheck`, and the `Autograd` / `ADInplaceOrView` kernels of the aten
+//! functions, `gradcheck` / `gradgradcheck`, and the `Autograd` / `ADInplaceOrView` kernels of the aten
 //! operators. Linking this crate registers the kernels in the global dispatcher.
 //!
 //! ```ignore
@@ -29,7 +29,7 @@ pub use grad_mode::{
     enable_grad, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
     EnableGradGuard, GradModeGuard, InferenceMode, NoGradGuard,
 };
-pub use gradcheck::gradcheck;
+pub use gradcheck::{gradcheck, gradgradcheck};
 pub use meta::AutogradMeta;
 pub use node::{Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, SavedTensor};
 pub use switchboard_dispatcher::{DispatchError, Result};
@@ -46,6 +46,9 @@ switchboard_dispatcher::library!(IMPL aten, Autograd, |lib| {
     kernels::nn::register(lib)?;
     kernels::shape::register(lib)?;
     kernels::inplace::register(lib)?;
+    kernels::double::register(lib)?;
+    kernels::double_nn::register(lib)?;
+    kernels::out::register(lib)?;
     Ok(())
 });
 switchboard_dispatcher::library!(IMPL aten, ADInplaceOrView, kernels::adiv::register);

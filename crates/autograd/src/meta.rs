@@ -34,6 +34,19 @@ pub(crate) struct MetaInner {
     pub accumulator: Option<Arc<AccumulateGrad>>,
     /// The base of a view (`_base`).
     pub base: Option<Tensor>,
+    /// A view created with grad mode on: its grad_fn follows its base's history (see
+    /// Note [View grad_fn regeneration]).
+    pub bw_view: bool,
+    /// The version counter's value when the view's grad_fn was last set.
+    pub attr_version: u64,
+}
+
+impl MetaInner {
+    /// Whether `t` (this metadata's tensor) is a view whose storage was modified in place
+    /// since its grad_fn was set.
+    fn stale(&self, t: &Tensor) -> bool {
+        self.bw_view && self.base.is_some() && self.attr_version != t.version()
+    }
 }
 
 /// The tensor's metadata, if any.
@@ -73,6 +86,13 @@ pub(crate) fn grad_fn_of(t: &Tensor) -> Option<(Arc<dyn Node>, u32)> {
         return None;
     }
     let m = get(t)?;
+    {
+        let g = lock(&m.inner);
+        if !g.stale(t) {
+            return g.grad_fn.clone().map(|f| (f, g.output_nr));
+        }
+    }
+    crate::kernels::copy_slices::regenerate(t);
     let g = lock(&m.inner);
     g.grad_fn.clone().map(|f| (f, g.output_nr))
 }
@@ -122,6 +142,9 @@ pub(crate) fn gradient_edge(t: &Tensor) -> crate::Edge {
     let Some(m) = get(t) else {
         return crate::Edge::default();
     };
+    if lock(&m.inner).stale(t) {
+        crate::kernels::copy_slices::regenerate(t);
+    }
     let mut g = lock(&m.inner);
     if let Some(f) = &g.grad_fn {
         return crate::Edge {

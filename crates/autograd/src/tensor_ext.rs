@@ -115,7 +115,7 @@ impl AutogradTensor for Tensor {
     }
 
     fn output_nr(&self) -> u32 {
-        meta::read(self, |m| m.output_nr).unwrap_or(0)
+        meta::grad_fn_of(self).map_or(0, |(_, nr)| nr)
     }
 
     fn backward(

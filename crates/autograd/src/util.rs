@@ -86,12 +86,25 @@ pub(crate) fn record<S: Send + 'static>(
     saved: S,
     formula: Formula<S>,
 ) -> Arc<dyn Node> {
+    let outs: smallvec::SmallVec<[Option<&Tensor>; 3]> = outputs.iter().map(|o| Some(*o)).collect();
+    record_opt(name, inputs, &outs, saved, formula)
+}
+
+/// [`record`] where some outputs (`None`) take no part in autograd: they get no grad_fn and
+/// their gradient stays `None` in the formula.
+pub(crate) fn record_opt<S: Send + 'static>(
+    name: &'static str,
+    inputs: &[Option<&Tensor>],
+    outputs: &[Option<&Tensor>],
+    saved: S,
+    formula: Formula<S>,
+) -> Arc<dyn Node> {
     let edges = inputs
         .iter()
         .map(|t| t.map(meta::gradient_edge).unwrap_or_default());
     let node: Arc<dyn Node> = Arc::new(FnNode::new(name, outputs.len(), edges, saved, formula));
     for (i, o) in outputs.iter().enumerate() {
-        if differentiable(o) {
+        if let Some(o) = o.filter(|o| differentiable(o)) {
             node.meta().set_input(i, o);
             meta::set_grad_fn(o, node.clone(), i as u32);
         }

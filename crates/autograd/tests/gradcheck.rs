@@ -149,6 +149,30 @@ fn pointwise_unary() {
         move |t| ops::clamp_tensor(&t[0], Some(&lo), Some(&hi)),
         &[a.clone()],
     );
+    // Bounds that require grad (min broadcast; one element with min > max).
+    let lo = Tensor::from_vec(vec![-0.5f64, 0.3, -0.2], &[3])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let hi = Tensor::from_vec(vec![0.4f64, 0.1, 0.6, 0.5, -0.6, 0.2], &[2, 3])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    check(
+        "clamp.Tensor bounds",
+        |t| ops::clamp_tensor(&t[0], Some(&t[1]), Some(&t[2])),
+        &[a.clone(), lo.clone(), hi.clone()],
+    );
+    check(
+        "clamp.Tensor max only",
+        |t| ops::clamp_tensor(&t[0], None, Some(&t[1])),
+        &[a.clone(), hi],
+    );
+    check(
+        "clamp.Tensor min only",
+        |t| ops::clamp_tensor(&t[0], Some(&t[1]), None),
+        &[a.clone(), lo],
+    );
     check(
         "div.Scalar_mode",
         |t| ops::div_scalar_mode(&t[0], 2.5, None),

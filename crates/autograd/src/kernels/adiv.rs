@@ -16,7 +16,13 @@ fn record_view(base: &Tensor, out: Tensor) -> Tensor {
     let root = meta::read(base, |m| m.base.clone())
         .flatten()
         .unwrap_or_else(|| base.clone());
-    meta::with(&out, |m| m.base = Some(root));
+    let grad_mode = crate::is_grad_enabled();
+    let version = out.version();
+    meta::with(&out, |m| {
+        m.base = Some(root);
+        m.bw_view = grad_mode;
+        m.attr_version = version;
+    });
     out
 }
 

@@ -6,8 +6,7 @@
 //! overwritten); the result is copied into the tensor below autograd (the copy bumps its
 //! version through ADInplaceOrView) and the tensor's history is rebased onto the result's
 //! grad_fn. In-place ops on a leaf that requires grad fail as in PyTorch. In-place ops on
-//! views of tensors that take part in autograd (PyTorch's CopySlices) are not supported yet
-//! and fail with a clear error instead of computing wrong gradients.
+//! views rebase the view's base instead (Note [CopySlices]).
 
 use switchboard_dispatcher::{
     AutoDispatchBelowAutograd, DispatchKeySet, KernelFunction, Library, Result,
@@ -24,15 +23,12 @@ fn rebase(
     s: &Tensor,
     fun: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
+    if let Some(base) = meta::read(s, |m| m.base.clone()).flatten() {
+        return super::copy_slices::inplace_on_view(k, s, &base, fun);
+    }
     if s.requires_grad_hint() && meta::grad_fn_of(s).is_none() {
         return Err(err(
             "a leaf Variable that requires grad is being used in an in-place operation.",
-        ));
-    }
-    if meta::read(s, |m| m.base.is_some()).unwrap_or(false) {
-        return Err(err(
-            "switchboard-autograd: in-place operations on views that take part in autograd \
-             (CopySlices) are not supported yet; use the out-of-place operator",
         ));
     }
     let src = ops::clone(s, None)?;

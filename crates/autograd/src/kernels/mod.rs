@@ -6,11 +6,15 @@ use switchboard_dispatcher::Result;
 use switchboard_tensor::Tensor;
 
 use crate::node::{Node, SavedTensor};
-use crate::util::{grad_at, record};
+use crate::util::{grad_at, record, record_opt};
 
 pub(crate) mod adiv;
+pub(crate) mod copy_slices;
+pub(crate) mod double;
+pub(crate) mod double_nn;
 pub(crate) mod inplace;
 pub(crate) mod nn;
+pub(crate) mod out;
 pub(crate) mod pointwise;
 pub(crate) mod pw;
 pub(crate) mod reduce;
@@ -60,6 +64,51 @@ pub(crate) fn rec<P: Send + 'static>(
             .map(|(t, nr)| SavedTensor::output(t, *nr, name)),
     );
     record(name, inputs, outputs, Bag { saved, p, f }, bag_formula::<P>)
+}
+
+/// A formula of an op with several outputs, any of whose gradients may be missing:
+/// (params, saved, gradients of the outputs, which inputs need a gradient).
+pub(crate) type MultiFn<P> =
+    fn(&P, &[Tensor], &[Option<Tensor>], &[bool]) -> Result<Vec<Option<Tensor>>>;
+
+struct MultiBag<P> {
+    saved: Vec<SavedTensor>,
+    p: P,
+    f: MultiFn<P>,
+}
+
+fn multi_formula<P: Send + 'static>(
+    st: &MultiBag<P>,
+    node: &Arc<dyn Node>,
+    grads: &[Option<Tensor>],
+    mask: &[bool],
+) -> Result<Vec<Option<Tensor>>> {
+    let saved = st
+        .saved
+        .iter()
+        .map(|s| s.unpack(node))
+        .collect::<Result<Vec<_>>>()?;
+    (st.f)(&st.p, &saved, grads, mask)
+}
+
+/// Like [`rec`] for ops with several outputs, some of which (`None`) are not recorded;
+/// saves inputs only.
+pub(crate) fn rec_multi<P: Send + 'static>(
+    name: &'static str,
+    inputs: &[Option<&Tensor>],
+    outputs: &[Option<&Tensor>],
+    saved_in: &[&Tensor],
+    p: P,
+    f: MultiFn<P>,
+) -> Arc<dyn Node> {
+    let saved = saved_in.iter().map(|t| SavedTensor::input(t)).collect();
+    record_opt(
+        name,
+        inputs,
+        outputs,
+        MultiBag { saved, p, f },
+        multi_formula::<P>,
+    )
 }
 
 /// `Some(f())` when `cond`.

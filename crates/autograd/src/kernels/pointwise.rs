@@ -1,11 +1,14 @@
 //! Autograd kernels of the pointwise operators (derivatives.yaml formulas).
 
-use switchboard_dispatcher::{DispatchKeySet, KernelFunction, Library, Result};
+use switchboard_dispatcher::{
+    AutoDispatchBelowADInplaceOrView, DispatchKeySet, KernelFunction, Library, Result,
+};
 use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{Scalar, Tensor};
 
 use super::pw::{neg_scalar, opt, Args, Pw, A, B, C, G2, R};
-use crate::util::{any_rg, scale, AFTER_AD};
+use super::{rec, when};
+use crate::util::{any_rg, fresh, scale, AFTER_AD};
 
 fn g1(g: &Tensor) -> G2 {
     Ok([Some(g.clone()), None])
@@ -223,10 +226,13 @@ k!(mse_loss(a: &Tensor, b: &Tensor, red: i64) [a, b] => mse_loss(a, b, red);
 ])));
 
 // Backward ops with their own (first-order) formulas, for double backward.
-k!(threshold_backward(g: &Tensor, s: &Tensor, t: Scalar) [g] => threshold_backward(g, s, t);
-|fwd| Pw::new(g, None).c(s).s(t).run("ThresholdBackwardBackward0", C, fwd, |gg, x: &Args| {
-    Ok([Some(ops::threshold_backward(gg, x.c(), x.s)?), None])
-}));
+// `self` gets a zero gradient (derivatives.yaml: zeros_like), so that the gradient of relu
+// taken with create_graph has history as in PyTorch.
+k!(threshold_backward(g: &Tensor, s: &Tensor, t: Scalar) [g, s] => threshold_backward(g, s, t);
+|fwd| Pw::new(g, Some(s)).s(t).run("ThresholdBackwardBackward0", B, fwd, |gg, x: &Args| Ok([
+    opt(x.need[0], || ops::threshold_backward(gg, x.b(), x.s))?,
+    opt(x.need[1], || ops::zeros_like(x.b(), None, None, None, None, None))?,
+])));
 k!(sigmoid_backward(g: &Tensor, o: &Tensor) [g, o] => sigmoid_backward(g, o);
 |fwd| Pw::new(g, Some(o)).run("SigmoidBackwardBackward0", A | B, fwd, |gg, x: &Args| Ok([
     opt(x.need[0], || ops::sigmoid_backward(gg, x.b()))?,
@@ -243,9 +249,11 @@ k!(tanh_backward(g: &Tensor, o: &Tensor) [g, o] => tanh_backward(g, o);
     })?,
 ])));
 
-/// `clamp.Tensor`: the gradient flows to `self` where `min <= self <= max` (the mask is
-/// computed in the forward, so the node saves one bool tensor). Gradients for tensor bounds
-/// that require grad are not implemented: that case is refused rather than silently dropped.
+/// `clamp.Tensor` (`clamp_backward` and `clamp_backward_min_max`): `self` gets the gradient
+/// where `min <= self <= max`; `min` where `self < min` (and `min < max` when both are
+/// given); `max` where `self > max`, or everywhere `max < min` (the result is then `max`).
+/// Ties go to `self` (the subgradient 1 of derivatives.yaml). Broadcast bounds get their
+/// gradient summed back to their shape by the engine.
 fn clamp_t(
     ks: DispatchKeySet,
     a: &Tensor,
@@ -253,30 +261,58 @@ fn clamp_t(
     hi: Option<&Tensor>,
 ) -> Result<Tensor> {
     let k = ks & AFTER_AD;
-    let bounds: Vec<&Tensor> = lo.iter().chain(hi.iter()).copied().collect();
-    if any_rg(&bounds) {
-        return Err(switchboard_dispatcher::DispatchErrorKind::Kernel(
-            "clamp.Tensor: gradients with respect to `min` or `max` are not implemented; \
-             detach them or use clamp with Scalar bounds"
-                .into(),
-        )
-        .into());
-    }
-    if !any_rg(&[a]) {
+    let mut ins = vec![a];
+    ins.extend(lo);
+    ins.extend(hi);
+    if !any_rg(&ins) {
         return rd::clamp_tensor(k, a, lo, hi);
     }
-    let mask = match (lo, hi) {
-        (Some(l), Some(h)) => ops::mul(&ops::ge(a, l)?, &ops::le(a, h)?)?,
-        (Some(l), None) => ops::ge(a, l)?,
-        (None, Some(h)) => ops::le(a, h)?,
-        (None, None) => ops::ge_scalar(a, f64::NEG_INFINITY)?,
-    };
-    let fwd = || rd::clamp_tensor(k, a, lo, hi);
-    Pw::new(a, None)
-        .c(&mask)
-        .run("ClampBackward0", C, fwd, |g, x: &Args| {
-            Ok([Some(ops::where_scalar_other(x.c(), g, 0.0)?), None])
-        })
+    let out = fresh(
+        {
+            let _g = AutoDispatchBelowADInplaceOrView::new();
+            rd::clamp_tensor(k, a, lo, hi)?
+        },
+        &ins,
+    );
+    rec(
+        "ClampBackward0",
+        &[Some(a), lo, hi],
+        &[&out],
+        &ins,
+        &[],
+        (lo.is_some(), hi.is_some()),
+        |(has_lo, has_hi), s, g, _, m| -> Result<Vec<Option<Tensor>>> {
+            let x = &s[0];
+            let lo = has_lo.then(|| &s[1]);
+            let hi = has_hi.then(|| &s[if *has_lo { 2 } else { 1 }]);
+            // Boolean and / or through where (no logical ops needed).
+            let and = |p: &Tensor, q: &Tensor| ops::r#where(p, q, p);
+            let or = |p: &Tensor, q: &Tensor| ops::r#where(p, p, q);
+            let keep = |mask: &Tensor| ops::where_scalar_other(mask, g, 0.0);
+            let gx = when(m[0], || match (lo, hi) {
+                (Some(l), Some(h)) => keep(&and(&ops::ge(x, l)?, &ops::le(x, h)?)?),
+                (Some(l), None) => keep(&ops::ge(x, l)?),
+                (None, Some(h)) => keep(&ops::le(x, h)?),
+                (None, None) => Ok(g.clone()),
+            })?;
+            let gl = match lo {
+                Some(l) if m[1] => Some(match hi {
+                    Some(h) => keep(&and(&ops::lt(x, l)?, &ops::lt(l, h)?)?)?,
+                    None => keep(&ops::lt(x, l)?)?,
+                }),
+                _ => None,
+            };
+            let gh = match hi {
+                Some(h) if m[2] => Some(match lo {
+                    Some(l) => keep(&or(&ops::gt(x, h)?, &ops::lt(h, l)?)?)?,
+                    None => keep(&ops::gt(x, h)?)?,
+                }),
+                _ => None,
+            };
+            Ok(vec![gx, gl, gh])
+        },
+    );
+    Ok(out)
 }
 
 /// `div.Scalar_mode`: zero gradient with a rounding mode (the result is piecewise constant),
