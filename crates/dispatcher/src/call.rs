@@ -159,6 +159,28 @@ fn skip_fallthrough(ks: DispatchKeySet) -> DispatchKeySet {
     ks.remove(ks.highest_priority_type_id())
 }
 
+// Note [Reused boxing stacks]
+// A typed call that reaches a boxed kernel (a fallback, usually) boxes its arguments onto a
+// stack. Allocating that stack on every call would cost more than the rest of the call, so each
+// thread keeps one: taken for the call, cleared and put back after. A nested boxed call made
+// while it is taken finds an empty slot and allocates its own; the outer call's stack, put back
+// last, is the one kept.
+
+thread_local! {
+    static CACHED_STACK: std::cell::Cell<Stack> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+#[inline]
+fn take_cached_stack() -> Stack {
+    CACHED_STACK.with(std::cell::Cell::take)
+}
+
+#[inline]
+fn return_cached_stack(mut stack: Stack) {
+    stack.clear();
+    CACHED_STACK.with(|c| c.set(stack));
+}
+
 /// A suggestion for the "Could not run" error.
 fn no_kernel_hint(key: DispatchKey) -> String {
     let backend = key.to_backend_component();
@@ -269,16 +291,19 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         if kernel.kernel.is_fallthrough() {
             return self.redispatch(skip_fallthrough(ks), args);
         }
-        let mut stack = Stack::with_capacity(A::LEN.max(1));
+        let mut stack = take_cached_stack();
         A::push_to_stack(args, &mut stack);
-        self.op.run_boxed(kernel, ks, &mut stack)?;
-        R::pop_from_stack(&mut stack).ok_or_else(|| {
-            DispatchError::from(DispatchErrorKind::Kernel(format!(
-                "{}: the kernel for {} returned {} value(s) of the wrong type",
-                self.op.name(),
-                ks.highest_priority_type_id(),
-                stack.len()
-            )))
-        })
+        let result = self.op.run_boxed(kernel, ks, &mut stack).and_then(|()| {
+            R::pop_from_stack(&mut stack).ok_or_else(|| {
+                DispatchError::from(DispatchErrorKind::Kernel(format!(
+                    "{}: the kernel for {} returned {} value(s) of the wrong type",
+                    self.op.name(),
+                    ks.highest_priority_type_id(),
+                    stack.len()
+                )))
+            })
+        });
+        return_cached_stack(stack);
+        result
     }
 }
