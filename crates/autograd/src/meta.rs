@@ -99,7 +99,23 @@ pub(crate) fn grad_fn_of(t: &Tensor) -> Option<(Arc<dyn Node>, u32)> {
 
 /// Makes `node` the grad_fn of `t` (output `nr`).
 pub(crate) fn set_grad_fn(t: &Tensor, node: Arc<dyn Node>, nr: u32) {
-    let m = get_or_create(t);
+    // A fresh kernel output has no metadata yet: make it with the grad_fn in place, without
+    // locking its mutex (nothing else can see it before it is in the slot).
+    let m = match get(t) {
+        Some(m) => m,
+        None => {
+            let m = AutogradMeta {
+                inner: Mutex::new(MetaInner {
+                    grad_fn: Some(node),
+                    output_nr: nr,
+                    ..MetaInner::default()
+                }),
+            };
+            t.set_autograd_meta(Some(Arc::new(m)));
+            t.set_requires_grad_hint(true);
+            return;
+        }
+    };
     let mut g = lock(&m.inner);
     g.grad_fn = Some(node);
     g.output_nr = nr;
@@ -142,10 +158,12 @@ pub(crate) fn gradient_edge(t: &Tensor) -> crate::Edge {
     let Some(m) = get(t) else {
         return crate::Edge::default();
     };
-    if lock(&m.inner).stale(t) {
-        crate::kernels::copy_slices::regenerate(t);
-    }
     let mut g = lock(&m.inner);
+    if g.stale(t) {
+        drop(g);
+        crate::kernels::copy_slices::regenerate(t);
+        g = lock(&m.inner);
+    }
     if let Some(f) = &g.grad_fn {
         return crate::Edge {
             node: Some(f.clone()),

@@ -41,6 +41,22 @@ pub struct InputMeta {
     pub dtype: ScalarType,
 }
 
+impl InputMeta {
+    /// The metadata of forward output `t`.
+    #[inline]
+    pub(crate) fn of(t: &Tensor) -> InputMeta {
+        InputMeta {
+            sizes: SmallVec::from_slice(t.sizes()),
+            dtype: t.dtype(),
+        }
+    }
+}
+
+/// The edges of a node, inline for up to two (most ops).
+pub(crate) type Edges = SmallVec<[Edge; 2]>;
+/// The input metadata of a node, inline for one input (most ops have one output).
+pub(crate) type Inputs = SmallVec<[Option<InputMeta>; 1]>;
+
 static NEXT_SEQUENCE_NR: AtomicU64 = AtomicU64::new(0);
 
 /// What every node has: name, edges, input metadata, hooks.
@@ -61,14 +77,30 @@ impl NodeMeta {
         num_inputs: usize,
         next_edges: impl IntoIterator<Item = Edge>,
     ) -> Self {
+        NodeMeta::with_inputs(
+            name.into(),
+            next_edges.into_iter().collect(),
+            smallvec::smallvec![None; num_inputs],
+        )
+    }
+
+    /// Metadata with the input metadata already known (the kernels know their outputs when
+    /// they build the node, so no lock is taken to fill it in afterwards).
+    #[inline(always)]
+    pub(crate) fn with_inputs(name: Cow<'static, str>, next_edges: Edges, inputs: Inputs) -> Self {
         NodeMeta {
-            name: name.into(),
-            next_edges: next_edges.into_iter().collect(),
-            inputs: Mutex::new(smallvec::smallvec![None; num_inputs]),
+            name,
+            next_edges,
+            inputs: Mutex::new(inputs),
             pre_hooks: Mutex::new(Vec::new()),
             retained: Mutex::new(Vec::new()),
             sequence_nr: NEXT_SEQUENCE_NR.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// The name, without copying a static one (for error messages kept for later).
+    pub(crate) fn name_cow(&self) -> Cow<'static, str> {
+        self.name.clone()
     }
 
     /// The node's name.
@@ -94,10 +126,7 @@ impl NodeMeta {
     pub(crate) fn set_input(&self, nr: usize, t: &Tensor) {
         let mut v = lock(&self.inputs);
         if nr < v.len() {
-            v[nr] = Some(InputMeta {
-                sizes: t.sizes().into(),
-                dtype: t.dtype(),
-            });
+            v[nr] = Some(InputMeta::of(t));
         }
     }
 }
@@ -167,7 +196,8 @@ pub struct SavedTensor {
 impl SavedTensor {
     /// Saves an input of the op (kept with its history).
     pub fn input(t: &Tensor) -> SavedTensor {
-        let producer = meta::grad_fn_of(t).map(|(n, nr)| (Cow::Owned(n.name()), nr));
+        // The name is static for every kernel's node: no String is allocated.
+        let producer = meta::grad_fn_of(t).map(|(n, nr)| (n.meta().name_cow(), nr));
         SavedTensor {
             data: t.clone(),
             version: t.version(),
@@ -245,8 +275,67 @@ impl<S: Send + 'static> FnNode<S> {
         saved: S,
         formula: Formula<S>,
     ) -> Self {
+        FnNode::from_meta(NodeMeta::new(name, num_outputs, next_edges), saved, formula)
+    }
+
+    /// The node, built straight into its `Arc` (see Note [Recording cost]):
+    /// `Arc::new(FnNode { .. })` assembles the node on the stack and then copies its few
+    /// hundred bytes, several times over, on the way to the heap.
+    #[inline(always)]
+    pub(crate) fn new_arc(
+        name: &'static str,
+        next_edges: Edges,
+        inputs: Inputs,
+        saved: impl FnOnce() -> S,
+        formula: Formula<S>,
+    ) -> Arc<Self> {
+        let mut node = Arc::<Self>::new_uninit();
+        let slot = Arc::get_mut(&mut node)
+            .expect("a new Arc has no other handle")
+            .as_mut_ptr();
+        // SAFETY: `slot` points to the uninitialised `FnNode` of an `Arc` nothing else refers
+        // to. Every field of it (and of its `NodeMeta`) is written exactly once, through raw
+        // field pointers (no reference to uninitialised memory is made), before
+        // `assume_init`. Tested by `tests::new_arc_builds_the_node` and every recording test.
+        unsafe {
+            let m = std::ptr::addr_of_mut!((*slot).meta);
+            std::ptr::addr_of_mut!((*m).name).write(Cow::Borrowed(name));
+            std::ptr::addr_of_mut!((*m).next_edges).write(next_edges);
+            std::ptr::addr_of_mut!((*m).inputs).write(Mutex::new(inputs));
+            std::ptr::addr_of_mut!((*m).pre_hooks).write(Mutex::new(Vec::new()));
+            std::ptr::addr_of_mut!((*m).retained).write(Mutex::new(Vec::new()));
+            std::ptr::addr_of_mut!((*m).sequence_nr)
+                .write(NEXT_SEQUENCE_NR.fetch_add(1, Ordering::Relaxed));
+            std::ptr::addr_of_mut!((*slot).saved).write(Mutex::new(Some(saved())));
+            std::ptr::addr_of_mut!((*slot).formula).write(formula);
+            node.assume_init()
+        }
+    }
+
+    /// Never called: its exhaustive patterns stop compiling when a field is added to `FnNode`
+    /// or `NodeMeta`, so `new_arc` cannot silently leave a new field uninitialised.
+    #[allow(dead_code)]
+    fn new_arc_writes_every_field(self) {
+        let FnNode {
+            meta:
+                NodeMeta {
+                    name: _,
+                    next_edges: _,
+                    inputs: _,
+                    pre_hooks: _,
+                    retained: _,
+                    sequence_nr: _,
+                },
+            saved: _,
+            formula: _,
+        } = self;
+    }
+
+    /// A node with its metadata built.
+    #[inline(always)]
+    pub(crate) fn from_meta(meta: NodeMeta, saved: S, formula: Formula<S>) -> Self {
         FnNode {
-            meta: NodeMeta::new(name, num_outputs, next_edges),
+            meta,
             saved: Mutex::new(Some(saved)),
             formula,
         }
@@ -280,5 +369,52 @@ impl<S: Send + 'static> Node for FnNode<S> {
 
     fn release_variables(&self) {
         lock(&self.saved).take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn formula(
+        s: &(u32, Vec<u8>),
+        _: &Arc<dyn Node>,
+        grads: &[Option<Tensor>],
+        _: &[bool],
+    ) -> Result<Vec<Option<Tensor>>> {
+        assert_eq!(s, &(7, vec![1, 2, 3]));
+        Ok(vec![grads[0].clone()])
+    }
+
+    #[test]
+    fn new_arc_builds_the_node() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+        let mut inputs = Inputs::new();
+        inputs.push(Some(InputMeta::of(&t)));
+        let mut edges = Edges::new();
+        edges.push(Edge::default());
+        let before = NEXT_SEQUENCE_NR.load(Ordering::Relaxed);
+        let node = FnNode::new_arc(
+            "TestBackward0",
+            edges,
+            inputs,
+            || (7u32, vec![1u8, 2, 3]),
+            formula,
+        );
+        assert_eq!((Arc::strong_count(&node), Arc::weak_count(&node)), (1, 0));
+        let node: Arc<dyn Node> = node;
+        assert_eq!(node.name(), "TestBackward0");
+        assert!(node.meta().sequence_nr() >= before);
+        assert_eq!(node.meta().num_inputs(), 1);
+        assert_eq!(node.next_edges().len(), 1);
+        assert!(lock(&node.meta().inputs)[0]
+            .as_ref()
+            .is_some_and(|m| m.sizes.as_slice() == [2]));
+        // One edge, not valid: the formula runs, its gradient is masked out.
+        let g = node.apply(&node, vec![Some(t.clone())]).unwrap();
+        assert_eq!(g.len(), 1);
+        assert!(g[0].is_none());
+        node.release_variables();
+        assert!(node.apply(&node, vec![Some(t)]).is_err());
     }
 }

@@ -7,7 +7,7 @@ use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
 
 use crate::meta;
-use crate::node::{err, FnNode, Formula, Node};
+use crate::node::{err, Edges, FnNode, Formula, InputMeta, Inputs, Node};
 
 /// The keys below autograd (ADInplaceOrView and the backends).
 pub(crate) const AFTER_AD: DispatchKeySet = DispatchKeySet::full_after(DispatchKey::AutogradOther);
@@ -23,10 +23,12 @@ pub(crate) fn sizes_str(s: &[i64]) -> String {
         .join(", ")
 }
 
-/// Whether grad mode is on and one of `ts` requires grad.
+/// Whether one of `ts` requires grad and grad mode is on (`compute_requires_grad`). The
+/// tensors' flags come first: they are one relaxed load each from memory the call already
+/// touched, and when none is set (almost every call) the thread-local is not read at all.
 #[inline(always)]
 pub(crate) fn any_rg(ts: &[&Tensor]) -> bool {
-    crate::is_grad_enabled() && ts.iter().any(|t| t.requires_grad_hint())
+    ts.iter().any(|t| t.requires_grad_hint()) && crate::is_grad_enabled()
 }
 
 /// Whether `t` may get a gradient (floating point or complex).
@@ -77,8 +79,23 @@ pub(crate) fn fresh(out: Tensor, inputs: &[&Tensor]) -> Tensor {
     }
 }
 
+// Note [Recording cost]
+// Recording runs on every op whose inputs require grad, so it is kept to what the graph
+// needs. The edges (a leaf's AccumulateGrad is made once and cached in its metadata, which is
+// locked once per edge) and the input metadata are computed first; then the node is one
+// allocation whose fields are written straight into it (`FnNode::new_arc`), the saved state
+// included: `record_with` takes a closure making it, because a state of a few hundred bytes
+// passed by value was copied five times on its way into the `Arc` (a third of the
+// recording's instructions). Node names are `&'static str` (no String per node or per saved
+// tensor); a fresh output's metadata is built with the grad_fn already in place instead of
+// being created empty, locked and filled. What remains per op on two leaves (see
+// examples/autograd_overhead.rs): two allocations (node, output metadata) and their frees
+// when the output dies, and the slot read of each input (a RwLock and an Arc clone inside
+// switchboard-tensor).
+
 /// Builds the node of an op: edges to `inputs` (None: not differentiable there), saved state,
 /// and makes it the grad_fn of the differentiable `outputs`.
+#[inline(always)]
 pub(crate) fn record<S: Send + 'static>(
     name: &'static str,
     inputs: &[Option<&Tensor>],
@@ -92,6 +109,7 @@ pub(crate) fn record<S: Send + 'static>(
 
 /// [`record`] where some outputs (`None`) take no part in autograd: they get no grad_fn and
 /// their gradient stays `None` in the formula.
+#[inline(always)]
 pub(crate) fn record_opt<S: Send + 'static>(
     name: &'static str,
     inputs: &[Option<&Tensor>],
@@ -99,13 +117,32 @@ pub(crate) fn record_opt<S: Send + 'static>(
     saved: S,
     formula: Formula<S>,
 ) -> Arc<dyn Node> {
-    let edges = inputs
-        .iter()
-        .map(|t| t.map(meta::gradient_edge).unwrap_or_default());
-    let node: Arc<dyn Node> = Arc::new(FnNode::new(name, outputs.len(), edges, saved, formula));
+    record_with(name, inputs, outputs, move || saved, formula)
+}
+
+/// [`record_opt`] with the saved state made by `saved` once the node's memory is allocated,
+/// so that it is built in place rather than moved there (see Note [Recording cost]).
+#[inline(always)]
+pub(crate) fn record_with<S: Send + 'static>(
+    name: &'static str,
+    inputs: &[Option<&Tensor>],
+    outputs: &[Option<&Tensor>],
+    saved: impl FnOnce() -> S,
+    formula: Formula<S>,
+) -> Arc<dyn Node> {
+    // Edges and input metadata are built before the node, so it is made in one allocation
+    // and its input metadata needs no lock.
+    let mut edges = Edges::new();
+    for t in inputs {
+        edges.push(t.map(meta::gradient_edge).unwrap_or_default());
+    }
+    let mut metas = Inputs::new();
+    for o in outputs {
+        metas.push(o.filter(|o| differentiable(o)).map(InputMeta::of));
+    }
+    let node: Arc<dyn Node> = FnNode::new_arc(name, edges, metas, saved, formula);
     for (i, o) in outputs.iter().enumerate() {
         if let Some(o) = o.filter(|o| differentiable(o)) {
-            node.meta().set_input(i, o);
             meta::set_grad_fn(o, node.clone(), i as u32);
         }
     }

@@ -14,16 +14,34 @@ fn g1(g: &Tensor) -> G2 {
     Ok([Some(g.clone()), None])
 }
 
+// Note [Autograd fast path]
+// Dense tensors carry the Autograd keys, so every call runs an autograd kernel, and almost
+// always nothing requires grad. The kernel then tests the inputs' `requires_grad_hint` flags
+// (one relaxed load each, before the grad-mode thread-local, which is not read at all when
+// no flag is set) and redispatches with `ks & AFTER_AD`: the key set itself skips the
+// Autograd keys, so no exclusion guard (two TLS writes) is set. That is sound here because
+// nothing below can record anything: kernels below that call other ops re-enter autograd for
+// those calls (they are not excluded), but the inner calls see inputs that do not require
+// grad either and pass through the same way. The recording path keeps PyTorch's
+// AutoDispatchBelowADInplaceOrView guard (see `Pw::run`), because there inner calls on
+// inputs that require grad must not record. The recording code lives in a separate function
+// so the pass-through path does not pay for its stack frame.
+
 /// Defines a kernel: `k!(fn name(a: &Tensor, ...) [grad inputs] => fast redispatch, slow)`.
+/// The recording path is a separate function (see Note [Autograd fast path]).
 macro_rules! k {
     ($f:ident ($($p:ident : $t:ty),*) [$($i:ident),+] => $rd:ident($($arg:expr),*) ; $slow:expr) => {
         fn $f(ks: DispatchKeySet, $($p: $t),*) -> Result<Tensor> {
+            #[inline(never)]
+            fn recording(k: DispatchKeySet, $($p: $t),*) -> Result<Tensor> {
+                let fwd = || rd::$rd(k, $($arg),*);
+                ($slow)(fwd)
+            }
             let k = ks & AFTER_AD;
             if !any_rg(&[$($i),+]) {
                 return rd::$rd(k, $($arg),*);
             }
-            let fwd = || rd::$rd(k, $($arg),*);
-            ($slow)(fwd)
+            recording(k, $($p),*)
         }
     };
 }

@@ -8,7 +8,7 @@ use switchboard_dispatcher::{AutoDispatchBelowADInplaceOrView, Result};
 use switchboard_tensor::{Scalar, Tensor};
 
 use crate::node::{Node, SavedTensor};
-use crate::util::{fresh, grad_at, record};
+use crate::util::{fresh, grad_at, record_with};
 
 /// Save `a`.
 pub(crate) const A: u8 = 1;
@@ -135,11 +135,17 @@ impl<'a> Pw<'a> {
             let _g = AutoDispatchBelowADInplaceOrView::new();
             fwd()?
         };
+        self.finish(name, save, out, f)
+    }
+
+    /// Records the node of `out` (not generic: one copy for every pointwise op).
+    #[inline(never)]
+    fn finish(self, name: &'static str, save: u8, out: Tensor, f: PwFn) -> Result<Tensor> {
         let out = match self.b {
             Some(b) => fresh(out, &[self.a, b]),
             None => fresh(out, &[self.a]),
         };
-        let st = State {
+        let st = || State {
             a: (save & A != 0).then(|| SavedTensor::input(self.a)),
             b: if save & B != 0 {
                 self.b.map(SavedTensor::input)
@@ -161,7 +167,7 @@ impl<'a> Pw<'a> {
         };
         let inputs = [Some(self.a), self.b];
         let n = if self.b.is_some() { 2 } else { 1 };
-        record(name, &inputs[..n], &[&out], st, formula);
+        record_with(name, &inputs[..n], &[Some(&out)], st, formula);
         Ok(out)
     }
 }
