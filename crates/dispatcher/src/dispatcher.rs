@@ -73,7 +73,7 @@ impl Default for Dispatcher {
 fn marker(kind: KernelKind, debug: &str) -> Arc<AnnotatedKernel> {
     Arc::new(AnnotatedKernel {
         kernel: KernelFunction::marker(kind),
-        debug: debug.to_owned(),
+        debug: debug.into(),
         id: 0,
     })
 }
@@ -249,7 +249,7 @@ impl Dispatcher {
     pub fn register_library(
         &self,
         ns: &str,
-        debug: impl Into<String>,
+        debug: impl Into<Arc<str>>,
     ) -> Result<RegistrationHandle> {
         let debug = debug.into();
         let mut reg = self.registry();
@@ -264,7 +264,7 @@ impl Dispatcher {
                  was {debug}"
             ))));
         }
-        reg.def_libraries.insert(ns.to_owned(), debug);
+        reg.def_libraries.insert(ns.to_owned(), debug.to_string());
         Ok(self.handle(Undo::Library(ns.to_owned())))
     }
 
@@ -273,7 +273,7 @@ impl Dispatcher {
     pub fn register_def(
         &self,
         schema: FunctionSchema,
-        debug: impl Into<String>,
+        debug: impl Into<Arc<str>>,
         alias_analysis: Option<AliasAnalysisKind>,
     ) -> Result<RegistrationHandle> {
         let debug = debug.into();
@@ -283,7 +283,10 @@ impl Dispatcher {
         let entry = self.find_or_create(&mut reg, &name);
         let mut state = entry.state();
         if state.def_count != 0 {
-            let original = entry.schema().map(|r| r.debug.clone()).unwrap_or_default();
+            let original = entry
+                .schema()
+                .map(|r| r.debug.to_string())
+                .unwrap_or_default();
             let err = DispatchError::from(DispatchErrorKind::Registration(format!(
                 "Tried to register an operator ({schema}) with the same name and overload name \
                  multiple times. Each overload's schema should only be registered with a single \
@@ -320,7 +323,7 @@ impl Dispatcher {
         name: OperatorName,
         key: Option<DispatchKey>,
         kernel: KernelFunction,
-        debug: impl Into<String>,
+        debug: impl Into<Arc<str>>,
     ) -> Result<RegistrationHandle> {
         let key = match key {
             None | Some(DispatchKey::Undefined) => DispatchKey::CompositeImplicitAutograd,
@@ -357,7 +360,7 @@ impl Dispatcher {
         &self,
         key: DispatchKey,
         kernel: KernelFunction,
-        debug: impl Into<String>,
+        debug: impl Into<Arc<str>>,
     ) -> Result<RegistrationHandle> {
         let debug = debug.into();
         let keys: Vec<DispatchKey> = if key.is_alias() {
@@ -572,7 +575,7 @@ impl Dispatcher {
         let state = entry.state();
         let globals = self.globals(&reg);
         let (k, why) = crate::table::Resolver::new(&state.kernels, &globals).resolve(key);
-        Some((k.debug.clone(), why.as_str()))
+        Some((k.debug.to_string(), why.as_str()))
     }
 
     /// `dump_state` of every operator that has kernels but no schema

@@ -2,6 +2,7 @@
 //! time or (with [`library!`](crate::library!)) at start-up from any crate.
 
 use std::panic::Location;
+use std::sync::Arc;
 
 use switchboard_keys::DispatchKey;
 use switchboard_schema::{parse_schema_or_name, FunctionSchema, OperatorName, SchemaOrName};
@@ -69,6 +70,8 @@ pub struct Library {
     key: Option<DispatchKey>,
     file: String,
     line: u32,
+    /// `registered at file:line`, shared by the library's registrations.
+    debug: Arc<str>,
     handles: Vec<RegistrationHandle>,
 }
 
@@ -103,6 +106,7 @@ impl Library {
             key,
             file: file.to_owned(),
             line,
+            debug: format!("registered at {file}:{line}").into(),
             handles: Vec::new(),
         };
         match kind {
@@ -140,8 +144,9 @@ impl Library {
         &self.dispatcher
     }
 
-    fn debug(&self) -> String {
-        format!("registered at {}:{}", self.file, self.line)
+    /// `registered at file:line`, made once per library and shared by its registrations.
+    fn debug(&self) -> Arc<str> {
+        self.debug.clone()
     }
 
     fn context(&self) -> String {
@@ -317,7 +322,7 @@ impl Library {
                 )));
             }
         }
-        let debug = debug.map_or_else(|| self.debug(), str::to_owned);
+        let debug = debug.map_or_else(|| self.debug(), Arc::from);
         let h = self
             .dispatcher
             .register_impl(full, key.or(self.key), kernel, debug)?;

@@ -16,8 +16,9 @@ use switchboard_schema::OperatorName;
 pub struct AnnotatedKernel {
     /// The kernel.
     pub kernel: KernelFunction,
-    /// Where it came from (`registered at file:line`, or the name given at registration).
-    pub debug: String,
+    /// Where it came from (`registered at file:line`, or the name given at registration);
+    /// shared by the registrations of one library.
+    pub debug: Arc<str>,
     /// Identifies the registration, for deregistration.
     pub(crate) id: u64,
 }
@@ -70,8 +71,8 @@ impl AliasAnalysisKind {
 pub struct SchemaRecord {
     /// The schema, with its namespace.
     pub schema: FunctionSchema,
-    /// Where it was defined.
-    pub debug: String,
+    /// Where it was defined (shared by the registrations of one library).
+    pub debug: Arc<str>,
     /// Its alias analysis; `None` when never set (printed `CONSERVATIVE (default)`).
     pub alias_analysis: Option<AliasAnalysisKind>,
 }

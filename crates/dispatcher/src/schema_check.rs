@@ -89,7 +89,7 @@ pub(crate) fn check_schema(
                 expected: schema.to_string(),
                 expected_debug: schema_debug.to_owned(),
                 inferred: format_inferred(&args, &rets),
-                inferred_debug: kernel.debug.clone(),
+                inferred_debug: kernel.debug.to_string(),
                 reason,
             }),
         ))),

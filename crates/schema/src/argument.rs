@@ -12,10 +12,12 @@ use crate::types::Type;
 /// `Tensor(a!) out`, `int[2] stride=1`, `Scalar alpha=1`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Argument {
-    name: String,
+    // Boxed str and boxed default keep an argument at 80 bytes (was 112): a registered
+    // operator holds all of its arguments, and most have no default.
+    name: Box<str>,
     ty: Type,
     n: Option<i32>,
-    default: Option<DefaultValue>,
+    default: Option<Box<DefaultValue>>,
     kwarg_only: bool,
     // Boxed like PyTorch's `unique_ptr<AliasInfo>`: most arguments have none.
     alias_info: Option<Box<AliasInfo>>,
@@ -37,10 +39,10 @@ impl Argument {
     ) -> Self {
         let is_out = kwarg_only && alias_info.as_ref().is_some_and(AliasInfo::is_write);
         Argument {
-            name: name.into(),
+            name: name.into().into_boxed_str(),
             ty,
             n,
-            default,
+            default: default.map(Box::new),
             kwarg_only,
             alias_info: alias_info.map(Box::new),
             is_out,
@@ -70,7 +72,7 @@ impl Argument {
 
     /// The default value, if any.
     pub fn default_value(&self) -> Option<&DefaultValue> {
-        self.default.as_ref()
+        self.default.as_deref()
     }
 
     /// Whether the argument comes after `*` (always false for returns).
@@ -110,7 +112,7 @@ impl Argument {
 
     /// The default as the schema prints it, if there is one.
     pub fn default_string(&self) -> Option<String> {
-        let d = self.default.as_ref()?;
+        let d = self.default.as_deref()?;
         let mut s = String::new();
         crate::print::write_default(&mut s, &self.ty, d);
         Some(s)
