@@ -12,6 +12,10 @@ pub const GRAIN_SIZE: usize = 32768;
 /// Elements per block in the blocked row kernel (Note [Blocked rows]).
 const BLOCK: usize = 128;
 
+/// Rows of up to this many elements run as a plain scalar loop: no slice or block set-up,
+/// which is most of the cost of a tiny op's loop (Note [Blocked rows]).
+const SMALL_ROW: usize = 4;
+
 /// Bytes moved by one elementwise loop (all operands) from which its output is written with
 /// non-temporal stores (Note [Streaming stores]).
 pub const STREAM_BYTES: usize = 64 << 20;
@@ -141,6 +145,10 @@ pub fn for_each_row<const N: usize>(
 // for a stride-0 operand), `f` runs over the arrays (vectorised again: they cannot alias), and
 // the results are scattered to the output. Reading a block before writing it keeps in-place
 // ops exact, and no `&mut` ever aliases a `&` (slices are formed only for disjoint memory).
+// Rows of at most SMALL_ROW elements skip both set-ups: a scalar loop through raw pointers
+// reads element i of every input before writing element i of the output, which is exact too,
+// since an output is either one of the inputs (same addresses at the same i) or disjoint
+// from it.
 
 /// Whether `[a, a + n)` and `[b, b + m)` (in elements of the given sizes) share a byte.
 #[inline]
@@ -282,6 +290,14 @@ pub unsafe fn row1<O: Copy + Default, A: Copy + Default>(
     f: &impl Fn(A) -> O,
     stream: bool,
 ) {
+    if n <= SMALL_ROW {
+        for i in 0..n as isize {
+            // SAFETY: i < n, in range (caller); input element i is read before output
+            // element i is written, and the output is the input or disjoint from it (caller).
+            unsafe { *po.offset(i * so) = f(*pa.offset(i * sa)) };
+        }
+        return;
+    }
     if stream && so == 1 && sa == 1 && !overlaps(po, n, pa, n) {
         // SAFETY: the input is valid for reads (caller) and disjoint from the output.
         let a = unsafe { std::slice::from_raw_parts(pa, n) };
@@ -332,6 +348,13 @@ pub unsafe fn row2<O: Copy + Default, A: Copy + Default, B: Copy + Default>(
     f: &impl Fn(A, B) -> O,
     stream: bool,
 ) {
+    if n <= SMALL_ROW {
+        for i in 0..n as isize {
+            // SAFETY: as in `row1`.
+            unsafe { *po.offset(i * so) = f(*pa.offset(i * sa), *pb.offset(i * sb)) };
+        }
+        return;
+    }
     let dense = so == 1 && sa == 1 && sb == 1;
     if dense && stream && !overlaps(po, n, pa, n) && !overlaps(po, n, pb, n) {
         // SAFETY: the inputs are valid for reads (caller) and not written here (the output is

@@ -5,13 +5,11 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use smallvec::SmallVec;
-
 use crate::dispatch_dtype;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Result, TensorError};
 use crate::scalar::Scalar;
-use crate::storage::{Storage, StorageBorrow};
+use crate::storage::{borrow_error, Storage, StorageBorrow};
 use crate::strided::StridedOffsets;
 use crate::tensor::{Tensor, TensorImpl};
 
@@ -271,44 +269,113 @@ fn scalar_of<S: Element>(v: S, dtype: ScalarType) -> Scalar {
 /// assert_eq!(out.to_vec::<f32>().unwrap(), [2.0, 4.0]);
 /// ```
 pub struct Access<'a> {
-    borrows: SmallVec<[StorageBorrow<'a>; 4]>,
+    /// The first storages borrowed (each once); the rest in `more`. Released on drop. (Plain
+    /// small fields: kernels borrow a few storages, and this is on every kernel's path.)
+    first: [Option<&'a Storage>; INLINE_HELD],
+    /// Bit `i`: `first[i]` is held exclusively.
+    exclusive: u8,
+    len: u8,
+    more: Vec<(&'a Storage, bool)>,
 }
+
+/// Storages an [`Access`] holds without allocating.
+const INLINE_HELD: usize = 4;
 
 impl<'a> Access<'a> {
     /// Borrows the storages of `reads` (shared) and `writes` (exclusive). Fails without
     /// waiting if any is borrowed in a conflicting way elsewhere.
+    ///
+    /// Always inlined: kernels pass a few tensors, and inlined the bookkeeping stays in
+    /// registers (this is on every kernel's path).
+    #[inline(always)]
     pub fn new(reads: &[&'a Tensor], writes: &[&'a Tensor]) -> Result<Access<'a>> {
-        let mut borrows: SmallVec<[StorageBorrow<'a>; 4]> = SmallVec::new();
-        let held = |b: &SmallVec<[StorageBorrow<'a>; 4]>, s: &Storage| {
-            b.iter().any(|x| Storage::ptr_eq(x.storage(), s))
+        let mut access = Access {
+            first: [None; INLINE_HELD],
+            exclusive: 0,
+            len: 0,
+            more: Vec::new(),
         };
         for t in writes {
-            let s = t.storage();
-            if s.has_data() && !held(&borrows, s) {
-                borrows.push(s.try_borrow_mut()?);
-            }
+            access.take(t.storage(), true)?;
         }
         for t in reads {
-            let s = t.storage();
-            if s.has_data() && !held(&borrows, s) {
-                borrows.push(s.try_borrow()?);
-            }
+            access.take(t.storage(), false)?;
         }
-        Ok(Access { borrows })
+        Ok(access)
+    }
+
+    /// The storages held, with whether exclusively.
+    fn held(&self) -> impl Iterator<Item = (&'a Storage, bool)> + '_ {
+        let ex = self.exclusive;
+        self.first
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, s)| s.map(|s| (s, ex & (1 << i) != 0)))
+            .chain(self.more.iter().copied())
+    }
+
+    /// Borrows `s` unless it has no data or is already held (by an earlier write or read:
+    /// writes come first, so a storage both read and written is held exclusively).
+    #[inline(always)]
+    fn take(&mut self, s: &'a Storage, exclusive: bool) -> Result<()> {
+        if !s.has_data() {
+            return Ok(());
+        }
+        let held = (self.len as usize).min(INLINE_HELD);
+        let seen = self.first[..held]
+            .iter()
+            .any(|h| h.is_some_and(|h| Storage::ptr_eq(h, s)))
+            || self.more.iter().any(|(h, _)| Storage::ptr_eq(h, s));
+        if seen {
+            return Ok(());
+        }
+        if !s.acquire(exclusive) {
+            // Dropping `self` releases what was taken so far.
+            return Err(borrow_error(exclusive));
+        }
+        let i = self.len as usize;
+        if i < INLINE_HELD {
+            self.first[i] = Some(s);
+            self.exclusive |= (exclusive as u8) << i;
+            self.len += 1;
+        } else {
+            self.more.push((s, exclusive));
+        }
+        Ok(())
+    }
+
+    /// The number of storages held.
+    #[cfg(test)]
+    fn count(&self) -> usize {
+        self.held().count()
     }
 
     /// Whether the access covers writing `t`'s storage.
     pub fn can_write(&self, t: &Tensor) -> bool {
-        self.borrows
-            .iter()
-            .any(|b| b.is_exclusive() && Storage::ptr_eq(b.storage(), t.storage()))
+        self.held()
+            .any(|(s, exclusive)| exclusive && Storage::ptr_eq(s, t.storage()))
+    }
+}
+
+impl Drop for Access<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let held = (self.len as usize).min(INLINE_HELD);
+        for (i, s) in self.first[..held].iter().enumerate() {
+            if let Some(s) = s {
+                s.release(self.exclusive & (1 << i) != 0);
+            }
+        }
+        for (s, exclusive) in &self.more {
+            s.release(*exclusive);
+        }
     }
 }
 
 impl fmt::Debug for Access<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Access")
-            .field("storages", &self.borrows.len())
+            .field("storages", &self.held().count())
             .finish()
     }
 }
@@ -343,11 +410,60 @@ mod tests {
         let b = a.with_key_set(a.key_set());
         let acc = Access::new(&[&a, &b], &[&a]).unwrap();
         assert!(acc.can_write(&b));
-        assert_eq!(acc.borrows.len(), 1);
+        assert_eq!(acc.count(), 1);
         drop(acc);
         let m = Tensor::zeros_on(&[2], ScalarType::Int, Device::META).unwrap();
         let acc = Access::new(&[&m], &[&m]).unwrap();
-        assert_eq!(acc.borrows.len(), 0);
+        assert_eq!(acc.count(), 0);
+    }
+
+    #[test]
+    fn access_many_storages_and_release_on_failure() {
+        let ts: Vec<Tensor> = (0..7)
+            .map(|_| Tensor::zeros(&[2], ScalarType::Float).unwrap())
+            .collect();
+        let refs: Vec<&Tensor> = ts.iter().collect();
+        // ts[1] is both written and read: held once, exclusively.
+        let acc = Access::new(&refs[1..], &refs[..2]).unwrap();
+        assert_eq!(acc.count(), 7);
+        assert!(acc.can_write(&ts[1]) && !acc.can_write(&ts[6]));
+        assert!(
+            ts[6].data::<f32>().is_ok(),
+            "a read borrow past the inline ones"
+        );
+        assert!(ts[5].data_mut::<f32>().is_err());
+        assert!(ts[0].data::<f32>().is_err());
+        drop(acc);
+        // A conflict in the middle releases the borrows taken before it.
+        let w = ts[5].data_mut::<f32>().unwrap();
+        assert!(Access::new(&refs, &refs[..1]).is_err());
+        drop(w);
+        for t in &ts {
+            assert!(t.data_mut::<f32>().is_ok());
+        }
+    }
+
+    #[test]
+    fn uninit_tensors_written_then_read() {
+        for n in [1usize, 3, 16, 17, 1000] {
+            // SAFETY: every element is written below before anything reads them.
+            let t = unsafe { Tensor::empty_uninit(&[n as i64], ScalarType::Long) }.unwrap();
+            assert!(t.is_contiguous() && t.has_data());
+            let access = Access::new(&[], &[&t]).unwrap();
+            let p = t.mut_data_ptr_as::<i64>().unwrap();
+            for i in 0..n {
+                // SAFETY: `access` borrows the storage exclusively; i < numel.
+                unsafe { p.add(i).write(i as i64) };
+            }
+            drop(access);
+            assert_eq!(
+                t.to_vec::<i64>().unwrap(),
+                (0..n as i64).collect::<Vec<_>>()
+            );
+        }
+        // Dropping one unread is fine.
+        // SAFETY: never read.
+        drop(unsafe { Tensor::empty_uninit(&[100], ScalarType::Bool) }.unwrap());
     }
 
     #[test]

@@ -101,6 +101,15 @@ impl Tensor {
     pub(crate) fn from_valid_parts(p: ValidParts) -> Tensor {
         let numel = p.sizes.iter().product();
         let is_contiguous = layout::is_contiguous(&p.sizes, &p.strides);
+        Tensor::from_valid_parts_with(p, numel, is_contiguous)
+    }
+
+    /// [`from_valid_parts`](Self::from_valid_parts) when the caller already knows the numel
+    /// and the contiguity of the sizes and strides (fresh contiguous tensors).
+    #[inline]
+    pub(crate) fn from_valid_parts_with(p: ValidParts, numel: i64, is_contiguous: bool) -> Tensor {
+        debug_assert_eq!(numel, p.sizes.iter().product::<i64>());
+        debug_assert_eq!(is_contiguous, layout::is_contiguous(&p.sizes, &p.strides));
         let version = match p.version {
             Some(VersionCounter(VersionInner::Storage(s))) if Storage::ptr_eq(&s, &p.storage) => {
                 None
@@ -340,20 +349,35 @@ impl TensorBuilder {
 }
 
 /// Sizes must be non-negative and their product must fit in an `i64`.
+#[inline]
 pub(crate) fn check_sizes(sizes: &[i64]) -> Result<i64> {
     let mut numel: i64 = 1;
     for &s in sizes {
-        if s < 0 {
-            return Err(TensorError::invalid(format!(
-                "Trying to create tensor with negative dimension {s}: {}",
-                list(sizes)
-            )));
+        match numel.checked_mul(s) {
+            Some(n) if s >= 0 => numel = n,
+            _ => return Err(bad_sizes(sizes)),
         }
-        numel = numel.checked_mul(s).ok_or_else(|| {
-            TensorError::invalid(format!("numel overflows for sizes {}", list(sizes)))
-        })?;
     }
     Ok(numel)
+}
+
+/// The error for sizes [`check_sizes`] refused: the first negative size or overflow.
+#[cold]
+fn bad_sizes(sizes: &[i64]) -> TensorError {
+    let mut numel: i64 = 1;
+    for &s in sizes {
+        if s < 0 {
+            return TensorError::invalid(format!(
+                "Trying to create tensor with negative dimension {s}: {}",
+                list(sizes)
+            ));
+        }
+        match numel.checked_mul(s) {
+            Some(n) => numel = n,
+            None => break,
+        }
+    }
+    TensorError::invalid(format!("numel overflows for sizes {}", list(sizes)))
 }
 
 /// Checks Note [Tensor bounds invariant] (PyTorch's `checkInBoundsForStorage`).

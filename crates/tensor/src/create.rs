@@ -14,7 +14,6 @@ use crate::layout::{self, MemoryFormat};
 use crate::scalar::Scalar;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
-use crate::DimVec;
 
 /// Bytes a tensor of these sizes, strides and offset needs (`computeStorageNbytes`).
 pub(crate) fn storage_nbytes(
@@ -60,18 +59,24 @@ fn contiguous_on(
     device: Device,
     key_set: DispatchKeySet,
 ) -> Tensor {
-    Tensor::from_valid_parts(ValidParts {
-        storage,
-        sizes: DimVec::from_slice(sizes),
-        strides: layout::contiguous_strides(sizes),
-        storage_offset: 0,
-        dtype,
-        device,
-        key_set,
-        version: None,
-        payload: None,
-        wrapped_number: false,
-    })
+    let numel = sizes.iter().product();
+    // Contiguous strides are contiguous: no need to check them again.
+    Tensor::from_valid_parts_with(
+        ValidParts {
+            storage,
+            sizes: layout::dim_vec(sizes),
+            strides: layout::contiguous_strides(sizes),
+            storage_offset: 0,
+            dtype,
+            device,
+            key_set,
+            version: None,
+            payload: None,
+            wrapped_number: false,
+        },
+        numel,
+        true,
+    )
 }
 
 impl Tensor {
@@ -136,6 +141,36 @@ impl Tensor {
     /// An uninitialised (here: zeroed) contiguous CPU tensor.
     pub fn empty(sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
         Tensor::zeros_on(sizes, dtype, Device::CPU)
+    }
+
+    /// A contiguous CPU tensor whose elements are not initialised (buffers of up to
+    /// [`INLINE_BYTES`](crate::INLINE_BYTES) are zeroed anyway): for kernels that write every
+    /// element of a fresh output, sparing large outputs a zero fill.
+    ///
+    /// # Safety
+    /// As [`Storage::uninit_cpu`]: every element must be written through raw pointers (under an
+    /// [`Access`](crate::Access)) before anything reads any of them; until then the tensor must
+    /// not reach code that may read its data.
+    ///
+    /// ```
+    /// use switchboard_tensor::{Access, ScalarType, Tensor};
+    /// // SAFETY: both elements are written below before the tensor is read.
+    /// let t = unsafe { Tensor::empty_uninit(&[2], ScalarType::Int) }.unwrap();
+    /// let access = Access::new(&[], &[&t]).unwrap();
+    /// let p = t.mut_data_ptr_as::<i32>().unwrap();
+    /// // SAFETY: `access` borrows the storage exclusively; 0 and 1 are in bounds.
+    /// unsafe { p.write(1); p.add(1).write(2) };
+    /// drop(access);
+    /// assert_eq!(t.to_vec::<i32>().unwrap(), [1, 2]);
+    /// ```
+    pub unsafe fn empty_uninit(sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
+        let numel = numel_usize(sizes)?;
+        let nbytes = numel
+            .checked_mul(dtype.element_size())
+            .ok_or_else(|| TensorError::invalid("storage size calculation overflowed"))?;
+        // SAFETY: the caller's obligation, passed on.
+        let storage = unsafe { Storage::uninit_cpu(nbytes, dtype)? };
+        Ok(contiguous_tensor(storage, sizes, dtype))
     }
 
     /// An uninitialised contiguous tensor on `device`: zeroed CPU data, or metadata only on

@@ -107,12 +107,46 @@ impl MemoryFormat {
 /// ```
 /// assert_eq!(&switchboard_tensor::contiguous_strides(&[2, 0, 3])[..], &[3, 3, 1]);
 /// ```
+#[inline]
 pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
-    let mut strides = DimVec::from_elem(1, sizes.len());
-    for d in (0..sizes.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1].saturating_mul(sizes[d + 1].max(1));
+    let n = sizes.len();
+    if n <= 1 {
+        return DimVec::from_buf_and_len([1; DIM_INLINE], n);
     }
+    if n > DIM_INLINE {
+        let mut strides = DimVec::from_elem(1, n);
+        for d in (0..n - 1).rev() {
+            strides[d] = strides[d + 1].saturating_mul(sizes[d + 1].max(1));
+        }
+        return strides;
+    }
+    // A fixed-trip loop over a plain array (no memset/memcpy calls): tensor creation is on
+    // every kernel's path.
+    let mut buf = [0i64; DIM_INLINE];
+    let mut acc = 1i64;
+    for d in (0..DIM_INLINE).rev() {
+        if d < n {
+            buf[d] = acc;
+            acc = acc.saturating_mul(sizes[d].max(1));
+        }
+    }
+    let mut strides = DimVec::from_buf(buf);
+    strides.truncate(n);
     strides
+}
+
+/// Dimensions a [`DimVec`] holds inline.
+const DIM_INLINE: usize = 5;
+
+/// `DimVec::from_slice` without `memcpy` calls for the usual short slices.
+#[inline]
+pub(crate) fn dim_vec(s: &[i64]) -> DimVec {
+    if s.len() > DIM_INLINE {
+        return DimVec::from_slice(s);
+    }
+    let mut v = DimVec::from_buf(std::array::from_fn(|i| s.get(i).copied().unwrap_or(0)));
+    v.truncate(s.len());
+    v
 }
 
 fn channels_last_strides(sizes: &[i64], order: &[usize]) -> DimVec {

@@ -94,7 +94,8 @@ impl Drop for StorageImpl {
 
 /// A cheap-to-clone handle to a tensor's bytes. CPU storages own an aligned (64 bytes; 16 for
 /// small inline buffers),
-/// zero-initialised buffer; storages on meta and other devices record their size only.
+/// zero-initialised buffer (written before use, for [`Storage::uninit_cpu`]); storages on meta
+/// and other devices record their size only.
 ///
 /// ```
 /// use switchboard_tensor::{Device, Storage};
@@ -123,13 +124,33 @@ impl Storage {
     /// data elsewhere). Only storages made for `Bool` can hold bool tensors, and they hold
     /// nothing else (Note [Element bit patterns]).
     pub fn zeros_for(device: Device, nbytes: usize, dtype: ScalarType) -> Result<Storage> {
-        let mut s = Self::zeros(device, nbytes)?;
-        if dtype == ScalarType::Bool {
-            Arc::get_mut(&mut s.0)
-                .expect("a fresh storage is unique")
-                .holds_bool = true;
-        }
-        Ok(s)
+        let is_bool = dtype == ScalarType::Bool;
+        let buf = if device.is_cpu() {
+            cpu_buffer(nbytes, true)?
+        } else {
+            Buffer::None
+        };
+        Ok(Self::from_parts(buf, nbytes, device, is_bool))
+    }
+
+    /// A CPU storage of `nbytes` for elements of `dtype` whose bytes are not initialised
+    /// (buffers of up to [`INLINE_BYTES`] are zeroed all the same): for outputs a kernel
+    /// writes entirely, sparing the zero fill of large buffers.
+    ///
+    /// # Safety
+    /// Every byte (every element, for the tensor viewing it) must be written, through raw
+    /// pointers under a borrow (Note [Storage mutability]), before any byte is read by any
+    /// means (`bytes`, `Tensor::data`, `to_vec`, printing, a kernel reading it...); until
+    /// then the storage and the tensors over it must not reach code that may read them.
+    /// Dropping it unread is fine. Bool storages must be written with 0 or 1 bytes.
+    pub unsafe fn uninit_cpu(nbytes: usize, dtype: ScalarType) -> Result<Storage> {
+        let is_bool = dtype == ScalarType::Bool;
+        Ok(Self::from_parts(
+            cpu_buffer(nbytes, false)?,
+            nbytes,
+            Device::CPU,
+            is_bool,
+        ))
     }
 
     /// A storage on `device` that nevertheless holds zeroed host memory: for backends that
@@ -138,7 +159,7 @@ impl Storage {
     pub fn zeros_host_backed(device: Device, nbytes: usize, dtype: ScalarType) -> Result<Storage> {
         let is_bool = dtype == ScalarType::Bool;
         Ok(Self::from_parts(
-            zeroed_buffer(nbytes)?,
+            cpu_buffer(nbytes, true)?,
             nbytes,
             device,
             is_bool,
@@ -152,7 +173,7 @@ impl Storage {
             return Ok(Self::from_parts(Buffer::None, nbytes, device, false));
         }
         Ok(Self::from_parts(
-            zeroed_buffer(nbytes)?,
+            cpu_buffer(nbytes, true)?,
             nbytes,
             device,
             false,
@@ -298,41 +319,56 @@ impl Storage {
 
     /// Takes a shared borrow: fails if the storage is being written.
     pub fn try_borrow(&self) -> Result<StorageBorrow<'_>> {
+        if !self.acquire(false) {
+            return Err(borrow_error(false));
+        }
+        Ok(StorageBorrow {
+            storage: self,
+            exclusive: false,
+        })
+    }
+
+    /// Takes an exclusive borrow: fails if the storage is being read or written.
+    pub fn try_borrow_mut(&self) -> Result<StorageBorrow<'_>> {
+        if !self.acquire(true) {
+            return Err(borrow_error(true));
+        }
+        Ok(StorageBorrow {
+            storage: self,
+            exclusive: true,
+        })
+    }
+
+    /// Takes a borrow (exclusive or shared) without a guard; false if it conflicts. Each
+    /// success must be undone by one [`release`](Self::release) with the same `exclusive`.
+    #[inline]
+    pub(crate) fn acquire(&self, exclusive: bool) -> bool {
         let flag = &self.0.borrow;
+        if exclusive {
+            return flag
+                .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok();
+        }
         let mut cur = flag.load(Ordering::Relaxed);
         loop {
             if cur & WRITER != 0 || cur == WRITER - 1 {
-                return Err(TensorError::StorageBorrowed(
-                    "cannot read a tensor's storage while it is being written",
-                ));
+                return false;
             }
             match flag.compare_exchange_weak(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => {
-                    return Ok(StorageBorrow {
-                        storage: self,
-                        exclusive: false,
-                    })
-                }
+                Ok(_) => return true,
                 Err(now) => cur = now,
             }
         }
     }
 
-    /// Takes an exclusive borrow: fails if the storage is being read or written.
-    pub fn try_borrow_mut(&self) -> Result<StorageBorrow<'_>> {
-        match self
-            .0
-            .borrow
-            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-        {
-            Ok(_) => Ok(StorageBorrow {
-                storage: self,
-                exclusive: true,
-            }),
-            Err(_) => Err(TensorError::StorageBorrowed(
-                "cannot write a tensor's storage while it is borrowed (a view of it is being \
-                 read or written)",
-            )),
+    /// Releases a borrow taken by [`acquire`](Self::acquire).
+    #[inline]
+    pub(crate) fn release(&self, exclusive: bool) {
+        let flag = &self.0.borrow;
+        if exclusive {
+            flag.fetch_sub(WRITER, Ordering::Release);
+        } else {
+            flag.fetch_sub(1, Ordering::Release);
         }
     }
 
@@ -373,7 +409,10 @@ impl StorageImpl {
     }
 }
 
-fn zeroed_buffer(nbytes: usize) -> Result<Buffer> {
+/// A CPU buffer of `nbytes`: inline and zeroed up to [`INLINE_BYTES`], else a heap
+/// allocation, zeroed when `zeroed` (else uninitialised: see [`Storage::uninit_cpu`]).
+#[inline]
+fn cpu_buffer(nbytes: usize, zeroed: bool) -> Result<Buffer> {
     if nbytes <= INLINE_BYTES {
         return Ok(Buffer::Inline(InlineBuf(UnsafeCell::new(
             [0; INLINE_BYTES],
@@ -385,7 +424,13 @@ fn zeroed_buffer(nbytes: usize) -> Result<Buffer> {
         ))
     })?;
     // SAFETY: `layout` has a non-zero size (nbytes > INLINE_BYTES > 0).
-    let ptr = unsafe { alloc::alloc_zeroed(layout) };
+    let ptr = unsafe {
+        if zeroed {
+            alloc::alloc_zeroed(layout)
+        } else {
+            alloc::alloc(layout)
+        }
+    };
     let ptr = NonNull::new(ptr).ok_or_else(|| {
         TensorError::invalid(format!(
             "DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes."
@@ -425,13 +470,19 @@ impl StorageBorrow<'_> {
 
 impl Drop for StorageBorrow<'_> {
     fn drop(&mut self) {
-        let flag = &self.storage.0.borrow;
-        if self.exclusive {
-            flag.fetch_sub(WRITER, Ordering::Release);
-        } else {
-            flag.fetch_sub(1, Ordering::Release);
-        }
+        self.storage.release(self.exclusive);
     }
+}
+
+/// The error of a borrow that conflicts with another (exclusive or shared).
+#[cold]
+pub(crate) fn borrow_error(exclusive: bool) -> TensorError {
+    TensorError::StorageBorrowed(if exclusive {
+        "cannot write a tensor's storage while it is borrowed (a view of it is being read or \
+         written)"
+    } else {
+        "cannot read a tensor's storage while it is being written"
+    })
 }
 
 impl fmt::Debug for StorageBorrow<'_> {

@@ -1,7 +1,7 @@
-//! Tests of `index.rs` (kept apart to keep that file short).
+//! Tests of the indexing kernels.
 
 use super::*;
-use switchboard_tensor::Device;
+use switchboard_tensor::{Device, RawOps, Scalar, ScalarType, Tensor};
 
 fn ar(n: i64, sizes: &[i64]) -> Tensor {
     Tensor::arange(0, n, 1, Some(ScalarType::Float))
