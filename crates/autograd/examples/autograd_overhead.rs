@@ -11,7 +11,11 @@
 //! `add_1elem` (`ops::add` of two 1-element CPU tensors: autograd kernel, nothing requires
 //! grad), `add_1elem_below_autograd` (the same with the Autograd keys excluded: the difference
 //! is the autograd layer's cost) and `add_1elem_requires_grad` (both require grad: the node is
-//! built and attached, then freed with the result).
+//! built and attached, then freed with the result). Other kernel families: `sum_4elem` and
+//! `sum_requires_grad` (`ops::sum` of a 4-element tensor, without and with requires_grad),
+//! `mm_2x2` and `mm_requires_grad` (`ops::mm` of two 2x2 tensors), `view_requires_grad`
+//! (`ops::view` of a 4-element tensor that requires grad) and `mul__1elem` (in-place
+//! `ops::mul_` of 1-element tensors, nothing requires grad: the in-place pass-through path).
 
 use std::hint::black_box;
 
@@ -29,22 +33,64 @@ fn main() {
         .get(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    if !matches!(
-        scenario,
-        "add_1elem" | "add_1elem_below_autograd" | "add_1elem_requires_grad"
-    ) {
-        eprintln!("unknown scenario {scenario}; one of add_1elem, add_1elem_below_autograd, add_1elem_requires_grad");
+    const SCENARIOS: [&str; 9] = [
+        "add_1elem",
+        "add_1elem_below_autograd",
+        "add_1elem_requires_grad",
+        "sum_4elem",
+        "sum_requires_grad",
+        "mm_2x2",
+        "mm_requires_grad",
+        "view_requires_grad",
+        "mul__1elem",
+    ];
+    if !SCENARIOS.contains(&scenario) {
+        eprintln!(
+            "unknown scenario {scenario}; one of {}",
+            SCENARIOS.join(", ")
+        );
         std::process::exit(2);
     }
-    let a = Tensor::ones(&[1], ScalarType::Float).unwrap();
-    let b = Tensor::ones(&[1], ScalarType::Float).unwrap();
-    if scenario == "add_1elem_requires_grad" {
-        a.requires_grad_(true).unwrap();
-        b.requires_grad_(true).unwrap();
-    }
+    let rg = scenario.ends_with("_requires_grad");
+    let ones = |s: &[i64]| {
+        let t = Tensor::ones(s, ScalarType::Float).unwrap();
+        if rg {
+            t.requires_grad_(true).unwrap();
+        }
+        t
+    };
     let _below = (scenario == "add_1elem_below_autograd")
         .then(|| ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET));
-    for _ in 0..n {
-        black_box(ops::add(black_box(&a), black_box(&b), 1).unwrap());
+    match scenario {
+        "sum_4elem" | "sum_requires_grad" => {
+            let a = ones(&[4]);
+            for _ in 0..n {
+                black_box(ops::sum(black_box(&a), None).unwrap());
+            }
+        }
+        "mm_2x2" | "mm_requires_grad" => {
+            let (a, b) = (ones(&[2, 2]), ones(&[2, 2]));
+            for _ in 0..n {
+                black_box(ops::mm(black_box(&a), black_box(&b)).unwrap());
+            }
+        }
+        "view_requires_grad" => {
+            let a = ones(&[4]);
+            for _ in 0..n {
+                black_box(ops::view(black_box(&a), &[2, 2]).unwrap());
+            }
+        }
+        "mul__1elem" => {
+            let (a, b) = (ones(&[1]), ones(&[1]));
+            for _ in 0..n {
+                black_box(ops::mul_(black_box(&a), black_box(&b)).unwrap());
+            }
+        }
+        _ => {
+            let (a, b) = (ones(&[1]), ones(&[1]));
+            for _ in 0..n {
+                black_box(ops::add(black_box(&a), black_box(&b), 1).unwrap());
+            }
+        }
     }
 }

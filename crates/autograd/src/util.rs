@@ -80,48 +80,25 @@ pub(crate) fn fresh(out: Tensor, inputs: &[&Tensor]) -> Tensor {
 }
 
 // Note [Recording cost]
-// Recording runs on every op whose inputs require grad, so it is kept to what the graph
-// needs. The edges (a leaf's AccumulateGrad is made once and cached in its metadata, which is
-// locked once per edge) and the input metadata are computed first; then the node is one
-// allocation whose fields are written straight into it (`FnNode::new_arc`), the saved state
-// included: `record_with` takes a closure making it, because a state of a few hundred bytes
-// passed by value was copied five times on its way into the `Arc` (a third of the
-// recording's instructions). Node names are `&'static str` (no String per node or per saved
-// tensor); a fresh output's metadata is built with the grad_fn already in place instead of
-// being created empty, locked and filled. What remains per op on two leaves (see
-// examples/autograd_overhead.rs): two allocations (node, output metadata) and their frees
-// when the output dies, and the slot read of each input (a RwLock and an Arc clone inside
-// switchboard-tensor).
+// Recording runs on every op whose inputs require grad, so it is kept to what the graph needs.
+// The edges (a leaf's AccumulateGrad is made once and cached in its metadata, which is locked
+// once per edge) and the input metadata are computed first; then the node is one allocation
+// whose fields are written straight into it (`FnNode::new_arc`), the saved state included:
+// `record_with` takes a closure making it, because a state of a few hundred bytes passed by
+// value was copied five times on its way into the `Arc` (a third of the recording's
+// instructions); every kernel family records through it (`rec`/`rec_multi` keep up to two
+// saved tensors inline in the node, no Vec allocation). Node names are `&'static str` (no
+// String per node or per saved tensor); a fresh output's metadata is built with the grad_fn
+// already in place instead of being created empty, locked and filled. What remains per op on
+// two leaves (see examples/autograd_overhead.rs): two allocations (node, output metadata) and
+// their frees when the output dies, and the slot read of each input (a RwLock and an Arc clone
+// inside switchboard-tensor).
 
-/// Builds the node of an op: edges to `inputs` (None: not differentiable there), saved state,
-/// and makes it the grad_fn of the differentiable `outputs`.
-#[inline(always)]
-pub(crate) fn record<S: Send + 'static>(
-    name: &'static str,
-    inputs: &[Option<&Tensor>],
-    outputs: &[&Tensor],
-    saved: S,
-    formula: Formula<S>,
-) -> Arc<dyn Node> {
-    let outs: smallvec::SmallVec<[Option<&Tensor>; 3]> = outputs.iter().map(|o| Some(*o)).collect();
-    record_opt(name, inputs, &outs, saved, formula)
-}
-
-/// [`record`] where some outputs (`None`) take no part in autograd: they get no grad_fn and
-/// their gradient stays `None` in the formula.
-#[inline(always)]
-pub(crate) fn record_opt<S: Send + 'static>(
-    name: &'static str,
-    inputs: &[Option<&Tensor>],
-    outputs: &[Option<&Tensor>],
-    saved: S,
-    formula: Formula<S>,
-) -> Arc<dyn Node> {
-    record_with(name, inputs, outputs, move || saved, formula)
-}
-
-/// [`record_opt`] with the saved state made by `saved` once the node's memory is allocated,
-/// so that it is built in place rather than moved there (see Note [Recording cost]).
+/// Builds the node of an op: edges to `inputs` (None: not differentiable there), the saved
+/// state made by `saved` once the node's memory is allocated, so that it is built in place
+/// rather than moved there (see Note [Recording cost]), and makes the node the grad_fn of the
+/// differentiable `outputs`. Outputs given as `None` take no part in autograd: they get no
+/// grad_fn and their gradient stays `None` in the formula.
 #[inline(always)]
 pub(crate) fn record_with<S: Send + 'static>(
     name: &'static str,

@@ -27,7 +27,7 @@ use super::when;
 use crate::grad_mode::GradModeGuard;
 use crate::meta;
 use crate::node::{err, Node};
-use crate::util::{grad_at, record};
+use crate::util::{grad_at, record_with};
 
 /// Sets `t`'s grad_fn to `AsStridedBackward0` of its base's current history (when the base
 /// requires grad), and marks it current.
@@ -145,15 +145,17 @@ pub(crate) fn inplace_on_view(
     for &i in &idx {
         mask[i as usize] = true;
     }
-    let st = State {
-        mask: Tensor::from_vec(mask, base.sizes())?,
-        idx: Tensor::from_vec(idx.clone(), &[idx.len() as i64])?,
+    let mask = Tensor::from_vec(mask, base.sizes())?;
+    let idx_t = Tensor::from_vec(idx.clone(), &[idx.len() as i64])?;
+    let st = || State {
+        mask,
+        idx: idx_t,
         view_sizes: v.sizes().to_vec(),
     };
-    record(
+    record_with(
         "CopySlices",
         &[Some(base), Some(&r)],
-        &[base],
+        &[Some(base)],
         st,
         copy_slices_formula,
     );

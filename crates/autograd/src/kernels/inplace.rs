@@ -48,14 +48,21 @@ fn all_true(x: &Tensor) -> Result<Tensor> {
     ops::ones_like(x, Some(ScalarType::Bool), None, None, None, None)
 }
 
+/// Defines in-place kernels: `name(params) [other grad inputs] => |src| out-of-place form;`.
+/// Like `k!` in pointwise.rs, the pass-through path redispatches past autograd and the
+/// recording path is a separate function (see Note [Autograd fast path]).
 macro_rules! inplace {
     ($($f:ident ($($p:ident : $t:ty),*) [$($o:ident),*] => |$src:ident| $fun:expr;)*) => {$(
         fn $f(ks: DispatchKeySet, s: &Tensor, $($p: $t),*) -> Result<Tensor> {
+            #[inline(never)]
+            fn recording(k: DispatchKeySet, s: &Tensor, $($p: $t),*) -> Result<Tensor> {
+                rebase(k, s, |$src: &Tensor| $fun)
+            }
             let k = ks & AFTER_AD;
             if !any_rg(&[s $(, $o)*]) {
                 return rd::$f(k, s, $($p),*);
             }
-            rebase(k, s, |$src: &Tensor| $fun)
+            recording(k, s, $($p),*)
         }
     )*};
 }

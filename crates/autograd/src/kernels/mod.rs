@@ -6,7 +6,7 @@ use switchboard_dispatcher::Result;
 use switchboard_tensor::Tensor;
 
 use crate::node::{Node, SavedTensor};
-use crate::util::{grad_at, record, record_opt};
+use crate::util::{grad_at, record_with};
 
 pub(crate) mod adiv;
 pub(crate) mod copy_slices;
@@ -25,8 +25,12 @@ pub(crate) mod shape;
 pub(crate) type BagFn<P> =
     fn(&P, &[Tensor], &Tensor, &[Option<Tensor>], &[bool]) -> Result<Vec<Option<Tensor>>>;
 
+/// Saved tensors of a bag: most ops save at most two, kept inline in the node (one
+/// allocation and its free less per recorded op).
+type SavedVec = smallvec::SmallVec<[SavedTensor; 2]>;
+
 struct Bag<P> {
-    saved: Vec<SavedTensor>,
+    saved: SavedVec,
     p: P,
     f: BagFn<P>,
 }
@@ -41,7 +45,7 @@ fn bag_formula<P: Send + 'static>(
         .saved
         .iter()
         .map(|s| s.unpack(node))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<smallvec::SmallVec<[Tensor; 2]>>>()?;
     let g = grad_at(grads, 0)?;
     (st.f)(&st.p, &saved, &g, grads, mask)
 }
@@ -57,13 +61,19 @@ pub(crate) fn rec<P: Send + 'static>(
     p: P,
     f: BagFn<P>,
 ) -> Arc<dyn Node> {
-    let mut saved: Vec<SavedTensor> = saved_in.iter().map(|t| SavedTensor::input(t)).collect();
-    saved.extend(
-        saved_out
-            .iter()
-            .map(|(t, nr)| SavedTensor::output(t, *nr, name)),
-    );
-    record(name, inputs, outputs, Bag { saved, p, f }, bag_formula::<P>)
+    let outs: smallvec::SmallVec<[Option<&Tensor>; 3]> = outputs.iter().map(|o| Some(*o)).collect();
+    // The bag is made in the node's memory (see Note [Recording cost]).
+    let bag = move || {
+        let mut saved = SavedVec::new();
+        for t in saved_in {
+            saved.push(SavedTensor::input(t));
+        }
+        for (t, nr) in saved_out {
+            saved.push(SavedTensor::output(t, *nr, name));
+        }
+        Bag { saved, p, f }
+    };
+    record_with(name, inputs, &outs, bag, bag_formula::<P>)
 }
 
 /// A formula of an op with several outputs, any of whose gradients may be missing:
@@ -72,7 +82,7 @@ pub(crate) type MultiFn<P> =
     fn(&P, &[Tensor], &[Option<Tensor>], &[bool]) -> Result<Vec<Option<Tensor>>>;
 
 struct MultiBag<P> {
-    saved: Vec<SavedTensor>,
+    saved: SavedVec,
     p: P,
     f: MultiFn<P>,
 }
@@ -87,7 +97,7 @@ fn multi_formula<P: Send + 'static>(
         .saved
         .iter()
         .map(|s| s.unpack(node))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<smallvec::SmallVec<[Tensor; 2]>>>()?;
     (st.f)(&st.p, &saved, grads, mask)
 }
 
@@ -101,14 +111,14 @@ pub(crate) fn rec_multi<P: Send + 'static>(
     p: P,
     f: MultiFn<P>,
 ) -> Arc<dyn Node> {
-    let saved = saved_in.iter().map(|t| SavedTensor::input(t)).collect();
-    record_opt(
-        name,
-        inputs,
-        outputs,
-        MultiBag { saved, p, f },
-        multi_formula::<P>,
-    )
+    let bag = move || {
+        let mut saved = SavedVec::new();
+        for t in saved_in {
+            saved.push(SavedTensor::input(t));
+        }
+        MultiBag { saved, p, f }
+    };
+    record_with(name, inputs, outputs, bag, multi_formula::<P>)
 }
 
 /// `Some(f())` when `cond`.

@@ -9,7 +9,7 @@ use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::node::{Node, SavedTensor};
-use crate::util::{any_rg, fresh, grad_at, record, AFTER_AD};
+use crate::util::{any_rg, fresh, grad_at, record_with, AFTER_AD};
 
 /// What a reduction formula sees.
 struct Args {
@@ -95,23 +95,26 @@ fn formula(
     Ok(vec![Some((st.f)(&g, &args)?)])
 }
 
+/// The recording path of the reductions over `dim` (all for `None`).
 #[allow(clippy::too_many_arguments)]
 fn run(
     name: &'static str,
     x: &Tensor,
-    dims: Vec<i64>,
+    dim: Option<&[i64]>,
     keepdim: bool,
     corr: f64,
     save: u8,
     fwd: impl FnOnce() -> Result<Tensor>,
     f: RedFn,
 ) -> Result<Tensor> {
+    let dims = wrap_dims(dim, x.dim());
     let out = {
         let _g = AutoDispatchBelowADInplaceOrView::new();
         fwd()?
     };
     let out = fresh(out, &[x]);
-    let st = State {
+    // The state is made in the node's memory (see Note [Recording cost]).
+    let st = || State {
         x: (save & X != 0).then(|| SavedTensor::input(x)),
         r: (save & R != 0).then(|| SavedTensor::output(&out, 0, name)),
         idx: None,
@@ -121,7 +124,7 @@ fn run(
         corr,
         f,
     };
-    record(name, &[Some(x)], &[&out], st, formula);
+    record_with(name, &[Some(x)], &[Some(&out)], st, formula);
     Ok(out)
 }
 
@@ -134,11 +137,10 @@ fn sum(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tens
     if !any_rg(&[x]) {
         return rd::sum(k, x, dtype);
     }
-    let dims = wrap_dims(None, x.dim());
     run(
         "SumBackward0",
         x,
-        dims,
+        None,
         false,
         0.0,
         0,
@@ -158,9 +160,8 @@ fn sum_dim(
     if !any_rg(&[x]) {
         return rd::sum_dim_int_list(k, x, dim, keepdim, dtype);
     }
-    let dims = wrap_dims(dim, x.dim());
     let fwd = || rd::sum_dim_int_list(k, x, dim, keepdim, dtype);
-    run("SumBackward1", x, dims, keepdim, 0.0, 0, fwd, expand_back)
+    run("SumBackward1", x, dim, keepdim, 0.0, 0, fwd, expand_back)
 }
 
 fn mean_back(g: &Tensor, a: &Args) -> Result<Tensor> {
@@ -172,11 +173,10 @@ fn mean(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
     if !any_rg(&[x]) {
         return rd::mean(k, x, dtype);
     }
-    let dims = wrap_dims(None, x.dim());
     run(
         "MeanBackward0",
         x,
-        dims,
+        None,
         false,
         0.0,
         0,
@@ -196,9 +196,8 @@ fn mean_dim(
     if !any_rg(&[x]) {
         return rd::mean_dim(k, x, dim, keepdim, dtype);
     }
-    let dims = wrap_dims(dim, x.dim());
     let fwd = || rd::mean_dim(k, x, dim, keepdim, dtype);
-    run("MeanBackward1", x, dims, keepdim, 0.0, 0, fwd, mean_back)
+    run("MeanBackward1", x, dim, keepdim, 0.0, 0, fwd, mean_back)
 }
 
 /// amax/amin and max()/min(): the gradient is shared evenly among the extremal elements.
@@ -217,11 +216,10 @@ macro_rules! amax_like {
             if !any_rg(&[x]) {
                 return rd::$rd(k, x, dim, keepdim);
             }
-            let dims = wrap_dims(Some(dim), x.dim());
             run(
                 $name,
                 x,
-                dims,
+                Some(dim),
                 keepdim,
                 0.0,
                 X | R,
@@ -241,8 +239,7 @@ macro_rules! max_all {
             if !any_rg(&[x]) {
                 return rd::$rd(k, x);
             }
-            let dims = wrap_dims(None, x.dim());
-            run($name, x, dims, false, 0.0, X | R, || rd::$rd(k, x), evenly)
+            run($name, x, None, false, 0.0, X | R, || rd::$rd(k, x), evenly)
         }
     };
 }
@@ -274,7 +271,7 @@ macro_rules! max_dim {
             } else {
                 wrap_dims(Some(&[dim]), x.dim())
             };
-            let st = State {
+            let st = || State {
                 x: None,
                 r: None,
                 idx: Some(SavedTensor::input(&i)),
@@ -284,7 +281,7 @@ macro_rules! max_dim {
                 corr: 0.0,
                 f: select_back,
             };
-            record($name, &[Some(x)], &[&v, &i], st, formula);
+            record_with($name, &[Some(x)], &[Some(&v), Some(&i)], st, formula);
             Ok((v, i))
         }
     };
@@ -310,8 +307,7 @@ fn var_impl(
     keepdim: bool,
     fwd: impl FnOnce() -> Result<Tensor>,
 ) -> Result<Tensor> {
-    let dims = wrap_dims(dim, x.dim());
-    run(name, x, dims, keepdim, corr, X, fwd, var_back)
+    run(name, x, dim, keepdim, corr, X, fwd, var_back)
 }
 
 fn var(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tensor> {

@@ -29,16 +29,21 @@ fn index_tensor(v: Vec<i64>) -> Result<Tensor> {
 }
 
 /// A view kernel: `view!(fn name(params) => redispatch(args); "Name", params, formula)`.
+/// The recording path is a separate function (see Note [Autograd fast path] in pointwise.rs).
 macro_rules! view {
     ($f:ident ($x:ident $(, $p:ident : $t:ty)*) => $rd:ident($($arg:expr),*); $name:literal, $pv:expr, $form:expr) => {
         fn $f(ks: DispatchKeySet, $x: &Tensor, $($p: $t),*) -> Result<Tensor> {
+            #[inline(never)]
+            fn recording(k: DispatchKeySet, $x: &Tensor, $($p: $t),*) -> Result<Tensor> {
+                let out = fresh({ let _g = Below::new(); rd::$rd(k, $x, $($arg),*)? }, &[$x]);
+                rec($name, &[Some($x)], &[&out], &[], &[], $pv, $form);
+                Ok(out)
+            }
             let k = ks & AFTER_AD;
             if !any_rg(&[$x]) {
                 return rd::$rd(k, $x, $($arg),*);
             }
-            let out = fresh({ let _g = Below::new(); rd::$rd(k, $x, $($arg),*)? }, &[$x]);
-            rec($name, &[Some($x)], &[&out], &[], &[], $pv, $form);
-            Ok(out)
+            recording(k, $x, $($p),*)
         }
     };
 }
