@@ -7,28 +7,9 @@ use switchboard_cpu as _;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
 
-/// Deterministic values in [lo, hi).
-fn r(shape: &[i64], seed: u64, lo: f64, hi: f64) -> Tensor {
-    let n: i64 = shape.iter().product();
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let v = (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
-        })
-        .collect();
-    Tensor::from_vec(v, shape).unwrap()
-}
-fn x(shape: &[i64], seed: u64) -> Tensor {
-    r(shape, seed, -1.0, 1.0).requires_grad_(true).unwrap()
-}
-fn long(v: &[i64], shape: &[i64]) -> Tensor {
-    Tensor::from_vec(v.to_vec(), shape).unwrap()
-}
+mod common;
+use common::*;
+
 fn vals(t: &Tensor) -> Vec<f64> {
     t.to_vec_as::<f64>().unwrap()
 }
