@@ -220,21 +220,29 @@ fn registration_while_calling_from_other_threads() {
     let _lib = setup(&d);
     let handle = op(&d);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Threads that have made a call: registration goes on until both have (on a loaded machine
+    // they may start only after 200 registrations).
+    let calling = Arc::new(AtomicUsize::new(0));
     let mut threads = Vec::new();
     for _ in 0..2 {
-        let (handle, stop) = (handle.clone(), stop.clone());
+        let (handle, stop, calling) = (handle.clone(), stop.clone(), calling.clone());
         threads.push(std::thread::spawn(move || {
             let x = with_keys(&[K::CPU, K::AutogradCPU]);
             let mut n = 0;
             while !stop.load(Ordering::Relaxed) {
                 let out = handle.call((&x, &x)).unwrap();
                 assert!(out.is_same(&x));
+                if n == 0 {
+                    calling.fetch_add(1, Ordering::Relaxed);
+                }
                 n += 1;
             }
             n
         }));
     }
-    for i in 0..200 {
+    let mut i = 0;
+    while i < 200 || calling.load(Ordering::Relaxed) < 2 {
+        i += 1;
         let mut lib = Library::new(&d, LibraryKind::Impl, "test", None).unwrap();
         let key = if i % 2 == 0 {
             K::AutogradCPU
