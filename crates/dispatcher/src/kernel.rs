@@ -52,7 +52,7 @@ pub trait ArgList: 'static {
 // Note [Unboxed kernel calls]
 // A typed kernel is stored type-erased as two raw pointers: `unboxed_fn`, a monomorphised
 // trampoline `unsafe fn(ctx, ks, args) -> Result<R>` for the kernel's calling convention (A, R),
-// and `unboxed_ctx`, the kernel object (closure or fn item) the trampoline calls, kept alive by
+// and `ctx`, the kernel object (closure or fn item) the trampoline calls, kept alive by
 // `_owner`. Next to them sits `signature`, the `TypeId` of (A, R). A typed call compares its own
 // (A, R) with `signature` (two integer compares) and, when they match, transmutes `unboxed_fn`
 // back to its real type and calls it: one indirect call into code where the kernel is inlined.
@@ -94,8 +94,8 @@ type BoxedTrampoline =
     unsafe fn(*const (), &OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()>;
 
 // Note [Boxed kernel calls]
-// The boxed form is stored like the unboxed one: a monomorphised function pointer and the kernel
-// object it reads, both owned by `_owner`. For a typed kernel the boxed trampoline reads the
+// The boxed form is stored like the unboxed one: a monomorphised function pointer reading the
+// same kernel object `ctx`, owned by `_owner`. For a typed kernel the boxed trampoline reads the
 // arguments from the stack, calls the kernel inlined, pops the arguments (dropping each as the
 // variant its family expects) and pushes the returns; for a boxed kernel (a closure over the
 // stack) it just calls the closure. A boxed call is then one indirect call, with no trait-object
@@ -206,12 +206,12 @@ pub struct KernelFunction {
     kind: KernelKind,
     /// The boxed form (see Note [Boxed kernel calls]); `None` for markers.
     boxed_fn: Option<BoxedTrampoline>,
-    boxed_ctx: *const (),
     /// `TypeId` of the unboxed form's (A, R), or of `NoUnboxed`.
     signature: TypeId,
     unboxed_fn: *const (),
-    unboxed_ctx: *const (),
-    /// Owns what `unboxed_ctx` and `boxed_ctx` point to.
+    /// The kernel object both trampolines read (null for markers).
+    ctx: *const (),
+    /// Owns what `ctx` points to.
     _owner: Option<Arc<dyn Any + Send + Sync>>,
     /// Computes the schema types inferred from the Rust signature: (arguments, returns). A
     /// function rather than the lists, so that a kernel costs no heap for them.
@@ -237,20 +237,14 @@ impl fmt::Debug for KernelFunction {
 
 impl KernelFunction {
     /// A boxed kernel.
-    pub fn from_boxed(
-        f: impl Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
-    ) -> Self {
-        Self::from_boxed_impl(f)
-    }
-
-    fn from_boxed_impl<F>(f: F) -> Self
+    pub fn from_boxed<F>(f: F) -> Self
     where
         F: Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
     {
         let f = Arc::new(f);
         KernelFunction {
             boxed_fn: Some(boxed_closure::<F>),
-            boxed_ctx: Arc::as_ptr(&f) as *const (),
+            ctx: Arc::as_ptr(&f) as *const (),
             _owner: Some(f),
             ..Self::marker(KernelKind::Regular)
         }
@@ -278,10 +272,9 @@ impl KernelFunction {
         KernelFunction {
             kind: KernelKind::Regular,
             boxed_fn: Some(boxed_trampoline::<K>),
-            boxed_ctx: ctx,
             signature: TypeId::of::<(K::Args, K::Ret)>(),
             unboxed_fn: tramp as *const (),
-            unboxed_ctx: ctx,
+            ctx,
             inferred: Some(inferred_signature::<K::Args, K::Ret>),
             _owner: Some(kernel),
         }
@@ -296,10 +289,9 @@ impl KernelFunction {
         KernelFunction {
             kind,
             boxed_fn: None,
-            boxed_ctx: std::ptr::null(),
             signature: TypeId::of::<NoUnboxed>(),
             unboxed_fn: std::ptr::null(),
-            unboxed_ctx: std::ptr::null(),
+            ctx: std::ptr::null(),
             _owner: None,
             inferred: None,
         }
@@ -354,10 +346,10 @@ impl KernelFunction {
         }
         // SAFETY: `signature` is the `TypeId` of `(A, R)` only when `unboxed_fn` was made from
         // an `UnboxedFn<A, R>` (in `typed`), so the transmute restores its real type; its
-        // `unboxed_ctx` points into `_owner`, which lives as long as `self`.
+        // `ctx` points into `_owner`, which lives as long as `self`.
         unsafe {
             let f = std::mem::transmute::<*const (), UnboxedFn<A, R>>(self.unboxed_fn);
-            Ok(f(self.unboxed_ctx, ks, args))
+            Ok(f(self.ctx, ks, args))
         }
     }
 
@@ -370,9 +362,9 @@ impl KernelFunction {
         stack: &mut Stack,
     ) -> Option<Result<()>> {
         let f = self.boxed_fn?;
-        // SAFETY: `boxed_fn` was made for the kernel object `boxed_ctx` points to (in `typed`
-        // or `from_boxed_impl`), which `_owner` keeps alive as long as `self`.
-        Some(unsafe { f(self.boxed_ctx, op, ks, stack) })
+        // SAFETY: `boxed_fn` was made for the kernel object `ctx` points to (in `typed` or
+        // `from_boxed`), which `_owner` keeps alive as long as `self`.
+        Some(unsafe { f(self.ctx, op, ks, stack) })
     }
 }
 

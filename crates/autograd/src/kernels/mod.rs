@@ -35,17 +35,27 @@ struct Bag<P> {
     f: BagFn<P>,
 }
 
+/// The saved tensors of `inputs`, in order.
+fn save_inputs(inputs: &[&Tensor]) -> SavedVec {
+    let mut saved = SavedVec::new();
+    for t in inputs {
+        saved.push(SavedTensor::input(t));
+    }
+    saved
+}
+
+/// The saved tensors, unpacked for the formula (checking their versions).
+fn unpack_all(saved: &SavedVec, node: &Arc<dyn Node>) -> Result<smallvec::SmallVec<[Tensor; 2]>> {
+    saved.iter().map(|s| s.unpack(node)).collect()
+}
+
 fn bag_formula<P: Send + 'static>(
     st: &Bag<P>,
     node: &Arc<dyn Node>,
     grads: &[Option<Tensor>],
     mask: &[bool],
 ) -> Result<Vec<Option<Tensor>>> {
-    let saved = st
-        .saved
-        .iter()
-        .map(|s| s.unpack(node))
-        .collect::<Result<smallvec::SmallVec<[Tensor; 2]>>>()?;
+    let saved = unpack_all(&st.saved, node)?;
     let g = grad_at(grads, 0)?;
     (st.f)(&st.p, &saved, &g, grads, mask)
 }
@@ -64,10 +74,7 @@ pub(crate) fn rec<P: Send + 'static>(
     let outs: smallvec::SmallVec<[Option<&Tensor>; 3]> = outputs.iter().map(|o| Some(*o)).collect();
     // The bag is made in the node's memory (see Note [Recording cost]).
     let bag = move || {
-        let mut saved = SavedVec::new();
-        for t in saved_in {
-            saved.push(SavedTensor::input(t));
-        }
+        let mut saved = save_inputs(saved_in);
         for (t, nr) in saved_out {
             saved.push(SavedTensor::output(t, *nr, name));
         }
@@ -93,11 +100,7 @@ fn multi_formula<P: Send + 'static>(
     grads: &[Option<Tensor>],
     mask: &[bool],
 ) -> Result<Vec<Option<Tensor>>> {
-    let saved = st
-        .saved
-        .iter()
-        .map(|s| s.unpack(node))
-        .collect::<Result<smallvec::SmallVec<[Tensor; 2]>>>()?;
+    let saved = unpack_all(&st.saved, node)?;
     (st.f)(&st.p, &saved, grads, mask)
 }
 
@@ -111,12 +114,10 @@ pub(crate) fn rec_multi<P: Send + 'static>(
     p: P,
     f: MultiFn<P>,
 ) -> Arc<dyn Node> {
-    let bag = move || {
-        let mut saved = SavedVec::new();
-        for t in saved_in {
-            saved.push(SavedTensor::input(t));
-        }
-        MultiBag { saved, p, f }
+    let bag = move || MultiBag {
+        saved: save_inputs(saved_in),
+        p,
+        f,
     };
     record_with(name, inputs, outputs, bag, multi_formula::<P>)
 }
