@@ -49,20 +49,19 @@ impl MetaInner {
     }
 }
 
-/// The tensor's metadata, if any.
-pub(crate) fn get(t: &TensorImpl) -> Option<Arc<AutogradMeta>> {
+/// The tensor's metadata, if any (borrowed from the impl's write-once slot, see
+/// Note [Autograd metadata slot]).
+#[inline]
+pub(crate) fn get(t: &TensorImpl) -> Option<&AutogradMeta> {
     t.autograd_meta()
-        .and_then(|a| a.downcast::<AutogradMeta>().ok())
+        .and_then(|a| a.downcast_ref::<AutogradMeta>())
 }
 
 /// The tensor's metadata, created if missing.
-pub(crate) fn get_or_create(t: &TensorImpl) -> Arc<AutogradMeta> {
-    if let Some(m) = get(t) {
-        return m;
-    }
-    let m = Arc::new(AutogradMeta::default());
-    t.set_autograd_meta(Some(m.clone()));
-    m
+pub(crate) fn get_or_create(t: &TensorImpl) -> &AutogradMeta {
+    t.autograd_meta_or_init(|| Arc::new(AutogradMeta::default()))
+        .downcast_ref::<AutogradMeta>()
+        .expect("the autograd slot holds AutogradMeta (only this crate sets it)")
 }
 
 fn update_hint(t: &TensorImpl, inner: &MetaInner) {
@@ -111,9 +110,21 @@ pub(crate) fn set_grad_fn(t: &Tensor, node: Arc<dyn Node>, nr: u32) {
                     ..MetaInner::default()
                 }),
             };
-            t.set_autograd_meta(Some(Arc::new(m)));
-            t.set_requires_grad_hint(true);
-            return;
+            match t.set_autograd_meta(Arc::new(m)) {
+                Ok(()) => {
+                    t.set_requires_grad_hint(true);
+                    return;
+                }
+                // Another thread attached metadata first: it is there now.
+                Err(ours) => {
+                    let node = ours
+                        .downcast::<AutogradMeta>()
+                        .ok()
+                        .and_then(|m| lock(&m.inner).grad_fn.take())
+                        .expect("built above with a grad_fn");
+                    return set_grad_fn(t, node, nr);
+                }
+            }
         }
     };
     let mut g = lock(&m.inner);

@@ -1,7 +1,7 @@
 //! [`TensorBuilder`]: makes a tensor from a storage and metadata, checking the bounds
 //! invariant; shallow copies of tensors with other keys or payloads.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock};
 
 use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
 
@@ -129,7 +129,7 @@ impl Tensor {
             key_set: p.key_set,
             is_wrapped_number: p.wrapped_number,
             version,
-            autograd_meta: RwLock::new(None),
+            autograd_meta: OnceLock::new(),
             requires_grad_hint: Default::default(),
             payload: p.payload,
         }))

@@ -5,7 +5,7 @@ use std::any::Any;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock};
 
 use switchboard_keys::DispatchKeySet;
 
@@ -97,7 +97,8 @@ pub struct TensorImpl {
     pub(crate) is_wrapped_number: bool,
     /// `None`: the storage's counter.
     pub(crate) version: Option<VersionCounter>,
-    pub(crate) autograd_meta: RwLock<Option<AnyArc>>,
+    /// Set once, read without locking (Note [Autograd metadata slot]).
+    pub(crate) autograd_meta: OnceLock<AnyArc>,
     /// See Note [requires_grad hint].
     pub(crate) requires_grad_hint: AtomicBool,
     pub(crate) payload: Option<AnyArc>,
@@ -321,27 +322,35 @@ impl TensorImpl {
         self.payload.as_ref().and_then(|p| p.downcast_ref::<T>())
     }
 
-    /// The autograd metadata, if set.
-    pub fn autograd_meta(&self) -> Option<AnyArc> {
-        match self.autograd_meta.read() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+    // Note [Autograd metadata slot]
+    // Autograd reads a tensor's metadata several times per recorded operation (each input's
+    // gradient edge, the output's grad_fn), so the slot is write-once: a `OnceLock` read with
+    // one acquire load and handed out by reference, no lock and no reference-count traffic.
+    // The metadata itself is interior-mutable (autograd keeps a mutex inside), so a tensor
+    // never needs a second one; `detach` and friends make a new TensorImpl with an empty slot.
+
+    /// The autograd metadata, if set (see Note [Autograd metadata slot]).
+    #[inline]
+    pub fn autograd_meta(&self) -> Option<&AnyArc> {
+        self.autograd_meta.get()
     }
 
-    /// Sets (or clears) the autograd metadata.
-    pub fn set_autograd_meta(&self, meta: Option<AnyArc>) {
-        match self.autograd_meta.write() {
-            Ok(mut g) => *g = meta,
-            Err(poisoned) => *poisoned.into_inner() = meta,
-        }
+    /// Attaches autograd metadata; gives `meta` back if the slot was already set. The slot
+    /// belongs to the autograd layer (switchboard-autograd), which expects its own type there.
+    pub fn set_autograd_meta(&self, meta: AnyArc) -> std::result::Result<(), AnyArc> {
+        self.autograd_meta.set(meta)
+    }
+
+    /// The autograd metadata, attaching `init()` first if none is set. If two threads race
+    /// to attach, one value wins and both get it.
+    pub fn autograd_meta_or_init(&self, init: impl FnOnce() -> AnyArc) -> &AnyArc {
+        self.autograd_meta.get_or_init(init)
     }
 
     // Note [requires_grad hint]
     // Autograd kernels run on every call of a tensor with an Autograd key, which is almost
-    // every tensor; they must find out cheaply that nothing requires grad. Reading the
-    // autograd_meta slot takes its RwLock and clones an Arc, so autograd keeps this flag in
-    // step with the slot instead: true whenever the metadata it attached requires grad or has
+    // every tensor; they must find out cheaply that nothing requires grad. Asking the metadata
+    // means a downcast and a mutex, so autograd keeps this flag in step with it instead: true whenever the metadata it attached requires grad or has
     // a grad_fn. A plain relaxed load on the hot path. Only switchboard-autograd writes it.
 
     /// Whether autograd metadata that requires grad (or has a `grad_fn`) is attached (see
@@ -443,10 +452,13 @@ mod tests {
             .build()
             .unwrap();
         assert!(t.autograd_meta().is_none());
-        t.set_autograd_meta(Some(Arc::new(42u32)));
+        t.set_autograd_meta(Arc::new(42u32)).unwrap();
         let m = t.autograd_meta().unwrap();
         assert_eq!(m.downcast_ref::<u32>(), Some(&42));
-        t.set_autograd_meta(None);
-        assert!(t.autograd_meta().is_none());
+        // Write-once: a second value is handed back, the first stays.
+        let back = t.set_autograd_meta(Arc::new(7u32)).unwrap_err();
+        assert_eq!(back.downcast_ref::<u32>(), Some(&7));
+        let again = t.autograd_meta_or_init(|| Arc::new(9u32));
+        assert_eq!(again.downcast_ref::<u32>(), Some(&42));
     }
 }

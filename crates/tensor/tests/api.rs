@@ -152,7 +152,7 @@ fn scalars_and_items() {
 fn autograd_metadata_slot_is_per_tensor() {
     let t = Tensor::zeros(&[1], ScalarType::Float).unwrap();
     let v = t.view(&[1]).unwrap();
-    t.set_autograd_meta(Some(Arc::new("grad_fn")));
+    t.set_autograd_meta(Arc::new("grad_fn")).unwrap();
     assert!(v.autograd_meta().is_none());
     assert_eq!(
         t.autograd_meta().unwrap().downcast_ref::<&str>(),
