@@ -9,10 +9,13 @@ use switchboard_schema::FunctionSchema;
 
 use crate::call::OperatorHandle;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
+pub use crate::handle::RegistrationHandle;
+use crate::handle::Undo;
 use crate::kernel::{KernelFunction, KernelKind};
+use crate::op_map::OpMap;
 use crate::operator::{AliasAnalysisKind, AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::schema_check::check_schema;
-use crate::table::Globals;
+use crate::table::{BaseTable, Globals};
 use switchboard_schema::OperatorName;
 
 /// The keys whose backend fallback PyTorch's core makes a fallthrough.
@@ -30,9 +33,11 @@ pub const BUILTIN_FALLTHROUGH_KEYS: [DispatchKey; 10] = [
 ];
 
 pub(crate) struct Registry {
-    ops: HashMap<OperatorName, Arc<OperatorEntry>>,
+    ops: OpMap,
     /// Backend fallbacks by dispatch-table slot.
     fallbacks: Vec<Option<Arc<AnnotatedKernel>>>,
+    /// Derived from `fallbacks` (Note [Base dispatch table]).
+    base: BaseTable,
     /// Namespaces with a DEF library, and where it was created.
     pub(crate) def_libraries: HashMap<String, String>,
 }
@@ -78,79 +83,27 @@ fn marker(kind: KernelKind, debug: &str) -> Arc<AnnotatedKernel> {
     })
 }
 
-/// What a registration handle undoes when dropped.
-#[derive(Debug)]
-enum Undo {
-    Library(String),
-    Def(Weak<OperatorEntry>),
-    Impl {
-        op: Weak<OperatorEntry>,
-        key: DispatchKey,
-        id: u64,
-    },
-    Fallback {
-        slot: usize,
-        id: u64,
-    },
-}
-
-/// Undoes a registration when dropped (`c10::RegistrationHandleRAII`): the kernel, definition or
-/// fallback is removed and whatever it shadowed becomes active again. A handle that outlives its
-/// dispatcher does nothing when dropped.
-#[must_use = "dropping the handle undoes the registration at once"]
-#[derive(Debug, Default)]
-pub struct RegistrationHandle {
-    dispatcher: Weak<DispatcherInner>,
-    undo: Vec<Undo>,
-}
-
 impl std::fmt::Debug for DispatcherInner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Dispatcher")
     }
 }
 
-impl RegistrationHandle {
-    /// Merges another handle into this one: both registrations are undone together.
-    pub fn merge(&mut self, mut other: RegistrationHandle) {
-        if self.undo.is_empty() {
-            self.dispatcher = other.dispatcher.clone();
-        }
-        self.undo.append(&mut other.undo);
-    }
-
-    /// Keeps the registration for the life of the dispatcher.
-    pub fn leak(mut self) {
-        self.undo.clear();
-    }
-}
-
-impl Drop for RegistrationHandle {
-    fn drop(&mut self) {
-        if self.undo.is_empty() {
-            return;
-        }
-        if let Some(inner) = self.dispatcher.upgrade() {
-            let d = Dispatcher { inner };
-            for undo in self.undo.drain(..) {
-                d.undo(undo);
-            }
-        }
-    }
-}
-
 impl Dispatcher {
     /// A new, empty dispatcher: no operators, no backend fallbacks.
     pub fn new() -> Self {
+        let missing = marker(KernelKind::Missing, "missing");
+        let fallbacks = vec![None; NUM_RUNTIME_ENTRIES];
         Dispatcher {
             inner: Arc::new(DispatcherInner {
                 registry: Mutex::new(Registry {
-                    ops: HashMap::new(),
-                    fallbacks: vec![None; NUM_RUNTIME_ENTRIES],
+                    ops: OpMap::default(),
+                    base: BaseTable::compute(&fallbacks, &missing),
+                    fallbacks,
                     def_libraries: HashMap::new(),
                 }),
                 shared: Arc::new(SharedKernels {
-                    missing: marker(KernelKind::Missing, "missing"),
+                    missing,
                     ambiguous: marker(
                         KernelKind::AmbiguousAutogradOther,
                         "ambiguous_autogradother",
@@ -201,6 +154,7 @@ impl Dispatcher {
     fn globals<'a>(&'a self, reg: &'a Registry) -> Globals<'a> {
         Globals {
             fallbacks: &reg.fallbacks,
+            base: &reg.base,
             missing: &self.inner.shared.missing,
             ambiguous: &self.inner.shared.ambiguous,
         }
@@ -230,7 +184,7 @@ impl Dispatcher {
         let state = entry.state();
         entry.refresh(&state, &self.globals(reg));
         drop(state);
-        reg.ops.insert(name.clone(), entry.clone());
+        reg.ops.insert(entry.clone());
         entry
     }
 
@@ -265,7 +219,7 @@ impl Dispatcher {
             ))));
         }
         reg.def_libraries.insert(ns.to_owned(), debug.to_string());
-        Ok(self.handle(Undo::Library(ns.to_owned())))
+        Ok(self.handle(Undo::Library(ns.into())))
     }
 
     /// Defines an operator (`Dispatcher::registerDef`). `debug` says where (`registered at
@@ -410,6 +364,7 @@ impl Dispatcher {
             reg.fallbacks[slot] = Some(fallback);
             handle.undo.push(Undo::Fallback { slot, id });
         }
+        reg.base = BaseTable::compute(&reg.fallbacks, &self.inner.shared.missing);
         self.refresh_all(&reg);
         Ok(handle)
     }
@@ -422,11 +377,11 @@ impl Dispatcher {
         }
     }
 
-    fn undo(&self, undo: Undo) {
+    pub(crate) fn undo(&self, undo: Undo) {
         let mut reg = self.registry();
         match undo {
             Undo::Library(ns) => {
-                reg.def_libraries.remove(&ns);
+                reg.def_libraries.remove(&*ns);
             }
             Undo::Def(op) => {
                 let Some(entry) = Self::registered(&reg, &op) else {
@@ -451,7 +406,7 @@ impl Dispatcher {
                 if let Some(removed) = state.kernels.remove(key, id) {
                     state.def_and_impl_count -= 1;
                     entry.refresh(&state, &self.globals(&reg));
-                    entry.retire(removed);
+                    state.retired.push(removed);
                 }
                 drop(state);
                 self.cleanup(&mut reg, &op);
@@ -459,6 +414,7 @@ impl Dispatcher {
             Undo::Fallback { slot, id } => {
                 if reg.fallbacks[slot].as_ref().is_some_and(|f| f.id == id) {
                     reg.fallbacks[slot] = None;
+                    reg.base = BaseTable::compute(&reg.fallbacks, &self.inner.shared.missing);
                     self.refresh_all(&reg);
                 }
             }

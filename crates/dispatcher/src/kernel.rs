@@ -83,7 +83,9 @@ unsafe fn trampoline<K: Invoke>(
     ks: DispatchKeySet,
     args: <K::Args as ArgList>::Refs<'_>,
 ) -> Result<K::Ret> {
-    // SAFETY: guaranteed by the caller: `ctx` is `Arc::as_ptr` of the `Arc<K>` in `_owner`.
+    // SAFETY: guaranteed by the caller: `ctx` points to the live `K` that `_owner` keeps (or
+    // is a dangling, aligned pointer to a zero-sized `K`, see Note [Kernel objects without a
+    // heap cell]).
     let kernel = unsafe { &*(ctx as *const K) };
     kernel.invoke(ks, args)
 }
@@ -111,7 +113,9 @@ unsafe fn boxed_trampoline<K: Invoke>(
     ks: DispatchKeySet,
     stack: &mut Stack,
 ) -> Result<()> {
-    // SAFETY: guaranteed by the caller: `ctx` is `Arc::as_ptr` of the `Arc<K>` in `_owner`.
+    // SAFETY: guaranteed by the caller: `ctx` points to the live `K` that `_owner` keeps (or
+    // is a dangling, aligned pointer to a zero-sized `K`, see Note [Kernel objects without a
+    // heap cell]).
     let kernel = unsafe { &*(ctx as *const K) };
     let n = <K::Args as ArgList>::LEN;
     let Some(base) = stack.len().checked_sub(n) else {
@@ -150,7 +154,9 @@ unsafe fn boxed_closure<F>(
 where
     F: Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
 {
-    // SAFETY: guaranteed by the caller: `ctx` is `Arc::as_ptr` of the `Arc<F>` in `_owner`.
+    // SAFETY: guaranteed by the caller: `ctx` points to the live `F` that `_owner` keeps (or
+    // is a dangling, aligned pointer to a zero-sized `F`, see Note [Kernel objects without a
+    // heap cell]).
     let f = unsafe { &*(ctx as *const F) };
     f(op, ks, stack)
 }
@@ -235,17 +241,41 @@ impl fmt::Debug for KernelFunction {
     }
 }
 
+// Note [Kernel objects without a heap cell]
+// A kernel object (a function item, a closure, a `Plain` wrapper of one) is reached through
+// `ctx` and kept alive by `_owner`. Most kernels are plain functions or capture-free closures:
+// zero-sized types. For those no `Arc` is made (it would be a 16-byte allocation per
+// registration for nothing): `ctx` is a dangling but well-aligned, non-null pointer, which is
+// a valid place for a zero-sized value, and the value itself is forgotten (it has no drop glue,
+// checked below, so forgetting it changes nothing). Other kernels are moved into an `Arc`.
+
+/// The kernel object's pointer and its owner (see Note [Kernel objects without a heap cell]).
+fn kernel_object<K: Send + Sync + 'static>(
+    kernel: K,
+) -> (*const (), Option<Arc<dyn Any + Send + Sync>>) {
+    if size_of::<K>() == 0 && !std::mem::needs_drop::<K>() {
+        std::mem::forget(kernel);
+        (
+            std::ptr::NonNull::<K>::dangling().as_ptr() as *const (),
+            None,
+        )
+    } else {
+        let kernel = Arc::new(kernel);
+        (Arc::as_ptr(&kernel) as *const (), Some(kernel))
+    }
+}
+
 impl KernelFunction {
     /// A boxed kernel.
     pub fn from_boxed<F>(f: F) -> Self
     where
         F: Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
     {
-        let f = Arc::new(f);
+        let (ctx, owner) = kernel_object(f);
         KernelFunction {
             boxed_fn: Some(boxed_closure::<F>),
-            ctx: Arc::as_ptr(&f) as *const (),
-            _owner: Some(f),
+            ctx,
+            _owner: owner,
             ..Self::marker(KernelKind::Regular)
         }
     }
@@ -266,8 +296,7 @@ impl KernelFunction {
     }
 
     fn typed<K: Invoke>(kernel: K) -> Self {
-        let kernel = Arc::new(kernel);
-        let ctx = Arc::as_ptr(&kernel) as *const ();
+        let (ctx, owner) = kernel_object(kernel);
         let tramp: UnboxedFn<K::Args, K::Ret> = trampoline::<K>;
         KernelFunction {
             kind: KernelKind::Regular,
@@ -276,7 +305,7 @@ impl KernelFunction {
             unboxed_fn: tramp as *const (),
             ctx,
             inferred: Some(inferred_signature::<K::Args, K::Ret>),
-            _owner: Some(kernel),
+            _owner: owner,
         }
     }
 

@@ -223,9 +223,7 @@ impl Library {
                     format!("{lib_ns}::{}", schema.name()),
                     schema.overload_name(),
                 );
-                let (args, rets) = (schema.arguments().to_vec(), schema.returns().to_vec());
-                FunctionSchema::new(name, args, rets, schema.is_vararg(), schema.is_varret())
-                    .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))
+                Ok(schema.with_name(name))
             }
         }
     }

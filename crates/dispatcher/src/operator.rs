@@ -2,14 +2,14 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, NUM_RUNTIME_ENTRIES};
 use switchboard_schema::FunctionSchema;
 
 use crate::dispatcher::{DispatcherInner, SharedKernels};
 use crate::kernel::KernelFunction;
-use crate::table::{runtime_keys, Globals, Provenance, Resolver, SlotSet};
+use crate::table::{runtime_keys, Globals, Provenance, Resolver, SlotSet, RUNTIME_KEYS};
 use switchboard_schema::OperatorName;
 
 /// A registered kernel with what the dumps print about it.
@@ -142,6 +142,9 @@ pub(crate) struct EntryState {
     pub kernels: KernelStacks,
     pub def_count: usize,
     pub def_and_impl_count: usize,
+    /// Kernels deregistered from this operator, kept alive for calls that may still be running
+    /// them (see Note [Lock-free dispatch table]); under the entry's lock like the rest.
+    pub retired: Vec<Arc<AnnotatedKernel>>,
 }
 
 // Note [Lock-free dispatch table]
@@ -172,7 +175,9 @@ pub struct OperatorEntry {
     /// The dispatcher, for error messages that list the keys with kernels.
     pub(crate) dispatcher: Weak<DispatcherInner>,
     pub(crate) state: Mutex<EntryState>,
-    schema: RwLock<Option<Arc<SchemaRecord>>>,
+    /// A mutex rather than a lock for readers: it is read at registration and in errors only,
+    /// and is 8 bytes smaller.
+    schema: Mutex<Option<Arc<SchemaRecord>>>,
     table: [AtomicPtr<AnnotatedKernel>; NUM_RUNTIME_ENTRIES],
     /// The keys whose slot is not a fallthrough on every backend (see Note [Fallthrough mask]).
     non_fallthrough: AtomicU64,
@@ -180,8 +185,6 @@ pub struct OperatorEntry {
     /// arguments (then every argument is scanned).
     dispatch_args: AtomicU64,
     num_args: AtomicU64,
-    /// Kernels deregistered from this operator (see Note [Lock-free dispatch table]).
-    retired: Mutex<Vec<Arc<AnnotatedKernel>>>,
     /// Keeps the markers and fallbacks the table may point at alive.
     _shared: Arc<SharedKernels>,
 }
@@ -205,12 +208,11 @@ impl OperatorEntry {
             seq,
             dispatcher,
             state: Mutex::new(EntryState::default()),
-            schema: RwLock::new(None),
+            schema: Mutex::new(None),
             table: std::array::from_fn(|_| AtomicPtr::new(ptr)),
             non_fallthrough: AtomicU64::new(DispatchKeySet::FULL.raw()),
             dispatch_args: AtomicU64::new(0),
             num_args: AtomicU64::new(0),
-            retired: Mutex::new(Vec::new()),
             _shared: shared,
         }
     }
@@ -222,10 +224,7 @@ impl OperatorEntry {
 
     /// The defined schema, if any.
     pub fn schema(&self) -> Option<Arc<SchemaRecord>> {
-        self.schema
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.schema).clone()
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, EntryState> {
@@ -247,7 +246,7 @@ impl OperatorEntry {
         };
         self.dispatch_args.store(mask, Ordering::Relaxed);
         self.num_args.store(n, Ordering::Relaxed);
-        *self.schema.write().unwrap_or_else(|e| e.into_inner()) = record.map(Arc::new);
+        *lock(&self.schema) = record.map(Arc::new);
     }
 
     /// The kernel a call with the (already masked) key set `ks` runs.
@@ -297,39 +296,38 @@ impl OperatorEntry {
 
     /// Recomputes every slot and the fallthrough masks (see Note [Computing the dispatch
     /// table]). Called under the dispatcher's lock after any change that may affect this entry.
-    /// Keeps a deregistered kernel alive for calls that may still be running it.
-    pub(crate) fn retire(&self, kernel: Arc<AnnotatedKernel>) {
-        lock(&self.retired).push(kernel);
-    }
-
     pub(crate) fn refresh(&self, state: &EntryState, globals: &Globals<'_>) {
+        // Keys falling through on one backend, and functionality keys falling through on all.
         let mut per_backend = [DispatchKeySet::FULL; NUM_BACKENDS as usize];
+        let mut everywhere = DispatchKeySet::FULL;
         let resolver = Resolver::new(&state.kernels, globals);
-        // Only slots some registered kernel covers need the precedence rules.
+        // Only slots some registered kernel covers need the precedence rules; the others
+        // take the dispatcher's base table (Note [Base dispatch table]).
         let affected = SlotSet::affected_by_all(&state.kernels);
-        for (slot, k) in runtime_keys().enumerate() {
-            let (kernel, _) = if affected.contains(slot) {
-                resolver.resolve_slot(slot, k)
+        let base = globals.base;
+        for (slot, cell) in self.table.iter().enumerate() {
+            let (kernel, falls_through) = if affected.contains(slot) {
+                let (kernel, _) = resolver.resolve_slot(slot, RUNTIME_KEYS[slot]);
+                (kernel, kernel.kernel.is_fallthrough())
             } else {
-                resolver.fallback_or_missing(slot)
+                (&base.kernels[slot], base.fallthrough.contains(slot))
             };
-            if kernel.kernel.is_fallthrough() && k != DispatchKey::Undefined {
+            if falls_through && slot != 0 {
+                let k = RUNTIME_KEYS[slot];
                 if k.to_functionality_key().is_per_backend_functionality() {
                     let b = k.to_backend_component() as usize - 1;
                     per_backend[b] = per_backend[b].remove(k);
                 } else {
-                    for m in &mut per_backend {
-                        *m = m.remove(k);
-                    }
+                    everywhere = everywhere.remove(k);
                 }
             }
             let ptr = Arc::as_ptr(kernel) as *mut AnnotatedKernel;
-            if self.table[slot].load(Ordering::Relaxed) != ptr {
-                self.table[slot].store(ptr, Ordering::Release);
+            if cell.load(Ordering::Relaxed) != ptr {
+                cell.store(ptr, Ordering::Release);
             }
         }
         // A functionality leaves the mask only when it falls through on every backend.
-        let mask = per_backend.iter().fold(0, |m, ks| m | ks.raw());
+        let mask = per_backend.iter().fold(0, |m, ks| m | ks.raw()) & everywhere.raw();
         self.non_fallthrough.store(mask, Ordering::Relaxed);
     }
 

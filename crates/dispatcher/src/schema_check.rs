@@ -28,10 +28,15 @@ pub(crate) fn format_inferred(args: &[&str], rets: &[&str]) -> String {
     format!("({args}) -> {rets}")
 }
 
-/// A declared type as the check compares it: the schema's type without alias annotations, with
-/// `SymInt` read as `int` (Rust kernels take plain integers).
-fn declared_type(t: &switchboard_schema::Type) -> String {
-    t.to_string().replace("SymInt", "int")
+/// Writes a declared type into `buf` as the check compares it: the schema's type without alias
+/// annotations, with `SymInt` read as `int` (Rust kernels take plain integers). One buffer
+/// serves a whole check, so that registering a kernel does not allocate per argument.
+fn declared_type(buf: &mut String, t: &switchboard_schema::Type) {
+    buf.clear();
+    t.write_schema(buf);
+    if buf.contains("SymInt") {
+        *buf = buf.replace("SymInt", "int");
+    }
 }
 
 /// Why an inferred signature does not fit a schema (`findSchemaDifferences`), if it does not.
@@ -55,14 +60,15 @@ pub(crate) fn schema_difference(
             rets.len()
         ));
     }
-    for (i, (d, t)) in dargs.iter().zip(args).enumerate() {
-        let d = declared_type(d.ty());
+    let mut d = String::with_capacity(32);
+    for (i, (arg, t)) in dargs.iter().zip(args).enumerate() {
+        declared_type(&mut d, arg.ty());
         if d != *t {
             return Some(format!("Type mismatch in argument {}: {d} vs {t}.", i + 1));
         }
     }
-    for (i, (d, t)) in drets.iter().zip(rets).enumerate() {
-        let d = declared_type(d.ty());
+    for (i, (ret, t)) in drets.iter().zip(rets).enumerate() {
+        declared_type(&mut d, ret.ty());
         if d != *t {
             return Some(format!("Type mismatch in return {}: {d} vs {t}.", i + 1));
         }

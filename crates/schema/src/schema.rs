@@ -11,8 +11,10 @@ use crate::error::SchemaParseError;
 /// `Display` prints `ns::name.overload` (`ns::name` without overload).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct OperatorName {
-    name: String,
-    overload_name: String,
+    // Boxed strs (16 bytes each, not 24): every registered operator holds its name twice
+    // (entry and schema).
+    name: Box<str>,
+    overload_name: Box<str>,
 }
 
 impl OperatorName {
@@ -20,8 +22,8 @@ impl OperatorName {
     /// overload name (`""` for none).
     pub fn new(name: impl Into<String>, overload_name: impl Into<String>) -> Self {
         OperatorName {
-            name: name.into(),
-            overload_name: overload_name.into(),
+            name: name.into().into_boxed_str(),
+            overload_name: overload_name.into().into_boxed_str(),
         }
     }
 
@@ -112,6 +114,11 @@ impl FunctionSchema {
         is_vararg: bool,
         is_varret: bool,
     ) -> Result<Self, SchemaParseError> {
+        // A registered operator keeps its schema for the life of the program: no spare
+        // capacity (a parser's vector has room for 4 arguments, 320 bytes).
+        let (mut arguments, mut returns) = (arguments, returns);
+        arguments.shrink_to_fit();
+        returns.shrink_to_fit();
         let schema = FunctionSchema {
             name,
             arguments,
@@ -168,6 +175,20 @@ impl FunctionSchema {
     /// The operator name (name and overload).
     pub fn operator_name(&self) -> &OperatorName {
         &self.name
+    }
+
+    /// The same schema under another name (e.g. qualified with a namespace); the arguments
+    /// are moved, not copied.
+    ///
+    /// ```
+    /// use switchboard_schema::{FunctionSchema, OperatorName};
+    /// let s = FunctionSchema::parse("op(Tensor a) -> Tensor").unwrap();
+    /// let s = s.with_name(OperatorName::new("ns::op", ""));
+    /// assert_eq!(s.to_string(), "ns::op(Tensor a) -> Tensor");
+    /// ```
+    pub fn with_name(mut self, name: OperatorName) -> FunctionSchema {
+        self.name = name;
+        self
     }
 
     /// The full name, `"ns::op"` or `"op"`.

@@ -249,8 +249,16 @@ impl Type {
         }
     }
 
-    /// Writes the schema spelling (PyTorch's `Type::str()`).
-    pub(crate) fn write_schema(&self, out: &mut String) {
+    /// Appends the schema spelling (PyTorch's `Type::str()`, what `Display` prints) to `out`,
+    /// without allocating a string of its own.
+    ///
+    /// ```
+    /// use switchboard_schema::Type;
+    /// let mut s = String::new();
+    /// Type::Optional(Box::new(Type::Int)).write_schema(&mut s);
+    /// assert_eq!(s, "int?");
+    /// ```
+    pub fn write_schema(&self, out: &mut String) {
         let simple = match self {
             Type::Tensor => "Tensor",
             Type::Int => "int",
