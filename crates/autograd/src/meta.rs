@@ -57,7 +57,8 @@ pub(crate) fn get(t: &TensorImpl) -> Option<&AutogradMeta> {
         .and_then(|a| a.downcast_ref::<AutogradMeta>())
 }
 
-/// The tensor's metadata, created if missing.
+/// The tensor's metadata, created if missing. The slot is reserved for this crate (see
+/// `TensorImpl::set_autograd_meta`); finding another crate's value there is a broken contract.
 pub(crate) fn get_or_create(t: &TensorImpl) -> &AutogradMeta {
     t.autograd_meta_or_init(|| Arc::new(AutogradMeta::default()))
         .downcast_ref::<AutogradMeta>()
@@ -100,8 +101,8 @@ pub(crate) fn grad_fn_of(t: &Tensor) -> Option<(Arc<dyn Node>, u32)> {
 pub(crate) fn set_grad_fn(t: &Tensor, node: Arc<dyn Node>, nr: u32) {
     // A fresh kernel output has no metadata yet: make it with the grad_fn in place, without
     // locking its mutex (nothing else can see it before it is in the slot).
-    let m = match get(t) {
-        Some(m) => m,
+    let (m, node) = match get(t) {
+        Some(m) => (m, node),
         None => {
             let m = AutogradMeta {
                 inner: Mutex::new(MetaInner {
@@ -115,14 +116,17 @@ pub(crate) fn set_grad_fn(t: &Tensor, node: Arc<dyn Node>, nr: u32) {
                     t.set_requires_grad_hint(true);
                     return;
                 }
-                // Another thread attached metadata first: it is there now.
+                // Another thread attached metadata first: take the node back and set it in
+                // that metadata, under its lock, below.
                 Err(ours) => {
                     let node = ours
                         .downcast::<AutogradMeta>()
                         .ok()
-                        .and_then(|m| lock(&m.inner).grad_fn.take())
-                        .expect("built above with a grad_fn");
-                    return set_grad_fn(t, node, nr);
+                        .and_then(|m| lock(&m.inner).grad_fn.take());
+                    let Some(node) = node else {
+                        return; // unreachable: built above with a grad_fn
+                    };
+                    (get_or_create(t), node)
                 }
             }
         }
