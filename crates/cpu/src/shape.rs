@@ -5,23 +5,8 @@ use switchboard_tensor::{wrap_dim, DimVec, MemoryFormat, RawOps, Tensor};
 
 use crate::copy::copy_into;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::iter::check_internal_overlap;
+use crate::iter::{byte_range, check_internal_overlap};
 use crate::promote::{can_cast, result_type_of};
-
-/// The first and one-past-last byte a tensor with data addresses (empty for no elements).
-fn byte_range(t: &Tensor) -> (usize, usize) {
-    if t.numel() == 0 || !t.has_data() {
-        return (0, 0);
-    }
-    let start = t.data_ptr() as usize;
-    let span: i64 = t
-        .sizes()
-        .iter()
-        .zip(t.strides())
-        .map(|(&s, &st)| (s - 1) * st)
-        .sum();
-    (start, start + (span as usize + 1) * t.element_size())
-}
 
 /// PyTorch's `assert_no_overlap(out, input)`: an input may not share any memory with the
 /// written tensor (not even all of it). Like PyTorch, only dense tensors are compared.

@@ -24,6 +24,7 @@ mod tests;
 
 pub use config::IterConfig;
 pub use dims::{broadcast_strides, coalesce, reorder_dims, strides_for_perm};
+pub(crate) use overlap::byte_range;
 pub use overlap::{check_internal_overlap, check_no_partial_overlap, result_device};
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,7 +6,7 @@ use switchboard_tensor::{Device, Tensor, TensorError};
 use crate::error::{common_device, Result};
 
 /// The first and one-past-last byte a tensor addresses (empty for no elements).
-fn byte_range(t: &Tensor) -> (usize, usize) {
+pub(crate) fn byte_range(t: &Tensor) -> (usize, usize) {
     if t.numel() == 0 || !t.has_data() {
         return (0, 0);
     }
