@@ -9,7 +9,7 @@ use crate::arg::KernelReturn;
 use crate::dispatcher::Dispatcher;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::Stack;
-use crate::kernel::{ArgList, KernelKind};
+use crate::kernel::{signature_id, ArgList, KernelKind};
 use crate::observe;
 use crate::operator::{AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::schema_check::{format_inferred, schema_difference};
@@ -69,6 +69,7 @@ impl OperatorHandle {
         }
         Ok(TypedOperatorHandle {
             op: self.clone(),
+            sig: signature_id::<A, R>(),
             _sig: PhantomData,
         })
     }
@@ -82,7 +83,7 @@ impl OperatorHandle {
     /// Calls the kernel of `ks` (already masked: a kernel passes `ks & full_after(its key)`).
     pub fn redispatch_boxed(&self, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
         let kernel = self.0.lookup(ks);
-        if observe::active() {
+        if self.0.observed() && observe::active() {
             let _scope = observe::Scope::enter(self, ks, kernel, Some(stack));
             return self.run_boxed(kernel, ks, stack);
         }
@@ -211,6 +212,9 @@ fn no_kernel_hint(key: DispatchKey) -> String {
 /// ```
 pub struct TypedOperatorHandle<A: ArgList, R: KernelReturn> {
     op: OperatorHandle,
+    /// `signature_id::<A, R>()`, computed once (Note [Signature ids]); set only by
+    /// `OperatorHandle::typed`, which the unboxed calls' safety relies on.
+    sig: u64,
     _sig: PhantomData<fn(A) -> R>,
 }
 
@@ -224,6 +228,7 @@ impl<A: ArgList, R: KernelReturn> Clone for TypedOperatorHandle<A, R> {
     fn clone(&self) -> Self {
         TypedOperatorHandle {
             op: self.op.clone(),
+            sig: self.sig,
             _sig: PhantomData,
         }
     }
@@ -247,36 +252,58 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
     #[inline]
     pub fn redispatch(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
         let kernel = self.op.0.lookup(ks);
-        if observe::maybe_active() {
-            return self.redispatch_observed(kernel, ks, args);
+        // Note [Observed calls miss the typed fast path]
+        // Whether calls are observed and whether the kernel's typed form matches are one test:
+        // the id compared with the kernel's signature has its top bit flipped while the entry
+        // is observed, and no signature id has that bit (Note [Signature ids]), so an observed
+        // call always takes the slow path, which checks for observers first. The hot path pays
+        // one load and one xor for observation instead of a separate load, test and branch.
+        let sig = self.sig ^ self.op.0.observed_bit();
+        // SAFETY: `sig` is `signature_id::<A, R>()` (only `OperatorHandle::typed` sets
+        // `self.sig`), or that with its top bit flipped, which matches no kernel.
+        match unsafe { kernel.kernel.call_unboxed::<A, R>(sig, ks, args) } {
+            Ok(result) => result,
+            Err(args) => self.slow_path(kernel, ks, args),
         }
-        match kernel.kernel.call_unboxed::<A, R>(ks, args) {
+    }
+
+    /// Runs `kernel`: its typed form when it has one for `(A, R)`, its boxed form otherwise.
+    #[inline(always)]
+    fn run(&self, kernel: &AnnotatedKernel, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        // SAFETY: `self.sig` is `signature_id::<A, R>()`: only `OperatorHandle::typed` sets it.
+        match unsafe { kernel.kernel.call_unboxed::<A, R>(self.sig, ks, args) } {
             Ok(result) => result,
             Err(args) => self.call_boxed_kernel(kernel, ks, args),
         }
     }
 
-    #[cold]
+    /// A call the typed fast path did not take: observed, or the kernel has no typed form for
+    /// `(A, R)` (see Note [Observed calls miss the typed fast path]).
     #[inline(never)]
-    fn redispatch_observed(
+    fn slow_path(
         &self,
         kernel: &AnnotatedKernel,
         ks: DispatchKeySet,
         args: A::Refs<'_>,
     ) -> Result<R> {
-        if !observe::active() {
-            return match kernel.kernel.call_unboxed::<A, R>(ks, args) {
-                Ok(result) => result,
-                Err(args) => self.call_boxed_kernel(kernel, ks, args),
-            };
+        if self.op.0.observed() && observe::active() {
+            return self.run_observed(kernel, ks, args);
         }
+        self.run(kernel, ks, args)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn run_observed(
+        &self,
+        kernel: &AnnotatedKernel,
+        ks: DispatchKeySet,
+        args: A::Refs<'_>,
+    ) -> Result<R> {
         let mut boxed = Stack::new();
         A::push_to_stack(args, &mut boxed);
         let _scope = observe::Scope::enter(&self.op, ks, kernel, Some(&boxed));
-        match kernel.kernel.call_unboxed::<A, R>(ks, args) {
-            Ok(result) => result,
-            Err(args) => self.call_boxed_kernel(kernel, ks, args),
-        }
+        self.run(kernel, ks, args)
     }
 
     /// The slow path: the kernel has no typed form for this convention (a boxed fallback, a

@@ -83,6 +83,16 @@ fn marker(kind: KernelKind, debug: &str) -> Arc<AnnotatedKernel> {
     })
 }
 
+impl DispatcherInner {
+    /// Sets every entry's copy of the observing state (Note [Observing calls for free]).
+    pub(crate) fn set_observed(&self, on: bool) {
+        let reg = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        for entry in reg.ops.values() {
+            entry.set_observed(on);
+        }
+    }
+}
+
 impl std::fmt::Debug for DispatcherInner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Dispatcher")
@@ -94,7 +104,7 @@ impl Dispatcher {
     pub fn new() -> Self {
         let missing = marker(KernelKind::Missing, "missing");
         let fallbacks = vec![None; NUM_RUNTIME_ENTRIES];
-        Dispatcher {
+        let d = Dispatcher {
             inner: Arc::new(DispatcherInner {
                 registry: Mutex::new(Registry {
                     ops: OpMap::default(),
@@ -112,7 +122,9 @@ impl Dispatcher {
                 }),
                 next_id: AtomicU64::new(1),
             }),
-        }
+        };
+        crate::observe::register_dispatcher(&d.inner);
+        d
     }
 
     /// A dispatcher with the fallthrough fallbacks PyTorch's core installs: BackendSelect,

@@ -53,9 +53,10 @@ pub trait ArgList: 'static {
 // A typed kernel is stored type-erased as two raw pointers: `unboxed_fn`, a monomorphised
 // trampoline `unsafe fn(ctx, ks, args) -> Result<R>` for the kernel's calling convention (A, R),
 // and `ctx`, the kernel object (closure or fn item) the trampoline calls, kept alive by
-// `_owner`. Next to them sits `signature`, the `TypeId` of (A, R). A typed call compares its own
-// (A, R) with `signature` (two integer compares) and, when they match, transmutes `unboxed_fn`
-// back to its real type and calls it: one indirect call into code where the kernel is inlined.
+// `_owner`. Next to them sits `signature`, the interned id of (A, R) (Note [Signature ids]). A
+// typed call compares the id its handle computed once with `signature` (one integer compare)
+// and, when they match, transmutes `unboxed_fn` back to its real type and calls it: one indirect
+// call into code where the kernel is inlined.
 // No vtable lookup, no downcast, no reference counting on the hot path. When they do not match
 // (a kernel registered with other Rust types, or a boxed-only kernel) the call takes the boxed
 // path instead.
@@ -71,8 +72,32 @@ fn inferred_signature<A: ArgList, R: KernelReturn>() -> InferredSignature {
     (A::schema_types(), R::schema_types())
 }
 
+// Note [Signature ids]
+// A calling convention (A, R) is identified by its `TypeId`, 16 bytes whose comparison costs
+// five instructions on every typed call. Instead, the first time a convention is seen (at kernel
+// creation or when a typed handle is made, never during a call) its `TypeId` is interned into a
+// process-wide map that hands out consecutive integers: equal ids mean equal `TypeId`s, so an id
+// is as good a proof of the kernel's real type as the `TypeId` itself, and comparing it costs
+// one load and one compare. Id 0 is never handed out: it marks kernels without an unboxed form.
+
+/// The interned id of calling convention `(A, R)` (see Note [Signature ids]); never 0, and
+/// below `1 << 63` (Note [Observed calls miss the typed fast path]).
+pub(crate) fn signature_id<A: 'static, R: 'static>() -> u64 {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static IDS: OnceLock<Mutex<HashMap<TypeId, u64>>> = OnceLock::new();
+    let mut ids = IDS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // A process cannot create 2^63 conventions (each is a distinct Rust type), so the top bit
+    // stays clear.
+    let next = ids.len() as u64 + 1;
+    *ids.entry(TypeId::of::<(A, R)>()).or_insert(next)
+}
+
 /// The `signature` of kernels without an unboxed form.
-enum NoUnboxed {}
+const NO_UNBOXED: u64 = 0;
 
 /// Calls the kernel object behind `ctx`.
 ///
@@ -212,8 +237,8 @@ pub struct KernelFunction {
     kind: KernelKind,
     /// The boxed form (see Note [Boxed kernel calls]); `None` for markers.
     boxed_fn: Option<BoxedTrampoline>,
-    /// `TypeId` of the unboxed form's (A, R), or of `NoUnboxed`.
-    signature: TypeId,
+    /// Interned id of the unboxed form's (A, R), or `NO_UNBOXED` (Note [Signature ids]).
+    signature: u64,
     unboxed_fn: *const (),
     /// The kernel object both trampolines read (null for markers).
     ctx: *const (),
@@ -301,7 +326,7 @@ impl KernelFunction {
         KernelFunction {
             kind: KernelKind::Regular,
             boxed_fn: Some(boxed_trampoline::<K>),
-            signature: TypeId::of::<(K::Args, K::Ret)>(),
+            signature: signature_id::<K::Args, K::Ret>(),
             unboxed_fn: tramp as *const (),
             ctx,
             inferred: Some(inferred_signature::<K::Args, K::Ret>),
@@ -318,7 +343,7 @@ impl KernelFunction {
         KernelFunction {
             kind,
             boxed_fn: None,
-            signature: TypeId::of::<NoUnboxed>(),
+            signature: NO_UNBOXED,
             unboxed_fn: std::ptr::null(),
             ctx: std::ptr::null(),
             _owner: None,
@@ -363,19 +388,27 @@ impl KernelFunction {
     }
 
     /// Calls the unboxed form if the kernel has one with exactly the calling convention
-    /// `(A, R)`; gives the arguments back otherwise (see Note [Unboxed kernel calls]).
+    /// `(A, R)`, whose id is `sig`; gives the arguments back otherwise (see Note [Unboxed kernel
+    /// calls]).
+    ///
+    /// # Safety
+    /// `sig` must be `signature_id::<A, R>()` or a value no signature id has (one with the top
+    /// bit set).
     #[inline(always)]
-    pub(crate) fn call_unboxed<'a, A: ArgList, R: KernelReturn>(
+    pub(crate) unsafe fn call_unboxed<'a, A: ArgList, R: KernelReturn>(
         &self,
+        sig: u64,
         ks: DispatchKeySet,
         args: A::Refs<'a>,
     ) -> std::result::Result<Result<R>, A::Refs<'a>> {
-        if self.signature != TypeId::of::<(A, R)>() {
+        if self.signature != sig {
             return Err(args);
         }
-        // SAFETY: `signature` is the `TypeId` of `(A, R)` only when `unboxed_fn` was made from
-        // an `UnboxedFn<A, R>` (in `typed`), so the transmute restores its real type; its
-        // `ctx` points into `_owner`, which lives as long as `self`.
+        // SAFETY: `sig` is the id of `(A, R)` or matches no id (guaranteed by the caller), and
+        // ids are unique per `TypeId` and never 0 (Note [Signature ids]), so `signature == sig`
+        // only when
+        // `unboxed_fn` was made from an `UnboxedFn<A, R>` (in `typed`): the transmute restores
+        // its real type. Its `ctx` points into `_owner`, which lives as long as `self`.
         unsafe {
             let f = std::mem::transmute::<*const (), UnboxedFn<A, R>>(self.unboxed_fn);
             Ok(f(self.ctx, ks, args))

@@ -3,19 +3,27 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use switchboard_keys::DispatchKeySet;
 
 use crate::call::OperatorHandle;
+use crate::dispatcher::DispatcherInner;
 use crate::ivalue::IValue;
 use crate::operator::AnnotatedKernel;
 
 // Note [Observing calls for free]
 // One global byte says whether anything observes calls: 0 = not decided yet, 1 = nothing,
-// 2 = the trace or an observer is on. The hot path loads it and branches once; everything else
-// (reading the environment variable, boxing arguments for printing, calling observers) happens
-// on the cold path. The environment variable is read on the first call.
+// 2 = the trace or an observer is on. The environment variable is read when the first
+// dispatcher is made. The hot path does not read the global byte (a static of this crate is
+// reached through the GOT from other crates: two loads); it reads a copy of it in the operator
+// entry it has already loaded: `OperatorEntry::observed`, one load and one branch. Every
+// change of the global byte is written to every entry of every live dispatcher, under the
+// observer list's write lock (which orders the changes) and each dispatcher's registry lock
+// (which orders them with entry creation: a new entry copies the global byte under that lock).
+// Everything else (boxing arguments for printing, calling observers) happens on the cold path,
+// which checks the global byte again. Entries of a dropped dispatcher are not updated: they have
+// no kernels left to observe.
 
 const UNKNOWN: u8 = 0;
 const OFF: u8 = 1;
@@ -24,6 +32,8 @@ const ON: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 static OBSERVERS: RwLock<Vec<(u64, Arc<Observer>)>> = RwLock::new(Vec::new());
 static TRACE_FORCED: AtomicU8 = AtomicU8::new(UNKNOWN);
+/// The live dispatchers, whose entries' `observed` flags follow `STATE`.
+static DISPATCHERS: Mutex<Vec<Weak<DispatcherInner>>> = Mutex::new(Vec::new());
 
 thread_local! {
     static DEPTH: Cell<usize> = const { Cell::new(0) };
@@ -73,8 +83,9 @@ pub fn add_observer(f: impl Fn(&CallEvent<'_>) + Send + Sync + 'static) -> Obser
 
 /// Turns the dispatch trace on or off, overriding `SWITCHBOARD_SHOW_DISPATCH_TRACE`.
 pub fn set_dispatch_trace(on: bool) {
+    let obs = OBSERVERS.write().unwrap_or_else(|e| e.into_inner());
     TRACE_FORCED.store(if on { ON } else { OFF }, Ordering::Relaxed);
-    recompute(&OBSERVERS.read().unwrap_or_else(|e| e.into_inner()));
+    recompute(&obs);
 }
 
 fn trace_enabled() -> bool {
@@ -85,29 +96,46 @@ fn trace_enabled() -> bool {
     }
 }
 
+/// Sets the global state and every live entry's copy of it (Note [Observing calls for free]).
+/// The caller holds `OBSERVERS` for writing, so that changes apply in order.
 fn recompute(obs: &[(u64, Arc<Observer>)]) {
     let on = trace_enabled() || !obs.is_empty();
     STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
+    let live: Vec<Arc<DispatcherInner>> = DISPATCHERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    for d in &live {
+        d.set_observed(on);
+    }
 }
 
-/// True when calls must be observed. One load and one branch once decided.
-#[inline(always)]
-pub(crate) fn active() -> bool {
-    maybe_active() && decide(STATE.load(Ordering::Relaxed))
+/// Lists a new dispatcher so that its entries follow the global state, deciding that state
+/// first if nothing has (Note [Observing calls for free]). Called before the dispatcher has
+/// entries, with no lock held.
+pub(crate) fn register_dispatcher(inner: &Arc<DispatcherInner>) {
+    if STATE.load(Ordering::Relaxed) == UNKNOWN {
+        let obs = OBSERVERS.write().unwrap_or_else(|e| e.into_inner());
+        if STATE.load(Ordering::Relaxed) == UNKNOWN {
+            recompute(&obs);
+        }
+    }
+    let mut list = DISPATCHERS.lock().unwrap_or_else(|e| e.into_inner());
+    list.retain(|d| d.strong_count() > 0);
+    list.push(Arc::downgrade(inner));
 }
 
-/// False when calls are certainly not observed: one load, no call, so the hot path can test it
-/// without keeping its registers alive across a function call.
-#[inline(always)]
-pub(crate) fn maybe_active() -> bool {
+/// The value a new entry's `observed` flag starts with; read under its dispatcher's lock.
+pub(crate) fn observing() -> bool {
     STATE.load(Ordering::Relaxed) != OFF
 }
 
-#[cold]
-fn decide(s: u8) -> bool {
-    if s == UNKNOWN {
-        recompute(&OBSERVERS.read().unwrap_or_else(|e| e.into_inner()));
-    }
+/// True when calls must be observed; the cold path's check (the hot path reads the entry's
+/// copy, see Note [Observing calls for free]).
+#[inline]
+pub(crate) fn active() -> bool {
     STATE.load(Ordering::Relaxed) == ON
 }
 

@@ -181,6 +181,10 @@ pub struct OperatorEntry {
     table: [AtomicPtr<AnnotatedKernel>; NUM_RUNTIME_ENTRIES],
     /// The keys whose slot is not a fallthrough on every backend (see Note [Fallthrough mask]).
     non_fallthrough: AtomicU64,
+    /// True while calls are observed (Note [Observing calls for free]).
+    /// `OBSERVED_BIT` while observed, else 0: the hot path xors it into the signature id it
+    /// compares (Note [Observed calls miss the typed fast path]).
+    observed: AtomicU64,
     /// Bit i set: argument i is tensor-like (a dispatch argument). Bit 63: more than 63
     /// arguments (then every argument is scanned).
     dispatch_args: AtomicU64,
@@ -188,6 +192,9 @@ pub struct OperatorEntry {
     /// Keeps the markers and fallbacks the table may point at alive.
     _shared: Arc<SharedKernels>,
 }
+
+/// The top bit: no signature id has it (Note [Signature ids]).
+const OBSERVED_BIT: u64 = 1 << 63;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding an entry's lock cannot leave it half-updated in a way later calls
@@ -211,6 +218,11 @@ impl OperatorEntry {
             schema: Mutex::new(None),
             table: std::array::from_fn(|_| AtomicPtr::new(ptr)),
             non_fallthrough: AtomicU64::new(DispatchKeySet::FULL.raw()),
+            observed: AtomicU64::new(if crate::observe::observing() {
+                OBSERVED_BIT
+            } else {
+                0
+            }),
             dispatch_args: AtomicU64::new(0),
             num_args: AtomicU64::new(0),
             _shared: shared,
@@ -260,6 +272,24 @@ impl OperatorEntry {
         // Note [Lock-free dispatch table]); the returned reference borrows `self`, so the pointee
         // outlives it. `AnnotatedKernel` is immutable after construction.
         unsafe { &*slot.load(Ordering::Acquire) }
+    }
+
+    /// True when calls may be observed: the cold path then checks (Note [Observing calls for
+    /// free]).
+    #[inline(always)]
+    pub(crate) fn observed(&self) -> bool {
+        self.observed.load(Ordering::Relaxed) != 0
+    }
+
+    /// `OBSERVED_BIT` while observed, else 0.
+    #[inline(always)]
+    pub(crate) fn observed_bit(&self) -> u64 {
+        self.observed.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_observed(&self, on: bool) {
+        self.observed
+            .store(if on { OBSERVED_BIT } else { 0 }, Ordering::Relaxed);
     }
 
     /// Removes the keys whose kernel is a fallthrough (the call's key set is then dispatched

@@ -138,14 +138,21 @@ impl ExcludeDispatchKeyGuard {
     /// Excludes `keys` for the guard's lifetime.
     #[inline]
     pub fn new(keys: impl Into<DispatchKeySet>) -> Self {
-        let keys = keys.into();
-        let mut added = DispatchKeySet::EMPTY;
-        update(|s| {
-            added = DispatchKeySet::from_raw(keys.raw() & !s.excluded.raw());
-            s.excluded = s.excluded | keys;
+        let keys = keys.into().raw();
+        // Updates `excluded` and `keep` in place rather than recomputing `keep`: a guard is
+        // entered and left on every autograd hop. With `keep == !excluded | backends`, adding
+        // keys to `excluded` clears their functionality bits from `keep`, and removing them
+        // (in `drop`) sets them again.
+        let added = LOCAL.with(|c| {
+            let mut s = c.get();
+            let added = keys & !s.sets.excluded.raw();
+            s.sets.excluded = DispatchKeySet::from_raw(s.sets.excluded.raw() | keys);
+            s.keep &= !keys | FULL_BACKEND_MASK;
+            c.set(s);
+            added
         });
         ExcludeDispatchKeyGuard {
-            added,
+            added: DispatchKeySet::from_raw(added),
             _not_send: PhantomData,
         }
     }
@@ -154,8 +161,14 @@ impl ExcludeDispatchKeyGuard {
 impl Drop for ExcludeDispatchKeyGuard {
     #[inline]
     fn drop(&mut self) {
-        let added = self.added;
-        update(|s| s.excluded = DispatchKeySet::from_raw(s.excluded.raw() & !added.raw()));
+        let added = self.added.raw();
+        LOCAL.with(|c| {
+            let mut s = c.get();
+            s.sets.excluded = DispatchKeySet::from_raw(s.sets.excluded.raw() & !added);
+            // Backend bits of `keep` are always set, so or-ing them in changes nothing.
+            s.keep |= added;
+            c.set(s);
+        });
     }
 }
 

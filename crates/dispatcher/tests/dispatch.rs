@@ -299,6 +299,39 @@ fn observers_see_nested_calls() {
     assert_eq!(seen.iter().filter(|(k, _)| *k == K::AutogradCPU).count(), 1);
 }
 
+/// Operators registered after an observer, in a dispatcher made after it, are observed too
+/// (each entry keeps a copy of the observing state, Note [Observing calls for free]), through
+/// typed and boxed calls; after the observer goes, its calls still run.
+#[test]
+fn observers_see_operators_made_after_them() {
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let e = events.clone();
+    let guard = add_observer(move |ev| {
+        if ev.before && ev.op.name().name() == "observed_late::late_op" {
+            e.lock().unwrap().push(ev.key);
+        }
+    });
+    let d = dispatcher();
+    let mut lib = Library::new(&d, LibraryKind::Def, "observed_late", None).unwrap();
+    lib.def("late_op(Tensor a) -> int").unwrap();
+    lib.impl_(
+        "late_op",
+        Some(K::CPU),
+        KernelFunction::from_fn(|_a: &Tensor| Ok(7i64)),
+    )
+    .unwrap();
+    let handle = d.find_schema_or_throw("observed_late::late_op").unwrap();
+    let typed: TypedOperatorHandle<(Tensor,), i64> = handle.typed().unwrap();
+    let x = with_keys(&[K::CPU]);
+    assert_eq!(typed.call((&x,)).unwrap(), 7);
+    let mut stack = vec![IValue::Tensor(x.clone())];
+    handle.call_boxed(&mut stack).unwrap();
+    assert_eq!(events.lock().unwrap().as_slice(), &[K::CPU, K::CPU]);
+    drop(guard);
+    assert_eq!(typed.call((&x,)).unwrap(), 7);
+    assert_eq!(events.lock().unwrap().len(), 2);
+}
+
 /// A fallthrough on one backend's Autograd key only (AutogradCPU) skips that key for CPU
 /// tensors, while tensors of another backend still reach the Autograd kernel (see
 /// Note [Fallthrough mask]): typed and boxed calls agree.

@@ -83,6 +83,44 @@ pub const OFFSETS_AND_MASKS: [FunctionalityOffsetAndMask; OFFSET_TABLE_LEN] = {
     table
 };
 
+// Note [Dispatch table index in eight instructions]
+// `dispatch_table_index` needs the position of the highest functionality bit and then of the
+// highest selected backend bit, each 0 when there is none. A bit scan of zero is undefined, so
+// each scan would need a guard bit or-ed in first. One guard serves both: `t = raw | 1`.
+// - The highest bit of `t` is a functionality bit's position (16..63), or a backend position
+//   (0..15) when there is none; `OFFSETS_AND_MASKS_BY_BIT` is indexed by that position directly
+//   (no shift): entry `15 + f` is functionality `f`'s, entries 0..15 are `Undefined`'s.
+// - Its masks carry bit 0 in addition: `t & (mask | 1)` is `(raw & mask) | 1`, never zero, whose
+//   highest bit is the highest selected backend, or 0 when none is selected (a backend-less
+//   functionality selects nothing and lands on its single slot).
+// The sum `offset + backend` is the one the per-functionality table gives.
+
+/// `OFFSETS_AND_MASKS` indexed by bit position, masks with bit 0 set (Note [Dispatch table index
+/// in eight instructions]).
+const OFFSETS_AND_MASKS_BY_BIT: [FunctionalityOffsetAndMask; 64] = {
+    let undefined = OFFSETS_AND_MASKS[0];
+    let mut table = [FunctionalityOffsetAndMask {
+        offset: undefined.offset,
+        mask: undefined.mask | 1,
+    }; 64];
+    let mut bit = NUM_BACKENDS as usize;
+    while bit < 64 {
+        let om = OFFSETS_AND_MASKS[bit + 1 - NUM_BACKENDS as usize];
+        table[bit] = FunctionalityOffsetAndMask {
+            offset: om.offset,
+            mask: om.mask | 1,
+        };
+        bit += 1;
+    }
+    // The invariant `dispatch_table_index`'s unchecked non-zero value relies on.
+    let mut i = 0;
+    while i < 64 {
+        assert!(table[i].mask & 1 == 1);
+        i += 1;
+    }
+    table
+};
+
 // Note [Dispatch table index in range]
 // `dispatch_table_index` is `offset[f] + b` where `f` is the highest functionality bit's index
 // (0..=48, the table above has an entry for each) and `b` the highest backend bit under that
@@ -270,12 +308,14 @@ impl DispatchKeySet {
     /// range]).
     #[inline]
     pub const fn dispatch_table_index(self) -> usize {
-        // The functionality index is the highest bit of `raw >> 16`, plus one, or 0 when there is
-        // none: the bit scan of `(raw >> 15) | 1` computes exactly that without a zero check.
-        let f = 63 - ((self.0 >> (NUM_BACKENDS - 1)) | 1).leading_zeros();
-        let om = OFFSETS_AND_MASKS[f as usize];
+        // See Note [Dispatch table index in eight instructions].
+        let t = self.0 | 1;
+        let om = OFFSETS_AND_MASKS_BY_BIT[(63 - t.leading_zeros()) as usize];
         // Position of the highest selected backend bit, 0 when none is selected.
-        let backend = 63 - ((self.0 & om.mask as u64) | 1).leading_zeros();
+        // SAFETY: bit 0 is set in `t` and in every mask of the by-bit table, so the value is
+        // not zero. (Saying so lets the compiler emit a bare bit scan instead of a zero check.)
+        let selected = unsafe { std::num::NonZeroU64::new_unchecked(t & om.mask as u64) };
+        let backend = 63 - selected.leading_zeros();
         om.offset as usize + backend as usize
     }
 
@@ -467,6 +507,23 @@ mod tests {
             }
         }
         assert_eq!(DispatchKeySet::EMPTY.dispatch_table_index(), 0);
+        // Arbitrary bit patterns, against PyTorch's two-step formula.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for raw in [x, x & 0xffff, x & !0xffff, x >> 20] {
+                let f = DispatchKeySet::index_of_highest_bit(raw >> NUM_BACKENDS) as usize;
+                let om = OFFSETS_AND_MASKS[f];
+                let b = 63 - ((raw & om.mask as u64) | 1).leading_zeros() as usize;
+                assert_eq!(
+                    DispatchKeySet::from_raw(raw).dispatch_table_index(),
+                    om.offset as usize + b,
+                    "{raw:#x}"
+                );
+            }
+        }
     }
 
     #[test]
