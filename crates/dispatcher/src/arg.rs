@@ -28,12 +28,13 @@ pub trait Arg: 'static {
     fn key_set(_r: Self::Ref<'_>) -> DispatchKeySet {
         DispatchKeySet::EMPTY
     }
-    /// Drops a boxed value of this family popped from a stack. The default drops any `IValue`;
-    /// families override it with the variant they expect first, so that the common case is a
-    /// direct drop rather than the whole enum's drop glue.
+    /// Removes the last value of a stack, normally a boxed value of this family (a kernel's
+    /// argument, after the kernel ran). The default pops and drops any `IValue`; families
+    /// override it to drop the variant they expect in place, so that the common case is a
+    /// direct drop rather than a move and the whole enum's drop glue.
     #[inline(always)]
-    fn drop_boxed(v: Option<IValue>) {
-        drop(v);
+    fn drop_last(stack: &mut Stack) {
+        stack.pop();
     }
 }
 
@@ -210,10 +211,23 @@ impl Arg for Tensor {
         r.key_set()
     }
     #[inline(always)]
-    fn drop_boxed(v: Option<IValue>) {
-        match v {
-            Some(IValue::Tensor(t)) => drop(t),
-            other => drop(other),
+    fn drop_last(stack: &mut Stack) {
+        let len = stack.len();
+        match stack.last_mut() {
+            Some(IValue::Tensor(t)) => {
+                let t: *mut Tensor = t;
+                // SAFETY: `t` points into the vector's last element, a tensor. Shortening the
+                // vector first hands that element's ownership to us (a panic in the drop then
+                // leaks it instead of dropping it twice); the buffer is not touched in between,
+                // so the pointer stays valid, and the tensor is dropped exactly once.
+                unsafe {
+                    stack.set_len(len - 1);
+                    std::ptr::drop_in_place(t);
+                }
+            }
+            _ => {
+                stack.pop();
+            }
         }
     }
 }

@@ -81,8 +81,26 @@ impl OperatorHandle {
     }
 
     /// Calls the kernel of `ks` (already masked: a kernel passes `ks & full_after(its key)`).
+    #[inline]
     pub fn redispatch_boxed(&self, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
         let kernel = self.0.lookup(ks);
+        // The hot path: not observed, a kernel with a boxed form. Everything else (observers,
+        // fallthrough, errors) is out of line.
+        if !self.0.observed() {
+            if let Some(result) = kernel.kernel.call_boxed(self, ks, stack) {
+                return result;
+            }
+        }
+        self.redispatch_boxed_slow(kernel, ks, stack)
+    }
+
+    #[inline(never)]
+    fn redispatch_boxed_slow(
+        &self,
+        kernel: &AnnotatedKernel,
+        ks: DispatchKeySet,
+        stack: &mut Stack,
+    ) -> Result<()> {
         if self.0.observed() && observe::active() {
             let _scope = observe::Scope::enter(self, ks, kernel, Some(stack));
             return self.run_boxed(kernel, ks, stack);

@@ -484,7 +484,7 @@ macro_rules! arities {
     (@rev $stack:ident;) => {};
     (@rev $stack:ident; $first:ident $($rest:ident)*) => {
         arities!(@rev $stack; $($rest)*);
-        $first::drop_boxed($stack.pop());
+        $first::drop_last($stack);
     };
     ($n:literal; $($p:ident $i:tt),*) => {
         impl<$($p: Arg),*> ArgList for ($($p,)*) {

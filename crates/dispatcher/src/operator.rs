@@ -313,15 +313,18 @@ impl OperatorEntry {
                 .iter()
                 .fold(DispatchKeySet::EMPTY, |ks, v| ks | v.key_set());
         }
-        let mut ks = DispatchKeySet::EMPTY;
+        let mut ks = 0;
         while mask != 0 {
             let i = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            if let Some(v) = args.get(i) {
-                ks = ks | v.key_set();
+            // Tensors first: lists and optionals are the rare case.
+            match args.get(i) {
+                Some(crate::IValue::Tensor(t)) => ks |= t.key_set().raw(),
+                Some(v) => ks |= v.key_set().raw(),
+                None => {}
             }
         }
-        ks
+        DispatchKeySet::from_raw(ks)
     }
 
     /// Recomputes every slot and the fallthrough masks (see Note [Computing the dispatch
