@@ -47,7 +47,30 @@ pub trait ArgList: 'static {
     fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack);
     /// Pops the last `LEN` values (the arguments, after the kernel ran).
     fn drop_from_stack(stack: &mut Stack);
+    /// The typed entry point of kernel object `K`, type-erased (Note [Spread arguments]).
+    #[doc(hidden)]
+    fn entry<K: Invoke<Args = Self>>() -> *const ();
+    /// Calls an entry point made by [`entry`](Self::entry).
+    ///
+    /// # Safety
+    /// `entry` must come from `Self::entry::<K>()` for a `K` whose `Ret` is `R`, and `ctx` must
+    /// point to a live `K`.
+    #[doc(hidden)]
+    unsafe fn call_entry<R: KernelReturn>(
+        entry: *const (),
+        ctx: *const (),
+        ks: DispatchKeySet,
+        args: Self::Refs<'_>,
+    ) -> Result<R>;
 }
+
+// Note [Spread arguments]
+// A typed kernel's entry point takes its arguments one by one, `(ctx, ks, a, b, alpha)`, not as
+// the tuple the handle holds: Rust passes a tuple larger than two registers through memory,
+// which costs the caller a copy to its stack and keeps it from tail-calling the kernel, so a
+// kernel that only redispatches (autograd with nothing requiring grad) would need a frame of
+// its own. Spread, the arguments travel in registers (the first six words), and a redispatching
+// kernel ends in a jump. The entry points are generated per arity by `arities!`.
 
 // Note [Unboxed kernel calls]
 // A typed kernel is stored type-erased as two raw pointers: `unboxed_fn`, a monomorphised
@@ -60,10 +83,6 @@ pub trait ArgList: 'static {
 // No vtable lookup, no downcast, no reference counting on the hot path. When they do not match
 // (a kernel registered with other Rust types, or a boxed-only kernel) the call takes the boxed
 // path instead.
-
-/// The type-erased form of a typed kernel's trampoline (see Note [Unboxed kernel calls]).
-pub(crate) type UnboxedFn<A, R> =
-    for<'a> unsafe fn(*const (), DispatchKeySet, <A as ArgList>::Refs<'a>) -> Result<R>;
 
 /// The schema types of a typed kernel's (arguments, returns).
 pub type InferredSignature = (Vec<&'static str>, Vec<&'static str>);
@@ -98,22 +117,6 @@ pub(crate) fn signature_id<A: 'static, R: 'static>() -> u64 {
 
 /// The `signature` of kernels without an unboxed form.
 const NO_UNBOXED: u64 = 0;
-
-/// Calls the kernel object behind `ctx`.
-///
-/// # Safety
-/// `ctx` must point to a live `K`.
-unsafe fn trampoline<K: Invoke>(
-    ctx: *const (),
-    ks: DispatchKeySet,
-    args: <K::Args as ArgList>::Refs<'_>,
-) -> Result<K::Ret> {
-    // SAFETY: guaranteed by the caller: `ctx` points to the live `K` that `_owner` keeps (or
-    // is a dangling, aligned pointer to a zero-sized `K`, see Note [Kernel objects without a
-    // heap cell]).
-    let kernel = unsafe { &*(ctx as *const K) };
-    kernel.invoke(ks, args)
-}
 
 /// The type-erased boxed entry point of a kernel: `ctx` is the kernel object (see
 /// Note [Boxed kernel calls]).
@@ -186,10 +189,15 @@ where
     f(op, ks, stack)
 }
 
-/// A typed kernel object, whatever its Rust signature looked like.
-trait Invoke: Send + Sync + 'static {
+/// A typed kernel object, whatever its Rust signature looked like (an implementation detail
+/// of [`ArgList`]'s entry points).
+#[doc(hidden)]
+pub trait Invoke: Send + Sync + 'static {
+    /// The argument families.
     type Args: ArgList;
+    /// The returns.
     type Ret: KernelReturn;
+    /// Calls the kernel.
     fn invoke(
         &self,
         ks: DispatchKeySet,
@@ -322,12 +330,11 @@ impl KernelFunction {
 
     fn typed<K: Invoke>(kernel: K) -> Self {
         let (ctx, owner) = kernel_object(kernel);
-        let tramp: UnboxedFn<K::Args, K::Ret> = trampoline::<K>;
         KernelFunction {
             kind: KernelKind::Regular,
             boxed_fn: Some(boxed_trampoline::<K>),
             signature: signature_id::<K::Args, K::Ret>(),
-            unboxed_fn: tramp as *const (),
+            unboxed_fn: <K::Args as ArgList>::entry::<K>(),
             ctx,
             inferred: Some(inferred_signature::<K::Args, K::Ret>),
             _owner: owner,
@@ -407,12 +414,9 @@ impl KernelFunction {
         // SAFETY: `sig` is the id of `(A, R)` or matches no id (guaranteed by the caller), and
         // ids are unique per `TypeId` and never 0 (Note [Signature ids]), so `signature == sig`
         // only when
-        // `unboxed_fn` was made from an `UnboxedFn<A, R>` (in `typed`): the transmute restores
-        // its real type. Its `ctx` points into `_owner`, which lives as long as `self`.
-        unsafe {
-            let f = std::mem::transmute::<*const (), UnboxedFn<A, R>>(self.unboxed_fn);
-            Ok(f(self.ctx, ks, args))
-        }
+        // `unboxed_fn` was made by `A::entry::<K>()` for a `K` with `K::Ret == R` (in `typed`).
+        // Its `ctx` points into `_owner`, which lives as long as `self`.
+        unsafe { Ok(A::call_entry::<R>(self.unboxed_fn, self.ctx, ks, args)) }
     }
 
     /// Runs the boxed form; `None` when the kernel has none (a marker).
@@ -511,6 +515,49 @@ macro_rules! arities {
             #[allow(unused_variables)]
             fn drop_from_stack(stack: &mut Stack) {
                 arities!(@rev stack; $($p)*);
+            }
+            fn entry<Kern: Invoke<Args = Self>>() -> *const () {
+                /// Calls the kernel object behind `ctx`.
+                ///
+                /// # Safety
+                /// `ctx` must point to a live `Kern`.
+                #[allow(
+                    non_snake_case,
+                    clippy::too_many_arguments,
+                    clippy::extra_unused_lifetimes // unused only in the zero-argument entry
+                )]
+                unsafe fn entry<'x, Kern: Invoke<Args = ($($p,)*)>, $($p: Arg),*>(
+                    ctx: *const (),
+                    ks: DispatchKeySet,
+                    $($p: $p::Ref<'x>),*
+                ) -> Result<Kern::Ret> {
+                    // SAFETY: guaranteed by the caller: `ctx` points to the live `Kern` that
+                    // `_owner` keeps (or is a dangling, aligned pointer to a zero-sized `Kern`, see
+                    // Note [Kernel objects without a heap cell]).
+                    let kernel = unsafe { &*(ctx as *const Kern) };
+                    kernel.invoke(ks, ($($p,)*))
+                }
+                let f: for<'x> unsafe fn(*const (), DispatchKeySet, $($p::Ref<'x>),*) -> Result<Kern::Ret> =
+                    entry::<Kern, $($p),*>;
+                f as *const ()
+            }
+            #[inline(always)]
+            #[allow(unused_variables)]
+            unsafe fn call_entry<R: KernelReturn>(
+                entry: *const (),
+                ctx: *const (),
+                ks: DispatchKeySet,
+                args: Self::Refs<'_>,
+            ) -> Result<R> {
+                // SAFETY: guaranteed by the caller: `entry` is `Self::entry::<K>()` with
+                // `K::Ret == R`, a function of exactly this type, and `ctx` points to a live `K`.
+                unsafe {
+                    let f = std::mem::transmute::<
+                        *const (),
+                        for<'x> unsafe fn(*const (), DispatchKeySet, $($p::Ref<'x>),*) -> Result<R>,
+                    >(entry);
+                    f(ctx, ks, $(args.$i),*)
+                }
             }
         }
 

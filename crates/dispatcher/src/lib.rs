@@ -48,6 +48,8 @@ pub use call::{OperatorHandle, TypedOperatorHandle};
 pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
 pub use error::{DispatchError, DispatchErrorKind, Result, SchemaMismatch};
 pub use ivalue::{IValue, Stack};
+#[doc(hidden)]
+pub use kernel::Invoke;
 pub use kernel::{ArgList, BoxedKernelFn, KernelFn, KernelFnWithKeys, KernelFunction, KernelKind};
 pub use library::{static_registration_errors, Library, LibraryKind, StaticLibrary};
 pub use observe::{add_observer, set_dispatch_trace, CallEvent, ObserverGuard};
