@@ -219,10 +219,8 @@ impl Library {
             ))),
             Some(_) => Ok(schema),
             None => {
-                let name = OperatorName::new(
-                    format!("{lib_ns}::{}", schema.name()),
-                    schema.overload_name(),
-                );
+                let name =
+                    OperatorName::new(qualified(lib_ns, schema.name()), schema.overload_name());
                 Ok(schema.with_name(name))
             }
         }
@@ -299,10 +297,9 @@ impl Library {
                 )))
             }
             (Some(_), _) => parsed,
-            (None, Some(lib_ns)) => OperatorName::new(
-                format!("{lib_ns}::{}", parsed.name()),
-                parsed.overload_name(),
-            ),
+            (None, Some(lib_ns)) => {
+                OperatorName::new(qualified(lib_ns, parsed.name()), parsed.overload_name())
+            }
             (None, None) => {
                 return Err(self.error(format!(
                     "impl(\"{name}\", ...): an operator name without namespace needs a library \
@@ -470,4 +467,13 @@ macro_rules! library {
             }
         }
     };
+}
+
+/// `ns::name`, without the formatting machinery (a registration qualifies every name it gets).
+fn qualified(ns: &str, name: &str) -> String {
+    let mut s = String::with_capacity(ns.len() + 2 + name.len());
+    s.push_str(ns);
+    s.push_str("::");
+    s.push_str(name);
+    s
 }
