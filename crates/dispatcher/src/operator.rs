@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, NUM_RUNTIME_ENTRIES};
+use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_RUNTIME_ENTRIES};
 use switchboard_schema::FunctionSchema;
 
 use crate::dispatcher::{DispatcherInner, SharedKernels};
@@ -330,38 +330,27 @@ impl OperatorEntry {
     /// Recomputes every slot and the fallthrough masks (see Note [Computing the dispatch
     /// table]). Called under the dispatcher's lock after any change that may affect this entry.
     pub(crate) fn refresh(&self, state: &EntryState, globals: &Globals<'_>) {
-        // Keys falling through on one backend, and functionality keys falling through on all.
-        let mut per_backend = [DispatchKeySet::FULL; NUM_BACKENDS as usize];
-        let mut everywhere = DispatchKeySet::FULL;
+        let base = globals.base;
+        // The base table's fallthrough masks, with the covered slots' bits decided again.
+        let mut masks = base.masks;
         let resolver = Resolver::new(&state.kernels, globals);
         // Only slots some registered kernel covers need the precedence rules; the others
         // take the dispatcher's base table (Note [Base dispatch table]).
         let affected = SlotSet::affected_by_all(&state.kernels);
-        let base = globals.base;
         for (slot, cell) in self.table.iter().enumerate() {
-            let (kernel, falls_through) = if affected.contains(slot) {
+            let kernel = if affected.contains(slot) {
                 let (kernel, _) = resolver.resolve_slot(slot, RUNTIME_KEYS[slot]);
-                (kernel, kernel.kernel.is_fallthrough())
+                masks.set(slot, kernel.kernel.is_fallthrough());
+                kernel
             } else {
-                (&base.kernels[slot], base.fallthrough.contains(slot))
+                &base.kernels[slot]
             };
-            if falls_through && slot != 0 {
-                let k = RUNTIME_KEYS[slot];
-                if k.to_functionality_key().is_per_backend_functionality() {
-                    let b = k.to_backend_component() as usize - 1;
-                    per_backend[b] = per_backend[b].remove(k);
-                } else {
-                    everywhere = everywhere.remove(k);
-                }
-            }
             let ptr = Arc::as_ptr(kernel) as *mut AnnotatedKernel;
             if cell.load(Ordering::Relaxed) != ptr {
                 cell.store(ptr, Ordering::Release);
             }
         }
-        // A functionality leaves the mask only when it falls through on every backend.
-        let mask = per_backend.iter().fold(0, |m, ks| m | ks.raw()) & everywhere.raw();
-        self.non_fallthrough.store(mask, Ordering::Relaxed);
+        self.non_fallthrough.store(masks.mask(), Ordering::Relaxed);
     }
 
     /// PyTorch's `_dispatch_dump` of this operator.

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use switchboard_keys::{
-    BackendComponent, DispatchKey, DispatchKeySet, AUTOGRADOTHER_BACKENDS, NUM_BACKENDS,
-    NUM_FUNCTIONALITY_KEYS, NUM_RUNTIME_ENTRIES,
+    BackendComponent, DispatchKey, DispatchKeySet, AUTOGRADOTHER_BACKENDS, FULL_BACKEND_MASK,
+    NUM_BACKENDS, NUM_FUNCTIONALITY_KEYS, NUM_RUNTIME_ENTRIES,
 };
 
 use crate::operator::{AnnotatedKernel, KernelStacks};
@@ -79,17 +79,60 @@ pub(crate) struct Globals<'a> {
 // Note [Base dispatch table]
 // Most slots of most operators are decided by no kernel of theirs: they hold the backend
 // fallback of their key, or the missing marker. The dispatcher keeps that answer for every
-// slot (and which of those kernels fall through) in one `BaseTable`, rebuilt when a fallback
-// is registered or removed, so that computing an operator's table resolves only the slots its
-// own kernels cover and copies the rest: a registration refreshes 137 slots for the price of a
-// few loads each.
+// slot (and the fallthrough masks those kernels give) in one `BaseTable`, rebuilt when a
+// fallback is registered or removed, so that computing an operator's table resolves only the
+// slots its own kernels cover and copies the rest: a registration refreshes 137 slots for the
+// price of a few loads each, and its fallthrough mask for the price of the covered slots.
 
 /// Every slot's kernel when the operator's own kernels do not cover it (see
 /// Note [Base dispatch table]).
 pub(crate) struct BaseTable {
     pub kernels: Vec<Arc<AnnotatedKernel>>,
-    /// Slots whose base kernel is a fallthrough.
-    pub fallthrough: SlotSet,
+    /// The fallthrough masks of the base table alone (see `FallthroughMasks`).
+    pub masks: FallthroughMasks,
+}
+
+/// The pieces of an operator's fallthrough mask (Note [Fallthrough mask]): per backend, the
+/// functionalities whose slot for that backend is not a fallthrough, and the backend-less
+/// functionalities that are not. Each slot decides exactly one bit, so a table's masks are its
+/// base table's with the bits of the slots its own kernels cover set again.
+#[derive(Clone, Copy)]
+pub(crate) struct FallthroughMasks {
+    per_backend: [u64; NUM_BACKENDS as usize],
+    everywhere: u64,
+}
+
+impl FallthroughMasks {
+    pub(crate) const FULL: FallthroughMasks = FallthroughMasks {
+        per_backend: [DispatchKeySet::FULL.raw(); NUM_BACKENDS as usize],
+        everywhere: DispatchKeySet::FULL.raw(),
+    };
+
+    /// Records whether `slot` falls through (slot 0, Undefined, never leaves the mask).
+    #[inline]
+    pub(crate) fn set(&mut self, slot: usize, falls_through: bool) {
+        if slot == 0 {
+            return;
+        }
+        let k = RUNTIME_KEYS[slot];
+        let f = k.to_functionality_key();
+        let bit = DispatchKeySet::from_key(f).raw() & !FULL_BACKEND_MASK;
+        let word = if f.is_per_backend_functionality() {
+            &mut self.per_backend[k.to_backend_component() as usize - 1]
+        } else {
+            &mut self.everywhere
+        };
+        if falls_through {
+            *word &= !bit;
+        } else {
+            *word |= bit;
+        }
+    }
+
+    /// The mask: a functionality leaves it only when it falls through on every backend.
+    pub(crate) fn mask(&self) -> u64 {
+        self.per_backend.iter().fold(0, |m, w| m | w) & self.everywhere
+    }
 }
 
 impl BaseTable {
@@ -97,12 +140,12 @@ impl BaseTable {
         fallbacks: &[Option<Arc<AnnotatedKernel>>],
         missing: &Arc<AnnotatedKernel>,
     ) -> BaseTable {
-        let mut fallthrough = SlotSet::default();
+        let mut masks = FallthroughMasks::FULL;
         let kernels = (0..NUM_RUNTIME_ENTRIES)
             .map(|slot| match &fallbacks[slot] {
                 Some(fallback) if slot != 0 => {
                     if fallback.kernel.is_fallthrough() {
-                        fallthrough = fallthrough.with(slot);
+                        masks.set(slot, true);
                     }
                     fallback.clone()
                 }
@@ -111,7 +154,7 @@ impl BaseTable {
             .collect();
         BaseTable {
             kernels,
-            fallthrough,
+            masks,
         }
     }
 }
