@@ -2,7 +2,7 @@
 //! (devices, broadcasting, type promotion, casts, output allocation, overlap, loop geometry)
 //! into a [`TensorIter`].
 
-use std::sync::atomic::AtomicBool;
+use std::cell::Cell;
 
 use smallvec::SmallVec;
 use switchboard_tensor::{DimVec, ScalarType, Tensor, TensorError};
@@ -177,7 +177,9 @@ impl<'a> IterConfig<'a> {
             numel: first.numel() as usize,
             geom: None,
             compute: true,
-            uninit: AtomicBool::new(uninit),
+            private_out: uninit,
+            looping: Cell::new(false),
+            uninit: Cell::new(uninit),
         }))
     }
 
@@ -260,6 +262,8 @@ impl<'a> IterConfig<'a> {
             .iter()
             .map(|t| broadcast_strides(t, &shape))
             .collect();
+        // The loops write a tensor allocated here unless `out` is given in the kernel dtype.
+        let private_out = !matches!(self.out, Some(o) if o.dtype() == kernel_dtype);
         let (out, temp_out) = match self.out {
             Some(o) if o.dtype() == kernel_dtype => (o.clone(), None),
             given => {
@@ -292,7 +296,9 @@ impl<'a> IterConfig<'a> {
             numel,
             geom: (!dense).then(|| Box::new(geom)),
             compute,
-            uninit: AtomicBool::new(false),
+            private_out,
+            looping: Cell::new(false),
+            uninit: Cell::new(false),
         })
     }
 }

@@ -27,10 +27,10 @@ pub use dims::{broadcast_strides, coalesce, reorder_dims, strides_for_perm};
 pub(crate) use overlap::byte_range;
 pub use overlap::{check_internal_overlap, check_no_partial_overlap, result_device};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
 
 use smallvec::SmallVec;
-use switchboard_tensor::{Access, Element, ScalarType, Tensor, TensorError};
+use switchboard_tensor::{Access, Element, FixedAccess, ScalarType, Tensor, TensorError};
 
 use crate::copy::copy_into;
 use crate::error::Result;
@@ -52,10 +52,26 @@ pub struct TensorIter {
     /// (boxed: the common small-op path stays small and cheap to move).
     geom: Option<Box<Geometry>>,
     compute: bool,
+    /// Whether the tensor the loops write was allocated by the iterator itself (Note
+    /// [Private outputs]).
+    private_out: bool,
+    /// Set while a loop runs (Note [Private outputs]).
+    looping: Cell<bool>,
     /// Whether `out` is a fresh output whose elements are not written yet (Note
     /// [Uninitialised outputs]).
-    uninit: AtomicBool,
+    uninit: Cell<bool>,
 }
+
+// Note [Private outputs]
+// An output the iterator allocated itself (the fresh `out` when no `out=` tensor was given, or
+// the `temp_out` of another dtype) is private until `finish` hands it out: the only handle to
+// its storage is a private field, and no method gives it (or its storage) away. So the loops
+// need no borrow of its storage to exclude other readers and writers (Note [Storage
+// mutability]): none can exist. The only code that runs during a loop besides the loop itself
+// is the element closure, which could reach the iterator only through a thread-local (it must
+// be `Sync`, and the iterator is not: its flags are `Cell`s), and start a nested loop writing
+// the same output; `looping` refuses that, as the storage's exclusive borrow does for a given
+// `out`. The inputs are borrowed as before (shared), since other handles to them exist.
 
 // Note [Uninitialised outputs]
 // The fast path allocates a fresh output without zeroing it (`Tensor::empty_uninit`): every
@@ -141,17 +157,19 @@ impl TensorIter {
         }
     }
 
-    /// Checks that the loop's element types are the operands' dtypes.
+    /// The inputs, after checking that the loop's element types are the operands' dtypes.
     #[inline(always)]
-    fn check_types<const K: usize>(&self, out: ScalarType, ins: [ScalarType; K]) -> Result<()> {
-        let ok = out == self.kernel_out().dtype()
-            && K == self.inputs.len()
-            && ins.iter().zip(&self.inputs).all(|(d, t)| *d == t.dtype());
-        if ok {
-            Ok(())
-        } else {
-            Err(self.type_error(out, &ins))
+    fn typed_inputs<const K: usize>(
+        &self,
+        out: ScalarType,
+        ins: [ScalarType; K],
+    ) -> Result<[&Tensor; K]> {
+        if let Ok(arr) = <&[Tensor; K]>::try_from(&self.inputs[..]) {
+            if out == self.kernel_out().dtype() && (0..K).all(|i| arr[i].dtype() == ins[i]) {
+                return Ok(std::array::from_fn(|i| &arr[i]));
+            }
         }
+        Err(self.type_error(out, &ins))
     }
 
     #[cold]
@@ -167,12 +185,12 @@ impl TensorIter {
 
     /// Runs `out = f()` over every output element (fills).
     pub fn for_each0<O: Element>(&self, f: impl Fn() -> O + Sync) -> Result<()> {
-        self.check_types(O::DTYPE, [])?;
+        let [] = self.typed_inputs(O::DTYPE, [])?;
         if !self.compute {
             return Ok(());
         }
         let out = self.kernel_out();
-        let _access = Access::new(&[], &[out])?;
+        let _access = self.begin_loop([])?;
         let po = out.mut_data_ptr() as usize;
         self.run::<1>(0, |n, [oo], [so], _| {
             let p = (po as *mut O).wrapping_offset(oo);
@@ -189,14 +207,14 @@ impl TensorIter {
 
     /// Runs `out = f(a)` over every element.
     pub fn for_each1<O: Element, A: Element>(&self, f: impl Fn(A) -> O + Sync) -> Result<()> {
-        self.check_types(O::DTYPE, [A::DTYPE])?;
+        let [a] = self.typed_inputs(O::DTYPE, [A::DTYPE])?;
         if !self.compute {
             return Ok(());
         }
         let out = self.kernel_out();
-        let _access = Access::new(&[&self.inputs[0]], &[out])?;
+        let _access = self.begin_loop([a])?;
         let po = out.mut_data_ptr() as usize;
-        let pa = self.inputs[0].data_ptr() as usize;
+        let pa = a.data_ptr() as usize;
         let bytes = size_of::<O>() + size_of::<A>();
         self.run::<2>(bytes, |n, [oo, oa], [so, sa], stream| {
             // SAFETY: `_access` borrows the storages (the output exclusively); offsets and
@@ -221,15 +239,15 @@ impl TensorIter {
         &self,
         f: impl Fn(A, B) -> O + Sync,
     ) -> Result<()> {
-        self.check_types(O::DTYPE, [A::DTYPE, B::DTYPE])?;
+        let [a, b] = self.typed_inputs(O::DTYPE, [A::DTYPE, B::DTYPE])?;
         if !self.compute {
             return Ok(());
         }
         let out = self.kernel_out();
-        let _access = Access::new(&[&self.inputs[0], &self.inputs[1]], &[out])?;
+        let _access = self.begin_loop([a, b])?;
         let po = out.mut_data_ptr() as usize;
-        let pa = self.inputs[0].data_ptr() as usize;
-        let pb = self.inputs[1].data_ptr() as usize;
+        let pa = a.data_ptr() as usize;
+        let pb = b.data_ptr() as usize;
         let bytes = size_of::<O>() + size_of::<A>() + size_of::<B>();
         self.run::<3>(bytes, |n, [oo, oa, ob], [so, sa, sb], stream| {
             // SAFETY: as in `for_each1`.
@@ -253,18 +271,17 @@ impl TensorIter {
         &self,
         f: impl Fn(A, B, C) -> O + Sync,
     ) -> Result<()> {
-        self.check_types(O::DTYPE, [A::DTYPE, B::DTYPE, C::DTYPE])?;
+        let [a, b, c] = self.typed_inputs(O::DTYPE, [A::DTYPE, B::DTYPE, C::DTYPE])?;
         if !self.compute {
             return Ok(());
         }
-        let ins = &self.inputs;
         let out = self.kernel_out();
-        let _access = Access::new(&[&ins[0], &ins[1], &ins[2]], &[out])?;
+        let _access = self.begin_loop([a, b, c])?;
         let po = out.mut_data_ptr() as usize;
         let (pa, pb, pc) = (
-            ins[0].data_ptr() as usize,
-            ins[1].data_ptr() as usize,
-            ins[2].data_ptr() as usize,
+            a.data_ptr() as usize,
+            b.data_ptr() as usize,
+            c.data_ptr() as usize,
         );
         self.run::<4>(0, |n, [oo, oa, ob, oc], st, _| {
             // SAFETY: as in `for_each1`.
@@ -283,10 +300,34 @@ impl TensorIter {
         Ok(())
     }
 
+    /// Takes what a loop over `inputs` needs: shared borrows of the inputs' storages, and an
+    /// exclusive one of the output's unless it is private, in which case the loop is only
+    /// marked as running (Note [Private outputs]).
+    #[inline(always)]
+    fn begin_loop<'s, const K: usize>(
+        &'s self,
+        inputs: [&'s Tensor; K],
+    ) -> Result<LoopGuard<'s, K>> {
+        if self.looping.replace(true) {
+            return Err(nested_loop_error());
+        }
+        let write = (!self.private_out).then(|| self.kernel_out());
+        match FixedAccess::new(write, inputs) {
+            Ok(access) => Ok(LoopGuard {
+                _access: access,
+                looping: &self.looping,
+            }),
+            Err(e) => {
+                self.looping.set(false);
+                Err(e)
+            }
+        }
+    }
+
     /// Records that a loop wrote every element of the output (Note [Uninitialised outputs]).
     #[inline(always)]
     fn mark_written(&self) {
-        self.uninit.store(false, Ordering::Relaxed);
+        self.uninit.set(false);
     }
 
     /// Zero-fills a fresh output no loop wrote (Note [Uninitialised outputs]).
@@ -304,7 +345,7 @@ impl TensorIter {
     /// The result: the output (copied from a temporary of the compute dtype when the given
     /// `out` has another dtype).
     pub fn finish(self) -> Result<Tensor> {
-        if self.uninit.load(Ordering::Relaxed) {
+        if self.uninit.get() {
             self.zero_fill_out()?;
         }
         if let (true, Some(temp)) = (self.compute, &self.temp_out) {
@@ -312,4 +353,23 @@ impl TensorIter {
         }
         Ok(self.out)
     }
+}
+
+/// The borrows of a running loop (see [`TensorIter::begin_loop`]); clears the running mark on
+/// drop (also when the element closure panics: nothing writes the output any more then).
+struct LoopGuard<'s, const K: usize> {
+    _access: FixedAccess<'s, K>,
+    looping: &'s Cell<bool>,
+}
+
+impl<const K: usize> Drop for LoopGuard<'_, K> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.looping.set(false);
+    }
+}
+
+#[cold]
+fn nested_loop_error() -> TensorError {
+    TensorError::StorageBorrowed("TensorIter: a loop was started while another one runs")
 }

@@ -344,3 +344,39 @@ fn unwritten_fresh_outputs_are_zeroed() {
         [true, false, false]
     );
 }
+
+std::thread_local! {
+    static LEAKED: std::cell::Cell<Option<&'static TensorIter>> = const { std::cell::Cell::new(None) };
+}
+
+#[test]
+fn a_loop_cannot_start_inside_another() {
+    // The element closure reaches the iterator through a thread-local (Note [Private
+    // outputs]): the nested loop must not write the private output the outer one writes.
+    let a = floats(8, &[8]);
+    let iter: &'static TensorIter = Box::leak(Box::new(
+        IterConfig::new("add").input(&a).input(&a).build().unwrap(),
+    ));
+    LEAKED.with(|c| c.set(Some(iter)));
+    let nested = std::sync::atomic::AtomicUsize::new(0);
+    iter.for_each2(|x: f32, y: f32| {
+        let inner = LEAKED.with(|c| c.get()).unwrap();
+        assert!(inner.for_each2(|x: f32, y: f32| x * y).is_err());
+        nested.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        x + y
+    })
+    .unwrap();
+    assert_eq!(nested.into_inner(), 8);
+    // Loops run again once the first one is over, with a given output too.
+    iter.for_each2(|x: f32, y: f32| x * y).unwrap();
+    let o = floats(8, &[8]);
+    let given = IterConfig::new("add")
+        .out(&o)
+        .input(&a)
+        .input(&a)
+        .build()
+        .unwrap();
+    given.for_each2(|x: f32, y: f32| x - y).unwrap();
+    assert!(o.to_vec::<f32>().unwrap().iter().all(|v| *v == 0.0));
+    LEAKED.with(|c| c.set(None));
+}
