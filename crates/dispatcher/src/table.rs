@@ -152,10 +152,7 @@ impl BaseTable {
                 _ => missing.clone(),
             })
             .collect();
-        BaseTable {
-            kernels,
-            masks,
-        }
+        BaseTable { kernels, masks }
     }
 }
 
