@@ -57,8 +57,8 @@ impl<'a, const R: usize> FixedAccess<'a, R> {
                 access.write = Some(s);
             }
         }
-        for i in 0..R {
-            let s = reads[i].storage();
+        for (i, t) in reads.iter().enumerate() {
+            let s = t.storage();
             let held = |h: &Option<&Storage>| h.is_some_and(|h| Storage::ptr_eq(h, s));
             if !s.has_data() || held(&access.write) || access.reads[..i].iter().any(held) {
                 continue;
