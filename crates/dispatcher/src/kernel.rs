@@ -74,8 +74,9 @@ pub trait ArgList: 'static {
 
 // Note [Unboxed kernel calls]
 // A typed kernel is stored type-erased as two raw pointers: `unboxed_fn`, a monomorphised
-// trampoline `unsafe fn(ctx, ks, args) -> Result<R>` for the kernel's calling convention (A, R),
-// and `ctx`, the kernel object (closure or fn item) the trampoline calls, kept alive by
+// entry point `unsafe fn(ctx, ks, a, b, ...) -> Result<R>` for the kernel's calling convention
+// (A, R) (arguments spread, Note [Spread arguments]), and `ctx`, the kernel object (closure or
+// fn item) the entry point calls, kept alive by
 // `_owner`. Next to them sits `signature`, the interned id of (A, R) (Note [Signature ids]). A
 // typed call compares the id its handle computed once with `signature` (one integer compare)
 // and, when they match, transmutes `unboxed_fn` back to its real type and calls it: one indirect

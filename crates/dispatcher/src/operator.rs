@@ -278,7 +278,7 @@ impl OperatorEntry {
     /// free]).
     #[inline(always)]
     pub(crate) fn observed(&self) -> bool {
-        self.observed.load(Ordering::Relaxed) != 0
+        self.observed_bit() != 0
     }
 
     /// `OBSERVED_BIT` while observed, else 0.
