@@ -15,7 +15,7 @@ use crate::kernel::{KernelFunction, KernelKind};
 use crate::op_map::OpMap;
 use crate::operator::{AliasAnalysisKind, AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::schema_check::check_schema;
-use crate::table::{BaseTable, Globals};
+use crate::table::{BaseTable, Globals, SlotSet};
 use switchboard_schema::OperatorName;
 
 /// The keys whose backend fallback PyTorch's core makes a fallthrough.
@@ -33,7 +33,7 @@ pub const BUILTIN_FALLTHROUGH_KEYS: [DispatchKey; 10] = [
 ];
 
 pub(crate) struct Registry {
-    ops: OpMap,
+    pub(crate) ops: OpMap,
     /// Backend fallbacks by dispatch-table slot.
     fallbacks: Vec<Option<Arc<AnnotatedKernel>>>,
     /// Derived from `fallbacks` (Note [Base dispatch table]).
@@ -163,7 +163,7 @@ impl Dispatcher {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    fn globals<'a>(&'a self, reg: &'a Registry) -> Globals<'a> {
+    pub(crate) fn globals<'a>(&'a self, reg: &'a Registry) -> Globals<'a> {
         Globals {
             fallbacks: &reg.fallbacks,
             base: &reg.base,
@@ -192,10 +192,8 @@ impl Dispatcher {
             self.next_id(),
             Arc::downgrade(&self.inner),
             self.inner.shared.clone(),
+            &reg.base,
         ));
-        let state = entry.state();
-        entry.refresh(&state, &self.globals(reg));
-        drop(state);
         reg.ops.insert(entry.clone());
         entry
     }
@@ -311,7 +309,7 @@ impl Dispatcher {
         let id = annotated.id;
         state.kernels.push(key, annotated);
         state.def_and_impl_count += 1;
-        entry.refresh(&state, &self.globals(&reg));
+        entry.refresh(&state, &self.globals(&reg), SlotSet::touched_by(key));
         drop(state);
         Ok(self.handle(Undo::Impl {
             op: Arc::downgrade(&entry),
@@ -385,7 +383,7 @@ impl Dispatcher {
         let globals = self.globals(reg);
         for entry in reg.ops.values() {
             let state = entry.state();
-            entry.refresh(&state, &globals);
+            entry.refresh(&state, &globals, SlotSet::ALL);
         }
     }
 
@@ -417,7 +415,7 @@ impl Dispatcher {
                 let mut state = entry.state();
                 if let Some(removed) = state.kernels.remove(key, id) {
                     state.def_and_impl_count -= 1;
-                    entry.refresh(&state, &self.globals(&reg));
+                    entry.refresh(&state, &self.globals(&reg), SlotSet::touched_by(key));
                     state.retired.push(removed);
                 }
                 drop(state);

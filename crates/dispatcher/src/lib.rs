@@ -38,6 +38,8 @@ mod library;
 mod observe;
 mod op_map;
 mod operator;
+#[cfg(test)]
+mod refresh_tests;
 mod schema_check;
 mod table;
 mod tls;

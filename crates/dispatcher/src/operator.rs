@@ -9,7 +9,7 @@ use switchboard_schema::FunctionSchema;
 
 use crate::dispatcher::{DispatcherInner, SharedKernels};
 use crate::kernel::KernelFunction;
-use crate::table::{runtime_keys, Globals, Provenance, Resolver, SlotSet, RUNTIME_KEYS};
+use crate::table::{runtime_keys, BaseTable, Globals, Provenance, Resolver, SlotSet, RUNTIME_KEYS};
 use switchboard_schema::OperatorName;
 
 /// A registered kernel with what the dumps print about it.
@@ -208,16 +208,18 @@ impl OperatorEntry {
         seq: u64,
         dispatcher: Weak<DispatcherInner>,
         shared: Arc<SharedKernels>,
+        base: &BaseTable,
     ) -> Self {
-        let ptr = Arc::as_ptr(&shared.missing) as *mut AnnotatedKernel;
+        // No kernels yet: the table is the base table (Note [Base dispatch table]).
+        let ptr = |slot: usize| Arc::as_ptr(&base.kernels[slot]) as *mut AnnotatedKernel;
         OperatorEntry {
             name,
             seq,
             dispatcher,
             state: Mutex::new(EntryState::default()),
             schema: Mutex::new(None),
-            table: std::array::from_fn(|_| AtomicPtr::new(ptr)),
-            non_fallthrough: AtomicU64::new(DispatchKeySet::FULL.raw()),
+            table: std::array::from_fn(|slot| AtomicPtr::new(ptr(slot))),
+            non_fallthrough: AtomicU64::new(base.masks.mask()),
             observed: AtomicU64::new(if crate::observe::observing() {
                 OBSERVED_BIT
             } else {
@@ -327,30 +329,50 @@ impl OperatorEntry {
         DispatchKeySet::from_raw(ks)
     }
 
-    /// Recomputes every slot and the fallthrough masks (see Note [Computing the dispatch
-    /// table]). Called under the dispatcher's lock after any change that may affect this entry.
-    pub(crate) fn refresh(&self, state: &EntryState, globals: &Globals<'_>) {
+    /// Recomputes the slots of `touched` and the fallthrough mask (see Note [Computing the
+    /// dispatch table]). Called under the dispatcher's lock after any change that may affect
+    /// this entry, with the slots that change can affect (`SlotSet::ALL` after a fallback
+    /// change, `SlotSet::touched_by(key)` after a kernel change at `key`, see
+    /// Note [Refreshing the slots a key can change]).
+    pub(crate) fn refresh(&self, state: &EntryState, globals: &Globals<'_>, touched: SlotSet) {
         let base = globals.base;
-        // The base table's fallthrough masks, with the covered slots' bits decided again.
-        let mut masks = base.masks;
         let resolver = Resolver::new(&state.kernels, globals);
         // Only slots some registered kernel covers need the precedence rules; the others
         // take the dispatcher's base table (Note [Base dispatch table]).
-        let affected = SlotSet::affected_by_all(&state.kernels);
-        for (slot, cell) in self.table.iter().enumerate() {
-            let kernel = if affected.contains(slot) {
-                let (kernel, _) = resolver.resolve_slot(slot, RUNTIME_KEYS[slot]);
-                masks.set(slot, kernel.kernel.is_fallthrough());
-                kernel
+        let covered = SlotSet::affected_by_all(&state.kernels);
+        for slot in touched.iter() {
+            let kernel = if covered.contains(slot) {
+                resolver.resolve_slot(slot, RUNTIME_KEYS[slot]).0
             } else {
                 &base.kernels[slot]
             };
             let ptr = Arc::as_ptr(kernel) as *mut AnnotatedKernel;
+            let cell = &self.table[slot];
             if cell.load(Ordering::Relaxed) != ptr {
                 cell.store(ptr, Ordering::Release);
             }
         }
+        // The base table's fallthrough masks, with the covered slots' bits decided again from
+        // the (now up to date) table.
+        let mut masks = base.masks;
+        for slot in covered.iter() {
+            // SAFETY: as in `lookup`: the pointee lives at least as long as `self`.
+            let kernel = unsafe { &*self.table[slot].load(Ordering::Relaxed) };
+            masks.set(slot, kernel.kernel.is_fallthrough());
+        }
         self.non_fallthrough.store(masks.mask(), Ordering::Relaxed);
+    }
+
+    /// The kernel pointer in `slot` (for tests).
+    #[cfg(test)]
+    pub(crate) fn table_slot(&self, slot: usize) -> *const AnnotatedKernel {
+        self.table[slot].load(Ordering::Relaxed)
+    }
+
+    /// The raw fallthrough mask (for tests).
+    #[cfg(test)]
+    pub(crate) fn non_fallthrough_raw(&self) -> u64 {
+        self.non_fallthrough.load(Ordering::Relaxed)
     }
 
     /// PyTorch's `_dispatch_dump` of this operator.

@@ -22,9 +22,22 @@ use crate::operator::{AnnotatedKernel, KernelStacks};
 //   3. the dispatcher's backend fallback for the key;
 //   4. nothing ("missing").
 // `Undefined` (slot 0) takes the CEANF, CEA and CIA kernels only.
-// Unlike PyTorch, which patches its table incrementally and can keep stale slots, we recompute
-// every slot after every change, so the table depends only on what is registered, never on the
-// order it was registered in.
+// The table depends only on what is registered, never on the order it was registered in: a
+// change recomputes every slot whose answer it can change (Note [Refreshing the slots a key can
+// change]), which PyTorch's incremental `updateDispatchTable_` does not always do (it can keep
+// stale slots, e.g. AutogradCPU after a CompositeExplicitAutograd kernel is added to an operator
+// with a CompositeImplicitAutograd kernel).
+
+// Note [Refreshing the slots a key can change]
+// A registration or deregistration at key `k` changes the kernels of `k` only, so it can change
+// only the slots whose resolution reads them: the slots `k` covers (its own slot, or every
+// runtime key of an alias, plus `Undefined` for CEANF, CEA and CIA); for CEA, every slot CIA
+// covers too (a CEA kernel makes CIA skip them); and for a non-alias key, the CIA-covered slots
+// whose "has a backend kernel" or AutogradOther-ambiguity test looks at `k` (AutogradCPU for CPU,
+// AutogradOther for the backends mapped to it). `SlotSet::touched_by` is that set, computed at
+// compile time for every key from the same predicates the resolver uses; a test checks it
+// against a brute-force comparison of whole tables. A registration then resolves a few slots
+// (two for a CPU kernel) instead of 137, and the table still equals a full recomputation.
 
 /// Why a slot holds its kernel: PyTorch's `kind` strings of `_dispatch_dump_table`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,8 +94,10 @@ pub(crate) struct Globals<'a> {
 // fallback of their key, or the missing marker. The dispatcher keeps that answer for every
 // slot (and the fallthrough masks those kernels give) in one `BaseTable`, rebuilt when a
 // fallback is registered or removed, so that computing an operator's table resolves only the
-// slots its own kernels cover and copies the rest: a registration refreshes 137 slots for the
-// price of a few loads each, and its fallthrough mask for the price of the covered slots.
+// slots its own kernels cover and copies the rest. A new operator's table is a copy of the base
+// table; a fallback change refreshes all 137 slots of every operator; a kernel change refreshes
+// only the slots its key can change (Note [Refreshing the slots a key can change]). The
+// fallthrough mask is the base table's with the bits of the covered slots set again.
 
 /// Every slot's kernel when the operator's own kernels do not cover it (see
 /// Note [Base dispatch table]).
@@ -290,33 +305,66 @@ pub(crate) struct SlotSet([u64; SLOT_WORDS]);
 const SLOT_WORDS: usize = NUM_RUNTIME_ENTRIES.div_ceil(64);
 
 impl SlotSet {
+    /// Every slot.
+    pub(crate) const ALL: SlotSet = {
+        let mut set = SlotSet([0; SLOT_WORDS]);
+        let mut slot = 0;
+        while slot < NUM_RUNTIME_ENTRIES {
+            set = set.with(slot);
+            slot += 1;
+        }
+        set
+    };
+
     const fn with(mut self, slot: usize) -> Self {
         self.0[slot / 64] |= 1 << (slot % 64);
         self
     }
 
-    pub(crate) fn contains(&self, slot: usize) -> bool {
+    pub(crate) const fn contains(&self, slot: usize) -> bool {
         self.0[slot / 64] & (1 << (slot % 64)) != 0
     }
 
-    fn union(mut self, other: SlotSet) -> Self {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a |= b;
+    const fn union(mut self, other: SlotSet) -> Self {
+        let mut i = 0;
+        while i < SLOT_WORDS {
+            self.0[i] |= other.0[i];
+            i += 1;
         }
         self
     }
 
+    /// The slots in the set, in increasing order.
+    pub(crate) fn iter(self) -> impl Iterator<Item = usize> {
+        self.0.into_iter().enumerate().flat_map(|(w, mut bits)| {
+            std::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                Some(w * 64 + b)
+            })
+        })
+    }
+
     /// The slots whose kernel a registration at `k` can decide: its own slot for a runtime key,
     /// every covered slot (and `Undefined` where it applies) for an alias key.
-    pub(crate) fn affected_by(k: DispatchKey) -> SlotSet {
+    pub(crate) const fn affected_by(k: DispatchKey) -> SlotSet {
         if k.is_alias() {
             return ALIAS_SLOTS[k as usize - DispatchKey::Autograd as usize];
         }
         let slot = DispatchKeySet::from_key(k).dispatch_table_index();
-        if k == DispatchKey::Undefined || slot == 0 || k.is_per_backend_functionality() {
-            return SlotSet::default();
+        if matches!(k, DispatchKey::Undefined) || slot == 0 || k.is_per_backend_functionality() {
+            return SlotSet([0; SLOT_WORDS]);
         }
-        SlotSet::default().with(slot)
+        SlotSet([0; SLOT_WORDS]).with(slot)
+    }
+
+    /// The slots whose kernel can change when the kernels registered at `k` change (see
+    /// Note [Refreshing the slots a key can change]).
+    pub(crate) fn touched_by(k: DispatchKey) -> SlotSet {
+        TOUCHED_SLOTS[k as usize]
     }
 
     /// The union over the keys that have kernels.
@@ -352,6 +400,45 @@ const ALIAS_SLOTS: [SlotSet; 6] = {
         }
         sets[a] = set;
         a += 1;
+    }
+    sets
+};
+
+/// `SlotSet::touched_by` of every key, by key number (Note [Refreshing the slots a key can
+/// change]).
+const TOUCHED_SLOTS: [SlotSet; DispatchKey::ALL.len()] = {
+    use DispatchKey as K;
+    const fn alias_slots(k: DispatchKey) -> SlotSet {
+        ALIAS_SLOTS[k as usize - K::Autograd as usize]
+    }
+    let cia = alias_slots(K::CompositeImplicitAutograd);
+    let mut sets = [SlotSet([0; SLOT_WORDS]); DispatchKey::ALL.len()];
+    let mut i = 0;
+    while i < DispatchKey::ALL.len() {
+        let k = DispatchKey::ALL[i];
+        let mut set = SlotSet::affected_by(k);
+        if matches!(k, K::CompositeExplicitAutograd) {
+            // A CEA kernel makes the CIA kernel skip every slot (the resolver's
+            // `has_backend_kernel`).
+            set = set.union(cia);
+        }
+        if !k.is_alias() {
+            // The CIA-covered slots whose backend-kernel or ambiguity test reads `k`'s kernels
+            // (`KernelStacks::has_kernel_for_any` in `Resolver::resolve_slot`).
+            let mut slot = 0;
+            while slot < NUM_RUNTIME_ENTRIES {
+                let rk = RUNTIME_KEYS[slot];
+                if cia.contains(slot)
+                    && ((matches!(rk, K::AutogradOther) && AUTOGRADOTHER_BACKENDS.has(k))
+                        || rk.backend_key_set_from_autograd().has(k))
+                {
+                    set = set.with(slot);
+                }
+                slot += 1;
+            }
+        }
+        sets[k as usize] = set;
+        i += 1;
     }
     sets
 };
