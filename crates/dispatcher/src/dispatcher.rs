@@ -2,18 +2,23 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use smallvec::SmallVec;
 
 use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_RUNTIME_ENTRIES};
 use switchboard_schema::FunctionSchema;
 
 use crate::call::OperatorHandle;
+use crate::debug::RegistrationDebug;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 pub use crate::handle::RegistrationHandle;
 use crate::handle::Undo;
 use crate::kernel::{KernelFunction, KernelKind};
 use crate::op_map::OpMap;
-use crate::operator::{AliasAnalysisKind, AnnotatedKernel, OperatorEntry, SchemaRecord};
+use crate::operator::{
+    AliasAnalysisKind, AnnotatedKernel, EntryState, OperatorEntry, SchemaRecord,
+};
 use crate::schema_check::check_schema;
 use crate::table::{BaseTable, Globals, SlotSet};
 use switchboard_schema::OperatorName;
@@ -175,7 +180,7 @@ impl Dispatcher {
     fn handle(&self, undo: Undo) -> RegistrationHandle {
         RegistrationHandle {
             dispatcher: Arc::downgrade(&self.inner),
-            undo: vec![undo],
+            undo: smallvec::smallvec![undo],
         }
     }
 
@@ -183,9 +188,15 @@ impl Dispatcher {
         self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn find_or_create(&self, reg: &mut Registry, name: &OperatorName) -> Arc<OperatorEntry> {
+    /// The entry of `name`, created (with the base table, Note [Base dispatch table]) if there
+    /// is none; true when created.
+    fn find_or_create(
+        &self,
+        reg: &mut Registry,
+        name: &OperatorName,
+    ) -> (Arc<OperatorEntry>, bool) {
         if let Some(e) = reg.ops.get(name) {
-            return e.clone();
+            return (e.clone(), false);
         }
         let entry = Arc::new(OperatorEntry::new(
             name.clone(),
@@ -195,16 +206,14 @@ impl Dispatcher {
             &reg.base,
         ));
         reg.ops.insert(entry.clone());
-        entry
+        (entry, true)
     }
 
-    fn cleanup(&self, reg: &mut Registry, name: &OperatorName) {
-        let remove = reg
-            .ops
-            .get(name)
-            .is_some_and(|e| e.state().def_and_impl_count == 0);
-        if remove {
-            reg.ops.remove(name);
+    /// Removes `entry` from the registry when nothing is registered to it any more.
+    fn cleanup(reg: &mut Registry, entry: &OperatorEntry, state: &mut EntryState) {
+        if state.def_and_impl_count == 0 && !state.removed {
+            state.removed = true;
+            reg.ops.remove(entry.name());
         }
     }
 
@@ -213,7 +222,7 @@ impl Dispatcher {
     pub fn register_library(
         &self,
         ns: &str,
-        debug: impl Into<Arc<str>>,
+        debug: impl Into<RegistrationDebug>,
     ) -> Result<RegistrationHandle> {
         let debug = debug.into();
         let mut reg = self.registry();
@@ -237,14 +246,12 @@ impl Dispatcher {
     pub fn register_def(
         &self,
         schema: FunctionSchema,
-        debug: impl Into<Arc<str>>,
+        debug: impl Into<RegistrationDebug>,
         alias_analysis: Option<AliasAnalysisKind>,
     ) -> Result<RegistrationHandle> {
         let debug = debug.into();
-        let name = OperatorName::new(schema.name(), schema.overload_name());
         let mut reg = self.registry();
-        let existed = reg.ops.contains_key(&name);
-        let entry = self.find_or_create(&mut reg, &name);
+        let (entry, created) = self.find_or_create(&mut reg, schema.operator_name());
         let mut state = entry.state();
         if state.def_count != 0 {
             let original = entry
@@ -261,11 +268,10 @@ impl Dispatcher {
         let mismatch = state
             .kernels
             .iter()
-            .find_map(|(_, k)| check_schema(&name, &schema, &debug, k).err());
+            .find_map(|(_, k)| check_schema(entry.name(), &schema, &debug, k).err());
         if let Some(e) = mismatch {
-            drop(state);
-            if !existed {
-                self.cleanup(&mut reg, &name);
+            if created {
+                Self::cleanup(&mut reg, &entry, &mut state);
             }
             return Err(e);
         }
@@ -287,7 +293,7 @@ impl Dispatcher {
         name: OperatorName,
         key: Option<DispatchKey>,
         kernel: KernelFunction,
-        debug: impl Into<Arc<str>>,
+        debug: impl Into<RegistrationDebug>,
     ) -> Result<RegistrationHandle> {
         let key = match key {
             None | Some(DispatchKey::Undefined) => DispatchKey::CompositeImplicitAutograd,
@@ -299,12 +305,12 @@ impl Dispatcher {
             id: self.next_id(),
         });
         let mut reg = self.registry();
-        if let Some(entry) = reg.ops.get(&name) {
+        let (entry, created) = self.find_or_create(&mut reg, &name);
+        if !created {
             if let Some(record) = entry.schema() {
                 check_schema(&name, &record.schema, &record.debug, &annotated)?;
             }
         }
-        let entry = self.find_or_create(&mut reg, &name);
         let mut state = entry.state();
         let id = annotated.id;
         state.kernels.push(key, annotated);
@@ -324,7 +330,7 @@ impl Dispatcher {
         &self,
         key: DispatchKey,
         kernel: KernelFunction,
-        debug: impl Into<Arc<str>>,
+        debug: impl Into<RegistrationDebug>,
     ) -> Result<RegistrationHandle> {
         let debug = debug.into();
         let keys: Vec<DispatchKey> = if key.is_alias() {
@@ -354,7 +360,7 @@ impl Dispatcher {
         }
         let mut handle = RegistrationHandle {
             dispatcher: Arc::downgrade(&self.inner),
-            undo: Vec::new(),
+            undo: SmallVec::new(),
         };
         for &k in &keys {
             let slot = DispatchKeySet::from_key(k).dispatch_table_index();
@@ -394,32 +400,34 @@ impl Dispatcher {
                 reg.def_libraries.remove(&*ns);
             }
             Undo::Def(op) => {
-                let Some(entry) = Self::registered(&reg, &op) else {
+                let Some(entry) = op.upgrade() else {
                     return;
                 };
-                let name = entry.name().clone();
                 let mut state = entry.state();
+                if state.removed {
+                    return;
+                }
                 state.def_count -= 1;
                 state.def_and_impl_count -= 1;
                 if state.def_count == 0 {
                     entry.set_schema(None);
                 }
-                drop(state);
-                self.cleanup(&mut reg, &name);
+                Self::cleanup(&mut reg, &entry, &mut state);
             }
             Undo::Impl { op, key, id } => {
-                let Some(entry) = Self::registered(&reg, &op) else {
+                let Some(entry) = op.upgrade() else {
                     return;
                 };
-                let op = entry.name().clone();
                 let mut state = entry.state();
+                if state.removed {
+                    return;
+                }
                 if let Some(removed) = state.kernels.remove(key, id) {
                     state.def_and_impl_count -= 1;
                     entry.refresh(&state, &self.globals(&reg), SlotSet::touched_by(key));
                     state.retired.push(removed);
                 }
-                drop(state);
-                self.cleanup(&mut reg, &op);
+                Self::cleanup(&mut reg, &entry, &mut state);
             }
             Undo::Fallback { slot, id } => {
                 if reg.fallbacks[slot].as_ref().is_some_and(|f| f.id == id) {
@@ -429,16 +437,6 @@ impl Dispatcher {
                 }
             }
         }
-    }
-
-    /// The entry a handle refers to, if it is still the registered one (an operator that was
-    /// removed and defined again is a new entry: the old handle has nothing left to undo).
-    fn registered(reg: &Registry, op: &Weak<OperatorEntry>) -> Option<Arc<OperatorEntry>> {
-        let entry = op.upgrade()?;
-        reg.ops
-            .get(entry.name())
-            .filter(|e| Arc::ptr_eq(e, &entry))
-            .cloned()
     }
 
     fn entries_in_creation_order(reg: &Registry) -> Vec<&Arc<OperatorEntry>> {

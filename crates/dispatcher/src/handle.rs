@@ -2,6 +2,7 @@
 
 use std::sync::Weak;
 
+use smallvec::SmallVec;
 use switchboard_keys::DispatchKey;
 
 use crate::dispatcher::{Dispatcher, DispatcherInner};
@@ -30,7 +31,8 @@ pub(crate) enum Undo {
 #[derive(Debug, Default)]
 pub struct RegistrationHandle {
     pub(crate) dispatcher: Weak<DispatcherInner>,
-    pub(crate) undo: Vec<Undo>,
+    /// Inline for one registration: a `def` or `impl` allocates no list.
+    pub(crate) undo: SmallVec<[Undo; 1]>,
 }
 
 impl RegistrationHandle {
@@ -39,7 +41,7 @@ impl RegistrationHandle {
         if self.undo.is_empty() {
             self.dispatcher = other.dispatcher.clone();
         }
-        self.undo.append(&mut other.undo);
+        self.undo.extend(other.undo.drain(..));
     }
 
     /// Keeps the registration for the life of the dispatcher.

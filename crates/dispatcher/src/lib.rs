@@ -29,6 +29,7 @@
 
 mod arg;
 mod call;
+mod debug;
 mod dispatcher;
 mod error;
 mod handle;
@@ -47,6 +48,7 @@ mod util;
 
 pub use arg::{Arg, KernelParam, KernelReturn, ReturnValue};
 pub use call::{OperatorHandle, TypedOperatorHandle};
+pub use debug::RegistrationDebug;
 pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
 pub use error::{DispatchError, DispatchErrorKind, Result, SchemaMismatch};
 pub use ivalue::{IValue, Stack};

@@ -1,12 +1,15 @@
 //! `Library`: registering operators, kernels and fallbacks the way `torch::Library` does, at run
 //! time or (with [`library!`](crate::library!)) at start-up from any crate.
 
+use std::borrow::Cow;
 use std::panic::Location;
-use std::sync::Arc;
+
+use smallvec::SmallVec;
 
 use switchboard_keys::DispatchKey;
 use switchboard_schema::{parse_schema_or_name, FunctionSchema, OperatorName, SchemaOrName};
 
+use crate::debug::RegistrationDebug;
 use crate::dispatcher::{Dispatcher, RegistrationHandle};
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::kernel::KernelFunction;
@@ -68,11 +71,13 @@ pub struct Library {
     kind: LibraryKind,
     ns: Option<String>,
     key: Option<DispatchKey>,
-    file: String,
+    file: Cow<'static, str>,
     line: u32,
-    /// `registered at file:line`, shared by the library's registrations.
-    debug: Arc<str>,
-    handles: Vec<RegistrationHandle>,
+    /// `registered at file:line`, shared by the library's registrations (Note [Debug strings
+    /// formatted when printed]).
+    debug: RegistrationDebug,
+    /// Inline for two registrations (a `def` and its `impl`): no list to allocate.
+    handles: SmallVec<[RegistrationHandle; 2]>,
 }
 
 impl Library {
@@ -86,7 +91,14 @@ impl Library {
         key: Option<DispatchKey>,
     ) -> Result<Self> {
         let loc = Location::caller();
-        Self::with_location(dispatcher, kind, ns, key, loc.file(), loc.line())
+        Self::create(
+            dispatcher,
+            kind,
+            ns,
+            key,
+            Cow::Borrowed(loc.file()),
+            loc.line(),
+        )
     }
 
     /// A library with an explicit source location for its debug strings.
@@ -98,16 +110,31 @@ impl Library {
         file: &str,
         line: u32,
     ) -> Result<Self> {
+        Self::create(dispatcher, kind, ns, key, Cow::Owned(file.to_owned()), line)
+    }
+
+    fn create(
+        dispatcher: &Dispatcher,
+        kind: LibraryKind,
+        ns: &str,
+        key: Option<DispatchKey>,
+        file: Cow<'static, str>,
+        line: u32,
+    ) -> Result<Self> {
         let key = key.filter(|k| *k != DispatchKey::Undefined);
+        let debug = match &file {
+            Cow::Borrowed(file) => RegistrationDebug::location(file, line),
+            Cow::Owned(file) => RegistrationDebug::text(format!("registered at {file}:{line}")),
+        };
         let mut lib = Library {
             dispatcher: dispatcher.clone(),
             kind,
             ns: (ns != "_").then(|| ns.to_owned()),
             key,
-            file: file.to_owned(),
+            file,
             line,
-            debug: format!("registered at {file}:{line}").into(),
-            handles: Vec::new(),
+            debug,
+            handles: SmallVec::new(),
         };
         match kind {
             LibraryKind::Impl => {}
@@ -145,7 +172,7 @@ impl Library {
     }
 
     /// `registered at file:line`, made once per library and shared by its registrations.
-    fn debug(&self) -> Arc<str> {
+    fn debug(&self) -> RegistrationDebug {
         self.debug.clone()
     }
 
@@ -317,7 +344,7 @@ impl Library {
                 )));
             }
         }
-        let debug = debug.map_or_else(|| self.debug(), Arc::from);
+        let debug = debug.map_or_else(|| self.debug(), RegistrationDebug::from);
         let h = self
             .dispatcher
             .register_impl(full, key.or(self.key), kernel, debug)?;
@@ -411,8 +438,8 @@ pub(crate) fn run_static_registrations(d: &Dispatcher) {
         LibraryKind::Impl => 2,
     });
     for s in libs {
-        let result =
-            Library::with_location(d, s.kind, s.ns, s.key, s.file, s.line).and_then(|mut lib| {
+        let result = Library::create(d, s.kind, s.ns, s.key, Cow::Borrowed(s.file), s.line)
+            .and_then(|mut lib| {
                 (s.register)(&mut lib)?;
                 lib.leak();
                 Ok(())

@@ -192,7 +192,7 @@ impl<'a> Scope<'a> {
             op: self.op,
             key_set: self.ks,
             key: self.ks.highest_priority_type_id(),
-            kernel: &self.kernel.debug,
+            kernel: self.kernel.debug.as_str(),
             depth: self.depth,
             before,
         };

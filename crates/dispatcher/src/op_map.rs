@@ -51,10 +51,6 @@ impl OpMap {
         self.0.get(name).map(|b| &b.0)
     }
 
-    pub fn contains_key(&self, name: &OperatorName) -> bool {
-        self.0.contains(name)
-    }
-
     /// Adds `entry` under its name, replacing an entry of the same name.
     pub fn insert(&mut self, entry: Arc<OperatorEntry>) {
         self.0.replace(ByName(entry));

@@ -4,9 +4,12 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use smallvec::SmallVec;
+
 use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_RUNTIME_ENTRIES};
 use switchboard_schema::FunctionSchema;
 
+use crate::debug::RegistrationDebug;
 use crate::dispatcher::{DispatcherInner, SharedKernels};
 use crate::kernel::KernelFunction;
 use crate::table::{runtime_keys, BaseTable, Globals, Provenance, Resolver, SlotSet, RUNTIME_KEYS};
@@ -18,7 +21,7 @@ pub struct AnnotatedKernel {
     pub kernel: KernelFunction,
     /// Where it came from (`registered at file:line`, or the name given at registration);
     /// shared by the registrations of one library.
-    pub debug: Arc<str>,
+    pub debug: RegistrationDebug,
     /// Identifies the registration, for deregistration.
     pub(crate) id: u64,
 }
@@ -72,7 +75,7 @@ pub struct SchemaRecord {
     /// The schema, with its namespace.
     pub schema: FunctionSchema,
     /// Where it was defined (shared by the registrations of one library).
-    pub debug: Arc<str>,
+    pub debug: RegistrationDebug,
     /// Its alias analysis; `None` when never set (printed `CONSERVATIVE (default)`).
     pub alias_analysis: Option<AliasAnalysisKind>,
 }
@@ -80,7 +83,9 @@ pub struct SchemaRecord {
 /// The kernels registered per key, newest first; keys in numeric order.
 #[derive(Default)]
 pub(crate) struct KernelStacks {
-    entries: Vec<(DispatchKey, Vec<Arc<AnnotatedKernel>>)>,
+    /// A key's stack holds one kernel inline: the usual single registration per key allocates
+    /// nothing beyond this list.
+    entries: Vec<(DispatchKey, SmallVec<[Arc<AnnotatedKernel>; 1]>)>,
 }
 
 impl KernelStacks {
@@ -104,7 +109,7 @@ impl KernelStacks {
             Err(i) => {
                 // Operators have few keys: grow one entry at a time.
                 self.entries.reserve_exact(1);
-                self.entries.insert(i, (k, vec![kernel]));
+                self.entries.insert(i, (k, smallvec::smallvec![kernel]));
             }
         }
     }
@@ -140,8 +145,11 @@ impl KernelStacks {
 #[derive(Default)]
 pub(crate) struct EntryState {
     pub kernels: KernelStacks,
-    pub def_count: usize,
-    pub def_and_impl_count: usize,
+    pub def_count: u32,
+    pub def_and_impl_count: u32,
+    /// Set when the entry leaves the registry: handles that still refer to it have nothing
+    /// left to undo (an operator defined again is a new entry).
+    pub removed: bool,
     /// Kernels deregistered from this operator, kept alive for calls that may still be running
     /// them (see Note [Lock-free dispatch table]); under the entry's lock like the rest.
     pub retired: Vec<Arc<AnnotatedKernel>>,
@@ -248,13 +256,12 @@ impl OperatorEntry {
     pub(crate) fn set_schema(&self, record: Option<SchemaRecord>) {
         let (mask, n) = match &record {
             Some(r) => {
-                let idx = r.schema.tensor_like_argument_indices();
-                let n = r.schema.arguments().len();
+                let args = r.schema.arguments();
                 let mut mask = 0u64;
-                for i in idx {
+                for (i, _) in args.iter().enumerate().filter(|(_, a)| a.is_tensor_like()) {
                     mask |= if i < 63 { 1u64 << i } else { 1u64 << 63 };
                 }
-                (mask, n as u64)
+                (mask, args.len() as u64)
             }
             None => (0, 0),
         };
