@@ -37,6 +37,14 @@ pub(crate) struct SchemaParser<'a> {
 /// # Ok::<(), switchboard_schema::SchemaParseError>(())
 /// ```
 pub fn parse_schema_or_name(s: &str) -> Result<SchemaOrName, SchemaParseError> {
+    if let Some(name) = plain_name(s) {
+        return Ok(SchemaOrName::Name(name));
+    }
+    parse_full(s)
+}
+
+/// The full parser (PyTorch's steps).
+fn parse_full(s: &str) -> Result<SchemaOrName, SchemaParseError> {
     let run = || -> PResult<SchemaOrName> {
         let mut p = SchemaParser {
             lex: Lexer::new(s)?,
@@ -48,6 +56,55 @@ pub fn parse_schema_or_name(s: &str) -> Result<SchemaOrName, SchemaParseError> {
         Ok(result)
     };
     run().map_err(|e| *e)
+}
+
+// Note [Plain operator names skip the lexer]
+// Registering a kernel parses its operator's name (`impl_("op", ...)`), and the lexer's set-up
+// and per-token work cost more than a thousand instructions for a few bytes. A name that is
+// nothing but `ident`, `ident::ident`, optionally followed by `.ident`, where no part is a
+// keyword and the overload is legal, parses to exactly its own text: such names are split
+// directly. Anything else (spaces, keywords, digits first, `default`, errors) takes the full
+// parser, so every message stays PyTorch's.
+
+/// The name `s` spells when it is a plain `ns::name.overload` (see Note [Plain operator names
+/// skip the lexer]); `None` when the full parser must decide.
+fn plain_name(s: &str) -> Option<OperatorName> {
+    let b = s.as_bytes();
+    // The end of the identifier starting at `at`, if one does and is not a keyword.
+    let ident = |at: usize| -> Option<usize> {
+        let first = *b.get(at)?;
+        if !(first.is_ascii_alphabetic() || first == b'_') {
+            return None;
+        }
+        let end = at
+            + 1
+            + b[at + 1..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+                .count();
+        token::keyword(&b[at..end]).is_none().then_some(end)
+    };
+    let mut end = ident(0)?;
+    if b[end..].starts_with(b"::") {
+        end = ident(end + 2)?;
+    }
+    let name_end = end;
+    let overload = match b.get(end) {
+        None => "",
+        Some(b'.') => {
+            let o_end = ident(end + 1)?;
+            if o_end != b.len() {
+                return None;
+            }
+            let o = &s[end + 1..o_end];
+            if o == "default" || o.starts_with("__") {
+                return None;
+            }
+            o
+        }
+        Some(_) => return None,
+    };
+    Some(OperatorName::new(&s[..name_end], overload))
 }
 
 pub(crate) fn ch(c: u8) -> Kind {
@@ -350,5 +407,62 @@ mod tests {
         assert!(s.is_argument_written(4) && !s.is_argument_written(9));
         assert_eq!(s.arguments()[3].ty(), &Type::Int);
         assert_eq!(s.kwarg_only_index(), Some(4));
+    }
+}
+
+#[cfg(test)]
+mod plain_name_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn check(s: &str) {
+        if let Some(fast) = plain_name(s) {
+            match parse_full(s) {
+                Ok(SchemaOrName::Name(full)) => assert_eq!(fast, full, "{s:?}"),
+                other => panic!("{s:?}: fast path gave {fast}, parser {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn plain_names_parse_as_the_parser_does() {
+        for s in [
+            "op",
+            "reg::op5",
+            "aten::add.Tensor",
+            "a::b::c",
+            "def",
+            "ns::None",
+            "x.default",
+            "x.__init__",
+            "x._y",
+            "_::x",
+            "x.",
+            "x..y",
+            "1x",
+            "x y",
+            "x::",
+            "::x",
+            "is",
+            "isx",
+            "x.1",
+            "aten::add.out",
+            "x.Tensor_",
+            "ns::is",
+            "",
+        ] {
+            check(s);
+        }
+        assert_eq!(plain_name("reg::op5").unwrap().to_string(), "reg::op5");
+        assert_eq!(plain_name("a.b").unwrap().overload_name(), "b");
+        assert!(plain_name("x.default").is_none());
+        assert!(plain_name("None").is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn plain_name_agrees_with_the_parser(s in "[a-dINoe_:.0-9 ]{0,12}") {
+            check(&s);
+        }
     }
 }
