@@ -14,8 +14,9 @@ use crate::operator::OperatorEntry;
 // itself (`Borrow<OperatorName>` through the entry) instead of a map from a second copy of the
 // name: one pointer per bucket instead of a 48-byte key, a pointer and the key's strings. This
 // is part of keeping a registered operator under 2 KB of heap (see tests/heap.rs).
-// The names are hashed with foldhash rather than SipHash: a registration looks its operator up
-// several times, and SipHash of a qualified name costs ~250 instructions to foldhash's few dozen.
+// The names are hashed with foldhash rather than SipHash: every def and impl looks its operator
+// up (once; undo needs no lookup, the entry knows whether it left the registry), and SipHash of a
+// qualified name costs ~250 instructions to foldhash's few dozen.
 // Operator names come from code, not from an adversary, so DoS resistance buys nothing here.
 
 /// An entry, hashed and compared by its name.
