@@ -6,7 +6,8 @@
 //! valgrind --tool=callgrind target/release/examples/dispatch_overhead call 2000
 //! ```
 //! The difference of the two totals divided by 1000 is the cost of one call. Scenarios: `call`,
-//! `call_autograd_keys`, `call_boxed`, `boxed_fallback`, `register`, and through the global
+//! `call_autograd_keys`, `call_boxed`, `boxed_fallback`, `register`, `startup` (prints the
+//! global dispatcher's start-up registration time per operator), and through the global
 //! dispatcher with the real operators: `add_1elem` (`ops::add` of two 1-element CPU tensors:
 //! autograd kernel, nothing requires grad), `add_1elem_below_autograd` (the same with the
 //! Autograd keys excluded: the difference is the autograd layer's cost) and
@@ -127,8 +128,21 @@ fn main() {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b), 1).unwrap());
             }
         }
+        "startup" => {
+            // The global dispatcher's start-up registration: every operator of the ops crate
+            // with its CPU, Meta, composite, BackendSelect and autograd kernels.
+            let start = std::time::Instant::now();
+            let global = Dispatcher::global();
+            let elapsed = start.elapsed();
+            let ops = global.list_operators().len();
+            println!(
+                "{ops} operators registered in {:.2} ms: {:.2} µs per operator",
+                elapsed.as_secs_f64() * 1e3,
+                elapsed.as_secs_f64() * 1e6 / ops as f64
+            );
+        }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad");
             std::process::exit(2);
         }
     }
