@@ -76,6 +76,7 @@ pub(crate) fn binary_general(
 }
 
 /// PyTorch's `alpha_check`.
+#[inline]
 fn alpha_check(dtype: ScalarType, alpha: Scalar) -> Result<()> {
     if alpha.is_boolean() && dtype != ScalarType::Bool {
         return Err(invalid("Boolean alpha only supported for Boolean results."));
