@@ -6,9 +6,10 @@
 
 use switchboard_tensor::{Scalar, Tensor};
 
-use crate::binary::{acc_loop2, binary, scalar_acc};
+use crate::binary::{acc_loop2, binary_op, scalar_acc};
 use crate::dispatch_dtype::{CpuElement, Float, Num};
 use crate::error::Result;
+use crate::iter::BinaryLoop;
 use crate::unary::{GeluApproximate, FRAC_1_SQRT_2, SQRT_2_OVER_PI};
 use crate::{dispatch_all_types, dispatch_floating_types};
 
@@ -30,7 +31,7 @@ pub fn threshold_backward(
     self_: &Tensor,
     threshold: Scalar,
 ) -> Result<Tensor> {
-    binary(
+    binary_op!(
         "threshold_backward",
         self_,
         grad_output,
@@ -75,7 +76,7 @@ fn silu_grad<F: Float>(g: F, x: F) -> F {
 ///
 /// `grad_output * (1 - output) * output`, given sigmoid's output.
 pub fn sigmoid_backward(grad_output: &Tensor, output: &Tensor) -> Result<Tensor> {
-    binary("sigmoid_backward", grad_output, output, None, false, |it| {
+    binary_op!("sigmoid_backward", grad_output, output, None, false, |it| {
         dispatch_floating_types!(it.common_dtype(), "sigmoid_backward_cpu", T => {
             acc_loop2::<T>(it, sigmoid_grad)
         })
@@ -86,7 +87,7 @@ pub fn sigmoid_backward(grad_output: &Tensor, output: &Tensor) -> Result<Tensor>
 ///
 /// `grad_output * (1 - output^2)`, given tanh's output.
 pub fn tanh_backward(grad_output: &Tensor, output: &Tensor) -> Result<Tensor> {
-    binary("tanh_backward", grad_output, output, None, false, |it| {
+    binary_op!("tanh_backward", grad_output, output, None, false, |it| {
         dispatch_floating_types!(it.common_dtype(), "tanh_backward_cpu", T => {
             acc_loop2::<T>(it, tanh_grad)
         })
@@ -126,7 +127,7 @@ fn gelu_grad<F: Float>(approximate: GeluApproximate, dy: F, x: F) -> F {
 /// `grad_output * gelu'(self)`, for the exact (`'none'`) or the `'tanh'` gelu.
 pub fn gelu_backward(grad_output: &Tensor, self_: &Tensor, approximate: &str) -> Result<Tensor> {
     let approx = GeluApproximate::parse(approximate)?;
-    binary("gelu_backward", grad_output, self_, None, false, |it| {
+    binary_op!("gelu_backward", grad_output, self_, None, false, |it| {
         dispatch_floating_types!(it.common_dtype(), "GeluBackwardKernelImpl", T => {
             acc_loop2::<T>(it, move |g, x| gelu_grad(approx, g, x))
         })
@@ -137,7 +138,7 @@ pub fn gelu_backward(grad_output: &Tensor, self_: &Tensor, approximate: &str) ->
 ///
 /// `grad_output * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
 pub fn silu_backward(grad_output: &Tensor, self_: &Tensor) -> Result<Tensor> {
-    binary("silu_backward", grad_output, self_, None, false, |it| {
+    binary_op!("silu_backward", grad_output, self_, None, false, |it| {
         dispatch_floating_types!(it.common_dtype(), "silu_backward_cpu", T => {
             acc_loop2::<T>(it, silu_grad)
         })

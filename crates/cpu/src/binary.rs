@@ -9,7 +9,7 @@ use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::dispatch_dtype::{Acc, CpuElement, Num};
 use crate::error::{invalid, Result};
-use crate::iter::{IterConfig, TensorIter};
+use crate::iter::{BinaryLoop, IterConfig, TensorIter};
 use crate::{dispatch_all_types, dispatch_all_types_and_bool};
 
 /// A scalar argument converted to the compute type of `T` (`Scalar::to<opmath_t>`).
@@ -22,8 +22,42 @@ pub fn scalar_acc<T: CpuElement>(s: Scalar) -> T::Acc {
     }
 }
 
-/// Builds a two-input iterator, runs `kernel` on it and returns the result.
-pub(crate) fn binary(
+/// Runs a binary elementwise kernel, written `|it| body` (or as a function path) against
+/// [`BinaryLoop`], and returns the result: on a [`DenseBinary`] loop when no `out` is given
+/// and the operands qualify (Note [Dense binary loops]), else on a [`TensorIter`] (the body is
+/// compiled for both). Arguments: op name, `a`, `b`, `out: Option<&Tensor>`, `int_to_float`.
+macro_rules! binary_op {
+    ($op:expr, $a:expr, $b:expr, $out:expr, $int_to_float:expr, |$it:ident| $body:expr $(,)?) => {{
+        let (a, b, out, int_to_float): (
+            &switchboard_tensor::Tensor,
+            &switchboard_tensor::Tensor,
+            Option<&switchboard_tensor::Tensor>,
+            bool,
+        ) = ($a, $b, $out, $int_to_float);
+        let dense = match out {
+            None => $crate::iter::DenseBinary::try_new(a, b, int_to_float)?,
+            Some(_) => None,
+        };
+        match dense {
+            Some(dense) => {
+                let $it = &dense;
+                let done: $crate::error::Result<()> = $body;
+                done?;
+                dense.finish()
+            }
+            None => $crate::binary::binary_general($op, a, b, out, int_to_float, |$it| $body),
+        }
+    }};
+    ($op:expr, $a:expr, $b:expr, $out:expr, $int_to_float:expr, $kernel:path $(,)?) => {
+        $crate::binary::binary_op!($op, $a, $b, $out, $int_to_float, |it| $kernel(it))
+    };
+}
+pub(crate) use binary_op;
+
+/// The general path of [`binary_op!`]: builds a two-input iterator, runs `kernel` on it and
+/// returns the result.
+#[inline(never)]
+pub(crate) fn binary_general(
     op: &'static str,
     a: &Tensor,
     b: &Tensor,
@@ -42,6 +76,7 @@ pub(crate) fn binary(
 }
 
 /// PyTorch's `alpha_check`.
+#[inline]
 fn alpha_check(dtype: ScalarType, alpha: Scalar) -> Result<()> {
     if alpha.is_boolean() && dtype != ScalarType::Bool {
         return Err(invalid("Boolean alpha only supported for Boolean results."));
@@ -54,12 +89,12 @@ fn alpha_check(dtype: ScalarType, alpha: Scalar) -> Result<()> {
     Ok(())
 }
 
-fn add_kernel(iter: &TensorIter, alpha: Scalar) -> Result<()> {
+fn add_kernel(iter: &impl BinaryLoop, alpha: Scalar) -> Result<()> {
     alpha_check(iter.common_dtype(), alpha)?;
     dispatch_all_types_and_bool!(iter.common_dtype(), "add_cpu", T => add_loop::<T>(iter, alpha))
 }
 
-fn add_loop<T: CpuElement>(iter: &TensorIter, alpha: Scalar) -> Result<()> {
+fn add_loop<T: CpuElement>(iter: &impl BinaryLoop, alpha: Scalar) -> Result<()> {
     let alpha = scalar_acc::<T>(alpha);
     if alpha == Acc::<T>::ONE {
         iter.for_each2(|a: T, b: T| T::from_acc(a.to_acc().add(b.to_acc())))
@@ -94,13 +129,13 @@ fn neg_alpha(alpha: Scalar) -> Scalar {
 
 /// Runs `out = T::from_acc(f(a, b))` over an iterator of `T`s, computing in `Acc<T>`.
 pub(crate) fn acc_loop2<T: CpuElement>(
-    iter: &TensorIter,
+    iter: &impl BinaryLoop,
     f: impl Fn(Acc<T>, Acc<T>) -> Acc<T> + Sync,
 ) -> Result<()> {
     iter.for_each2(move |a: T, b: T| T::from_acc(f(a.to_acc(), b.to_acc())))
 }
 
-fn mul_kernel(iter: &TensorIter) -> Result<()> {
+fn mul_kernel(iter: &impl BinaryLoop) -> Result<()> {
     dispatch_all_types_and_bool!(iter.common_dtype(), "mul_cpu", T => {
         acc_loop2::<T>(iter, Num::mul)
     })
@@ -125,7 +160,7 @@ fn parse_rounding(mode: Option<&str>) -> Result<Rounding> {
     }
 }
 
-fn div_kernel(iter: &TensorIter, mode: Rounding) -> Result<()> {
+fn div_kernel(iter: &impl BinaryLoop, mode: Rounding) -> Result<()> {
     let dt = iter.common_dtype();
     if mode != Rounding::True && dt.is_integral(false) && has_zero(iter.input(1))? {
         return Err(invalid("ZeroDivisionError"));
@@ -157,11 +192,11 @@ fn has_zero_typed<T: CpuElement>(t: &Tensor) -> Result<bool> {
         .any(|x| x.to_acc() == Acc::<T>::ZERO))
 }
 
-fn pow_kernel(iter: &TensorIter) -> Result<()> {
+fn pow_kernel(iter: &impl BinaryLoop) -> Result<()> {
     dispatch_all_types!(iter.common_dtype(), "pow", T => acc_loop2::<T>(iter, Num::pow))
 }
 
-fn max_min_kernel(iter: &TensorIter, max: bool) -> Result<()> {
+fn max_min_kernel(iter: &impl BinaryLoop, max: bool) -> Result<()> {
     let name = if max { "maximum_cpu" } else { "minimum_cpu" };
     dispatch_all_types_and_bool!(iter.common_dtype(), name, T => {
         if max {
@@ -181,7 +216,7 @@ macro_rules! binary_family {
         $(#[$doc])*
         pub fn $tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
             let ($a, $b, $alpha) = (self_, other, alpha);
-            binary($name, $a, $b, None, false, |$it| $body)
+            binary_op!($name, $a, $b, None, false, |$it| $body)
         }
         #[doc = concat!("`", $name, ".Scalar(Tensor self, Scalar other, Scalar alpha=1)`.")]
         pub fn $scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
@@ -190,7 +225,7 @@ macro_rules! binary_family {
         #[doc = concat!("`", $name, ".out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out)`.")]
         pub fn $out(self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
             let ($a, $b, $alpha) = (self_, other, alpha);
-            binary($name, $a, $b, Some(out), false, |$it| $body)
+            binary_general($name, $a, $b, Some(out), false, |$it| $body)
         }
         #[doc = concat!("`", $name, ".Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out)`.")]
         pub fn $scalar_out(self_: &Tensor, other: Scalar, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
@@ -240,7 +275,7 @@ pub fn rsub_tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tens
 
 /// `mul.Tensor(Tensor self, Tensor other)`: the elementwise product (bool: logical and).
 pub fn mul_tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    binary("mul", self_, other, None, false, mul_kernel)
+    binary_op!("mul", self_, other, None, false, mul_kernel)
 }
 
 /// `mul.Scalar(Tensor self, Scalar other)`.
@@ -250,7 +285,7 @@ pub fn mul_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
 
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
 pub fn mul_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-    binary("mul", self_, other, Some(out), false, mul_kernel)
+    binary_general("mul", self_, other, Some(out), false, mul_kernel)
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other)`.
@@ -265,7 +300,7 @@ pub fn mul_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
 
 fn div_impl(a: &Tensor, b: &Tensor, mode: Option<&str>, out: Option<&Tensor>) -> Result<Tensor> {
     let mode = parse_rounding(mode)?;
-    binary("div", a, b, out, mode == Rounding::True, |it| {
+    binary_op!("div", a, b, out, mode == Rounding::True, |it| {
         div_kernel(it, mode)
     })
 }
@@ -352,12 +387,12 @@ fn check_int_pow(base: ScalarType, exponent: Scalar) -> Result<()> {
 
 /// `pow.Tensor_Tensor(Tensor self, Tensor exponent)`.
 pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-    binary("pow", self_, exponent, None, false, pow_kernel)
+    binary_op!("pow", self_, exponent, None, false, pow_kernel)
 }
 
 /// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out)`.
 pub fn pow_tensor_tensor_out(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
-    binary("pow", self_, exponent, Some(out), false, pow_kernel)
+    binary_general("pow", self_, exponent, Some(out), false, pow_kernel)
 }
 
 /// `pow.Tensor_Scalar(Tensor self, Scalar exponent)`.
@@ -397,28 +432,28 @@ pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
 
 /// `maximum(Tensor self, Tensor other)`: elementwise maximum, propagating NaN.
 pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    binary("maximum", self_, other, None, false, |it| {
+    binary_op!("maximum", self_, other, None, false, |it| {
         max_min_kernel(it, true)
     })
 }
 
 /// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
 pub fn maximum_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-    binary("maximum", self_, other, Some(out), false, |it| {
+    binary_general("maximum", self_, other, Some(out), false, |it| {
         max_min_kernel(it, true)
     })
 }
 
 /// `minimum(Tensor self, Tensor other)`: elementwise minimum, propagating NaN.
 pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    binary("minimum", self_, other, None, false, |it| {
+    binary_op!("minimum", self_, other, None, false, |it| {
         max_min_kernel(it, false)
     })
 }
 
 /// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
 pub fn minimum_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-    binary("minimum", self_, other, Some(out), false, |it| {
+    binary_general("minimum", self_, other, Some(out), false, |it| {
         max_min_kernel(it, false)
     })
 }
@@ -519,3 +554,7 @@ mod tests {
         assert_eq!(s.to_vec::<i64>().unwrap(), [8]);
     }
 }
+
+#[cfg(test)]
+#[path = "binary_dense_tests.rs"]
+mod dense_tests;

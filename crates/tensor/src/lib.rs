@@ -74,6 +74,7 @@ mod promote;
 mod resize;
 mod scalar;
 mod storage;
+mod storage_block;
 mod strided;
 mod tensor;
 mod view;

@@ -5,11 +5,11 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use crate::device::Device;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Result, TensorError};
+use crate::storage_block::{block_layout, BlockCache, CacheCell, Cached, Shared};
 
 /// Alignment of every heap buffer the storage allocates itself (buffers larger than
 /// [`INLINE_BYTES`]).
@@ -20,7 +20,7 @@ pub const STORAGE_ALIGNMENT: usize = 64;
 pub const INLINE_BYTES: usize = 64;
 
 /// Alignment of inline buffers: enough for every element type, and small enough that the
-/// storage itself is allocated by plain `malloc` (an over-aligned `Arc` costs a slower
+/// storage itself is allocated by plain `malloc` (an over-aligned block costs a slower
 /// aligned allocation on every small tensor).
 pub const INLINE_ALIGNMENT: usize = 16;
 
@@ -105,12 +105,25 @@ impl Drop for StorageImpl {
 /// assert!(!Storage::zeros(Device::META, 16).unwrap().has_data());
 /// ```
 #[derive(Clone)]
-pub struct Storage(Arc<StorageImpl>);
+pub struct Storage(Shared<StorageImpl>);
+
+std::thread_local! {
+    /// Freed storage blocks of this thread (Note [Storage blocks]).
+    static STORAGE_BLOCKS: CacheCell =
+        const { CacheCell(UnsafeCell::new(BlockCache::new(block_layout::<StorageImpl>()))) };
+}
+
+impl Cached for StorageImpl {
+    #[inline(always)]
+    fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
+        STORAGE_BLOCKS.try_with(|c| c.with(f)).ok()
+    }
+}
 
 impl Storage {
     #[inline]
     fn from_parts(buf: Buffer, nbytes: usize, device: Device, holds_bool: bool) -> Storage {
-        Storage(Arc::new(StorageImpl {
+        Storage(Shared::new(StorageImpl {
             buf,
             nbytes,
             device,
@@ -143,6 +156,7 @@ impl Storage {
     /// means (`bytes`, `Tensor::data`, `to_vec`, printing, a kernel reading it...); until
     /// then the storage and the tensors over it must not reach code that may read them.
     /// Dropping it unread is fine. Bool storages must be written with 0 or 1 bytes.
+    #[inline(always)]
     pub unsafe fn uninit_cpu(nbytes: usize, dtype: ScalarType) -> Result<Storage> {
         let is_bool = dtype == ScalarType::Bool;
         Ok(Self::from_parts(
@@ -194,7 +208,7 @@ impl Storage {
         init: impl FnOnce(&mut [u8]) -> Result<()>,
     ) -> Result<Storage> {
         let mut s = Self::zeros(Device::CPU, nbytes)?;
-        let inner = Arc::get_mut(&mut s.0).expect("a fresh storage is unique");
+        let inner = Shared::get_mut(&mut s.0).expect("a fresh storage is unique");
         init(inner.bytes_mut_unique())?;
         Ok(s)
     }
@@ -223,7 +237,7 @@ impl Storage {
     }
 
     fn mark_bool(mut self, holds_bool: bool) -> Storage {
-        if let Some(inner) = Arc::get_mut(&mut self.0) {
+        if let Some(inner) = Shared::get_mut(&mut self.0) {
             inner.holds_bool = holds_bool;
         }
         self
@@ -292,12 +306,12 @@ impl Storage {
     /// Whether two handles share one storage.
     #[inline]
     pub fn ptr_eq(a: &Storage, b: &Storage) -> bool {
-        Arc::ptr_eq(&a.0, &b.0)
+        Shared::ptr_eq(&a.0, &b.0)
     }
 
     /// Number of handles to this storage (tensors and views holding it).
     pub fn use_count(&self) -> usize {
-        Arc::strong_count(&self.0)
+        Shared::strong_count(&self.0)
     }
 
     /// The start of the bytes, or null for a storage without data. Getting the pointer is

@@ -17,12 +17,14 @@
 //! ```
 
 mod config;
+mod dense;
 mod dims;
 mod overlap;
 #[cfg(test)]
 mod tests;
 
 pub use config::IterConfig;
+pub use dense::{BinaryLoop, DenseBinary};
 pub use dims::{broadcast_strides, coalesce, reorder_dims, strides_for_perm};
 pub(crate) use overlap::byte_range;
 pub use overlap::{check_internal_overlap, check_no_partial_overlap, result_device};

@@ -1,0 +1,237 @@
+//! The dense path of the binary ops (Note [Dense binary loops]) against the general path:
+//! same dtypes, sizes, strides, values and errors.
+
+use proptest::prelude::*;
+use switchboard_tensor::{Device, RawOps, Scalar, ScalarType, Tensor};
+
+use super::*;
+use crate::copy::cast;
+use crate::iter::DenseBinary;
+
+/// A result as comparable data: sizes, strides, dtype and values (`Debug` of each element as
+/// `f64`, so that NaNs compare equal), or the error message.
+type Outcome = std::result::Result<(Vec<i64>, Vec<i64>, ScalarType, Vec<String>), String>;
+
+fn outcome(r: Result<Tensor>) -> Outcome {
+    r.map(|t| {
+        let values = t.to_vec_as::<f64>().unwrap();
+        (
+            t.sizes().to_vec(),
+            t.strides().to_vec(),
+            t.dtype(),
+            values.iter().map(|v| format!("{v:?}")).collect(),
+        )
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Runs the kernel `|it| body` on `a` and `b` by the dense path (`None` if it does not apply)
+/// and by the general path.
+macro_rules! both {
+    ($a:expr, $b:expr, $int_to_float:expr, |$it:ident| $body:expr) => {{
+        let (a, b): (&Tensor, &Tensor) = ($a, $b);
+        let dense = DenseBinary::try_new(a, b, $int_to_float).unwrap().map(|d| {
+            let $it = &d;
+            let run = || -> Result<()> { $body };
+            let done = run();
+            outcome(done.and_then(|_| d.finish()))
+        });
+        let general = outcome(binary_general("op", a, b, None, $int_to_float, |$it| $body));
+        (dense, general)
+    }};
+}
+
+/// Every binary kernel of this module (and a few modes), through both paths.
+fn all_ops(a: &Tensor, b: &Tensor) -> Vec<(&'static str, Option<Outcome>, Outcome)> {
+    let mut r = Vec::new();
+    let mut push = |name, (d, g): (Option<Outcome>, Outcome)| r.push((name, d, g));
+    push(
+        "add",
+        both!(a, b, false, |it| add_kernel(it, Scalar::Int(1))),
+    );
+    push(
+        "add2",
+        both!(a, b, false, |it| add_kernel(it, Scalar::Int(2))),
+    );
+    push(
+        "add_float_alpha",
+        both!(a, b, false, |it| add_kernel(it, Scalar::Float(0.5))),
+    );
+    push(
+        "sub",
+        both!(a, b, false, |it| {
+            sub_check(a, b)?;
+            add_kernel(it, neg_alpha(Scalar::Int(1)))
+        }),
+    );
+    push("mul", both!(a, b, false, |it| mul_kernel(it)));
+    push(
+        "div",
+        both!(a, b, true, |it| div_kernel(it, Rounding::True)),
+    );
+    push(
+        "div_trunc",
+        both!(a, b, false, |it| div_kernel(it, Rounding::Trunc)),
+    );
+    push(
+        "div_floor",
+        both!(a, b, false, |it| div_kernel(it, Rounding::Floor)),
+    );
+    push("pow", both!(a, b, false, |it| pow_kernel(it)));
+    push("maximum", both!(a, b, false, |it| max_min_kernel(it, true)));
+    push(
+        "minimum",
+        both!(a, b, false, |it| max_min_kernel(it, false)),
+    );
+    r
+}
+
+/// Checks that the dense path applies (`dense`) or not to `a`, `b`, and that it gives what the
+/// general path gives, for every op.
+fn check(a: &Tensor, b: &Tensor, dense: bool) {
+    for (name, d, g) in all_ops(a, b) {
+        match d {
+            Some(d) => {
+                assert!(dense, "{name}: the dense path was taken");
+                assert_eq!(d, g, "{name} on {a:?} and {b:?}");
+            }
+            // int_to_float ops skip integer inputs.
+            None => assert!(
+                !dense || (name == "div" && !a.dtype().is_floating_point()),
+                "{name}: the dense path was not taken"
+            ),
+        }
+    }
+}
+
+/// `values` (cycled to `sizes`' numel) as a contiguous tensor of `dtype`.
+fn tensor(values: &[f64], sizes: &[i64], dtype: ScalarType) -> Tensor {
+    let n: i64 = sizes.iter().product();
+    let v: Vec<f64> = (0..n as usize).map(|i| values[i % values.len()]).collect();
+    cast(&Tensor::from_vec(v, sizes).unwrap(), dtype).unwrap()
+}
+
+#[test]
+fn dense_matches_general_over_dtypes_and_shapes() {
+    let xs = [3.0, -2.0, 0.0, 1.5, 7.0, -0.5];
+    let ys = [2.0, 0.0, -3.0, 4.0, -1.5, 1.0];
+    let shapes: [&[i64]; 7] = [&[], &[0], &[1], &[3], &[2, 3], &[0, 3], &[2, 1, 3]];
+    for dt in ScalarType::ALL {
+        for sizes in shapes {
+            check(&tensor(&xs, sizes, dt), &tensor(&ys, sizes, dt), true);
+        }
+        // Contiguous with an odd stride on a size-1 dim.
+        let a = tensor(&xs, &[2, 1, 3], dt)
+            .as_strided(&[2, 1, 3], &[3, 7, 1], 0)
+            .unwrap();
+        check(&a, &tensor(&ys, &[2, 1, 3], dt), true);
+    }
+    // Large enough for parallel chunks.
+    let big = |v: &[f64]| tensor(v, &[70000], ScalarType::Float);
+    check(&big(&xs), &big(&ys), true);
+    check(&big(&xs), &big(&xs), true);
+}
+
+#[test]
+fn general_cases_are_not_dense() {
+    let f = |s: &[i64]| tensor(&[1.0, 2.0, 3.0], s, ScalarType::Float);
+    // Promotion, broadcasting, strided, zero-dim with a tensor, wrapped numbers, meta.
+    check(&f(&[3]), &tensor(&[1.0], &[3], ScalarType::Long), false);
+    check(&f(&[2, 3]), &f(&[3]), false);
+    check(&f(&[3, 2]).t().unwrap(), &f(&[2, 3]), false);
+    check(&f(&[3]), &f(&[]), false);
+    check(&f(&[]), &Tensor::wrapped_scalar(2.5), false);
+    let w = Tensor::wrapped_scalar(2.5);
+    check(&w, &w, false);
+    let m = Tensor::empty_on(&[2], ScalarType::Float, Device::META).unwrap();
+    assert!(DenseBinary::try_new(&m, &m, false).unwrap().is_none());
+}
+
+#[test]
+fn public_ops_take_the_dense_path_with_general_results() {
+    let a = tensor(&[1.0, -2.0, 3.5], &[3], ScalarType::Float);
+    let b = tensor(&[0.5, 4.0, -1.0], &[3], ScalarType::Float);
+    let r = add_tensor(&a, &b, Scalar::Int(1)).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), [1.5, 2.0, 2.5]);
+    assert!(!r.is_alias_of(&a) && !r.is_alias_of(&b));
+    assert_eq!(r.version(), 0);
+    assert_eq!(r.key_set(), a.key_set());
+    let i = tensor(&[7.0, -7.0], &[2], ScalarType::Int);
+    let z = tensor(&[0.0, 2.0], &[2], ScalarType::Int);
+    assert_eq!(
+        div_tensor_mode(&i, &z, Some("floor"))
+            .unwrap_err()
+            .to_string(),
+        "ZeroDivisionError"
+    );
+    assert_eq!(div_tensor(&i, &i).unwrap().dtype(), ScalarType::Float);
+    // A storage being written cannot be read: the same error as the general path's.
+    let guard = a.data_mut::<f32>().unwrap();
+    let (d, g) = both!(&a, &b, false, |it| add_kernel(it, Scalar::Int(1)));
+    assert!(d.as_ref().unwrap().is_err());
+    assert_eq!(d.unwrap(), g);
+    drop(guard);
+}
+
+#[test]
+fn unwritten_dense_outputs_are_zeroed_and_loops_do_not_nest() {
+    let a = tensor(&[1.0, 2.0], &[2], ScalarType::Float);
+    let d = DenseBinary::try_new(&a, &a, false).unwrap().unwrap();
+    assert!(d.for_each2(|x: f64, y: f64| x + y).is_err());
+    assert_eq!(d.finish().unwrap().to_vec::<f32>().unwrap(), [0.0, 0.0]);
+    let d = DenseBinary::try_new(&a, &a, false).unwrap().unwrap();
+    d.for_each2(|x: f32, y: f32| x * y).unwrap();
+    // A second loop rewrites the output.
+    d.for_each2(|x: f32, y: f32| x + y).unwrap();
+    assert_eq!(d.finish().unwrap().to_vec::<f32>().unwrap(), [2.0, 4.0]);
+}
+
+std::thread_local! {
+    static LEAKED: std::cell::Cell<Option<&'static DenseBinary<'static>>> =
+        const { std::cell::Cell::new(None) };
+}
+
+#[test]
+fn a_dense_loop_cannot_start_inside_another() {
+    let a: &'static Tensor = Box::leak(Box::new(tensor(&[1.0, 2.0], &[2], ScalarType::Float)));
+    let d: &'static DenseBinary<'static> = Box::leak(Box::new(
+        DenseBinary::try_new(a, a, false).unwrap().unwrap(),
+    ));
+    LEAKED.with(|c| c.set(Some(d)));
+    d.for_each2(|x: f32, y: f32| {
+        let inner = LEAKED.with(|c| c.get()).unwrap();
+        assert!(inner.for_each2(|x: f32, y: f32| x * y).is_err());
+        x + y
+    })
+    .unwrap();
+    LEAKED.with(|c| c.set(None));
+}
+
+proptest! {
+    #[test]
+    fn dense_and_general_agree(
+        sizes in prop::collection::vec(0i64..4, 0..4),
+        dt in 0usize..10,
+        xs in prop::collection::vec(-4i32..5, 1..8),
+        ys in prop::collection::vec(-4i32..5, 1..8),
+        layout in 0u8..4,
+    ) {
+        let dt = ScalarType::ALL[dt];
+        let half = |v: &[i32]| v.iter().map(|x| *x as f64 / 2.0).collect::<Vec<_>>();
+        let a = tensor(&half(&xs), &sizes, dt);
+        let b = tensor(&half(&ys), &sizes, dt);
+        match layout {
+            0 => check(&a, &b, true),
+            // Another dtype, a broadcast operand, a reversed layout: general only.
+            1 => check(&a, &cast(&b, ScalarType::Double).unwrap(), dt == ScalarType::Double),
+            2 => check(&a, &tensor(&half(&ys), &[1], dt), sizes == [1]),
+            _ => {
+                let r: Vec<i64> = (0..sizes.len() as i64).rev().collect();
+                let p = tensor(&half(&xs), &sizes.iter().rev().copied().collect::<Vec<_>>(), dt)
+                    .permute(&r)
+                    .unwrap();
+                check(&p, &b, p.is_contiguous());
+            }
+        }
+    }
+}
