@@ -55,6 +55,8 @@ mod default_parser;
 mod error;
 mod highlight;
 mod lexer;
+#[cfg(test)]
+mod lexer_reference;
 mod number;
 mod parser;
 mod print;

@@ -120,7 +120,8 @@ impl FunctionSchema {
         is_varret: bool,
     ) -> Result<Self, SchemaParseError> {
         // A registered operator keeps its schema for the life of the program: no spare
-        // capacity (a parser's vector has room for 4 arguments, 320 bytes).
+        // capacity. The parser's vectors are already exact (Note [Exact-size argument
+        // vectors]), so for them this is a no-op; other callers' may not be.
         let (mut arguments, mut returns) = (arguments, returns);
         arguments.shrink_to_fit();
         returns.shrink_to_fit();
