@@ -52,17 +52,72 @@ impl Token {
 pub(crate) type LexResult<T> = Result<T, Box<SchemaParseError>>;
 
 /// C's `isspace` minus `'\n'`.
-fn is_blank(c: u8) -> bool {
+const fn is_blank(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r')
 }
 
-fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_'
-}
+// Note [Byte classes]
+// The lexer looks at the first byte of a token once, in a table, to pick the only rule that
+// can match there: identifiers (and keywords), numbers (`strtod` only reads a digit or `.`
+// first, as PyTorch refuses a sign), string literals, single-character tokens that start no
+// longer token (`( ) [ ] , : ? @ { } ~`, no trie walk needed), and the rest of PyTorch's
+// token table. Spaces are skipped in the same loop; any other whitespace, `#` or `\` takes
+// PyTorch's full whitespace loop (`skip_whitespace`). The identifier scan uses a second
+// table. Both are built at compile time from the predicates they replace.
 
-fn is_ident_continue(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
-}
+/// A byte that starts no token, no whitespace: an operator or invalid byte.
+const OTHER: u8 = 0;
+/// `[A-Za-z_]`.
+const IDENT: u8 = 1;
+/// `[0-9.]`.
+const NUMBER: u8 = 2;
+/// A single-character token that is not the start of a longer one.
+const SINGLE: u8 = 3;
+/// `' '`.
+const SPACE: u8 = 4;
+/// Other whitespace, `#` and `\`: the full whitespace loop.
+const BLANK: u8 = 5;
+/// Not a byte: the end of the input.
+const END: u8 = 6;
+
+/// The class of each byte (Note [Byte classes]).
+static CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphabetic() || b == b'_' {
+            IDENT
+        } else if b.is_ascii_digit() || b == b'.' {
+            NUMBER
+        } else if b == b' ' {
+            SPACE
+        } else if is_blank(b) || b == b'\n' || b == b'#' || b == b'\\' {
+            BLANK
+        } else if matches!(
+            b,
+            b'(' | b')' | b'[' | b']' | b',' | b':' | b'?' | b'@' | b'{' | b'}' | b'~'
+        ) {
+            SINGLE
+        } else {
+            OTHER
+        };
+        c += 1;
+    }
+    t
+};
+
+/// Whether a byte continues an identifier (`[A-Za-z0-9_]`).
+static WORD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_';
+        c += 1;
+    }
+    t
+};
 
 pub(crate) struct Lexer<'a> {
     src: &'a str,
@@ -259,45 +314,38 @@ impl<'a> Lexer<'a> {
     }
 
     /// PyTorch's `SharedParserData::match` followed by `lexRaw`.
+    #[inline]
     fn lex_raw(&mut self, whitespace_token: bool) -> LexResult<Token> {
         let b = self.bytes;
-        let len = b.len();
         let raw_start = self.pos;
-        let mut pos = raw_start;
-        while pos < len && b[pos] == b' ' {
-            pos += 1;
-        }
+        let mut start = raw_start;
+        let mut class = loop {
+            match b.get(start) {
+                Some(&c) if CLASS[usize::from(c)] == SPACE => start += 1,
+                Some(&c) => break CLASS[usize::from(c)],
+                None => break END,
+            }
+        };
         // Newlines, comments, other blanks and line continuations take the
         // full loop; a token after plain spaces is matched right away.
-        let start = if whitespace_token
-            || (pos < len && matches!(b[pos], b'\n' | b'#' | b'\\' | b'\t' | b'\x0b'..=b'\r'))
-        {
+        if whitespace_token || class == BLANK {
             match self.skip_whitespace(whitespace_token) {
-                Ok(start) => start,
+                Ok(s) => start = s,
                 Err(t) => return Ok(t),
             }
-        } else {
-            pos
-        };
-        if start == len {
-            self.pos = len;
-            return Ok(Token {
-                kind: token::EOF,
-                start: len,
-                end: len,
-            });
+            class = b.get(start).map_or(END, |&c| CLASS[usize::from(c)]);
         }
         let rest = &b[start..];
-        let first = rest[0];
         // PyTorch tries numbers first (`strtod`, refusing a leading sign or
         // letter so that `1+3` and `inf` are not numbers), then strings,
         // then identifiers and operator tokens.  Only a digit or `.` can
         // start a number and only a quote a string, so the first byte picks
-        // the one rule that can match.
-        let (kind, n) = if is_ident_start(first) {
-            ident_or_keyword(rest)
-        } else if first.is_ascii_digit() || first == b'.' {
-            match strtod_prefix_len(rest) {
+        // the one rule that can match (Note [Byte classes]).
+        let (kind, n) = match class {
+            IDENT => ident_or_keyword(rest),
+            SINGLE => (Kind::ch(rest[0]), 1),
+            END => (token::EOF, 0),
+            NUMBER => match strtod_prefix_len(rest) {
                 0 => match operator_token(rest) {
                     Some(m) => m,
                     None => return Err(self.invalid_token(raw_start, start)),
@@ -306,14 +354,14 @@ impl<'a> Lexer<'a> {
                     let complex = rest.get(num_len) == Some(&b'j');
                     (token::NUMBER, num_len + usize::from(complex))
                 }
-            }
-        } else if let Some(n) = string_literal_len(rest) {
-            (token::STRINGLITERAL, n)
-        } else {
-            match operator_token(rest) {
-                Some(m) => m,
-                None => return Err(self.invalid_token(raw_start, start)),
-            }
+            },
+            _ => match string_literal_len(rest) {
+                Some(n) => (token::STRINGLITERAL, n),
+                None => match operator_token(rest) {
+                    Some(m) => m,
+                    None => return Err(self.invalid_token(raw_start, start)),
+                },
+            },
         };
         self.pos = start + n;
         Ok(Token {
@@ -426,13 +474,18 @@ fn prefix_is(s: &[u8], text: &[u8]) -> bool {
 /// `None` is a keyword, `Nonex` and `default` are identifiers, and `is not`
 /// is one token.
 fn ident_or_keyword(s: &[u8]) -> (Kind, usize) {
-    let n = 1 + s[1..].iter().take_while(|&&c| is_ident_continue(c)).count();
-    let word = &s[..n];
-    if word == b"is" && prefix_is(&s[2..], b" not") {
-        return (token::ISNOT, 6);
+    let mut n = 1;
+    while n < s.len() && WORD[usize::from(s[n])] {
+        n += 1;
     }
-    if word == b"not" && prefix_is(&s[3..], b" in") {
-        return (token::NOTIN, 6);
+    let word = &s[..n];
+    if n <= 3 {
+        if word == b"is" && prefix_is(&s[2..], b" not") {
+            return (token::ISNOT, 6);
+        }
+        if word == b"not" && prefix_is(&s[3..], b" in") {
+            return (token::NOTIN, 6);
+        }
     }
     (token::keyword(word).unwrap_or(token::IDENT), n)
 }
