@@ -186,15 +186,72 @@ impl<'a> Lexer<'a> {
     #[inline]
     pub(crate) fn next(&mut self) -> LexResult<Token> {
         let t = self.cur;
-        self.cur = if let Some(a) = self.ahead.take() {
-            a
+        if let Some(a) = self.ahead.take() {
+            self.cur = a;
         } else if self.dedents > 0 {
             self.dedents -= 1;
-            self.dedent
+            self.cur = self.dedent;
         } else {
-            self.lex()?
-        };
+            self.advance()?;
+        }
         Ok(t)
+    }
+
+    /// Lexes the next token into `cur` when nothing is pending.
+    ///
+    /// // Note [The lexer's fast path]
+    /// Most tokens of a schema are identifiers and single-character tokens
+    /// after at most a few spaces.  Those (and the end of the input) are
+    /// lexed here, writing `cur` in place; anything else (other whitespace,
+    /// comments, numbers, strings, operators, errors) goes through `lex`,
+    /// which starts over from `pos` with PyTorch's full rules, so both
+    /// paths give the same token.
+    #[inline]
+    fn advance(&mut self) -> LexResult<()> {
+        let b = self.bytes;
+        let mut start = self.pos;
+        loop {
+            let Some(&c) = b.get(start) else {
+                self.pos = b.len();
+                self.cur = Token {
+                    kind: token::EOF,
+                    start: b.len(),
+                    end: b.len(),
+                };
+                return Ok(());
+            };
+            match CLASS[usize::from(c)] {
+                SPACE => start += 1,
+                IDENT => {
+                    let (kind, n) = ident_or_keyword(&b[start..]);
+                    self.pos = start + n;
+                    self.cur = Token {
+                        kind,
+                        start,
+                        end: start + n,
+                    };
+                    return Ok(());
+                }
+                SINGLE => {
+                    match c {
+                        b'(' | b'[' | b'{' => self.nesting = self.nesting.wrapping_add(1),
+                        b')' | b']' | b'}' => self.nesting = self.nesting.wrapping_sub(1),
+                        _ => {}
+                    }
+                    self.pos = start + 1;
+                    self.cur = Token {
+                        kind: Kind::ch(c),
+                        start,
+                        end: start + 1,
+                    };
+                    return Ok(());
+                }
+                _ => {
+                    self.cur = self.lex()?;
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// Skips the current token if it has the given kind.
@@ -257,6 +314,7 @@ impl<'a> Lexer<'a> {
     /// Lexes one raw token and turns whitespace into INDENT/NEWLINE/DEDENT.
     /// Only called when no token is pending (Note [One token of state]); a
     /// dedent returns NEWLINE and leaves its DEDENTs in `dedents`.
+    #[inline(never)]
     fn lex(&mut self) -> LexResult<Token> {
         let t = self.lex_raw(false)?;
         match t.kind.0 {

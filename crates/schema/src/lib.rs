@@ -57,6 +57,7 @@ mod highlight;
 mod lexer;
 #[cfg(test)]
 mod lexer_reference;
+mod names;
 mod number;
 mod parser;
 mod print;

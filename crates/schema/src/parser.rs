@@ -323,8 +323,8 @@ impl<'a> SchemaParser<'a> {
             }
             name
         };
-        Ok(Argument::new(
-            name,
+        Ok(Argument::with_name(
+            crate::names::intern(name),
             ty,
             n,
             default,
