@@ -65,7 +65,7 @@ const fn is_blank(c: u8) -> bool {
 // PyTorch's full whitespace loop (`skip_whitespace`). The identifier scan uses a second
 // table. Both are built at compile time from the predicates they replace.
 
-/// A byte that starts no token, no whitespace: an operator or invalid byte.
+/// Any other byte: an operator or an invalid byte.
 const OTHER: u8 = 0;
 /// `[A-Za-z_]`.
 const IDENT: u8 = 1;
@@ -79,6 +79,8 @@ const SPACE: u8 = 4;
 const BLANK: u8 = 5;
 /// Not a byte: the end of the input.
 const END: u8 = 6;
+/// `"` and `'`.
+const QUOTE: u8 = 7;
 
 /// The class of each byte (Note [Byte classes]).
 static CLASS: [u8; 256] = {
@@ -92,6 +94,8 @@ static CLASS: [u8; 256] = {
             NUMBER
         } else if b == b' ' {
             SPACE
+        } else if b == b'"' || b == b'\'' {
+            QUOTE
         } else if is_blank(b) || b == b'\n' || b == b'#' || b == b'\\' {
             BLANK
         } else if matches!(
@@ -183,9 +187,17 @@ impl<'a> Lexer<'a> {
     }
 
     /// Returns the current token and moves to the next one.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next(&mut self) -> LexResult<Token> {
         let t = self.cur;
+        self.bump()?;
+        Ok(t)
+    }
+
+    /// Moves to the next token.  (Returning only the error keeps the result
+    /// in a register; `next` copies the token, where it is wanted.)
+    #[inline]
+    fn bump(&mut self) -> LexResult<()> {
         if let Some(a) = self.ahead.take() {
             self.cur = a;
         } else if self.dedents > 0 {
@@ -194,62 +206,52 @@ impl<'a> Lexer<'a> {
         } else {
             self.advance()?;
         }
-        Ok(t)
+        Ok(())
     }
 
     /// Lexes the next token into `cur` when nothing is pending.
     ///
     /// // Note [The lexer's fast path]
-    /// Most tokens of a schema are identifiers and single-character tokens
-    /// after at most a few spaces.  Those (and the end of the input) are
-    /// lexed here, writing `cur` in place; anything else (other whitespace,
-    /// comments, numbers, strings, operators, errors) goes through `lex`,
-    /// which starts over from `pos` with PyTorch's full rules, so both
-    /// paths give the same token.
-    #[inline]
+    /// Between two tokens of a schema there is at most a space or two.
+    /// Spaces are skipped here and the token is matched right away (see
+    /// Note [Byte classes]), written into `cur` in place.  Any other
+    /// whitespace (newlines, tabs, comments, line continuations, which can
+    /// produce indentation tokens) goes through `lex`, which starts over
+    /// from `pos` with PyTorch's full rules, so both paths give the same
+    /// token.
     fn advance(&mut self) -> LexResult<()> {
         let b = self.bytes;
         let mut start = self.pos;
-        loop {
-            let Some(&c) = b.get(start) else {
-                self.pos = b.len();
-                self.cur = Token {
-                    kind: token::EOF,
-                    start: b.len(),
-                    end: b.len(),
-                };
-                return Ok(());
-            };
-            match CLASS[usize::from(c)] {
-                SPACE => start += 1,
-                IDENT => {
-                    let (kind, n) = ident_or_keyword(&b[start..]);
-                    self.pos = start + n;
-                    self.cur = Token {
-                        kind,
-                        start,
-                        end: start + n,
-                    };
-                    return Ok(());
-                }
-                SINGLE => {
-                    match c {
-                        b'(' | b'[' | b'{' => self.nesting = self.nesting.wrapping_add(1),
-                        b')' | b']' | b'}' => self.nesting = self.nesting.wrapping_sub(1),
-                        _ => {}
-                    }
-                    self.pos = start + 1;
-                    self.cur = Token {
-                        kind: Kind::ch(c),
-                        start,
-                        end: start + 1,
-                    };
-                    return Ok(());
-                }
-                _ => {
-                    self.cur = self.lex()?;
-                    return Ok(());
-                }
+        let class = loop {
+            match b.get(start) {
+                Some(&c) if CLASS[usize::from(c)] == SPACE => start += 1,
+                Some(&c) => break CLASS[usize::from(c)],
+                None => break END,
+            }
+        };
+        if class == BLANK {
+            self.cur = self.lex()?;
+            return Ok(());
+        }
+        let (kind, n) = self.match_token(self.pos, start, class)?;
+        self.count_nesting(kind);
+        self.pos = start + n;
+        self.cur = Token {
+            kind,
+            start,
+            end: start + n,
+        };
+        Ok(())
+    }
+
+    /// Tracks `( [ {` nesting (Note [Indentation tokens in a schema]).
+    #[inline(always)]
+    fn count_nesting(&mut self, kind: Kind) {
+        if kind.0 < 256 {
+            match kind.0 as u8 {
+                b'(' | b'[' | b'{' => self.nesting = self.nesting.wrapping_add(1),
+                b')' | b']' | b'}' => self.nesting = self.nesting.wrapping_sub(1),
+                _ => {}
             }
         }
     }
@@ -317,17 +319,10 @@ impl<'a> Lexer<'a> {
     #[inline(never)]
     fn lex(&mut self) -> LexResult<Token> {
         let t = self.lex_raw(false)?;
-        match t.kind.0 {
-            k if k < 256 => match k as u8 {
-                b'(' | b'[' | b'{' => self.nesting = self.nesting.wrapping_add(1),
-                b')' | b']' | b'}' => self.nesting = self.nesting.wrapping_sub(1),
-                _ => {}
-            },
-            k if k == token::WHITESPACE.0 || k == token::WHITESPACE_EOF.0 => {
-                return self.indentation(t);
-            }
-            _ => {}
+        if t.kind == token::WHITESPACE || t.kind == token::WHITESPACE_EOF {
+            return self.indentation(t);
         }
+        self.count_nesting(t.kind);
         Ok(t)
     }
 
@@ -372,55 +367,17 @@ impl<'a> Lexer<'a> {
     }
 
     /// PyTorch's `SharedParserData::match` followed by `lexRaw`.
-    #[inline]
     fn lex_raw(&mut self, whitespace_token: bool) -> LexResult<Token> {
-        let b = self.bytes;
         let raw_start = self.pos;
-        let mut start = raw_start;
-        let mut class = loop {
-            match b.get(start) {
-                Some(&c) if CLASS[usize::from(c)] == SPACE => start += 1,
-                Some(&c) => break CLASS[usize::from(c)],
-                None => break END,
-            }
+        let start = match self.skip_whitespace(whitespace_token) {
+            Ok(s) => s,
+            Err(t) => return Ok(t),
         };
-        // Newlines, comments, other blanks and line continuations take the
-        // full loop; a token after plain spaces is matched right away.
-        if whitespace_token || class == BLANK {
-            match self.skip_whitespace(whitespace_token) {
-                Ok(s) => start = s,
-                Err(t) => return Ok(t),
-            }
-            class = b.get(start).map_or(END, |&c| CLASS[usize::from(c)]);
-        }
-        let rest = &b[start..];
-        // PyTorch tries numbers first (`strtod`, refusing a leading sign or
-        // letter so that `1+3` and `inf` are not numbers), then strings,
-        // then identifiers and operator tokens.  Only a digit or `.` can
-        // start a number and only a quote a string, so the first byte picks
-        // the one rule that can match (Note [Byte classes]).
-        let (kind, n) = match class {
-            IDENT => ident_or_keyword(rest),
-            SINGLE => (Kind::ch(rest[0]), 1),
-            END => (token::EOF, 0),
-            NUMBER => match strtod_prefix_len(rest) {
-                0 => match operator_token(rest) {
-                    Some(m) => m,
-                    None => return Err(self.invalid_token(raw_start, start)),
-                },
-                num_len => {
-                    let complex = rest.get(num_len) == Some(&b'j');
-                    (token::NUMBER, num_len + usize::from(complex))
-                }
-            },
-            _ => match string_literal_len(rest) {
-                Some(n) => (token::STRINGLITERAL, n),
-                None => match operator_token(rest) {
-                    Some(m) => m,
-                    None => return Err(self.invalid_token(raw_start, start)),
-                },
-            },
-        };
+        let class = self
+            .bytes
+            .get(start)
+            .map_or(END, |&c| CLASS[usize::from(c)]);
+        let (kind, n) = self.match_token(raw_start, start, class)?;
         self.pos = start + n;
         Ok(Token {
             kind,
@@ -429,10 +386,40 @@ impl<'a> Lexer<'a> {
         })
     }
 
+    /// The kind and length of the token at `start`, whose first byte has
+    /// class `class`; `raw_start` is where matching began, for the error.
+    ///
+    /// PyTorch tries numbers first (`strtod`, refusing a leading sign or
+    /// letter so that `1+3` and `inf` are not numbers), then strings, then
+    /// identifiers and operator tokens.  Only a digit or `.` can start a
+    /// number and only a quote a string, so the first byte picks the one
+    /// rule that can match (Note [Byte classes]).
+    #[inline(always)]
+    fn match_token(&self, raw_start: usize, start: usize, class: u8) -> LexResult<(Kind, usize)> {
+        let rest = &self.bytes[start..];
+        let m = match class {
+            IDENT => Some(ident_or_keyword(rest)),
+            SINGLE => Some((Kind::ch(rest[0]), 1)),
+            END => Some((token::EOF, 0)),
+            NUMBER => match strtod_prefix_len(rest) {
+                0 => operator_token(rest),
+                num_len => {
+                    let complex = rest.get(num_len) == Some(&b'j');
+                    Some((token::NUMBER, num_len + usize::from(complex)))
+                }
+            },
+            QUOTE => string_literal_len(rest).map(|n| (token::STRINGLITERAL, n)),
+            _ => operator_token(rest),
+        };
+        match m {
+            Some(m) => Ok(m),
+            None => Err(self.invalid_token(raw_start, start)),
+        }
+    }
+
     /// The whitespace, comment and line-continuation loop of PyTorch's
     /// `match`, from `self.pos`: `Ok(start)` of the next token, or
     /// `Err(token)` when the whitespace itself is the token.
-    #[cold]
     fn skip_whitespace(&mut self, mut whitespace_token: bool) -> Result<usize, Token> {
         let b = self.bytes;
         let len = b.len();
@@ -545,20 +532,69 @@ fn ident_or_keyword(s: &[u8]) -> (Kind, usize) {
             return (token::NOTIN, 6);
         }
     }
+    if !token::may_be_keyword(word) {
+        return (token::IDENT, n);
+    }
     (token::keyword(word).unwrap_or(token::IDENT), n)
 }
 
 /// The longest operator token at the start of `s` (which does not start an
-/// identifier), if any.
+/// identifier, a number or a string), if any: PyTorch's token trie for
+/// these bytes, spelled out (the tests compare it with the table in
+/// `token::operator_candidates`).
 fn operator_token(s: &[u8]) -> Option<(Kind, usize)> {
+    let at = |i: usize| s.get(i).copied().unwrap_or(0);
+    let single = |c: u8| (Kind::ch(c), 1);
     let first = s[0];
-    let mut best = token::is_single_char_token(first).then_some((Kind::ch(first), 1));
-    for &(text, kind) in token::operator_candidates(first) {
-        if prefix_is(s, text) && best.is_none_or(|(_, n)| text.len() > n) {
-            best = Some((kind, text.len()));
+    let with_eq = |kind: Kind| {
+        if at(1) == b'=' {
+            (kind, 2)
+        } else {
+            single(first)
         }
-    }
-    best
+    };
+    Some(match first {
+        b'-' => match at(1) {
+            b'>' => (token::ARROW, 2),
+            b'=' => (token::MINUS_EQ, 2),
+            _ => single(first),
+        },
+        b'=' => with_eq(token::EQ),
+        b'!' => with_eq(token::NE),
+        b'+' => with_eq(token::PLUS_EQ),
+        b'%' => with_eq(token::MOD_EQ),
+        b'|' => with_eq(token::BIT_OR_EQ),
+        b'&' => with_eq(token::BIT_AND_EQ),
+        b'^' => with_eq(token::BIT_XOR_EQ),
+        b'*' => match (at(1), at(2)) {
+            (b'*', b'=') => (token::POW_EQ, 3),
+            (b'*', _) => (token::POW, 2),
+            (b'=', _) => (token::TIMES_EQ, 2),
+            _ => single(first),
+        },
+        b'/' => match at(1) {
+            b'/' => (token::FLOOR_DIV, 2),
+            b'=' => (token::DIV_EQ, 2),
+            _ => single(first),
+        },
+        b'<' => match (at(1), at(2)) {
+            (b'=', b'>') => (token::EQUIVALENT, 3),
+            (b'=', _) => (token::LE, 2),
+            (b'<', b'=') => (token::LSHIFT_EQ, 3),
+            (b'<', _) => (token::LSHIFT, 2),
+            _ => single(first),
+        },
+        b'>' => match (at(1), at(2)) {
+            (b'=', _) => (token::GE, 2),
+            (b'>', b'=') => (token::RSHIFT_EQ, 3),
+            (b'>', _) => (token::RSHIFT, 2),
+            _ => single(first),
+        },
+        b'.' if s.starts_with(b"...") => (token::DOTS, 3),
+        b'#' if s.starts_with(b"# type:") => (token::TYPE_COMMENT, 7),
+        c if token::is_single_char_token(c) => single(c),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -105,6 +105,37 @@ fn bad_dedent() {
     assert_eq!(e.first_line(), "invalid indent level 0:");
 }
 
+/// The longest-match walk over PyTorch's token table that `operator_token`
+/// spells out.
+fn operator_token_by_table(s: &[u8]) -> Option<(Kind, usize)> {
+    let first = s[0];
+    let mut best = token::is_single_char_token(first).then_some((Kind::ch(first), 1));
+    for &(text, kind) in token::operator_candidates(first) {
+        if s.starts_with(text) && best.is_none_or(|(_, n)| text.len() > n) {
+            best = Some((kind, text.len()));
+        }
+    }
+    best
+}
+
+#[test]
+fn operator_tokens_agree_with_the_table() {
+    let alphabet = b"<>=!/+-*%|&^#.@()[]:,{}?~ atype\"$";
+    let mut inputs: Vec<Vec<u8>> = vec![b"# type:".to_vec(), b"# type".to_vec(), b"...".to_vec()];
+    for &a in alphabet {
+        inputs.push(vec![a]);
+        for &b in alphabet {
+            inputs.push(vec![a, b]);
+            for &c in alphabet {
+                inputs.push(vec![a, b, c]);
+            }
+        }
+    }
+    for s in inputs {
+        assert_eq!(operator_token(&s), operator_token_by_table(&s), "{s:?}");
+    }
+}
+
 /// One step of a lexer: the token it returned (or the error it failed with),
 /// and what `cur` is afterwards.
 type Step = Result<(Token, Token), String>;

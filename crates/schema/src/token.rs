@@ -172,6 +172,33 @@ const KEYWORDS: &[(&[u8], Kind)] = &[
     (b"Ellipsis", ELLIPSIS),
 ];
 
+/// Bit `c - b'A'` of entry `n` is set when some keyword of `n` bytes starts
+/// with byte `c` (keywords are 2 to 8 bytes long and start with a letter).
+const KEYWORD_STARTS: [u64; 9] = {
+    let words: [&[u8]; 28] = [
+        b"def", b"del", b"if", b"is", b"in", b"import", b"else", b"elif", b"while", b"with",
+        b"return", b"raise", b"True", b"False", b"None", b"NoneType", b"and", b"assert", b"as",
+        b"or", b"not", b"global", b"for", b"break", b"continue", b"class", b"pass", b"Ellipsis",
+    ];
+    let mut t = [0u64; 9];
+    let mut i = 0;
+    while i < words.len() {
+        t[words[i].len()] |= 1 << (words[i][0] - b'A');
+        i += 1;
+    }
+    t
+};
+
+/// A cheap test that rules out almost every identifier of a schema before
+/// [`keyword`]: no keyword has this length and first byte.
+#[inline(always)]
+pub(crate) fn may_be_keyword(word: &[u8]) -> bool {
+    match (KEYWORD_STARTS.get(word.len()), word.first()) {
+        (Some(&mask), Some(&c)) => c >= b'A' && c - b'A' < 64 && mask >> (c - b'A') & 1 != 0,
+        _ => false,
+    }
+}
+
 /// The keyword an identifier-shaped word is, if any.
 ///
 /// // Note [Keyword lookup by length and first byte]
@@ -222,9 +249,12 @@ pub(crate) fn keyword(word: &[u8]) -> Option<Kind> {
     (word == text).then_some(kind)
 }
 
+#[cfg(test)]
 type Entry = (&'static [u8], Kind);
 
-/// Multi-character operator tokens starting with `first`.
+/// Multi-character operator tokens starting with `first`: PyTorch's table,
+/// which the lexer's `operator_token` spells out (and is tested against).
+#[cfg(test)]
 pub(crate) fn operator_candidates(first: u8) -> &'static [Entry] {
     match first {
         b'<' => &[
@@ -286,10 +316,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn keyword_starts_match_the_table() {
+        assert_eq!(KEYWORDS.len(), 28);
+        for &(k, _) in KEYWORDS {
+            assert!(may_be_keyword(k));
+        }
+        for w in ["Tensor", "self", "int", "", "_", "a", "z", "None_x"] {
+            assert!(!may_be_keyword(w.as_bytes()), "{w}");
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn keyword_agrees_with_the_table_on_words(w in "[a-gi-pr-tw-zA-Z_]{0,9}") {
             proptest::prop_assert_eq!(keyword(w.as_bytes()), keyword_by_table(w.as_bytes()));
+            if keyword(w.as_bytes()).is_some() {
+                proptest::prop_assert!(may_be_keyword(w.as_bytes()));
+            }
         }
     }
 
