@@ -146,13 +146,24 @@ pub(crate) struct Lexer<'a> {
 }
 
 impl<'a> Lexer<'a> {
+    /// A lexer over `src` and its first token.
+    #[cfg(test)]
     pub(crate) fn new(src: &'a str) -> LexResult<Self> {
+        let mut lexer = Lexer::unstarted(src);
+        lexer.start()?;
+        Ok(lexer)
+    }
+
+    /// A lexer over `src` that has not lexed anything: [`Lexer::start`]
+    /// must be called first.  (Built in place by the parser; returning the
+    /// whole lexer in a `Result` would copy it.)
+    pub(crate) fn unstarted(src: &'a str) -> Self {
         let eof = Token {
             kind: token::EOF,
             start: src.len(),
             end: src.len(),
         };
-        let mut lexer = Lexer {
+        Lexer {
             src,
             bytes: src.as_bytes(),
             pos: 0,
@@ -163,11 +174,20 @@ impl<'a> Lexer<'a> {
             ahead: None,
             dedents: 0,
             dedent: eof,
-        };
-        let first = lexer.lex_raw(true)?;
-        lexer.indent_front = first.end - first.start;
-        lexer.cur = lexer.lex()?;
-        Ok(lexer)
+        }
+    }
+
+    /// Measures the first line's indentation and lexes the first token.
+    pub(crate) fn start(&mut self) -> LexResult<()> {
+        if self.bytes.first().is_some_and(|&c| CLASS[usize::from(c)] == IDENT) {
+            // No indentation (a raw whitespace token of length 0, as the
+            // general path below finds), and a first token `advance` lexes.
+            return self.advance();
+        }
+        let first = self.lex_raw(true)?;
+        self.indent_front = first.end - first.start;
+        self.cur = self.lex()?;
+        Ok(())
     }
 
     pub(crate) fn src(&self) -> &'a str {

@@ -49,9 +49,10 @@ pub fn parse_schema_or_name(s: &str) -> Result<SchemaOrName, SchemaParseError> {
 fn parse_full(s: &str) -> Result<SchemaOrName, SchemaParseError> {
     let run = || -> PResult<SchemaOrName> {
         let mut p = SchemaParser {
-            lex: Lexer::new(s)?,
+            lex: Lexer::unstarted(s),
             next_alias_id: 0,
         };
+        p.lex.start()?;
         let result = p.parse_declaration()?;
         p.lex.next_if(token::NEWLINE)?;
         p.lex.expect(token::EOF)?;
@@ -128,6 +129,14 @@ fn with_scratch<R>(f: impl FnOnce(&mut Vec<Argument>) -> R) -> R {
     buf.clear();
     SCRATCH.with(|s| s.set(buf));
     r
+}
+
+/// Moves the contents of `buf` into a vector of exactly their size, in one
+/// copy (Note [Exact-size argument vectors]).
+fn take_exact(buf: &mut Vec<Argument>) -> Vec<Argument> {
+    let mut v = Vec::with_capacity(buf.len());
+    v.append(buf);
+    v
 }
 
 pub(crate) fn ch(c: u8) -> Kind {
@@ -210,7 +219,7 @@ impl<'a> SchemaParser<'a> {
                 "schemas with vararg (...) can't have default value args",
             ));
         }
-        let arguments: Vec<Argument> = buf.drain(..).collect();
+        let arguments = take_exact(buf);
         self.lex.expect(token::ARROW)?;
         let mut is_varret = false;
         let returns = if self.lex.next_if(token::DOTS)? {
@@ -229,7 +238,7 @@ impl<'a> SchemaParser<'a> {
                 }
                 Ok(())
             })?;
-            buf.drain(..).collect()
+            take_exact(buf)
         } else {
             vec![self.parse_argument(true, false)?]
         };

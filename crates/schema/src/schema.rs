@@ -307,3 +307,22 @@ impl FromStr for FunctionSchema {
         FunctionSchema::parse(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsed_vectors_have_no_spare_capacity() {
+        for text in [
+            "f() -> ()",
+            "f(Tensor a) -> Tensor",
+            "f(Tensor a, Tensor b, *, Scalar alpha=1, Tensor(a!) out) -> (Tensor x, Tensor y)",
+            "f(int a, int b, int c, int d, int e, int f, int g, int h, int i, int j) -> (int, int, int)",
+        ] {
+            let s = FunctionSchema::parse(text).unwrap();
+            assert_eq!(s.arguments.capacity(), s.arguments.len(), "{text}");
+            assert_eq!(s.returns.capacity(), s.returns.len(), "{text}");
+        }
+    }
+}
