@@ -58,15 +58,15 @@ fn newlines_and_indentation() {
     assert_eq!(
         names("a\n b\n  c\n d\nx"),
         [
-            "ident", "indent", "ident", "indent", "ident", "newline", "dedent", "ident",
-            "newline", "dedent", "ident", "eof"
+            "ident", "indent", "ident", "indent", "ident", "newline", "dedent", "ident", "newline",
+            "dedent", "ident", "eof"
         ]
     );
     assert_eq!(
         names("a\n b\n  c\nx"),
         [
-            "ident", "indent", "ident", "indent", "ident", "newline", "dedent", "dedent",
-            "ident", "eof"
+            "ident", "indent", "ident", "indent", "ident", "newline", "dedent", "dedent", "ident",
+            "eof"
         ]
     );
 }
@@ -162,7 +162,10 @@ fn run_new(src: &str, peeks: &[bool]) -> Vec<Step> {
                 break;
             }
         }
-        if out.last().is_some_and(|s| matches!(s, Ok((t, _)) if t.kind == token::EOF)) {
+        if out
+            .last()
+            .is_some_and(|s| matches!(s, Ok((t, _)) if t.kind == token::EOF))
+        {
             break;
         }
     }
@@ -190,7 +193,10 @@ fn run_reference(src: &str, peeks: &[bool]) -> Vec<Step> {
                 break;
             }
         }
-        if out.last().is_some_and(|s| matches!(s, Ok((t, _)) if t.kind == token::EOF)) {
+        if out
+            .last()
+            .is_some_and(|s| matches!(s, Ok((t, _)) if t.kind == token::EOF))
+        {
             break;
         }
     }
@@ -255,7 +261,11 @@ fn same_tokens_as_the_reference_lexer() {
     // The public conformance files hold more than a thousand inputs; an
     // empty list means the folder is missing (then only EXTRA is compared).
     assert!(inputs.is_empty() || inputs.len() > 1000, "{}", inputs.len());
-    for src in inputs.iter().map(String::as_str).chain(EXTRA.iter().copied()) {
+    for src in inputs
+        .iter()
+        .map(String::as_str)
+        .chain(EXTRA.iter().copied())
+    {
         for peeks in [&[][..], &[true], &[false, true], &[true, false, false]] {
             same_tokens(src, peeks);
         }

@@ -57,6 +57,7 @@ mod highlight;
 mod lexer;
 #[cfg(test)]
 mod lexer_reference;
+mod lexer_rules;
 mod names;
 mod number;
 mod parser;

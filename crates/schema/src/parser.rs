@@ -79,12 +79,13 @@ fn plain_name(s: &str) -> Option<OperatorName> {
         if !(first.is_ascii_alphabetic() || first == b'_') {
             return None;
         }
-        let end = at
-            + 1
-            + b[at + 1..]
-                .iter()
-                .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
-                .count();
+        let mut end = at + 1;
+        while b
+            .get(end)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            end += 1;
+        }
         token::keyword(&b[at..end]).is_none().then_some(end)
     };
     let mut end = ident(0)?;

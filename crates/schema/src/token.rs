@@ -176,9 +176,34 @@ const KEYWORDS: &[(&[u8], Kind)] = &[
 /// with byte `c` (keywords are 2 to 8 bytes long and start with a letter).
 const KEYWORD_STARTS: [u64; 9] = {
     let words: [&[u8]; 28] = [
-        b"def", b"del", b"if", b"is", b"in", b"import", b"else", b"elif", b"while", b"with",
-        b"return", b"raise", b"True", b"False", b"None", b"NoneType", b"and", b"assert", b"as",
-        b"or", b"not", b"global", b"for", b"break", b"continue", b"class", b"pass", b"Ellipsis",
+        b"def",
+        b"del",
+        b"if",
+        b"is",
+        b"in",
+        b"import",
+        b"else",
+        b"elif",
+        b"while",
+        b"with",
+        b"return",
+        b"raise",
+        b"True",
+        b"False",
+        b"None",
+        b"NoneType",
+        b"and",
+        b"assert",
+        b"as",
+        b"or",
+        b"not",
+        b"global",
+        b"for",
+        b"break",
+        b"continue",
+        b"class",
+        b"pass",
+        b"Ellipsis",
     ];
     let mut t = [0u64; 9];
     let mut i = 0;
@@ -295,7 +320,10 @@ mod tests {
 
     /// The table lookup `keyword` must agree with.
     fn keyword_by_table(word: &[u8]) -> Option<Kind> {
-        KEYWORDS.iter().find(|(k, _)| *k == word).map(|&(_, kind)| kind)
+        KEYWORDS
+            .iter()
+            .find(|(k, _)| *k == word)
+            .map(|&(_, kind)| kind)
     }
 
     #[test]
