@@ -1,5 +1,6 @@
 //! A byte-level re-implementation of PyTorch's TorchScript lexer, as used by
-//! its schema parser.
+//! its schema parser.  The rules for single tokens (byte classes,
+//! identifiers and keywords, strings, operators) are in `lexer_rules`.
 //!
 //! // Note [Indentation tokens in a schema]
 //! PyTorch parses schemas with the Python-like lexer: a newline outside
@@ -16,11 +17,26 @@
 //! an invalid character after a syntax error is never reached, and an
 //! invalid character right after a token is reported when that token is
 //! consumed, before any semantic check that follows.
+//!
+//! // Note [One token of state]
+//! Tokens are `Copy` byte ranges into the source (the text is sliced out
+//! when asked for), and the lookahead PyTorch keeps in a queue is, for the
+//! schema grammar, never more than: the current token, at most one token
+//! lexed ahead by `lookahead`, and a run of DEDENT tokens (one raw
+//! whitespace token can close any number of indentation levels; they all
+//! share the whitespace's range).  `lex` is only called when nothing is
+//! pending, so these three fields replace the queue exactly: `cur` is read
+//! directly, and `next` is a branch and a copy on the common path.  The
+//! queue-based lexer is kept as a test oracle (`lexer_reference`), and the
+//! tests below compare token streams on every conformance input.
 
-use std::collections::VecDeque;
 use std::ops::Range;
 
 use crate::error::SchemaParseError;
+use crate::lexer_rules::{
+    ident_or_keyword, is_blank, operator_token, string_literal_len, BLANK, CLASS, END, IDENT,
+    NUMBER, QUOTE, SINGLE, SPACE,
+};
 use crate::number::strtod_prefix_len;
 use crate::token::{self, Kind};
 
@@ -40,19 +56,6 @@ impl Token {
 
 pub(crate) type LexResult<T> = Result<T, Box<SchemaParseError>>;
 
-/// C's `isspace` minus `'\n'`.
-fn is_blank(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r')
-}
-
-fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_'
-}
-
-fn is_ident_continue(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
-}
-
 pub(crate) struct Lexer<'a> {
     src: &'a str,
     bytes: &'a [u8],
@@ -62,26 +65,66 @@ pub(crate) struct Lexer<'a> {
     nesting: usize,
     /// Indentation of the first line (the bottom of PyTorch's indent stack).
     indent_front: usize,
-    /// The rest of the indent stack above `indent_front`.
+    /// The rest of the indent stack above `indent_front` (never allocated
+    /// unless the input indents a line).
     indent_stack: Vec<usize>,
-    queue: VecDeque<Token>,
+    /// The current token.
+    cur: Token,
+    /// The token after `cur`, once `lookahead` has lexed it.
+    ahead: Option<Token>,
+    /// How many DEDENT tokens (all equal to `dedent`) follow `ahead`, or
+    /// `cur` when there is no `ahead`.
+    dedents: usize,
+    dedent: Token,
 }
 
 impl<'a> Lexer<'a> {
+    /// A lexer over `src` and its first token.
+    #[cfg(test)]
     pub(crate) fn new(src: &'a str) -> LexResult<Self> {
-        let mut lexer = Lexer {
+        let mut lexer = Lexer::unstarted(src);
+        lexer.start()?;
+        Ok(lexer)
+    }
+
+    /// A lexer over `src` that has not lexed anything: [`Lexer::start`]
+    /// must be called first.  (Built in place by the parser; returning the
+    /// whole lexer in a `Result` would copy it.)
+    pub(crate) fn unstarted(src: &'a str) -> Self {
+        let eof = Token {
+            kind: token::EOF,
+            start: src.len(),
+            end: src.len(),
+        };
+        Lexer {
             src,
             bytes: src.as_bytes(),
             pos: 0,
             nesting: 0,
             indent_front: 0,
             indent_stack: Vec::new(),
-            queue: VecDeque::with_capacity(4),
-        };
-        let first = lexer.lex_raw(true)?;
-        lexer.indent_front = first.end - first.start;
-        lexer.lex()?;
-        Ok(lexer)
+            cur: eof,
+            ahead: None,
+            dedents: 0,
+            dedent: eof,
+        }
+    }
+
+    /// Measures the first line's indentation and lexes the first token.
+    pub(crate) fn start(&mut self) -> LexResult<()> {
+        if self
+            .bytes
+            .first()
+            .is_some_and(|&c| CLASS[usize::from(c)] == IDENT)
+        {
+            // No indentation (a raw whitespace token of length 0, as the
+            // general path below finds), and a first token `advance` lexes.
+            return self.advance();
+        }
+        let first = self.lex_raw(true)?;
+        self.indent_front = first.end - first.start;
+        self.cur = self.lex()?;
+        Ok(())
     }
 
     pub(crate) fn src(&self) -> &'a str {
@@ -89,33 +132,91 @@ impl<'a> Lexer<'a> {
     }
 
     /// The text of a token.
+    #[inline]
     pub(crate) fn text(&self, t: Token) -> &'a str {
         // Token boundaries are always at ASCII bytes or the ends of the input.
         self.src.get(t.start..t.end).unwrap_or("")
     }
 
+    #[inline]
     pub(crate) fn cur(&self) -> Token {
-        // The queue is refilled whenever it empties, so it is never empty.
-        self.queue.front().copied().unwrap_or(Token {
-            kind: token::EOF,
-            start: self.bytes.len(),
-            end: self.bytes.len(),
-        })
+        self.cur
     }
 
     /// Returns the current token and moves to the next one.
+    #[inline(always)]
     pub(crate) fn next(&mut self) -> LexResult<Token> {
-        let t = self.cur();
-        self.queue.pop_front();
-        if self.queue.is_empty() {
-            self.lex()?;
-        }
+        let t = self.cur;
+        self.bump()?;
         Ok(t)
     }
 
+    /// Moves to the next token.  (Returning only the error keeps the result
+    /// in a register; `next` copies the token, where it is wanted.)
+    #[inline]
+    fn bump(&mut self) -> LexResult<()> {
+        if let Some(a) = self.ahead.take() {
+            self.cur = a;
+        } else if self.dedents > 0 {
+            self.dedents -= 1;
+            self.cur = self.dedent;
+        } else {
+            self.advance()?;
+        }
+        Ok(())
+    }
+
+    /// Lexes the next token into `cur` when nothing is pending.
+    ///
+    /// // Note [The lexer's fast path]
+    /// Between two tokens of a schema there is at most a space or two.
+    /// Spaces are skipped here and the token is matched right away (see
+    /// Note [Byte classes]), written into `cur` in place.  Any other
+    /// whitespace (newlines, tabs, comments, line continuations, which can
+    /// produce indentation tokens) goes through `lex`, which starts over
+    /// from `pos` with PyTorch's full rules, so both paths give the same
+    /// token.
+    fn advance(&mut self) -> LexResult<()> {
+        let b = self.bytes;
+        let mut start = self.pos;
+        let class = loop {
+            match b.get(start) {
+                Some(&c) if CLASS[usize::from(c)] == SPACE => start += 1,
+                Some(&c) => break CLASS[usize::from(c)],
+                None => break END,
+            }
+        };
+        if class == BLANK {
+            self.cur = self.lex()?;
+            return Ok(());
+        }
+        let (kind, n) = self.match_token(self.pos, start, class)?;
+        self.count_nesting(kind);
+        self.pos = start + n;
+        self.cur = Token {
+            kind,
+            start,
+            end: start + n,
+        };
+        Ok(())
+    }
+
+    /// Tracks `( [ {` nesting (Note [Indentation tokens in a schema]).
+    #[inline(always)]
+    fn count_nesting(&mut self, kind: Kind) {
+        if kind.0 < 256 {
+            match kind.0 as u8 {
+                b'(' | b'[' | b'{' => self.nesting = self.nesting.wrapping_add(1),
+                b')' | b']' | b'}' => self.nesting = self.nesting.wrapping_sub(1),
+                _ => {}
+            }
+        }
+    }
+
     /// Skips the current token if it has the given kind.
+    #[inline]
     pub(crate) fn next_if(&mut self, kind: Kind) -> LexResult<bool> {
-        if self.cur().kind != kind {
+        if self.cur.kind != kind {
             return Ok(false);
         }
         self.next()?;
@@ -123,16 +224,24 @@ impl<'a> Lexer<'a> {
     }
 
     /// Consumes a token of the given kind or fails like PyTorch's `expect`.
+    #[inline]
     pub(crate) fn expect(&mut self, kind: Kind) -> LexResult<Token> {
-        if self.cur().kind != kind {
-            return Err(self.expected(&token::kind_name(kind)));
+        if self.cur.kind != kind {
+            return Err(self.expected_kind(kind));
         }
         self.next()
     }
 
+    #[cold]
+    #[inline(never)]
+    fn expected_kind(&self, kind: Kind) -> Box<SchemaParseError> {
+        self.expected(&token::kind_name(kind))
+    }
+
     /// The "expected X but found 'Y' here:" error at the current token.
+    #[cold]
     pub(crate) fn expected(&self, what: &str) -> Box<SchemaParseError> {
-        let t = self.cur();
+        let t = self.cur;
         Box::new(SchemaParseError::expected_token(
             self.src,
             what,
@@ -141,11 +250,17 @@ impl<'a> Lexer<'a> {
         ))
     }
 
+    /// The token after the current one (lexing it if need be).
     pub(crate) fn lookahead(&mut self) -> LexResult<Token> {
-        if self.queue.len() < 2 {
-            self.lex()?;
+        if let Some(a) = self.ahead {
+            return Ok(a);
         }
-        Ok(self.queue.get(1).copied().unwrap_or_else(|| self.cur()))
+        if self.dedents > 0 {
+            return Ok(self.dedent);
+        }
+        let a = self.lex()?;
+        self.ahead = Some(a);
+        Ok(a)
     }
 
     fn indent_back(&self) -> usize {
@@ -156,67 +271,118 @@ impl<'a> Lexer<'a> {
     }
 
     /// Lexes one raw token and turns whitespace into INDENT/NEWLINE/DEDENT.
-    fn lex(&mut self) -> LexResult<()> {
-        let mut t = self.lex_raw(false)?;
-        match t.kind {
-            k if k == Kind::ch(b'(') || k == Kind::ch(b'[') || k == Kind::ch(b'{') => {
-                self.nesting = self.nesting.wrapping_add(1);
-            }
-            k if k == Kind::ch(b')') || k == Kind::ch(b']') || k == Kind::ch(b'}') => {
-                self.nesting = self.nesting.wrapping_sub(1);
-            }
-            k if k == token::WHITESPACE || k == token::WHITESPACE_EOF => {
-                let depth = if k == token::WHITESPACE_EOF {
-                    self.indent_front
-                } else {
-                    t.end - t.start
-                };
-                let back = self.indent_back();
-                if depth > back {
-                    self.indent_stack.push(depth);
-                    t.kind = token::INDENT;
-                } else if depth == back {
-                    t.kind = token::NEWLINE;
-                } else {
-                    self.queue.push_back(Token {
-                        kind: token::NEWLINE,
-                        ..t
-                    });
-                    while self.indent_back() != depth {
-                        if self.indent_stack.pop().is_none() {
-                            // PyTorch pops its last level and then reports.
-                            self.queue.push_back(Token {
-                                kind: token::DEDENT,
-                                ..t
-                            });
-                            return Err(Box::new(SchemaParseError::lexer_report(
-                                self.src,
-                                format!("invalid indent level {depth}"),
-                                t.range(),
-                            )));
-                        }
-                        self.queue.push_back(Token {
-                            kind: token::DEDENT,
-                            ..t
-                        });
-                    }
-                    return Ok(());
-                }
-            }
-            _ => {}
+    /// Only called when no token is pending (Note [One token of state]); a
+    /// dedent returns NEWLINE and leaves its DEDENTs in `dedents`.
+    #[inline(never)]
+    fn lex(&mut self) -> LexResult<Token> {
+        let t = self.lex_raw(false)?;
+        if t.kind == token::WHITESPACE || t.kind == token::WHITESPACE_EOF {
+            return self.indentation(t);
         }
-        self.queue.push_back(t);
-        Ok(())
+        self.count_nesting(t.kind);
+        Ok(t)
+    }
+
+    #[cold]
+    fn indentation(&mut self, t: Token) -> LexResult<Token> {
+        let depth = if t.kind == token::WHITESPACE_EOF {
+            self.indent_front
+        } else {
+            t.end - t.start
+        };
+        let back = self.indent_back();
+        if depth > back {
+            self.indent_stack.push(depth);
+            return Ok(Token {
+                kind: token::INDENT,
+                ..t
+            });
+        }
+        if depth < back {
+            let mut n = 0;
+            while self.indent_back() != depth {
+                if self.indent_stack.pop().is_none() {
+                    // PyTorch pops its last level and then reports.
+                    return Err(Box::new(SchemaParseError::lexer_report(
+                        self.src,
+                        format!("invalid indent level {depth}"),
+                        t.range(),
+                    )));
+                }
+                n += 1;
+            }
+            self.dedents = n;
+            self.dedent = Token {
+                kind: token::DEDENT,
+                ..t
+            };
+        }
+        Ok(Token {
+            kind: token::NEWLINE,
+            ..t
+        })
     }
 
     /// PyTorch's `SharedParserData::match` followed by `lexRaw`.
-    fn lex_raw(&mut self, mut whitespace_token: bool) -> LexResult<Token> {
+    fn lex_raw(&mut self, whitespace_token: bool) -> LexResult<Token> {
+        let raw_start = self.pos;
+        let start = match self.skip_whitespace(whitespace_token) {
+            Ok(s) => s,
+            Err(t) => return Ok(t),
+        };
+        let class = self
+            .bytes
+            .get(start)
+            .map_or(END, |&c| CLASS[usize::from(c)]);
+        let (kind, n) = self.match_token(raw_start, start, class)?;
+        self.pos = start + n;
+        Ok(Token {
+            kind,
+            start,
+            end: start + n,
+        })
+    }
+
+    /// The kind and length of the token at `start`, whose first byte has
+    /// class `class`; `raw_start` is where matching began, for the error.
+    ///
+    /// PyTorch tries numbers first (`strtod`, refusing a leading sign or
+    /// letter so that `1+3` and `inf` are not numbers), then strings, then
+    /// identifiers and operator tokens.  Only a digit or `.` can start a
+    /// number and only a quote a string, so the first byte picks the one
+    /// rule that can match (Note [Byte classes]).
+    #[inline(always)]
+    fn match_token(&self, raw_start: usize, start: usize, class: u8) -> LexResult<(Kind, usize)> {
+        let rest = &self.bytes[start..];
+        let m = match class {
+            IDENT => Some(ident_or_keyword(rest)),
+            SINGLE => Some((Kind::ch(rest[0]), 1)),
+            END => Some((token::EOF, 0)),
+            NUMBER => match strtod_prefix_len(rest) {
+                0 => operator_token(rest),
+                num_len => {
+                    let complex = rest.get(num_len) == Some(&b'j');
+                    Some((token::NUMBER, num_len + usize::from(complex)))
+                }
+            },
+            QUOTE => string_literal_len(rest).map(|n| (token::STRINGLITERAL, n)),
+            _ => operator_token(rest),
+        };
+        match m {
+            Some(m) => Ok(m),
+            None => Err(self.invalid_token(raw_start, start)),
+        }
+    }
+
+    /// The whitespace, comment and line-continuation loop of PyTorch's
+    /// `match`, from `self.pos`: `Ok(start)` of the next token, or
+    /// `Err(token)` when the whitespace itself is the token.
+    fn skip_whitespace(&mut self, mut whitespace_token: bool) -> Result<usize, Token> {
         let b = self.bytes;
         let len = b.len();
         let continuation = self.nesting > 0;
-        let raw_start = self.pos;
         let mut pos = self.pos;
-        let start = loop {
+        loop {
             let start = pos;
             while pos < len && is_blank(b[pos]) {
                 pos += 1;
@@ -246,53 +412,19 @@ impl<'a> Lexer<'a> {
                     token::WHITESPACE_EOF
                 };
                 self.pos = pos;
-                return Ok(Token {
+                return Err(Token {
                     kind,
                     start,
                     end: pos,
                 });
             }
-            break pos;
-        };
-        if start == len {
-            self.pos = len;
-            return Ok(Token {
-                kind: token::EOF,
-                start: len,
-                end: len,
-            });
+            return Ok(pos);
         }
-        let rest = &b[start..];
-        let first = rest[0];
-        // Numbers first (PyTorch asks `strtod`, refusing a leading sign or
-        // letter so that `1+3` and `inf` are not numbers), then strings,
-        // then identifiers and operator tokens.
-        let num_len = if first != b'-' && first != b'+' && !first.is_ascii_alphabetic() {
-            strtod_prefix_len(rest)
-        } else {
-            0
-        };
-        let (kind, n) = if num_len > 0 {
-            let complex = rest.get(num_len) == Some(&b'j');
-            (token::NUMBER, num_len + usize::from(complex))
-        } else if let Some(n) = string_literal_len(rest) {
-            (token::STRINGLITERAL, n)
-        } else {
-            match ident_or_token(rest) {
-                Some(m) => m,
-                None => return Err(self.invalid_token(raw_start, start)),
-            }
-        };
-        self.pos = start + n;
-        Ok(Token {
-            kind,
-            start,
-            end: start + n,
-        })
     }
 
     /// "expected a valid token but found 'c' here:" where `c` is, as in
     /// PyTorch, the byte where raw matching began (possibly a blank).
+    #[cold]
     fn invalid_token(&self, raw_start: usize, start: usize) -> Box<SchemaParseError> {
         let found = match self.src.get(raw_start..).and_then(|s| s.chars().next()) {
             Some(c) => c.to_string(),
@@ -307,132 +439,6 @@ impl<'a> Lexer<'a> {
     }
 }
 
-/// Length of a string literal at the start of `s` (PyTorch's `isString`).
-fn string_literal_len(s: &[u8]) -> Option<usize> {
-    let quote = s[0];
-    if quote != b'"' && quote != b'\'' {
-        return None;
-    }
-    let count =
-        |at: usize, n: usize| at + n <= s.len() && s[at..at + n].iter().all(|&c| c == quote);
-    let quote_len = if count(0, 3) { 3 } else { 1 };
-    let mut end = quote_len;
-    while end < s.len() && !count(end, quote_len) {
-        if s[end] == b'\n' && quote_len != 3 {
-            return None;
-        }
-        if s[end] == b'\\' {
-            end += 1;
-        }
-        end += 1;
-    }
-    if end < s.len() {
-        Some(end + quote_len)
-    } else {
-        None
-    }
-}
-
-fn prefix_is(s: &[u8], text: &[u8]) -> bool {
-    // A byte loop: these are 2-7 byte strings, cheaper than a `memcmp` call.
-    s.len() >= text.len() && text.iter().zip(s).all(|(a, b)| a == b)
-}
-
-/// Longest identifier or token at the start of `s`.  PyTorch walks its
-/// token trie and the identifier rule together and keeps the longest match,
-/// preferring the token on a tie: so `None` is a keyword, `Nonex` and
-/// `default` are identifiers, and `is not` is one token.
-fn ident_or_token(s: &[u8]) -> Option<(Kind, usize)> {
-    let first = s[0];
-    if is_ident_start(first) {
-        let n = 1 + s[1..].iter().take_while(|&&c| is_ident_continue(c)).count();
-        let word = &s[..n];
-        if word == b"is" && prefix_is(&s[2..], b" not") {
-            return Some((token::ISNOT, 6));
-        }
-        if word == b"not" && prefix_is(&s[3..], b" in") {
-            return Some((token::NOTIN, 6));
-        }
-        return Some((token::keyword(word).unwrap_or(token::IDENT), n));
-    }
-    let mut best = token::is_single_char_token(first).then_some((Kind::ch(first), 1));
-    for &(text, kind) in token::operator_candidates(first) {
-        if prefix_is(s, text) && best.is_none_or(|(_, n)| text.len() > n) {
-            best = Some((kind, text.len()));
-        }
-    }
-    best
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kinds(src: &str) -> Vec<(String, String)> {
-        let mut l = Lexer::new(src).unwrap();
-        let mut out = Vec::new();
-        loop {
-            let t = l.next().unwrap();
-            out.push((token::kind_name(t.kind).into_owned(), l.text(t).to_string()));
-            if t.kind == token::EOF {
-                break;
-            }
-        }
-        out
-    }
-
-    fn names(src: &str) -> Vec<String> {
-        kinds(src).into_iter().map(|(k, _)| k).collect()
-    }
-
-    #[test]
-    fn basic_tokens() {
-        assert_eq!(
-            names("foo(Tensor x) -> Tensor"),
-            ["ident", "(", "ident", "ident", ")", "arrow", "ident", "eof"]
-        );
-        assert_eq!(names("a=1.5e-3j"), ["ident", "=", "number", "eof"]);
-        assert_eq!(names("x==None"), ["ident", "eq", "None", "eof"]);
-        assert_eq!(
-            names("is not Nonex ..."),
-            ["is not", "ident", "dots", "eof"]
-        );
-        assert_eq!(names("foo.1"), ["ident", "number", "eof"]);
-        assert_eq!(kinds("\"a\\\"b\" 'c'")[0].1, "\"a\\\"b\"");
-    }
-
-    #[test]
-    fn newlines_and_indentation() {
-        assert_eq!(names("foo(\n  x\n)"), ["ident", "(", "ident", ")", "eof"]);
-        assert_eq!(
-            names("foo ->\n  x"),
-            ["ident", "arrow", "indent", "ident", "eof"]
-        );
-        assert_eq!(names("foo\n"), ["ident", "newline", "eof"]);
-        assert_eq!(names("x # comment"), ["ident", "eof"]);
-        assert_eq!(
-            names("x # type: int"),
-            ["ident", "type comment", "ident", "eof"]
-        );
-    }
-
-    #[test]
-    fn invalid_token_names_the_raw_byte() {
-        let mut l = Lexer::new("foo $").unwrap();
-        let e = l.next().unwrap_err();
-        assert_eq!(e.first_line(), "expected a valid token but found ' ' here:");
-        let mut l = Lexer::new("foo$").unwrap();
-        let e = l.next().unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "expected a valid token but found '$' here:\nfoo$\n   ~ <--- HERE\n"
-        );
-    }
-
-    #[test]
-    fn bad_dedent() {
-        let mut l = Lexer::new("  a\nb").unwrap();
-        let e = l.next().unwrap_err();
-        assert_eq!(e.first_line(), "invalid indent level 0:");
-    }
-}
+#[path = "lexer_tests.rs"]
+mod tests;

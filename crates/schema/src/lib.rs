@@ -55,6 +55,10 @@ mod default_parser;
 mod error;
 mod highlight;
 mod lexer;
+#[cfg(test)]
+mod lexer_reference;
+mod lexer_rules;
+mod names;
 mod number;
 mod parser;
 mod print;

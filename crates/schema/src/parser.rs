@@ -8,6 +8,8 @@
 //! overload name is reported only if the token after it lexes, and a
 //! default after a non-default is reported before trailing garbage.
 
+use std::cell::Cell;
+
 use crate::alias::AliasInfo;
 use crate::argument::Argument;
 use crate::error::{ErrorKind, SchemaParseError};
@@ -47,9 +49,10 @@ pub fn parse_schema_or_name(s: &str) -> Result<SchemaOrName, SchemaParseError> {
 fn parse_full(s: &str) -> Result<SchemaOrName, SchemaParseError> {
     let run = || -> PResult<SchemaOrName> {
         let mut p = SchemaParser {
-            lex: Lexer::new(s)?,
+            lex: Lexer::unstarted(s),
             next_alias_id: 0,
         };
+        p.lex.start()?;
         let result = p.parse_declaration()?;
         p.lex.next_if(token::NEWLINE)?;
         p.lex.expect(token::EOF)?;
@@ -76,12 +79,13 @@ fn plain_name(s: &str) -> Option<OperatorName> {
         if !(first.is_ascii_alphabetic() || first == b'_') {
             return None;
         }
-        let end = at
-            + 1
-            + b[at + 1..]
-                .iter()
-                .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
-                .count();
+        let mut end = at + 1;
+        while b
+            .get(end)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            end += 1;
+        }
         token::keyword(&b[at..end]).is_none().then_some(end)
     };
     let mut end = ident(0)?;
@@ -105,6 +109,35 @@ fn plain_name(s: &str) -> Option<OperatorName> {
         Some(_) => return None,
     };
     Some(OperatorName::new(&s[..name_end], overload))
+}
+
+// Note [Exact-size argument vectors]
+// A registered operator keeps its schema for the life of the program, so its argument and
+// return vectors must have no spare capacity; growing a vector and shrinking it afterwards
+// costs a `realloc` each (a third of a small schema's parse). The lists are collected in a
+// per-thread scratch vector that keeps its capacity between parses, and moved out into
+// vectors allocated at their exact size. The scratch is taken out of its cell for the parse
+// (so a nested or failed parse simply uses or drops another one) and put back emptied.
+
+thread_local! {
+    static SCRATCH: Cell<Vec<Argument>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with the thread's (empty) scratch vector; see Note [Exact-size argument vectors].
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<Argument>) -> R) -> R {
+    let mut buf = SCRATCH.with(Cell::take);
+    let r = f(&mut buf);
+    buf.clear();
+    SCRATCH.with(|s| s.set(buf));
+    r
+}
+
+/// Moves the contents of `buf` into a vector of exactly their size, in one
+/// copy (Note [Exact-size argument vectors]).
+fn take_exact(buf: &mut Vec<Argument>) -> Vec<Argument> {
+    let mut v = Vec::with_capacity(buf.len());
+    v.append(buf);
+    v
 }
 
 pub(crate) fn ch(c: u8) -> Kind {
@@ -154,7 +187,16 @@ impl<'a> SchemaParser<'a> {
         if self.lex.cur().kind != ch(b'(') {
             return Ok(SchemaOrName::Name(name));
         }
-        let mut arguments = Vec::with_capacity(8);
+        with_scratch(|buf| self.parse_signature(name, buf))
+    }
+
+    /// The argument and return lists after the name, collected in `buf` (see
+    /// Note [Exact-size argument vectors]).
+    fn parse_signature(
+        &mut self,
+        name: OperatorName,
+        buf: &mut Vec<Argument>,
+    ) -> PResult<SchemaOrName> {
         let mut kwarg_only = false;
         let mut is_vararg = false;
         self.parse_list(Some(ch(b'(')), ch(b','), Some(ch(b')')), |p| {
@@ -167,22 +209,23 @@ impl<'a> SchemaParser<'a> {
             } else if p.lex.next_if(token::DOTS)? {
                 is_vararg = true;
             } else {
-                arguments.push(p.parse_argument(false, kwarg_only)?);
+                buf.push(p.parse_argument(false, kwarg_only)?);
             }
             Ok(())
         })?;
-        if is_vararg && arguments.iter().any(|a| a.default_value().is_some()) {
+        if is_vararg && buf.iter().any(|a| a.default_value().is_some()) {
             let at = self.lex.cur().range();
             return Err(self.error_at(
                 at,
                 "schemas with vararg (...) can't have default value args",
             ));
         }
+        let arguments = take_exact(buf);
         self.lex.expect(token::ARROW)?;
-        let mut returns = Vec::new();
         let mut is_varret = false;
-        if self.lex.next_if(token::DOTS)? {
+        let returns = if self.lex.next_if(token::DOTS)? {
             is_varret = true;
+            Vec::new()
         } else if self.lex.cur().kind == ch(b'(') {
             self.parse_list(Some(ch(b'(')), ch(b','), Some(ch(b')')), |p| {
                 if is_varret {
@@ -192,13 +235,14 @@ impl<'a> SchemaParser<'a> {
                 if p.lex.next_if(token::DOTS)? {
                     is_varret = true;
                 } else {
-                    returns.push(p.parse_argument(true, false)?);
+                    buf.push(p.parse_argument(true, false)?);
                 }
                 Ok(())
             })?;
+            take_exact(buf)
         } else {
-            returns.push(self.parse_argument(true, false)?);
-        }
+            vec![self.parse_argument(true, false)?]
+        };
         let schema = FunctionSchema::new(name, arguments, returns, is_vararg, is_varret)
             .map_err(Box::new)?;
         Ok(SchemaOrName::Schema(schema))
@@ -210,13 +254,25 @@ impl<'a> SchemaParser<'a> {
     }
 
     fn parse_name(&mut self) -> PResult<OperatorName> {
-        let first = self.ident_text()?;
-        let mut name = String::with_capacity(first.len() + 24);
-        name.push_str(first);
+        let first = self.lex.expect(token::IDENT)?;
+        let src = self.src();
+        let mut owned = None;
+        let mut name = self.lex.text(first);
         if self.lex.next_if(ch(b':'))? {
-            self.lex.expect(ch(b':'))?;
-            name.push_str("::");
-            name.push_str(self.ident_text()?);
+            let colon = self.lex.expect(ch(b':'))?;
+            let base = self.lex.expect(token::IDENT)?;
+            // `ns::name` is usually written without spaces: then it is one
+            // slice of the source, copied once into the name.
+            if colon.start == first.end + 1 && base.start == colon.end {
+                name = src.get(first.start..base.end).unwrap_or("");
+            } else {
+                let base = self.lex.text(base);
+                let mut s = String::with_capacity(name.len() + 2 + base.len());
+                s.push_str(name);
+                s.push_str("::");
+                s.push_str(base);
+                owned = Some(s);
+            }
         }
         let overload = if self.lex.next_if(ch(b'.'))? {
             self.ident_text()?
@@ -232,7 +288,10 @@ impl<'a> SchemaParser<'a> {
                 None,
             )));
         }
-        Ok(OperatorName::new(name, overload))
+        Ok(match owned {
+            Some(name) => OperatorName::new(name, overload),
+            None => OperatorName::new(name, overload),
+        })
     }
 
     fn parse_argument(&mut self, is_return: bool, kwarg_only: bool) -> PResult<Argument> {
@@ -274,8 +333,8 @@ impl<'a> SchemaParser<'a> {
             }
             name
         };
-        Ok(Argument::new(
-            name,
+        Ok(Argument::with_name(
+            crate::names::intern(name),
             ty,
             n,
             default,

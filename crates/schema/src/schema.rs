@@ -120,7 +120,8 @@ impl FunctionSchema {
         is_varret: bool,
     ) -> Result<Self, SchemaParseError> {
         // A registered operator keeps its schema for the life of the program: no spare
-        // capacity (a parser's vector has room for 4 arguments, 320 bytes).
+        // capacity. The parser's vectors are already exact (Note [Exact-size argument
+        // vectors]), so for them this is a no-op; other callers' may not be.
         let (mut arguments, mut returns) = (arguments, returns);
         arguments.shrink_to_fit();
         returns.shrink_to_fit();
@@ -304,5 +305,24 @@ impl FromStr for FunctionSchema {
     type Err = SchemaParseError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         FunctionSchema::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsed_vectors_have_no_spare_capacity() {
+        for text in [
+            "f() -> ()",
+            "f(Tensor a) -> Tensor",
+            "f(Tensor a, Tensor b, *, Scalar alpha=1, Tensor(a!) out) -> (Tensor x, Tensor y)",
+            "f(int a, int b, int c, int d, int e, int f, int g, int h, int i, int j) -> (int, int, int)",
+        ] {
+            let s = FunctionSchema::parse(text).unwrap();
+            assert_eq!(s.arguments.capacity(), s.arguments.len(), "{text}");
+            assert_eq!(s.returns.capacity(), s.returns.len(), "{text}");
+        }
     }
 }

@@ -20,6 +20,27 @@ fn union_error(e: UnionError, at: Token) -> Box<SchemaParseError> {
     ))
 }
 
+/// The type keyword handled by `parse_type` that an identifier is, or `""`:
+/// checked by length and first byte first, like Note [Type names by length
+/// and first byte].
+fn type_keyword(text: &str) -> &'static str {
+    let candidate = match (text.len(), text.as_bytes().first()) {
+        (6, Some(b'T')) => "Tensor",
+        (6, Some(b'F')) => "Future",
+        (5, Some(b'A')) => "Await",
+        (4, Some(b'R')) => "RRef",
+        (4, Some(b'D')) => "Dict",
+        (5, Some(b'U')) => "Union",
+        (9, Some(b'_')) => "__torch__",
+        _ => return "",
+    };
+    if text == candidate {
+        candidate
+    } else {
+        ""
+    }
+}
+
 impl SchemaParser<'_> {
     /// `T?`, canonicalised like PyTorch's `OptionalType::get`.
     pub(crate) fn make_optional(&self, ty: Type, at: Token) -> PResult<Type> {
@@ -45,14 +66,10 @@ impl SchemaParser<'_> {
     pub(crate) fn parse_type(&mut self) -> PResult<(Type, Option<AliasInfo>)> {
         let mut alias_info = None;
         let first = self.lex.cur();
-        // Only these first letters start a type keyword handled below;
-        // checking it first keeps string comparisons off the common path.
-        let text = self.lex.text(first);
-        let keyword = match text.as_bytes().first() {
-            Some(b'F' | b'A' | b'R' | b'T' | b'D' | b'U' | b'_') if first.kind == token::IDENT => {
-                text
-            }
-            _ => "",
+        let keyword = if first.kind == token::IDENT {
+            type_keyword(self.lex.text(first))
+        } else {
+            ""
         };
         let mut value = if first.kind == ch(b'(') {
             // A tuple.  Annotations of its elements are dropped, as PyTorch
@@ -186,6 +203,10 @@ impl SchemaParser<'_> {
     /// `(a)`, `(a!)`, `(a|b -> c)`, `(*)`, or the `!` shorthand for a fresh
     /// written set.
     pub(crate) fn parse_alias_annotation(&mut self) -> PResult<Option<AliasInfo>> {
+        let kind = self.lex.cur().kind;
+        if kind != ch(b'(') && kind != ch(b'!') {
+            return Ok(None);
+        }
         let mut info = AliasInfo::new();
         if self.lex.next_if(ch(b'('))? {
             self.parse_alias_sets(&mut info, false)?;

@@ -94,30 +94,41 @@ impl Type {
     /// `SchemaTypeParser::parseBaseType` table), or `None` if the name is
     /// not a known base type.  Type variables are not resolved here.
     pub fn from_base_name(name: &str) -> Option<Type> {
-        Some(match name {
-            "Generator" => Type::Generator,
-            "ScalarType" => Type::ScalarType,
-            "Layout" => Type::Layout,
-            "MemoryFormat" => Type::MemoryFormat,
-            "Storage" => Type::Storage,
-            "QScheme" => Type::QScheme,
-            "Quantizer" => Type::Quantizer,
-            "ConstQuantizerPtr" | "DeviceIndex" | "int" => Type::Int,
-            "Device" => Type::Device,
-            "Stream" => Type::Stream,
-            "Scalar" => Type::Scalar,
-            "str" => Type::Str,
-            "float" => Type::Float,
-            "complex" => Type::Complex,
-            "SymInt" => Type::SymInt,
-            "bool" => Type::Bool,
-            "None" | "NoneType" => Type::NoneType,
-            "Capsule" => Type::Capsule,
-            "Any" => Type::Any,
-            "AnyClassType" => Type::AnyClassType,
-            "AnyEnumType" => Type::AnyEnumType,
+        // Note [Type names by length and first byte]: as for keywords, the
+        // length and first byte leave one candidate (two for `Device` /
+        // `Layout`-sized names), compared once, instead of a string
+        // comparison per table entry.
+        let b = name.as_bytes();
+        let (text, ty): (&str, Type) = match (b.len(), *b.first()?) {
+            (3, b'i') => ("int", Type::Int),
+            (3, b's') => ("str", Type::Str),
+            (3, b'A') => ("Any", Type::Any),
+            (4, b'b') => ("bool", Type::Bool),
+            (4, b'N') => ("None", Type::NoneType),
+            (5, b'f') => ("float", Type::Float),
+            (6, b'L') => ("Layout", Type::Layout),
+            (6, b'D') => ("Device", Type::Device),
+            (6, b'S') => match b[1] {
+                b't' => ("Stream", Type::Stream),
+                b'c' => ("Scalar", Type::Scalar),
+                _ => ("SymInt", Type::SymInt),
+            },
+            (7, b'S') => ("Storage", Type::Storage),
+            (7, b'Q') => ("QScheme", Type::QScheme),
+            (7, b'c') => ("complex", Type::Complex),
+            (7, b'C') => ("Capsule", Type::Capsule),
+            (8, b'N') => ("NoneType", Type::NoneType),
+            (9, b'G') => ("Generator", Type::Generator),
+            (9, b'Q') => ("Quantizer", Type::Quantizer),
+            (10, b'S') => ("ScalarType", Type::ScalarType),
+            (11, b'D') => ("DeviceIndex", Type::Int),
+            (11, b'A') => ("AnyEnumType", Type::AnyEnumType),
+            (12, b'M') => ("MemoryFormat", Type::MemoryFormat),
+            (12, b'A') => ("AnyClassType", Type::AnyClassType),
+            (17, b'C') => ("ConstQuantizerPtr", Type::Int),
             _ => return None,
-        })
+        };
+        (name == text).then_some(ty)
     }
 
     /// The fake type PyTorch uses for default values and `arg.type`:
@@ -364,6 +375,66 @@ mod tests {
             Type::Future(Box::new(Type::Var("t".into()))).annotation_str(),
             "Future[t]"
         );
+    }
+
+    /// The table `from_base_name` must agree with (PyTorch's `parseBaseType`).
+    const BASE_NAMES: &[(&str, Type)] = &[
+        ("Generator", Type::Generator),
+        ("ScalarType", Type::ScalarType),
+        ("Layout", Type::Layout),
+        ("MemoryFormat", Type::MemoryFormat),
+        ("Storage", Type::Storage),
+        ("QScheme", Type::QScheme),
+        ("Quantizer", Type::Quantizer),
+        ("ConstQuantizerPtr", Type::Int),
+        ("DeviceIndex", Type::Int),
+        ("int", Type::Int),
+        ("Device", Type::Device),
+        ("Stream", Type::Stream),
+        ("Scalar", Type::Scalar),
+        ("str", Type::Str),
+        ("float", Type::Float),
+        ("complex", Type::Complex),
+        ("SymInt", Type::SymInt),
+        ("bool", Type::Bool),
+        ("None", Type::NoneType),
+        ("NoneType", Type::NoneType),
+        ("Capsule", Type::Capsule),
+        ("Any", Type::Any),
+        ("AnyClassType", Type::AnyClassType),
+        ("AnyEnumType", Type::AnyEnumType),
+    ];
+
+    fn by_table(name: &str) -> Option<Type> {
+        BASE_NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| t.clone())
+    }
+
+    #[test]
+    fn base_names_agree_with_the_table() {
+        for (name, ty) in BASE_NAMES {
+            assert_eq!(Type::from_base_name(name).as_ref(), Some(ty), "{name}");
+            for i in 0..name.len() {
+                for c in ['a', 'S', 'c', 't', '_'] {
+                    let mut w: Vec<char> = name.chars().collect();
+                    w[i] = c;
+                    let w: String = w.into_iter().collect();
+                    assert_eq!(Type::from_base_name(&w), by_table(&w), "{w}");
+                }
+            }
+        }
+        for w in ["", "i", "Tensor", "Sym", "SymInts", "Stream_", "ints"] {
+            assert_eq!(Type::from_base_name(w), None, "{w}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn base_names_agree_with_the_table_on_words(w in "[A-Za-z_]{0,12}") {
+            proptest::prop_assert_eq!(Type::from_base_name(&w), by_table(&w));
+        }
     }
 
     #[test]
