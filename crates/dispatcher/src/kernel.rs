@@ -41,7 +41,7 @@ pub trait ArgList: 'static {
     /// The union of the key sets of the tensor arguments.
     fn key_set(refs: Self::Refs<'_>) -> DispatchKeySet;
     /// Reads the arguments from the last `LEN` values of a slice; on a type mismatch, the index of
-    /// the offending argument.
+    /// the offending argument (`usize::MAX` when the slice is shorter than `LEN`).
     fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize>;
     /// Pushes the boxed arguments.
     fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack);
@@ -146,28 +146,35 @@ unsafe fn boxed_trampoline<K: Invoke>(
     // is a dangling, aligned pointer to a zero-sized `K`, see Note [Kernel objects without a
     // heap cell]).
     let kernel = unsafe { &*(ctx as *const K) };
-    let n = <K::Args as ArgList>::LEN;
-    let Some(base) = stack.len().checked_sub(n) else {
-        return Err(DispatchError::from(DispatchErrorKind::ArgumentCount {
-            op: op.name().to_string(),
-            expected: n,
-            got: stack.len(),
-        }));
-    };
     let ret = {
-        let refs = <K::Args as ArgList>::from_stack(&stack[base..]).map_err(|i| {
-            argument_type_error(
-                op,
-                i,
-                <K::Args as ArgList>::schema_types()[i],
-                &stack[base + i],
-            )
-        })?;
+        let refs = match <K::Args as ArgList>::from_stack(stack) {
+            Ok(refs) => refs,
+            Err(i) => return Err(stack_error::<K::Args>(op, stack, i)),
+        };
         kernel.invoke(ks, refs)?
     };
     <K::Args as ArgList>::drop_from_stack(stack);
     ret.push_to_stack(stack);
     Ok(())
+}
+
+/// The error of a boxed call whose stack does not hold `A`'s arguments: too few values
+/// (`index == usize::MAX`), or the value for argument `index` has another type. Out of line,
+/// so that the trampolines' common path keeps a small frame.
+#[cold]
+#[inline(never)]
+fn stack_error<A: ArgList>(op: &OperatorHandle, stack: &[IValue], index: usize) -> DispatchError {
+    let n = A::LEN;
+    match stack.len().checked_sub(n) {
+        Some(base) if index < n => {
+            argument_type_error(op, index, A::schema_types()[index], &stack[base + index])
+        }
+        _ => DispatchError::from(DispatchErrorKind::ArgumentCount {
+            op: op.name().to_string(),
+            expected: n,
+            got: stack.len(),
+        }),
+    }
 }
 
 /// Runs a boxed kernel (a closure over the stack).
@@ -504,9 +511,12 @@ macro_rules! arities {
                 DispatchKeySet::EMPTY $(| $p::key_set(refs.$i))*
             }
             #[allow(unused_variables)]
+            #[inline(always)]
             fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize> {
-                let base = values.len() - $n;
-                Ok(($($p::from_ivalue(&values[base + $i]).ok_or($i as usize)?,)*))
+                let Some(args) = values.last_chunk::<$n>() else {
+                    return Err(usize::MAX);
+                };
+                Ok(($($p::from_ivalue(&args[$i]).ok_or($i as usize)?,)*))
             }
             #[allow(unused_variables)]
             fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack) {

@@ -347,6 +347,8 @@ impl OperatorEntry {
         // Only slots some registered kernel covers need the precedence rules; the others
         // take the dispatcher's base table (Note [Base dispatch table]).
         let covered = SlotSet::affected_by_all(&state.kernels);
+        // Whether some slot's "falls through" changed: only then can the mask change.
+        let mut fallthrough_changed = false;
         for slot in touched.iter() {
             let kernel = if covered.contains(slot) {
                 resolver.resolve_slot(slot, RUNTIME_KEYS[slot]).0
@@ -355,9 +357,19 @@ impl OperatorEntry {
             };
             let ptr = Arc::as_ptr(kernel) as *mut AnnotatedKernel;
             let cell = &self.table[slot];
-            if cell.load(Ordering::Relaxed) != ptr {
+            let old = cell.load(Ordering::Relaxed);
+            if old != ptr {
+                // SAFETY: as in `lookup`: the old pointee lives at least as long as `self`.
+                let was = unsafe { &*old }.kernel.is_fallthrough();
+                fallthrough_changed |= was != kernel.kernel.is_fallthrough();
                 cell.store(ptr, Ordering::Release);
             }
+        }
+        if !fallthrough_changed {
+            // The mask is a function of the slots' "falls through" bits (Note [Fallthrough
+            // mask]); none changed, so neither did the mask. This is the common case: most
+            // registrations are regular kernels replacing regular kernels or fallbacks.
+            return;
         }
         // The base table's fallthrough masks, with the covered slots' bits decided again from
         // the (now up to date) table.

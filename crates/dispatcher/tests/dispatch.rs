@@ -150,6 +150,22 @@ fn boxed_call_type_errors_name_the_argument() {
 }
 
 #[test]
+fn boxed_kernel_with_too_few_values_reports_the_count() {
+    let d = dispatcher();
+    let _lib = setup(&d);
+    let handle = d.find_schema_or_throw("test::op").unwrap();
+    let mut stack: Stack = vec![IValue::Tensor(cpu_tensor())];
+    let err = handle
+        .redispatch_boxed(DispatchKeySet::from_key(DispatchKey::CPU), &mut stack)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test::op() expected at most 2 argument(s) but received 1 argument(s)."
+    );
+    assert_eq!(stack.len(), 1, "a failed call leaves the stack as it was");
+}
+
+#[test]
 fn typed_handle_with_wrong_signature_is_refused() {
     let d = dispatcher();
     let _lib = setup(&d);
