@@ -413,8 +413,9 @@ impl KernelParam for Option<&str> {
 
 /// The return type of a kernel: one value or a tuple of them, and how it moves through a stack.
 pub trait KernelReturn: Sized + 'static {
-    /// The schema types of the returns, in order.
-    fn schema_types() -> Vec<&'static str>;
+    /// The schema types of the returns, in order (a static list: checking a kernel against its
+    /// schema allocates nothing for it).
+    fn schema_types() -> &'static [&'static str];
     /// Pushes the returns onto a stack.
     fn push_to_stack(self, stack: &mut Stack);
     /// Pops the returns pushed by a boxed kernel (the last `schema_types().len()` values).
@@ -466,9 +467,17 @@ impl ReturnValue for Scalar {
     }
 }
 
+/// Holds the static list of schema types of return type `T` (an associated const, evaluated
+/// per `T` at compile time).
+struct ReturnTypes<T>(std::marker::PhantomData<T>);
+
+impl<T: ReturnValue> ReturnTypes<T> {
+    const ONE: &'static [&'static str] = &[T::SCHEMA_TYPE];
+}
+
 impl<T: ReturnValue> KernelReturn for T {
-    fn schema_types() -> Vec<&'static str> {
-        vec![T::SCHEMA_TYPE]
+    fn schema_types() -> &'static [&'static str] {
+        ReturnTypes::<T>::ONE
     }
     #[inline]
     fn push_to_stack(self, stack: &mut Stack) {
@@ -481,8 +490,8 @@ impl<T: ReturnValue> KernelReturn for T {
 }
 
 impl KernelReturn for () {
-    fn schema_types() -> Vec<&'static str> {
-        Vec::new()
+    fn schema_types() -> &'static [&'static str] {
+        &[]
     }
     fn push_to_stack(self, _stack: &mut Stack) {}
     fn pop_from_stack(_stack: &mut Stack) -> Option<Self> {
@@ -492,9 +501,13 @@ impl KernelReturn for () {
 
 macro_rules! tuple_return {
     ($n:literal; $($t:ident),+) => {
+        impl<$($t: ReturnValue),+> ReturnTypes<($($t,)+)> {
+            const TUPLE: &'static [&'static str] = &[$($t::SCHEMA_TYPE),+];
+        }
+
         impl<$($t: ReturnValue),+> KernelReturn for ($($t,)+) {
-            fn schema_types() -> Vec<&'static str> {
-                vec![$($t::SCHEMA_TYPE),+]
+            fn schema_types() -> &'static [&'static str] {
+                ReturnTypes::<Self>::TUPLE
             }
             #[allow(non_snake_case)]
             fn push_to_stack(self, stack: &mut Stack) {

@@ -19,7 +19,7 @@ use crate::op_map::OpMap;
 use crate::operator::{
     AliasAnalysisKind, AnnotatedKernel, EntryState, OperatorEntry, SchemaRecord,
 };
-use crate::schema_check::check_schema;
+use crate::schema_check::{check_against_record, check_schema};
 use crate::table::{BaseTable, Globals, SlotSet};
 use switchboard_schema::OperatorName;
 
@@ -279,6 +279,7 @@ impl Dispatcher {
             schema,
             debug,
             alias_analysis,
+            fitting_signature: AtomicU64::new(0),
         }));
         state.def_count += 1;
         state.def_and_impl_count += 1;
@@ -308,7 +309,7 @@ impl Dispatcher {
         let (entry, created) = self.find_or_create(&mut reg, &name);
         if !created {
             if let Some(record) = entry.schema() {
-                check_schema(&name, &record.schema, &record.debug, &annotated)?;
+                check_against_record(&name, &record, &annotated)?;
             }
         }
         let mut state = entry.state();

@@ -36,8 +36,8 @@ pub trait ArgList: 'static {
     type Refs<'a>: Copy;
     /// The number of arguments.
     const LEN: usize;
-    /// The schema types, in order.
-    fn schema_types() -> Vec<&'static str>;
+    /// The schema types, in order (a static list, see [`KernelReturn::schema_types`]).
+    fn schema_types() -> &'static [&'static str];
     /// The union of the key sets of the tensor arguments.
     fn key_set(refs: Self::Refs<'_>) -> DispatchKeySet;
     /// Reads the arguments from the last `LEN` values of a slice; on a type mismatch, the index of
@@ -86,7 +86,11 @@ pub trait ArgList: 'static {
 // path instead.
 
 /// The schema types of a typed kernel's (arguments, returns).
-pub type InferredSignature = (Vec<&'static str>, Vec<&'static str>);
+pub type InferredSignature = (&'static [&'static str], &'static [&'static str]);
+
+/// Holds the static list of schema types of argument list `T` (an associated const, evaluated
+/// per `T` at compile time).
+struct ArgTypes<T>(std::marker::PhantomData<T>);
 
 fn inferred_signature<A: ArgList, R: KernelReturn>() -> InferredSignature {
     (A::schema_types(), R::schema_types())
@@ -383,6 +387,12 @@ impl KernelFunction {
         matches!(self.kind, KernelKind::Regular | KernelKind::Fallthrough)
     }
 
+    /// The interned id of a typed kernel's calling convention, 0 for kernels without one
+    /// (Note [Signature ids]).
+    pub(crate) fn signature_id(&self) -> u64 {
+        self.signature
+    }
+
     /// The schema types inferred from a typed kernel's signature: (arguments, returns).
     pub fn inferred_signature(&self) -> Option<InferredSignature> {
         self.inferred.map(|f| f())
@@ -499,11 +509,15 @@ macro_rules! arities {
         $first::drop_last($stack);
     };
     ($n:literal; $($p:ident $i:tt),*) => {
+        impl<$($p: Arg),*> ArgTypes<($($p,)*)> {
+            const LIST: &'static [&'static str] = &[$($p::SCHEMA_TYPE),*];
+        }
+
         impl<$($p: Arg),*> ArgList for ($($p,)*) {
             type Refs<'a> = ($($p::Ref<'a>,)*);
             const LEN: usize = $n;
-            fn schema_types() -> Vec<&'static str> {
-                vec![$($p::SCHEMA_TYPE),*]
+            fn schema_types() -> &'static [&'static str] {
+                ArgTypes::<Self>::LIST
             }
             #[inline(always)]
             #[allow(unused_variables)]

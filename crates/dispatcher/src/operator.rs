@@ -78,6 +78,9 @@ pub struct SchemaRecord {
     pub debug: RegistrationDebug,
     /// Its alias analysis; `None` when never set (printed `CONSERVATIVE (default)`).
     pub alias_analysis: Option<AliasAnalysisKind>,
+    /// The signature id of the last kernel found to fit the schema, 0 for none (Note [Schema
+    /// checks remembered per signature]).
+    pub(crate) fitting_signature: AtomicU64,
 }
 
 /// The kernels registered per key, newest first; keys in numeric order.
@@ -349,7 +352,7 @@ impl OperatorEntry {
         let covered = SlotSet::affected_by_all(&state.kernels);
         // Whether some slot's "falls through" changed: only then can the mask change.
         let mut fallthrough_changed = false;
-        for slot in touched.iter() {
+        touched.for_each(|slot| {
             let kernel = if covered.contains(slot) {
                 resolver.resolve_slot(slot, RUNTIME_KEYS[slot]).0
             } else {
@@ -364,7 +367,7 @@ impl OperatorEntry {
                 fallthrough_changed |= was != kernel.kernel.is_fallthrough();
                 cell.store(ptr, Ordering::Release);
             }
-        }
+        });
         if !fallthrough_changed {
             // The mask is a function of the slots' "falls through" bits (Note [Fallthrough
             // mask]); none changed, so neither did the mask. This is the common case: most
@@ -374,11 +377,11 @@ impl OperatorEntry {
         // The base table's fallthrough masks, with the covered slots' bits decided again from
         // the (now up to date) table.
         let mut masks = base.masks;
-        for slot in covered.iter() {
+        covered.for_each(|slot| {
             // SAFETY: as in `lookup`: the pointee lives at least as long as `self`.
             let kernel = unsafe { &*self.table[slot].load(Ordering::Relaxed) };
             masks.set(slot, kernel.kernel.is_fallthrough());
-        }
+        });
         self.non_fallthrough.store(masks.mask(), Ordering::Relaxed);
     }
 

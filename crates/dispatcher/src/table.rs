@@ -126,16 +126,12 @@ impl FallthroughMasks {
     /// Records whether `slot` falls through (slot 0, Undefined, never leaves the mask).
     #[inline]
     pub(crate) fn set(&mut self, slot: usize, falls_through: bool) {
-        if slot == 0 {
-            return;
-        }
-        let k = RUNTIME_KEYS[slot];
-        let f = k.to_functionality_key();
-        let bit = DispatchKeySet::from_key(f).raw() & !FULL_BACKEND_MASK;
-        let word = if f.is_per_backend_functionality() {
-            &mut self.per_backend[k.to_backend_component() as usize - 1]
-        } else {
-            &mut self.everywhere
+        // The bit and word of every slot are computed at compile time (`SLOT_MASK_BITS`): a
+        // table refresh may set a hundred slots.
+        let (backend, bit) = SLOT_MASK_BITS[slot];
+        let word = match backend {
+            0 => &mut self.everywhere,
+            b => &mut self.per_backend[b as usize - 1],
         };
         if falls_through {
             *word &= !bit;
@@ -149,6 +145,26 @@ impl FallthroughMasks {
         self.per_backend.iter().fold(0, |m, w| m | w) & self.everywhere
     }
 }
+
+/// For each slot, the word of `FallthroughMasks` it decides (0: `everywhere`, b: the per-backend
+/// word of backend b) and its bit there; slot 0 (Undefined) decides none (bit 0).
+const SLOT_MASK_BITS: [(u8, u64); NUM_RUNTIME_ENTRIES] = {
+    let mut bits = [(0u8, 0u64); NUM_RUNTIME_ENTRIES];
+    let mut slot = 1;
+    while slot < NUM_RUNTIME_ENTRIES {
+        let k = RUNTIME_KEYS[slot];
+        let f = k.to_functionality_key();
+        let bit = DispatchKeySet::from_key(f).raw() & !FULL_BACKEND_MASK;
+        let backend = if f.is_per_backend_functionality() {
+            k.to_backend_component() as u8
+        } else {
+            0
+        };
+        bits[slot] = (backend, bit);
+        slot += 1;
+    }
+    bits
+};
 
 impl BaseTable {
     pub(crate) fn compute(
@@ -205,34 +221,37 @@ impl<'a> Resolver<'a> {
         self.resolve_slot(DispatchKeySet::from_key(k).dispatch_table_index(), k)
     }
 
-    /// Like [`resolve`](Self::resolve) for the key of table slot `slot`.
+    /// Like [`resolve`](Self::resolve) for `k`, the key of table slot `slot`.
     pub(crate) fn resolve_slot(
         &self,
         slot: usize,
         k: DispatchKey,
     ) -> (&'a Arc<AnnotatedKernel>, Provenance) {
         use DispatchKey as K;
-        let undefined = k == K::Undefined;
+        // Whether `alias` covers the slot: `ALIAS_SLOTS` holds `is_included_in_alias` for every
+        // slot (and `Undefined` for the aliases that fill it), a bit test instead of key-set
+        // arithmetic per slot and alias.
+        let covers = |alias: DispatchKey| SlotSet::affected_by(alias).contains(slot);
         if let Some(kernel) = self.kernels.front(k) {
             return (kernel, Provenance::Kernel);
         }
         if let Some(kernel) = self.ceanf {
-            if undefined || k.is_included_in_alias(K::CompositeExplicitAutogradNonFunctional) {
+            if covers(K::CompositeExplicitAutogradNonFunctional) {
                 return (kernel, Provenance::DefaultBackend);
             }
         }
         if let Some(kernel) = self.cea {
-            if undefined || k.is_included_in_alias(K::CompositeExplicitAutograd) {
+            if covers(K::CompositeExplicitAutograd) {
                 return (kernel, Provenance::DefaultBackend);
             }
         }
         if let Some(kernel) = self.cia_nested {
-            if !undefined && k.is_included_in_alias(K::CompositeImplicitAutogradNestedTensor) {
+            if covers(K::CompositeImplicitAutogradNestedTensor) {
                 return (kernel, Provenance::Nested);
             }
         }
         if let Some(kernel) = self.cia {
-            if undefined || k.is_included_in_alias(K::CompositeImplicitAutograd) {
+            if covers(K::CompositeImplicitAutograd) {
                 if k == K::AutogradOther && self.kernels.has_kernel_for_any(AUTOGRADOTHER_BACKENDS)
                 {
                     return (self.globals.ambiguous, Provenance::AmbiguousAutogradOther);
@@ -247,16 +266,16 @@ impl<'a> Resolver<'a> {
             }
         }
         if let Some(kernel) = self.autograd {
-            if k.is_included_in_alias(K::Autograd) {
+            if covers(K::Autograd) {
                 return (kernel, Provenance::Autograd);
             }
         }
         if let Some(kernel) = self.batched {
-            if k.is_included_in_alias(K::FuncTorchBatchedDecomposition) {
+            if covers(K::FuncTorchBatchedDecomposition) {
                 return (kernel, Provenance::Batched);
             }
         }
-        if !undefined {
+        if k != K::Undefined {
             if let Some(fallback) = &self.globals.fallbacks[slot] {
                 return (fallback, Provenance::BackendFallback);
             }
@@ -334,7 +353,20 @@ impl SlotSet {
         self
     }
 
+    /// Calls `f` with each slot in the set, in increasing order (a plain loop: cheaper than
+    /// [`iter`](Self::iter) on the registration path).
+    #[inline]
+    pub(crate) fn for_each(self, mut f: impl FnMut(usize)) {
+        for (w, mut bits) in self.0.into_iter().enumerate() {
+            while bits != 0 {
+                f(w * 64 + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
+            }
+        }
+    }
+
     /// The slots in the set, in increasing order.
+    #[cfg(test)]
     pub(crate) fn iter(self) -> impl Iterator<Item = usize> {
         self.0.into_iter().enumerate().flat_map(|(w, mut bits)| {
             std::iter::from_fn(move || {

@@ -260,17 +260,16 @@ impl Type {
         }
     }
 
-    /// Appends the schema spelling (PyTorch's `Type::str()`, what `Display` prints) to `out`,
-    /// without allocating a string of its own.
+    /// The spelling of a type without parameters or a name of its own (`Tensor`, `int`,
+    /// `SymInt`, ...); `None` for type variables, custom classes and composite types.
     ///
     /// ```
     /// use switchboard_schema::Type;
-    /// let mut s = String::new();
-    /// Type::Optional(Box::new(Type::Int)).write_schema(&mut s);
-    /// assert_eq!(s, "int?");
+    /// assert_eq!(Type::SymInt.builtin_name(), Some("SymInt"));
+    /// assert_eq!(Type::List(Box::new(Type::Int)).builtin_name(), None);
     /// ```
-    pub fn write_schema(&self, out: &mut String) {
-        let simple = match self {
+    pub fn builtin_name(&self) -> Option<&'static str> {
+        Some(match self {
             Type::Tensor => "Tensor",
             Type::Int => "int",
             Type::SymInt => "SymInt",
@@ -293,6 +292,25 @@ impl Type {
             Type::Any => "Any",
             Type::AnyClassType => "AnyClassType",
             Type::AnyEnumType => "AnyEnumType",
+            _ => return None,
+        })
+    }
+
+    /// Appends the schema spelling (PyTorch's `Type::str()`, what `Display` prints) to `out`,
+    /// without allocating a string of its own.
+    ///
+    /// ```
+    /// use switchboard_schema::Type;
+    /// let mut s = String::new();
+    /// Type::Optional(Box::new(Type::Int)).write_schema(&mut s);
+    /// assert_eq!(s, "int?");
+    /// ```
+    pub fn write_schema(&self, out: &mut String) {
+        if let Some(name) = self.builtin_name() {
+            out.push_str(name);
+            return;
+        }
+        let simple = match self {
             Type::Var(name) | Type::CustomClass(name) => name,
             Type::List(t) => {
                 t.write_schema(out);
@@ -337,6 +355,8 @@ impl Type {
                 crate::union::write_union(out, ts, false);
                 return;
             }
+            // Every other type has a builtin name, written above.
+            _ => return,
         };
         out.push_str(simple);
     }

@@ -41,7 +41,22 @@ pub(crate) fn register(lib: &mut Library) -> Result<()> {
         if !s.contains('!') {
             continue;
         }
-        let schema = FunctionSchema::parse(s).map_err(|e| err(e.to_string()))?;
+        // Start-up registers DEF libraries before IMPL ones, so the operator is usually defined
+        // already: its parsed schema saves parsing the text again (most of this function's
+        // cost). Only an operator not defined yet is parsed here.
+        let name = s.split_once('(').map_or(*s, |(name, _)| name);
+        let record = lib
+            .dispatcher()
+            .find_schema(name)
+            .and_then(|op| op.schema());
+        let parsed;
+        let schema = match &record {
+            Some(record) => &record.schema,
+            None => {
+                parsed = FunctionSchema::parse(s).map_err(|e| err(e.to_string()))?;
+                &parsed
+            }
+        };
         let outs = schema.out_arguments();
         if outs.is_empty() {
             continue;
@@ -68,9 +83,8 @@ pub(crate) fn register(lib: &mut Library) -> Result<()> {
             }
             op.redispatch_boxed(ks & AFTER_AD, stack)
         });
-        let name = schema.operator_name().to_string();
         lib.impl_with_debug(
-            &name,
+            name,
             None,
             kernel,
             Some("switchboard_autograd::out_overload [Autograd]"),
