@@ -55,14 +55,14 @@ impl OperatorHandle {
     pub fn typed<A: ArgList, R: KernelReturn>(&self) -> Result<TypedOperatorHandle<A, R>> {
         if let Some(record) = self.schema() {
             let (args, rets) = (A::schema_types(), R::schema_types());
-            if let Some(reason) = schema_difference(&record.schema, &args, &rets) {
+            if let Some(reason) = schema_difference(&record.schema, args, rets) {
                 return Err(DispatchError::from(DispatchErrorKind::WrongSignature(
                     format!(
                         "Tried to access or call an operator with a wrong signature.\n  operator: \
                      {}\n    {}\n  accessed/called as: {}\n  reason: {reason}",
                         record.schema,
                         record.debug,
-                        format_inferred(&args, &rets)
+                        format_inferred(args, rets)
                     ),
                 )));
             }

@@ -273,7 +273,7 @@ impl Library {
                         "def(\"{n}\"): a boxed kernel has no signature to infer a schema from"
                     )))
                 })?;
-                let text = format!("{n}{}", crate::schema_check::format_inferred(&args, &rets));
+                let text = format!("{n}{}", crate::schema_check::format_inferred(args, rets));
                 let s = FunctionSchema::parse(&text)
                     .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
                 (s, Some(AliasAnalysisKind::Conservative))

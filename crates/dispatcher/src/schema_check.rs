@@ -10,7 +10,7 @@ use crate::operator::{AnnotatedKernel, SchemaRecord};
 /// The schema PyTorch infers for a typed kernel, printed: `(Tensor _0, int _1) -> Tensor _0`.
 pub(crate) fn inferred_schema_string(kernel: &KernelFunction) -> Option<String> {
     let (args, rets) = kernel.inferred_signature()?;
-    Some(format_inferred(&args, &rets))
+    Some(format_inferred(args, rets))
 }
 
 pub(crate) fn format_inferred(args: &[&str], rets: &[&str]) -> String {
@@ -126,14 +126,14 @@ pub(crate) fn check_schema(
     let Some((args, rets)) = kernel.kernel.inferred_signature() else {
         return Ok(());
     };
-    match schema_difference(schema, &args, &rets) {
+    match schema_difference(schema, args, rets) {
         None => Ok(()),
         Some(reason) => Err(DispatchError::from(DispatchErrorKind::SchemaMismatch(
             Box::new(SchemaMismatch {
                 op: name.to_string(),
                 expected: schema.to_string(),
                 expected_debug: schema_debug.to_string(),
-                inferred: format_inferred(&args, &rets),
+                inferred: format_inferred(args, rets),
                 inferred_debug: kernel.debug.to_string(),
                 reason,
             }),
