@@ -216,7 +216,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
                 if k == key {
                     writeln!(
                         w,
-                        "    lib.impl_with_debug({:?}, None, KernelFunction::from_fn(crate::composite::{kernel}), Some(\"switchboard_ops::composite::{kernel}\"))?;",
+                        "    lib.impl_with_static_debug({:?}, None, KernelFunction::from_fn(crate::composite::{kernel}), \"switchboard_ops::composite::{kernel}\")?;",
                         f.qualified()
                     )
                     .unwrap();
@@ -248,7 +248,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
         .unwrap();
         writeln!(
             bs,
-            "    lib.impl_with_debug({:?}, None, KernelFunction::from_fn(backend_select_{}), Some(\"switchboard_ops::backend_select\"))?;",
+            "    lib.impl_with_static_debug({:?}, None, KernelFunction::from_fn(backend_select_{}), \"switchboard_ops::backend_select\")?;",
             f.qualified(),
             f.api_name
         )

@@ -50,7 +50,7 @@ pub fn backend(
             .unwrap();
             writeln!(
                 reg,
-                "    lib.impl_with_debug({:?}, None, KernelFunction::from_fn({wrapper}), Some({:?}))?;",
+                "    lib.impl_with_static_debug({:?}, None, KernelFunction::from_fn({wrapper}), {:?})?;",
                 f.qualified(),
                 format!("{name}::{kernel} [{key}]")
             )

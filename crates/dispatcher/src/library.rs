@@ -309,6 +309,33 @@ impl Library {
         kernel: KernelFunction,
         debug: Option<&str>,
     ) -> Result<()> {
+        self.impl_inner(name, key, kernel, debug.map(RegistrationDebug::from))
+    }
+
+    /// Like [`impl_with_debug`](Self::impl_with_debug) with a `'static` debug name, which is
+    /// kept without a copy (the generated registrations use it).
+    pub fn impl_with_static_debug(
+        &mut self,
+        name: &str,
+        key: Option<DispatchKey>,
+        kernel: KernelFunction,
+        debug: &'static str,
+    ) -> Result<()> {
+        self.impl_inner(
+            name,
+            key,
+            kernel,
+            Some(RegistrationDebug::static_text(debug)),
+        )
+    }
+
+    fn impl_inner(
+        &mut self,
+        name: &str,
+        key: Option<DispatchKey>,
+        kernel: KernelFunction,
+        debug: Option<RegistrationDebug>,
+    ) -> Result<()> {
         let key = key.filter(|k| *k != DispatchKey::Undefined);
         let parsed = OperatorName::parse(name)
             .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
@@ -344,7 +371,7 @@ impl Library {
                 )));
             }
         }
-        let debug = debug.map_or_else(|| self.debug(), RegistrationDebug::from);
+        let debug = debug.unwrap_or_else(|| self.debug());
         let h = self
             .dispatcher
             .register_impl(full, key.or(self.key), kernel, debug)?;

@@ -30,7 +30,7 @@ fn record_view(base: &Tensor, out: Tensor) -> Tensor {
 pub(crate) fn register(lib: &mut Library) -> Result<()> {
     macro_rules! bump {
         ($($name:literal => $rd:ident ($($p:ident : $t:ty),*) writes $w:ident;)*) => {$(
-            lib.impl_with_debug($name, None, KernelFunction::from_fn_with_keys(
+            lib.impl_with_static_debug($name, None, KernelFunction::from_fn_with_keys(
                 |ks: DispatchKeySet, $($p: $t),*| -> Result<Tensor> {
                     let r = {
                         let _g = Below::new();
@@ -38,19 +38,19 @@ pub(crate) fn register(lib: &mut Library) -> Result<()> {
                     };
                     $w.bump_version();
                     Ok(r)
-                }), Some(concat!("switchboard_autograd::", stringify!($rd), " [ADInplaceOrView]")))?;
+                }), concat!("switchboard_autograd::", stringify!($rd), " [ADInplaceOrView]"))?;
         )*};
     }
     macro_rules! views {
         ($($name:literal => $rd:ident ($($p:ident : $t:ty),*);)*) => {$(
-            lib.impl_with_debug($name, None, KernelFunction::from_fn_with_keys(
+            lib.impl_with_static_debug($name, None, KernelFunction::from_fn_with_keys(
                 |ks: DispatchKeySet, x: &Tensor, $($p: $t),*| -> Result<Tensor> {
                     let out = {
                         let _g = Below::new();
                         rd::$rd(ks & AFTER_ADIV, x, $($p),*)?
                     };
                     Ok(record_view(x, out))
-                }), Some(concat!("switchboard_autograd::", stringify!($rd), " [ADInplaceOrView]")))?;
+                }), concat!("switchboard_autograd::", stringify!($rd), " [ADInplaceOrView]"))?;
         )*};
     }
     bump! {

@@ -83,11 +83,11 @@ pub(crate) fn register(lib: &mut Library) -> Result<()> {
             }
             op.redispatch_boxed(ks & AFTER_AD, stack)
         });
-        lib.impl_with_debug(
+        lib.impl_with_static_debug(
             name,
             None,
             kernel,
-            Some("switchboard_autograd::out_overload [Autograd]"),
+            "switchboard_autograd::out_overload [Autograd]",
         )?;
     }
     Ok(())

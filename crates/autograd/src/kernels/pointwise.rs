@@ -361,7 +361,7 @@ fn div_sm(ks: DispatchKeySet, a: &Tensor, b: Scalar, mode: Option<&str>) -> Resu
 pub(crate) fn register(lib: &mut Library) -> Result<()> {
     macro_rules! reg {
         ($($name:literal => $f:ident),* $(,)?) => {
-            $(lib.impl_with_debug($name, None, KernelFunction::from_fn_with_keys($f), Some(concat!("switchboard_autograd::", stringify!($f), " [Autograd]")))?;)*
+            $(lib.impl_with_static_debug($name, None, KernelFunction::from_fn_with_keys($f), concat!("switchboard_autograd::", stringify!($f), " [Autograd]"))?;)*
         };
     }
     reg! {
