@@ -115,8 +115,9 @@ std::thread_local! {
 
 impl Cached for StorageImpl {
     #[inline(always)]
-    fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
-        STORAGE_BLOCKS.try_with(|c| c.with(f)).ok()
+    unsafe fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
+        // SAFETY: passed on to our caller (`f` does not reach the cache again).
+        STORAGE_BLOCKS.try_with(|c| unsafe { c.with(f) }).ok()
     }
 }
 

@@ -36,8 +36,13 @@ pub(crate) struct Shared<T: Cached>(NonNull<Block<T>>);
 
 /// A type whose [`Shared`] blocks are cached: names the thread-local cache of its layout.
 pub(crate) trait Cached: Sized + Send + Sync + 'static {
-    /// The cache of this type's blocks on the current thread.
-    fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R>;
+    /// Runs `f` on the cache of this type's blocks on the current thread (`None` while the
+    /// thread's locals are being destroyed).
+    ///
+    /// # Safety
+    /// `f` must not reach this cache again (no nested `with_cache` of the same type): it gets
+    /// the only `&mut` to the cache while it runs.
+    unsafe fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R>;
 }
 
 // SAFETY: as `Arc<T>`: the block is shared between threads only through `&T` (T: Sync), and
@@ -51,7 +56,8 @@ impl<T: Cached> Shared<T> {
     #[inline]
     pub(crate) fn new(value: T) -> Shared<T> {
         let layout = Layout::new::<Block<T>>();
-        let raw = T::with_cache(|c| c.take())
+        // SAFETY: `take` does not reach the cache again.
+        let raw = unsafe { T::with_cache(|c| c.take()) }
             .flatten()
             // SAFETY: `Block<T>` has a non-zero size.
             .unwrap_or_else(|| unsafe { alloc::alloc(layout) });
@@ -145,7 +151,8 @@ impl<T: Cached> Drop for Shared<T> {
 /// holding no live value.
 #[inline]
 unsafe fn free_block<T: Cached>(raw: *mut u8) {
-    if T::with_cache(|c| c.put(raw)) != Some(true) {
+    // SAFETY: `put` does not reach the cache again.
+    if unsafe { T::with_cache(|c| c.put(raw)) } != Some(true) {
         // SAFETY: the caller's guarantee; the cache did not take it.
         unsafe { alloc::dealloc(raw, Layout::new::<Block<T>>()) };
     }
@@ -206,11 +213,14 @@ impl Drop for BlockCache {
 pub(crate) struct CacheCell(pub(crate) UnsafeCell<BlockCache>);
 
 impl CacheCell {
-    /// Runs `f` on the cache (see [`Cached::with_cache`]).
+    /// Runs `f` on the cache.
+    ///
+    /// # Safety
+    /// As [`Cached::with_cache`]: `f` must not reach this cell again.
     #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut BlockCache) -> R) -> R {
-        // SAFETY: the cell is thread-local and `f` (take or put, in this module) does not
-        // reach the cache again, so this is the only reference to it while `f` runs.
+    pub(crate) unsafe fn with<R>(&self, f: impl FnOnce(&mut BlockCache) -> R) -> R {
+        // SAFETY: the cell is thread-local (no other thread sees it) and `f` does not reach it
+        // again (the caller's guarantee), so this is the only reference to it while `f` runs.
         f(unsafe { &mut *self.0.get() })
     }
 }
@@ -243,13 +253,15 @@ mod tests {
     }
 
     impl Cached for Probe {
-        fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
-            PROBES.try_with(|c| c.with(f)).ok()
+        unsafe fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
+            // SAFETY: passed on to our caller.
+            PROBES.try_with(|c| unsafe { c.with(f) }).ok()
         }
     }
 
     fn cached() -> usize {
-        Probe::with_cache(|c| c.len).unwrap()
+        // SAFETY: reading the length does not reach the cache again.
+        unsafe { Probe::with_cache(|c| c.len) }.unwrap()
     }
 
     #[test]
