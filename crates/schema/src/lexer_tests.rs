@@ -140,67 +140,51 @@ fn operator_tokens_agree_with_the_table() {
 /// and what `cur` is afterwards.
 type Step = Result<(Token, Token), String>;
 
-/// Drives the new lexer: for each entry of `peeks`, optionally asks for the
-/// lookahead, then takes a token; stops at EOF or the first error.
+/// Drives a lexer (the new one or the queue-based reference, which share their
+/// method names but not a type): for each entry of `peeks`, optionally asks for
+/// the lookahead, then takes a token; stops at EOF or the first error.
+macro_rules! drive {
+    ($lexer:expr, $peeks:expr) => {{
+        let peeks: &[bool] = $peeks;
+        match $lexer {
+            Err(e) => vec![Err(e.to_string())],
+            Ok(mut l) => {
+                let mut out: Vec<Step> = Vec::new();
+                for i in 0.. {
+                    if peeks.get(i % peeks.len().max(1)).copied().unwrap_or(false) {
+                        if let Err(e) = l.lookahead() {
+                            out.push(Err(e.to_string()));
+                            break;
+                        }
+                    }
+                    match l.next() {
+                        Ok(t) => out.push(Ok((t, l.cur()))),
+                        Err(e) => {
+                            out.push(Err(e.to_string()));
+                            break;
+                        }
+                    }
+                    if out
+                        .last()
+                        .is_some_and(|s| matches!(s, Ok((t, _)) if t.kind == token::EOF))
+                    {
+                        break;
+                    }
+                }
+                out
+            }
+        }
+    }};
+}
+
+/// Runs the new lexer (see `drive!`).
 fn run_new(src: &str, peeks: &[bool]) -> Vec<Step> {
-    let mut l = match Lexer::new(src) {
-        Ok(l) => l,
-        Err(e) => return vec![Err(e.to_string())],
-    };
-    let mut out = Vec::new();
-    for i in 0.. {
-        if peeks.get(i % peeks.len().max(1)).copied().unwrap_or(false) {
-            if let Err(e) = l.lookahead() {
-                out.push(Err(e.to_string()));
-                break;
-            }
-        }
-        match l.next() {
-            Ok(t) => out.push(Ok((t, l.cur()))),
-            Err(e) => {
-                out.push(Err(e.to_string()));
-                break;
-            }
-        }
-        if out
-            .last()
-            .is_some_and(|s| matches!(s, Ok((t, _)) if t.kind == token::EOF))
-        {
-            break;
-        }
-    }
-    out
+    drive!(Lexer::new(src), peeks)
 }
 
 /// The same with the queue-based reference lexer.
 fn run_reference(src: &str, peeks: &[bool]) -> Vec<Step> {
-    let mut l = match lexer_reference::Lexer::new(src) {
-        Ok(l) => l,
-        Err(e) => return vec![Err(e.to_string())],
-    };
-    let mut out = Vec::new();
-    for i in 0.. {
-        if peeks.get(i % peeks.len().max(1)).copied().unwrap_or(false) {
-            if let Err(e) = l.lookahead() {
-                out.push(Err(e.to_string()));
-                break;
-            }
-        }
-        match l.next() {
-            Ok(t) => out.push(Ok((t, l.cur()))),
-            Err(e) => {
-                out.push(Err(e.to_string()));
-                break;
-            }
-        }
-        if out
-            .last()
-            .is_some_and(|s| matches!(s, Ok((t, _)) if t.kind == token::EOF))
-        {
-            break;
-        }
-    }
-    out
+    drive!(lexer_reference::Lexer::new(src), peeks)
 }
 
 fn same_tokens(src: &str, peeks: &[bool]) {
