@@ -12,9 +12,10 @@ use switchboard_keys::{
 // Every call's key set is (union of its tensors' sets | included) - excluded, where included and
 // excluded are this thread's sets. A layer turns itself off for the code below it by excluding
 // its keys (autograd's kernels run the rest of the call with the Autograd keys excluded), and a
-// mode turns itself on by including a key no tensor carries. Both sets live in one `Cell` per
-// thread with a constant initialiser and no destructor, so reading them on the hot path is a
-// plain thread-local load: no lazy-init check, no lock.
+// mode turns itself on by including a key no tensor carries. Both sets live in `Cell`s of one
+// thread-local with a constant initialiser and no destructor, so reading them on the hot path
+// is a plain thread-local load: no lazy-init check, no lock (and see Note [One word per
+// thread-local set]).
 
 /// A thread's included and excluded key sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,53 +35,59 @@ impl Default for LocalDispatchKeySet {
     }
 }
 
-/// A thread's sets as the hot path reads them: `keep` is the complement of `excluded` with the
-/// backend bits set (excluding a key removes only its functionality, as PyTorch's `-` does), so
-/// a call's key set is `(args | included) & keep`.
-#[derive(Clone, Copy)]
-struct State {
-    sets: LocalDispatchKeySet,
-    keep: u64,
+// Note [One word per thread-local set]
+// The hot path needs `(args | included) & keep`, where `keep` is the complement of `excluded`
+// with the backend bits set (excluding a key removes only its functionality, as PyTorch's `-`
+// does). So the thread keeps `keep` itself, not `excluded`: an exclude guard is then one
+// read-modify-write when entered (`keep &= !keys`) and one when left (`keep |= added`), which
+// matters because a guard is entered and left on every autograd hop. The excluded set is
+// rebuilt from `keep` when asked for; the backend bits of an excluded set, which never affect a
+// call, are kept apart in `excluded_backends` so that the set reads back exactly as set.
+struct Local {
+    included: Cell<u64>,
+    keep: Cell<u64>,
+    excluded_backends: Cell<u64>,
 }
 
-const fn state_of(sets: LocalDispatchKeySet) -> State {
-    State {
-        sets,
-        keep: !sets.excluded.raw() | FULL_BACKEND_MASK,
-    }
+const fn keep_of(excluded: DispatchKeySet) -> u64 {
+    !excluded.raw() | FULL_BACKEND_MASK
 }
 
 thread_local! {
-    static LOCAL: Cell<State> = const {
-        Cell::new(state_of(LocalDispatchKeySet { included: DEFAULT_INCLUDED_SET, excluded: DEFAULT_EXCLUDED_SET }))
+    static LOCAL: Local = const {
+        Local {
+            included: Cell::new(DEFAULT_INCLUDED_SET.raw()),
+            keep: Cell::new(keep_of(DEFAULT_EXCLUDED_SET)),
+            excluded_backends: Cell::new(DEFAULT_EXCLUDED_SET.raw() & FULL_BACKEND_MASK),
+        }
     };
 }
 
 /// This thread's included and excluded sets.
 #[inline(always)]
 pub fn tls_local_dispatch_key_set() -> LocalDispatchKeySet {
-    LOCAL.with(|c| c.get().sets)
+    LOCAL.with(|l| LocalDispatchKeySet {
+        included: DispatchKeySet::from_raw(l.included.get()),
+        excluded: DispatchKeySet::from_raw(
+            (!l.keep.get() & !FULL_BACKEND_MASK) | l.excluded_backends.get(),
+        ),
+    })
 }
 
 /// Applies this thread's sets to the union of a call's tensor key sets.
 #[inline(always)]
 pub(crate) fn apply_tls(args: DispatchKeySet) -> DispatchKeySet {
-    let state = LOCAL.with(Cell::get);
-    DispatchKeySet::from_raw((args.raw() | state.sets.included.raw()) & state.keep)
+    LOCAL.with(|l| DispatchKeySet::from_raw((args.raw() | l.included.get()) & l.keep.get()))
 }
 
 /// Replaces this thread's sets; used to carry the sets of one thread into work done on another
 /// (see [`ThreadLocalStateGuard`]).
 pub fn set_tls_local_dispatch_key_set(state: LocalDispatchKeySet) {
-    LOCAL.with(|c| c.set(state_of(state)));
-}
-
-#[inline(always)]
-fn update(f: impl FnOnce(&mut LocalDispatchKeySet)) {
-    LOCAL.with(|c| {
-        let mut s = c.get().sets;
-        f(&mut s);
-        c.set(state_of(s));
+    LOCAL.with(|l| {
+        l.included.set(state.included.raw());
+        l.keep.set(keep_of(state.excluded));
+        l.excluded_backends
+            .set(state.excluded.raw() & FULL_BACKEND_MASK);
     });
 }
 
@@ -106,14 +113,14 @@ impl IncludeDispatchKeyGuard {
     /// Includes `keys` for the guard's lifetime.
     #[inline]
     pub fn new(keys: impl Into<DispatchKeySet>) -> Self {
-        let keys = keys.into();
-        let mut added = DispatchKeySet::EMPTY;
-        update(|s| {
-            added = DispatchKeySet::from_raw(keys.raw() & !s.included.raw());
-            s.included = s.included | keys;
+        let keys = keys.into().raw();
+        let added = LOCAL.with(|l| {
+            let included = l.included.get();
+            l.included.set(included | keys);
+            keys & !included
         });
         IncludeDispatchKeyGuard {
-            added,
+            added: DispatchKeySet::from_raw(added),
             _not_send: PhantomData,
         }
     }
@@ -122,8 +129,8 @@ impl IncludeDispatchKeyGuard {
 impl Drop for IncludeDispatchKeyGuard {
     #[inline]
     fn drop(&mut self) {
-        let added = self.added;
-        update(|s| s.included = DispatchKeySet::from_raw(s.included.raw() & !added.raw()));
+        let added = self.added.raw();
+        LOCAL.with(|l| l.included.set(l.included.get() & !added));
     }
 }
 
@@ -139,16 +146,20 @@ impl ExcludeDispatchKeyGuard {
     #[inline]
     pub fn new(keys: impl Into<DispatchKeySet>) -> Self {
         let keys = keys.into().raw();
-        // Updates `excluded` and `keep` in place rather than recomputing `keep`: a guard is
-        // entered and left on every autograd hop. With `keep == !excluded | backends`, adding
-        // keys to `excluded` clears their functionality bits from `keep`, and removing them
-        // (in `drop`) sets them again.
-        let added = LOCAL.with(|c| {
-            let mut s = c.get();
-            let added = keys & !s.sets.excluded.raw();
-            s.sets.excluded = DispatchKeySet::from_raw(s.sets.excluded.raw() | keys);
-            s.keep &= !keys | FULL_BACKEND_MASK;
-            c.set(s);
+        // See Note [One word per thread-local set]: `added` holds the functionality bits this
+        // guard cleared from `keep` and the backend bits it added to `excluded_backends` (the
+        // two never overlap). For the usual constant `keys` without backend bits the second
+        // half folds away.
+        let added = LOCAL.with(|l| {
+            let keep = l.keep.get();
+            let mut added = keys & keep & !FULL_BACKEND_MASK;
+            l.keep.set(keep & !added);
+            let backends = keys & FULL_BACKEND_MASK;
+            if backends != 0 {
+                let old = l.excluded_backends.get();
+                added |= backends & !old;
+                l.excluded_backends.set(old | backends);
+            }
             added
         });
         ExcludeDispatchKeyGuard {
@@ -162,12 +173,14 @@ impl Drop for ExcludeDispatchKeyGuard {
     #[inline]
     fn drop(&mut self) {
         let added = self.added.raw();
-        LOCAL.with(|c| {
-            let mut s = c.get();
-            s.sets.excluded = DispatchKeySet::from_raw(s.sets.excluded.raw() & !added);
+        LOCAL.with(|l| {
             // Backend bits of `keep` are always set, so or-ing them in changes nothing.
-            s.keep |= added;
-            c.set(s);
+            l.keep.set(l.keep.get() | added);
+            let backends = added & FULL_BACKEND_MASK;
+            if backends != 0 {
+                l.excluded_backends
+                    .set(l.excluded_backends.get() & !backends);
+            }
         });
     }
 }
@@ -290,6 +303,39 @@ mod tests {
         assert_eq!(apply_tls(cpu), expected);
         assert!(apply_tls(cpu).has(DispatchKey::CPU));
         assert!(!apply_tls(cpu).has(DispatchKey::AutogradCPU));
+    }
+
+    #[test]
+    fn excluded_sets_read_back_as_set_with_their_backend_bits() {
+        use switchboard_keys::DispatchKeySet as Ks;
+        let start = tls_local_dispatch_key_set();
+        let cpu = Ks::from_keys(&[DispatchKey::CPU]);
+        {
+            let _outer = ExcludeDispatchKeyGuard::new(DispatchKey::AutogradCPU);
+            let after_outer = tls_local_dispatch_key_set();
+            assert_eq!(
+                after_outer.excluded,
+                start.excluded | Ks::from_key(DispatchKey::AutogradCPU)
+            );
+            {
+                // Already excluded (functionality and backend): this guard adds nothing.
+                let _inner = ExcludeDispatchKeyGuard::new(DispatchKey::AutogradCPU);
+                assert_eq!(tls_local_dispatch_key_set(), after_outer);
+            }
+            assert_eq!(tls_local_dispatch_key_set(), after_outer);
+            // The backend bit never removes a backend from a call.
+            assert!(apply_tls(cpu).has(DispatchKey::CPU));
+        }
+        assert_eq!(tls_local_dispatch_key_set(), start);
+        let captured = LocalDispatchKeySet {
+            included: Ks::from_key(DispatchKey::Python),
+            excluded: Ks::from_keys(&[DispatchKey::SparseCPU, DispatchKey::Tracer]),
+        };
+        {
+            let _s = ThreadLocalStateGuard::new(captured);
+            assert_eq!(tls_local_dispatch_key_set(), captured);
+        }
+        assert_eq!(tls_local_dispatch_key_set(), start);
     }
 
     #[test]
