@@ -28,7 +28,14 @@ pub(crate) fn sizes_str(s: &[i64]) -> String {
 /// touched, and when none is set (almost every call) the thread-local is not read at all.
 #[inline(always)]
 pub(crate) fn any_rg(ts: &[&Tensor]) -> bool {
-    ts.iter().any(|t| t.requires_grad_hint()) && crate::is_grad_enabled()
+    any_hint(ts) && crate::is_grad_enabled()
+}
+
+/// Whether one of `ts` may require grad (their flags only; grad mode is not read). For fast
+/// paths that leave the rest to an out-of-line function (Note [Autograd fast path]).
+#[inline(always)]
+pub(crate) fn any_hint(ts: &[&Tensor]) -> bool {
+    ts.iter().any(|t| t.requires_grad_hint())
 }
 
 /// Whether `t` may get a gradient (floating point or complex).

@@ -67,7 +67,7 @@ fn doc_schema(f: &NativeFunction) -> String {
 /// composite / BackendSelect (IMPL) libraries. The includer provides the `use` lines for
 /// `Tensor`, `Scalar`, `ScalarType`, `Layout`, `Device`, `MemoryFormat`, `Generator`,
 /// `DispatchKeySet`, `TypedOperatorHandle`, `KernelFunction`, `Library`, `Result` and
-/// `OnceLock`, and `crate::lookup` / `crate::backend_select_keys`.
+/// `OnceLock`, `LazyHandle`, and `crate::lookup` / `crate::backend_select_keys`.
 pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     let mut o = String::new();
     let w = &mut o;
@@ -97,6 +97,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     )
     .unwrap();
     writeln!(w, "pub mod handles {{\n    use super::*;").unwrap();
+    let mut lazy = String::new();
     for (f, s) in funcs.iter().zip(&sigs) {
         let ty = format!("TypedOperatorHandle<{}, {}>", s.families, s.ret);
         writeln!(
@@ -107,7 +108,22 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
             format!("aten::{}", f.qualified()),
         )
         .unwrap();
+        writeln!(
+            lazy,
+            "        /// `{}`, looked up on first use.\n        pub static {}: LazyHandle<{}, {}> = LazyHandle::new({:?});",
+            f.qualified(),
+            f.api_name,
+            s.families,
+            s.ret,
+            format!("aten::{}", f.qualified()),
+        )
+        .unwrap();
     }
+    writeln!(
+        w,
+        "    /// The handles the `redispatch` functions call through (Note [Lazy handles keep the\n    /// first call out of line]).\n    #[allow(non_upper_case_globals)]\n    pub mod lazy {{\n        use super::*;\n{lazy}    }}"
+    )
+    .unwrap();
     writeln!(w, "}}\n").unwrap();
 
     // Functions.
@@ -146,7 +162,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
         let sep = if params.is_empty() { "" } else { ", " };
         writeln!(
             w,
-            "    /// `{}`\n    #[inline]\n    pub fn {}(ks: DispatchKeySet{sep}{params}) -> Result<{}> {{\n        handles::{}().redispatch(ks, {})\n    }}",
+            "    /// `{}`\n    #[inline]\n    pub fn {}(ks: DispatchKeySet{sep}{params}) -> Result<{}> {{\n        handles::lazy::{}.redispatch(ks, {})\n    }}",
             doc_schema(f),
             f.api_name,
             s.ret,

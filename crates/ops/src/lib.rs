@@ -26,11 +26,16 @@
 #![warn(missing_docs)]
 
 pub mod composite;
+mod lazy_handle;
+
+pub use lazy_handle::LazyHandle;
 
 // Generated code: long signatures are PyTorch's schemas.
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 mod generated {
     use std::sync::OnceLock;
+
+    use crate::LazyHandle;
 
     use switchboard_dispatcher::{
         DispatchKeySet, KernelFunction, Library, Result, TypedOperatorHandle,

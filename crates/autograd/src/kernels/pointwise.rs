@@ -8,7 +8,7 @@ use switchboard_tensor::{Scalar, Tensor};
 
 use super::pw::{neg_scalar, opt, Args, Pw, A, B, C, G2, R};
 use super::{rec, when};
-use crate::util::{any_rg, fresh, scale, AFTER_AD};
+use crate::util::{any_hint, any_rg, fresh, scale, AFTER_AD};
 
 fn g1(g: &Tensor) -> G2 {
     Ok([Some(g.clone()), None])
@@ -25,7 +25,12 @@ fn g1(g: &Tensor) -> G2 {
 // grad either and pass through the same way. The recording path keeps PyTorch's
 // AutoDispatchBelowADInplaceOrView guard (see `Pw::run`), because there inner calls on
 // inputs that require grad must not record. The recording code lives in a separate function
-// so the pass-through path does not pay for its stack frame.
+// so the pass-through path does not pay for its stack frame; it also reads the grad-mode
+// thread-local (the fast path tests the flags only and ends in the redispatch or a jump to
+// it): a thread-local read in a library crate compiles to a call (the linker turns it into a
+// plain load later), and a call with arguments live across it costs the whole fast path a
+// frame of callee-saved registers. The redispatch itself goes through a `LazyHandle` for the
+// same reason (Note [Lazy handles keep the first call out of line]).
 
 /// Defines a kernel: `k!(fn name(a: &Tensor, ...) [grad inputs] => fast redispatch, slow)`.
 /// The recording path is a separate function (see Note [Autograd fast path]).
@@ -34,11 +39,14 @@ macro_rules! k {
         fn $f(ks: DispatchKeySet, $($p: $t),*) -> Result<Tensor> {
             #[inline(never)]
             fn recording(k: DispatchKeySet, $($p: $t),*) -> Result<Tensor> {
+                if !crate::is_grad_enabled() {
+                    return rd::$rd(k, $($arg),*);
+                }
                 let fwd = || rd::$rd(k, $($arg),*);
                 ($slow)(fwd)
             }
             let k = ks & AFTER_AD;
-            if !any_rg(&[$($i),+]) {
+            if !any_hint(&[$($i),+]) {
                 return rd::$rd(k, $($arg),*);
             }
             recording(k, $($p),*)

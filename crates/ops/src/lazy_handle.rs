@@ -1,0 +1,59 @@
+//! [`LazyHandle`]: a generated operator's typed handle, looked up on first use.
+
+use std::sync::OnceLock;
+
+use switchboard_dispatcher::{ArgList, DispatchKeySet, KernelReturn, Result, TypedOperatorHandle};
+
+// Note [Lazy handles keep the first call out of line]
+// The generated functions call through handles looked up in the global dispatcher on first
+// use. With `OnceLock::get_or_init` inline, the look-up is a call in the middle of the
+// function, so the arguments must survive it: the compiler keeps them in callee-saved
+// registers, and every call pays their saves and restores. That matters most in the kernels
+// that wrap others (autograd's pass-through path is a redispatch and little else), so the
+// generated `redispatch::` functions go through `LazyHandle::redispatch`, which branches on
+// "looked up yet?" and sends the first call, whole, to an out-of-line function: on the hot path
+// nothing is live across a call. (The top-level functions keep `get_or_init`: their callers are
+// user code, and there building the argument tuple for the out-of-line path costs more than
+// it saves.) See also Note [Autograd fast path].
+
+/// A typed operator handle of the global dispatcher, looked up on first use (Note [Lazy
+/// handles keep the first call out of line]). The generated `handles::lazy` module holds one
+/// per operator.
+pub struct LazyHandle<A: ArgList, R: KernelReturn> {
+    name: &'static str,
+    cell: OnceLock<TypedOperatorHandle<A, R>>,
+}
+
+impl<A: ArgList, R: KernelReturn> LazyHandle<A, R> {
+    /// The handle of the operator `name` (`ns::name.overload`), not looked up yet.
+    pub const fn new(name: &'static str) -> Self {
+        LazyHandle {
+            name,
+            cell: OnceLock::new(),
+        }
+    }
+
+    /// The handle (looked up now if it was not yet).
+    ///
+    /// # Panics
+    /// As [`crate::lookup`]: if the generated code and the registered schemas disagree.
+    #[inline]
+    pub fn get(&self) -> &TypedOperatorHandle<A, R> {
+        self.cell.get_or_init(|| crate::lookup(self.name))
+    }
+
+    /// [`TypedOperatorHandle::redispatch`] through this handle.
+    #[inline]
+    pub fn redispatch(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        match self.cell.get() {
+            Some(h) => h.redispatch(ks, args),
+            None => self.redispatch_first(ks, args),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn redispatch_first(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        self.get().redispatch(ks, args)
+    }
+}
