@@ -1,7 +1,6 @@
-//! Element arithmetic and dtype dispatch: the [`Num`] and [`Float`] traits kernels are
-//! written against, [`CpuElement`] (a stored element type and the type it computes in) and the
-//! `dispatch_*!` macros that pick the Rust type for a runtime dtype, like PyTorch's
-//! `AT_DISPATCH_ALL_TYPES_AND3(Half, BFloat16, Bool, ...)`.
+//! Element arithmetic: the [`Num`] and [`Float`] traits kernels are written against and
+//! [`CpuElement`] (a stored element type and the type it computes in). The `dispatch_*!` macros
+//! that pick the Rust type for a runtime dtype are in `dispatch_macros.rs`.
 
 use std::fmt::Debug;
 
@@ -441,136 +440,10 @@ impl FloatElement for bf16 {
     type F = f32;
 }
 
-/// Runs `$body` with `$T` bound to the element type of `$dtype`, for every dtype (bool, the
-/// integers, Half, BFloat16, Float, Double). `$body` must evaluate to a `Result`.
-#[macro_export]
-macro_rules! dispatch_all_types_and_bool {
-    ($dtype:expr, $name:expr, $T:ident => $body:expr) => {{
-        match $dtype {
-            ::switchboard_tensor::ScalarType::Bool => {
-                type $T = bool;
-                $body
-            }
-            dt => $crate::dispatch_all_types!(dt, $name, $T => $body),
-        }
-    }};
-}
-
-/// Runs `$body` with `$T` bound to the element type of `$dtype` for the integers, Half,
-/// BFloat16, Float and Double; `Bool` fails with `"<name>" not implemented for 'Bool'`.
-#[macro_export]
-macro_rules! dispatch_all_types {
-    ($dtype:expr, $name:expr, $T:ident => $body:expr) => {{
-        match $dtype {
-            ::switchboard_tensor::ScalarType::Byte => {
-                type $T = u8;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Char => {
-                type $T = i8;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Short => {
-                type $T = i16;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Int => {
-                type $T = i32;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Long => {
-                type $T = i64;
-                $body
-            }
-            dt => $crate::dispatch_floating_types!(dt, $name, $T => $body),
-        }
-    }};
-}
-
-/// Runs `$body` with `$T` bound to the element type of `$dtype` for Half, BFloat16, Float and
-/// Double; other dtypes fail with `"<name>" not implemented for '<dtype>'`.
-#[macro_export]
-macro_rules! dispatch_floating_types {
-    ($dtype:expr, $name:expr, $T:ident => $body:expr) => {{
-        match $dtype {
-            ::switchboard_tensor::ScalarType::Half => {
-                type $T = ::switchboard_tensor::f16;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::BFloat16 => {
-                type $T = ::switchboard_tensor::bf16;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Float => {
-                type $T = f32;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Double => {
-                type $T = f64;
-                $body
-            }
-            dt => Err($crate::error::not_implemented($name, dt)),
-        }
-    }};
-}
-
-/// Runs `$body` with `$T` bound to the element type of an integer `$dtype` (Byte, Char, Short,
-/// Int, Long); other dtypes fail with `"<name>" not implemented for '<dtype>'`.
-#[macro_export]
-macro_rules! dispatch_integral_types {
-    ($dtype:expr, $name:expr, $T:ident => $body:expr) => {{
-        match $dtype {
-            ::switchboard_tensor::ScalarType::Byte => {
-                type $T = u8;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Char => {
-                type $T = i8;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Short => {
-                type $T = i16;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Int => {
-                type $T = i32;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Long => {
-                type $T = i64;
-                $body
-            }
-            dt => Err($crate::error::not_implemented($name, dt)),
-        }
-    }};
-}
-
-/// Runs `$body` with `$T` bound to `i32` or `i64` for an index tensor's dtype; other dtypes
-/// fail with `"<name>": Expected dtype int32/int64 for index`.
-#[macro_export]
-macro_rules! dispatch_index_types {
-    ($dtype:expr, $name:expr, $T:ident => $body:expr) => {{
-        match $dtype {
-            ::switchboard_tensor::ScalarType::Int => {
-                type $T = i32;
-                $body
-            }
-            ::switchboard_tensor::ScalarType::Long => {
-                type $T = i64;
-                $body
-            }
-            dt => Err($crate::error::invalid(format!(
-                "{}(): Expected dtype int32/int64 for index but got {}",
-                $name,
-                dt.c10_name()
-            ))),
-        }
-    }};
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{dispatch_all_types, dispatch_all_types_and_bool, dispatch_floating_types};
     use switchboard_tensor::ScalarType;
 
     #[test]

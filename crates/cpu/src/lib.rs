@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod dispatch_dtype;
+mod dispatch_macros;
 pub mod error;
 pub mod iter;
 pub mod loops;
@@ -35,6 +36,7 @@ mod compare;
 mod conv;
 mod copy;
 mod embedding;
+mod extrema;
 mod factory;
 mod index;
 mod linalg;
@@ -61,6 +63,7 @@ pub use conv::*;
 pub use copy::*;
 pub use embedding::*;
 pub use error::Result;
+pub use extrema::*;
 pub use factory::*;
 pub use index::*;
 pub use linalg::*;
