@@ -471,9 +471,11 @@ macro_rules! return_value {
     ($ty:ty, $name:literal, $variant:ident) => {
         impl ReturnValue for $ty {
             const SCHEMA_TYPE: &'static str = $name;
+            #[inline]
             fn into_ivalue(self) -> IValue {
                 IValue::$variant(self)
             }
+            #[inline]
             fn from_ivalue(v: IValue) -> Option<Self> {
                 match v {
                     IValue::$variant(x) => Some(x),
@@ -494,9 +496,11 @@ return_value!(Vec<i64>, "int[]", IntList);
 
 impl ReturnValue for Scalar {
     const SCHEMA_TYPE: &'static str = "Scalar";
+    #[inline]
     fn into_ivalue(self) -> IValue {
         IValue::from(self)
     }
+    #[inline]
     fn from_ivalue(v: IValue) -> Option<Self> {
         v.as_scalar()
     }

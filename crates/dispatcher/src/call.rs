@@ -13,7 +13,7 @@ use crate::kernel::{signature_id, ArgList, KernelKind};
 use crate::observe;
 use crate::operator::{AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::schema_check::{format_inferred, schema_difference};
-use crate::stack_cache::with_boxing_stack;
+use crate::stack_cache::BoxingStack;
 use crate::tls::apply_tls;
 
 /// A handle to a registered operator: cheap to clone, valid as long as it lives (even after the
@@ -116,7 +116,7 @@ impl OperatorHandle {
         self.run_boxed(kernel, ks, stack)
     }
 
-    #[inline]
+    #[inline(always)]
     fn run_boxed(
         &self,
         kernel: &AnnotatedKernel,
@@ -328,11 +328,11 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         if kernel.kernel.is_fallthrough() {
             return self.redispatch(skip_fallthrough(ks), args);
         }
-        with_boxing_stack(|stack| {
-            A::push_to_stack(args, stack);
-            self.op.run_boxed(kernel, ks, stack)?;
-            R::pop_from_stack(stack).ok_or_else(|| self.return_error(ks, stack))
-        })
+        let mut boxing = BoxingStack::take();
+        let stack = boxing.stack();
+        A::push_to_stack(args, stack);
+        self.op.run_boxed(kernel, ks, stack)?;
+        R::pop_from_stack(stack).ok_or_else(|| self.return_error(ks, stack))
     }
 
     /// The error of a boxed kernel that left no returns of type `R` on the stack.

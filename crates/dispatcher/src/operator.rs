@@ -219,11 +219,12 @@ const SCAN_ALL_ARGS: u64 = 1 << (ARG_COUNT_SHIFT - 1);
 
 /// Packs a schema's argument count and the positions of its tensor-like arguments (see
 /// Note [Boxed dispatch arguments]). A count beyond 16 bits (no real schema has one) is
-/// clamped; the call then scans the last 65535 values.
+/// clamped; the call then scans the last 65535 values. Bits are set only below `count`.
 fn pack_dispatch_args(count: usize, tensor_like: impl Iterator<Item = bool>) -> u64 {
     let max_count = (1usize << (64 - ARG_COUNT_SHIFT)) - 1;
     let mut mask = if count > max_count { SCAN_ALL_ARGS } else { 0 };
-    for (i, _) in tensor_like.enumerate().filter(|&(_, t)| t) {
+    // Only positions below `count` get a bit: `boxed_key_set` relies on it.
+    for (i, _) in tensor_like.take(count).enumerate().filter(|&(_, t)| t) {
         mask |= if i < ARG_COUNT_SHIFT as usize - 1 {
             1 << i
         } else {
@@ -352,8 +353,8 @@ impl OperatorEntry {
         while mask != 0 {
             let i = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            // Tensors first: lists and optionals are the rare case. Set bits are below `n`, so
-            // `get` always finds the value.
+            // Tensors first: lists and optionals are the rare case. Set bits are below the
+            // count (`pack_dispatch_args`), so `get` always finds the value.
             match args.get(i) {
                 Some(crate::IValue::Tensor(t)) => ks |= t.key_set().raw(),
                 Some(v) => ks |= v.key_set().raw(),

@@ -2,6 +2,7 @@
 //! kernel (see Note [Reused boxing stacks]).
 
 use std::cell::{Cell, UnsafeCell};
+use std::ptr::NonNull;
 
 use crate::ivalue::Stack;
 
@@ -11,13 +12,21 @@ use crate::ivalue::Stack;
 // thread keeps one, used in place (no move of the vector in and out of the thread-local) while
 // a `taken` flag is set. The boxed kernel may itself make a typed call that needs boxing (a
 // fallback calling another operator, or a drop running one): that nested call finds the flag
-// set and boxes onto a fresh stack of its own, so the two never alias. When the outer call ends
-// the stack is cleared (dropping whatever a misbehaving kernel left there) before the flag is
-// released, so that code run by those drops is nested too; the allocation is kept. During the
-// thread's teardown, once the cache is gone, calls box onto fresh stacks.
+// set and boxes onto a stack of its own, so the two never alias. When the outer call ends the
+// stack is cleared (dropping whatever an error or a misbehaving kernel left there) before the
+// flag is released, so that code run by those drops is nested too; the allocation is kept.
+// During the thread's teardown, once the cache is gone, calls box onto stacks of their own.
+//
+// The stack is held by a guard (`BoxingStack`), not lent to a closure: a closure called from
+// both the common and the nested path is not inlined, and its call, frame and captured
+// environment cost more than the rest of the boxing. The guard reaches the cache through a
+// pointer taken inside `LocalKey::try_with`: the thread-local lives until the thread's
+// thread-local destructors run, which cannot happen while this call is running on the thread
+// (destructors run one after another at thread exit, and a call made from one of them finds the
+// cache either alive for the whole call, or already gone and then does not use it).
 
 struct Cache {
-    /// Set while a call on this thread uses `stack`.
+    /// Set while a call on this thread holds `stack`.
     taken: Cell<bool>,
     stack: UnsafeCell<Stack>,
 }
@@ -31,46 +40,86 @@ thread_local! {
     };
 }
 
-/// Clears the cached stack and releases it, also when the call unwinds.
-struct Release<'a>(&'a Cache);
+/// An empty stack for boxing one call's arguments: this thread's cached stack, or one of its own
+/// when the cached one is in use (see Note [Reused boxing stacks]). Clears and releases the
+/// cached stack when dropped, also when the call unwinds.
+pub(crate) struct BoxingStack {
+    /// The stack: the cache's, or (when `cache` is `None`) a `Box` this guard owns.
+    stack: NonNull<Stack>,
+    /// The cache whose stack this guard holds (its `taken` flag is set).
+    cache: Option<NonNull<Cache>>,
+}
 
-impl Drop for Release<'_> {
-    fn drop(&mut self) {
-        // SAFETY: the guard exists only while this call holds `taken`, and the closure's borrow
-        // of the stack has ended; nested calls (from the drops below) see `taken` and do not
-        // touch the stack.
-        let stack = unsafe { &mut *self.0.stack.get() };
-        stack.clear();
-        self.0.taken.set(false);
+impl BoxingStack {
+    /// Takes this thread's stack, or allocates one when it is in use or gone.
+    #[inline(always)]
+    pub(crate) fn take() -> Self {
+        let cache = CACHE
+            .try_with(|c| (!c.taken.replace(true)).then(|| NonNull::from(c)))
+            .ok()
+            .flatten();
+        match cache {
+            Some(cache) => BoxingStack {
+                // SAFETY: `cache` points to this thread's live cache (see Note [Reused boxing
+                // stacks] for why it outlives the call); `UnsafeCell::get` never returns null.
+                stack: unsafe { NonNull::new_unchecked(cache.as_ref().stack.get()) },
+                cache: Some(cache),
+            },
+            None => Self::own(),
+        }
+    }
+
+    /// A stack of this call's own (nested, or during the thread's teardown).
+    #[cold]
+    #[inline(never)]
+    fn own() -> Self {
+        BoxingStack {
+            stack: NonNull::from(Box::leak(Box::new(Stack::new()))),
+            cache: None,
+        }
+    }
+
+    /// The stack.
+    #[inline(always)]
+    pub(crate) fn stack(&mut self) -> &mut Stack {
+        // SAFETY: the stack is the cache's, which this guard holds exclusively while `taken` is
+        // set (nested calls use their own), or the guard's own box; either outlives the guard,
+        // and the returned borrow is tied to `&mut self`.
+        unsafe { self.stack.as_mut() }
     }
 }
 
-/// Runs `f` with this thread's boxing stack (empty), or with a fresh stack when a call on this
-/// thread already uses it (see Note [Reused boxing stacks]).
-#[inline]
-pub(crate) fn with_boxing_stack<T>(f: impl FnOnce(&mut Stack) -> T) -> T {
-    let mut f = Some(f);
-    let cached = CACHE.try_with(|cache| {
-        if cache.taken.replace(true) {
-            return None;
+impl Drop for BoxingStack {
+    #[inline(always)]
+    fn drop(&mut self) {
+        match self.cache {
+            Some(cache) => {
+                // A call leaves the stack empty (its returns were popped): one test; the drops
+                // of what an error or a misbehaving kernel left are out of line.
+                if !self.stack().is_empty() {
+                    clear(self.stack());
+                }
+                // SAFETY: as in `take`, the cache is alive; the flag is released only after the
+                // stack has been cleared, so that calls made by those drops do not take it.
+                unsafe { cache.as_ref() }.taken.set(false);
+            }
+            None => drop_own(self.stack),
         }
-        let release = Release(cache);
-        let f = f.take()?;
-        // SAFETY: `taken` was clear and this call set it, so no other reference to the stack
-        // exists on this thread (and it is thread-local); `release` clears `taken` only after
-        // this borrow has ended.
-        let result = f(unsafe { &mut *cache.stack.get() });
-        drop(release);
-        Some(result)
-    });
-    if let Ok(Some(result)) = cached {
-        return result;
     }
-    // Nested, or the thread is being torn down: `f` did not run.
-    match f {
-        Some(f) => f(&mut Stack::new()),
-        None => unreachable!("the boxing closure ran but returned nothing"),
-    }
+}
+
+#[cold]
+#[inline(never)]
+fn clear(stack: &mut Stack) {
+    stack.clear();
+}
+
+#[cold]
+#[inline(never)]
+fn drop_own(stack: NonNull<Stack>) {
+    // SAFETY: a guard without a cache owns its stack, leaked from a `Box` in `own`; it is freed
+    // here once, when the guard is dropped.
+    drop(unsafe { Box::from_raw(stack.as_ptr()) });
 }
 
 #[cfg(test)]
@@ -80,31 +129,32 @@ mod tests {
 
     #[test]
     fn nested_use_gets_a_fresh_stack() {
-        let outer = with_boxing_stack(|outer| {
-            outer.push(IValue::Int(1));
-            let inner = with_boxing_stack(|inner| {
-                assert!(inner.is_empty());
-                inner.push(IValue::Int(2));
-                inner.len()
-            });
-            assert_eq!(inner, 1);
-            outer.len()
-        });
-        assert_eq!(outer, 1);
-        // The cached stack was cleared and released.
-        with_boxing_stack(|s| assert!(s.is_empty()));
+        let mut outer = BoxingStack::take();
+        outer.stack().push(IValue::Int(1));
+        {
+            let mut inner = BoxingStack::take();
+            assert!(inner.stack().is_empty());
+            inner.stack().push(IValue::Int(2));
+            assert_eq!(inner.stack().len(), 1);
+        }
+        assert_eq!(outer.stack().len(), 1);
+        let ptr: *const Stack = outer.stack();
+        drop(outer);
+        // The cached stack was cleared and released, and is the one handed out again.
+        let mut again = BoxingStack::take();
+        assert!(again.stack().is_empty());
+        assert!(std::ptr::eq(ptr, again.stack()));
     }
 
     #[test]
     fn released_after_a_panic() {
         let r = std::panic::catch_unwind(|| {
-            with_boxing_stack(|s| {
-                s.push(IValue::Int(1));
-                panic!("kernel panicked");
-            })
+            let mut s = BoxingStack::take();
+            s.stack().push(IValue::Int(1));
+            panic!("kernel panicked");
         });
         assert!(r.is_err());
-        with_boxing_stack(|s| assert!(s.is_empty()));
         assert!(CACHE.with(|c| !c.taken.get()));
+        assert!(BoxingStack::take().stack().is_empty());
     }
 }
