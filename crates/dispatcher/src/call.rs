@@ -326,13 +326,22 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         args: A::Refs<'_>,
     ) -> Result<R> {
         if kernel.kernel.is_fallthrough() {
-            return self.redispatch(skip_fallthrough(ks), args);
+            return self.redispatch_past_fallthrough(ks, args);
         }
         let mut boxing = BoxingStack::take();
         let stack = boxing.stack();
         A::push_to_stack(args, stack);
         self.op.run_boxed(kernel, ks, stack)?;
         R::pop_from_stack(stack).ok_or_else(|| self.return_error(ks, stack))
+    }
+
+    /// A typed call that reached a fallthrough slot (Note [Fallthrough reached at run time]).
+    /// Out of line: inlined, the redispatch would make the boxing path a loop whose set-up
+    /// every boxed call pays.
+    #[cold]
+    #[inline(never)]
+    fn redispatch_past_fallthrough(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        self.redispatch(skip_fallthrough(ks), args)
     }
 
     /// The error of a boxed kernel that left no returns of type `R` on the stack.
