@@ -28,13 +28,18 @@ pub trait Arg: 'static {
     fn key_set(_r: Self::Ref<'_>) -> DispatchKeySet {
         DispatchKeySet::EMPTY
     }
-    /// Removes the last value of a stack, normally a boxed value of this family (a kernel's
-    /// argument, after the kernel ran). The default pops and drops any `IValue`; families
-    /// override it to drop the variant they expect in place, so that the common case is a
-    /// direct drop rather than a move and the whole enum's drop glue.
+    /// Drops a boxed value in place, normally one of this family (a kernel's argument, after
+    /// the kernel ran, see Note [Boxed trampolines]). The default runs the whole enum's drop
+    /// glue; families override it to test for the variant they expect first, so that the
+    /// common case is a direct drop (or nothing, for variants without heap data).
+    ///
+    /// # Safety
+    /// `v` must point to a valid, initialised `IValue` that the caller owns and neither reads
+    /// nor drops again.
     #[inline(always)]
-    fn drop_last(stack: &mut Stack) {
-        stack.pop();
+    unsafe fn drop_boxed(v: *mut IValue) {
+        // SAFETY: guaranteed by the caller: `v` is valid and its value is ours to drop.
+        unsafe { std::ptr::drop_in_place(v) }
     }
 }
 
@@ -59,6 +64,16 @@ macro_rules! copy_arg {
             #[inline]
             fn to_ivalue(r: $ty) -> IValue {
                 IValue::$variant(r)
+            }
+            #[inline(always)]
+            unsafe fn drop_boxed(v: *mut IValue) {
+                // SAFETY: guaranteed by the caller: `v` is valid and its value is ours to drop.
+                // The expected variant holds no heap data: nothing to drop.
+                unsafe {
+                    if !matches!(*v, IValue::$variant(_)) {
+                        std::ptr::drop_in_place(v)
+                    }
+                }
             }
         }
         impl KernelParam for $ty {
@@ -106,6 +121,16 @@ impl Arg for f64 {
     #[inline]
     fn to_ivalue(r: f64) -> IValue {
         IValue::Double(r)
+    }
+    #[inline(always)]
+    unsafe fn drop_boxed(v: *mut IValue) {
+        // SAFETY: guaranteed by the caller: `v` is valid and its value is ours to drop. The
+        // expected variants hold no heap data: nothing to drop.
+        unsafe {
+            if !matches!(*v, IValue::Double(_) | IValue::Int(_)) {
+                std::ptr::drop_in_place(v)
+            }
+        }
     }
 }
 impl KernelParam for f64 {
@@ -211,22 +236,13 @@ impl Arg for Tensor {
         r.key_set()
     }
     #[inline(always)]
-    fn drop_last(stack: &mut Stack) {
-        let len = stack.len();
-        match stack.last_mut() {
-            Some(IValue::Tensor(t)) => {
-                let t: *mut Tensor = t;
-                // SAFETY: `t` points into the vector's last element, a tensor. Shortening the
-                // vector first hands that element's ownership to us (a panic in the drop then
-                // leaks it instead of dropping it twice); the buffer is not touched in between,
-                // so the pointer stays valid, and the tensor is dropped exactly once.
-                unsafe {
-                    stack.set_len(len - 1);
-                    std::ptr::drop_in_place(t);
-                }
-            }
-            _ => {
-                stack.pop();
+    unsafe fn drop_boxed(v: *mut IValue) {
+        // SAFETY: guaranteed by the caller: `v` is valid and its value is ours to drop; a tensor
+        // is dropped as one (a reference count decrement), anything else through the enum's glue.
+        unsafe {
+            match &mut *v {
+                IValue::Tensor(t) => std::ptr::drop_in_place(t),
+                _ => std::ptr::drop_in_place(v),
             }
         }
     }
@@ -413,11 +429,30 @@ impl KernelParam for Option<&str> {
 
 /// The return type of a kernel: one value or a tuple of them, and how it moves through a stack.
 pub trait KernelReturn: Sized + 'static {
+    /// The number of returns (the length of [`schema_types`](Self::schema_types)).
+    const LEN: usize;
     /// The schema types of the returns, in order (a static list: checking a kernel against its
     /// schema allocates nothing for it).
     fn schema_types() -> &'static [&'static str];
+    /// Writes the boxed returns to `LEN` consecutive slots from `dst` (see Note [Boxed
+    /// trampolines]).
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `LEN` `IValue`s; what the slots held is overwritten
+    /// without being dropped.
+    unsafe fn write_to(self, dst: *mut IValue);
     /// Pushes the returns onto a stack.
-    fn push_to_stack(self, stack: &mut Stack);
+    #[inline]
+    fn push_to_stack(self, stack: &mut Stack) {
+        stack.reserve(Self::LEN);
+        let len = stack.len();
+        // SAFETY: `reserve` made room for `LEN` values past `len`; they are counted in only once
+        // written (a panic in between leaks them rather than exposing uninitialised slots).
+        unsafe {
+            self.write_to(stack.as_mut_ptr().add(len));
+            stack.set_len(len + Self::LEN);
+        }
+    }
     /// Pops the returns pushed by a boxed kernel (the last `schema_types().len()` values).
     fn pop_from_stack(stack: &mut Stack) -> Option<Self>;
 }
@@ -436,9 +471,11 @@ macro_rules! return_value {
     ($ty:ty, $name:literal, $variant:ident) => {
         impl ReturnValue for $ty {
             const SCHEMA_TYPE: &'static str = $name;
+            #[inline]
             fn into_ivalue(self) -> IValue {
                 IValue::$variant(self)
             }
+            #[inline]
             fn from_ivalue(v: IValue) -> Option<Self> {
                 match v {
                     IValue::$variant(x) => Some(x),
@@ -459,9 +496,11 @@ return_value!(Vec<i64>, "int[]", IntList);
 
 impl ReturnValue for Scalar {
     const SCHEMA_TYPE: &'static str = "Scalar";
+    #[inline]
     fn into_ivalue(self) -> IValue {
         IValue::from(self)
     }
+    #[inline]
     fn from_ivalue(v: IValue) -> Option<Self> {
         v.as_scalar()
     }
@@ -476,8 +515,14 @@ impl<T: ReturnValue> ReturnTypes<T> {
 }
 
 impl<T: ReturnValue> KernelReturn for T {
+    const LEN: usize = 1;
     fn schema_types() -> &'static [&'static str] {
         ReturnTypes::<T>::ONE
+    }
+    #[inline(always)]
+    unsafe fn write_to(self, dst: *mut IValue) {
+        // SAFETY: guaranteed by the caller: `dst` is valid for one write.
+        unsafe { dst.write(self.into_ivalue()) }
     }
     #[inline]
     fn push_to_stack(self, stack: &mut Stack) {
@@ -490,9 +535,12 @@ impl<T: ReturnValue> KernelReturn for T {
 }
 
 impl KernelReturn for () {
+    const LEN: usize = 0;
     fn schema_types() -> &'static [&'static str] {
         &[]
     }
+    #[inline(always)]
+    unsafe fn write_to(self, _dst: *mut IValue) {}
     fn push_to_stack(self, _stack: &mut Stack) {}
     fn pop_from_stack(_stack: &mut Stack) -> Option<Self> {
         Some(())
@@ -506,13 +554,22 @@ macro_rules! tuple_return {
         }
 
         impl<$($t: ReturnValue),+> KernelReturn for ($($t,)+) {
+            const LEN: usize = $n;
             fn schema_types() -> &'static [&'static str] {
                 ReturnTypes::<Self>::TUPLE
             }
-            #[allow(non_snake_case)]
-            fn push_to_stack(self, stack: &mut Stack) {
+            #[inline]
+            #[allow(non_snake_case, unused_assignments)]
+            unsafe fn write_to(self, mut dst: *mut IValue) {
                 let ($($t,)+) = self;
-                $(stack.push($t.into_ivalue());)+
+                // SAFETY: guaranteed by the caller: `dst` is valid for `$n` writes, one per
+                // element, and `dst` moves one slot per element.
+                unsafe {
+                    $(
+                        dst.write($t.into_ivalue());
+                        dst = dst.add(1);
+                    )+
+                }
             }
             #[allow(non_snake_case)]
             fn pop_from_stack(stack: &mut Stack) -> Option<Self> {

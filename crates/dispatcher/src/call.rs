@@ -13,6 +13,7 @@ use crate::kernel::{signature_id, ArgList, KernelKind};
 use crate::observe;
 use crate::operator::{AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::schema_check::{format_inferred, schema_difference};
+use crate::stack_cache::BoxingStack;
 use crate::tls::apply_tls;
 
 /// A handle to a registered operator: cheap to clone, valid as long as it lives (even after the
@@ -75,6 +76,13 @@ impl OperatorHandle {
     }
 
     /// Calls the operator with the arguments on `stack`, leaving its returns there.
+    // Note [Inlined boxed calls]
+    // A boxed call is key extraction, a table load and one indirect call into the kernel's
+    // trampoline. Out of line, it would add a call, a frame and register shuffling around that
+    // indirect call, a noticeable share of a boxed call; inlined into the caller (a fallback, an
+    // interpreter loop) the operator and stack are already in the registers the trampoline takes
+    // them in (`BoxedTrampoline`'s parameter order). The rare paths stay out of line.
+    #[inline]
     pub fn call_boxed(&self, stack: &mut Stack) -> Result<()> {
         let ks = call_key_set(&self.0, self.0.boxed_key_set(stack));
         self.redispatch_boxed(ks, stack)
@@ -108,7 +116,7 @@ impl OperatorHandle {
         self.run_boxed(kernel, ks, stack)
     }
 
-    #[inline]
+    #[inline(always)]
     fn run_boxed(
         &self,
         kernel: &AnnotatedKernel,
@@ -176,28 +184,6 @@ impl OperatorHandle {
 #[inline]
 fn skip_fallthrough(ks: DispatchKeySet) -> DispatchKeySet {
     ks.remove(ks.highest_priority_type_id())
-}
-
-// Note [Reused boxing stacks]
-// A typed call that reaches a boxed kernel (a fallback, usually) boxes its arguments onto a
-// stack. Allocating that stack on every call would cost more than the rest of the call, so each
-// thread keeps one: taken for the call, cleared and put back after. A nested boxed call made
-// while it is taken finds an empty slot and allocates its own; the outer call's stack, put back
-// last, is the one kept.
-
-thread_local! {
-    static CACHED_STACK: std::cell::Cell<Stack> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-#[inline]
-fn take_cached_stack() -> Stack {
-    CACHED_STACK.with(std::cell::Cell::take)
-}
-
-#[inline]
-fn return_cached_stack(mut stack: Stack) {
-    stack.clear();
-    CACHED_STACK.with(|c| c.set(stack));
 }
 
 /// A suggestion for the "Could not run" error.
@@ -304,10 +290,15 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         ks: DispatchKeySet,
         args: A::Refs<'_>,
     ) -> Result<R> {
-        if self.op.0.observed() && observe::active() {
-            return self.run_observed(kernel, ks, args);
+        if self.op.0.observed() {
+            if observe::active() {
+                return self.run_observed(kernel, ks, args);
+            }
+            return self.run(kernel, ks, args);
         }
-        self.run(kernel, ks, args)
+        // Not observed: the fast path's signature test was the real one, so the kernel has no
+        // typed form for `(A, R)`.
+        self.call_boxed_kernel(kernel, ks, args)
     }
 
     #[cold]
@@ -325,8 +316,9 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
     }
 
     /// The slow path: the kernel has no typed form for this convention (a boxed fallback, a
-    /// kernel registered with other Rust types, or no kernel at all), so the arguments are boxed.
-    #[inline(never)]
+    /// kernel registered with other Rust types, or no kernel at all), so the arguments are boxed
+    /// (onto the thread's reused stack, Note [Reused boxing stacks]).
+    #[inline(always)]
     fn call_boxed_kernel(
         &self,
         kernel: &AnnotatedKernel,
@@ -334,21 +326,34 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         args: A::Refs<'_>,
     ) -> Result<R> {
         if kernel.kernel.is_fallthrough() {
-            return self.redispatch(skip_fallthrough(ks), args);
+            return self.redispatch_past_fallthrough(ks, args);
         }
-        let mut stack = take_cached_stack();
-        A::push_to_stack(args, &mut stack);
-        let result = self.op.run_boxed(kernel, ks, &mut stack).and_then(|()| {
-            R::pop_from_stack(&mut stack).ok_or_else(|| {
-                DispatchError::from(DispatchErrorKind::Kernel(format!(
-                    "{}: the kernel for {} returned {} value(s) of the wrong type",
-                    self.op.name(),
-                    ks.highest_priority_type_id(),
-                    stack.len()
-                )))
-            })
-        });
-        return_cached_stack(stack);
-        result
+        let mut boxing = BoxingStack::take();
+        let stack = boxing.stack();
+        A::push_to_stack(args, stack);
+        self.op.run_boxed(kernel, ks, stack)?;
+        R::pop_from_stack(stack).ok_or_else(|| self.return_error(ks, stack))
+    }
+
+    /// A typed call that reached a fallthrough slot (Note [Fallthrough reached at run time]).
+    /// Out of line: inlined, the redispatch would make the boxing path a loop whose set-up
+    /// every boxed call pays.
+    #[cold]
+    #[inline(never)]
+    fn redispatch_past_fallthrough(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        self.redispatch(skip_fallthrough(ks), args)
+    }
+
+    /// The error of a boxed kernel that left no returns of type `R` on the stack.
+    #[cold]
+    #[inline(never)]
+    fn return_error(&self, ks: DispatchKeySet, stack: &Stack) -> DispatchError {
+        DispatchError::from(DispatchErrorKind::Kernel(format!(
+            "{}: the kernel for {} returned {} value(s) of the wrong type (expected {})",
+            self.op.name(),
+            ks.highest_priority_type_id(),
+            stack.len(),
+            R::schema_types().join(", ")
+        )))
     }
 }

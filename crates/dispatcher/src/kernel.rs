@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use switchboard_keys::DispatchKeySet;
 
-use crate::arg::{Arg, KernelParam, KernelReturn};
+use crate::arg::KernelReturn;
 use crate::call::OperatorHandle;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::{IValue, Stack};
@@ -45,8 +45,13 @@ pub trait ArgList: 'static {
     fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize>;
     /// Pushes the boxed arguments.
     fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack);
-    /// Pops the last `LEN` values (the arguments, after the kernel ran).
-    fn drop_from_stack(stack: &mut Stack);
+    /// Drops the `LEN` boxed arguments starting at `args` in place, each as the variant its
+    /// family expects (the arguments, after the kernel ran, see Note [Boxed trampolines]).
+    ///
+    /// # Safety
+    /// `args` must point to `LEN` consecutive valid `IValue`s that the caller owns and neither
+    /// reads nor drops again.
+    unsafe fn drop_boxed(args: *mut IValue);
     /// The typed entry point of kernel object `K`, type-erased (Note [Spread arguments]).
     #[doc(hidden)]
     fn entry<K: Invoke<Args = Self>>() -> *const ();
@@ -90,7 +95,7 @@ pub type InferredSignature = (&'static [&'static str], &'static [&'static str]);
 
 /// Holds the static list of schema types of argument list `T` (an associated const, evaluated
 /// per `T` at compile time).
-struct ArgTypes<T>(std::marker::PhantomData<T>);
+pub(crate) struct ArgTypes<T>(pub(crate) std::marker::PhantomData<T>);
 
 fn inferred_signature<A: ArgList, R: KernelReturn>() -> InferredSignature {
     (A::schema_types(), R::schema_types())
@@ -124,27 +129,38 @@ pub(crate) fn signature_id<A: 'static, R: 'static>() -> u64 {
 const NO_UNBOXED: u64 = 0;
 
 /// The type-erased boxed entry point of a kernel: `ctx` is the kernel object (see
-/// Note [Boxed kernel calls]).
+/// Note [Boxed kernel calls]). The parameters come in the order of `call_boxed`'s, so that the
+/// operator and stack stay in their registers on the way in (Note [Inlined boxed calls]).
 type BoxedTrampoline =
-    unsafe fn(*const (), &OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()>;
+    unsafe fn(&OperatorHandle, &mut Stack, DispatchKeySet, *const ()) -> Result<()>;
 
 // Note [Boxed kernel calls]
 // The boxed form is stored like the unboxed one: a monomorphised function pointer reading the
 // same kernel object `ctx`, owned by `_owner`. For a typed kernel the boxed trampoline reads the
-// arguments from the stack, calls the kernel inlined, pops the arguments (dropping each as the
-// variant its family expects) and pushes the returns; for a boxed kernel (a closure over the
-// stack) it just calls the closure. A boxed call is then one indirect call, with no trait-object
-// vtable or reference count on the way.
+// arguments from the stack, calls the kernel inlined and replaces the arguments with the returns
+// (Note [Boxed trampolines]); for a boxed kernel (a closure over the stack) it just calls the
+// closure. A boxed call is then one indirect call, with no trait-object vtable or reference
+// count on the way.
+
+// Note [Boxed trampolines]
+// After a typed kernel ran boxed, its arguments (the last `A::LEN` values) give way to its
+// returns. Popping each argument and pushing each return would move every value through a
+// temporary and test the capacity at every push. Instead the trampoline shortens the stack to
+// below the arguments (so that a panic in a drop leaks the rest rather than dropping twice),
+// drops each argument in place as the variant its family expects (`Arg::drop_boxed`: a tensor
+// is a reference count decrement, an int nothing), and writes the returns straight into the
+// freed slots (`KernelReturn::write_to`), then counts them in. When a kernel returns more values
+// than it takes (known at compile time), the returns are pushed instead.
 
 /// Runs a typed kernel on a stack.
 ///
 /// # Safety
 /// `ctx` must point to a live `K`.
 unsafe fn boxed_trampoline<K: Invoke>(
-    ctx: *const (),
     op: &OperatorHandle,
-    ks: DispatchKeySet,
     stack: &mut Stack,
+    ks: DispatchKeySet,
+    ctx: *const (),
 ) -> Result<()> {
     // SAFETY: guaranteed by the caller: `ctx` points to the live `K` that `_owner` keeps (or
     // is a dangling, aligned pointer to a zero-sized `K`, see Note [Kernel objects without a
@@ -157,7 +173,24 @@ unsafe fn boxed_trampoline<K: Invoke>(
         };
         kernel.invoke(ks, refs)?
     };
-    <K::Args as ArgList>::drop_from_stack(stack);
+    let n = <K::Args as ArgList>::LEN;
+    // `from_stack` succeeded, so the stack holds at least `n` values.
+    let base = stack.len() - n;
+    // SAFETY: the last `n` values are the arguments, initialised and no longer borrowed (the
+    // kernel returned owned values). `set_len(base)` first hands their ownership to us, so each
+    // is dropped exactly once (a panic in a drop leaks the rest). The buffer is not reallocated
+    // before the writes, so `slots` stays valid; the `R::LEN <= n` returns fit in the `n` freed
+    // slots, below the capacity, and are counted in only once written.
+    unsafe {
+        stack.set_len(base);
+        let slots = stack.as_mut_ptr().add(base);
+        <K::Args as ArgList>::drop_boxed(slots);
+        if <K::Ret as KernelReturn>::LEN <= n {
+            ret.write_to(slots);
+            stack.set_len(base + <K::Ret as KernelReturn>::LEN);
+            return Ok(());
+        }
+    }
     ret.push_to_stack(stack);
     Ok(())
 }
@@ -186,10 +219,10 @@ fn stack_error<A: ArgList>(op: &OperatorHandle, stack: &[IValue], index: usize) 
 /// # Safety
 /// `ctx` must point to a live `F`.
 unsafe fn boxed_closure<F>(
-    ctx: *const (),
     op: &OperatorHandle,
-    ks: DispatchKeySet,
     stack: &mut Stack,
+    ks: DispatchKeySet,
+    ctx: *const (),
 ) -> Result<()>
 where
     F: Fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
@@ -438,7 +471,7 @@ impl KernelFunction {
     }
 
     /// Runs the boxed form; `None` when the kernel has none (a marker).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn call_boxed(
         &self,
         op: &OperatorHandle,
@@ -448,7 +481,7 @@ impl KernelFunction {
         let f = self.boxed_fn?;
         // SAFETY: `boxed_fn` was made for the kernel object `ctx` points to (in `typed` or
         // `from_boxed`), which `_owner` keeps alive as long as `self`.
-        Some(unsafe { f(self.ctx, op, ks, stack) })
+        Some(unsafe { f(op, stack, ks, self.ctx) })
     }
 }
 
@@ -498,154 +531,3 @@ pub trait KernelFnWithKeys<Marker>: Send + Sync + 'static {
         args: <Self::Args as ArgList>::Refs<'_>,
     ) -> Result<Self::Ret>;
 }
-
-type RefOf<'a, P> = <<P as KernelParam>::Family as Arg>::Ref<'a>;
-
-macro_rules! arities {
-    // Pops one value per family, last argument first.
-    (@rev $stack:ident;) => {};
-    (@rev $stack:ident; $first:ident $($rest:ident)*) => {
-        arities!(@rev $stack; $($rest)*);
-        $first::drop_last($stack);
-    };
-    ($n:literal; $($p:ident $i:tt),*) => {
-        impl<$($p: Arg),*> ArgTypes<($($p,)*)> {
-            const LIST: &'static [&'static str] = &[$($p::SCHEMA_TYPE),*];
-        }
-
-        impl<$($p: Arg),*> ArgList for ($($p,)*) {
-            type Refs<'a> = ($($p::Ref<'a>,)*);
-            const LEN: usize = $n;
-            fn schema_types() -> &'static [&'static str] {
-                ArgTypes::<Self>::LIST
-            }
-            #[inline(always)]
-            #[allow(unused_variables)]
-            fn key_set(refs: Self::Refs<'_>) -> DispatchKeySet {
-                DispatchKeySet::EMPTY $(| $p::key_set(refs.$i))*
-            }
-            #[allow(unused_variables)]
-            #[inline(always)]
-            fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize> {
-                let Some(args) = values.last_chunk::<$n>() else {
-                    return Err(usize::MAX);
-                };
-                Ok(($($p::from_ivalue(&args[$i]).ok_or($i as usize)?,)*))
-            }
-            #[allow(unused_variables)]
-            fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack) {
-                $(stack.push($p::to_ivalue(refs.$i));)*
-            }
-            #[inline(always)]
-            #[allow(unused_variables)]
-            fn drop_from_stack(stack: &mut Stack) {
-                arities!(@rev stack; $($p)*);
-            }
-            fn entry<Kern: Invoke<Args = Self>>() -> *const () {
-                /// Calls the kernel object behind `ctx`.
-                ///
-                /// # Safety
-                /// `ctx` must point to a live `Kern`.
-                #[allow(
-                    non_snake_case,
-                    clippy::too_many_arguments,
-                    clippy::extra_unused_lifetimes // unused only in the zero-argument entry
-                )]
-                unsafe fn entry<'x, Kern: Invoke<Args = ($($p,)*)>, $($p: Arg),*>(
-                    ctx: *const (),
-                    ks: DispatchKeySet,
-                    $($p: $p::Ref<'x>),*
-                ) -> Result<Kern::Ret> {
-                    // SAFETY: guaranteed by the caller: `ctx` points to the live `Kern` that
-                    // `_owner` keeps (or is a dangling, aligned pointer to a zero-sized `Kern`, see
-                    // Note [Kernel objects without a heap cell]).
-                    let kernel = unsafe { &*(ctx as *const Kern) };
-                    kernel.invoke(ks, ($($p,)*))
-                }
-                let f: for<'x> unsafe fn(*const (), DispatchKeySet, $($p::Ref<'x>),*) -> Result<Kern::Ret> =
-                    entry::<Kern, $($p),*>;
-                f as *const ()
-            }
-            #[inline(always)]
-            #[allow(unused_variables)]
-            unsafe fn call_entry<R: KernelReturn>(
-                entry: *const (),
-                ctx: *const (),
-                ks: DispatchKeySet,
-                args: Self::Refs<'_>,
-            ) -> Result<R> {
-                // SAFETY: guaranteed by the caller: `entry` is `Self::entry::<K>()` with
-                // `K::Ret == R`, a function of exactly this type, and `ctx` points to a live `K`.
-                unsafe {
-                    let f = std::mem::transmute::<
-                        *const (),
-                        for<'x> unsafe fn(*const (), DispatchKeySet, $($p::Ref<'x>),*) -> Result<R>,
-                    >(entry);
-                    f(ctx, ks, $(args.$i),*)
-                }
-            }
-        }
-
-        impl<Func, R, $($p),*> KernelFn<fn($($p,)*) -> R> for Func
-        where
-            Func: Fn($($p),*) -> Result<R> + for<'a> Fn($(RefOf<'a, $p>),*) -> Result<R>,
-            Func: Send + Sync + 'static,
-            R: KernelReturn,
-            $($p: KernelParam,)*
-        {
-            type Args = ($($p::Family,)*);
-            type Ret = R;
-            #[inline(always)]
-            #[allow(unused_variables)]
-            fn invoke(&self, _ks: DispatchKeySet, args: <Self::Args as ArgList>::Refs<'_>) -> Result<R> {
-                // Picks the higher-ranked `Fn` impl without a trait object, so the call inlines.
-                #[inline(always)]
-                #[allow(non_snake_case, clippy::too_many_arguments)]
-                fn call<Func: Fn($($p),*) -> O, O, $($p),*>(f: &Func, $($p: $p),*) -> O {
-                    f($($p),*)
-                }
-                call::<Func, Result<R>, $(RefOf<'_, $p>),*>(self, $(args.$i),*)
-            }
-        }
-
-        impl<Func, R, $($p),*> KernelFnWithKeys<fn($($p,)*) -> R> for Func
-        where
-            Func: Fn(DispatchKeySet, $($p),*) -> Result<R>
-                + for<'a> Fn(DispatchKeySet, $(RefOf<'a, $p>),*) -> Result<R>,
-            Func: Send + Sync + 'static,
-            R: KernelReturn,
-            $($p: KernelParam,)*
-        {
-            type Args = ($($p::Family,)*);
-            type Ret = R;
-            #[inline(always)]
-            #[allow(unused_variables)]
-            fn invoke(&self, ks: DispatchKeySet, args: <Self::Args as ArgList>::Refs<'_>) -> Result<R> {
-                #[inline(always)]
-                #[allow(non_snake_case, clippy::too_many_arguments)]
-                fn call<Func: Fn(DispatchKeySet, $($p),*) -> O, O, $($p),*>(
-                    f: &Func,
-                    ks: DispatchKeySet,
-                    $($p: $p),*
-                ) -> O {
-                    f(ks, $($p),*)
-                }
-                call::<Func, Result<R>, $(RefOf<'_, $p>),*>(self, ks, $(args.$i),*)
-            }
-        }
-    };
-}
-
-arities!(0;);
-arities!(1; A 0);
-arities!(2; A 0, B 1);
-arities!(3; A 0, B 1, C 2);
-arities!(4; A 0, B 1, C 2, D 3);
-arities!(5; A 0, B 1, C 2, D 3, E 4);
-arities!(6; A 0, B 1, C 2, D 3, E 4, F 5);
-arities!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-arities!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-arities!(9; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
-arities!(10; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
-arities!(11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
-arities!(12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod arg;
+mod arities;
 mod call;
 mod debug;
 mod dispatcher;
@@ -42,6 +43,7 @@ mod operator;
 #[cfg(test)]
 mod refresh_tests;
 mod schema_check;
+mod stack_cache;
 mod table;
 mod tls;
 mod util;

@@ -196,12 +196,42 @@ pub struct OperatorEntry {
     /// `OBSERVED_BIT` while observed, else 0: the hot path xors it into the signature id it
     /// compares (Note [Observed calls miss the typed fast path]).
     observed: AtomicU64,
-    /// Bit i set: argument i is tensor-like (a dispatch argument). Bit 63: more than 63
-    /// arguments (then every argument is scanned).
+    /// The schema's argument count and its dispatch arguments, packed in one word (see
+    /// Note [Boxed dispatch arguments]).
     dispatch_args: AtomicU64,
-    num_args: AtomicU64,
     /// Keeps the markers and fallbacks the table may point at alive.
     _shared: Arc<SharedKernels>,
+}
+
+// Note [Boxed dispatch arguments]
+// A boxed call finds its dispatch keys in the tensor-like values among its arguments, the last
+// `n` values of the stack (PyTorch's `DispatchKeyExtractor` with its bitset of dispatch argument
+// positions). Both what it needs are packed in one word, read with one load: the argument count
+// in the top 16 bits, and below it bit i set when argument i is tensor-like, for i below 47.
+// Extraction is then a loop over the set bits, one value read per dispatch argument, instead of
+// a test of every argument's type. A schema with a tensor-like argument past position 46 sets
+// `SCAN_ALL_ARGS` instead, and every argument is scanned: correct, and too rare to optimise.
+
+/// Where the argument count starts in the packed word (Note [Boxed dispatch arguments]).
+const ARG_COUNT_SHIFT: u32 = 48;
+/// Set when some dispatch argument is beyond the bits of the mask: scan every argument.
+const SCAN_ALL_ARGS: u64 = 1 << (ARG_COUNT_SHIFT - 1);
+
+/// Packs a schema's argument count and the positions of its tensor-like arguments (see
+/// Note [Boxed dispatch arguments]). A count beyond 16 bits (no real schema has one) is
+/// clamped; the call then scans the last 65535 values. Bits are set only below `count`.
+fn pack_dispatch_args(count: usize, tensor_like: impl Iterator<Item = bool>) -> u64 {
+    let max_count = (1usize << (64 - ARG_COUNT_SHIFT)) - 1;
+    let mut mask = if count > max_count { SCAN_ALL_ARGS } else { 0 };
+    // Only positions below `count` get a bit: `boxed_key_set` relies on it.
+    for (i, _) in tensor_like.take(count).enumerate().filter(|&(_, t)| t) {
+        mask |= if i < ARG_COUNT_SHIFT as usize - 1 {
+            1 << i
+        } else {
+            SCAN_ALL_ARGS
+        };
+    }
+    ((count.min(max_count) as u64) << ARG_COUNT_SHIFT) | mask
 }
 
 /// The top bit: no signature id has it (Note [Signature ids]).
@@ -237,7 +267,6 @@ impl OperatorEntry {
                 0
             }),
             dispatch_args: AtomicU64::new(0),
-            num_args: AtomicU64::new(0),
             _shared: shared,
         }
     }
@@ -257,19 +286,11 @@ impl OperatorEntry {
     }
 
     pub(crate) fn set_schema(&self, record: Option<SchemaRecord>) {
-        let (mask, n) = match &record {
-            Some(r) => {
-                let args = r.schema.arguments();
-                let mut mask = 0u64;
-                for (i, _) in args.iter().enumerate().filter(|(_, a)| a.is_tensor_like()) {
-                    mask |= if i < 63 { 1u64 << i } else { 1u64 << 63 };
-                }
-                (mask, args.len() as u64)
-            }
-            None => (0, 0),
-        };
-        self.dispatch_args.store(mask, Ordering::Relaxed);
-        self.num_args.store(n, Ordering::Relaxed);
+        let packed = record.as_ref().map_or(0, |r| {
+            let args = r.schema.arguments();
+            pack_dispatch_args(args.len(), args.iter().map(|a| a.is_tensor_like()))
+        });
+        self.dispatch_args.store(packed, Ordering::Relaxed);
         *lock(&self.schema) = record.map(Arc::new);
     }
 
@@ -311,16 +332,19 @@ impl OperatorEntry {
         ks & DispatchKeySet::from_raw(self.non_fallthrough.load(Ordering::Relaxed))
     }
 
-    /// The union of the key sets of the dispatch arguments among the last `num_args` values.
-    #[inline]
+    /// The union of the key sets of the dispatch arguments among the last values of `stack`
+    /// (the arguments of a boxed call, see Note [Boxed dispatch arguments]).
+    #[inline(always)]
     pub(crate) fn boxed_key_set(&self, stack: &[crate::IValue]) -> DispatchKeySet {
-        let mut mask = self.dispatch_args.load(Ordering::Relaxed);
-        let n = self.num_args.load(Ordering::Relaxed) as usize;
-        if mask == 0 || stack.len() < n {
+        let packed = self.dispatch_args.load(Ordering::Relaxed);
+        let n = (packed >> ARG_COUNT_SHIFT) as usize;
+        let mut mask = packed & ((1 << ARG_COUNT_SHIFT) - 1);
+        // Too few values: no keys, and the kernel reports the count.
+        let Some(base) = stack.len().checked_sub(n) else {
             return DispatchKeySet::EMPTY;
-        }
-        let args = &stack[stack.len() - n..];
-        if mask & (1 << 63) != 0 {
+        };
+        let args = &stack[base..];
+        if mask & SCAN_ALL_ARGS != 0 {
             return args
                 .iter()
                 .fold(DispatchKeySet::EMPTY, |ks, v| ks | v.key_set());
@@ -329,7 +353,8 @@ impl OperatorEntry {
         while mask != 0 {
             let i = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            // Tensors first: lists and optionals are the rare case.
+            // Tensors first: lists and optionals are the rare case. Set bits are below the
+            // count (`pack_dispatch_args`), so `get` always finds the value.
             match args.get(i) {
                 Some(crate::IValue::Tensor(t)) => ks |= t.key_set().raw(),
                 Some(v) => ks |= v.key_set().raw(),
@@ -460,5 +485,24 @@ impl OperatorEntry {
             .skip(1)
             .filter(|k| resolver.resolve(*k).1 != Provenance::Missing)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod dispatch_args_tests {
+    use super::*;
+
+    #[test]
+    fn packs_count_and_tensor_positions() {
+        let packed = pack_dispatch_args(4, [true, false, false, true].into_iter());
+        assert_eq!(packed >> ARG_COUNT_SHIFT, 4);
+        assert_eq!(packed & ((1 << ARG_COUNT_SHIFT) - 1), 0b1001);
+    }
+
+    #[test]
+    fn far_tensor_argument_scans_everything() {
+        let packed = pack_dispatch_args(60, (0..60).map(|i| i == 50));
+        assert_eq!(packed >> ARG_COUNT_SHIFT, 60);
+        assert_ne!(packed & SCAN_ALL_ARGS, 0);
     }
 }
