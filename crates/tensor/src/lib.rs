@@ -66,6 +66,7 @@ mod dtype;
 mod error;
 mod fixed_access;
 mod generator;
+mod handle;
 mod geometry;
 mod io;
 mod layout;
@@ -90,6 +91,7 @@ pub use fixed_access::FixedAccess;
 pub use generator::{manual_seed, Generator, GeneratorState, Mt19937, DEFAULT_RNG_SEED};
 pub use geometry::{compute_view_stride, infer_view_size};
 pub use half::{bf16, f16};
+pub use handle::WeakTensor;
 pub use io::{
     load_safetensors, load_safetensors_file, safetensors_metadata, save_safetensors,
     save_safetensors_file,
