@@ -142,7 +142,10 @@ fn weak_handles() {
     // The value is dropped with the last strong handle; the block waits for the weak one.
     assert_eq!(drops(), before + 1);
     assert_eq!((w.strong_count(), weak_cached()), (0, cached_before));
-    assert!(w.upgrade().is_none(), "upgrading after the last strong drop fails");
+    assert!(
+        w.upgrade().is_none(),
+        "upgrading after the last strong drop fails"
+    );
     drop(w);
     assert_eq!(weak_cached(), cached_before + 1);
     assert_eq!(drops(), before + 1, "dropped once");
