@@ -2,11 +2,11 @@
 //! [`AccumulateGrad`], the node that adds gradients into leaves.
 
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
-use switchboard_tensor::{Tensor, TensorImpl};
+use switchboard_tensor::{Tensor, WeakTensor};
 
 use crate::grad_mode::{no_grad, GradModeGuard};
 use crate::meta;
@@ -21,7 +21,7 @@ use crate::util::{sizes_str, sum_to};
 /// cost of recording an op on leaves).
 pub struct AccumulateGrad {
     meta: NodeMeta,
-    variable: Weak<TensorImpl>,
+    variable: WeakTensor,
 }
 
 impl AccumulateGrad {
@@ -30,13 +30,13 @@ impl AccumulateGrad {
         meta.set_input(0, variable);
         AccumulateGrad {
             meta,
-            variable: Arc::downgrade(variable.as_arc()),
+            variable: variable.downgrade(),
         }
     }
 
     /// The leaf, if it is still alive.
     pub fn variable(&self) -> Option<Tensor> {
-        self.variable.upgrade().map(Tensor::from_arc)
+        self.variable.upgrade()
     }
 }
 
@@ -68,7 +68,7 @@ pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
         None if create_graph => g,
         None => {
             let _ng = no_grad();
-            if g.is_contiguous() && Arc::strong_count(g.as_arc()) == 1 {
+            if g.is_contiguous() && g.use_count() == 1 {
                 g
             } else {
                 ops::clone(&g, None)?
@@ -302,10 +302,9 @@ fn run_pre_hooks(node: &Arc<dyn Node>, grads: &mut [Option<Tensor>]) -> Result<(
     }
     let retained = lock(&node.meta().retained).clone();
     for (nr, w) in retained {
-        let (Some(imp), Some(Some(g))) = (w.upgrade(), grads.get(nr as usize)) else {
+        let (Some(t), Some(Some(g))) = (w.upgrade(), grads.get(nr as usize)) else {
             continue;
         };
-        let t = Tensor::from_arc(imp);
         let g = if crate::is_grad_enabled() {
             g.clone()
         } else {

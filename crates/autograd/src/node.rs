@@ -2,11 +2,11 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use smallvec::SmallVec;
 use switchboard_dispatcher::{DispatchErrorKind, Result};
-use switchboard_tensor::{ScalarType, Tensor, TensorImpl};
+use switchboard_tensor::{ScalarType, Tensor, WeakTensor};
 
 use crate::meta;
 
@@ -65,7 +65,7 @@ pub struct NodeMeta {
     next_edges: SmallVec<[Edge; 2]>,
     pub(crate) inputs: Mutex<SmallVec<[Option<InputMeta>; 1]>>,
     pub(crate) pre_hooks: Mutex<Vec<(u32, Hook)>>,
-    pub(crate) retained: Mutex<Vec<(u32, Weak<TensorImpl>)>>,
+    pub(crate) retained: Mutex<Vec<(u32, WeakTensor)>>,
     sequence_nr: u64,
 }
 

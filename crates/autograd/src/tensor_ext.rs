@@ -101,7 +101,7 @@ impl AutogradTensor for Tensor {
         };
         let already = meta::with(self, |m| std::mem::replace(&mut m.retains_grad, true));
         if !already {
-            lock(&node.meta().retained).push((nr, Arc::downgrade(self.as_arc())));
+            lock(&node.meta().retained).push((nr, self.downgrade()));
         }
         Ok(())
     }

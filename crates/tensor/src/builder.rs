@@ -1,7 +1,9 @@
 //! [`TensorBuilder`]: makes a tensor from a storage and metadata, checking the bounds
 //! invariant; shallow copies of tensors with other keys or payloads.
 
-use std::sync::{Arc, OnceLock};
+use std::ptr::addr_of_mut;
+use std::sync::atomic::AtomicBool;
+use std::sync::OnceLock;
 
 use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
 
@@ -10,6 +12,7 @@ use crate::dtype::ScalarType;
 use crate::error::{list, Result, TensorError};
 use crate::layout::{self, Layout};
 use crate::storage::Storage;
+use crate::storage_block::Shared;
 use crate::tensor::{AnyArc, Tensor, TensorImpl, VersionCounter, VersionInner};
 use crate::DimVec;
 
@@ -116,23 +119,28 @@ impl Tensor {
             }
             v => v,
         };
-        Tensor(Arc::new(TensorImpl {
-            storage: p.storage,
-            sizes: p.sizes,
-            strides: p.strides,
-            storage_offset: p.storage_offset,
-            numel,
-            is_contiguous,
-            dtype: p.dtype,
-            device: p.device,
-            layout: Layout::Strided,
-            key_set: p.key_set,
-            is_wrapped_number: p.wrapped_number,
-            version,
-            autograd_meta: OnceLock::new(),
-            requires_grad_hint: Default::default(),
-            payload: p.payload,
-        }))
+        // Written field by field into the block (Note [Tensor blocks]).
+        // SAFETY: every field of the impl is written below, from values already computed (no
+        // panic in between); the slot is the block's uninitialised value.
+        Tensor(unsafe {
+            Shared::new_with(|t: *mut TensorImpl| {
+                addr_of_mut!((*t).storage).write(p.storage);
+                addr_of_mut!((*t).sizes).write(p.sizes);
+                addr_of_mut!((*t).strides).write(p.strides);
+                addr_of_mut!((*t).storage_offset).write(p.storage_offset);
+                addr_of_mut!((*t).numel).write(numel);
+                addr_of_mut!((*t).is_contiguous).write(is_contiguous);
+                addr_of_mut!((*t).dtype).write(p.dtype);
+                addr_of_mut!((*t).device).write(p.device);
+                addr_of_mut!((*t).layout).write(Layout::Strided);
+                addr_of_mut!((*t).key_set).write(p.key_set);
+                addr_of_mut!((*t).is_wrapped_number).write(p.wrapped_number);
+                addr_of_mut!((*t).version).write(version);
+                addr_of_mut!((*t).autograd_meta).write(OnceLock::new());
+                addr_of_mut!((*t).requires_grad_hint).write(AtomicBool::new(false));
+                addr_of_mut!((*t).payload).write(p.payload);
+            })
+        })
     }
 }
 

@@ -67,6 +67,7 @@ mod error;
 mod fixed_access;
 mod generator;
 mod geometry;
+mod handle;
 mod io;
 mod layout;
 mod print;
@@ -90,6 +91,7 @@ pub use fixed_access::FixedAccess;
 pub use generator::{manual_seed, Generator, GeneratorState, Mt19937, DEFAULT_RNG_SEED};
 pub use geometry::{compute_view_stride, infer_view_size};
 pub use half::{bf16, f16};
+pub use handle::WeakTensor;
 pub use io::{
     load_safetensors, load_safetensors_file, safetensors_metadata, save_safetensors,
     save_safetensors_file,

@@ -114,6 +114,9 @@ std::thread_local! {
 }
 
 impl Cached for StorageImpl {
+    const WEAK_HANDLES: bool = false;
+    const OUTLINE_LAST_DROP: bool = false;
+
     #[inline(always)]
     unsafe fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
         // SAFETY: passed on to our caller (`f` does not reach the cache again).

@@ -14,6 +14,7 @@ use crate::dtype::ScalarType;
 use crate::error::{wrap_dim, Result, TensorError};
 use crate::layout::{self, Layout, MemoryFormat};
 use crate::storage::Storage;
+use crate::storage_block::Shared;
 use crate::DimVec;
 
 /// A backend's or layer's own data attached to a tensor (vmap's batched tensor, the lazy
@@ -104,7 +105,8 @@ pub struct TensorImpl {
     pub(crate) payload: Option<AnyArc>,
 }
 
-/// A tensor: a cheap-to-clone handle (`Arc<TensorImpl>`) to sizes, strides, dtype, device, key
+/// A tensor: a cheap-to-clone handle (a reference-counted [`TensorImpl`], Note [Tensor
+/// blocks]; see also [`WeakTensor`](crate::WeakTensor)) to sizes, strides, dtype, device, key
 /// set and a shared [`Storage`]. Views share the storage (and version counter) of their base.
 ///
 /// ```
@@ -118,7 +120,7 @@ pub struct TensorImpl {
 /// assert!(u.is_same(&t));
 /// ```
 #[derive(Clone)]
-pub struct Tensor(pub(crate) Arc<TensorImpl>);
+pub struct Tensor(pub(crate) Shared<TensorImpl>);
 
 impl Deref for Tensor {
     type Target = TensorImpl;
@@ -129,25 +131,10 @@ impl Deref for Tensor {
 }
 
 impl Tensor {
-    /// Wraps a shared impl.
-    pub fn from_arc(inner: Arc<TensorImpl>) -> Tensor {
-        Tensor(inner)
-    }
-
-    /// The shared impl.
-    pub fn as_arc(&self) -> &Arc<TensorImpl> {
-        &self.0
-    }
-
-    /// Unwraps into the shared impl.
-    pub fn into_arc(self) -> Arc<TensorImpl> {
-        self.0
-    }
-
     /// Whether two handles are the same tensor (same `TensorImpl`).
     #[inline]
     pub fn ptr_eq(a: &Tensor, b: &Tensor) -> bool {
-        Arc::ptr_eq(&a.0, &b.0)
+        Shared::ptr_eq(&a.0, &b.0)
     }
 
     /// Whether `other` is the same tensor as `self` (`Tensor.is_same`).
