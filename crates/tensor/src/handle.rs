@@ -1,10 +1,9 @@
 //! The [`Tensor`] handle's block: `TensorImpl`s live in recycled [`Shared`] blocks (Note
 //! [Tensor blocks]), and [`WeakTensor`] is the weak handle autograd needs.
 
-use std::cell::UnsafeCell;
 use std::fmt;
 
-use crate::storage_block::{block_layout, BlockCache, CacheCell, Cached, Shared, SharedWeak};
+use crate::storage_block::{impl_cached, Shared, SharedWeak};
 use crate::tensor::{Tensor, TensorImpl};
 
 // Note [Tensor blocks]
@@ -19,22 +18,8 @@ use crate::tensor::{Tensor, TensorImpl};
 // their tensors weakly (Note [Weak handles]). The raw `Arc` is no longer part of the API;
 // `use_count`, `weak_count`, `downgrade` replace what callers used it for.
 
-std::thread_local! {
-    /// Freed tensor blocks of this thread (Note [Tensor blocks]).
-    static TENSOR_BLOCKS: CacheCell =
-        const { CacheCell(UnsafeCell::new(BlockCache::new(block_layout::<TensorImpl>()))) };
-}
-
-impl Cached for TensorImpl {
-    const WEAK_HANDLES: bool = true;
-    const OUTLINE_LAST_DROP: bool = true;
-
-    #[inline(always)]
-    unsafe fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
-        // SAFETY: passed on to our caller (`f` does not reach the cache again).
-        TENSOR_BLOCKS.try_with(|c| unsafe { c.with(f) }).ok()
-    }
-}
+// Freed tensor blocks of this thread (Note [Tensor blocks]).
+impl_cached!(TensorImpl, TENSOR_BLOCKS, weak_handles: true, outline_last_drop: true);
 
 /// A weak handle to a tensor (PyTorch's `WeakTensor`): does not keep the tensor's metadata
 /// and storage alive, and gives a [`Tensor`] back while some strong handle still exists.
@@ -107,6 +92,7 @@ impl Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage_block::Cached;
     use crate::{Device, ScalarType, Storage, TensorBuilder};
 
     fn cached() -> usize {

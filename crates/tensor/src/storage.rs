@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::device::Device;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Result, TensorError};
-use crate::storage_block::{block_layout, BlockCache, CacheCell, Cached, Shared};
+use crate::storage_block::{impl_cached, Shared};
 
 /// Alignment of every heap buffer the storage allocates itself (buffers larger than
 /// [`INLINE_BYTES`]).
@@ -107,22 +107,8 @@ impl Drop for StorageImpl {
 #[derive(Clone)]
 pub struct Storage(Shared<StorageImpl>);
 
-std::thread_local! {
-    /// Freed storage blocks of this thread (Note [Storage blocks]).
-    static STORAGE_BLOCKS: CacheCell =
-        const { CacheCell(UnsafeCell::new(BlockCache::new(block_layout::<StorageImpl>()))) };
-}
-
-impl Cached for StorageImpl {
-    const WEAK_HANDLES: bool = false;
-    const OUTLINE_LAST_DROP: bool = false;
-
-    #[inline(always)]
-    unsafe fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
-        // SAFETY: passed on to our caller (`f` does not reach the cache again).
-        STORAGE_BLOCKS.try_with(|c| unsafe { c.with(f) }).ok()
-    }
-}
+// Freed storage blocks of this thread (Note [Storage blocks]).
+impl_cached!(StorageImpl, STORAGE_BLOCKS, weak_handles: false, outline_last_drop: false);
 
 impl Storage {
     #[inline]

@@ -339,5 +339,36 @@ pub(crate) const fn block_layout<T>() -> Layout {
     Layout::new::<Block<T>>()
 }
 
+/// Implements [`Cached`] for `$ty`, its freed blocks kept in a new thread-local `$cache`:
+/// `impl_cached!(StorageImpl, STORAGE_BLOCKS, weak_handles: false, outline_last_drop: false)`.
+macro_rules! impl_cached {
+    ($ty:ty, $cache:ident, weak_handles: $weak:expr, outline_last_drop: $outline:expr) => {
+        std::thread_local! {
+            static $cache: $crate::storage_block::CacheCell = const {
+                $crate::storage_block::CacheCell(::std::cell::UnsafeCell::new(
+                    $crate::storage_block::BlockCache::new(
+                        $crate::storage_block::block_layout::<$ty>(),
+                    ),
+                ))
+            };
+        }
+
+        impl $crate::storage_block::Cached for $ty {
+            const WEAK_HANDLES: bool = $weak;
+            const OUTLINE_LAST_DROP: bool = $outline;
+
+            #[inline(always)]
+            unsafe fn with_cache<R>(
+                f: impl FnOnce(&mut $crate::storage_block::BlockCache) -> R,
+            ) -> Option<R> {
+                // SAFETY: our caller's guarantee (`f` does not reach this cache again) is the
+                // one `CacheCell::with` needs.
+                $cache.try_with(|c| unsafe { c.with(f) }).ok()
+            }
+        }
+    };
+}
+pub(crate) use impl_cached;
+
 #[cfg(test)]
 mod tests;

@@ -15,20 +15,7 @@ impl Drop for Probe {
     }
 }
 
-std::thread_local! {
-    static PROBES: CacheCell =
-        const { CacheCell(UnsafeCell::new(BlockCache::new(block_layout::<Probe>()))) };
-}
-
-impl Cached for Probe {
-    const WEAK_HANDLES: bool = false;
-    const OUTLINE_LAST_DROP: bool = false;
-
-    unsafe fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
-        // SAFETY: passed on to our caller.
-        PROBES.try_with(|c| unsafe { c.with(f) }).ok()
-    }
-}
+impl_cached!(Probe, PROBES, weak_handles: false, outline_last_drop: false);
 
 fn cached() -> usize {
     // SAFETY: reading the length does not reach the cache again.
@@ -102,20 +89,7 @@ impl Drop for WeakProbe {
     }
 }
 
-std::thread_local! {
-    static WEAK_PROBES: CacheCell =
-        const { CacheCell(UnsafeCell::new(BlockCache::new(block_layout::<WeakProbe>()))) };
-}
-
-impl Cached for WeakProbe {
-    const WEAK_HANDLES: bool = true;
-    const OUTLINE_LAST_DROP: bool = true;
-
-    unsafe fn with_cache<R>(f: impl FnOnce(&mut BlockCache) -> R) -> Option<R> {
-        // SAFETY: passed on to our caller.
-        WEAK_PROBES.try_with(|c| unsafe { c.with(f) }).ok()
-    }
-}
+impl_cached!(WeakProbe, WEAK_PROBES, weak_handles: true, outline_last_drop: true);
 
 fn weak_cached() -> usize {
     // SAFETY: reading the length does not reach the cache again.
