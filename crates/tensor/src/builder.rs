@@ -119,9 +119,32 @@ impl Tensor {
             }
             v => v,
         };
-        // Written field by field into the block (Note [Tensor blocks]).
-        // SAFETY: every field of the impl is written below, from values already computed (no
-        // panic in between); the slot is the block's uninitialised value.
+        // Written field by field into the block (Note [Tensor blocks]). This pattern names every
+        // field of `TensorImpl`: a field added there and not written below fails to compile
+        // here instead of being left uninitialised.
+        #[allow(dead_code)]
+        fn every_field_is_written(t: &TensorImpl) {
+            let TensorImpl {
+                storage: _,
+                sizes: _,
+                strides: _,
+                storage_offset: _,
+                numel: _,
+                is_contiguous: _,
+                dtype: _,
+                device: _,
+                layout: _,
+                key_set: _,
+                is_wrapped_number: _,
+                version: _,
+                autograd_meta: _,
+                requires_grad_hint: _,
+                payload: _,
+            } = t;
+        }
+        // SAFETY: every field of the impl is written below (checked by the pattern above), from
+        // values already computed (no panic in between); the slot is the block's uninitialised
+        // value.
         Tensor(unsafe {
             Shared::new_with(|t: *mut TensorImpl| {
                 addr_of_mut!((*t).storage).write(p.storage);
