@@ -67,7 +67,7 @@ fn doc_schema(f: &NativeFunction) -> String {
 /// composite / BackendSelect (IMPL) libraries. The includer provides the `use` lines for
 /// `Tensor`, `Scalar`, `ScalarType`, `Layout`, `Device`, `MemoryFormat`, `Generator`,
 /// `DispatchKeySet`, `TypedOperatorHandle`, `KernelFunction`, `Library`, `Result` and
-/// `OnceLock`, `LazyHandle`, and `crate::lookup` / `crate::backend_select_keys`.
+/// `LazyHandle`, and `crate::lookup` / `crate::backend_select_keys`.
 pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     let mut o = String::new();
     let w = &mut o;
@@ -102,10 +102,11 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
         let ty = format!("TypedOperatorHandle<{}, {}>", s.families, s.ret);
         writeln!(
             w,
-            "    /// The handle of `{}`.\n    #[inline]\n    pub fn {}() -> &'static {ty} {{\n        static H: OnceLock<{ty}> = OnceLock::new();\n        H.get_or_init(|| crate::lookup({:?}))\n    }}",
+            "    /// The handle of `{}` (the one `lazy::{}` holds).\n    #[inline]\n    pub fn {}() -> &'static {ty} {{\n        lazy::{}.get()\n    }}",
             f.qualified(),
             f.api_name,
-            format!("aten::{}", f.qualified()),
+            f.api_name,
+            f.api_name,
         )
         .unwrap();
         writeln!(

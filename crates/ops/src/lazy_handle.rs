@@ -37,8 +37,19 @@ impl<A: ArgList, R: KernelReturn> LazyHandle<A, R> {
     ///
     /// # Panics
     /// As [`crate::lookup`]: if the generated code and the registered schemas disagree.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self) -> &TypedOperatorHandle<A, R> {
+        // Not `get_or_init` inline: the compiler would load `name` for the look-up before
+        // testing whether it is needed.
+        match self.cell.get() {
+            Some(h) => h,
+            None => self.init(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn init(&self) -> &TypedOperatorHandle<A, R> {
         self.cell.get_or_init(|| crate::lookup(self.name))
     }
 

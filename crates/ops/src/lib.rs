@@ -33,8 +33,6 @@ pub use lazy_handle::LazyHandle;
 // Generated code: long signatures are PyTorch's schemas.
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 mod generated {
-    use std::sync::OnceLock;
-
     use crate::LazyHandle;
 
     use switchboard_dispatcher::{
