@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use switchboard_dispatcher::{DispatchKey, DispatchKeySet, Result};
+use switchboard_dispatcher::{DispatchKey, DispatchKeySet, PackedScalar, Result};
 use switchboard_ops as ops;
-use switchboard_tensor::Tensor;
+use switchboard_tensor::{Scalar, Tensor};
 
 use crate::meta;
 use crate::node::{err, Edges, FnNode, Formula, InputMeta, Inputs, Node};
@@ -14,6 +14,34 @@ pub(crate) const AFTER_AD: DispatchKeySet = DispatchKeySet::full_after(DispatchK
 /// The keys below ADInplaceOrView.
 pub(crate) const AFTER_ADIV: DispatchKeySet =
     DispatchKeySet::full_after(DispatchKey::ADInplaceOrView);
+
+/// A kernel parameter as derivative formulas use it: a scalar unpacked (kernels that mostly
+/// pass their scalars on take them packed, Note [Packed scalars]), everything else as it is.
+pub(crate) trait Unpack {
+    type Out;
+    fn unpack(self) -> Self::Out;
+}
+
+impl Unpack for PackedScalar {
+    type Out = Scalar;
+    #[inline(always)]
+    fn unpack(self) -> Scalar {
+        self.get()
+    }
+}
+
+macro_rules! unpack_as_is {
+    ($($t:ty),*) => {$(
+        impl<'a> Unpack for $t {
+            type Out = $t;
+            #[inline(always)]
+            fn unpack(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+unpack_as_is!(&'a Tensor, &'a str, Option<&'a str>, Option<Scalar>, i64);
 
 /// `[2, 3]` -> `2, 3`.
 pub(crate) fn sizes_str(s: &[i64]) -> String {

@@ -43,9 +43,18 @@ fn public_params(args: &[RustArg], skip: Option<usize>) -> String {
         .join(", ")
 }
 
-fn plain_params(args: &[RustArg]) -> String {
+/// The parameter list of a kernel or redispatch function: `Scalar` parameters take `scalar`
+/// (`PackedScalar`, or `impl Into<PackedScalar>`), the form the calling convention passes on
+/// without unpacking (Note [Packed scalars]).
+fn plain_params(args: &[RustArg], scalar: &str) -> String {
     args.iter()
-        .map(|a| format!("{}: {}", a.name, a.param))
+        .map(|a| {
+            if a.param == "Scalar" {
+                format!("{}: {scalar}", a.name)
+            } else {
+                format!("{}: {}", a.name, a.param)
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -134,7 +143,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
             .iter()
             .map(|a| {
                 if a.param == "Scalar" {
-                    format!("{}.into()", a.name)
+                    format!("PackedScalar::new({}.into())", a.name)
                 } else {
                     a.name.clone()
                 }
@@ -158,8 +167,18 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     writeln!(w, "/// The operators called with an explicit `DispatchKeySet` (for kernels that wrap others:\n/// they redispatch with the keys below their own).").unwrap();
     writeln!(w, "pub mod redispatch {{\n    use super::*;").unwrap();
     for (f, s) in funcs.iter().zip(&sigs) {
-        let names: Vec<String> = s.args.iter().map(|a| a.name.clone()).collect();
-        let params = plain_params(&s.args);
+        let names: Vec<String> = s
+            .args
+            .iter()
+            .map(|a| {
+                if a.param == "Scalar" {
+                    format!("{}.into()", a.name)
+                } else {
+                    a.name.clone()
+                }
+            })
+            .collect();
+        let params = plain_params(&s.args, "impl Into<PackedScalar>");
         let sep = if params.is_empty() { "" } else { ", " };
         writeln!(
             w,
@@ -257,7 +276,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
             w,
             "fn backend_select_{}({}) -> Result<{}> {{\n    handles::{}().redispatch(crate::backend_select_keys(device), {})\n}}\n",
             f.api_name,
-            plain_params(&s.args),
+            plain_params(&s.args, "PackedScalar"),
             s.ret,
             f.api_name,
             tuple_of(&names)

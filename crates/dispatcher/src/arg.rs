@@ -4,6 +4,7 @@ use switchboard_keys::DispatchKeySet;
 use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
 use crate::ivalue::{IValue, Stack};
+use crate::packed_scalar::PackedScalar;
 
 // Note [Argument families]
 // A typed kernel takes its arguments borrowed (`&Tensor`, `&[i64]`, `Option<&Tensor>`) or by
@@ -47,6 +48,25 @@ pub trait Arg: 'static {
 pub trait KernelParam {
     /// The family.
     type Family: Arg;
+    /// The parameter's type for borrows of lifetime `'a` (`&'a Tensor` for `&Tensor`).
+    type Param<'a>;
+    /// The parameter from the family's calling-convention form: the same value for every
+    /// family but `Scalar`, which travels packed (Note [Packed scalars]).
+    fn param<'a>(r: <Self::Family as Arg>::Ref<'a>) -> Self::Param<'a>;
+}
+
+/// A kernel parameter type that receives its family's calling-convention form as it is.
+macro_rules! kernel_param {
+    ($param:ty => $family:ty) => {
+        impl KernelParam for $param {
+            type Family = $family;
+            type Param<'a> = <$family as Arg>::Ref<'a>;
+            #[inline(always)]
+            fn param<'a>(r: <$family as Arg>::Ref<'a>) -> <$family as Arg>::Ref<'a> {
+                r
+            }
+        }
+    };
 }
 
 macro_rules! copy_arg {
@@ -76,9 +96,7 @@ macro_rules! copy_arg {
                 }
             }
         }
-        impl KernelParam for $ty {
-            type Family = $ty;
-        }
+        kernel_param!($ty => $ty);
         impl Arg for Option<$ty> {
             type Ref<'a> = Option<$ty>;
             const SCHEMA_TYPE: &'static str = concat!($name, "?");
@@ -94,9 +112,7 @@ macro_rules! copy_arg {
                 r.map_or(IValue::None, <$ty as Arg>::to_ivalue)
             }
         }
-        impl KernelParam for Option<$ty> {
-            type Family = Option<$ty>;
-        }
+        kernel_param!(Option<$ty> => Option<$ty>);
     };
 }
 
@@ -133,9 +149,7 @@ impl Arg for f64 {
         }
     }
 }
-impl KernelParam for f64 {
-    type Family = f64;
-}
+kernel_param!(f64 => f64);
 impl Arg for Option<f64> {
     type Ref<'a> = Option<f64>;
     const SCHEMA_TYPE: &'static str = "float?";
@@ -149,9 +163,7 @@ impl Arg for Option<f64> {
         r.map_or(IValue::None, IValue::Double)
     }
 }
-impl KernelParam for Option<f64> {
-    type Family = Option<f64>;
-}
+kernel_param!(Option<f64> => Option<f64>);
 
 impl Arg for ScalarType {
     type Ref<'a> = ScalarType;
@@ -168,9 +180,7 @@ impl Arg for ScalarType {
         IValue::ScalarType(r)
     }
 }
-impl KernelParam for ScalarType {
-    type Family = ScalarType;
-}
+kernel_param!(ScalarType => ScalarType);
 impl Arg for Option<ScalarType> {
     type Ref<'a> = Option<ScalarType>;
     const SCHEMA_TYPE: &'static str = "ScalarType?";
@@ -184,25 +194,32 @@ impl Arg for Option<ScalarType> {
         r.map_or(IValue::None, IValue::ScalarType)
     }
 }
-impl KernelParam for Option<ScalarType> {
-    type Family = Option<ScalarType>;
-}
+kernel_param!(Option<ScalarType> => Option<ScalarType>);
 
+/// `Scalar` arguments travel packed, in two registers (Note [Packed scalars]).
 impl Arg for Scalar {
-    type Ref<'a> = Scalar;
+    type Ref<'a> = PackedScalar;
     const SCHEMA_TYPE: &'static str = "Scalar";
     #[inline]
-    fn from_ivalue(v: &IValue) -> Option<Scalar> {
-        v.as_scalar()
+    fn from_ivalue(v: &IValue) -> Option<PackedScalar> {
+        v.as_scalar().map(PackedScalar::new)
     }
     #[inline]
-    fn to_ivalue(r: Scalar) -> IValue {
-        IValue::from(r)
+    fn to_ivalue(r: PackedScalar) -> IValue {
+        IValue::from(r.get())
     }
 }
+/// A kernel that takes a `Scalar` receives it unpacked.
 impl KernelParam for Scalar {
     type Family = Scalar;
+    type Param<'a> = Scalar;
+    #[inline(always)]
+    fn param<'a>(r: <Scalar as Arg>::Ref<'a>) -> Self::Param<'a> {
+        r.get()
+    }
 }
+// A kernel that only passes its scalar on takes it packed (Note [Packed scalars]).
+kernel_param!(PackedScalar => Scalar);
 impl Arg for Option<Scalar> {
     type Ref<'a> = Option<Scalar>;
     const SCHEMA_TYPE: &'static str = "Scalar?";
@@ -216,9 +233,7 @@ impl Arg for Option<Scalar> {
         r.map_or(IValue::None, IValue::from)
     }
 }
-impl KernelParam for Option<Scalar> {
-    type Family = Option<Scalar>;
-}
+kernel_param!(Option<Scalar> => Option<Scalar>);
 
 impl Arg for Tensor {
     type Ref<'a> = &'a Tensor;
@@ -247,9 +262,7 @@ impl Arg for Tensor {
         }
     }
 }
-impl KernelParam for &Tensor {
-    type Family = Tensor;
-}
+kernel_param!(&Tensor => Tensor);
 
 impl Arg for Option<Tensor> {
     type Ref<'a> = Option<&'a Tensor>;
@@ -269,9 +282,7 @@ impl Arg for Option<Tensor> {
         r.map_or(DispatchKeySet::EMPTY, Tensor::key_set)
     }
 }
-impl KernelParam for Option<&Tensor> {
-    type Family = Option<Tensor>;
-}
+kernel_param!(Option<&Tensor> => Option<Tensor>);
 
 impl Arg for Generator {
     type Ref<'a> = &'a Generator;
@@ -286,9 +297,7 @@ impl Arg for Generator {
         IValue::Generator(r.clone())
     }
 }
-impl KernelParam for &Generator {
-    type Family = Generator;
-}
+kernel_param!(&Generator => Generator);
 
 impl Arg for Option<Generator> {
     type Ref<'a> = Option<&'a Generator>;
@@ -304,9 +313,7 @@ impl Arg for Option<Generator> {
         r.map_or(IValue::None, |g| IValue::Generator(g.clone()))
     }
 }
-impl KernelParam for Option<&Generator> {
-    type Family = Option<Generator>;
-}
+kernel_param!(Option<&Generator> => Option<Generator>);
 
 impl Arg for Vec<Tensor> {
     type Ref<'a> = &'a [Tensor];
@@ -325,9 +332,7 @@ impl Arg for Vec<Tensor> {
             .fold(DispatchKeySet::EMPTY, |ks, t| ks | t.key_set())
     }
 }
-impl KernelParam for &[Tensor] {
-    type Family = Vec<Tensor>;
-}
+kernel_param!(&[Tensor] => Vec<Tensor>);
 
 impl Arg for Vec<Option<Tensor>> {
     type Ref<'a> = &'a [Option<Tensor>];
@@ -347,9 +352,7 @@ impl Arg for Vec<Option<Tensor>> {
             .fold(DispatchKeySet::EMPTY, |ks, t| ks | t.key_set())
     }
 }
-impl KernelParam for &[Option<Tensor>] {
-    type Family = Vec<Option<Tensor>>;
-}
+kernel_param!(&[Option<Tensor>] => Vec<Option<Tensor>>);
 
 macro_rules! slice_arg {
     ($elem:ty, $name:literal, $variant:ident) => {
@@ -366,9 +369,7 @@ macro_rules! slice_arg {
                 IValue::$variant(r.to_vec())
             }
         }
-        impl KernelParam for &[$elem] {
-            type Family = Vec<$elem>;
-        }
+        kernel_param!(&[$elem] => Vec<$elem>);
         impl Arg for Option<Vec<$elem>> {
             type Ref<'a> = Option<&'a [$elem]>;
             const SCHEMA_TYPE: &'static str = concat!($name, "?");
@@ -383,9 +384,7 @@ macro_rules! slice_arg {
                 r.map_or(IValue::None, |xs| IValue::$variant(xs.to_vec()))
             }
         }
-        impl KernelParam for Option<&[$elem]> {
-            type Family = Option<Vec<$elem>>;
-        }
+        kernel_param!(Option<&[$elem]> => Option<Vec<$elem>>);
     };
 }
 
@@ -406,9 +405,7 @@ impl Arg for String {
         IValue::Str(r.to_owned())
     }
 }
-impl KernelParam for &str {
-    type Family = String;
-}
+kernel_param!(&str => String);
 impl Arg for Option<String> {
     type Ref<'a> = Option<&'a str>;
     const SCHEMA_TYPE: &'static str = "str?";
@@ -423,9 +420,7 @@ impl Arg for Option<String> {
         r.map_or(IValue::None, |s| IValue::Str(s.to_owned()))
     }
 }
-impl KernelParam for Option<&str> {
-    type Family = Option<String>;
-}
+kernel_param!(Option<&str> => Option<String>);
 
 /// The return type of a kernel: one value or a tuple of them, and how it moves through a stack.
 pub trait KernelReturn: Sized + 'static {
@@ -475,15 +470,24 @@ macro_rules! return_value {
             fn into_ivalue(self) -> IValue {
                 IValue::$variant(self)
             }
-            #[inline]
+            #[inline(always)]
             fn from_ivalue(v: IValue) -> Option<Self> {
                 match v {
                     IValue::$variant(x) => Some(x),
-                    _ => None,
+                    other => drop_mismatched(other),
                 }
             }
         }
     };
+}
+
+/// Drops a returned value of an unexpected type, out of line: the whole enum's drop glue would
+/// otherwise be inlined into every typed call of a boxed kernel.
+#[cold]
+#[inline(never)]
+fn drop_mismatched<T>(v: IValue) -> Option<T> {
+    drop(v);
+    None
 }
 
 return_value!(Tensor, "Tensor", Tensor);
@@ -528,7 +532,7 @@ impl<T: ReturnValue> KernelReturn for T {
     fn push_to_stack(self, stack: &mut Stack) {
         stack.push(self.into_ivalue());
     }
-    #[inline]
+    #[inline(always)]
     fn pop_from_stack(stack: &mut Stack) -> Option<Self> {
         stack.pop().and_then(T::from_ivalue)
     }

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::ivalue::{IValue, Stack};
 use crate::kernel::{ArgList, ArgTypes, Invoke, KernelFn, KernelFnWithKeys};
 
-type RefOf<'a, P> = <<P as KernelParam>::Family as Arg>::Ref<'a>;
+type ParamOf<'a, P> = <P as KernelParam>::Param<'a>;
 
 macro_rules! arities {
     ($n:literal; $($p:ident $i:tt),*) => {
@@ -105,7 +105,7 @@ macro_rules! arities {
 
         impl<Func, R, $($p),*> KernelFn<fn($($p,)*) -> R> for Func
         where
-            Func: Fn($($p),*) -> Result<R> + for<'a> Fn($(RefOf<'a, $p>),*) -> Result<R>,
+            Func: Fn($($p),*) -> Result<R> + for<'a> Fn($(ParamOf<'a, $p>),*) -> Result<R>,
             Func: Send + Sync + 'static,
             R: KernelReturn,
             $($p: KernelParam,)*
@@ -121,14 +121,14 @@ macro_rules! arities {
                 fn call<Func: Fn($($p),*) -> O, O, $($p),*>(f: &Func, $($p: $p),*) -> O {
                     f($($p),*)
                 }
-                call::<Func, Result<R>, $(RefOf<'_, $p>),*>(self, $(args.$i),*)
+                call::<Func, Result<R>, $(ParamOf<'_, $p>),*>(self, $($p::param(args.$i)),*)
             }
         }
 
         impl<Func, R, $($p),*> KernelFnWithKeys<fn($($p,)*) -> R> for Func
         where
             Func: Fn(DispatchKeySet, $($p),*) -> Result<R>
-                + for<'a> Fn(DispatchKeySet, $(RefOf<'a, $p>),*) -> Result<R>,
+                + for<'a> Fn(DispatchKeySet, $(ParamOf<'a, $p>),*) -> Result<R>,
             Func: Send + Sync + 'static,
             R: KernelReturn,
             $($p: KernelParam,)*
@@ -147,7 +147,7 @@ macro_rules! arities {
                 ) -> O {
                     f(ks, $($p),*)
                 }
-                call::<Func, Result<R>, $(RefOf<'_, $p>),*>(self, ks, $(args.$i),*)
+                call::<Func, Result<R>, $(ParamOf<'_, $p>),*>(self, ks, $($p::param(args.$i)),*)
             }
         }
     };

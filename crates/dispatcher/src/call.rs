@@ -9,7 +9,7 @@ use crate::arg::KernelReturn;
 use crate::dispatcher::Dispatcher;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::Stack;
-use crate::kernel::{signature_id, ArgList, KernelKind};
+use crate::kernel::{signature_id, ArgList, Invoke, KernelKind};
 use crate::observe;
 use crate::operator::{AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::schema_check::{format_inferred, schema_difference};
@@ -205,6 +205,18 @@ fn no_kernel_hint(key: DispatchKey) -> String {
     }
 }
 
+/// The slow path of typed calls, as a kernel object: `redispatch` calls its entry point with
+/// the handle when the kernel's typed form does not match (Note [Typed calls end in one jump]).
+/// Its entry point is out of line, like every kernel's.
+impl<A: ArgList, R: KernelReturn> Invoke for TypedOperatorHandle<A, R> {
+    type Args = A;
+    type Ret = R;
+    #[inline(always)]
+    fn invoke(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        self.slow_path(ks, args)
+    }
+}
+
 /// A handle to an operator with a known calling convention: arguments `A` (a tuple of argument
 /// families) and returns `R`. Calls are lock-free and allocation-free when the kernel is typed
 /// with the same convention.
@@ -263,12 +275,25 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         // call always takes the slow path, which checks for observers first. The hot path pays
         // one load and one xor for observation instead of a separate load, test and branch.
         let sig = self.sig ^ self.op.0.observed_bit();
+        // Note [Typed calls end in one jump]
+        // When the test fails, the call goes on to the slow path, an entry point of the same
+        // spread form as the kernel's (`TypedOperatorHandle` is a kernel object, see its
+        // `Invoke`), with this handle as its kernel object. Both outcomes are then "call this
+        // entry point with this object and the arguments, in registers": the test only selects
+        // the pair, and the call is the function's last act, so it compiles to a jump. A slow
+        // path taking the arguments as a tuple would make every caller store them to its stack
+        // first, in case the test fails, and keep a frame for it; a kernel that only
+        // redispatches (autograd with nothing requiring grad) would pay that on every call.
+        let (entry, ctx) = kernel.kernel.unboxed_or(
+            sig,
+            (A::entry::<Self>(), self as *const Self as *const ()),
+        );
         // SAFETY: `sig` is `signature_id::<A, R>()` (only `OperatorHandle::typed` sets
-        // `self.sig`), or that with its top bit flipped, which matches no kernel.
-        match unsafe { kernel.kernel.call_unboxed::<A, R>(sig, ks, args) } {
-            Ok(result) => result,
-            Err(args) => self.slow_path(kernel, ks, args),
-        }
+        // `self.sig`), or that with its top bit flipped, which matches no kernel; so `entry` is
+        // the kernel's entry point for `(A, R)` with its live kernel object (see
+        // `KernelFunction::unboxed_or`), or `Self`'s, an entry point for `(A, R)` too, with
+        // `self`, which outlives the call.
+        unsafe { A::call_entry::<R>(entry, ctx, ks, args) }
     }
 
     /// Runs `kernel`: its typed form when it has one for `(A, R)`, its boxed form otherwise.
@@ -282,14 +307,11 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
     }
 
     /// A call the typed fast path did not take: observed, or the kernel has no typed form for
-    /// `(A, R)` (see Note [Observed calls miss the typed fast path]).
-    #[inline(never)]
-    fn slow_path(
-        &self,
-        kernel: &AnnotatedKernel,
-        ks: DispatchKeySet,
-        args: A::Refs<'_>,
-    ) -> Result<R> {
+    /// `(A, R)` (see Note [Observed calls miss the typed fast path]). Reached through this
+    /// handle's entry point (Note [Typed calls end in one jump]).
+    #[inline(always)]
+    fn slow_path(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        let kernel = self.op.0.lookup(ks);
         if self.op.0.observed() {
             if observe::active() {
                 return self.run_observed(kernel, ks, args);

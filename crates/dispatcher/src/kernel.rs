@@ -470,6 +470,24 @@ impl KernelFunction {
         unsafe { Ok(A::call_entry::<R>(self.unboxed_fn, self.ctx, ks, args)) }
     }
 
+    /// The unboxed entry point and kernel object `(unboxed_fn, ctx)` if the kernel has a typed
+    /// form with exactly the calling convention whose id is `sig`, `otherwise` if not (see Note
+    /// [Typed calls end in one jump]). Calling the pair with `A::call_entry` is sound when `sig`
+    /// is `signature_id::<A, R>()` or a value no signature id has, and `otherwise` is an entry
+    /// point of `(A, R)` with its kernel object.
+    #[inline(always)]
+    pub(crate) fn unboxed_or(
+        &self,
+        sig: u64,
+        otherwise: (*const (), *const ()),
+    ) -> (*const (), *const ()) {
+        if self.signature == sig {
+            (self.unboxed_fn, self.ctx)
+        } else {
+            otherwise
+        }
+    }
+
     /// Runs the boxed form; `None` when the kernel has none (a marker).
     #[inline(always)]
     pub(crate) fn call_boxed(

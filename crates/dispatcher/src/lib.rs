@@ -40,6 +40,7 @@ mod library;
 mod observe;
 mod op_map;
 mod operator;
+mod packed_scalar;
 #[cfg(test)]
 mod refresh_tests;
 mod schema_check;
@@ -60,6 +61,7 @@ pub use kernel::{ArgList, BoxedKernelFn, KernelFn, KernelFnWithKeys, KernelFunct
 pub use library::{static_registration_errors, Library, LibraryKind, StaticLibrary};
 pub use observe::{add_observer, set_dispatch_trace, CallEvent, ObserverGuard};
 pub use operator::{AliasAnalysisKind, SchemaRecord};
+pub use packed_scalar::PackedScalar;
 pub use table::{runtime_keys, Provenance, RUNTIME_KEYS};
 pub use tls::*;
 

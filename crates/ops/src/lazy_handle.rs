@@ -2,7 +2,9 @@
 
 use std::sync::OnceLock;
 
-use switchboard_dispatcher::{ArgList, DispatchKeySet, KernelReturn, Result, TypedOperatorHandle};
+use switchboard_dispatcher::{
+    ArgList, DispatchKeySet, Invoke, KernelReturn, Result, TypedOperatorHandle,
+};
 
 // Note [Lazy handles keep the first call out of line]
 // The generated functions call through handles looked up in the global dispatcher on first
@@ -58,13 +60,25 @@ impl<A: ArgList, R: KernelReturn> LazyHandle<A, R> {
     pub fn redispatch(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
         match self.cell.get() {
             Some(h) => h.redispatch(ks, args),
-            None => self.redispatch_first(ks, args),
+            // The first call goes through this handle's entry point, with the arguments spread
+            // in registers as the kernels take them (Note [Typed calls end in one jump]): a
+            // cold function taking the argument tuple would make the hot path store them.
+            // SAFETY: `A::entry::<Self>()` is an entry point for `(A, R)` whose kernel object is
+            // a `Self`; `self` is one, and outlives the call.
+            None => unsafe {
+                A::call_entry::<R>(A::entry::<Self>(), self as *const Self as *const (), ks, args)
+            },
         }
     }
+}
 
-    #[cold]
-    #[inline(never)]
-    fn redispatch_first(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
-        self.get().redispatch(ks, args)
+/// The first redispatch through a handle, as a kernel object (see `LazyHandle::redispatch`):
+/// looks the operator up, then calls it.
+impl<A: ArgList, R: KernelReturn> Invoke for LazyHandle<A, R> {
+    type Args = A;
+    type Ret = R;
+    #[inline(always)]
+    fn invoke(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        self.init().redispatch(ks, args)
     }
 }

@@ -36,7 +36,7 @@ mod generated {
     use crate::LazyHandle;
 
     use switchboard_dispatcher::{
-        DispatchKeySet, KernelFunction, Library, Result, TypedOperatorHandle,
+        DispatchKeySet, KernelFunction, Library, PackedScalar, Result, TypedOperatorHandle,
     };
     use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
@@ -44,7 +44,7 @@ mod generated {
 }
 
 pub use generated::*;
-pub use switchboard_dispatcher::{DispatchError, Result};
+pub use switchboard_dispatcher::{DispatchError, PackedScalar, Result};
 
 use switchboard_dispatcher::{library, Dispatcher, KernelFunction, TypedOperatorHandle};
 use switchboard_dispatcher::{ArgList, KernelReturn};

@@ -1,10 +1,12 @@
 //! Autograd kernels of the pointwise operators (derivatives.yaml formulas).
 
 use switchboard_dispatcher::{
-    AutoDispatchBelowADInplaceOrView, DispatchKeySet, KernelFunction, Library, Result,
+    AutoDispatchBelowADInplaceOrView, DispatchKeySet, KernelFunction, Library, PackedScalar, Result,
 };
 use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{Scalar, Tensor};
+
+use crate::util::Unpack;
 
 use super::pw::{neg_scalar, opt, Args, Pw, A, B, C, G2, R};
 use super::{rec, when};
@@ -36,12 +38,15 @@ fn g1(g: &Tensor) -> G2 {
 /// The recording path is a separate function (see Note [Autograd fast path]).
 macro_rules! k {
     ($f:ident ($($p:ident : $t:ty),*) [$($i:ident),+] => $rd:ident($($arg:expr),*) ; $slow:expr) => {
+        #[inline(always)]
         fn $f(ks: DispatchKeySet, $($p: $t),*) -> Result<Tensor> {
             #[inline(never)]
             fn recording(k: DispatchKeySet, $($p: $t),*) -> Result<Tensor> {
                 if !crate::is_grad_enabled() {
                     return rd::$rd(k, $($arg),*);
                 }
+                // The formulas see scalars unpacked.
+                $(let $p = Unpack::unpack($p);)*
                 let fwd = || rd::$rd(k, $($arg),*);
                 ($slow)(fwd)
             }
@@ -54,19 +59,19 @@ macro_rules! k {
     };
 }
 
-k!(add_t(a: &Tensor, b: &Tensor, alpha: Scalar) [a, b] => add(a, b, alpha);
+k!(add_t(a: &Tensor, b: &Tensor, alpha: PackedScalar) [a, b] => add(a, b, alpha);
 |fwd| Pw::new(a, Some(b)).s(alpha).run("AddBackward0", 0, fwd, |g, x: &Args| {
     Ok([opt(x.need[0], || Ok(g.clone()))?, opt(x.need[1], || scale(g, x.s))?])
 }));
-k!(add_s(a: &Tensor, b: Scalar, alpha: Scalar) [a] => add_scalar(a, b, alpha);
+k!(add_s(a: &Tensor, b: PackedScalar, alpha: PackedScalar) [a] => add_scalar(a, b, alpha);
     |fwd| Pw::new(a, None).run("AddBackward1", 0, fwd, |g, _| g1(g)));
-k!(sub_t(a: &Tensor, b: &Tensor, alpha: Scalar) [a, b] => sub(a, b, alpha);
+k!(sub_t(a: &Tensor, b: &Tensor, alpha: PackedScalar) [a, b] => sub(a, b, alpha);
 |fwd| Pw::new(a, Some(b)).s(alpha).run("SubBackward0", 0, fwd, |g, x: &Args| {
     Ok([opt(x.need[0], || Ok(g.clone()))?, opt(x.need[1], || scale(g, neg_scalar(x.s)))?])
 }));
-k!(sub_s(a: &Tensor, b: Scalar, alpha: Scalar) [a] => sub_scalar(a, b, alpha);
+k!(sub_s(a: &Tensor, b: PackedScalar, alpha: PackedScalar) [a] => sub_scalar(a, b, alpha);
     |fwd| Pw::new(a, None).run("SubBackward1", 0, fwd, |g, _| g1(g)));
-k!(rsub_t(a: &Tensor, b: &Tensor, alpha: Scalar) [a, b] => rsub(a, b, alpha);
+k!(rsub_t(a: &Tensor, b: &Tensor, alpha: PackedScalar) [a, b] => rsub(a, b, alpha);
 |fwd| Pw::new(a, Some(b)).s(alpha).run("RsubBackward0", 0, fwd, |g, x: &Args| {
     Ok([opt(x.need[0], || scale(g, neg_scalar(x.s)))?, opt(x.need[1], || Ok(g.clone()))?])
 }));
@@ -74,7 +79,7 @@ k!(mul_t(a: &Tensor, b: &Tensor) [a, b] => mul(a, b);
 |fwd| Pw::new(a, Some(b)).run("MulBackward0", A | B, fwd, |g, x: &Args| {
     Ok([opt(x.need[0], || ops::mul(g, x.b()))?, opt(x.need[1], || ops::mul(g, x.a()))?])
 }));
-k!(mul_s(a: &Tensor, b: Scalar) [a] => mul_scalar(a, b);
+k!(mul_s(a: &Tensor, b: PackedScalar) [a] => mul_scalar(a, b);
 |fwd| Pw::new(a, None).s(b).run("MulBackward1", 0, fwd, |g, x: &Args| {
     Ok([Some(ops::mul_scalar(g, x.s)?), None])
 }));
@@ -100,7 +105,7 @@ k!(div_tm(a: &Tensor, b: &Tensor, mode: Option<&str>) [a, b] => div_tensor_mode(
         Pw::new(a, Some(b)).run("DivBackward2", A | B, fwd, div_formula)
     }
 });
-k!(div_s(a: &Tensor, b: Scalar) [a] => div_scalar(a, b);
+k!(div_s(a: &Tensor, b: PackedScalar) [a] => div_scalar(a, b);
 |fwd| Pw::new(a, None).s(b).run("DivBackward1", 0, fwd, |g, x: &Args| {
     Ok([Some(ops::div_scalar(g, x.s)?), None])
 }));
@@ -164,7 +169,7 @@ fn pow_ts_formula(g: &Tensor, x: &Args) -> G2 {
     let p = ops::pow_tensor_scalar(x.a(), e - 1.0)?;
     Ok([Some(ops::mul_scalar(&ops::mul(g, &p)?, x.s)?), None])
 }
-k!(pow_ts(a: &Tensor, e: Scalar) [a] => pow_tensor_scalar(a, e);
+k!(pow_ts(a: &Tensor, e: PackedScalar) [a] => pow_tensor_scalar(a, e);
     |fwd| Pw::new(a, None).s(e).run("PowBackward0", A, fwd, pow_ts_formula));
 k!(pow_tt(a: &Tensor, b: &Tensor) [a, b] => pow(a, b);
 |fwd| Pw::new(a, Some(b)).run("PowBackward1", A | B | R, fwd, |g, x: &Args| {
@@ -180,7 +185,7 @@ k!(pow_tt(a: &Tensor, b: &Tensor) [a, b] => pow(a, b);
     })?;
     Ok([ga, gb])
 }));
-k!(pow_s(base: Scalar, e: &Tensor) [e] => pow_scalar(base, e);
+k!(pow_s(base: PackedScalar, e: &Tensor) [e] => pow_scalar(base, e);
 |fwd| Pw::new(e, None).s(base).run("PowBackward2", R, fwd, |g, x: &Args| {
     let lnb = x.s.to_f64().ln();
     Ok([Some(ops::mul_scalar(&ops::mul(g, x.r())?, lnb)?), None])
@@ -209,15 +214,15 @@ k!(where_t(c: &Tensor, a: &Tensor, b: &Tensor) [a, b] => r#where(c, a, b);
     opt(x.need[0], || ops::where_scalar_other(x.c(), g, 0.0))?,
     opt(x.need[1], || ops::where_scalar_self(x.c(), 0.0, g))?,
 ])));
-k!(where_ss(c: &Tensor, a: Scalar, b: &Tensor) [b] => where_scalar_self(c, a, b);
+k!(where_ss(c: &Tensor, a: PackedScalar, b: &Tensor) [b] => where_scalar_self(c, a, b);
 |fwd| Pw::new(b, None).c(c).run("WhereBackward1", C, fwd, |g, x: &Args| {
     Ok([Some(ops::where_scalar_self(x.c(), 0.0, g)?), None])
 }));
-k!(where_so(c: &Tensor, a: &Tensor, b: Scalar) [a] => where_scalar_other(c, a, b);
+k!(where_so(c: &Tensor, a: &Tensor, b: PackedScalar) [a] => where_scalar_other(c, a, b);
 |fwd| Pw::new(a, None).c(c).run("WhereBackward2", C, fwd, |g, x: &Args| {
     Ok([Some(ops::where_scalar_other(x.c(), g, 0.0)?), None])
 }));
-k!(masked_fill_s(a: &Tensor, m: &Tensor, v: Scalar) [a] => masked_fill(a, m, v);
+k!(masked_fill_s(a: &Tensor, m: &Tensor, v: PackedScalar) [a] => masked_fill(a, m, v);
 |fwd| Pw::new(a, None).c(m).run("MaskedFillBackward0", C, fwd, |g, x: &Args| {
     Ok([Some(ops::masked_fill(g, x.c(), 0)?), None])
 }));
@@ -240,9 +245,9 @@ fn clamp_formula(g: &Tensor, x: &Args) -> G2 {
 }
 k!(clamp(a: &Tensor, lo: Option<Scalar>, hi: Option<Scalar>) [a] => clamp(a, lo, hi);
     |fwd| Pw::new(a, None).range(lo, hi).run("ClampBackward1", A, fwd, clamp_formula));
-k!(clamp_min(a: &Tensor, lo: Scalar) [a] => clamp_min(a, lo);
+k!(clamp_min(a: &Tensor, lo: PackedScalar) [a] => clamp_min(a, lo);
     |fwd| Pw::new(a, None).range(Some(lo), None).run("ClampMinBackward0", A, fwd, clamp_formula));
-k!(clamp_max(a: &Tensor, hi: Scalar) [a] => clamp_max(a, hi);
+k!(clamp_max(a: &Tensor, hi: PackedScalar) [a] => clamp_max(a, hi);
     |fwd| Pw::new(a, None).range(None, Some(hi)).run("ClampMaxBackward0", A, fwd, clamp_formula));
 
 k!(mse_loss(a: &Tensor, b: &Tensor, red: i64) [a, b] => mse_loss(a, b, red);
@@ -254,7 +259,7 @@ k!(mse_loss(a: &Tensor, b: &Tensor, red: i64) [a, b] => mse_loss(a, b, red);
 // Backward ops with their own (first-order) formulas, for double backward.
 // `self` gets a zero gradient (derivatives.yaml: zeros_like), so that the gradient of relu
 // taken with create_graph has history as in PyTorch.
-k!(threshold_backward(g: &Tensor, s: &Tensor, t: Scalar) [g, s] => threshold_backward(g, s, t);
+k!(threshold_backward(g: &Tensor, s: &Tensor, t: PackedScalar) [g, s] => threshold_backward(g, s, t);
 |fwd| Pw::new(g, Some(s)).s(t).run("ThresholdBackwardBackward0", B, fwd, |gg, x: &Args| Ok([
     opt(x.need[0], || ops::threshold_backward(gg, x.b(), x.s))?,
     opt(x.need[1], || ops::zeros_like(x.b(), None, None, None, None, None))?,
