@@ -10,8 +10,10 @@ use crate::packed_scalar::PackedScalar;
 // A typed kernel takes its arguments borrowed (`&Tensor`, `&[i64]`, `Option<&Tensor>`) or by
 // value when they are small (`i64`, `Scalar`). Each schema type has one "family": a 'static
 // type standing for it (`Tensor` for `&Tensor`, `Vec<i64>` for `&[i64]`), whose `Ref<'a>` is the
-// borrowed form kernels receive. Families give every Rust signature a 'static identity (for the
-// type check that guards the unboxed fast path) and a schema type (for schema inference).
+// form typed calls pass: the borrowed form kernels receive, except for `Scalar`, which travels
+// as a `PackedScalar` and is unpacked for kernels that take a `Scalar` (`KernelParam::param`,
+// Note [Packed scalars]). Families give every Rust signature a 'static identity (for the type
+// check that guards the unboxed fast path) and a schema type (for schema inference).
 
 /// An argument family: the schema type of an argument and how its borrowed form is boxed and
 /// unboxed (see Note [Argument families]).

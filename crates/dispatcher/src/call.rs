@@ -224,7 +224,7 @@ impl<A: ArgList, R: KernelReturn> Invoke for TypedOperatorHandle<A, R> {
 /// ```ignore
 /// let add: TypedOperatorHandle<(Tensor, Tensor, Scalar), Tensor> =
 ///     Dispatcher::global().find_schema_or_throw("aten::add.Tensor")?.typed()?;
-/// let c = add.call((&a, &b, Scalar::Int(1)))?;
+/// let c = add.call((&a, &b, PackedScalar::new(Scalar::Int(1))))?; // scalars travel packed
 /// ```
 pub struct TypedOperatorHandle<A: ArgList, R: KernelReturn> {
     op: OperatorHandle,
@@ -284,10 +284,9 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         // path taking the arguments as a tuple would make every caller store them to its stack
         // first, in case the test fails, and keep a frame for it; a kernel that only
         // redispatches (autograd with nothing requiring grad) would pay that on every call.
-        let (entry, ctx) = kernel.kernel.unboxed_or(
-            sig,
-            (A::entry::<Self>(), self as *const Self as *const ()),
-        );
+        let (entry, ctx) = kernel
+            .kernel
+            .unboxed_or(sig, (A::entry::<Self>(), self as *const Self as *const ()));
         // SAFETY: `sig` is `signature_id::<A, R>()` (only `OperatorHandle::typed` sets
         // `self.sig`), or that with its top bit flipped, which matches no kernel; so `entry` is
         // the kernel's entry point for `(A, R)` with its live kernel object (see

@@ -401,3 +401,54 @@ fn nested_boxed_calls_use_their_own_stacks() {
     // And again, now that the cached stack has been used.
     assert_eq!(outer.call((&p, 5)).unwrap(), 50);
 }
+
+/// Scalars travel packed (Note [Packed scalars]): a typed call reaches a kernel taking `Scalar`,
+/// one taking `PackedScalar` and a boxed-only kernel (through the handle's slow-path entry
+/// point, Note [Typed calls end in one jump]) with every variant intact.
+#[test]
+fn scalars_reach_typed_packed_and_boxed_kernels() {
+    let d = dispatcher();
+    let mut l = lib(&d);
+    l.def("unpacked(Tensor a, Scalar s) -> Scalar").unwrap();
+    l.def("packed(Tensor a, Scalar s) -> Scalar").unwrap();
+    l.def("boxed_only(Tensor a, Scalar s) -> Scalar").unwrap();
+    l.impl_(
+        "unpacked",
+        Some(K::CPU),
+        KernelFunction::from_fn(|_a: &Tensor, s: Scalar| Ok(s)),
+    )
+    .unwrap();
+    l.impl_(
+        "packed",
+        Some(K::CPU),
+        KernelFunction::from_fn(|_a: &Tensor, s: PackedScalar| Ok(s.get())),
+    )
+    .unwrap();
+    l.impl_(
+        "boxed_only",
+        Some(K::CPU),
+        KernelFunction::from_boxed(|_op, _ks, stack| {
+            let s = stack.pop().unwrap();
+            stack.pop();
+            stack.push(s);
+            Ok(())
+        }),
+    )
+    .unwrap();
+    let t = cpu_tensor();
+    for name in ["boxed::unpacked", "boxed::packed", "boxed::boxed_only"] {
+        let op = handle(&d, name)
+            .typed::<(Tensor, Scalar), Scalar>()
+            .unwrap();
+        for s in [Scalar::Bool(true), Scalar::Int(-3), Scalar::Float(0.25)] {
+            assert_eq!(op.call((&t, PackedScalar::new(s))).unwrap(), s, "{name}");
+        }
+        // Boxed, the scalar is an ordinary value.
+        let mut stack: Stack = vec![IValue::Tensor(t.clone()), IValue::Int(9)];
+        handle(&d, name).call_boxed(&mut stack).unwrap();
+        assert_eq!(
+            stack.pop().and_then(|v| v.as_scalar()),
+            Some(Scalar::Int(9))
+        );
+    }
+}

@@ -66,7 +66,12 @@ impl<A: ArgList, R: KernelReturn> LazyHandle<A, R> {
             // SAFETY: `A::entry::<Self>()` is an entry point for `(A, R)` whose kernel object is
             // a `Self`; `self` is one, and outlives the call.
             None => unsafe {
-                A::call_entry::<R>(A::entry::<Self>(), self as *const Self as *const (), ks, args)
+                A::call_entry::<R>(
+                    A::entry::<Self>(),
+                    self as *const Self as *const (),
+                    ks,
+                    args,
+                )
             },
         }
     }
