@@ -83,32 +83,44 @@ pub const OFFSETS_AND_MASKS: [FunctionalityOffsetAndMask; OFFSET_TABLE_LEN] = {
     table
 };
 
-// Note [Dispatch table index in eight instructions]
+// Note [Dispatch table index in seven instructions]
 // `dispatch_table_index` needs the position of the highest functionality bit and then of the
 // highest selected backend bit, each 0 when there is none. A bit scan of zero is undefined, so
 // each scan would need a guard bit or-ed in first. One guard serves both: `t = raw | 1`.
 // - The highest bit of `t` is a functionality bit's position (16..63), or a backend position
-//   (0..15) when there is none; `OFFSETS_AND_MASKS_BY_BIT` is indexed by that position directly
-//   (no shift): entry `15 + f` is functionality `f`'s, entries 0..15 are `Undefined`'s.
+//   (0..15) when there is none; `SLOT_BY_BIT` is indexed by that position directly (no shift):
+//   entry `15 + f` is functionality `f`'s, entries 0..15 are `Undefined`'s.
 // - Its masks carry bit 0 in addition: `t & (mask | 1)` is `(raw & mask) | 1`, never zero, whose
 //   highest bit is the highest selected backend, or 0 when none is selected (a backend-less
 //   functionality selects nothing and lands on its single slot).
-// The sum `offset + backend` is the one the per-functionality table gives.
+// The sum `offset + backend` is the one the per-functionality table gives. The by-bit entries
+// hold the mask and the offset as 32-bit words (PyTorch's table has 16-bit ones): the mask is
+// then and-ed straight from memory (`and mem32, reg`, which clears the upper half too) instead
+// of being loaded into a register of its own, one instruction and one register fewer, which
+// matters in kernels that redispatch with all six argument registers live.
+
+/// A functionality's first slot and backend mask, as `dispatch_table_index` reads them (Note
+/// [Dispatch table index in seven instructions]).
+#[derive(Clone, Copy)]
+struct SlotByBit {
+    mask: u32,
+    offset: u32,
+}
 
 /// `OFFSETS_AND_MASKS` indexed by bit position, masks with bit 0 set (Note [Dispatch table index
-/// in eight instructions]).
-const OFFSETS_AND_MASKS_BY_BIT: [FunctionalityOffsetAndMask; 64] = {
+/// in seven instructions]).
+const SLOT_BY_BIT: [SlotByBit; 64] = {
     let undefined = OFFSETS_AND_MASKS[0];
-    let mut table = [FunctionalityOffsetAndMask {
-        offset: undefined.offset,
-        mask: undefined.mask | 1,
+    let mut table = [SlotByBit {
+        offset: undefined.offset as u32,
+        mask: undefined.mask as u32 | 1,
     }; 64];
     let mut bit = NUM_BACKENDS as usize;
     while bit < 64 {
         let om = OFFSETS_AND_MASKS[bit + 1 - NUM_BACKENDS as usize];
-        table[bit] = FunctionalityOffsetAndMask {
-            offset: om.offset,
-            mask: om.mask | 1,
+        table[bit] = SlotByBit {
+            offset: om.offset as u32,
+            mask: om.mask as u32 | 1,
         };
         bit += 1;
     }
@@ -308,9 +320,9 @@ impl DispatchKeySet {
     /// range]).
     #[inline]
     pub const fn dispatch_table_index(self) -> usize {
-        // See Note [Dispatch table index in eight instructions].
+        // See Note [Dispatch table index in seven instructions].
         let t = self.0 | 1;
-        let om = OFFSETS_AND_MASKS_BY_BIT[(63 - t.leading_zeros()) as usize];
+        let om = SLOT_BY_BIT[(63 - t.leading_zeros()) as usize];
         // Position of the highest selected backend bit, 0 when none is selected.
         // SAFETY: bit 0 is set in `t` and in every mask of the by-bit table, so the value is
         // not zero. (Saying so lets the compiler emit a bare bit scan instead of a zero check.)
