@@ -92,6 +92,7 @@ fn below(inputs: &[&Tensor], fwd: impl FnOnce() -> Result<Tensor>) -> Result<Ten
     Ok(fresh(out, inputs))
 }
 
+pass_through!([g, x] => gelu_backward;
 fn gelu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor, approximate: &str) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[g, x]) {
@@ -116,8 +117,9 @@ fn gelu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor, approximate: &str) 
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([g, x] => silu_backward;
 fn silu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[g, x]) {
@@ -149,8 +151,9 @@ fn silu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result<Tensor> {
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([g, o] => _softmax_backward_data;
 fn softmax_backward_data(
     ks: DispatchKeySet,
     g: &Tensor,
@@ -189,8 +192,9 @@ fn softmax_backward_data(
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([g, o] => _log_softmax_backward_data;
 fn log_softmax_backward_data(
     ks: DispatchKeySet,
     g: &Tensor,
@@ -228,8 +232,9 @@ fn log_softmax_backward_data(
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([g, x, t] => mse_loss_backward;
 fn mse_loss_backward(
     ks: DispatchKeySet,
     g: &Tensor,
@@ -276,7 +281,7 @@ fn mse_loss_backward(
         },
     );
     Ok(out)
-}
+});
 
 #[allow(clippy::too_many_arguments)]
 fn nll_loss_backward(
@@ -326,6 +331,7 @@ fn nll_loss_backward(
     Ok(out)
 }
 
+pass_through!([g] => native_dropout_backward;
 fn native_dropout_backward(
     ks: DispatchKeySet,
     g: &Tensor,
@@ -349,7 +355,7 @@ fn native_dropout_backward(
         },
     );
     Ok(out)
-}
+});
 
 fn embedding_dense_backward(
     ks: DispatchKeySet,

@@ -11,12 +11,12 @@
 use switchboard_dispatcher::{
     AutoDispatchBelowAutograd, DispatchKeySet, KernelFunction, Library, Result,
 };
-use switchboard_ops::{self as ops, redispatch as rd};
+use switchboard_ops::{self as ops, redispatch as rd, PackedScalar};
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::meta;
 use crate::node::err;
-use crate::util::{any_rg, AFTER_AD};
+use crate::util::{any_hint, AFTER_AD};
 
 fn rebase(
     k: DispatchKeySet,
@@ -53,13 +53,17 @@ fn all_true(x: &Tensor) -> Result<Tensor> {
 /// recording path is a separate function (see Note [Autograd fast path]).
 macro_rules! inplace {
     ($($f:ident ($($p:ident : $t:ty),*) [$($o:ident),*] => |$src:ident| $fun:expr;)*) => {$(
+        #[inline(always)]
         fn $f(ks: DispatchKeySet, s: &Tensor, $($p: $t),*) -> Result<Tensor> {
             #[inline(never)]
             fn recording(k: DispatchKeySet, s: &Tensor, $($p: $t),*) -> Result<Tensor> {
+                if !crate::is_grad_enabled() {
+                    return rd::$f(k, s, $($p),*);
+                }
                 rebase(k, s, |$src: &Tensor| $fun)
             }
             let k = ks & AFTER_AD;
-            if !any_rg(&[s $(, $o)*]) {
+            if !any_hint(&[s $(, $o)*]) {
                 return rd::$f(k, s, $($p),*);
             }
             recording(k, s, $($p),*)
@@ -68,15 +72,15 @@ macro_rules! inplace {
 }
 
 inplace! {
-    add_(o: &Tensor, a: Scalar) [o] => |x| ops::add(x, o, a);
-    add_scalar_(o: Scalar, a: Scalar) [] => |x| ops::add_scalar(x, o, a);
-    sub_(o: &Tensor, a: Scalar) [o] => |x| ops::sub(x, o, a);
-    sub_scalar_(o: Scalar, a: Scalar) [] => |x| ops::sub_scalar(x, o, a);
+    add_(o: &Tensor, a: PackedScalar) [o] => |x| ops::add(x, o, a);
+    add_scalar_(o: PackedScalar, a: PackedScalar) [] => |x| ops::add_scalar(x, o, a);
+    sub_(o: &Tensor, a: PackedScalar) [o] => |x| ops::sub(x, o, a);
+    sub_scalar_(o: PackedScalar, a: PackedScalar) [] => |x| ops::sub_scalar(x, o, a);
     mul_(o: &Tensor) [o] => |x| ops::mul(x, o);
-    mul_scalar_(o: Scalar) [] => |x| ops::mul_scalar(x, o);
+    mul_scalar_(o: PackedScalar) [] => |x| ops::mul_scalar(x, o);
     div_(o: &Tensor) [o] => |x| ops::div(x, o);
-    div_scalar_(o: Scalar) [] => |x| ops::div_scalar(x, o);
-    pow_(o: Scalar) [] => |x| ops::pow_tensor_scalar(x, o);
+    div_scalar_(o: PackedScalar) [] => |x| ops::div_scalar(x, o);
+    pow_(o: PackedScalar) [] => |x| ops::pow_tensor_scalar(x, o);
     pow_tensor_(o: &Tensor) [o] => |x| ops::pow(x, o);
     neg_() [] => |x| ops::neg(x);
     exp_() [] => |x| ops::exp(x);
@@ -89,13 +93,13 @@ inplace! {
     tanh_() [] => |x| ops::tanh(x);
     gelu_(a: &str) [] => |x| ops::gelu(x, a);
     silu_() [] => |x| ops::silu(x);
-    masked_fill_(m: &Tensor, v: Scalar) [] => |x| ops::masked_fill(x, m, v);
+    masked_fill_(m: &Tensor, v: PackedScalar) [] => |x| ops::masked_fill(x, m, v);
     masked_fill_tensor_(m: &Tensor, v: &Tensor) [v] => |x| ops::masked_fill_tensor(x, m, v);
     clamp_(lo: Option<Scalar>, hi: Option<Scalar>) [] => |x| ops::clamp(x, lo, hi);
-    addmm_(a: &Tensor, b: &Tensor, be: Scalar, al: Scalar) [a, b] => |x| ops::addmm(x, a, b, be, al);
+    addmm_(a: &Tensor, b: &Tensor, be: PackedScalar, al: PackedScalar) [a, b] => |x| ops::addmm(x, a, b, be, al);
     // Filling: masked_fill with an all-true mask gives the value with a zero gradient to the
     // old history (multiplying by 0 would turn infinities into NaN).
-    fill_(v: Scalar) [] => |x| ops::masked_fill(x, &all_true(x)?, v);
+    fill_(v: PackedScalar) [] => |x| ops::masked_fill(x, &all_true(x)?, v);
     fill_tensor_(v: &Tensor) [v] => |x| ops::masked_fill_tensor(x, &all_true(x)?, v);
     zero_() [] => |x| ops::masked_fill(x, &all_true(x)?, 0);
     copy_(src: &Tensor, nb: bool) [src] => |x| {

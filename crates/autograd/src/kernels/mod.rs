@@ -8,6 +8,30 @@ use switchboard_tensor::Tensor;
 use crate::node::{Node, SavedTensor};
 use crate::util::{grad_at, record_with};
 
+/// Wraps an autograd kernel `fn name(ks: DispatchKeySet, params) -> R { body }` whose body
+/// passes through (redispatches with `ks & AFTER_AD`) when no input requires grad:
+/// `pass_through!([inputs] => redispatch; fn ...)`. The kernel's fast path becomes the inputs'
+/// flags test and the redispatch `rd::redispatch(ks & AFTER_AD, params...)`, inlined into its
+/// entry point so that it ends in a jump; the body, which tests again with grad mode and
+/// records, is a separate function (Note [Autograd fast path] in pointwise.rs).
+macro_rules! pass_through {
+    ([$($i:ident),+] => $rd:ident;
+     $(#[$m:meta])*
+     fn $f:ident($ks:ident: DispatchKeySet $(, $p:ident : $t:ty)* $(,)?) -> $r:ty $body:block) => {
+        $(#[$m])*
+        #[inline(always)]
+        fn $f($ks: DispatchKeySet $(, $p: $t)*) -> $r {
+            #[inline(never)]
+            $(#[$m])*
+            fn full($ks: DispatchKeySet $(, $p: $t)*) -> $r $body
+            if !$crate::util::any_hint(&[$($i),+]) {
+                return rd::$rd($ks & $crate::util::AFTER_AD $(, $p)*);
+            }
+            full($ks $(, $p)*)
+        }
+    };
+}
+
 pub(crate) mod adiv;
 pub(crate) mod copy_slices;
 pub(crate) mod double;

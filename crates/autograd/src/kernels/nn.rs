@@ -11,6 +11,7 @@ use crate::util::{any_rg, fresh, scale, sum_to, AFTER_AD};
 
 type Grads = Result<Vec<Option<Tensor>>>;
 
+pass_through!([a, b] => mm;
 fn mm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[a, b]) {
@@ -38,8 +39,9 @@ fn mm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([a, b] => bmm;
 fn bmm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[a, b]) {
@@ -67,8 +69,9 @@ fn bmm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([c, a, b] => addmm;
 fn addmm(
     ks: DispatchKeySet,
     c: &Tensor,
@@ -105,7 +108,7 @@ fn addmm(
         },
     );
     Ok(out)
-}
+});
 
 struct ConvP {
     bias_sizes: Option<Vec<i64>>,
@@ -198,6 +201,7 @@ fn convolution(
 
 type PoolP = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>, bool);
 
+pass_through!([x] => max_pool2d_with_indices;
 fn max_pool2d_with_indices(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -237,10 +241,11 @@ fn max_pool2d_with_indices(
         },
     );
     Ok((out, idx))
-}
+});
 
 macro_rules! softmax_like {
     ($f:ident, $rd:ident, $back:ident, $name:literal) => {
+        pass_through!([x] => $rd;
         fn $f(ks: DispatchKeySet, x: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
             let k = ks & AFTER_AD;
             if !any_rg(&[x]) {
@@ -265,7 +270,7 @@ macro_rules! softmax_like {
                 },
             );
             Ok(out)
-        }
+        });
     };
 }
 softmax_like!(
@@ -281,6 +286,7 @@ softmax_like!(
     "LogSoftmaxBackward0"
 );
 
+pass_through!([x] => nll_loss_forward;
 fn nll_loss_forward(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -320,8 +326,9 @@ fn nll_loss_forward(
         },
     );
     Ok((out, tw))
-}
+});
 
+pass_through!([x] => native_dropout;
 fn native_dropout(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -358,7 +365,7 @@ fn native_dropout(
         },
     );
     Ok((out, mask))
-}
+});
 
 fn native_layer_norm(
     ks: DispatchKeySet,
@@ -406,6 +413,7 @@ fn native_layer_norm(
     Ok((out, mean, rstd))
 }
 
+pass_through!([w] => embedding;
 fn embedding(
     ks: DispatchKeySet,
     w: &Tensor,
@@ -440,7 +448,7 @@ fn embedding(
         },
     );
     Ok(out)
-}
+});
 
 #[allow(dead_code)]
 fn _types(_: ScalarType) {}

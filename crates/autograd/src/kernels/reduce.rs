@@ -132,6 +132,7 @@ fn expand_back(g: &Tensor, a: &Args) -> Result<Tensor> {
     ops::expand(&restore(g, a)?, &a.sizes, false)
 }
 
+pass_through!([x] => sum;
 fn sum(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
@@ -147,8 +148,9 @@ fn sum(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tens
         || rd::sum(k, x, dtype),
         expand_back,
     )
-}
+});
 
+pass_through!([x] => sum_dim_int_list;
 fn sum_dim(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -162,12 +164,13 @@ fn sum_dim(
     }
     let fwd = || rd::sum_dim_int_list(k, x, dim, keepdim, dtype);
     run("SumBackward1", x, dim, keepdim, 0.0, 0, fwd, expand_back)
-}
+});
 
 fn mean_back(g: &Tensor, a: &Args) -> Result<Tensor> {
     ops::div_scalar(&expand_back(g, a)?, count(a))
 }
 
+pass_through!([x] => mean;
 fn mean(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
@@ -183,8 +186,9 @@ fn mean(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
         || rd::mean(k, x, dtype),
         mean_back,
     )
-}
+});
 
+pass_through!([x] => mean_dim;
 fn mean_dim(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -198,7 +202,7 @@ fn mean_dim(
     }
     let fwd = || rd::mean_dim(k, x, dim, keepdim, dtype);
     run("MeanBackward1", x, dim, keepdim, 0.0, 0, fwd, mean_back)
-}
+});
 
 /// amax/amin and max()/min(): the gradient is shared evenly among the extremal elements.
 fn evenly(g: &Tensor, a: &Args) -> Result<Tensor> {
@@ -211,6 +215,7 @@ fn evenly(g: &Tensor, a: &Args) -> Result<Tensor> {
 
 macro_rules! amax_like {
     ($f:ident, $rd:ident, $name:literal) => {
+        pass_through!([x] => $rd;
         fn $f(ks: DispatchKeySet, x: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
             let k = ks & AFTER_AD;
             if !any_rg(&[x]) {
@@ -226,7 +231,7 @@ macro_rules! amax_like {
                 || rd::$rd(k, x, dim, keepdim),
                 evenly,
             )
-        }
+        });
     };
 }
 amax_like!(amax, amax, "AmaxBackward0");
@@ -234,13 +239,14 @@ amax_like!(amin, amin, "AminBackward0");
 
 macro_rules! max_all {
     ($f:ident, $rd:ident, $name:literal) => {
+        pass_through!([x] => $rd;
         fn $f(ks: DispatchKeySet, x: &Tensor) -> Result<Tensor> {
             let k = ks & AFTER_AD;
             if !any_rg(&[x]) {
                 return rd::$rd(k, x);
             }
             run($name, x, None, false, 0.0, X | R, || rd::$rd(k, x), evenly)
-        }
+        });
     };
 }
 max_all!(max, max, "MaxBackward1");
@@ -256,6 +262,7 @@ fn select_back(g: &Tensor, a: &Args) -> Result<Tensor> {
 
 macro_rules! max_dim {
     ($f:ident, $rd:ident, $name:literal) => {
+        pass_through!([x] => $rd;
         fn $f(ks: DispatchKeySet, x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
             let k = ks & AFTER_AD;
             if !any_rg(&[x]) {
@@ -283,7 +290,7 @@ macro_rules! max_dim {
             };
             record_with($name, &[Some(x)], &[Some(&v), Some(&i)], st, formula);
             Ok((v, i))
-        }
+        });
     };
 }
 max_dim!(max_dim, max_dim, "MaxBackward0");
@@ -310,6 +317,7 @@ fn var_impl(
     run(name, x, dim, keepdim, corr, X, fwd, var_back)
 }
 
+pass_through!([x] => var;
 fn var(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
@@ -319,8 +327,9 @@ fn var(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tensor> {
     var_impl("VarBackward0", x, None, c, false, || {
         rd::var(k, x, unbiased)
     })
-}
+});
 
+pass_through!([x] => var_dim;
 fn var_dim(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -336,8 +345,9 @@ fn var_dim(
     var_impl("VarBackward0", x, dim, c, keepdim, || {
         rd::var_dim(k, x, dim, unbiased, keepdim)
     })
-}
+});
 
+pass_through!([x] => var_correction;
 fn var_correction(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -352,7 +362,7 @@ fn var_correction(
     let c = correction.map_or(1.0, Scalar::to_f64);
     let fwd = || rd::var_correction(k, x, dim, correction, keepdim);
     var_impl("VarBackward0", x, dim, c, keepdim, fwd)
-}
+});
 
 /// Registers this file's kernels.
 pub(crate) fn register(lib: &mut Library) -> Result<()> {

@@ -8,7 +8,7 @@ use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
 use super::{rec, when};
-use crate::util::{any_rg, fresh, scale, sum_to, AFTER_AD};
+use crate::util::{any_hint, any_rg, fresh, scale, sum_to, AFTER_AD};
 
 type Grads = Result<Vec<Option<Tensor>>>;
 
@@ -32,15 +32,19 @@ fn index_tensor(v: Vec<i64>) -> Result<Tensor> {
 /// The recording path is a separate function (see Note [Autograd fast path] in pointwise.rs).
 macro_rules! view {
     ($f:ident ($x:ident $(, $p:ident : $t:ty)*) => $rd:ident($($arg:expr),*); $name:literal, $pv:expr, $form:expr) => {
+        #[inline(always)]
         fn $f(ks: DispatchKeySet, $x: &Tensor, $($p: $t),*) -> Result<Tensor> {
             #[inline(never)]
             fn recording(k: DispatchKeySet, $x: &Tensor, $($p: $t),*) -> Result<Tensor> {
+                if !crate::is_grad_enabled() {
+                    return rd::$rd(k, $x, $($arg),*);
+                }
                 let out = fresh({ let _g = Below::new(); rd::$rd(k, $x, $($arg),*)? }, &[$x]);
                 rec($name, &[Some($x)], &[&out], &[], &[], $pv, $form);
                 Ok(out)
             }
             let k = ks & AFTER_AD;
-            if !any_rg(&[$x]) {
+            if !any_hint(&[$x]) {
                 return rd::$rd(k, $x, $($arg),*);
             }
             recording(k, $x, $($p),*)
@@ -108,6 +112,7 @@ fn positions(sizes: &[i64], strides: &[i64], offset: i64, base: i64) -> Vec<i64>
     out
 }
 
+pass_through!([x] => as_strided;
 /// `as_strided_backward` for inputs whose elements do not overlap: scatter the gradient
 /// into a buffer covering both geometries, then read the input's elements back.
 fn as_strided(
@@ -153,8 +158,9 @@ fn as_strided(
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([x] => clone;
 fn clone(ks: DispatchKeySet, x: &Tensor, mf: Option<MemoryFormat>) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
@@ -177,8 +183,9 @@ fn clone(ks: DispatchKeySet, x: &Tensor, mf: Option<MemoryFormat>) -> Result<Ten
         |_, _, g, _, _| -> Grads { Ok(vec![Some(g.clone())]) },
     );
     Ok(out)
-}
+});
 
+pass_through!([x] => _to_copy;
 #[allow(clippy::too_many_arguments)]
 fn to_copy(
     ks: DispatchKeySet,
@@ -221,7 +228,7 @@ fn to_copy(
         },
     );
     Ok(out)
-}
+});
 
 fn cat(ks: DispatchKeySet, ts: &[Tensor], dim: i64) -> Result<Tensor> {
     let k = ks & AFTER_AD;
@@ -298,6 +305,7 @@ fn stack(ks: DispatchKeySet, ts: &[Tensor], dim: i64) -> Result<Tensor> {
     Ok(out)
 }
 
+pass_through!([x] => index_select;
 fn index_select(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
@@ -322,8 +330,9 @@ fn index_select(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor) -> Resul
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([x] => gather;
 fn gather(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor, sparse: bool) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
@@ -348,8 +357,9 @@ fn gather(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor, sparse: bool) 
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([x, src] => scatter_add;
 fn scatter_add(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -383,8 +393,9 @@ fn scatter_add(
         },
     );
     Ok(out)
-}
+});
 
+pass_through!([x, src] => index_add;
 fn index_add(
     ks: DispatchKeySet,
     x: &Tensor,
@@ -422,7 +433,7 @@ fn index_add(
         },
     );
     Ok(out)
-}
+});
 
 /// Registers this file's kernels.
 pub(crate) fn register(lib: &mut Library) -> Result<()> {
