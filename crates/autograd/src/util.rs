@@ -63,7 +63,9 @@ pub(crate) fn any_rg(ts: &[&Tensor]) -> bool {
 /// paths that leave the rest to an out-of-line function (Note [Autograd fast path]).
 #[inline(always)]
 pub(crate) fn any_hint(ts: &[&Tensor]) -> bool {
-    ts.iter().any(|t| t.requires_grad_hint())
+    // Or-ed without short-circuit: the flags are loaded and combined, and tested once (one
+    // branch instead of one per input; the loads are from memory the call already touched).
+    ts.iter().fold(false, |any, t| any | t.requires_grad_hint())
 }
 
 /// Whether `t` may get a gradient (floating point or complex).
