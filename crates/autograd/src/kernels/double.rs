@@ -92,8 +92,13 @@ fn below(inputs: &[&Tensor], fwd: impl FnOnce() -> Result<Tensor>) -> Result<Ten
     Ok(fresh(out, inputs))
 }
 
-pass_through!([g, x] => gelu_backward;
-fn gelu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor, approximate: &str) -> Result<Tensor> {
+#[inline(never)]
+fn gelu_backward_recording(
+    ks: DispatchKeySet,
+    g: &Tensor,
+    x: &Tensor,
+    approximate: &str,
+) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[g, x]) {
         return rd::gelu_backward(k, g, x, approximate);
@@ -117,10 +122,19 @@ fn gelu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor, approximate: &str) 
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn gelu_backward(
+        ks: DispatchKeySet,
+        g: &Tensor,
+        x: &Tensor,
+        approximate: &str,
+    ) -> Result<Tensor>;
+    [g, x] => gelu_backward, else gelu_backward_recording
+);
 
-pass_through!([g, x] => silu_backward;
-fn silu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result<Tensor> {
+#[inline(never)]
+fn silu_backward_recording(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[g, x]) {
         return rd::silu_backward(k, g, x);
@@ -151,10 +165,14 @@ fn silu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result<Tensor> {
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn silu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result<Tensor>;
+    [g, x] => silu_backward, else silu_backward_recording
+);
 
-pass_through!([g, o] => _softmax_backward_data;
-fn softmax_backward_data(
+#[inline(never)]
+fn softmax_backward_data_recording(
     ks: DispatchKeySet,
     g: &Tensor,
     o: &Tensor,
@@ -192,10 +210,20 @@ fn softmax_backward_data(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn softmax_backward_data(
+        ks: DispatchKeySet,
+        g: &Tensor,
+        o: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+    ) -> Result<Tensor>;
+    [g, o] => _softmax_backward_data, else softmax_backward_data_recording
+);
 
-pass_through!([g, o] => _log_softmax_backward_data;
-fn log_softmax_backward_data(
+#[inline(never)]
+fn log_softmax_backward_data_recording(
     ks: DispatchKeySet,
     g: &Tensor,
     o: &Tensor,
@@ -232,10 +260,20 @@ fn log_softmax_backward_data(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn log_softmax_backward_data(
+        ks: DispatchKeySet,
+        g: &Tensor,
+        o: &Tensor,
+        dim: i64,
+        input_dtype: ScalarType,
+    ) -> Result<Tensor>;
+    [g, o] => _log_softmax_backward_data, else log_softmax_backward_data_recording
+);
 
-pass_through!([g, x, t] => mse_loss_backward;
-fn mse_loss_backward(
+#[inline(never)]
+fn mse_loss_backward_recording(
     ks: DispatchKeySet,
     g: &Tensor,
     x: &Tensor,
@@ -281,7 +319,17 @@ fn mse_loss_backward(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn mse_loss_backward(
+        ks: DispatchKeySet,
+        g: &Tensor,
+        x: &Tensor,
+        t: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor>;
+    [g, x, t] => mse_loss_backward, else mse_loss_backward_recording
+);
 
 #[allow(clippy::too_many_arguments)]
 fn nll_loss_backward(
@@ -331,8 +379,8 @@ fn nll_loss_backward(
     Ok(out)
 }
 
-pass_through!([g] => native_dropout_backward;
-fn native_dropout_backward(
+#[inline(never)]
+fn native_dropout_backward_recording(
     ks: DispatchKeySet,
     g: &Tensor,
     mask: &Tensor,
@@ -355,7 +403,16 @@ fn native_dropout_backward(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn native_dropout_backward(
+        ks: DispatchKeySet,
+        g: &Tensor,
+        mask: &Tensor,
+        scale: f64,
+    ) -> Result<Tensor>;
+    [g] => native_dropout_backward, else native_dropout_backward_recording
+);
 
 fn embedding_dense_backward(
     ks: DispatchKeySet,

@@ -8,17 +8,29 @@ use switchboard_tensor::Tensor;
 use crate::node::{Node, SavedTensor};
 use crate::util::{grad_at, record_with};
 
-/// Wraps an autograd kernel `fn name(ks: DispatchKeySet, params) -> R { body }` whose body
-/// passes through (redispatches with `ks & AFTER_AD`) when no input requires grad:
-/// `pass_through!([inputs] => redispatch; fn ...)`. The kernel's fast path becomes the inputs'
-/// flags test and the redispatch `rd::redispatch(ks & AFTER_AD, params...)`, inlined into its
-/// entry point so that it ends in a jump; the body, which tests again with grad mode and
-/// records, is a separate function (Note [Autograd fast path] in pointwise.rs).
+/// An autograd kernel's fast path: `pass_through!(fn name(ks: DispatchKeySet, params) -> R;
+/// [inputs] => redispatch, else recording)` defines `name`, which redispatches
+/// (`rd::redispatch(ks & AFTER_AD, params...)`) when none of `inputs` may require grad (their
+/// flags only) and calls `recording(ks, params...)` otherwise. `recording` is the kernel's
+/// whole body, an ordinary function marked `#[inline(never)]`, which tests again with grad
+/// mode. `name` is inlined into its entry point, which then ends in a jump (Note [Autograd fast
+/// path] in pointwise.rs). For kernels defined inside other macros, the second form wraps the
+/// body itself: `pass_through!([inputs] => redispatch; fn name(...) -> R { body })`.
 macro_rules! pass_through {
+    (fn $f:ident($ks:ident: DispatchKeySet $(, $p:ident : $t:ty)* $(,)?) -> $r:ty;
+     [$($i:ident),+] => $rd:ident, else $full:ident) => {
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)] // the operator's own parameters
+        fn $f($ks: DispatchKeySet $(, $p: $t)*) -> $r {
+            if !$crate::util::any_hint(&[$($i),+]) {
+                return rd::$rd($ks & $crate::util::AFTER_AD $(, $p)*);
+            }
+            $full($ks $(, $p)*)
+        }
+    };
     ([$($i:ident),+] => $rd:ident;
      $(#[$m:meta])*
      fn $f:ident($ks:ident: DispatchKeySet $(, $p:ident : $t:ty)* $(,)?) -> $r:ty $body:block) => {
-        $(#[$m])*
         #[inline(always)]
         fn $f($ks: DispatchKeySet $(, $p: $t)*) -> $r {
             #[inline(never)]

@@ -11,8 +11,8 @@ use crate::util::{any_rg, fresh, scale, sum_to, AFTER_AD};
 
 type Grads = Result<Vec<Option<Tensor>>>;
 
-pass_through!([a, b] => mm;
-fn mm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+#[inline(never)]
+fn mm_recording(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[a, b]) {
         return rd::mm(k, a, b);
@@ -39,10 +39,14 @@ fn mm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn mm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor>;
+    [a, b] => mm, else mm_recording
+);
 
-pass_through!([a, b] => bmm;
-fn bmm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+#[inline(never)]
+fn bmm_recording(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[a, b]) {
         return rd::bmm(k, a, b);
@@ -69,10 +73,14 @@ fn bmm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn bmm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor>;
+    [a, b] => bmm, else bmm_recording
+);
 
-pass_through!([c, a, b] => addmm;
-fn addmm(
+#[inline(never)]
+fn addmm_recording(
     ks: DispatchKeySet,
     c: &Tensor,
     a: &Tensor,
@@ -108,7 +116,18 @@ fn addmm(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn addmm(
+        ks: DispatchKeySet,
+        c: &Tensor,
+        a: &Tensor,
+        b: &Tensor,
+        beta: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor>;
+    [c, a, b] => addmm, else addmm_recording
+);
 
 struct ConvP {
     bias_sizes: Option<Vec<i64>>,
@@ -201,8 +220,8 @@ fn convolution(
 
 type PoolP = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>, bool);
 
-pass_through!([x] => max_pool2d_with_indices;
-fn max_pool2d_with_indices(
+#[inline(never)]
+fn max_pool2d_with_indices_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     kernel: &[i64],
@@ -241,7 +260,19 @@ fn max_pool2d_with_indices(
         },
     );
     Ok((out, idx))
-});
+}
+pass_through!(
+    fn max_pool2d_with_indices(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        kernel: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil: bool,
+    ) -> Result<(Tensor, Tensor)>;
+    [x] => max_pool2d_with_indices, else max_pool2d_with_indices_recording
+);
 
 macro_rules! softmax_like {
     ($f:ident, $rd:ident, $back:ident, $name:literal) => {
@@ -286,8 +317,8 @@ softmax_like!(
     "LogSoftmaxBackward0"
 );
 
-pass_through!([x] => nll_loss_forward;
-fn nll_loss_forward(
+#[inline(never)]
+fn nll_loss_forward_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     target: &Tensor,
@@ -326,10 +357,21 @@ fn nll_loss_forward(
         },
     );
     Ok((out, tw))
-});
+}
+pass_through!(
+    fn nll_loss_forward(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<(Tensor, Tensor)>;
+    [x] => nll_loss_forward, else nll_loss_forward_recording
+);
 
-pass_through!([x] => native_dropout;
-fn native_dropout(
+#[inline(never)]
+fn native_dropout_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     p: f64,
@@ -365,7 +407,16 @@ fn native_dropout(
         },
     );
     Ok((out, mask))
-});
+}
+pass_through!(
+    fn native_dropout(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        p: f64,
+        train: Option<bool>,
+    ) -> Result<(Tensor, Tensor)>;
+    [x] => native_dropout, else native_dropout_recording
+);
 
 fn native_layer_norm(
     ks: DispatchKeySet,
@@ -413,8 +464,8 @@ fn native_layer_norm(
     Ok((out, mean, rstd))
 }
 
-pass_through!([w] => embedding;
-fn embedding(
+#[inline(never)]
+fn embedding_recording(
     ks: DispatchKeySet,
     w: &Tensor,
     idx: &Tensor,
@@ -448,7 +499,18 @@ fn embedding(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn embedding(
+        ks: DispatchKeySet,
+        w: &Tensor,
+        idx: &Tensor,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+    ) -> Result<Tensor>;
+    [w] => embedding, else embedding_recording
+);
 
 #[allow(dead_code)]
 fn _types(_: ScalarType) {}

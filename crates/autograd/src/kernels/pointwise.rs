@@ -32,7 +32,12 @@ fn g1(g: &Tensor) -> G2 {
 // it): a thread-local read in a library crate compiles to a call (the linker turns it into a
 // plain load later), and a call with arguments live across it costs the whole fast path a
 // frame of callee-saved registers. The redispatch itself goes through a `LazyHandle` for the
-// same reason (Note [Lazy handles keep the first call out of line]).
+// same reason (Note [Lazy handles keep the first call out of line]). The kernel is inlined
+// into its entry point, its scalars arrive and leave packed in registers (Note [Packed
+// scalars]) and the redispatch ends in a jump (Note [Typed calls end in one jump]): with
+// nothing requiring grad, the layer is the flags test, a table look-up and a jump, with no
+// stack frame. `k!` here, `inplace!`, `view!` and `pass_through!` (kernels/mod.rs, for the
+// other families) give every autograd kernel that shape.
 
 /// Defines a kernel: `k!(fn name(a: &Tensor, ...) [grad inputs] => fast redispatch, slow)`.
 /// The recording path is a separate function (see Note [Autograd fast path]).

@@ -132,8 +132,8 @@ fn expand_back(g: &Tensor, a: &Args) -> Result<Tensor> {
     ops::expand(&restore(g, a)?, &a.sizes, false)
 }
 
-pass_through!([x] => sum;
-fn sum(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+#[inline(never)]
+fn sum_recording(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
         return rd::sum(k, x, dtype);
@@ -148,10 +148,14 @@ fn sum(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tens
         || rd::sum(k, x, dtype),
         expand_back,
     )
-});
+}
+pass_through!(
+    fn sum(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor>;
+    [x] => sum, else sum_recording
+);
 
-pass_through!([x] => sum_dim_int_list;
-fn sum_dim(
+#[inline(never)]
+fn sum_dim_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     dim: Option<&[i64]>,
@@ -164,14 +168,24 @@ fn sum_dim(
     }
     let fwd = || rd::sum_dim_int_list(k, x, dim, keepdim, dtype);
     run("SumBackward1", x, dim, keepdim, 0.0, 0, fwd, expand_back)
-});
+}
+pass_through!(
+    fn sum_dim(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor>;
+    [x] => sum_dim_int_list, else sum_dim_recording
+);
 
 fn mean_back(g: &Tensor, a: &Args) -> Result<Tensor> {
     ops::div_scalar(&expand_back(g, a)?, count(a))
 }
 
-pass_through!([x] => mean;
-fn mean(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+#[inline(never)]
+fn mean_recording(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
         return rd::mean(k, x, dtype);
@@ -186,10 +200,14 @@ fn mean(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
         || rd::mean(k, x, dtype),
         mean_back,
     )
-});
+}
+pass_through!(
+    fn mean(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor>;
+    [x] => mean, else mean_recording
+);
 
-pass_through!([x] => mean_dim;
-fn mean_dim(
+#[inline(never)]
+fn mean_dim_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     dim: Option<&[i64]>,
@@ -202,7 +220,17 @@ fn mean_dim(
     }
     let fwd = || rd::mean_dim(k, x, dim, keepdim, dtype);
     run("MeanBackward1", x, dim, keepdim, 0.0, 0, fwd, mean_back)
-});
+}
+pass_through!(
+    fn mean_dim(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor>;
+    [x] => mean_dim, else mean_dim_recording
+);
 
 /// amax/amin and max()/min(): the gradient is shared evenly among the extremal elements.
 fn evenly(g: &Tensor, a: &Args) -> Result<Tensor> {
@@ -317,8 +345,8 @@ fn var_impl(
     run(name, x, dim, keepdim, corr, X, fwd, var_back)
 }
 
-pass_through!([x] => var;
-fn var(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tensor> {
+#[inline(never)]
+fn var_recording(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
         return rd::var(k, x, unbiased);
@@ -327,10 +355,14 @@ fn var(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tensor> {
     var_impl("VarBackward0", x, None, c, false, || {
         rd::var(k, x, unbiased)
     })
-});
+}
+pass_through!(
+    fn var(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tensor>;
+    [x] => var, else var_recording
+);
 
-pass_through!([x] => var_dim;
-fn var_dim(
+#[inline(never)]
+fn var_dim_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     dim: Option<&[i64]>,
@@ -345,10 +377,20 @@ fn var_dim(
     var_impl("VarBackward0", x, dim, c, keepdim, || {
         rd::var_dim(k, x, dim, unbiased, keepdim)
     })
-});
+}
+pass_through!(
+    fn var_dim(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        dim: Option<&[i64]>,
+        unbiased: bool,
+        keepdim: bool,
+    ) -> Result<Tensor>;
+    [x] => var_dim, else var_dim_recording
+);
 
-pass_through!([x] => var_correction;
-fn var_correction(
+#[inline(never)]
+fn var_correction_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     dim: Option<&[i64]>,
@@ -362,7 +404,17 @@ fn var_correction(
     let c = correction.map_or(1.0, Scalar::to_f64);
     let fwd = || rd::var_correction(k, x, dim, correction, keepdim);
     var_impl("VarBackward0", x, dim, c, keepdim, fwd)
-});
+}
+pass_through!(
+    fn var_correction(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor>;
+    [x] => var_correction, else var_correction_recording
+);
 
 /// Registers this file's kernels.
 pub(crate) fn register(lib: &mut Library) -> Result<()> {

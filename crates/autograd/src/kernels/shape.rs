@@ -112,10 +112,10 @@ fn positions(sizes: &[i64], strides: &[i64], offset: i64, base: i64) -> Vec<i64>
     out
 }
 
-pass_through!([x] => as_strided;
 /// `as_strided_backward` for inputs whose elements do not overlap: scatter the gradient
 /// into a buffer covering both geometries, then read the input's elements back.
-fn as_strided(
+#[inline(never)]
+fn as_strided_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     size: &[i64],
@@ -158,10 +158,20 @@ fn as_strided(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn as_strided(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        offset: Option<i64>,
+    ) -> Result<Tensor>;
+    [x] => as_strided, else as_strided_recording
+);
 
-pass_through!([x] => clone;
-fn clone(ks: DispatchKeySet, x: &Tensor, mf: Option<MemoryFormat>) -> Result<Tensor> {
+#[inline(never)]
+fn clone_recording(ks: DispatchKeySet, x: &Tensor, mf: Option<MemoryFormat>) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
         return rd::clone(k, x, mf);
@@ -183,11 +193,15 @@ fn clone(ks: DispatchKeySet, x: &Tensor, mf: Option<MemoryFormat>) -> Result<Ten
         |_, _, g, _, _| -> Grads { Ok(vec![Some(g.clone())]) },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn clone(ks: DispatchKeySet, x: &Tensor, mf: Option<MemoryFormat>) -> Result<Tensor>;
+    [x] => clone, else clone_recording
+);
 
-pass_through!([x] => _to_copy;
 #[allow(clippy::too_many_arguments)]
-fn to_copy(
+#[inline(never)]
+fn to_copy_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     dtype: Option<ScalarType>,
@@ -228,7 +242,20 @@ fn to_copy(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn to_copy(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin: Option<bool>,
+        nb: bool,
+        mf: Option<MemoryFormat>,
+    ) -> Result<Tensor>;
+    [x] => _to_copy, else to_copy_recording
+);
 
 fn cat(ks: DispatchKeySet, ts: &[Tensor], dim: i64) -> Result<Tensor> {
     let k = ks & AFTER_AD;
@@ -305,8 +332,13 @@ fn stack(ks: DispatchKeySet, ts: &[Tensor], dim: i64) -> Result<Tensor> {
     Ok(out)
 }
 
-pass_through!([x] => index_select;
-fn index_select(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor) -> Result<Tensor> {
+#[inline(never)]
+fn index_select_recording(
+    ks: DispatchKeySet,
+    x: &Tensor,
+    dim: i64,
+    idx: &Tensor,
+) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
         return rd::index_select(k, x, dim, idx);
@@ -330,10 +362,20 @@ fn index_select(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor) -> Resul
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn index_select(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor) -> Result<Tensor>;
+    [x] => index_select, else index_select_recording
+);
 
-pass_through!([x] => gather;
-fn gather(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor, sparse: bool) -> Result<Tensor> {
+#[inline(never)]
+fn gather_recording(
+    ks: DispatchKeySet,
+    x: &Tensor,
+    dim: i64,
+    idx: &Tensor,
+    sparse: bool,
+) -> Result<Tensor> {
     let k = ks & AFTER_AD;
     if !any_rg(&[x]) {
         return rd::gather(k, x, dim, idx, sparse);
@@ -357,10 +399,20 @@ fn gather(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor, sparse: bool) 
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn gather(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        dim: i64,
+        idx: &Tensor,
+        sparse: bool,
+    ) -> Result<Tensor>;
+    [x] => gather, else gather_recording
+);
 
-pass_through!([x, src] => scatter_add;
-fn scatter_add(
+#[inline(never)]
+fn scatter_add_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     dim: i64,
@@ -393,10 +445,20 @@ fn scatter_add(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn scatter_add(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        dim: i64,
+        idx: &Tensor,
+        src: &Tensor,
+    ) -> Result<Tensor>;
+    [x, src] => scatter_add, else scatter_add_recording
+);
 
-pass_through!([x, src] => index_add;
-fn index_add(
+#[inline(never)]
+fn index_add_recording(
     ks: DispatchKeySet,
     x: &Tensor,
     dim: i64,
@@ -433,7 +495,18 @@ fn index_add(
         },
     );
     Ok(out)
-});
+}
+pass_through!(
+    fn index_add(
+        ks: DispatchKeySet,
+        x: &Tensor,
+        dim: i64,
+        idx: &Tensor,
+        src: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor>;
+    [x, src] => index_add, else index_add_recording
+);
 
 /// Registers this file's kernels.
 pub(crate) fn register(lib: &mut Library) -> Result<()> {
