@@ -59,6 +59,21 @@ fn plain_params(args: &[RustArg], scalar: &str) -> String {
         .join(", ")
 }
 
+/// The arguments of a call through a handle: the parameters' names, `Scalar` ones written
+/// with `scalar` (`{}` stands for the name), so that they reach the handle packed (Note [Packed
+/// scalars]).
+fn call_args(args: &[RustArg], scalar: &str) -> Vec<String> {
+    args.iter()
+        .map(|a| {
+            if a.param == "Scalar" {
+                scalar.replace("{}", &a.name)
+            } else {
+                a.name.clone()
+            }
+        })
+        .collect()
+}
+
 fn tuple_of(values: &[String]) -> String {
     match values.len() {
         1 => format!("({},)", values[0]),
@@ -138,17 +153,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
 
     // Functions.
     for (f, s) in funcs.iter().zip(&sigs) {
-        let call_args: Vec<String> = s
-            .args
-            .iter()
-            .map(|a| {
-                if a.param == "Scalar" {
-                    format!("PackedScalar::new({}.into())", a.name)
-                } else {
-                    a.name.clone()
-                }
-            })
-            .collect();
+        let call_args = call_args(&s.args, "PackedScalar::new({}.into())");
         // Method-only operators get a function too: the `TensorOps` methods call it.
         writeln!(
             w,
@@ -167,17 +172,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     writeln!(w, "/// The operators called with an explicit `DispatchKeySet` (for kernels that wrap others:\n/// they redispatch with the keys below their own).").unwrap();
     writeln!(w, "pub mod redispatch {{\n    use super::*;").unwrap();
     for (f, s) in funcs.iter().zip(&sigs) {
-        let names: Vec<String> = s
-            .args
-            .iter()
-            .map(|a| {
-                if a.param == "Scalar" {
-                    format!("{}.into()", a.name)
-                } else {
-                    a.name.clone()
-                }
-            })
-            .collect();
+        let names = call_args(&s.args, "{}.into()");
         let params = plain_params(&s.args, "impl Into<PackedScalar>");
         let sep = if params.is_empty() { "" } else { ", " };
         writeln!(
@@ -299,5 +294,28 @@ fn snake_key(key: &str) -> &'static str {
         "CompositeImplicitAutograd" => "composite_implicit_autograd",
         "CompositeExplicitAutograd" => "composite_explicit_autograd",
         _ => "composite_explicit_autograd_non_functional",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::parse_yaml;
+
+    /// Scalars reach the handles packed (Note [Packed scalars]): the public function takes
+    /// `impl Into<Scalar>` and packs it, the redispatch function takes anything that packs.
+    #[test]
+    fn scalars_are_packed_at_the_handles() {
+        let f = parse_yaml(
+            "- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n  variants: function, method\n",
+        )
+        .unwrap();
+        let code = api(&f).unwrap();
+        assert!(code.contains(
+            "pub fn add(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {\n    handles::add().call((self_, other, PackedScalar::new(alpha.into())))"
+        ), "{code}");
+        assert!(code.contains(
+            "pub fn add(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: impl Into<PackedScalar>) -> Result<Tensor> {\n        handles::lazy::add.redispatch(ks, (self_, other, alpha.into()))"
+        ), "{code}");
     }
 }
