@@ -310,6 +310,10 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
     /// handle's entry point (Note [Typed calls end in one jump]).
     #[inline(always)]
     fn slow_path(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
+        // Looked up again: the entry point receives only the handle. A registration landing in
+        // between makes the call run the newer kernel, which a call may see as well as the
+        // older one (Note [Lock-free dispatch table]); whichever it is, the code below handles
+        // it (a typed kernel of this convention runs through its boxed form).
         let kernel = self.op.0.lookup(ks);
         if self.op.0.observed() {
             if observe::active() {
