@@ -30,7 +30,7 @@ pub enum KernelKind {
 }
 
 /// A list of argument families: the typed calling convention of an operator (see
-/// Note [Argument families]). Implemented for tuples of [`Arg`] families.
+/// Note [Argument families]). Implemented for tuples of [`Arg`](crate::Arg) families.
 pub trait ArgList: 'static {
     /// The tuple of borrowed arguments.
     type Refs<'a>: Copy;
@@ -522,7 +522,7 @@ pub(crate) fn argument_type_error(
 }
 
 /// A Rust function usable as a typed kernel; implemented for functions and closures of up to
-/// twelve parameters whose types are [`KernelParam`]s and whose return is `Result<R>`.
+/// twelve parameters whose types are [`KernelParam`](crate::KernelParam)s and whose return is `Result<R>`.
 pub trait KernelFn<Marker>: Send + Sync + 'static {
     /// The argument families.
     type Args: ArgList;
