@@ -37,7 +37,7 @@ pub mod prelude {
     pub use switchboard_dispatcher::{
         AutoDispatchBelowADInplaceOrView, AutoDispatchBelowAutograd, DispatchError, Dispatcher,
         ExcludeDispatchKeyGuard, IValue, IncludeDispatchKeyGuard, KernelFunction, Library,
-        LibraryKind, OperatorHandle, Stack, TypedOperatorHandle,
+        LibraryKind, OperatorHandle, PackedScalar, Stack, TypedOperatorHandle,
     };
     pub use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
     pub use switchboard_schema::{FunctionSchema, OperatorName};
