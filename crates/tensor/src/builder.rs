@@ -1,7 +1,8 @@
 //! [`TensorBuilder`]: makes a tensor from a storage and metadata, checking the bounds
 //! invariant; shallow copies of tensors with other keys or payloads.
 
-use std::ptr::addr_of_mut;
+use std::mem::ManuallyDrop;
+use std::ptr::{self, addr_of_mut};
 use std::sync::atomic::AtomicBool;
 use std::sync::OnceLock;
 
@@ -113,7 +114,14 @@ impl Tensor {
     pub(crate) fn from_valid_parts_with(p: ValidParts, numel: i64, is_contiguous: bool) -> Tensor {
         debug_assert_eq!(numel, p.sizes.iter().product::<i64>());
         debug_assert_eq!(is_contiguous, layout::is_contiguous(&p.sizes, &p.strides));
-        let version = match p.version {
+        // The fields are moved out of `p` with `ptr::read` by a closure that borrows it, rather
+        // than captured by move: a capturing closure gets a copy of the parts on the stack,
+        // and the compiler did not forward it, so every tensor paid two copies of its sizes
+        // and strides instead of one.
+        let p = ManuallyDrop::new(p);
+        // SAFETY: each non-`Copy` field of `p` is read exactly once (here and in the closure
+        // below) and `p` is never dropped, so each value has exactly one owner.
+        let version = match unsafe { ptr::read(&p.version) } {
             Some(VersionCounter(VersionInner::Storage(s))) if Storage::ptr_eq(&s, &p.storage) => {
                 None
             }
@@ -144,12 +152,13 @@ impl Tensor {
         }
         // SAFETY: every field of the impl is written below (checked by the pattern above), from
         // values already computed (no panic in between); the slot is the block's uninitialised
-        // value.
+        // value. `storage`, `sizes`, `strides` and `payload` are moved out of `p` (read once,
+        // never dropped there, see above).
         Tensor(unsafe {
             Shared::new_with(|t: *mut TensorImpl| {
-                addr_of_mut!((*t).storage).write(p.storage);
-                addr_of_mut!((*t).sizes).write(p.sizes);
-                addr_of_mut!((*t).strides).write(p.strides);
+                addr_of_mut!((*t).storage).write(ptr::read(&p.storage));
+                addr_of_mut!((*t).sizes).write(ptr::read(&p.sizes));
+                addr_of_mut!((*t).strides).write(ptr::read(&p.strides));
                 addr_of_mut!((*t).storage_offset).write(p.storage_offset);
                 addr_of_mut!((*t).numel).write(numel);
                 addr_of_mut!((*t).is_contiguous).write(is_contiguous);
@@ -161,7 +170,7 @@ impl Tensor {
                 addr_of_mut!((*t).version).write(version);
                 addr_of_mut!((*t).autograd_meta).write(OnceLock::new());
                 addr_of_mut!((*t).requires_grad_hint).write(AtomicBool::new(false));
-                addr_of_mut!((*t).payload).write(p.payload);
+                addr_of_mut!((*t).payload).write(ptr::read(&p.payload));
             })
         })
     }

@@ -5,7 +5,8 @@
 use std::alloc::{self, Layout};
 use std::cell::UnsafeCell;
 use std::ops::Deref;
-use std::ptr::{addr_of, addr_of_mut, NonNull};
+use std::mem::ManuallyDrop;
+use std::ptr::{self, addr_of, addr_of_mut, NonNull};
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 
 mod weak;
@@ -89,8 +90,14 @@ impl<T: Cached> Shared<T> {
     /// A handle to a new block holding `value`.
     #[inline]
     pub(crate) fn new(value: T) -> Shared<T> {
-        // SAFETY: the closure initialises the whole value.
-        unsafe { Shared::new_with(|slot: *mut T| slot.write(value)) }
+        // Moved with `ptr::read` by a closure that borrows it: a closure capturing it by move
+        // would hold a copy of the value, which the compiler does not forward, so the value
+        // would be copied twice (see `Tensor::from_valid_parts_with`). If the allocation
+        // fails before the read, the value is leaked, not dropped twice.
+        let value = ManuallyDrop::new(value);
+        // SAFETY: the closure initialises the whole value, moving it out of `value` exactly
+        // once; `value` itself is never dropped.
+        unsafe { Shared::new_with(|slot: *mut T| slot.write(ptr::read(&*value))) }
     }
 
     /// A handle to a new block whose value `init` writes in place: a large `T` is not built
