@@ -123,6 +123,7 @@ fn gelu_backward_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn gelu_backward(
         ks: DispatchKeySet,
@@ -166,6 +167,7 @@ fn silu_backward_recording(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result
     );
     Ok(out)
 }
+
 pass_through!(
     fn silu_backward(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result<Tensor>;
     [g, x] => silu_backward, else silu_backward_recording
@@ -211,6 +213,7 @@ fn softmax_backward_data_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn softmax_backward_data(
         ks: DispatchKeySet,
@@ -261,6 +264,7 @@ fn log_softmax_backward_data_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn log_softmax_backward_data(
         ks: DispatchKeySet,
@@ -320,6 +324,7 @@ fn mse_loss_backward_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn mse_loss_backward(
         ks: DispatchKeySet,
@@ -404,6 +409,7 @@ fn native_dropout_backward_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn native_dropout_backward(
         ks: DispatchKeySet,

@@ -40,6 +40,7 @@ fn mm_recording(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     );
     Ok(out)
 }
+
 pass_through!(
     fn mm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor>;
     [a, b] => mm, else mm_recording
@@ -74,6 +75,7 @@ fn bmm_recording(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     );
     Ok(out)
 }
+
 pass_through!(
     fn bmm(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor>;
     [a, b] => bmm, else bmm_recording
@@ -117,6 +119,7 @@ fn addmm_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn addmm(
         ks: DispatchKeySet,
@@ -261,6 +264,7 @@ fn max_pool2d_with_indices_recording(
     );
     Ok((out, idx))
 }
+
 pass_through!(
     fn max_pool2d_with_indices(
         ks: DispatchKeySet,
@@ -358,6 +362,7 @@ fn nll_loss_forward_recording(
     );
     Ok((out, tw))
 }
+
 pass_through!(
     fn nll_loss_forward(
         ks: DispatchKeySet,
@@ -408,6 +413,7 @@ fn native_dropout_recording(
     );
     Ok((out, mask))
 }
+
 pass_through!(
     fn native_dropout(
         ks: DispatchKeySet,
@@ -500,6 +506,7 @@ fn embedding_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn embedding(
         ks: DispatchKeySet,

@@ -149,6 +149,7 @@ fn sum_recording(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> R
         expand_back,
     )
 }
+
 pass_through!(
     fn sum(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor>;
     [x] => sum, else sum_recording
@@ -169,6 +170,7 @@ fn sum_dim_recording(
     let fwd = || rd::sum_dim_int_list(k, x, dim, keepdim, dtype);
     run("SumBackward1", x, dim, keepdim, 0.0, 0, fwd, expand_back)
 }
+
 pass_through!(
     fn sum_dim(
         ks: DispatchKeySet,
@@ -201,6 +203,7 @@ fn mean_recording(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> 
         mean_back,
     )
 }
+
 pass_through!(
     fn mean(ks: DispatchKeySet, x: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor>;
     [x] => mean, else mean_recording
@@ -221,6 +224,7 @@ fn mean_dim_recording(
     let fwd = || rd::mean_dim(k, x, dim, keepdim, dtype);
     run("MeanBackward1", x, dim, keepdim, 0.0, 0, fwd, mean_back)
 }
+
 pass_through!(
     fn mean_dim(
         ks: DispatchKeySet,
@@ -356,6 +360,7 @@ fn var_recording(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tenso
         rd::var(k, x, unbiased)
     })
 }
+
 pass_through!(
     fn var(ks: DispatchKeySet, x: &Tensor, unbiased: bool) -> Result<Tensor>;
     [x] => var, else var_recording
@@ -378,6 +383,7 @@ fn var_dim_recording(
         rd::var_dim(k, x, dim, unbiased, keepdim)
     })
 }
+
 pass_through!(
     fn var_dim(
         ks: DispatchKeySet,
@@ -405,6 +411,7 @@ fn var_correction_recording(
     let fwd = || rd::var_correction(k, x, dim, correction, keepdim);
     var_impl("VarBackward0", x, dim, c, keepdim, fwd)
 }
+
 pass_through!(
     fn var_correction(
         ks: DispatchKeySet,

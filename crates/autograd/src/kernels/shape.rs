@@ -159,6 +159,7 @@ fn as_strided_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn as_strided(
         ks: DispatchKeySet,
@@ -194,6 +195,7 @@ fn clone_recording(ks: DispatchKeySet, x: &Tensor, mf: Option<MemoryFormat>) -> 
     );
     Ok(out)
 }
+
 pass_through!(
     fn clone(ks: DispatchKeySet, x: &Tensor, mf: Option<MemoryFormat>) -> Result<Tensor>;
     [x] => clone, else clone_recording
@@ -243,6 +245,7 @@ fn to_copy_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn to_copy(
         ks: DispatchKeySet,
@@ -363,6 +366,7 @@ fn index_select_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn index_select(ks: DispatchKeySet, x: &Tensor, dim: i64, idx: &Tensor) -> Result<Tensor>;
     [x] => index_select, else index_select_recording
@@ -400,6 +404,7 @@ fn gather_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn gather(
         ks: DispatchKeySet,
@@ -446,6 +451,7 @@ fn scatter_add_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn scatter_add(
         ks: DispatchKeySet,
@@ -496,6 +502,7 @@ fn index_add_recording(
     );
     Ok(out)
 }
+
 pass_through!(
     fn index_add(
         ks: DispatchKeySet,
