@@ -4,8 +4,8 @@
 
 use std::alloc::{self, Layout};
 use std::cell::UnsafeCell;
-use std::ops::Deref;
 use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::ptr::{self, addr_of, addr_of_mut, NonNull};
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 
