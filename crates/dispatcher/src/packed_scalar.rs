@@ -74,18 +74,6 @@ impl From<PackedScalar> for Scalar {
     }
 }
 
-macro_rules! from_number {
-    ($($t:ty),*) => {$(
-        impl From<$t> for PackedScalar {
-            #[inline(always)]
-            fn from(x: $t) -> PackedScalar {
-                PackedScalar::new(Scalar::from(x))
-            }
-        }
-    )*};
-}
-from_number!(i64, f64, bool);
-
 impl PartialEq for PackedScalar {
     fn eq(&self, other: &PackedScalar) -> bool {
         self.get() == other.get()
@@ -117,7 +105,13 @@ mod tests {
             assert_eq!(copied.get(), s);
             assert_eq!(format!("{p:?}"), format!("{s:?}"));
         }
-        assert_eq!(PackedScalar::from(2i64), PackedScalar::new(Scalar::Int(2)));
-        assert_ne!(PackedScalar::from(2i64), PackedScalar::from(2.0f64));
+        assert_eq!(
+            PackedScalar::from(Scalar::Int(2)),
+            PackedScalar::new(Scalar::Int(2))
+        );
+        assert_ne!(
+            PackedScalar::new(Scalar::Int(2)),
+            PackedScalar::new(Scalar::Float(2.0))
+        );
     }
 }
