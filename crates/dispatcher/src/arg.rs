@@ -24,6 +24,25 @@ pub trait Arg: 'static {
     const SCHEMA_TYPE: &'static str;
     /// The borrowed form of a boxed value; `None` when the value has another type.
     fn from_ivalue(v: &IValue) -> Option<Self::Ref<'_>>;
+    /// True when `from_ivalue` accepts `v`. Families override it with a plain tag test where the
+    /// default's `Option` test would compile to a null test of the payload's address.
+    #[inline(always)]
+    fn accepts(v: &IValue) -> bool {
+        Self::from_ivalue(v).is_some()
+    }
+    /// The borrowed form of a value that [`accepts`](Self::accepts) returned true for: with
+    /// the type already tested, the conversion is the payload's address.
+    ///
+    /// # Safety
+    /// `Self::accepts(v)` must be true.
+    #[inline(always)]
+    unsafe fn from_accepted(v: &IValue) -> Self::Ref<'_> {
+        match Self::from_ivalue(v) {
+            Some(r) => r,
+            // SAFETY: guaranteed by the caller: `from_ivalue` accepts `v`.
+            None => unsafe { std::hint::unreachable_unchecked() },
+        }
+    }
     /// The boxed form.
     fn to_ivalue(r: Self::Ref<'_>) -> IValue;
     /// The key sets of the tensors in the argument; empty for non-tensor arguments.
@@ -31,14 +50,14 @@ pub trait Arg: 'static {
     fn key_set(_r: Self::Ref<'_>) -> DispatchKeySet {
         DispatchKeySet::EMPTY
     }
-    /// Drops a boxed value in place, normally one of this family (a kernel's argument, after
-    /// the kernel ran, see Note [Boxed trampolines]). The default runs the whole enum's drop
-    /// glue; families override it to test for the variant they expect first, so that the
-    /// common case is a direct drop (or nothing, for variants without heap data).
+    /// Drops a boxed value of this family in place (a kernel's argument, after the kernel ran,
+    /// see Note [Boxed trampolines]). The default runs the whole enum's drop glue; families
+    /// override it to drop the variants they accept directly (or not at all, for variants
+    /// without heap data).
     ///
     /// # Safety
     /// `v` must point to a valid, initialised `IValue` that the caller owns and neither reads
-    /// nor drops again.
+    /// nor drops again, and that [`accepts`](Self::accepts) returned true for.
     #[inline(always)]
     unsafe fn drop_boxed(v: *mut IValue) {
         // SAFETY: guaranteed by the caller: `v` is valid and its value is ours to drop.
@@ -244,6 +263,10 @@ impl Arg for Tensor {
     fn from_ivalue(v: &IValue) -> Option<&Tensor> {
         v.as_tensor()
     }
+    #[inline(always)]
+    fn accepts(v: &IValue) -> bool {
+        matches!(v, IValue::Tensor(_))
+    }
     #[inline]
     fn to_ivalue(r: &Tensor) -> IValue {
         IValue::Tensor(r.clone())
@@ -254,12 +277,12 @@ impl Arg for Tensor {
     }
     #[inline(always)]
     unsafe fn drop_boxed(v: *mut IValue) {
-        // SAFETY: guaranteed by the caller: `v` is valid and its value is ours to drop; a tensor
-        // is dropped as one (a reference count decrement), anything else through the enum's glue.
+        // SAFETY: guaranteed by the caller: `v` is valid, its value is ours to drop, and it is
+        // a tensor (the only variant this family accepts): a reference count decrement.
         unsafe {
             match &mut *v {
                 IValue::Tensor(t) => std::ptr::drop_in_place(t),
-                _ => std::ptr::drop_in_place(v),
+                _ => std::hint::unreachable_unchecked(),
             }
         }
     }
@@ -275,6 +298,10 @@ impl Arg for Option<Tensor> {
             IValue::Tensor(t) => Some(Some(t)),
             _ => None,
         }
+    }
+    #[inline(always)]
+    fn accepts(v: &IValue) -> bool {
+        matches!(v, IValue::None | IValue::Tensor(_))
     }
     fn to_ivalue(r: Option<&Tensor>) -> IValue {
         r.map_or(IValue::None, |t| IValue::Tensor(t.clone()))
@@ -327,7 +354,7 @@ impl Arg for Vec<Tensor> {
         }
     }
     fn to_ivalue(r: &[Tensor]) -> IValue {
-        IValue::TensorList(r.to_vec())
+        IValue::TensorList(r.into())
     }
     fn key_set(r: &[Tensor]) -> DispatchKeySet {
         r.iter()
@@ -346,7 +373,7 @@ impl Arg for Vec<Option<Tensor>> {
         }
     }
     fn to_ivalue(r: &[Option<Tensor>]) -> IValue {
-        IValue::OptionalTensorList(r.to_vec())
+        IValue::OptionalTensorList(r.into())
     }
     fn key_set(r: &[Option<Tensor>]) -> DispatchKeySet {
         r.iter()
@@ -368,7 +395,7 @@ macro_rules! slice_arg {
                 }
             }
             fn to_ivalue(r: &[$elem]) -> IValue {
-                IValue::$variant(r.to_vec())
+                IValue::$variant(r.into())
             }
         }
         kernel_param!(&[$elem] => Vec<$elem>);
@@ -383,7 +410,7 @@ macro_rules! slice_arg {
                 }
             }
             fn to_ivalue(r: Option<&[$elem]>) -> IValue {
-                r.map_or(IValue::None, |xs| IValue::$variant(xs.to_vec()))
+                r.map_or(IValue::None, |xs| IValue::$variant(xs.into()))
             }
         }
         kernel_param!(Option<&[$elem]> => Option<Vec<$elem>>);
@@ -399,12 +426,12 @@ impl Arg for String {
     const SCHEMA_TYPE: &'static str = "str";
     fn from_ivalue(v: &IValue) -> Option<&str> {
         match v {
-            IValue::Str(s) => Some(s),
+            IValue::Str(s) => Some(s.as_str()),
             _ => None,
         }
     }
     fn to_ivalue(r: &str) -> IValue {
-        IValue::Str(r.to_owned())
+        IValue::Str(Box::new(r.to_owned()))
     }
 }
 kernel_param!(&str => String);
@@ -414,12 +441,12 @@ impl Arg for Option<String> {
     fn from_ivalue(v: &IValue) -> Option<Option<&str>> {
         match v {
             IValue::None => Some(None),
-            IValue::Str(s) => Some(Some(s)),
+            IValue::Str(s) => Some(Some(s.as_str())),
             _ => None,
         }
     }
     fn to_ivalue(r: Option<&str>) -> IValue {
-        r.map_or(IValue::None, |s| IValue::Str(s.to_owned()))
+        r.map_or(IValue::None, |s| IValue::Str(Box::new(s.to_owned())))
     }
 }
 kernel_param!(Option<&str> => Option<String>);
@@ -470,12 +497,12 @@ macro_rules! return_value {
             const SCHEMA_TYPE: &'static str = $name;
             #[inline]
             fn into_ivalue(self) -> IValue {
-                IValue::$variant(self)
+                IValue::$variant(self.into())
             }
             #[inline(always)]
             fn from_ivalue(v: IValue) -> Option<Self> {
                 match v {
-                    IValue::$variant(x) => Some(x),
+                    IValue::$variant(x) => Some(x.into()),
                     other => drop_mismatched(other),
                 }
             }

@@ -34,7 +34,13 @@ macro_rules! arities {
                 let Some(args) = values.last_chunk::<$n>() else {
                     return Err(usize::MAX);
                 };
-                Ok(($($p::from_ivalue(&args[$i]).ok_or($i as usize)?,)*))
+                // Types first, then the conversions knowing them: a conversion that may fail
+                // tests the payload's address for null (the `Option<&T>` niche) after the tag.
+                $(if !$p::accepts(&args[$i]) {
+                    return Err($i);
+                })*
+                // SAFETY: each value's family accepts it (tested above).
+                Ok(($(unsafe { $p::from_accepted(&args[$i]) },)*))
             }
             #[inline]
             #[allow(unused_variables)]
@@ -54,8 +60,8 @@ macro_rules! arities {
             #[inline(always)]
             #[allow(unused_variables, unused_unsafe)]
             unsafe fn drop_boxed(args: *mut IValue) {
-                // SAFETY: guaranteed by the caller: `args` points to `$n` valid values we own;
-                // each is dropped once.
+                // SAFETY: guaranteed by the caller: `args` points to `$n` valid values we own,
+                // each accepted by its family; each is dropped once.
                 unsafe { $($p::drop_boxed(args.add($i));)* }
             }
             fn entry<Kern: Invoke<Args = Self>>() -> *const () {

@@ -4,13 +4,25 @@ use std::fmt;
 
 use switchboard_keys::DispatchKeySet;
 use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+use thin_vec::ThinVec;
 
 /// A boxed value: one argument or return of an operator in the boxed calling convention.
 ///
 /// As in PyTorch, a `Scalar` argument is boxed as `Int`, `Double` or `Bool`; `ScalarType`,
 /// `Layout`, `Device` and `MemoryFormat` have variants of their own so that boxed values print
 /// and convert unambiguously (an `Int` is still accepted where a `ScalarType` is expected).
+///
+/// An `IValue` is two words (Note [Two-word IValues]): lists are [`ThinVec`]s and a string is a
+/// `Box<String>`, so that each payload is one pointer.
+///
+/// ```
+/// use switchboard_dispatcher::IValue;
+/// let dims = IValue::IntList(vec![0, 1].into());
+/// assert!(matches!(&dims, IValue::IntList(v) if v == &[0, 1]));
+/// assert_eq!(std::mem::size_of::<IValue>(), 16);
+/// ```
 #[derive(Clone, Default)]
+#[repr(u64)]
 pub enum IValue {
     /// `None` (an absent optional).
     #[default]
@@ -24,7 +36,8 @@ pub enum IValue {
     /// A `bool`.
     Bool(bool),
     /// A `str`.
-    Str(String),
+    #[allow(clippy::box_collection)] // one word, see Note [Two-word IValues]
+    Str(Box<String>),
     /// A `ScalarType` (dtype).
     ScalarType(ScalarType),
     /// A `Layout`.
@@ -36,20 +49,34 @@ pub enum IValue {
     /// A `Generator` (a handle to a random-number generator's state).
     Generator(Generator),
     /// An `int[]`.
-    IntList(Vec<i64>),
+    IntList(ThinVec<i64>),
     /// A `float[]`.
-    DoubleList(Vec<f64>),
+    DoubleList(ThinVec<f64>),
     /// A `bool[]`.
-    BoolList(Vec<bool>),
+    BoolList(ThinVec<bool>),
     /// A `Tensor[]`.
-    TensorList(Vec<Tensor>),
+    TensorList(ThinVec<Tensor>),
     /// A `Tensor?[]`.
-    OptionalTensorList(Vec<Option<Tensor>>),
+    OptionalTensorList(ThinVec<Option<Tensor>>),
     /// A tuple (several returns boxed as one value).
-    Tuple(Vec<IValue>),
+    Tuple(ThinVec<IValue>),
     /// Any other list.
-    GenericList(Vec<IValue>),
+    GenericList(ThinVec<IValue>),
 }
+
+// Note [Two-word IValues]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A boxed call moves every argument and return through a `Stack`: the caller pushes, the
+// kernel reads, drops and writes in place, the caller pops and drops. Tensors and numbers are
+// nearly all of that traffic, and their payload is one word. With `Vec` or `String` payloads
+// (three words) the enum was 32 bytes: each push and pop copied it through a temporary, and its
+// drop was a large out-of-line function. With every payload one word (a `ThinVec` keeps its
+// length and capacity in its heap block; a string is boxed), an `IValue` is a tag and a word:
+// pushes and pops are two stores or loads, and dropping a tensor value is a tag test and a
+// reference-count decrement. Lists and strings pay for it with one extra indirection, and a
+// string with one extra allocation; neither is common on hot paths.
+const _: () = assert!(std::mem::size_of::<IValue>() == 16);
+const _: () = assert!(std::mem::size_of::<Option<IValue>>() == 16);
 
 /// The boxed calling convention's argument stack: arguments are pushed in schema order, the
 /// kernel pops them and pushes its returns.
@@ -135,6 +162,34 @@ impl From<Tensor> for IValue {
         IValue::Tensor(t)
     }
 }
+
+impl From<&str> for IValue {
+    fn from(s: &str) -> Self {
+        IValue::Str(Box::new(s.to_owned()))
+    }
+}
+
+impl From<String> for IValue {
+    fn from(s: String) -> Self {
+        IValue::Str(Box::new(s))
+    }
+}
+
+macro_rules! from_list {
+    ($elem:ty, $variant:ident) => {
+        impl From<Vec<$elem>> for IValue {
+            fn from(v: Vec<$elem>) -> Self {
+                IValue::$variant(v.into())
+            }
+        }
+    };
+}
+
+from_list!(i64, IntList);
+from_list!(f64, DoubleList);
+from_list!(bool, BoolList);
+from_list!(Tensor, TensorList);
+from_list!(Option<Tensor>, OptionalTensorList);
 
 fn list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
     f.write_str("[")?;

@@ -50,7 +50,7 @@ pub trait ArgList: 'static {
     ///
     /// # Safety
     /// `args` must point to `LEN` consecutive valid `IValue`s that the caller owns and neither
-    /// reads nor drops again.
+    /// reads nor drops again, and that `from_stack` accepted (each of its family's type).
     unsafe fn drop_boxed(args: *mut IValue);
     /// The typed entry point of kernel object `K`, type-erased (Note [Spread arguments]).
     #[doc(hidden)]
@@ -176,8 +176,8 @@ unsafe fn boxed_trampoline<K: Invoke>(
     let n = <K::Args as ArgList>::LEN;
     // `from_stack` succeeded, so the stack holds at least `n` values.
     let base = stack.len() - n;
-    // SAFETY: the last `n` values are the arguments, initialised and no longer borrowed (the
-    // kernel returned owned values). `set_len(base)` first hands their ownership to us, so each
+    // SAFETY: the last `n` values are the arguments, initialised, accepted by `from_stack` and
+    // no longer borrowed (the kernel returned owned values). `set_len(base)` first hands their ownership to us, so each
     // is dropped exactly once (a panic in a drop leaks the rest). The buffer is not reallocated
     // before the writes, so `slots` stays valid; the `R::LEN <= n` returns fit in the `n` freed
     // slots, below the capacity, and are counted in only once written.

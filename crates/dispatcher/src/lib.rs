@@ -67,6 +67,8 @@ pub use tls::*;
 
 pub use switchboard_keys::{DispatchKey, DispatchKeySet};
 pub use switchboard_schema::{FunctionSchema, OperatorName};
+/// The one-word list of list-valued [`IValue`]s (Note [Two-word IValues]), and its macro.
+pub use thin_vec::{thin_vec, ThinVec};
 
 #[doc(hidden)]
 pub use inventory;

@@ -234,6 +234,14 @@ fn pack_dispatch_args(count: usize, tensor_like: impl Iterator<Item = bool>) -> 
     ((count.min(max_count) as u64) << ARG_COUNT_SHIFT) | mask
 }
 
+/// The key set of a dispatch argument that is not a tensor (a list, an optional), out of line so
+/// that the boxed key extraction keeps the tensor case a single tag test.
+#[cold]
+#[inline(never)]
+fn other_key_set(v: &crate::IValue) -> u64 {
+    v.key_set().raw()
+}
+
 /// The top bit: no signature id has it (Note [Signature ids]).
 const OBSERVED_BIT: u64 = 1 << 63;
 
@@ -353,12 +361,12 @@ impl OperatorEntry {
         while mask != 0 {
             let i = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            // Tensors first: lists and optionals are the rare case. Set bits are below the
-            // count (`pack_dispatch_args`), so `get` always finds the value.
-            match args.get(i) {
-                Some(crate::IValue::Tensor(t)) => ks |= t.key_set().raw(),
-                Some(v) => ks |= v.key_set().raw(),
-                None => {}
+            // SAFETY: set bits are below the count (`pack_dispatch_args`), the length of `args`.
+            let v = unsafe { args.get_unchecked(i) };
+            // Tensors inline: lists and optionals are the rare case.
+            match v {
+                crate::IValue::Tensor(t) => ks |= t.key_set().raw(),
+                v => ks |= other_key_set(v),
             }
         }
         DispatchKeySet::from_raw(ks)

@@ -154,7 +154,7 @@ fn every_argument_kind_unboxes() {
         // An int is a valid float argument, as in Python.
         IValue::Int(2),
         IValue::Bool(true),
-        IValue::Str("s".into()),
+        IValue::from("s"),
         IValue::Double(0.5),
         // PyTorch boxes dtypes as ints.
         IValue::Int(ScalarType::Float as i64),
@@ -172,16 +172,16 @@ fn every_argument_kind_unboxes() {
 
     let mut stack: Stack = vec![
         IValue::Tensor(t.clone()),
-        IValue::IntList(vec![1, 2]),
-        IValue::DoubleList(vec![1.0]),
-        IValue::BoolList(vec![true, false, true]),
-        IValue::TensorList(vec![t.clone(), t.clone()]),
-        IValue::OptionalTensorList(vec![None, Some(t.clone())]),
+        IValue::IntList(vec![1, 2].into()),
+        IValue::DoubleList(vec![1.0].into()),
+        IValue::BoolList(vec![true, false, true].into()),
+        IValue::TensorList(vec![t.clone(), t.clone()].into()),
+        IValue::OptionalTensorList(vec![None, Some(t.clone())].into()),
         IValue::Generator(Generator::new(1)),
         IValue::None,
         IValue::Bool(false),
         IValue::None,
-        IValue::Str("k".into()),
+        IValue::from("k"),
     ];
     handle(&d, "boxed::lists").call_boxed(&mut stack).unwrap();
     assert_eq!(stack.len(), 1);
@@ -451,4 +451,67 @@ fn scalars_reach_typed_packed_and_boxed_kernels() {
             Some(Scalar::Int(9))
         );
     }
+}
+
+/// The trampolines test types with `Arg::accepts` and then convert unchecked
+/// (`Arg::from_accepted`), so each family must accept exactly the values `from_ivalue` converts.
+#[test]
+fn families_accept_exactly_what_they_convert() {
+    let t = cpu_tensor();
+    let values = [
+        IValue::None,
+        IValue::Tensor(t.clone()),
+        IValue::Int(1),
+        IValue::Double(1.5),
+        IValue::Bool(true),
+        IValue::from("s"),
+        IValue::ScalarType(ScalarType::Float),
+        IValue::Layout(Layout::Strided),
+        IValue::Device(Device::CPU),
+        IValue::MemoryFormat(MemoryFormat::Contiguous),
+        IValue::Generator(Generator::new(1)),
+        IValue::from(vec![1_i64, 2]),
+        IValue::from(vec![0.5_f64]),
+        IValue::from(vec![true]),
+        IValue::from(vec![t.clone()]),
+        IValue::from(vec![None, Some(t.clone())]),
+        IValue::Tuple(ThinVec::new()),
+        IValue::GenericList(thin_vec![IValue::Int(1)]),
+    ];
+    fn check<A: Arg>(values: &[IValue]) -> usize {
+        let mut accepted = 0;
+        for v in values {
+            let converts = A::from_ivalue(v).is_some();
+            assert_eq!(A::accepts(v), converts, "{} and {v:?}", A::SCHEMA_TYPE);
+            accepted += usize::from(converts);
+        }
+        accepted
+    }
+    macro_rules! check_all {
+        ($($family:ty => $n:literal),* $(,)?) => {
+            $(assert_eq!(check::<$family>(&values), $n, "{}", <$family as Arg>::SCHEMA_TYPE);)*
+        };
+    }
+    check_all!(
+        Tensor => 1,
+        Option<Tensor> => 2,
+        i64 => 1,
+        f64 => 2,
+        bool => 1,
+        Scalar => 3,
+        Option<Scalar> => 4,
+        ScalarType => 2,
+        Layout => 1,
+        Device => 1,
+        MemoryFormat => 1,
+        Generator => 1,
+        Option<Generator> => 2,
+        Vec<Tensor> => 1,
+        Vec<Option<Tensor>> => 1,
+        Vec<i64> => 1,
+        Option<Vec<f64>> => 2,
+        Vec<bool> => 1,
+        String => 1,
+        Option<String> => 2,
+    );
 }

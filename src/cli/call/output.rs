@@ -71,14 +71,14 @@ fn to_json(v: IValue, path: &str, tensors: &mut Vec<(String, Tensor)>) -> serde_
         IValue::Int(i) => i.into(),
         IValue::Double(f) => json_float(f),
         IValue::Bool(b) => b.into(),
-        IValue::Str(s) => s.into(),
+        IValue::Str(s) => (*s).into(),
         IValue::ScalarType(t) => t.name().into(),
         IValue::Layout(l) => strip(l.to_string()).into(),
         IValue::MemoryFormat(m) => strip(m.to_string()).into(),
         IValue::Device(dev) => dev.to_string().into(),
-        IValue::IntList(v) => v.into(),
+        IValue::IntList(v) => v.as_slice().into(),
         IValue::DoubleList(v) => Value::Array(v.into_iter().map(json_float).collect()),
-        IValue::BoolList(v) => v.into(),
+        IValue::BoolList(v) => v.as_slice().into(),
         IValue::Tensor(t) => {
             tensors.push((path.to_owned(), t));
             format!("@{path}").into()

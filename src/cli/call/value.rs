@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use switchboard::dispatcher::IValue;
+use switchboard::dispatcher::{IValue, ThinVec};
 use switchboard::schema::{DefaultValue, Type};
 use switchboard::tensor::{Device, Generator, Layout, MemoryFormat, ScalarType, Tensor};
 
@@ -47,7 +47,7 @@ pub(super) fn parse_value(
         Type::Int | Type::SymInt => parse_int(text).map(IValue::Int),
         Type::Float => parse_float(text).map(IValue::Double),
         Type::Bool => parse_bool(text).map(IValue::Bool),
-        Type::Str => Ok(IValue::Str(unquote(text).to_owned())),
+        Type::Str => Ok(IValue::from(unquote(text))),
         Type::Scalar => parse_scalar(text),
         Type::ScalarType => parse_dtype(text).map(IValue::ScalarType),
         Type::Layout => parse_layout(text).map(IValue::Layout),
@@ -178,7 +178,7 @@ fn parse_list(text: &str, elem: &Type, n: Option<i32>, inputs: &Inputs) -> Resul
             let v =
                 parse_int(text).or_else(|_| expected("an int or a list of ints like [1, 2]"))?;
             let len = usize::try_from(n.unwrap_or(1)).unwrap_or(0);
-            return Ok(IValue::IntList(vec![v; len]));
+            return Ok(IValue::IntList(vec![v; len].into()));
         }
         None => return expected(&format!("a list like [a, b] of {elem}")),
     };
@@ -241,7 +241,7 @@ pub(super) fn default_value(d: &DefaultValue, ty: &Type, n: Option<i32>) -> Resu
         }),
         // `int[1]? dim=3`: an optional list takes a single constant (PyTorch broadcasts it).
         (DefaultValue::Int(i), Type::List(elem)) if matches!(**elem, Type::Int | Type::SymInt) => {
-            IValue::IntList(vec![*i; usize::try_from(n.unwrap_or(1)).unwrap_or(1)])
+            IValue::IntList(vec![*i; usize::try_from(n.unwrap_or(1)).unwrap_or(1)].into())
         }
         (DefaultValue::Int(i), Type::Int | Type::SymInt | Type::Scalar) => IValue::Int(*i),
         (DefaultValue::Float(f), Type::Float | Type::Scalar) => IValue::Double(*f),
@@ -256,11 +256,11 @@ pub(super) fn default_value(d: &DefaultValue, ty: &Type, n: Option<i32>) -> Resu
             }
         }
         (DefaultValue::Str(_), Type::Str) => match d.as_str() {
-            Some(s) => IValue::Str(s.to_owned()),
+            Some(s) => IValue::from(s),
             None => return unsupported(),
         },
         (DefaultValue::List(items), Type::List(elem)) => {
-            let ints = || -> Option<Vec<i64>> {
+            let ints = || -> Option<ThinVec<i64>> {
                 items
                     .iter()
                     .map(|v| match v {
@@ -278,7 +278,7 @@ pub(super) fn default_value(d: &DefaultValue, ty: &Type, n: Option<i32>) -> Resu
                         DefaultValue::Int(i) => Some(*i as f64),
                         _ => None,
                     })
-                    .collect::<Option<Vec<f64>>>()
+                    .collect::<Option<ThinVec<f64>>>()
                     .map(IValue::DoubleList),
                 Type::Bool => items
                     .iter()
@@ -286,7 +286,7 @@ pub(super) fn default_value(d: &DefaultValue, ty: &Type, n: Option<i32>) -> Resu
                         DefaultValue::Bool(b) => Some(*b),
                         _ => None,
                     })
-                    .collect::<Option<Vec<bool>>>()
+                    .collect::<Option<ThinVec<bool>>>()
                     .map(IValue::BoolList),
                 _ => None,
             };
