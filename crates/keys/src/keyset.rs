@@ -93,41 +93,41 @@ pub const OFFSETS_AND_MASKS: [FunctionalityOffsetAndMask; OFFSET_TABLE_LEN] = {
 // - Its masks carry bit 0 in addition: `t & (mask | 1)` is `(raw & mask) | 1`, never zero, whose
 //   highest bit is the highest selected backend, or 0 when none is selected (a backend-less
 //   functionality selects nothing and lands on its single slot).
-// The sum `offset + backend` is the one the per-functionality table gives. The by-bit entries
-// hold the mask and the offset as 32-bit words (PyTorch's table has 16-bit ones): the mask is
-// then and-ed straight from memory (`and mem32, reg`, which clears the upper half too) instead
-// of being loaded into a register of its own, one instruction and one register fewer, which
-// matters in kernels that redispatch with all six argument registers live.
+// The sum `offset + backend` is the one the per-functionality table gives. The by-bit table
+// keeps the masks as 32-bit words and the offsets as 64-bit words, in two arrays (PyTorch's
+// table has 16-bit pairs): the mask is then and-ed straight from memory (`and mem32, reg`, which
+// clears the upper half too) and the offset added straight from memory (`add mem64, reg`), both
+// addressed from the one table base, instead of each being loaded into a register of its own.
+// That is two instructions and two registers fewer, which matters in kernels that redispatch
+// with all six argument registers live: a register fewer can be a callee-saved register fewer
+// to push and pop.
 
-/// A functionality's first slot and backend mask, as `dispatch_table_index` reads them (Note
-/// [Dispatch table index in seven instructions]).
-#[derive(Clone, Copy)]
+/// The functionalities' backend masks and first slots by bit position, as
+/// `dispatch_table_index` reads them (Note [Dispatch table index in seven instructions]).
 struct SlotByBit {
-    mask: u32,
-    offset: u32,
+    masks: [u32; 64],
+    offsets: [u64; 64],
 }
 
 /// `OFFSETS_AND_MASKS` indexed by bit position, masks with bit 0 set (Note [Dispatch table index
 /// in seven instructions]).
-const SLOT_BY_BIT: [SlotByBit; 64] = {
+const SLOT_BY_BIT: SlotByBit = {
     let undefined = OFFSETS_AND_MASKS[0];
-    let mut table = [SlotByBit {
-        offset: undefined.offset as u32,
-        mask: undefined.mask as u32 | 1,
-    }; 64];
+    let mut table = SlotByBit {
+        masks: [undefined.mask as u32 | 1; 64],
+        offsets: [undefined.offset as u64; 64],
+    };
     let mut bit = NUM_BACKENDS as usize;
     while bit < 64 {
         let om = OFFSETS_AND_MASKS[bit + 1 - NUM_BACKENDS as usize];
-        table[bit] = SlotByBit {
-            offset: om.offset as u32,
-            mask: om.mask as u32 | 1,
-        };
+        table.offsets[bit] = om.offset as u64;
+        table.masks[bit] = om.mask as u32 | 1;
         bit += 1;
     }
     // The invariant `dispatch_table_index`'s unchecked non-zero value relies on.
     let mut i = 0;
     while i < 64 {
-        assert!(table[i].mask & 1 == 1);
+        assert!(table.masks[i] & 1 == 1);
         i += 1;
     }
     table
@@ -322,13 +322,14 @@ impl DispatchKeySet {
     pub const fn dispatch_table_index(self) -> usize {
         // See Note [Dispatch table index in seven instructions].
         let t = self.0 | 1;
-        let om = SLOT_BY_BIT[(63 - t.leading_zeros()) as usize];
+        let bit = (63 - t.leading_zeros()) as usize;
         // Position of the highest selected backend bit, 0 when none is selected.
         // SAFETY: bit 0 is set in `t` and in every mask of the by-bit table, so the value is
         // not zero. (Saying so lets the compiler emit a bare bit scan instead of a zero check.)
-        let selected = unsafe { std::num::NonZeroU64::new_unchecked(t & om.mask as u64) };
+        let selected =
+            unsafe { std::num::NonZeroU64::new_unchecked(t & SLOT_BY_BIT.masks[bit] as u64) };
         let backend = 63 - selected.leading_zeros();
-        om.offset as usize + backend as usize
+        SLOT_BY_BIT.offsets[bit] as usize + backend as usize
     }
 
     /// The index (0-based bit position) of the highest backend bit, 0 when none.
