@@ -4,10 +4,11 @@
 
 use switchboard_keys::DispatchKeySet;
 
-use crate::arg::{Arg, KernelParam, KernelReturn};
+use crate::arg::{Arg, KernelParam};
 use crate::error::Result;
 use crate::ivalue::{IValue, Stack};
 use crate::kernel::{ArgList, ArgTypes, Invoke, KernelFn, KernelFnWithKeys};
+use crate::ret::KernelReturn;
 
 type ParamOf<'a, P> = <P as KernelParam>::Param<'a>;
 

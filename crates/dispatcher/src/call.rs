@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use switchboard_keys::{DispatchKey, DispatchKeySet};
 
-use crate::arg::KernelReturn;
 use crate::dispatcher::Dispatcher;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::Stack;
 use crate::kernel::{signature_id, ArgList, Invoke, KernelKind};
 use crate::observe;
 use crate::operator::{AnnotatedKernel, OperatorEntry, SchemaRecord};
+use crate::ret::KernelReturn;
 use crate::schema_check::{format_inferred, schema_difference};
 use crate::stack_cache::BoxingStack;
 use crate::tls::apply_tls;

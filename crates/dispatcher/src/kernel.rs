@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use switchboard_keys::DispatchKeySet;
 
-use crate::arg::KernelReturn;
 use crate::call::OperatorHandle;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::{IValue, Stack};
+use crate::ret::KernelReturn;
 
 /// A boxed kernel: takes its arguments from the stack and leaves its returns there.
 pub type BoxedKernelFn =

@@ -43,13 +43,14 @@ mod operator;
 mod packed_scalar;
 #[cfg(test)]
 mod refresh_tests;
+mod ret;
 mod schema_check;
 mod stack_cache;
 mod table;
 mod tls;
 mod util;
 
-pub use arg::{Arg, KernelParam, KernelReturn, ReturnValue};
+pub use arg::{Arg, KernelParam};
 pub use call::{OperatorHandle, TypedOperatorHandle};
 pub use debug::RegistrationDebug;
 pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
@@ -62,6 +63,7 @@ pub use library::{static_registration_errors, Library, LibraryKind, StaticLibrar
 pub use observe::{add_observer, set_dispatch_trace, CallEvent, ObserverGuard};
 pub use operator::{AliasAnalysisKind, SchemaRecord};
 pub use packed_scalar::PackedScalar;
+pub use ret::{KernelReturn, ReturnValue};
 pub use table::{runtime_keys, Provenance, RUNTIME_KEYS};
 pub use tls::*;
 
