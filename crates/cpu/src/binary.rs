@@ -23,9 +23,10 @@ pub fn scalar_acc<T: CpuElement>(s: Scalar) -> T::Acc {
 }
 
 /// Runs a binary elementwise kernel, written `|it| body` (or as a function path) against
-/// [`BinaryLoop`], and returns the result: on a [`DenseBinary`] loop when no `out` is given
-/// and the operands qualify (Note [Dense binary loops]), else on a [`TensorIter`] (the body is
-/// compiled for both). Arguments: op name, `a`, `b`, `out: Option<&Tensor>`, `int_to_float`.
+/// [`BinaryLoop`], and returns the result: on a [`DenseBinary`] loop when no `out` is given (or
+/// `out` is `a`: in place) and the operands qualify (Note [Dense binary loops]), else on a
+/// [`TensorIter`] (the body is compiled for each). Arguments: op name, `a`, `b`,
+/// `out: Option<&Tensor>`, `int_to_float`.
 macro_rules! binary_op {
     ($op:expr, $a:expr, $b:expr, $out:expr, $int_to_float:expr, |$it:ident| $body:expr $(,)?) => {{
         let (a, b, out, int_to_float): (
@@ -34,18 +35,29 @@ macro_rules! binary_op {
             Option<&switchboard_tensor::Tensor>,
             bool,
         ) = ($a, $b, $out, $int_to_float);
-        let dense = match out {
-            None => $crate::iter::DenseBinary::try_new(a, b, int_to_float)?,
-            Some(_) => None,
-        };
-        match dense {
-            Some(dense) => {
-                let $it = &dense;
-                let done: $crate::error::Result<()> = $body;
-                done?;
-                dense.finish()
+        'op: {
+            // Each dense form runs its own copy of the body (a different loop type).
+            match out {
+                None => {
+                    if let Some(dense) = $crate::iter::DenseBinary::try_new(a, b, int_to_float)? {
+                        let $it = &dense;
+                        let done: $crate::error::Result<()> = $body;
+                        done?;
+                        break 'op dense.finish();
+                    }
+                }
+                Some(out) if out.is_same(a) => {
+                    if let Some(dense) = $crate::iter::DenseBinary::try_in_place(a, b, int_to_float)
+                    {
+                        let $it = &dense;
+                        let done: $crate::error::Result<()> = $body;
+                        done?;
+                        break 'op dense.finish();
+                    }
+                }
+                Some(_) => {}
             }
-            None => $crate::binary::binary_general($op, a, b, out, int_to_float, |$it| $body),
+            $crate::binary::binary_general($op, a, b, out, int_to_float, |$it| $body)
         }
     }};
     ($op:expr, $a:expr, $b:expr, $out:expr, $int_to_float:expr, $kernel:path $(,)?) => {
@@ -225,7 +237,7 @@ macro_rules! binary_family {
         #[doc = concat!("`", $name, ".out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out)`.")]
         pub fn $out(self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
             let ($a, $b, $alpha) = (self_, other, alpha);
-            binary_general($name, $a, $b, Some(out), false, |$it| $body)
+            binary_op!($name, $a, $b, Some(out), false, |$it| $body)
         }
         #[doc = concat!("`", $name, ".Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out)`.")]
         pub fn $scalar_out(self_: &Tensor, other: Scalar, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
@@ -285,7 +297,7 @@ pub fn mul_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
 
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
 pub fn mul_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-    binary_general("mul", self_, other, Some(out), false, mul_kernel)
+    binary_op!("mul", self_, other, Some(out), false, mul_kernel)
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other)`.

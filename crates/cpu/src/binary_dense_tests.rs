@@ -235,3 +235,142 @@ proptest! {
         }
     }
 }
+
+/// Runs the kernel `|it| body` in place on copies of `a` (with `b`, or with the copy itself
+/// when `b` is `None`): by the dense in-place path (`None` if it does not apply) and by the
+/// general path. Each outcome is the returned tensor's, then the written copy's values.
+macro_rules! both_in_place {
+    ($a:expr, $b:expr, $int_to_float:expr, |$it:ident| $body:expr) => {{
+        let (a, b): (&Tensor, Option<&Tensor>) = ($a, $b);
+        let run = |dense: bool| -> Option<InPlaceOutcome> {
+            let x = a.deep_clone().unwrap();
+            let y = b.unwrap_or(&x);
+            let r = if dense {
+                let d = DenseBinary::try_in_place(&x, y, $int_to_float)?;
+                let $it = &d;
+                let run = || -> Result<()> { $body };
+                run().and_then(|_| d.finish())
+            } else {
+                binary_general("op", &x, y, Some(&x), $int_to_float, |$it| $body)
+            };
+            if let Ok(r) = &r {
+                assert!(r.is_same(&x), "an in-place op returns its self");
+            }
+            Some((outcome(r), outcome(Ok(x))))
+        };
+        (run(true), run(false).unwrap())
+    }};
+}
+
+/// What an in-place op gave: its result's outcome, then the written tensor's.
+type InPlaceOutcome = (Outcome, Outcome);
+
+/// The in-place kernels of this module through both paths, with `b` (or `a` itself).
+fn all_in_place(
+    a: &Tensor,
+    b: Option<&Tensor>,
+) -> Vec<(&'static str, Option<InPlaceOutcome>, InPlaceOutcome)> {
+    let mut r = Vec::new();
+    let mut push = |name, (d, g)| r.push((name, d, g));
+    push(
+        "add_",
+        both_in_place!(a, b, false, |it| add_kernel(it, Scalar::Int(2))),
+    );
+    push(
+        "sub_",
+        both_in_place!(a, b, false, |it| {
+            sub_check(a, b.unwrap_or(a))?;
+            add_kernel(it, neg_alpha(Scalar::Int(1)))
+        }),
+    );
+    push("mul_", both_in_place!(a, b, false, |it| mul_kernel(it)));
+    push(
+        "div_",
+        both_in_place!(a, b, true, |it| div_kernel(it, Rounding::True)),
+    );
+    push(
+        "div_floor_",
+        both_in_place!(a, b, false, |it| div_kernel(it, Rounding::Floor)),
+    );
+    r
+}
+
+fn check_in_place(a: &Tensor, b: Option<&Tensor>, dense: bool) {
+    for (name, d, g) in all_in_place(a, b) {
+        match d {
+            Some(d) => {
+                assert!(dense, "{name}: the dense path was taken");
+                assert_eq!(d, g, "{name} on {a:?} and {b:?}");
+            }
+            None => assert!(
+                !dense || (name == "div_" && !a.dtype().is_floating_point()),
+                "{name}: the dense path was not taken"
+            ),
+        }
+    }
+}
+
+#[test]
+fn dense_in_place_matches_general() {
+    let xs = [3.0, -2.0, 0.0, 1.5, 7.0, -0.5];
+    let ys = [2.0, 0.0, -3.0, 4.0, -1.5, 1.0];
+    let shapes: [&[i64]; 5] = [&[], &[0], &[1], &[2, 3], &[2, 1, 3]];
+    for dt in ScalarType::ALL {
+        for sizes in shapes {
+            let (a, b) = (tensor(&xs, sizes, dt), tensor(&ys, sizes, dt));
+            check_in_place(&a, Some(&b), true);
+            // `x op= x`: the same elements, read before written.
+            check_in_place(&a, None, true);
+        }
+    }
+    let big = |v: &[f64]| tensor(v, &[70000], ScalarType::Float);
+    check_in_place(&big(&xs), Some(&big(&ys)), true);
+    check_in_place(&big(&xs), None, true);
+    // Broadcasting, promotion (an error in place), a wrapped number: general only.
+    let f = |s: &[i64]| tensor(&xs, s, ScalarType::Float);
+    check_in_place(&f(&[2, 3]), Some(&f(&[3])), false);
+    check_in_place(
+        &f(&[3]),
+        Some(&tensor(&ys, &[3], ScalarType::Double)),
+        false,
+    );
+    check_in_place(&f(&[]), Some(&Tensor::wrapped_scalar(2.5)), false);
+}
+
+#[test]
+fn in_place_partial_overlap_takes_the_general_path() {
+    let base = tensor(&[1.0, 2.0, 3.0, 4.0], &[4], ScalarType::Float);
+    let (lo, hi) = (base.narrow(0, 0, 3).unwrap(), base.narrow(0, 1, 3).unwrap());
+    assert!(DenseBinary::try_in_place(&lo, &hi, false).is_none());
+    let err = add_(&lo, &hi, Scalar::Int(1)).unwrap_err().to_string();
+    assert!(err.contains("refer to a single memory location"), "{err}");
+    // Disjoint parts of one storage are not an overlap for the general path either.
+    let (a, b) = (base.narrow(0, 0, 2).unwrap(), base.narrow(0, 2, 2).unwrap());
+    assert!(DenseBinary::try_in_place(&a, &b, false).is_none());
+    add_(&a, &b, Scalar::Int(1)).unwrap();
+    assert_eq!(base.to_vec::<f32>().unwrap(), [4.0, 6.0, 3.0, 4.0]);
+}
+
+#[test]
+fn public_in_place_ops_write_their_self() {
+    let a = tensor(&[1.0, -2.0, 3.5], &[3], ScalarType::Float);
+    let b = tensor(&[0.5, 4.0, -1.0], &[3], ScalarType::Float);
+    let r = add_(&a, &b, Scalar::Int(2)).unwrap();
+    assert!(r.is_same(&a));
+    assert_eq!(a.to_vec::<f32>().unwrap(), [2.0, 6.0, 1.5]);
+    let r = mul_out(&a, &b, &a).unwrap();
+    assert!(r.is_same(&a));
+    assert_eq!(a.to_vec::<f32>().unwrap(), [1.0, 24.0, -1.5]);
+    sub_(&a, &a, Scalar::Int(1)).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), [0.0, 0.0, 0.0]);
+    // A storage being read elsewhere cannot be written: the general path's error.
+    let guard = a.data::<f32>().unwrap();
+    let dense = DenseBinary::try_in_place(&a, &b, false).unwrap();
+    let err = dense
+        .for_each2(|x: f32, y: f32| x * y)
+        .unwrap_err()
+        .to_string();
+    let general = mul_out(&a, &b, &a).unwrap_err().to_string();
+    assert_eq!(err, general);
+    drop(guard);
+}

@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 
-use switchboard_tensor::{Element, FixedAccess, ScalarType, Tensor, TensorError};
+use switchboard_tensor::{Element, FixedAccess, ScalarType, Storage, Tensor, TensorError};
 
 use super::TensorIter;
 use crate::error::Result;
@@ -25,6 +25,13 @@ use crate::loops::{parallel_for, row2, GRAIN_SIZE, STREAM_BYTES};
 // Soundness is the iterator's: the output is private until `finish` (Note [Private outputs]),
 // a nested loop is refused, and an output no loop wrote is zeroed before it is handed out
 // (Note [Uninitialised outputs]).
+//
+// The in-place form (`a op= b`, and `op(a, b, out=a)`) is the same case with the first input
+// as the output: `a` and `b` contiguous, of one dtype and one shape. The output is then not
+// private: the loop borrows its storage exclusively, as the general path does. `b` may share
+// `a`'s storage only as exactly the same elements (`x.mul_(x)`: each element is read before it
+// is written, which the row loops allow); a partial overlap takes the general path, which
+// reports it as PyTorch does.
 
 /// What a binary elementwise kernel uses of its loop: implemented by [`TensorIter`] and by
 /// [`DenseBinary`] (Note [Dense binary loops]).
@@ -61,10 +68,12 @@ impl BinaryLoop for TensorIter {
 }
 
 /// A binary elementwise loop over two contiguous CPU tensors of one dtype and one shape,
-/// writing a fresh output of that dtype and shape (Note [Dense binary loops]).
-pub struct DenseBinary<'a> {
+/// writing a fresh output of that dtype and shape, or (`IN_PLACE`) the first input (Note [Dense
+/// binary loops]). In place is a type parameter so that the out-of-place loop does not test it.
+pub struct DenseBinary<'a, const IN_PLACE: bool = false> {
     inputs: [&'a Tensor; 2],
-    /// Private until `finish` (Note [Private outputs]); uninitialised until `written`.
+    /// Private until `finish` (Note [Private outputs]) and uninitialised until `written`; or,
+    /// in place, the first input.
     out: Tensor,
     /// Whether a loop wrote every element of `out` (Note [Uninitialised outputs]).
     written: Cell<bool>,
@@ -72,25 +81,18 @@ pub struct DenseBinary<'a> {
     looping: Cell<bool>,
 }
 
-impl<'a> DenseBinary<'a> {
+impl<'a> DenseBinary<'a, false> {
     /// The loop of `a op b` when the operands qualify (Note [Dense binary loops]); `None` when
     /// the general path is needed. `int_to_float`: integer inputs compute in the default
     /// float dtype (then only floating inputs qualify).
     #[inline(always)]
     pub fn try_new(a: &'a Tensor, b: &'a Tensor, int_to_float: bool) -> Result<Option<Self>> {
-        let dtype = a.dtype();
-        let fits = |t: &Tensor| t.is_cpu() && t.is_contiguous() && !t.is_wrapped_number();
-        if b.dtype() != dtype
-            || !fits(a)
-            || !fits(b)
-            || !same_sizes(a.sizes(), b.sizes())
-            || (int_to_float && !dtype.is_floating_point())
-        {
+        if !qualify(a, b, int_to_float) {
             return Ok(None);
         }
         // SAFETY: the output stays private until `finish`, which zero-fills it unless a loop
         // wrote every element (Note [Uninitialised outputs]).
-        let out = unsafe { Tensor::empty_uninit(a.sizes(), dtype)? };
+        let out = unsafe { Tensor::empty_uninit(a.sizes(), a.dtype())? };
         Ok(Some(DenseBinary {
             inputs: [a, b],
             out,
@@ -98,7 +100,30 @@ impl<'a> DenseBinary<'a> {
             looping: Cell::new(false),
         }))
     }
+}
 
+impl<'a> DenseBinary<'a, true> {
+    /// The loop of `a op= b`, writing `a`, when the operands qualify (Note [Dense binary
+    /// loops]); `None` when the general path is needed.
+    #[inline(always)]
+    pub fn try_in_place(a: &'a Tensor, b: &'a Tensor, int_to_float: bool) -> Option<Self> {
+        let partial_overlap = Storage::ptr_eq(a.storage(), b.storage())
+            && a.data_ptr() != b.data_ptr()
+            && a.numel() > 0;
+        if !qualify(a, b, int_to_float) || partial_overlap {
+            return None;
+        }
+        Some(DenseBinary {
+            inputs: [a, b],
+            out: a.clone(),
+            // Initialised: nothing to zero if no loop runs.
+            written: Cell::new(true),
+            looping: Cell::new(false),
+        })
+    }
+}
+
+impl<const IN_PLACE: bool> DenseBinary<'_, IN_PLACE> {
     /// The result (zeroed if no loop wrote it).
     #[inline(always)]
     pub fn finish(self) -> Result<Tensor> {
@@ -118,7 +143,7 @@ fn zero_fill(out: &Tensor) {
     unsafe { std::ptr::write_bytes(out.mut_data_ptr(), 0, out.nbytes()) };
 }
 
-impl BinaryLoop for DenseBinary<'_> {
+impl<const IN_PLACE: bool> BinaryLoop for DenseBinary<'_, IN_PLACE> {
     #[inline(always)]
     fn common_dtype(&self) -> ScalarType {
         self.out.dtype()
@@ -143,8 +168,9 @@ impl BinaryLoop for DenseBinary<'_> {
         }
         let guard = LoopGuard(&self.looping);
         let [a, b] = self.inputs;
-        // The output is private: only the inputs are borrowed (Note [Private outputs]).
-        let _access = FixedAccess::new(None, [a, b])?;
+        // A fresh output is private: only the inputs are borrowed (Note [Private outputs]). In
+        // place, the output's storage is borrowed exclusively (and `a`'s, the same, with it).
+        let _access = FixedAccess::new(IN_PLACE.then_some(&self.out), [a, b])?;
         let n = self.out.numel() as usize;
         let po = self.out.mut_data_ptr() as usize;
         let (pa, pb) = (a.data_ptr() as usize, b.data_ptr() as usize);
@@ -152,10 +178,12 @@ impl BinaryLoop for DenseBinary<'_> {
         let stream = n.saturating_mul(bytes) >= STREAM_BYTES;
         let row = |s: usize, e: usize| {
             let (len, s) = (e - s, s as isize);
-            // SAFETY: `_access` borrows the inputs' storages shared and the output is private;
-            // all three are contiguous with `n` elements (in bounds: Note [Tensor bounds
-            // invariant]) and `s..e` lies in `0..n`; parallel chunks write disjoint elements;
-            // the fresh output overlaps no input.
+            // SAFETY: `_access` borrows the inputs' storages shared and the output is private,
+            // or (in place) borrows the output's storage exclusively; all three are contiguous
+            // with `n` elements (in bounds: Note [Tensor bounds invariant]) and `s..e` lies in
+            // `0..n`; parallel chunks write disjoint elements; a fresh output overlaps no
+            // input, and in place an input overlaps the output only element for element
+            // (`try_in_place`), which `row2` allows.
             unsafe {
                 row2(
                     len,
@@ -202,6 +230,18 @@ fn type_error(dtype: ScalarType, out: ScalarType, ins: [ScalarType; 2]) -> Tenso
 #[cold]
 fn nested_loop_error() -> TensorError {
     TensorError::StorageBorrowed("TensorIter: a loop was started while another one runs")
+}
+
+/// Whether `a op b` needs none of the general path's work (Note [Dense binary loops]).
+#[inline(always)]
+fn qualify(a: &Tensor, b: &Tensor, int_to_float: bool) -> bool {
+    let dtype = a.dtype();
+    let fits = |t: &Tensor| t.is_cpu() && t.is_contiguous() && !t.is_wrapped_number();
+    b.dtype() == dtype
+        && fits(a)
+        && fits(b)
+        && same_sizes(a.sizes(), b.sizes())
+        && (!int_to_float || dtype.is_floating_point())
 }
 
 /// Slice equality without a `memcmp` call (sizes are short).
