@@ -91,20 +91,29 @@ fn out_strides_per_input_dim(out: &Tensor, mask: &[bool], keepdim: bool) -> DimV
     st
 }
 
-/// Sorts dims by input stride and merges neighbours that walk memory contiguously.
-fn coalesce_dims(mut dims: SmallVec<[(i64, i64, i64); 6]>) -> SmallVec<[(i64, i64, i64); 6]> {
-    dims.sort_by_key(|d| d.1);
-    let mut out: SmallVec<[(i64, i64, i64); 6]> = SmallVec::new();
-    for d in dims {
-        if let Some(last) = out.last_mut() {
-            if last.1 * last.0 == d.1 && last.2 * last.0 == d.2 {
-                last.0 *= d.0;
-                continue;
-            }
-        }
-        out.push(d);
+/// Sorts dims by input stride and merges neighbours that walk memory contiguously, in place (the
+/// vector is 150 bytes: moving it in and out would copy it twice).
+fn coalesce_dims(dims: &mut SmallVec<[(i64, i64, i64); 6]>) {
+    // Most reductions see one or two dims here (after dropping size-1 dims): a stable sort's
+    // set-up would cost more than the rest of the reduction's geometry on a small tensor.
+    match dims.len() {
+        0 | 1 => return,
+        // What the stable sort does with two: swap only when strictly out of order.
+        2 if dims[0].1 > dims[1].1 => dims.swap(0, 1),
+        2 => {}
+        _ => dims.sort_by_key(|d| d.1),
     }
-    out
+    let mut len = 1;
+    for i in 1..dims.len() {
+        let (last, d) = (dims[len - 1], dims[i]);
+        if last.1 * last.0 == d.1 && last.2 * last.0 == d.2 {
+            dims[len - 1].0 *= d.0;
+        } else {
+            dims[len] = d;
+            len += 1;
+        }
+    }
+    dims.truncate(len);
 }
 
 /// Reduces `input` (dtype `T`) over the dims in `mask` into `out` (dtype `R::Out`, shape
@@ -141,8 +150,8 @@ pub fn reduce_into<T: Element, R: Reducer<T>>(
             kept.push(entry);
         }
     }
-    let kept = coalesce_dims(kept);
-    let red = coalesce_dims(red);
+    coalesce_dims(&mut kept);
+    coalesce_dims(&mut red);
     let n_out: i64 = kept.iter().map(|d| d.0).product();
     let n_red: i64 = red.iter().map(|d| d.0).product();
     if n_out == 0 {
