@@ -101,6 +101,17 @@ pub fn for_each_row<const N: usize>(
     mut row: impl FnMut(usize, [isize; N]),
 ) {
     let ndim = g.sizes.len();
+    // One dim (a contiguous or coalesced operand, the common case): `start..end` is one row,
+    // without the index vector and the divisions of the general walk.
+    if ndim == 1 && end as i64 <= g.sizes[0] {
+        if start < end {
+            row(
+                end - start,
+                std::array::from_fn(|k| start as isize * g.strides[k][0] as isize),
+            );
+        }
+        return;
+    }
     let mut idx: SmallVec<[i64; 6]> = SmallVec::from_elem(0, ndim);
     let mut rem = start as i64;
     let mut offs = [0isize; N];
@@ -462,6 +473,27 @@ mod tests {
                 seen.extend((0..n as isize).map(|i| o + i));
             });
             assert_eq!(seen, (start as isize..end as isize).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn one_dim_rows_are_one_row_per_range() {
+        // Two operands: strides 2 and -1 (a strided input, a reversed output).
+        let g = Geometry {
+            sizes: DimVec::from_slice(&[5]),
+            strides: [DimVec::from_slice(&[2]), DimVec::from_slice(&[-1])]
+                .into_iter()
+                .collect(),
+        };
+        for (start, end) in [(0, 5), (1, 4), (3, 3), (4, 5), (0, 0)] {
+            let mut rows = vec![];
+            for_each_row::<2>(&g, start, end, |n, offs| rows.push((n, offs)));
+            let expected = if start < end {
+                vec![(end - start, [2 * start as isize, -(start as isize)])]
+            } else {
+                vec![]
+            };
+            assert_eq!(rows, expected, "{start}..{end}");
         }
     }
 
