@@ -3,7 +3,7 @@
 //! promotion, wrapped numbers and zero-dim tensors included), casts inputs, allocates or checks
 //! the output, checks memory overlap, permutes and coalesces dimensions, and then runs a
 //! closure over the elements: contiguous rows as slice loops, everything else in blocks, in
-//! parallel above [`GRAIN_SIZE`](crate::loops::GRAIN_SIZE) elements.
+//! parallel above [`GRAIN_SIZE`] elements.
 //!
 //! ```
 //! use switchboard_cpu::iter::IterConfig;
