@@ -14,8 +14,10 @@
 //! built and attached, then freed with the result). Other kernel families: `sum_4elem` and
 //! `sum_requires_grad` (`ops::sum` of a 4-element tensor, without and with requires_grad),
 //! `mm_2x2` and `mm_requires_grad` (`ops::mm` of two 2x2 tensors), `view_requires_grad`
-//! (`ops::view` of a 4-element tensor that requires grad) and `mul__1elem` (in-place
-//! `ops::mul_` of 1-element tensors, nothing requires grad: the in-place pass-through path).
+//! (`ops::view` of a 4-element tensor that requires grad), `mul__1elem` (in-place
+//! `ops::mul_` of 1-element tensors, nothing requires grad: the in-place pass-through path),
+//! `mul_scalar_1elem` and `mul_scalar__1elem` (`ops::mul_scalar` and `ops::mul_scalar_` of a
+//! 1-element tensor and a number).
 
 use std::hint::black_box;
 
@@ -33,7 +35,7 @@ fn main() {
         .get(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    const SCENARIOS: [&str; 9] = [
+    const SCENARIOS: [&str; 11] = [
         "add_1elem",
         "add_1elem_below_autograd",
         "add_1elem_requires_grad",
@@ -43,6 +45,8 @@ fn main() {
         "mm_requires_grad",
         "view_requires_grad",
         "mul__1elem",
+        "mul_scalar_1elem",
+        "mul_scalar__1elem",
     ];
     if !SCENARIOS.contains(&scenario) {
         eprintln!(
@@ -84,6 +88,18 @@ fn main() {
             let (a, b) = (ones(&[1]), ones(&[1]));
             for _ in 0..n {
                 black_box(ops::mul_(black_box(&a), black_box(&b)).unwrap());
+            }
+        }
+        "mul_scalar_1elem" => {
+            let a = ones(&[1]);
+            for _ in 0..n {
+                black_box(ops::mul_scalar(black_box(&a), 0.5).unwrap());
+            }
+        }
+        "mul_scalar__1elem" => {
+            let a = ones(&[1]);
+            for _ in 0..n {
+                black_box(ops::mul_scalar_(black_box(&a), 1.0).unwrap());
             }
         }
         _ => {

@@ -9,7 +9,7 @@ use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::dispatch_dtype::{Acc, CpuElement, Num};
 use crate::error::{invalid, Result};
-use crate::iter::{BinaryLoop, IterConfig, TensorIter};
+use crate::iter::{BinaryLoop, DenseBinary, IterConfig, TensorIter, DENSE_IN_PLACE, DENSE_SCALAR};
 use crate::{dispatch_all_types, dispatch_all_types_and_bool};
 
 /// A scalar argument converted to the compute type of `T` (`Scalar::to<opmath_t>`).
@@ -45,6 +45,9 @@ macro_rules! binary_op {
                         done?;
                         break 'op dense.finish();
                     }
+                    if let Some(s) = $crate::iter::scalar_operand(a, b, int_to_float)? {
+                        break 'op $crate::binary::binary_scalar(a, &s, |$it| $body);
+                    }
                 }
                 Some(out) if out.is_same(a) => {
                     if let Some(dense) = $crate::iter::DenseBinary::try_in_place(a, b, int_to_float)
@@ -53,6 +56,9 @@ macro_rules! binary_op {
                         let done: $crate::error::Result<()> = $body;
                         done?;
                         break 'op dense.finish();
+                    }
+                    if let Some(s) = $crate::iter::scalar_operand(a, b, int_to_float)? {
+                        break 'op $crate::binary::binary_scalar_in_place(a, &s, |$it| $body);
                     }
                 }
                 Some(_) => {}
@@ -65,6 +71,32 @@ macro_rules! binary_op {
     };
 }
 pub(crate) use binary_op;
+
+/// The scalar path of [`binary_op!`]: `a op s`, `s` from [`scalar_operand`](crate::iter::scalar_operand).
+/// Out of line, like the general path, so that the tensor-tensor paths inlined in each op
+/// keep their code.
+#[inline(never)]
+pub(crate) fn binary_scalar(
+    a: &Tensor,
+    s: &Tensor,
+    kernel: impl FnOnce(&DenseBinary<'_, DENSE_SCALAR>) -> Result<()>,
+) -> Result<Tensor> {
+    let dense = DenseBinary::with_scalar(a, s)?;
+    kernel(&dense)?;
+    dense.finish()
+}
+
+/// [`binary_scalar`] in place: `a op= s`.
+#[inline(never)]
+pub(crate) fn binary_scalar_in_place(
+    a: &Tensor,
+    s: &Tensor,
+    kernel: impl FnOnce(&DenseBinary<'_, { DENSE_IN_PLACE | DENSE_SCALAR }>) -> Result<()>,
+) -> Result<Tensor> {
+    let dense = DenseBinary::in_place_with_scalar(a, s);
+    kernel(&dense)?;
+    dense.finish()
+}
 
 /// The general path of [`binary_op!`]: builds a two-input iterator, runs `kernel` on it and
 /// returns the result.

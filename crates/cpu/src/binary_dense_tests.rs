@@ -6,7 +6,7 @@ use switchboard_tensor::{Device, RawOps, Scalar, ScalarType, Tensor};
 
 use super::*;
 use crate::copy::cast;
-use crate::iter::DenseBinary;
+use crate::iter::{scalar_operand, DenseBinary};
 
 /// A result as comparable data: sizes, strides, dtype and values (`Debug` of each element as
 /// `f64`, so that NaNs compare equal), or the error message.
@@ -373,4 +373,121 @@ fn public_in_place_ops_write_their_self() {
     let general = mul_out(&a, &b, &a).unwrap_err().to_string();
     assert_eq!(err, general);
     drop(guard);
+}
+
+/// Runs `|it| body` on `a` and the wrapped number `b`, out of place and in place (on a
+/// contiguous copy of `a`), by the dense scalar paths (where they apply) and by the general path,
+/// and compares them; whether the out-of-place dense path applied.
+macro_rules! both_scalar {
+    ($a:expr, $b:expr, $int_to_float:expr, |$it:ident| $body:expr) => {{
+        let (a, b): (&Tensor, &Tensor) = ($a, $b);
+        let fresh = scalar_operand(a, b, $int_to_float).unwrap().map(|s| {
+            let d = DenseBinary::with_scalar(a, &s).unwrap();
+            let $it = &d;
+            let run = || -> Result<()> { $body };
+            outcome(run().and_then(|_| d.finish()))
+        });
+        let general = outcome(binary_general("op", a, b, None, $int_to_float, |$it| $body));
+        let in_place = |dense: bool| -> Option<InPlaceOutcome> {
+            let x = a.deep_clone().unwrap();
+            let r = if dense {
+                let s = scalar_operand(&x, b, $int_to_float).unwrap()?;
+                let d = DenseBinary::in_place_with_scalar(&x, &s);
+                let $it = &d;
+                let run = || -> Result<()> { $body };
+                run().and_then(|_| d.finish())
+            } else {
+                binary_general("op", &x, b, Some(&x), $int_to_float, |$it| $body)
+            };
+            Some((outcome(r), outcome(Ok(x))))
+        };
+        let (dense_in_place, general_in_place) = (in_place(true), in_place(false).unwrap());
+        if let Some(d) = &fresh {
+            assert_eq!(d, &general, "{a:?} op {b:?}");
+        }
+        if let Some(d) = &dense_in_place {
+            assert_eq!(d, &general_in_place, "{a:?} op= {b:?}");
+        }
+        fresh.is_some()
+    }};
+}
+
+/// Every binary kernel of this module with a wrapped number, through both paths; whether the
+/// dense path applied (the same for all but true division of integers).
+fn scalar_ops(a: &Tensor, b: &Tensor) -> bool {
+    let dense = both_scalar!(a, b, false, |it| add_kernel(it, Scalar::Int(1)));
+    assert_eq!(
+        both_scalar!(a, b, false, |it| add_kernel(it, Scalar::Int(2))),
+        dense
+    );
+    assert_eq!(both_scalar!(a, b, false, |it| mul_kernel(it)), dense);
+    let div = both_scalar!(a, b, true, |it| div_kernel(it, Rounding::True));
+    assert!(!div || dense);
+    assert_eq!(
+        both_scalar!(a, b, false, |it| div_kernel(it, Rounding::Floor)),
+        dense
+    );
+    assert_eq!(both_scalar!(a, b, false, |it| pow_kernel(it)), dense);
+    assert_eq!(
+        both_scalar!(a, b, false, |it| max_min_kernel(it, true)),
+        dense
+    );
+    dense
+}
+
+#[test]
+fn dense_scalar_matches_general() {
+    let xs = [3.0, -2.0, 0.0, 1.5, 7.0, -0.5];
+    let numbers = [
+        Scalar::Int(3),
+        Scalar::Int(-2),
+        Scalar::Int(0),
+        Scalar::Float(2.5),
+        Scalar::Float(-0.5),
+        Scalar::Bool(true),
+    ];
+    let shapes: [&[i64]; 4] = [&[], &[0], &[1], &[2, 3]];
+    for dt in ScalarType::ALL {
+        for sizes in shapes {
+            let a = tensor(&xs, sizes, dt);
+            for &n in &numbers {
+                let dense = scalar_ops(&a, &Tensor::wrapped_scalar(n));
+                // A number promotes only a tensor of a lower category (PyTorch's rule).
+                let promotes = match n {
+                    Scalar::Float(_) => !dt.is_floating_point(),
+                    Scalar::Int(_) => dt == ScalarType::Bool,
+                    Scalar::Bool(_) => false,
+                };
+                assert_eq!(dense, !promotes, "{dt:?} with {n:?}");
+            }
+        }
+    }
+    // Parallel chunks.
+    let big = tensor(&xs, &[70000], ScalarType::Float);
+    assert!(scalar_ops(
+        &big,
+        &Tensor::wrapped_scalar(Scalar::Float(0.25))
+    ));
+    // A zero-dim tensor that is not a wrapped number, a strided tensor: general only.
+    let f = tensor(&xs, &[3], ScalarType::Float);
+    assert!(!scalar_ops(&f, &tensor(&[2.0], &[], ScalarType::Float)));
+    let t = tensor(&xs, &[3, 2], ScalarType::Float).t().unwrap();
+    assert!(!scalar_ops(&t, &Tensor::wrapped_scalar(2.0)));
+}
+
+#[test]
+fn public_scalar_ops_take_the_dense_path() {
+    let a = tensor(&[1.0, -2.0, 3.5], &[3], ScalarType::Float);
+    let r = mul_scalar(&a, Scalar::Float(2.0)).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), [2.0, -4.0, 7.0]);
+    assert_eq!((r.dtype(), r.sizes()), (ScalarType::Float, &[3][..]));
+    let r = add_scalar_(&a, Scalar::Int(1), Scalar::Int(2)).unwrap();
+    assert!(r.is_same(&a));
+    assert_eq!(a.to_vec::<f32>().unwrap(), [3.0, 0.0, 5.5]);
+    // An integer tensor in place with a float number: PyTorch's cast error, from the general path.
+    let i = tensor(&[1.0, 2.0], &[2], ScalarType::Long);
+    assert_eq!(
+        mul_scalar_(&i, Scalar::Float(0.5)).unwrap_err().to_string(),
+        "result type Float can't be cast to the desired output type Long"
+    );
 }

@@ -6,8 +6,10 @@ use std::cell::Cell;
 use switchboard_tensor::{Element, FixedAccess, ScalarType, Storage, Tensor, TensorError};
 
 use super::TensorIter;
+use crate::copy::cast;
 use crate::error::Result;
 use crate::loops::{parallel_for, row2, GRAIN_SIZE, STREAM_BYTES};
+use crate::promote::{result_type, PromoteArg};
 
 // Note [Dense binary loops]
 // Almost every eager `a + b` (and `a * b`, a backward's `grad * y`, ...) has two contiguous
@@ -32,6 +34,10 @@ use crate::loops::{parallel_for, row2, GRAIN_SIZE, STREAM_BYTES};
 // `a`'s storage only as exactly the same elements (`x.mul_(x)`: each element is read before it
 // is written, which the row loops allow); a partial overlap takes the general path, which
 // reports it as PyTorch does.
+//
+// A wrapped number as the second operand (`x * 2.0`, `x.mul_(0.9)`) is the same case too, when
+// the number does not promote `a`'s dtype: `scalar_operand` casts it to that dtype (as the
+// general path does) and the loop reads that one value for every element (`DENSE_SCALAR`).
 
 /// What a binary elementwise kernel uses of its loop: implemented by [`TensorIter`] and by
 /// [`DenseBinary`] (Note [Dense binary loops]).
@@ -67,10 +73,17 @@ impl BinaryLoop for TensorIter {
     }
 }
 
-/// A binary elementwise loop over two contiguous CPU tensors of one dtype and one shape,
-/// writing a fresh output of that dtype and shape, or (`IN_PLACE`) the first input (Note [Dense
-/// binary loops]). In place is a type parameter so that the out-of-place loop does not test it.
-pub struct DenseBinary<'a, const IN_PLACE: bool = false> {
+/// [`DenseBinary`]'s `MODE` bit: the output is the first input (`a op= b`).
+pub const DENSE_IN_PLACE: u8 = 1;
+/// [`DenseBinary`]'s `MODE` bit: the second operand is one value for every element (a wrapped
+/// number already in the common dtype, see [`scalar_operand`]).
+pub const DENSE_SCALAR: u8 = 2;
+
+/// A binary elementwise loop over two contiguous CPU tensors of one dtype and one shape (or,
+/// `DENSE_SCALAR`, a contiguous tensor and one value), writing a fresh output of that dtype and
+/// shape, or (`DENSE_IN_PLACE`) the first input (Note [Dense binary loops]). The mode is a type
+/// parameter so that each loop is compiled for its case, without tests of the others.
+pub struct DenseBinary<'a, const MODE: u8 = 0> {
     inputs: [&'a Tensor; 2],
     /// Private until `finish` (Note [Private outputs]) and uninitialised until `written`; or,
     /// in place, the first input.
@@ -81,7 +94,7 @@ pub struct DenseBinary<'a, const IN_PLACE: bool = false> {
     looping: Cell<bool>,
 }
 
-impl<'a> DenseBinary<'a, false> {
+impl<'a> DenseBinary<'a, 0> {
     /// The loop of `a op b` when the operands qualify (Note [Dense binary loops]); `None` when
     /// the general path is needed. `int_to_float`: integer inputs compute in the default
     /// float dtype (then only floating inputs qualify).
@@ -102,7 +115,7 @@ impl<'a> DenseBinary<'a, false> {
     }
 }
 
-impl<'a> DenseBinary<'a, true> {
+impl<'a> DenseBinary<'a, DENSE_IN_PLACE> {
     /// The loop of `a op= b`, writing `a`, when the operands qualify (Note [Dense binary
     /// loops]); `None` when the general path is needed.
     #[inline(always)]
@@ -123,7 +136,60 @@ impl<'a> DenseBinary<'a, true> {
     }
 }
 
-impl<const IN_PLACE: bool> DenseBinary<'_, IN_PLACE> {
+impl<'a> DenseBinary<'a, DENSE_SCALAR> {
+    /// The loop of `a op s`, `s` the value [`scalar_operand`] gave for `a op b`.
+    #[inline(always)]
+    pub fn with_scalar(a: &'a Tensor, s: &'a Tensor) -> Result<Self> {
+        // SAFETY: the output stays private until `finish`, which zero-fills it unless a loop
+        // wrote every element (Note [Uninitialised outputs]).
+        let out = unsafe { Tensor::empty_uninit(a.sizes(), a.dtype())? };
+        Ok(DenseBinary {
+            inputs: [a, s],
+            out,
+            written: Cell::new(false),
+            looping: Cell::new(false),
+        })
+    }
+}
+
+impl<'a> DenseBinary<'a, { DENSE_IN_PLACE | DENSE_SCALAR }> {
+    /// The loop of `a op= s`, writing `a`, `s` the value [`scalar_operand`] gave for `a op b`
+    /// (a fresh tensor: it overlaps nothing).
+    #[inline(always)]
+    pub fn in_place_with_scalar(a: &'a Tensor, s: &'a Tensor) -> Self {
+        DenseBinary {
+            inputs: [a, s],
+            out: a.clone(),
+            written: Cell::new(true),
+            looping: Cell::new(false),
+        }
+    }
+}
+
+/// The second operand of `a op b` as one value in the common dtype, when `b` is a wrapped number
+/// (a Python scalar), `a` a contiguous CPU tensor, and the common dtype `a`'s (the number does
+/// not promote it); `None` when the general path is needed. The value is what the general path
+/// computes with: the number cast to the common dtype (Note [Dense binary loops]). Out of line:
+/// it allocates anyway, and inlined it would weigh on the tensor-tensor path of every op.
+#[inline(never)]
+pub fn scalar_operand(a: &Tensor, b: &Tensor, int_to_float: bool) -> Result<Option<Tensor>> {
+    if !b.is_wrapped_number()
+        || b.dim() != 0
+        || !b.is_cpu()
+        || !a.is_cpu()
+        || !a.is_contiguous()
+        || a.is_wrapped_number()
+    {
+        return Ok(None);
+    }
+    let common = result_type(&[PromoteArg::of_tensor(a), PromoteArg::of_tensor(b)]);
+    if common != a.dtype() || (int_to_float && !common.is_floating_point()) {
+        return Ok(None);
+    }
+    cast(b, common).map(Some)
+}
+
+impl<const MODE: u8> DenseBinary<'_, MODE> {
     /// The result (zeroed if no loop wrote it).
     #[inline(always)]
     pub fn finish(self) -> Result<Tensor> {
@@ -143,7 +209,7 @@ fn zero_fill(out: &Tensor) {
     unsafe { std::ptr::write_bytes(out.mut_data_ptr(), 0, out.nbytes()) };
 }
 
-impl<const IN_PLACE: bool> BinaryLoop for DenseBinary<'_, IN_PLACE> {
+impl<const MODE: u8> BinaryLoop for DenseBinary<'_, MODE> {
     #[inline(always)]
     fn common_dtype(&self) -> ScalarType {
         self.out.dtype()
@@ -170,26 +236,29 @@ impl<const IN_PLACE: bool> BinaryLoop for DenseBinary<'_, IN_PLACE> {
         let [a, b] = self.inputs;
         // A fresh output is private: only the inputs are borrowed (Note [Private outputs]). In
         // place, the output's storage is borrowed exclusively (and `a`'s, the same, with it).
-        let _access = FixedAccess::new(IN_PLACE.then_some(&self.out), [a, b])?;
+        let _access = FixedAccess::new((MODE & DENSE_IN_PLACE != 0).then_some(&self.out), [a, b])?;
         let n = self.out.numel() as usize;
         let po = self.out.mut_data_ptr() as usize;
         let (pa, pb) = (a.data_ptr() as usize, b.data_ptr() as usize);
+        // One value for every element, or a row like the others.
+        let sb = if MODE & DENSE_SCALAR != 0 { 0 } else { 1 };
         let bytes = size_of::<O>() + size_of::<A>() + size_of::<B>();
         let stream = n.saturating_mul(bytes) >= STREAM_BYTES;
         let row = |s: usize, e: usize| {
             let (len, s) = (e - s, s as isize);
             // SAFETY: `_access` borrows the inputs' storages shared and the output is private,
             // or (in place) borrows the output's storage exclusively; all three are contiguous
-            // with `n` elements (in bounds: Note [Tensor bounds invariant]) and `s..e` lies in
-            // `0..n`; parallel chunks write disjoint elements; a fresh output overlaps no
-            // input, and in place an input overlaps the output only element for element
-            // (`try_in_place`), which `row2` allows.
+            // with `n` elements (in bounds: Note [Tensor bounds invariant]), but a scalar second
+            // operand, one element read with stride 0; `s..e` lies in `0..n`; parallel chunks
+            // write disjoint elements; a fresh output or scalar overlaps no input, and in place
+            // an input overlaps the output only element for element (`try_in_place`), which
+            // `row2` allows.
             unsafe {
                 row2(
                     len,
                     ((po as *mut O).offset(s), 1),
                     ((pa as *const A).offset(s), 1),
-                    ((pb as *const B).offset(s), 1),
+                    ((pb as *const B).offset(s * sb), sb),
                     &f,
                     stream,
                 )
