@@ -40,10 +40,7 @@ macro_rules! binary_op {
             match out {
                 None => {
                     if let Some(dense) = $crate::iter::DenseBinary::try_new(a, b, int_to_float)? {
-                        let $it = &dense;
-                        let done: $crate::error::Result<()> = $body;
-                        done?;
-                        break 'op dense.finish();
+                        break 'op $crate::binary::run_dense(dense, |$it| $body);
                     }
                     if let Some(s) = $crate::iter::scalar_operand(a, b, int_to_float)? {
                         break 'op $crate::binary::binary_scalar(a, &s, |$it| $body);
@@ -52,10 +49,7 @@ macro_rules! binary_op {
                 Some(out) if out.is_same(a) => {
                     if let Some(dense) = $crate::iter::DenseBinary::try_in_place(a, b, int_to_float)
                     {
-                        let $it = &dense;
-                        let done: $crate::error::Result<()> = $body;
-                        done?;
-                        break 'op dense.finish();
+                        break 'op $crate::binary::run_dense(dense, |$it| $body);
                     }
                     if let Some(s) = $crate::iter::scalar_operand(a, b, int_to_float)? {
                         break 'op $crate::binary::binary_scalar_in_place(a, &s, |$it| $body);
@@ -72,6 +66,16 @@ macro_rules! binary_op {
 }
 pub(crate) use binary_op;
 
+/// Runs `kernel` on a dense loop and returns the loop's result (inlined: each op's dense path).
+#[inline(always)]
+pub(crate) fn run_dense<const MODE: u8>(
+    dense: DenseBinary<'_, MODE>,
+    kernel: impl FnOnce(&DenseBinary<'_, MODE>) -> Result<()>,
+) -> Result<Tensor> {
+    kernel(&dense)?;
+    dense.finish()
+}
+
 /// The scalar path of [`binary_op!`]: `a op s`, `s` from [`scalar_operand`](crate::iter::scalar_operand).
 /// Out of line, like the general path, so that the tensor-tensor paths inlined in each op
 /// keep their code.
@@ -81,9 +85,7 @@ pub(crate) fn binary_scalar(
     s: &Tensor,
     kernel: impl FnOnce(&DenseBinary<'_, DENSE_SCALAR>) -> Result<()>,
 ) -> Result<Tensor> {
-    let dense = DenseBinary::with_scalar(a, s)?;
-    kernel(&dense)?;
-    dense.finish()
+    run_dense(DenseBinary::with_scalar(a, s)?, kernel)
 }
 
 /// [`binary_scalar`] in place: `a op= s`.
@@ -93,9 +95,7 @@ pub(crate) fn binary_scalar_in_place(
     s: &Tensor,
     kernel: impl FnOnce(&DenseBinary<'_, { DENSE_IN_PLACE | DENSE_SCALAR }>) -> Result<()>,
 ) -> Result<Tensor> {
-    let dense = DenseBinary::in_place_with_scalar(a, s);
-    kernel(&dense)?;
-    dense.finish()
+    run_dense(DenseBinary::in_place_with_scalar(a, s), kernel)
 }
 
 /// The general path of [`binary_op!`]: builds a two-input iterator, runs `kernel` on it and
