@@ -7,7 +7,7 @@ use switchboard_keys::DispatchKeySet;
 use crate::arg::{Arg, KernelParam};
 use crate::error::Result;
 use crate::ivalue::{IValue, Stack};
-use crate::kernel::{ArgList, ArgTypes, Invoke, KernelFn, KernelFnWithKeys};
+use crate::kernel::{ArgList, ArgTypes, Invoke, KernelFn, KernelFnWithKeys, TakenArgs};
 use crate::ret::KernelReturn;
 
 type ParamOf<'a, P> = <P as KernelParam>::Param<'a>;
@@ -57,6 +57,12 @@ macro_rules! arities {
                     $(dst.add($i).write($p::to_ivalue(refs.$i));)*
                     stack.set_len(len + $n);
                 }
+            }
+            type Taken = TakenArgs<Self, $n>;
+            #[inline(always)]
+            unsafe fn take_boxed(args: *const IValue) -> Self::Taken {
+                // SAFETY: guaranteed by the caller, with `$n == LEN`.
+                unsafe { TakenArgs::read(args) }
             }
             #[inline(always)]
             #[allow(unused_variables, unused_unsafe)]

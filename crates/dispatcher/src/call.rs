@@ -82,8 +82,20 @@ impl OperatorHandle {
     // indirect call, a noticeable share of a boxed call; inlined into the caller (a fallback, an
     // interpreter loop) the operator and stack are already in the registers the trampoline takes
     // them in (`BoxedTrampoline`'s parameter order). The rare paths stay out of line.
+    // The fast path (one or two tensor dispatch arguments, calls not observed, see
+    // Note [Boxed dispatch arguments]) needs no observing test of its own.
     #[inline]
     pub fn call_boxed(&self, stack: &mut Stack) -> Result<()> {
+        let Some(keys) = self.0.fast_boxed_key_set(stack) else {
+            return self.call_boxed_slow(stack);
+        };
+        let ks = call_key_set(&self.0, keys);
+        self.0.lookup(ks).kernel.call_boxed(self, ks, stack)
+    }
+
+    /// A boxed call off the fast path: any layout of dispatch arguments, calls observed.
+    #[inline(never)]
+    fn call_boxed_slow(&self, stack: &mut Stack) -> Result<()> {
         let ks = call_key_set(&self.0, self.0.boxed_key_set(stack));
         self.redispatch_boxed(ks, stack)
     }
@@ -92,12 +104,10 @@ impl OperatorHandle {
     #[inline]
     pub fn redispatch_boxed(&self, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
         let kernel = self.0.lookup(ks);
-        // The hot path: not observed, a kernel with a boxed form. Everything else (observers,
-        // fallthrough, errors) is out of line.
+        // The hot path: not observed. Observers are out of line; markers (fallthrough, errors)
+        // have boxed forms of their own (Note [Boxed markers]).
         if !self.0.observed() {
-            if let Some(result) = kernel.kernel.call_boxed(self, ks, stack) {
-                return result;
-            }
+            return kernel.kernel.call_boxed(self, ks, stack);
         }
         self.redispatch_boxed_slow(kernel, ks, stack)
     }
@@ -123,25 +133,14 @@ impl OperatorHandle {
         ks: DispatchKeySet,
         stack: &mut Stack,
     ) -> Result<()> {
-        // Only regular kernels have a boxed form (markers have none).
-        match kernel.kernel.call_boxed(self, ks, stack) {
-            Some(result) => result,
-            None if kernel.kernel.is_fallthrough() => {
-                self.redispatch_boxed(skip_fallthrough(ks), stack)
-            }
-            None => Err(self.report_error(kernel, ks)),
-        }
+        kernel.kernel.call_boxed(self, ks, stack)
     }
 
     /// The error of a call that reached a slot without a runnable kernel.
     #[cold]
-    pub(crate) fn report_error(
-        &self,
-        kernel: &AnnotatedKernel,
-        ks: DispatchKeySet,
-    ) -> DispatchError {
+    pub(crate) fn report_error(&self, kind: KernelKind, ks: DispatchKeySet) -> DispatchError {
         let op = self.name().to_string();
-        match kernel.kernel.kind() {
+        match kind {
             KernelKind::AmbiguousAutogradOther => {
                 DispatchError::from(DispatchErrorKind::AmbiguousAutogradOther { op })
             }
@@ -182,7 +181,7 @@ impl OperatorHandle {
 /// The key set with its highest-priority functionality removed (see Note [Fallthrough reached
 /// at run time]).
 #[inline]
-fn skip_fallthrough(ks: DispatchKeySet) -> DispatchKeySet {
+pub(crate) fn skip_fallthrough(ks: DispatchKeySet) -> DispatchKeySet {
     ks.remove(ks.highest_priority_type_id())
 }
 

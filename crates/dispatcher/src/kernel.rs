@@ -45,12 +45,24 @@ pub trait ArgList: 'static {
     fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize>;
     /// Pushes the boxed arguments.
     fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack);
-    /// Drops the `LEN` boxed arguments starting at `args` in place, each as the variant its
-    /// family expects (the arguments, after the kernel ran, see Note [Boxed trampolines]).
+    /// The boxed arguments moved out of a stack: [`TakenArgs`] of `LEN` values.
+    #[doc(hidden)]
+    type Taken;
+    /// Moves the `LEN` boxed arguments starting at `args` out (the arguments, after the kernel
+    /// ran, see Note [Boxed trampolines]); dropping the result drops each as the variant its
+    /// family expects.
     ///
     /// # Safety
     /// `args` must point to `LEN` consecutive valid `IValue`s that the caller owns and neither
     /// reads nor drops again, and that `from_stack` accepted (each of its family's type).
+    #[doc(hidden)]
+    unsafe fn take_boxed(args: *const IValue) -> Self::Taken;
+    /// Drops the `LEN` boxed arguments starting at `args` in place, each as the variant its
+    /// family expects.
+    ///
+    /// # Safety
+    /// As for [`take_boxed`](Self::take_boxed).
+    #[doc(hidden)]
     unsafe fn drop_boxed(args: *mut IValue);
     /// The typed entry point of kernel object `K`, type-erased (Note [Spread arguments]).
     #[doc(hidden)]
@@ -145,12 +157,49 @@ type BoxedTrampoline =
 // Note [Boxed trampolines]
 // After a typed kernel ran boxed, its arguments (the last `A::LEN` values) give way to its
 // returns. Popping each argument and pushing each return would move every value through a
-// temporary and test the capacity at every push. Instead the trampoline shortens the stack to
-// below the arguments (so that a panic in a drop leaks the rest rather than dropping twice),
-// drops each argument in place as the variant its family expects (`Arg::drop_boxed`: a tensor
-// is a reference count decrement, an int nothing), and writes the returns straight into the
-// freed slots (`KernelReturn::write_to`), then counts them in. When a kernel returns more values
-// than it takes (known at compile time), the returns are pushed instead.
+// temporary and test the capacity at every push. Instead the trampoline moves the arguments out
+// of their slots (`ArgList::take_boxed`, a copy of the words into registers), shortens the
+// stack to below them, writes the returns straight into the freed slots
+// (`KernelReturn::write_to`) and counts them in; only then do the arguments drop, each as the
+// variant its family expects (`Arg::drop_boxed`: a tensor is a reference count decrement, an
+// int nothing). Dropping last matters for the frame: a drop's slow path is a call, and with the
+// drops first, the stack, its length and the returns all had to live across those calls in
+// callee-saved registers (six pushes and pops on every call); dropped last, only the arguments
+// not yet dropped are live. When a kernel returns more values than it takes (known at compile
+// time), the returns are pushed instead.
+
+/// `N` boxed arguments of family list `A`, moved out of a stack; dropping drops each as the
+/// variant its family accepts (see Note [Boxed trampolines]).
+#[doc(hidden)]
+pub struct TakenArgs<A: ArgList, const N: usize> {
+    values: [std::mem::MaybeUninit<IValue>; N],
+    _list: std::marker::PhantomData<A>,
+}
+
+impl<A: ArgList, const N: usize> TakenArgs<A, N> {
+    /// Moves `N` values out of `args`.
+    ///
+    /// # Safety
+    /// As for [`ArgList::take_boxed`], with `N == A::LEN`.
+    #[inline(always)]
+    pub(crate) unsafe fn read(args: *const IValue) -> Self {
+        // SAFETY: guaranteed by the caller: `args` points to `N` valid values we now own.
+        let values = unsafe { std::ptr::read(args.cast::<[std::mem::MaybeUninit<IValue>; N]>()) };
+        TakenArgs {
+            values,
+            _list: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<A: ArgList, const N: usize> Drop for TakenArgs<A, N> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: `values` holds the `N == A::LEN` initialised values `read` moved out of the
+        // stack, each accepted by its family, owned by us and dropped only here.
+        unsafe { A::drop_boxed(self.values.as_mut_ptr().cast::<IValue>()) }
+    }
+}
 
 /// Runs a typed kernel on a stack.
 ///
@@ -177,21 +226,25 @@ unsafe fn boxed_trampoline<K: Invoke>(
     // `from_stack` succeeded, so the stack holds at least `n` values.
     let base = stack.len() - n;
     // SAFETY: the last `n` values are the arguments, initialised, accepted by `from_stack` and
-    // no longer borrowed (the kernel returned owned values). `set_len(base)` first hands their ownership to us, so each
-    // is dropped exactly once (a panic in a drop leaks the rest). The buffer is not reallocated
-    // before the writes, so `slots` stays valid; the `R::LEN <= n` returns fit in the `n` freed
-    // slots, below the capacity, and are counted in only once written.
-    unsafe {
-        stack.set_len(base);
+    // no longer borrowed (the kernel returned owned values). `take_boxed` moves them out and
+    // `set_len(base)` gives up the stack's claim on them, so each is dropped exactly once, by
+    // `args`. The buffer is not reallocated before the writes, so `slots` stays valid; the
+    // `R::LEN <= n` returns fit in the `n` freed slots, below the capacity, and are counted in
+    // only once written.
+    let args = unsafe {
         let slots = stack.as_mut_ptr().add(base);
-        <K::Args as ArgList>::drop_boxed(slots);
+        let args = <K::Args as ArgList>::take_boxed(slots);
+        stack.set_len(base);
         if <K::Ret as KernelReturn>::LEN <= n {
             ret.write_to(slots);
             stack.set_len(base + <K::Ret as KernelReturn>::LEN);
+            drop(args);
             return Ok(());
         }
-    }
+        args
+    };
     ret.push_to_stack(stack);
+    drop(args);
     Ok(())
 }
 
@@ -212,6 +265,53 @@ fn stack_error<A: ArgList>(op: &OperatorHandle, stack: &[IValue], index: usize) 
             got: stack.len(),
         }),
     }
+}
+
+// Note [Boxed markers]
+// Markers (fallthrough, missing, ambiguous AutogradOther) have a boxed form too: the fallthrough
+// continues with the next key (Note [Fallthrough reached at run time]) and the others return the
+// slot's error. A boxed call then never tests whether its kernel has a boxed form: it calls
+// whatever the slot holds.
+
+/// The boxed form of the fallthrough marker.
+///
+/// # Safety
+/// None needed (`ctx` is not read); `unsafe` for the trampoline type.
+unsafe fn boxed_fallthrough(
+    op: &OperatorHandle,
+    stack: &mut Stack,
+    ks: DispatchKeySet,
+    _ctx: *const (),
+) -> Result<()> {
+    op.redispatch_boxed(crate::call::skip_fallthrough(ks), stack)
+}
+
+/// The boxed form of the missing marker: the slot's error.
+///
+/// # Safety
+/// None needed (`ctx` is not read); `unsafe` for the trampoline type.
+#[cold]
+unsafe fn boxed_missing(
+    op: &OperatorHandle,
+    _stack: &mut Stack,
+    ks: DispatchKeySet,
+    _ctx: *const (),
+) -> Result<()> {
+    Err(op.report_error(KernelKind::Missing, ks))
+}
+
+/// The boxed form of the ambiguous-AutogradOther marker: the slot's error.
+///
+/// # Safety
+/// None needed (`ctx` is not read); `unsafe` for the trampoline type.
+#[cold]
+unsafe fn boxed_ambiguous(
+    op: &OperatorHandle,
+    _stack: &mut Stack,
+    ks: DispatchKeySet,
+    _ctx: *const (),
+) -> Result<()> {
+    Err(op.report_error(KernelKind::AmbiguousAutogradOther, ks))
 }
 
 /// Runs a boxed kernel (a closure over the stack).
@@ -288,8 +388,8 @@ impl<M: 'static, F: KernelFnWithKeys<M>> Invoke for WithKeys<F, M> {
 #[derive(Clone)]
 pub struct KernelFunction {
     kind: KernelKind,
-    /// The boxed form (see Note [Boxed kernel calls]); `None` for markers.
-    boxed_fn: Option<BoxedTrampoline>,
+    /// The boxed form (see Note [Boxed kernel calls]; for markers, Note [Boxed markers]).
+    boxed_fn: BoxedTrampoline,
     /// Interned id of the unboxed form's (A, R), or `NO_UNBOXED` (Note [Signature ids]).
     signature: u64,
     unboxed_fn: *const (),
@@ -351,7 +451,7 @@ impl KernelFunction {
     {
         let (ctx, owner) = kernel_object(f);
         KernelFunction {
-            boxed_fn: Some(boxed_closure::<F>),
+            boxed_fn: boxed_closure::<F>,
             ctx,
             _owner: owner,
             ..Self::marker(KernelKind::Regular)
@@ -377,7 +477,7 @@ impl KernelFunction {
         let (ctx, owner) = kernel_object(kernel);
         KernelFunction {
             kind: KernelKind::Regular,
-            boxed_fn: Some(boxed_trampoline::<K>),
+            boxed_fn: boxed_trampoline::<K>,
             signature: signature_id::<K::Args, K::Ret>(),
             unboxed_fn: <K::Args as ArgList>::entry::<K>(),
             ctx,
@@ -394,7 +494,12 @@ impl KernelFunction {
     pub(crate) fn marker(kind: KernelKind) -> Self {
         KernelFunction {
             kind,
-            boxed_fn: None,
+            boxed_fn: match kind {
+                KernelKind::Fallthrough => boxed_fallthrough,
+                KernelKind::AmbiguousAutogradOther => boxed_ambiguous,
+                // A regular kernel is never made a marker; its error is the missing one's.
+                KernelKind::Missing | KernelKind::Regular => boxed_missing,
+            },
             signature: NO_UNBOXED,
             unboxed_fn: std::ptr::null(),
             ctx: std::ptr::null(),
@@ -436,7 +541,7 @@ impl KernelFunction {
         let mut s = String::new();
         if self.kind == KernelKind::Fallthrough {
             s.push_str("fallthrough boxed ");
-        } else if self.boxed_fn.is_some() {
+        } else if self.kind == KernelKind::Regular {
             s.push_str("boxed ");
         }
         if self.inferred.is_some() {
@@ -488,18 +593,17 @@ impl KernelFunction {
         }
     }
 
-    /// Runs the boxed form; `None` when the kernel has none (a marker).
+    /// Runs the boxed form (a marker's: Note [Boxed markers]).
     #[inline(always)]
     pub(crate) fn call_boxed(
         &self,
         op: &OperatorHandle,
         ks: DispatchKeySet,
         stack: &mut Stack,
-    ) -> Option<Result<()>> {
-        let f = self.boxed_fn?;
+    ) -> Result<()> {
         // SAFETY: `boxed_fn` was made for the kernel object `ctx` points to (in `typed` or
-        // `from_boxed`), which `_owner` keeps alive as long as `self`.
-        Some(unsafe { f(op, stack, ks, self.ctx) })
+        // `from_boxed`), which `_owner` keeps alive as long as `self`; a marker's ignores `ctx`.
+        unsafe { (self.boxed_fn)(op, stack, ks, self.ctx) }
     }
 }
 

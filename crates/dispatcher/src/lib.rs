@@ -31,6 +31,7 @@ mod arg;
 mod arities;
 mod call;
 mod debug;
+mod dispatch_args;
 mod dispatcher;
 mod error;
 mod handle;

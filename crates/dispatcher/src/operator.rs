@@ -10,6 +10,7 @@ use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_RUNTIME_ENTRIES};
 use switchboard_schema::FunctionSchema;
 
 use crate::debug::RegistrationDebug;
+use crate::dispatch_args::DispatchArgs;
 use crate::dispatcher::{DispatcherInner, SharedKernels};
 use crate::kernel::KernelFunction;
 use crate::table::{runtime_keys, BaseTable, Globals, Provenance, Resolver, SlotSet, RUNTIME_KEYS};
@@ -198,48 +199,9 @@ pub struct OperatorEntry {
     observed: AtomicU64,
     /// The schema's argument count and its dispatch arguments, packed in one word (see
     /// Note [Boxed dispatch arguments]).
-    dispatch_args: AtomicU64,
+    dispatch_args: DispatchArgs,
     /// Keeps the markers and fallbacks the table may point at alive.
     _shared: Arc<SharedKernels>,
-}
-
-// Note [Boxed dispatch arguments]
-// A boxed call finds its dispatch keys in the tensor-like values among its arguments, the last
-// `n` values of the stack (PyTorch's `DispatchKeyExtractor` with its bitset of dispatch argument
-// positions). Both what it needs are packed in one word, read with one load: the argument count
-// in the top 16 bits, and below it bit i set when argument i is tensor-like, for i below 47.
-// Extraction is then a loop over the set bits, one value read per dispatch argument, instead of
-// a test of every argument's type. A schema with a tensor-like argument past position 46 sets
-// `SCAN_ALL_ARGS` instead, and every argument is scanned: correct, and too rare to optimise.
-
-/// Where the argument count starts in the packed word (Note [Boxed dispatch arguments]).
-const ARG_COUNT_SHIFT: u32 = 48;
-/// Set when some dispatch argument is beyond the bits of the mask: scan every argument.
-const SCAN_ALL_ARGS: u64 = 1 << (ARG_COUNT_SHIFT - 1);
-
-/// Packs a schema's argument count and the positions of its tensor-like arguments (see
-/// Note [Boxed dispatch arguments]). A count beyond 16 bits (no real schema has one) is
-/// clamped; the call then scans the last 65535 values. Bits are set only below `count`.
-fn pack_dispatch_args(count: usize, tensor_like: impl Iterator<Item = bool>) -> u64 {
-    let max_count = (1usize << (64 - ARG_COUNT_SHIFT)) - 1;
-    let mut mask = if count > max_count { SCAN_ALL_ARGS } else { 0 };
-    // Only positions below `count` get a bit: `boxed_key_set` relies on it.
-    for (i, _) in tensor_like.take(count).enumerate().filter(|&(_, t)| t) {
-        mask |= if i < ARG_COUNT_SHIFT as usize - 1 {
-            1 << i
-        } else {
-            SCAN_ALL_ARGS
-        };
-    }
-    ((count.min(max_count) as u64) << ARG_COUNT_SHIFT) | mask
-}
-
-/// The key set of a dispatch argument that is not a tensor (a list, an optional), out of line so
-/// that the boxed key extraction keeps the tensor case a single tag test.
-#[cold]
-#[inline(never)]
-fn other_key_set(v: &crate::IValue) -> u64 {
-    v.key_set().raw()
 }
 
 /// The top bit: no signature id has it (Note [Signature ids]).
@@ -274,7 +236,7 @@ impl OperatorEntry {
             } else {
                 0
             }),
-            dispatch_args: AtomicU64::new(0),
+            dispatch_args: DispatchArgs::new(crate::observe::observing()),
             _shared: shared,
         }
     }
@@ -294,11 +256,14 @@ impl OperatorEntry {
     }
 
     pub(crate) fn set_schema(&self, record: Option<SchemaRecord>) {
-        let packed = record.as_ref().map_or(0, |r| {
-            let args = r.schema.arguments();
-            pack_dispatch_args(args.len(), args.iter().map(|a| a.is_tensor_like()))
-        });
-        self.dispatch_args.store(packed, Ordering::Relaxed);
+        match &record {
+            Some(r) => {
+                let args = r.schema.arguments();
+                self.dispatch_args
+                    .set(args.len(), args.iter().map(|a| a.is_tensor_like()));
+            }
+            None => self.dispatch_args.set(0, std::iter::empty()),
+        }
         *lock(&self.schema) = record.map(Arc::new);
     }
 
@@ -331,6 +296,7 @@ impl OperatorEntry {
     pub(crate) fn set_observed(&self, on: bool) {
         self.observed
             .store(if on { OBSERVED_BIT } else { 0 }, Ordering::Relaxed);
+        self.dispatch_args.set_observed(on);
     }
 
     /// Removes the keys whose kernel is a fallthrough (the call's key set is then dispatched
@@ -342,34 +308,15 @@ impl OperatorEntry {
 
     /// The union of the key sets of the dispatch arguments among the last values of `stack`
     /// (the arguments of a boxed call, see Note [Boxed dispatch arguments]).
-    #[inline(always)]
     pub(crate) fn boxed_key_set(&self, stack: &[crate::IValue]) -> DispatchKeySet {
-        let packed = self.dispatch_args.load(Ordering::Relaxed);
-        let n = (packed >> ARG_COUNT_SHIFT) as usize;
-        let mut mask = packed & ((1 << ARG_COUNT_SHIFT) - 1);
-        // Too few values: no keys, and the kernel reports the count.
-        let Some(base) = stack.len().checked_sub(n) else {
-            return DispatchKeySet::EMPTY;
-        };
-        let args = &stack[base..];
-        if mask & SCAN_ALL_ARGS != 0 {
-            return args
-                .iter()
-                .fold(DispatchKeySet::EMPTY, |ks, v| ks | v.key_set());
-        }
-        let mut ks = 0;
-        while mask != 0 {
-            let i = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            // SAFETY: set bits are below the count (`pack_dispatch_args`), the length of `args`.
-            let v = unsafe { args.get_unchecked(i) };
-            // Tensors inline: lists and optionals are the rare case.
-            match v {
-                crate::IValue::Tensor(t) => ks |= t.key_set().raw(),
-                v => ks |= other_key_set(v),
-            }
-        }
-        DispatchKeySet::from_raw(ks)
+        self.dispatch_args.key_set(stack)
+    }
+
+    /// The fast path of [`boxed_key_set`](Self::boxed_key_set) (`None`: take the slow path, see
+    /// Note [Boxed dispatch arguments]).
+    #[inline(always)]
+    pub(crate) fn fast_boxed_key_set(&self, stack: &[crate::IValue]) -> Option<DispatchKeySet> {
+        self.dispatch_args.fast_key_set(stack)
     }
 
     /// Recomputes the slots of `touched` and the fallthrough mask (see Note [Computing the
@@ -493,24 +440,5 @@ impl OperatorEntry {
             .skip(1)
             .filter(|k| resolver.resolve(*k).1 != Provenance::Missing)
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod dispatch_args_tests {
-    use super::*;
-
-    #[test]
-    fn packs_count_and_tensor_positions() {
-        let packed = pack_dispatch_args(4, [true, false, false, true].into_iter());
-        assert_eq!(packed >> ARG_COUNT_SHIFT, 4);
-        assert_eq!(packed & ((1 << ARG_COUNT_SHIFT) - 1), 0b1001);
-    }
-
-    #[test]
-    fn far_tensor_argument_scans_everything() {
-        let packed = pack_dispatch_args(60, (0..60).map(|i| i == 50));
-        assert_eq!(packed >> ARG_COUNT_SHIFT, 60);
-        assert_ne!(packed & SCAN_ALL_ARGS, 0);
     }
 }

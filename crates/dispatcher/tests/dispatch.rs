@@ -136,6 +136,45 @@ fn missing_kernel_names_the_operator_and_key() {
     );
 }
 
+/// A boxed call that reaches a slot without a kernel, or the ambiguous AutogradOther slot,
+/// returns the same error as a typed call (the markers' boxed forms, Note [Boxed markers]).
+#[test]
+fn boxed_calls_of_marker_slots_report_the_slot_error() {
+    let d = dispatcher();
+    let mut lib = setup(&d);
+    let handle = d.find_schema_or_throw("test::op").unwrap();
+    let boxed = |t: &Tensor| {
+        let mut stack: Stack = vec![IValue::Tensor(t.clone()), IValue::Tensor(t.clone())];
+        let err = handle.call_boxed(&mut stack).unwrap_err().to_string();
+        let typed = op(&d).call((t, t)).unwrap_err().to_string();
+        assert_eq!(err, typed);
+        err
+    };
+    let meta = with_keys(&[K::Meta]);
+    assert!(
+        boxed(&meta)
+            .starts_with("Could not run 'test::op' with arguments from the 'Meta' backend."),
+        "{}",
+        boxed(&meta)
+    );
+    // A CompositeImplicitAutograd kernel next to a kernel for an AutogradOther backend.
+    lib.impl_(
+        "op",
+        Some(K::CompositeImplicitAutograd),
+        KernelFunction::from_fn(|a: &Tensor, _b: &Tensor| Ok(a.clone())),
+    )
+    .unwrap();
+    lib.impl_(
+        "op",
+        Some(K::SparseCPU),
+        KernelFunction::from_fn(|a: &Tensor, _b: &Tensor| Ok(a.clone())),
+    )
+    .unwrap();
+    let sparse = with_keys(&[K::SparseCPU, K::AutogradOther]);
+    let err = boxed(&sparse);
+    assert!(err.contains("AutogradOther"), "{err}");
+}
+
 #[test]
 fn boxed_call_type_errors_name_the_argument() {
     let d = dispatcher();
@@ -346,6 +385,47 @@ fn observers_see_operators_made_after_them() {
     drop(guard);
     assert_eq!(typed.call((&x,)).unwrap(), 7);
     assert_eq!(events.lock().unwrap().len(), 2);
+}
+
+/// An observer added after an operator exists sees its boxed calls, and stops seeing them
+/// once dropped: the boxed fast path carries its own copy of the observing state
+/// (Note [Boxed dispatch arguments]).
+#[test]
+fn observers_see_boxed_calls_of_existing_operators() {
+    let d = dispatcher();
+    let mut lib = Library::new(&d, LibraryKind::Def, "observed_early", None).unwrap();
+    lib.def("early_op(Tensor a, int n, Tensor b) -> int")
+        .unwrap();
+    lib.impl_(
+        "early_op",
+        Some(K::CPU),
+        KernelFunction::from_fn(|_a: &Tensor, n: i64, _b: &Tensor| Ok(n + 1)),
+    )
+    .unwrap();
+    let handle = d.find_schema_or_throw("observed_early::early_op").unwrap();
+    let x = with_keys(&[K::CPU]);
+    let call = |n: i64| {
+        let mut stack = vec![
+            IValue::Tensor(x.clone()),
+            IValue::Int(n),
+            IValue::Tensor(x.clone()),
+        ];
+        handle.call_boxed(&mut stack).unwrap();
+        assert!(matches!(stack.as_slice(), [IValue::Int(m)] if *m == n + 1));
+    };
+    call(1);
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let e = events.clone();
+    let guard = add_observer(move |ev| {
+        if ev.before && ev.op.name().name() == "observed_early::early_op" {
+            e.lock().unwrap().push(ev.key);
+        }
+    });
+    call(2);
+    assert_eq!(events.lock().unwrap().as_slice(), &[K::CPU]);
+    drop(guard);
+    call(3);
+    assert_eq!(events.lock().unwrap().len(), 1);
 }
 
 /// A fallthrough on one backend's Autograd key only (AutogradCPU) skips that key for CPU
