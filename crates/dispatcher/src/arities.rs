@@ -7,7 +7,8 @@ use switchboard_keys::DispatchKeySet;
 use crate::arg::{Arg, KernelParam};
 use crate::error::Result;
 use crate::ivalue::{IValue, Stack};
-use crate::kernel::{ArgList, ArgTypes, Invoke, KernelFn, KernelFnWithKeys, TakenArgs};
+use crate::kernel::{ArgList, ArgTypes, Invoke, KernelFn, KernelFnWithKeys, SlowPath, TakenArgs};
+use crate::operator::AnnotatedKernel;
 use crate::ret::KernelReturn;
 
 type ParamOf<'a, P> = <P as KernelParam>::Param<'a>;
@@ -53,10 +54,15 @@ macro_rules! arities {
                 // counted in only once all are written (a panic while boxing one leaks the
                 // ones before it rather than exposing uninitialised slots).
                 unsafe {
-                    let dst = stack.as_mut_ptr().add(len);
-                    $(dst.add($i).write($p::to_ivalue(refs.$i));)*
+                    Self::write_boxed(refs, stack.as_mut_ptr().add(len));
                     stack.set_len(len + $n);
                 }
+            }
+            #[inline(always)]
+            #[allow(unused_variables, unused_unsafe)]
+            unsafe fn write_boxed(refs: Self::Refs<'_>, dst: *mut IValue) {
+                // SAFETY: guaranteed by the caller: `dst` is valid for `$n` writes.
+                unsafe { $(dst.add($i).write($p::to_ivalue(refs.$i));)* }
             }
             type Taken = TakenArgs<Self, $n>;
             #[inline(always)]
@@ -113,6 +119,32 @@ macro_rules! arities {
                     >(entry);
                     f(ctx, ks, $(args.$i),*)
                 }
+            }
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn call_slow<R: KernelReturn, Hdl: SlowPath<Self, R>>(
+                handle: &Hdl,
+                ks: DispatchKeySet,
+                kernel: &AnnotatedKernel,
+                args: Self::Refs<'_>,
+            ) -> Result<R> {
+                #[inline(never)]
+                #[allow(
+                    non_snake_case,
+                    clippy::too_many_arguments,
+                    clippy::extra_unused_lifetimes // unused only in the zero-argument form
+                )]
+                fn spread<'x, R: KernelReturn, Hdl: SlowPath<($($p,)*), R>, $($p: Arg),*>(
+                    handle: &Hdl,
+                    ks: DispatchKeySet,
+                    $($p: $p::Ref<'x>,)*
+                    kernel: &AnnotatedKernel,
+                ) -> Result<R> {
+                    handle.slow(ks, kernel, ($($p,)*))
+                }
+                // The kernel last: the arguments stay in the registers the kernel's entry point
+                // takes them in (Note [Spread arguments]), whichever way the call goes.
+                spread::<R, Hdl, $($p),*>(handle, ks, $(args.$i,)* kernel)
             }
         }
 

@@ -8,12 +8,12 @@ use switchboard_keys::{DispatchKey, DispatchKeySet};
 use crate::dispatcher::Dispatcher;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::Stack;
-use crate::kernel::{signature_id, ArgList, Invoke, KernelKind};
+use crate::kernel::{signature_id, ArgList, Invoke, KernelKind, SlowPath};
 use crate::observe;
 use crate::operator::{AnnotatedKernel, OperatorEntry, SchemaRecord};
 use crate::ret::KernelReturn;
 use crate::schema_check::{format_inferred, schema_difference};
-use crate::stack_cache::BoxingStack;
+use crate::stack_cache::{BoxingStack, CachedStack};
 use crate::tls::apply_tls;
 
 /// A handle to a registered operator: cheap to clone, valid as long as it lives (even after the
@@ -275,14 +275,28 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         // one load and one xor for observation instead of a separate load, test and branch.
         let sig = self.sig ^ self.op.0.observed_bit();
         // Note [Typed calls end in one jump]
-        // When the test fails, the call goes on to the slow path, an entry point of the same
-        // spread form as the kernel's (`TypedOperatorHandle` is a kernel object, see its
-        // `Invoke`), with this handle as its kernel object. Both outcomes are then "call this
-        // entry point with this object and the arguments, in registers": the test only selects
-        // the pair, and the call is the function's last act, so it compiles to a jump. A slow
-        // path taking the arguments as a tuple would make every caller store them to its stack
-        // first, in case the test fails, and keep a frame for it; a kernel that only
+        // Whatever the test says, the call is the function's last act, so both outcomes
+        // compile to a jump with the arguments in registers: the kernel's entry point (spread
+        // form, Note [Spread arguments]), or the slow path, an out-of-line function taking the
+        // arguments spread too, with the handle and the kernel already found (`call_slow`). A
+        // slow path taking the arguments as a tuple would make every caller store them to its
+        // stack first, in case the test fails, and keep a frame for it; a kernel that only
         // redispatches (autograd with nothing requiring grad) would pay that on every call.
+        // Beyond three arguments the slow path's extra parameters would travel on the stack,
+        // which rules out the jump; there the slow path is this handle's own entry point (the
+        // handle is a kernel object of the same spread form, see its `Invoke`), chosen in place
+        // of the kernel's, and it looks the kernel up again.
+        if A::LEN <= 3 {
+            if kernel.kernel.signature() == sig {
+                let (entry, ctx) = kernel.kernel.unboxed_entry();
+                // SAFETY: the kernel's typed form has the id `sig`, which is
+                // `signature_id::<A, R>()` (only `OperatorHandle::typed` sets `self.sig`; the
+                // observed bit matches no kernel), so `entry` is its entry point for `(A, R)`
+                // with its live kernel object.
+                return unsafe { A::call_entry::<R>(entry, ctx, ks, args) };
+            }
+            return A::call_slow::<R, Self>(self, ks, kernel, args);
+        }
         let (entry, ctx) = kernel
             .kernel
             .unboxed_or(sig, (A::entry::<Self>(), self as *const Self as *const ()));
@@ -311,9 +325,17 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
     fn slow_path(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
         // Looked up again: the entry point receives only the handle. A registration landing in
         // between makes the call run the newer kernel, which a call may see as well as the
-        // older one (Note [Lock-free dispatch table]); whichever it is, the code below handles
-        // it (a typed kernel of this convention runs through its boxed form).
-        let kernel = self.op.0.lookup(ks);
+        // older one (Note [Lock-free dispatch table]); whichever it is, `slow` handles it (a
+        // typed kernel of this convention runs through its boxed form).
+        self.slow(ks, self.op.0.lookup(ks), args)
+    }
+}
+
+impl<A: ArgList, R: KernelReturn> SlowPath<A, R> for TypedOperatorHandle<A, R> {
+    /// A call the typed fast path did not take, with the kernel it found: observed, or the
+    /// kernel has no typed form for `(A, R)`.
+    #[inline(always)]
+    fn slow(&self, ks: DispatchKeySet, kernel: &AnnotatedKernel, args: A::Refs<'_>) -> Result<R> {
         if self.op.0.observed() {
             if observe::active() {
                 return self.run_observed(kernel, ks, args);
@@ -324,7 +346,9 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         // typed form for `(A, R)`.
         self.call_boxed_kernel(kernel, ks, args)
     }
+}
 
+impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
     #[cold]
     #[inline(never)]
     fn run_observed(
@@ -340,8 +364,9 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
     }
 
     /// The slow path: the kernel has no typed form for this convention (a boxed fallback, a
-    /// kernel registered with other Rust types, or no kernel at all), so the arguments are boxed
-    /// (onto the thread's reused stack, Note [Reused boxing stacks]).
+    /// kernel registered with other Rust types, a marker), so the arguments are boxed onto the
+    /// thread's reused stack (Note [Reused boxing stacks]). A fallthrough marker's boxed form
+    /// continues with the next key, a missing kernel's returns the error (Note [Boxed markers]).
     #[inline(always)]
     fn call_boxed_kernel(
         &self,
@@ -349,23 +374,43 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         ks: DispatchKeySet,
         args: A::Refs<'_>,
     ) -> Result<R> {
-        if kernel.kernel.is_fallthrough() {
-            return self.redispatch_past_fallthrough(ks, args);
+        let Some(mut cached) = CachedStack::take(A::LEN) else {
+            return self.call_boxed_kernel_uncached(kernel, ks, args);
+        };
+        let stack = cached.stack();
+        // SAFETY: a cached stack just taken is empty with room for `A::LEN` values; they are
+        // counted in once written.
+        unsafe {
+            A::write_boxed(args, stack.as_mut_ptr());
+            stack.set_len(A::LEN);
         }
+        self.run_boxed_and_pop(kernel, ks, stack)
+    }
+
+    /// `call_boxed_kernel` when the cached stack is not at hand: first use on the thread, a
+    /// nested call, the thread's teardown.
+    #[inline(never)]
+    fn call_boxed_kernel_uncached(
+        &self,
+        kernel: &AnnotatedKernel,
+        ks: DispatchKeySet,
+        args: A::Refs<'_>,
+    ) -> Result<R> {
         let mut boxing = BoxingStack::take();
         let stack = boxing.stack();
         A::push_to_stack(args, stack);
-        self.op.run_boxed(kernel, ks, stack)?;
-        R::pop_from_stack(stack).ok_or_else(|| self.return_error(ks, stack))
+        self.run_boxed_and_pop(kernel, ks, stack)
     }
 
-    /// A typed call that reached a fallthrough slot (Note [Fallthrough reached at run time]).
-    /// Out of line: inlined, the redispatch would make the boxing path a loop whose set-up
-    /// every boxed call pays.
-    #[cold]
-    #[inline(never)]
-    fn redispatch_past_fallthrough(&self, ks: DispatchKeySet, args: A::Refs<'_>) -> Result<R> {
-        self.redispatch(skip_fallthrough(ks), args)
+    #[inline(always)]
+    fn run_boxed_and_pop(
+        &self,
+        kernel: &AnnotatedKernel,
+        ks: DispatchKeySet,
+        stack: &mut Stack,
+    ) -> Result<R> {
+        self.op.run_boxed(kernel, ks, stack)?;
+        R::pop_from_stack(stack).ok_or_else(|| self.return_error(ks, stack))
     }
 
     /// The error of a boxed kernel that left no returns of type `R` on the stack.

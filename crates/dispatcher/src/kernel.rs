@@ -9,6 +9,7 @@ use switchboard_keys::DispatchKeySet;
 use crate::call::OperatorHandle;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
 use crate::ivalue::{IValue, Stack};
+use crate::operator::AnnotatedKernel;
 use crate::ret::KernelReturn;
 
 /// A boxed kernel: takes its arguments from the stack and leaves its returns there.
@@ -45,6 +46,12 @@ pub trait ArgList: 'static {
     fn from_stack(values: &[IValue]) -> std::result::Result<Self::Refs<'_>, usize>;
     /// Pushes the boxed arguments.
     fn push_to_stack(refs: Self::Refs<'_>, stack: &mut Stack);
+    /// Writes the boxed arguments to `LEN` consecutive slots from `dst`, in order.
+    ///
+    /// # Safety
+    /// `dst` must be valid for `LEN` writes; the values are not dropped there.
+    #[doc(hidden)]
+    unsafe fn write_boxed(refs: Self::Refs<'_>, dst: *mut IValue);
     /// The boxed arguments moved out of a stack: [`TakenArgs`] of `LEN` values.
     #[doc(hidden)]
     type Taken;
@@ -79,6 +86,23 @@ pub trait ArgList: 'static {
         ks: DispatchKeySet,
         args: Self::Refs<'_>,
     ) -> Result<R>;
+    /// Calls `handle.slow(ks, kernel, args)` through an out-of-line function taking the
+    /// arguments spread (Note [Typed calls end in one jump]).
+    #[doc(hidden)]
+    fn call_slow<R: KernelReturn, H: SlowPath<Self, R>>(
+        handle: &H,
+        ks: DispatchKeySet,
+        kernel: &AnnotatedKernel,
+        args: Self::Refs<'_>,
+    ) -> Result<R>;
+}
+
+/// The slow path of a typed call, given the kernel its look-up found (an implementation detail
+/// of [`ArgList::call_slow`]).
+#[doc(hidden)]
+pub trait SlowPath<A: ArgList + ?Sized, R: KernelReturn> {
+    /// Runs `kernel` (whose typed form does not match, or calls are observed) on `args`.
+    fn slow(&self, ks: DispatchKeySet, kernel: &AnnotatedKernel, args: A::Refs<'_>) -> Result<R>;
 }
 
 // Note [Spread arguments]
@@ -573,6 +597,20 @@ impl KernelFunction {
         // `unboxed_fn` was made by `A::entry::<K>()` for a `K` with `K::Ret == R` (in `typed`).
         // Its `ctx` points into `_owner`, which lives as long as `self`.
         unsafe { Ok(A::call_entry::<R>(self.unboxed_fn, self.ctx, ks, args)) }
+    }
+
+    /// The interned id of the typed form's calling convention (`NO_UNBOXED` without one, see
+    /// Note [Signature ids]).
+    #[inline(always)]
+    pub(crate) fn signature(&self) -> u64 {
+        self.signature
+    }
+
+    /// The unboxed entry point and kernel object `(unboxed_fn, ctx)`: callable with
+    /// `A::call_entry::<R>` when [`signature`](Self::signature) is `signature_id::<A, R>()`.
+    #[inline(always)]
+    pub(crate) fn unboxed_entry(&self) -> (*const (), *const ()) {
+        (self.unboxed_fn, self.ctx)
     }
 
     /// The unboxed entry point and kernel object `(unboxed_fn, ctx)` if the kernel has a typed
