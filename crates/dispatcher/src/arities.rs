@@ -7,7 +7,9 @@ use switchboard_keys::DispatchKeySet;
 use crate::arg::{Arg, KernelParam};
 use crate::error::Result;
 use crate::ivalue::{IValue, Stack};
-use crate::kernel::{ArgList, ArgTypes, Invoke, KernelFn, KernelFnWithKeys, SlowPath, TakenArgs};
+use crate::kernel::{
+    arg_words, ArgList, ArgTypes, Invoke, KernelFn, KernelFnWithKeys, SlowPath, TakenArgs,
+};
 use crate::operator::AnnotatedKernel;
 use crate::ret::KernelReturn;
 
@@ -22,6 +24,7 @@ macro_rules! arities {
         impl<$($p: Arg),*> ArgList for ($($p,)*) {
             type Refs<'a> = ($($p::Ref<'a>,)*);
             const LEN: usize = $n;
+            const WORDS: usize = 0 $(+ arg_words::<$p::Ref<'static>>())*;
             fn schema_types() -> &'static [&'static str] {
                 ArgTypes::<Self>::LIST
             }

@@ -282,11 +282,12 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         // slow path taking the arguments as a tuple would make every caller store them to its
         // stack first, in case the test fails, and keep a frame for it; a kernel that only
         // redispatches (autograd with nothing requiring grad) would pay that on every call.
-        // Beyond three arguments the slow path's extra parameters would travel on the stack,
-        // which rules out the jump; there the slow path is this handle's own entry point (the
-        // handle is a kernel object of the same spread form, see its `Invoke`), chosen in place
-        // of the kernel's, and it looks the kernel up again.
-        if A::LEN <= 3 {
+        // The slow path takes three words besides the arguments (handle, key set, kernel); with
+        // the arguments in more than three registers some would travel on the stack, which
+        // rules out the jump. There the slow path is this handle's own entry point instead (the
+        // handle is a kernel object of the kernel's spread form, see its `Invoke`), chosen in
+        // place of the kernel's; it looks the kernel up again.
+        if A::WORDS <= 3 {
             if kernel.kernel.signature() == sig {
                 let (entry, ctx) = kernel.kernel.unboxed_entry();
                 // SAFETY: the kernel's typed form has the id `sig`, which is

@@ -37,6 +37,10 @@ pub trait ArgList: 'static {
     type Refs<'a>: Copy;
     /// The number of arguments.
     const LEN: usize;
+    /// An upper bound on the integer registers the spread arguments take (a word per argument
+    /// up to 8 bytes, one per 8 bytes beyond; Note [Typed calls end in one jump]).
+    #[doc(hidden)]
+    const WORDS: usize;
     /// The schema types, in order (a static list, see [`KernelReturn::schema_types`]).
     fn schema_types() -> &'static [&'static str];
     /// The union of the key sets of the tensor arguments.
@@ -95,6 +99,17 @@ pub trait ArgList: 'static {
         kernel: &AnnotatedKernel,
         args: Self::Refs<'_>,
     ) -> Result<R>;
+}
+
+/// The integer registers a spread argument of type `T` takes at most (see [`ArgList::WORDS`]).
+#[doc(hidden)]
+pub const fn arg_words<T>() -> usize {
+    let size = std::mem::size_of::<T>();
+    if size <= 8 {
+        1
+    } else {
+        size.div_ceil(8)
+    }
 }
 
 /// The slow path of a typed call, given the kernel its look-up found (an implementation detail

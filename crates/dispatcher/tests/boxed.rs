@@ -329,6 +329,45 @@ fn typed_calls_box_into_a_fallback_that_redispatches() {
     assert_eq!(uses(&storage), before);
 }
 
+/// Typed calls of every slow-path form reach a boxed fallback: arguments in at most three
+/// registers (the kernel handed to the slow path), and more (the handle's own entry point, which
+/// looks the kernel up again); see Note [Typed calls end in one jump].
+#[test]
+fn typed_calls_of_wide_signatures_box_into_a_fallback() {
+    let d = dispatcher();
+    let mut l = lib(&d);
+    l.def("wide(Tensor a, int[] x, int[] y) -> int").unwrap();
+    l.impl_(
+        "wide",
+        Some(K::CPU),
+        KernelFunction::from_fn(|_a: &Tensor, x: &[i64], y: &[i64]| {
+            Ok(x.iter().sum::<i64>() * 10 + y.len() as i64)
+        }),
+    )
+    .unwrap();
+    l.def("four(Tensor a, Tensor b, Tensor c, int n) -> int")
+        .unwrap();
+    l.impl_(
+        "four",
+        Some(K::CPU),
+        KernelFunction::from_fn(|_a: &Tensor, _b: &Tensor, _c: &Tensor, n: i64| Ok(n * 2)),
+    )
+    .unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let _fb = python_fallback(&d, seen.clone());
+    assert_eq!(<(Tensor, Vec<i64>, Vec<i64>) as ArgList>::WORDS, 5);
+    assert_eq!(<(Tensor, Tensor, Tensor, i64) as ArgList>::WORDS, 4);
+    assert_eq!(<(Tensor, i64) as ArgList>::WORDS, 2);
+    let wide: TypedOperatorHandle<(Tensor, Vec<i64>, Vec<i64>), i64> =
+        handle(&d, "boxed::wide").typed().unwrap();
+    let four: TypedOperatorHandle<(Tensor, Tensor, Tensor, i64), i64> =
+        handle(&d, "boxed::four").typed().unwrap();
+    let p = cpu_tensor().with_key_set(DispatchKeySet::from_keys(&[K::CPU, K::Python]));
+    assert_eq!(wide.call((&p, &[1, 2], &[7, 7, 7])).unwrap(), 33);
+    assert_eq!(four.call((&p, &p, &p, 21)).unwrap(), 42);
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+}
+
 #[test]
 fn boxed_kernel_with_wrong_returns_is_an_error() {
     let d = dispatcher();
