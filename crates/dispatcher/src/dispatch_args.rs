@@ -53,33 +53,35 @@ const VALUE_SIZE: usize = std::mem::size_of::<IValue>();
 pub(crate) fn pack(count: usize, tensor_like: impl Iterator<Item = bool>) -> u64 {
     let max_count = (1usize << (64 - COUNT_SHIFT)) - 1;
     let count_bits = (count.min(max_count) as u64) << COUNT_SHIFT;
-    let positions: Vec<usize> = tensor_like
-        .take(count)
-        .enumerate()
-        .filter_map(|(i, t)| t.then_some(i))
-        .collect();
+    // One pass (no allocation: registration is timed too): the mask, and the first two
+    // positions with how many there are.
+    let mut mask = if count > max_count { SCAN_ALL } else { 0 };
+    let (mut first, mut found) = ([0usize; 2], 0usize);
+    for (i, _) in tensor_like.take(count).enumerate().filter(|&(_, t)| t) {
+        if found < 2 {
+            first[found] = i;
+        }
+        found += 1;
+        mask |= if i < MASK_BITS as usize {
+            1 << i
+        } else {
+            SCAN_ALL
+        };
+    }
     // The offset of position `i` from the end, if it fits a 16-bit field.
     let offset = |i: usize| -> Option<u64> {
         let bytes = i16::try_from((count - i).checked_mul(VALUE_SIZE)?).ok()?;
         Some(u64::from((-bytes) as u16))
     };
     if count <= max_count {
-        let pair = match positions[..] {
-            [i] => offset(i).map(|o| (o, o)),
-            [i, j] => offset(i).zip(offset(j)),
+        let pair = match found {
+            1 => offset(first[0]).map(|o| (o, o)),
+            2 => offset(first[0]).zip(offset(first[1])),
             _ => None,
         };
         if let Some((o0, o1)) = pair {
             return count_bits | (o1 << 16) | o0;
         }
-    }
-    let mut mask = if count > max_count { SCAN_ALL } else { 0 };
-    for i in positions {
-        mask |= if i < MASK_BITS as usize {
-            1 << i
-        } else {
-            SCAN_ALL
-        };
     }
     count_bits | MASK_LAYOUT | SLOW | mask
 }
