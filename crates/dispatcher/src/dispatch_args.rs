@@ -101,9 +101,9 @@ pub(crate) struct DispatchArgs(AtomicU64);
 impl DispatchArgs {
     /// No schema yet: no arguments.
     pub(crate) fn new(observed: bool) -> Self {
-        let args = DispatchArgs(AtomicU64::new(pack(0, std::iter::empty())));
-        args.set_observed(observed);
-        args
+        // `pack(0, ..)`: the mask layout with an empty mask.
+        let word = MASK_LAYOUT | if observed { OBSERVED } else { 0 };
+        DispatchArgs(AtomicU64::new(with_slow_bit(word)))
     }
 
     /// Records a schema's arguments (`tensor_like[i]`: argument i is a tensor, an optional
@@ -225,6 +225,16 @@ mod tests {
         let single = pack(3, [false, true, false].into_iter());
         assert_eq!(single as u16 as i16, -32);
         assert_eq!((single >> 16) as u16 as i16, -32);
+    }
+
+    #[test]
+    fn a_new_entry_has_no_arguments() {
+        assert_eq!(
+            DispatchArgs::new(false).0.load(Ordering::Relaxed),
+            pack(0, std::iter::empty())
+        );
+        let observed = DispatchArgs::new(true).0.load(Ordering::Relaxed);
+        assert_eq!(observed, pack(0, std::iter::empty()) | OBSERVED);
     }
 
     #[test]
