@@ -325,32 +325,24 @@ unsafe fn boxed_fallthrough(
     op.redispatch_boxed(crate::call::skip_fallthrough(ks), stack)
 }
 
-/// The boxed form of the missing marker: the slot's error.
+/// The boxed form of the missing marker (`AMBIGUOUS` false) and of the ambiguous-AutogradOther
+/// marker (true): the slot's error.
 ///
 /// # Safety
 /// None needed (`ctx` is not read); `unsafe` for the trampoline type.
 #[cold]
-unsafe fn boxed_missing(
+unsafe fn boxed_error<const AMBIGUOUS: bool>(
     op: &OperatorHandle,
     _stack: &mut Stack,
     ks: DispatchKeySet,
     _ctx: *const (),
 ) -> Result<()> {
-    Err(op.report_error(KernelKind::Missing, ks))
-}
-
-/// The boxed form of the ambiguous-AutogradOther marker: the slot's error.
-///
-/// # Safety
-/// None needed (`ctx` is not read); `unsafe` for the trampoline type.
-#[cold]
-unsafe fn boxed_ambiguous(
-    op: &OperatorHandle,
-    _stack: &mut Stack,
-    ks: DispatchKeySet,
-    _ctx: *const (),
-) -> Result<()> {
-    Err(op.report_error(KernelKind::AmbiguousAutogradOther, ks))
+    let kind = if AMBIGUOUS {
+        KernelKind::AmbiguousAutogradOther
+    } else {
+        KernelKind::Missing
+    };
+    Err(op.report_error(kind, ks))
 }
 
 /// Runs a boxed kernel (a closure over the stack).
@@ -535,9 +527,9 @@ impl KernelFunction {
             kind,
             boxed_fn: match kind {
                 KernelKind::Fallthrough => boxed_fallthrough,
-                KernelKind::AmbiguousAutogradOther => boxed_ambiguous,
+                KernelKind::AmbiguousAutogradOther => boxed_error::<true>,
                 // A regular kernel is never made a marker; its error is the missing one's.
-                KernelKind::Missing | KernelKind::Regular => boxed_missing,
+                KernelKind::Missing | KernelKind::Regular => boxed_error::<false>,
             },
             signature: NO_UNBOXED,
             unboxed_fn: std::ptr::null(),
