@@ -4,7 +4,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use switchboard::dispatcher::{
-    DispatchKeySet, Dispatcher, ExcludeDispatchKeyGuard, IValue, KernelFunction, Library,
+    push, DispatchKeySet, Dispatcher, ExcludeDispatchKeyGuard, KernelFunction, Library,
     LibraryKind, Stack, TypedOperatorHandle,
 };
 use switchboard::keys::{DispatchKey as K, AUTOGRAD_DISPATCH_KEYSET};
@@ -57,8 +57,8 @@ fn benches(c: &mut Criterion) {
     let mut stack: Stack = Vec::with_capacity(2);
     c.bench_function("dispatch/call_boxed", |b| {
         b.iter(|| {
-            stack.push(IValue::Tensor(cpu_only.clone()));
-            stack.push(IValue::Tensor(cpu_only.clone()));
+            // `push` rather than two `Vec::push`es: see Note [Pushing onto a stack].
+            push(&mut stack, (&cpu_only, &cpu_only));
             handle.call_boxed(&mut stack).unwrap();
             black_box(stack.pop())
         })

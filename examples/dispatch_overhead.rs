@@ -16,7 +16,7 @@
 use std::hint::black_box;
 
 use switchboard::dispatcher::{
-    DispatchKeySet, Dispatcher, ExcludeDispatchKeyGuard, IValue, KernelFunction, Library,
+    push, DispatchKeySet, Dispatcher, ExcludeDispatchKeyGuard, KernelFunction, Library,
     LibraryKind, Stack, TypedOperatorHandle,
 };
 use switchboard::keys::{DispatchKey as K, AUTOGRAD_DISPATCH_KEYSET};
@@ -85,8 +85,8 @@ fn main() {
             let handle = op.handle().clone();
             let mut stack: Stack = Vec::with_capacity(2);
             for _ in 0..n {
-                stack.push(IValue::Tensor(cpu_only.clone()));
-                stack.push(IValue::Tensor(cpu_only.clone()));
+                // `push` rather than two `Vec::push`es: see Note [Pushing onto a stack].
+                push(&mut stack, (&cpu_only, &cpu_only));
                 handle.call_boxed(black_box(&mut stack)).unwrap();
                 black_box(stack.pop());
             }

@@ -148,6 +148,7 @@ impl IValue {
 }
 
 impl From<Scalar> for IValue {
+    #[inline]
     fn from(s: Scalar) -> Self {
         match s {
             Scalar::Int(v) => IValue::Int(v),
@@ -158,18 +159,62 @@ impl From<Scalar> for IValue {
 }
 
 impl From<Tensor> for IValue {
+    #[inline]
     fn from(t: Tensor) -> Self {
         IValue::Tensor(t)
     }
 }
 
+impl From<&Tensor> for IValue {
+    /// A new handle to the same tensor.
+    #[inline]
+    fn from(t: &Tensor) -> Self {
+        IValue::Tensor(t.clone())
+    }
+}
+
+impl From<Option<Tensor>> for IValue {
+    #[inline]
+    fn from(t: Option<Tensor>) -> Self {
+        t.map_or(IValue::None, IValue::Tensor)
+    }
+}
+
+impl From<Option<&Tensor>> for IValue {
+    #[inline]
+    fn from(t: Option<&Tensor>) -> Self {
+        t.map_or(IValue::None, |t| IValue::Tensor(t.clone()))
+    }
+}
+
+macro_rules! from_copy {
+    ($ty:ty, $variant:ident) => {
+        impl From<$ty> for IValue {
+            #[inline]
+            fn from(v: $ty) -> Self {
+                IValue::$variant(v)
+            }
+        }
+    };
+}
+
+from_copy!(i64, Int);
+from_copy!(f64, Double);
+from_copy!(bool, Bool);
+from_copy!(ScalarType, ScalarType);
+from_copy!(Layout, Layout);
+from_copy!(Device, Device);
+from_copy!(MemoryFormat, MemoryFormat);
+
 impl From<&str> for IValue {
+    #[inline]
     fn from(s: &str) -> Self {
         IValue::Str(Box::new(s.to_owned()))
     }
 }
 
 impl From<String> for IValue {
+    #[inline]
     fn from(s: String) -> Self {
         IValue::Str(Box::new(s))
     }
@@ -178,6 +223,7 @@ impl From<String> for IValue {
 macro_rules! from_list {
     ($elem:ty, $variant:ident) => {
         impl From<Vec<$elem>> for IValue {
+            #[inline]
             fn from(v: Vec<$elem>) -> Self {
                 IValue::$variant(v.into())
             }

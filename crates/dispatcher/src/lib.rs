@@ -42,6 +42,7 @@ mod observe;
 mod op_map;
 mod operator;
 mod packed_scalar;
+mod push;
 #[cfg(test)]
 mod refresh_tests;
 mod ret;
@@ -64,6 +65,7 @@ pub use library::{static_registration_errors, Library, LibraryKind, StaticLibrar
 pub use observe::{add_observer, set_dispatch_trace, CallEvent, ObserverGuard};
 pub use operator::{AliasAnalysisKind, SchemaRecord};
 pub use packed_scalar::PackedScalar;
+pub use push::{push, PushValues};
 pub use ret::{KernelReturn, ReturnValue};
 pub use table::{runtime_keys, Provenance, RUNTIME_KEYS};
 pub use tls::*;
