@@ -74,19 +74,20 @@ fn check(input: &str) {
         return;
     };
     let printed = schema.to_string();
+    // A lossy print (Note [Prints PyTorch cannot reparse]) may fail to parse, or parse to
+    // another schema (a string default of a non-string type, printed unquoted, can read back as
+    // a number).
+    let excused = || schema.arguments().iter().chain(schema.returns()).any(lossy);
     match FunctionSchema::parse(&printed) {
-        Ok(again) => assert_eq!(
-            again.to_string(),
-            printed,
-            "print is not a fixed point for {input:?}"
+        Ok(again) => assert!(
+            again.to_string() == printed || excused(),
+            "print is not a fixed point for {input:?}: {printed:?} reprints as {:?}",
+            again.to_string()
         ),
-        Err(e) => {
-            let excused = schema.arguments().iter().chain(schema.returns()).any(lossy);
-            assert!(
-                excused,
-                "{input:?} printed as {printed:?}, which does not parse: {e}"
-            );
-        }
+        Err(e) => assert!(
+            excused(),
+            "{input:?} printed as {printed:?}, which does not parse: {e}"
+        ),
     }
 }
 
@@ -126,6 +127,13 @@ fn edit() -> impl Strategy<Value = Edit> {
         (any::<usize>(), ch).prop_map(|(i, c)| Edit::Replace(i, c)),
         any::<usize>().prop_map(Edit::Swap),
     ]
+}
+
+/// Inputs the properties below once failed on.
+#[test]
+fn found_cases() {
+    // A string default of an unknown (class) type: printed unquoted, it reads back as `5`.
+    check("aten::strip(str self, st? chras=\" 5\\n\\t\\f \\v\") -> str");
 }
 
 proptest! {
