@@ -75,7 +75,30 @@ impl OperatorHandle {
         })
     }
 
-    /// Calls the operator with the arguments on `stack`, leaving its returns there.
+    /// Calls the operator with the arguments on `stack`, leaving its returns there. Push the
+    /// arguments with [`push`](crate::push) rather than one `Vec::push` each (Note [Pushing
+    /// onto a stack]).
+    ///
+    /// ```
+    /// use switchboard_dispatcher::{push, Dispatcher, IValue, KernelFunction, Library, LibraryKind};
+    /// use switchboard_keys::DispatchKey;
+    /// use switchboard_tensor::{ScalarType, Tensor};
+    ///
+    /// let d = Dispatcher::with_builtin_fallbacks();
+    /// let mut lib = Library::new(&d, LibraryKind::Def, "demo", None)?;
+    /// lib.def("scale(Tensor x, int k) -> int")?;
+    /// let kernel = |x: &Tensor, k: i64| Ok(x.numel() as i64 * k);
+    /// lib.impl_("scale", Some(DispatchKey::CPU), KernelFunction::from_fn(kernel))?;
+    /// let op = d.find_schema_or_throw("demo::scale")?;
+    ///
+    /// let x = Tensor::zeros(&[2, 3], ScalarType::Float).unwrap();
+    /// let _no_grad = switchboard_dispatcher::AutoDispatchBelowAutograd::new();
+    /// let mut stack = Vec::new();
+    /// push(&mut stack, (&x, 10i64));
+    /// op.call_boxed(&mut stack)?;
+    /// assert!(matches!(stack.as_slice(), [IValue::Int(60)]));
+    /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
+    /// ```
     // Note [Inlined boxed calls]
     // A boxed call is key extraction, a table load and one indirect call into the kernel's
     // trampoline. Out of line, it would add a call, a frame and register shuffling around that
