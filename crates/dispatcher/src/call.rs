@@ -142,20 +142,8 @@ impl OperatorHandle {
         ks: DispatchKeySet,
         stack: &mut Stack,
     ) -> Result<()> {
-        if self.0.observed() && observe::active() {
-            let _scope = observe::Scope::enter(self, ks, kernel, Some(stack));
-            return self.run_boxed(kernel, ks, stack);
-        }
-        self.run_boxed(kernel, ks, stack)
-    }
-
-    #[inline(always)]
-    fn run_boxed(
-        &self,
-        kernel: &AnnotatedKernel,
-        ks: DispatchKeySet,
-        stack: &mut Stack,
-    ) -> Result<()> {
+        let _scope = (self.0.observed() && observe::active())
+            .then(|| observe::Scope::enter(self, ks, kernel, Some(stack)));
         kernel.kernel.call_boxed(self, ks, stack)
     }
 
@@ -433,7 +421,7 @@ impl<A: ArgList, R: KernelReturn> TypedOperatorHandle<A, R> {
         ks: DispatchKeySet,
         stack: &mut Stack,
     ) -> Result<R> {
-        self.op.run_boxed(kernel, ks, stack)?;
+        kernel.kernel.call_boxed(&self.op, ks, stack)?;
         R::pop_from_stack(stack).ok_or_else(|| self.return_error(ks, stack))
     }
 
