@@ -30,8 +30,6 @@ pub use switchboard_ops as ops;
 pub use switchboard_schema as schema;
 pub use switchboard_tensor as tensor;
 
-pub mod train;
-
 /// The names most programs need.
 pub mod prelude {
     pub use switchboard_dispatcher::{

@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use switchboard::train::evaluate;
 use switchboard_autograd::AutogradTensor;
+use switchboard_cli::train::evaluate;
 use switchboard_cpu as _;
 use switchboard_nn::{mlp, Module, Optimizer, Sgd};
 use switchboard_ops as ops;

@@ -1,10 +1,10 @@
 //! `switchboard train`: trains an MLP on the embedded UCI handwritten digits (or a CSV file)
 //! through the dispatcher and prints per-epoch loss and accuracy, the final test accuracy and
-//! a summary of the dispatcher's work. The job itself is [`switchboard::train`].
+//! a summary of the dispatcher's work. The job itself is [`switchboard_cli::train`].
 
 use std::path::PathBuf;
 
-use switchboard::train::{self, OptimizerKind, TrainConfig};
+use switchboard_cli::train::{self, OptimizerKind, TrainConfig};
 
 /// The options of `switchboard train`.
 #[derive(clap::Args, Debug)]

@@ -1,7 +1,7 @@
 //! `switchboard train` end to end, small enough for a debug build: two epochs on the embedded
 //! digits, then the same run again to check that the seed fixes every number.
 
-use switchboard::train::{train, OptimizerKind, TrainConfig};
+use switchboard_cli::train::{train, OptimizerKind, TrainConfig};
 
 fn config() -> TrainConfig {
     TrainConfig {

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-mod cli;
+mod commands;
 
 /// Switchboard: PyTorch's operator dispatcher, rebuilt in Rust.
 #[derive(Parser)]
@@ -20,20 +20,20 @@ enum Command {
     ///
     /// Tensors come from a safetensors file (`--in`, values `@KEY`), the other arguments are
     /// literals (`NAME=VALUE`); tensor outputs go to `--out` or are printed.
-    Call(cli::call::CallArgs),
+    Call(commands::call::CallArgs),
     /// Train an MLP on the embedded UCI handwritten digits (or a CSV file) through the
     /// dispatcher: per-epoch loss and accuracy, the test accuracy and a dispatch summary.
-    Train(cli::train::TrainArgs),
+    Train(commands::train::TrainArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Keys => cli::keys::run(&mut std::io::stdout().lock()),
-        Command::Call(args) => std::process::exit(cli::call::main(&args)),
+        Command::Keys => commands::keys::run(&mut std::io::stdout().lock()),
+        Command::Call(args) => std::process::exit(commands::call::main(&args)),
         Command::Train(args) => {
             switchboard_tensor::tune_allocator();
-            std::process::exit(cli::train::main(&args))
+            std::process::exit(commands::train::main(&args))
         }
     }
 }
