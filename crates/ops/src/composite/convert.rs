@@ -1,7 +1,9 @@
-//! Conversions and copies: `to`, `clone`.
+//! Conversions and copies: `to`, `_to_copy`, `clone`.
 
 use switchboard_dispatcher::Result;
-use switchboard_tensor::{Device, MemoryFormat, ScalarType, Tensor};
+use switchboard_tensor::{Device, Layout, MemoryFormat, ScalarType, Tensor};
+
+use super::error;
 
 fn needs_copy(
     self_: &Tensor,
@@ -61,6 +63,32 @@ pub fn to_device(
         non_blocking,
         memory_format,
     )
+}
+
+/// `_to_copy` (CompositeExplicitAutograd, as in PyTorch): an empty tensor of the target dtype
+/// and device laid out like `self` (`empty_like`: the same strides with the preserve format,
+/// the default), then `copy_`. The copy dispatches on both tensors, so moving data between
+/// devices is the business of the copy kernel of the backend with the higher priority (the
+/// lazy backend's `copy_` materialises a lazy source or captures a CPU one), and a new backend
+/// gets `to(device)` both ways by implementing `empty_strided`, `empty.memory_format` and
+/// `copy_`.
+#[allow(clippy::too_many_arguments)]
+pub fn _to_copy(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    non_blocking: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    if pin_memory == Some(true) {
+        return Err(error(
+            "Only dense CPU tensors can be pinned, and pinning needs an accelerator",
+        ));
+    }
+    let out = crate::empty_like(self_, dtype, layout, device, None, memory_format)?;
+    crate::copy_(&out, self_, non_blocking)
 }
 
 /// `clone` (CompositeExplicitAutograd): `empty_like` in `memory_format` (preserve by
