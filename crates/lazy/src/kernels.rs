@@ -108,21 +108,14 @@ pub const REGISTERED_OPS: &[&str] = &[
     "cat",
     "stack",
     "index_select",
-    // copies, fills and factories
+    // copies, fills and the factories BackendSelect sends here (`zeros`, `ones`, `full`,
+    // `arange`, `*_like` are composites over these: a `*_like` may name another device)
     "copy_",
     "clone",
     "fill_.Scalar",
     "zero_",
-    "zeros",
-    "ones",
-    "full",
-    "zeros_like",
-    "ones_like",
-    "empty_like",
     "empty.memory_format",
     "empty_strided",
-    "arange",
-    "arange.start_step",
 ];
 
 const CPU: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::CPU);

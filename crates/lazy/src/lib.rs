@@ -76,6 +76,7 @@ use switchboard_graph::Graph;
 // The Meta kernels are the shape functions of captured calls; the CPU kernels run them.
 use switchboard_cpu as _;
 use switchboard_meta as _;
+use switchboard_ops as _;
 
 use crate::context::context;
 use crate::stats::STATS;
