@@ -11,7 +11,7 @@ use switchboard_dispatcher::{
 };
 use switchboard_graph::{Arg, NodeId, Output, Source, TensorMeta, Value};
 use switchboard_keys::DeviceType;
-use switchboard_tensor::{Device, Storage, Tensor, TensorBuilder, TensorError};
+use switchboard_tensor::{Device, Storage, Tensor, TensorBuilder, TensorError, VersionCounter};
 
 use crate::context::{context, Context};
 use crate::op_info::OpInfo;
@@ -210,8 +210,9 @@ fn lazy_meta(t: &Tensor) -> TensorMeta {
 enum Pending {
     /// Already final (a view, a passed-through value).
     Done(IValue),
-    /// A fresh storage holding output `o` (meta tensor `meta`).
-    Fresh(Tensor, u32),
+    /// A fresh storage holding output `o` (meta tensor `meta`), with its own version counter
+    /// or the given one.
+    Fresh(Tensor, u32, Option<VersionCounter>),
     /// A list of fresh storages.
     FreshList(Vec<(Tensor, u32)>),
 }
@@ -258,10 +259,16 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
                         }
                         pending.push(Pending::Done(IValue::Tensor(view_tensor(t, &mt)?)));
                     }
-                    _ => {
+                    other => {
                         let o = outputs.len() as u32;
                         outputs.push(Output::ret(r as u32, lazy_meta(&mt)));
-                        pending.push(Pending::Fresh(mt, o));
+                        // An `out=` result in new memory (the out tensor grew, Note
+                        // [Functional resize]) keeps the out tensor's version counter.
+                        let version = match other {
+                            Some((_, (t, _))) if write => Some(t.version_counter()),
+                            _ => None,
+                        };
+                        pending.push(Pending::Fresh(mt, o, version));
                     }
                 }
             }
@@ -317,11 +324,13 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
     for p in pending {
         returns.push(match p {
             Pending::Done(v) => v,
-            Pending::Fresh(mt, o) => IValue::Tensor(ctx.fresh(mt, Value::new(id, o))?),
+            Pending::Fresh(mt, o, version) => {
+                IValue::Tensor(ctx.fresh(mt, Value::new(id, o), version)?)
+            }
             Pending::FreshList(list) => {
                 let mut ts = switchboard_dispatcher::ThinVec::with_capacity(list.len());
                 for (mt, o) in list {
-                    ts.push(ctx.fresh(mt, Value::new(id, o))?);
+                    ts.push(ctx.fresh(mt, Value::new(id, o), None)?);
                 }
                 IValue::TensorList(ts)
             }

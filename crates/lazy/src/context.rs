@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
 use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta, Value};
-use switchboard_tensor::{Tensor, TensorError, TensorImpl};
+use switchboard_tensor::{Tensor, TensorError, TensorImpl, VersionCounter};
 
 use crate::cache;
 use crate::stats::STATS;
@@ -136,14 +136,21 @@ impl Context {
         }
     }
 
-    /// A new lazy tensor with the metadata of the meta tensor `meta`, holding `v`.
-    pub fn fresh(&mut self, meta: Tensor, v: Value) -> Result<Tensor> {
+    /// A new lazy tensor with the metadata of the meta tensor `meta`, holding `v`, with a
+    /// version counter of its own or `version`.
+    pub fn fresh(
+        &mut self,
+        meta: Tensor,
+        v: Value,
+        version: Option<VersionCounter>,
+    ) -> Result<Tensor> {
         let (t, ls) = fresh_tensor(
             meta,
             Contents::Pending {
                 value: v,
                 epoch: self.epoch,
             },
+            version,
         )?;
         ls.lock().registered_epoch = self.epoch;
         self.pending.push(Arc::downgrade(&ls));

@@ -137,5 +137,5 @@ fn wrap(replaced: &[Replaced], t: Tensor) -> Result<Tensor> {
         )?);
     }
     let meta = meta_like(&t)?;
-    Ok(fresh_tensor(meta, Contents::Data(t))?.0)
+    Ok(fresh_tensor(meta, Contents::Data(t), None)?.0)
 }

@@ -10,6 +10,7 @@ use switchboard_graph::{TensorMeta, Value};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{
     Device, DimVec, RawOps, ScalarType, Storage, Tensor, TensorBuilder, TensorError, TensorImpl,
+    VersionCounter,
 };
 
 /// The device of every lazy tensor: `lazy:0`.
@@ -197,17 +198,23 @@ pub(crate) fn storage_of(t: &TensorImpl) -> Result<Arc<LazyStorage>> {
 
 /// A new lazy tensor (on [`DEVICE`]) with `meta`'s metadata over a new storage holding
 /// `contents`.
-pub(crate) fn fresh_tensor(meta: Tensor, contents: Contents) -> Result<(Tensor, Arc<LazyStorage>)> {
+pub(crate) fn fresh_tensor(
+    meta: Tensor,
+    contents: Contents,
+    version: Option<VersionCounter>,
+) -> Result<(Tensor, Arc<LazyStorage>)> {
     let nbytes = meta.storage().nbytes();
     let dtype = meta.dtype();
     let ls = Arc::new(LazyStorage::new(meta, contents));
-    let t = TensorBuilder::new(Storage::zeros_for(DEVICE, nbytes, dtype)?, dtype)
+    let mut b = TensorBuilder::new(Storage::zeros_for(DEVICE, nbytes, dtype)?, dtype)
         .sizes(&ls.base.sizes)
         .strides(&ls.base.strides)
         .storage_offset(ls.base.offset)
-        .payload(ls.clone())
-        .build()?;
-    Ok((t, ls))
+        .payload(ls.clone());
+    if let Some(v) = version {
+        b = b.version_counter(v);
+    }
+    Ok((b.build()?, ls))
 }
 
 /// A lazy tensor of `base`'s storage (sharing its storage, version counter, key set and

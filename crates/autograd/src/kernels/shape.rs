@@ -24,8 +24,13 @@ fn zeros(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
     ops::zeros(sizes, Some(like.dtype()), None, Some(like.device()), None)
 }
 
-fn index_tensor(v: Vec<i64>) -> Result<Tensor> {
-    Ok(Tensor::from_vec(v.clone(), &[v.len() as i64])?)
+/// The indices `v` as a tensor on `like`'s device (the gradients it indexes are there).
+fn index_tensor(v: Vec<i64>, like: &Tensor) -> Result<Tensor> {
+    let t = Tensor::from_vec(v.clone(), &[v.len() as i64])?;
+    if like.device() == t.device() {
+        return Ok(t);
+    }
+    ops::_to_copy(&t, None, None, Some(like.device()), None, false, None)
 }
 
 /// A view kernel: `view!(fn name(params) => redispatch(args); "Name", params, formula)`.
@@ -82,7 +87,7 @@ view!(select(x, d: i64, i: i64) => select(d, i); "SelectBackward0", {
 },
 |(s, d, i), _, g, _, _| -> Grads {
     let z = zeros(s, g)?;
-    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(vec![*i])?, &ops::unsqueeze(g, *d)?, 1)?)])
+    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(vec![*i], g)?, &ops::unsqueeze(g, *d)?, 1)?)])
 });
 view!(slice(x, d: i64, start: Option<i64>, end: Option<i64>, step: i64) => slice(d, start, end, step);
 "SliceBackward0", {
@@ -95,7 +100,7 @@ view!(slice(x, d: i64, start: Option<i64>, end: Option<i64>, step: i64) => slice
 },
 |(s, d, idx), _, g, _, _| -> Grads {
     let z = zeros(s, g)?;
-    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(idx.clone())?, g, 1)?)])
+    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(idx.clone(), g)?, g, 1)?)])
 });
 
 /// Flat storage positions of every element of a geometry, relative to `base`.
@@ -149,11 +154,11 @@ fn as_strided_recording(
             let buf = ops::index_add(
                 &zeros(&[*len], g)?,
                 0,
-                &index_tensor(pout.clone())?,
+                &index_tensor(pout.clone(), g)?,
                 &ops::reshape(g, &[-1])?,
                 1,
             )?;
-            let r = ops::index_select(&buf, 0, &index_tensor(pin.clone())?)?;
+            let r = ops::index_select(&buf, 0, &index_tensor(pin.clone(), g)?)?;
             Ok(vec![Some(ops::reshape(&r, xs)?)])
         },
     );

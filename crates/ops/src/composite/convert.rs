@@ -1,6 +1,6 @@
 //! Conversions and copies: `to`, `_to_copy`, `clone`.
 
-use switchboard_dispatcher::Result;
+use switchboard_dispatcher::{AutoDispatchBelowADInplaceOrView, Result};
 use switchboard_tensor::{Device, Layout, MemoryFormat, ScalarType, Tensor};
 
 use super::error;
@@ -87,6 +87,9 @@ pub fn _to_copy(
             "Only dense CPU tensors can be pinned, and pinning needs an accelerator",
         ));
     }
+    // Below ADInplaceOrView, as PyTorch's autograd kernels call composites: the fresh
+    // result's version stays 0 (the copy is part of `_to_copy`, not an in-place op on it).
+    let _below = AutoDispatchBelowADInplaceOrView::new();
     let out = crate::empty_like(self_, dtype, layout, device, None, memory_format)?;
     crate::copy_(&out, self_, non_blocking)
 }
