@@ -11,7 +11,9 @@
 //! dispatcher with the real operators: `add_1elem` (`ops::add` of two 1-element CPU tensors:
 //! autograd kernel, nothing requires grad), `add_1elem_below_autograd` (the same with the
 //! Autograd keys excluded: the difference is the autograd layer's cost) and
-//! `add_1elem_requires_grad` (both require grad: the node is built and attached).
+//! `add_1elem_requires_grad` (both require grad: the node is built and attached), and
+//! `lazy_add_1elem` (`ops::add` of two 1-element lazy tensors: the call is captured, its
+//! metadata computed by the Meta kernel, a lazy tensor returned; nothing runs).
 
 use std::hint::black_box;
 
@@ -128,6 +130,21 @@ fn main() {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b), 1).unwrap());
             }
         }
+        "lazy_add_1elem" => {
+            use switchboard::lazy;
+            let cpu = Tensor::ones(&[1], ScalarType::Float).unwrap();
+            let to_lazy = |t: &Tensor| {
+                switchboard::ops::_to_copy(t, None, None, Some(lazy::DEVICE), None, false, None)
+                    .unwrap()
+            };
+            let (a, b) = (to_lazy(&cpu), to_lazy(&cpu));
+            lazy::sync().unwrap();
+            for _ in 0..n {
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b), 1).unwrap());
+            }
+            // Not synced: the captured calls are dead (their results were dropped), and the
+            // difference of two runs is the cost of capturing one call.
+        }
         "startup" => {
             // The global dispatcher's start-up registration: every operator of the ops crate
             // with its CPU, Meta, composite, BackendSelect and autograd kernels.
@@ -142,7 +159,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, lazy_add_1elem");
             std::process::exit(2);
         }
     }

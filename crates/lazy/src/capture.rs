@@ -1,20 +1,22 @@
 //! Capturing a call on lazy tensors as a node of the pending graph (interception layers 1 and
-//! 2 share this path): output metadata from the operator's Meta kernel, arguments as graph
-//! values and constants, writes and views as Note [Lazy mutations and views] says.
+//! 2 share this path): output metadata from the operator's Meta kernel (through the shape
+//! cache, Note [Shape cache]), arguments as graph values and constants, writes and views as
+//! Note [Lazy mutations and views] says.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 use switchboard_dispatcher::{
-    DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result,
-    Stack,
+    DispatchError, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack, ThinVec,
 };
-use switchboard_graph::{Arg, NodeId, Output, Source, TensorMeta, Value};
+use switchboard_graph::{constant_words, Arg, NodeId, Output, Source, TensorMeta, Value};
 use switchboard_keys::DeviceType;
-use switchboard_tensor::{Device, Storage, Tensor, TensorBuilder, TensorError, VersionCounter};
+use switchboard_tensor::{Device, Storage, Tensor, TensorError, VersionCounter};
 
 use crate::context::{context, Context};
 use crate::op_info::OpInfo;
+use crate::shapes::{self, CachedReturn, OutMeta, Shapes};
 use crate::stats::STATS;
 use crate::storage::{meta_like, storage_of, view_tensor, Geometry, LazyStorage, DEVICE};
 
@@ -27,17 +29,11 @@ enum ArgKind {
     Lazy(Tensor, Arc<LazyStorage>),
     /// A host tensor, snapshotted (it becomes a graph input).
     Host(Tensor),
-    /// A list of lazy or host tensors.
+    /// A list of lazy or host tensors (`None` items of a `Tensor?[]`), and whether it is a
+    /// `Tensor?[]`.
     List(Vec<Option<ArgKind>>, bool),
     /// Anything else (a constant; lazy devices normalised to `lazy:0`).
     Other(IValue),
-}
-
-/// The result of a capture: the returns to leave on the stack.
-pub(crate) struct Captured {
-    pub returns: Stack,
-    /// The node, if one was added (views add none).
-    pub node: Option<NodeId>,
 }
 
 /// Whether `t` may take part in a call on lazy tensors without being lazy: a zero-dim CPU
@@ -52,9 +48,6 @@ fn host_ok(t: &Tensor, accepts_host: bool) -> bool {
 fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
     let mut first: Option<Device> = None;
     let mut visit = |t: &Tensor| -> Result<()> {
-        if t.is_cpu() && t.dim() == 0 {
-            return Ok(());
-        }
         let d = if t.device().ty == DeviceType::Lazy {
             DEVICE
         } else if host_ok(t, accepts_host) {
@@ -97,69 +90,167 @@ fn snapshot(t: &Tensor) -> Result<Tensor> {
     })
 }
 
-fn classify(v: IValue, accepts_host: bool) -> Result<(ArgKind, IValue)> {
-    let tensor = |t: Tensor| -> Result<(ArgKind, Tensor)> {
-        if t.device().ty == DeviceType::Lazy {
-            let ls = storage_of(&t)?;
-            let twin = ls.meta_twin(&t)?;
-            Ok((ArgKind::Lazy(t, ls), twin))
-        } else {
-            // A zero-dim CPU tensor stays itself for the shape function (which accepts CPU
-            // scalars); a host tensor copied in gets a meta stand-in.
-            let snap = snapshot(&t)?;
-            let twin = if t.dim() == 0 && !accepts_host {
-                snap.clone()
-            } else {
-                meta_like(&snap)?
-            };
-            Ok((ArgKind::Host(snap), twin))
-        }
-    };
+fn classify_tensor(t: Tensor) -> Result<ArgKind> {
+    if t.device().ty == DeviceType::Lazy {
+        let ls = storage_of(&t)?;
+        Ok(ArgKind::Lazy(t, ls))
+    } else {
+        Ok(ArgKind::Host(snapshot(&t)?))
+    }
+}
+
+fn classify(v: IValue) -> Result<ArgKind> {
     Ok(match v {
-        IValue::Tensor(t) => {
-            let (k, twin) = tensor(t)?;
-            (k, IValue::Tensor(twin))
+        IValue::Tensor(t) => classify_tensor(t)?,
+        IValue::TensorList(ts) => ArgKind::List(
+            ts.into_iter()
+                .map(|t| classify_tensor(t).map(Some))
+                .collect::<Result<_>>()?,
+            false,
+        ),
+        IValue::OptionalTensorList(ts) => ArgKind::List(
+            ts.into_iter()
+                .map(|t| t.map(classify_tensor).transpose())
+                .collect::<Result<_>>()?,
+            true,
+        ),
+        IValue::Device(d) if d.ty == DeviceType::Lazy => ArgKind::Other(IValue::Device(DEVICE)),
+        other => ArgKind::Other(other),
+    })
+}
+
+fn ints(words: &mut Vec<u64>, v: &[i64]) {
+    words.push(v.len() as u64);
+    words.extend(v.iter().map(|x| *x as u64));
+}
+
+/// The shape-cache key of a call (Note [Shape cache]): the operator, and per argument its
+/// metadata (tensors, with the first argument sharing its storage) or its value (constants).
+fn shape_key(op: &OperatorHandle, kinds: &[ArgKind], words: &mut Vec<u64>) {
+    words.clear();
+    words.push(op.id() as u64);
+    let mut storages: SmallVec<[*const LazyStorage; 4]> = SmallVec::new();
+    let mut tensor = |words: &mut Vec<u64>, k: &ArgKind| match k {
+        ArgKind::Lazy(t, ls) => {
+            let p = Arc::as_ptr(ls);
+            let class = storages.iter().position(|s| *s == p).unwrap_or_else(|| {
+                storages.push(p);
+                storages.len() - 1
+            });
+            words.extend([1, t.dtype() as u64, ls.nbytes as u64, class as u64]);
+            ints(words, t.sizes());
+            ints(words, t.strides());
+            words.push(t.storage_offset() as u64);
         }
-        IValue::TensorList(ts) => {
-            let mut kinds = Vec::with_capacity(ts.len());
-            let mut twins = switchboard_dispatcher::ThinVec::with_capacity(ts.len());
-            for t in ts {
-                let (k, twin) = tensor(t)?;
-                kinds.push(Some(k));
-                twins.push(twin);
-            }
-            (ArgKind::List(kinds, false), IValue::TensorList(twins))
+        ArgKind::Host(t) => {
+            words.extend([
+                2,
+                t.dtype() as u64,
+                t.storage().nbytes() as u64,
+                u64::from(t.is_wrapped_number()),
+            ]);
+            ints(words, t.sizes());
+            ints(words, t.strides());
+            words.push(t.storage_offset() as u64);
         }
-        IValue::OptionalTensorList(ts) => {
-            let mut kinds = Vec::with_capacity(ts.len());
-            let mut twins = switchboard_dispatcher::ThinVec::with_capacity(ts.len());
-            for t in ts {
-                match t {
-                    Some(t) => {
-                        let (k, twin) = tensor(t)?;
-                        kinds.push(Some(k));
-                        twins.push(Some(twin));
-                    }
-                    None => {
-                        kinds.push(None);
-                        twins.push(None);
+        ArgKind::List(..) | ArgKind::Other(_) => {}
+    };
+    for k in kinds {
+        match k {
+            ArgKind::List(items, optional) => {
+                words.extend([3, u64::from(*optional), items.len() as u64]);
+                for item in items {
+                    match item {
+                        Some(k) => tensor(words, k),
+                        None => words.push(0),
                     }
                 }
             }
-            (
-                ArgKind::List(kinds, true),
-                IValue::OptionalTensorList(twins),
-            )
+            ArgKind::Other(v) => {
+                words.push(4);
+                constant_words(v, words);
+            }
+            k => tensor(words, k),
         }
-        IValue::Device(d) if d.ty == DeviceType::Lazy => (
-            ArgKind::Other(IValue::Device(DEVICE)),
-            IValue::Device(Device::META),
-        ),
-        other => {
-            let twin = other.clone();
-            (ArgKind::Other(other), twin)
+    }
+}
+
+fn out_meta(t: &Tensor) -> OutMeta {
+    OutMeta {
+        geometry: Geometry::of(t),
+        dtype: t.dtype(),
+        nbytes: t.storage().nbytes(),
+    }
+}
+
+/// Runs the Meta kernel of the call on tensors standing for its arguments and records its
+/// returns (Note [Shape cache]).
+fn run_meta(op: &OperatorHandle, kinds: &[ArgKind], accepts_host: bool) -> Result<Shapes> {
+    let twin = |k: &ArgKind| -> Result<Tensor> {
+        match k {
+            ArgKind::Lazy(t, ls) => ls.meta_twin(t),
+            // A zero-dim CPU tensor stays itself (shape functions accept CPU scalars); a host
+            // tensor copied in gets a meta stand-in.
+            ArgKind::Host(t) if t.dim() == 0 && !accepts_host => Ok(t.clone()),
+            ArgKind::Host(t) => meta_like(t),
+            _ => unreachable!("tensor arguments only"),
         }
-    })
+    };
+    let mut stack: Stack = Vec::with_capacity(kinds.len());
+    // The storage each top-level tensor argument's stand-in has, to find aliased returns.
+    let mut storages: SmallVec<[Option<Storage>; 6]> = SmallVec::new();
+    for k in kinds {
+        match k {
+            ArgKind::Lazy(..) | ArgKind::Host(_) => {
+                let t = twin(k)?;
+                storages.push(Some(t.storage().clone()));
+                stack.push(IValue::Tensor(t));
+            }
+            ArgKind::List(items, optional) => {
+                storages.push(None);
+                if *optional {
+                    let ts: ThinVec<Option<Tensor>> = items
+                        .iter()
+                        .map(|i| i.as_ref().map(twin).transpose())
+                        .collect::<Result<_>>()?;
+                    stack.push(IValue::OptionalTensorList(ts));
+                } else {
+                    let ts: ThinVec<Tensor> = items
+                        .iter()
+                        .flatten()
+                        .map(twin)
+                        .collect::<Result<_>>()?;
+                    stack.push(IValue::TensorList(ts));
+                }
+            }
+            ArgKind::Other(IValue::Device(d)) if d.ty == DeviceType::Lazy => {
+                storages.push(None);
+                stack.push(IValue::Device(Device::META));
+            }
+            ArgKind::Other(v) => {
+                storages.push(None);
+                stack.push(v.clone());
+            }
+        }
+    }
+    op.redispatch_boxed(META, &mut stack).map_err(translate)?;
+    Ok(stack
+        .into_iter()
+        .map(|r| match r {
+            IValue::Tensor(t) => {
+                let alias = storages
+                    .iter()
+                    .position(|s| s.as_ref().is_some_and(|s| Storage::ptr_eq(s, t.storage())))
+                    .map(|k| k as u32);
+                CachedReturn::Tensor {
+                    meta: out_meta(&t),
+                    alias,
+                }
+            }
+            IValue::TensorList(ts) => CachedReturn::List(ts.iter().map(out_meta).collect()),
+            other => CachedReturn::Value(other),
+        })
+        .collect())
 }
 
 /// Shape functions report the devices of the meta tensors standing for lazy ones; say
@@ -199,92 +290,93 @@ fn graph_arg(ctx: &mut Context, k: &ArgKind) -> Result<Arg> {
     })
 }
 
-fn lazy_meta(t: &Tensor) -> TensorMeta {
-    TensorMeta {
-        device: DEVICE,
-        ..TensorMeta::of(t)
-    }
+fn node_meta(m: &OutMeta) -> TensorMeta {
+    m.geometry.meta(m.dtype, DEVICE)
 }
 
 /// How a return becomes a lazy tensor once the node exists.
 enum Pending {
     /// Already final (a view, a passed-through value).
     Done(IValue),
-    /// A fresh storage holding output `o` (meta tensor `meta`), with its own version counter
-    /// or the given one.
-    Fresh(Tensor, u32, Option<VersionCounter>),
+    /// A fresh storage holding output `o`, with its own version counter or the given one.
+    Fresh(OutMeta, u32, Option<VersionCounter>),
     /// A list of fresh storages.
-    FreshList(Vec<(Tensor, u32)>),
+    FreshList(Vec<(OutMeta, u32)>),
 }
 
-/// Captures a call of `op` whose arguments are on `stack` (see the module documentation).
-/// Errors of the shape function (shapes, dtypes, devices) are the call's errors, with eager's
-/// messages; nothing is recorded then.
-pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> Result<Captured> {
-    let accepts_host = accepts_host(info);
+thread_local! {
+    /// The shape-cache key buffer, reused across captures.
+    static KEY: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Captures a call of `op` whose arguments are on `stack`, leaving its returns there (see the
+/// module documentation). Errors of the shape function (shapes, dtypes, devices) are the
+/// call's errors, with eager's messages; nothing is recorded then.
+pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> Result<()> {
+    let accepts_host = info.name == "aten::copy_";
     check_devices(stack, accepts_host)?;
-    let n = stack.len();
-    let mut kinds: SmallVec<[ArgKind; 6]> = SmallVec::with_capacity(n);
-    let mut meta_stack: Stack = Vec::with_capacity(n.max(2));
+    let mut kinds: SmallVec<[ArgKind; 6]> = SmallVec::with_capacity(stack.len());
     for v in stack.drain(..) {
-        let (k, twin) = classify(v, accepts_host)?;
-        kinds.push(k);
-        meta_stack.push(twin);
+        kinds.push(classify(v)?);
     }
-    op.redispatch_boxed(META, &mut meta_stack)
-        .map_err(translate)?;
+    let shapes = KEY.with(|key| -> Result<Arc<Shapes>> {
+        let mut key = key.borrow_mut();
+        shape_key(op, &kinds, &mut key);
+        if let Some(s) = shapes::lookup(&key) {
+            return Ok(s);
+        }
+        let s = Arc::new(run_meta(op, &kinds, accepts_host)?);
+        shapes::insert(&key, s.clone());
+        Ok(s)
+    })?;
 
     let al = &info.aliasing;
-    let mut ctx = context();
-    let id = NodeId(ctx.graph.len() as u32);
-    let mut outputs: SmallVec<[Output; 2]> = SmallVec::new();
-    let mut writes: SmallVec<[(Arc<LazyStorage>, Geometry, u32); 1]> = SmallVec::new();
-    let mut pending: SmallVec<[Pending; 2]> = SmallVec::with_capacity(meta_stack.len());
     let lazy_arg = |k: usize| match kinds.get(k) {
         Some(ArgKind::Lazy(t, ls)) => Some((t, ls)),
         _ => None,
     };
-    for (r, ret) in meta_stack.into_iter().enumerate() {
+    let mut outputs: Vec<Output> = Vec::with_capacity(shapes.len());
+    let mut writes: SmallVec<[(Arc<LazyStorage>, Geometry, u32); 1]> = SmallVec::new();
+    let mut pending: SmallVec<[Pending; 2]> = SmallVec::with_capacity(shapes.len());
+    for (r, ret) in shapes.iter().enumerate() {
         match ret {
-            IValue::Tensor(mt) => {
-                let alias = al.return_aliases.get(r).copied().flatten();
+            CachedReturn::Tensor { meta, alias } => {
                 let write = al.return_writes.get(r).copied().unwrap_or(false);
-                match alias.and_then(|k| lazy_arg(k).map(|a| (k, a))) {
-                    Some((k, (t, ls))) if Storage::ptr_eq(mt.storage(), ls.meta.storage()) => {
-                        let _ = k;
+                match alias.and_then(|k| lazy_arg(k as usize)) {
+                    Some((t, ls)) => {
                         if write {
                             let o = outputs.len() as u32;
-                            outputs.push(Output::ret(r as u32, lazy_meta(&mt)));
-                            writes.push((ls.clone(), Geometry::of(&mt), o));
+                            outputs.push(Output::ret(r as u32, node_meta(meta)));
+                            writes.push((ls.clone(), meta.geometry.clone(), o));
                         }
-                        pending.push(Pending::Done(IValue::Tensor(view_tensor(t, &mt)?)));
+                        pending.push(Pending::Done(IValue::Tensor(view_tensor(t, &meta.geometry)?)));
                     }
-                    other => {
+                    None => {
                         let o = outputs.len() as u32;
-                        outputs.push(Output::ret(r as u32, lazy_meta(&mt)));
+                        outputs.push(Output::ret(r as u32, node_meta(meta)));
                         // An `out=` result in new memory (the out tensor grew, Note
                         // [Functional resize]) keeps the out tensor's version counter.
-                        let version = match other {
-                            Some((_, (t, _))) if write => Some(t.version_counter()),
+                        let version = match al.return_aliases.get(r).copied().flatten() {
+                            Some(k) if write => lazy_arg(k).map(|(t, _)| t.version_counter()),
                             _ => None,
                         };
-                        pending.push(Pending::Fresh(mt, o, version));
+                        pending.push(Pending::Fresh(meta.clone(), o, version));
                     }
                 }
             }
-            IValue::TensorList(mts) => {
-                let mut list = Vec::with_capacity(mts.len());
-                for (j, mt) in mts.into_iter().enumerate() {
+            CachedReturn::List(metas) => {
+                let mut list = Vec::with_capacity(metas.len());
+                for (j, m) in metas.iter().enumerate() {
                     let o = outputs.len() as u32;
                     outputs.push(Output {
-                        meta: lazy_meta(&mt),
+                        meta: node_meta(m),
                         source: Source::ReturnItem(r as u32, j as u32),
                     });
-                    list.push((mt, o));
+                    list.push((m.clone(), o));
                 }
                 pending.push(Pending::FreshList(list));
             }
-            other => pending.push(Pending::Done(other)),
+            CachedReturn::Value(v) => pending.push(Pending::Done(v.clone())),
         }
     }
     // Written arguments no return stands for: their new value is an output of the node too.
@@ -294,71 +386,47 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
         }
         if let Some((t, ls)) = lazy_arg(k) {
             let o = outputs.len() as u32;
+            let g = Geometry::of(t);
             outputs.push(Output {
-                meta: lazy_meta(&ls.meta_twin(t)?),
+                meta: g.meta(t.dtype(), DEVICE),
                 source: Source::Argument(k as u32),
             });
-            writes.push((ls.clone(), Geometry::of(t), o));
+            writes.push((ls.clone(), g, o));
         }
     }
 
-    let node = if outputs.is_empty() {
-        None
+    let mut ctx = context();
+    let id = if outputs.is_empty() {
+        NodeId(u32::MAX) // views only: no node
     } else {
         let mut args = Vec::with_capacity(kinds.len());
         for k in &kinds {
             args.push(graph_arg(&mut ctx, k)?);
         }
-        let got = ctx
-            .graph
-            .add_call_unchecked(op.clone(), args, outputs.into_vec());
-        debug_assert_eq!(got.0 + 0, got.0);
         STATS.nodes_captured.inc();
-        Some(got)
+        ctx.graph.add_call_unchecked(op.clone(), args, outputs)
     };
-    let id = node.unwrap_or(id);
     for (ls, g, o) in writes {
         ctx.write(&ls, &g, Value::new(id, o));
     }
-    let mut returns: Stack = Vec::with_capacity(pending.len());
     for p in pending {
-        returns.push(match p {
+        stack.push(match p {
             Pending::Done(v) => v,
-            Pending::Fresh(mt, o, version) => {
-                IValue::Tensor(ctx.fresh(mt, Value::new(id, o), version)?)
-            }
+            Pending::Fresh(m, o, version) => IValue::Tensor(ctx.fresh(
+                m.geometry,
+                m.dtype,
+                m.nbytes,
+                Value::new(id, o),
+                version,
+            )?),
             Pending::FreshList(list) => {
-                let mut ts = switchboard_dispatcher::ThinVec::with_capacity(list.len());
-                for (mt, o) in list {
-                    ts.push(ctx.fresh(mt, Value::new(id, o), None)?);
+                let mut ts = ThinVec::with_capacity(list.len());
+                for (m, o) in list {
+                    ts.push(ctx.fresh(m.geometry, m.dtype, m.nbytes, Value::new(id, o), None)?);
                 }
                 IValue::TensorList(ts)
             }
         });
     }
-    Ok(Captured { returns, node })
-}
-
-/// Operators whose arguments may be host tensors of any size (copied into the graph).
-fn accepts_host(info: &OpInfo) -> bool {
-    info.name == "aten::copy_"
-}
-
-/// Whether a shape-function error means "no Meta kernel" (then the call runs eagerly).
-pub(crate) fn is_missing_kernel(e: &DispatchError) -> bool {
-    matches!(e.kind(), DispatchErrorKind::NoKernel { .. })
-}
-
-/// A meta tensor with `t`'s metadata over a fresh meta storage (for host tensors whose
-/// metadata a shape function needs).
-#[allow(dead_code)]
-pub(crate) fn meta_of_host(t: &Tensor) -> Result<Tensor> {
-    Ok(TensorBuilder::new(
-        Storage::zeros_for(Device::META, t.storage().nbytes(), t.dtype())?,
-        t.dtype(),
-    )
-    .sizes(t.sizes())
-    .strides(t.strides())
-    .storage_offset(t.storage_offset())
-    .build()?)
+    Ok(())
 }

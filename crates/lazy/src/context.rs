@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
 use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta, Value};
-use switchboard_tensor::{Tensor, TensorError, TensorImpl, VersionCounter};
+use switchboard_tensor::{ScalarType, Tensor, TensorError, TensorImpl, VersionCounter};
 
 use crate::cache;
 use crate::stats::STATS;
@@ -136,16 +136,20 @@ impl Context {
         }
     }
 
-    /// A new lazy tensor with the metadata of the meta tensor `meta`, holding `v`, with a
+    /// A new lazy tensor of geometry `g`, dtype `dtype` over `nbytes`, holding `v`, with a
     /// version counter of its own or `version`.
     pub fn fresh(
         &mut self,
-        meta: Tensor,
+        g: Geometry,
+        dtype: ScalarType,
+        nbytes: usize,
         v: Value,
         version: Option<VersionCounter>,
     ) -> Result<Tensor> {
         let (t, ls) = fresh_tensor(
-            meta,
+            g,
+            dtype,
+            nbytes,
             Contents::Pending {
                 value: v,
                 epoch: self.epoch,

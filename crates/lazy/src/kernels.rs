@@ -159,8 +159,7 @@ fn dispatch(
         run_eagerly(op, stack)?;
         return Ok(first_id(stack));
     }
-    let captured = capture(op, info, stack)?;
-    *stack = captured.returns;
+    capture(op, info, stack)?;
     info.captures.fetch_add(1, Relaxed);
     if registered {
         STATS.registered_captures.inc();

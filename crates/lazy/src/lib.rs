@@ -57,6 +57,7 @@ mod kernels;
 mod log;
 mod mode;
 mod op_info;
+mod shapes;
 mod stats;
 mod storage;
 

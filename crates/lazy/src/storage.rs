@@ -2,7 +2,7 @@
 //! data), shared by the tensor and all its views as the tensors' backend payload.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use smallvec::SmallVec;
 use switchboard_dispatcher::Result;
@@ -80,14 +80,16 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A lazy tensor's storage: the backend payload of every lazy tensor (a view carries its
 /// base's, so all of them see one state). It remembers the geometry of the tensor that created
-/// it ("base"), and the meta tensor with that geometry that shape functions run on.
+/// it ("base") and its size, and makes on demand the meta tensor that stands for it when shape
+/// functions run.
 pub struct LazyStorage {
     pub(crate) id: u64,
     pub(crate) base: Geometry,
     pub(crate) dtype: ScalarType,
-    /// A meta tensor with the base geometry over a meta storage of the same size, standing
-    /// for this storage when shape functions run.
-    pub(crate) meta: Tensor,
+    pub(crate) nbytes: usize,
+    /// A meta tensor with the base geometry over a meta storage of the same size (made on
+    /// first use: calls whose shapes are cached never need it).
+    meta: OnceLock<Tensor>,
     pub(crate) state: Mutex<StorageState>,
 }
 
@@ -98,13 +100,14 @@ impl std::fmt::Debug for LazyStorage {
 }
 
 impl LazyStorage {
-    /// A storage whose base is `meta`'s geometry (a meta tensor), holding `contents`.
-    pub(crate) fn new(meta: Tensor, contents: Contents) -> LazyStorage {
+    /// A storage of `nbytes` whose base geometry is `base`, holding `contents`.
+    pub(crate) fn new(base: Geometry, dtype: ScalarType, nbytes: usize, contents: Contents) -> LazyStorage {
         LazyStorage {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            base: Geometry::of(&meta),
-            dtype: meta.dtype(),
-            meta,
+            base,
+            dtype,
+            nbytes,
+            meta: OnceLock::new(),
             state: Mutex::new(StorageState {
                 contents,
                 input: None,
@@ -124,19 +127,34 @@ impl LazyStorage {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The meta tensor standing for a tensor of this storage with `t`'s geometry.
-    pub(crate) fn meta_twin(&self, t: &TensorImpl) -> Result<Tensor> {
-        if self.base.matches(t) {
-            return Ok(self.meta.clone());
+    /// The meta tensor with the base geometry (made on first use).
+    pub(crate) fn meta(&self) -> Result<&Tensor> {
+        if let Some(m) = self.meta.get() {
+            return Ok(m);
         }
-        Ok(TensorBuilder::new(self.meta.storage().clone(), self.dtype)
+        let m = TensorBuilder::new(Storage::zeros_for(Device::META, self.nbytes, self.dtype)?, self.dtype)
+            .sizes(&self.base.sizes)
+            .strides(&self.base.strides)
+            .storage_offset(self.base.offset)
+            .build()?;
+        Ok(self.meta.get_or_init(|| m))
+    }
+
+    /// The meta tensor standing for a tensor of this storage with `t`'s geometry (all of
+    /// them share one meta storage, so shape functions see the aliasing).
+    pub(crate) fn meta_twin(&self, t: &TensorImpl) -> Result<Tensor> {
+        let meta = self.meta()?;
+        if self.base.matches(t) {
+            return Ok(meta.clone());
+        }
+        Ok(TensorBuilder::new(meta.storage().clone(), self.dtype)
             .sizes(t.sizes())
             .strides(t.strides())
             .storage_offset(t.storage_offset())
             .build()?)
     }
 
-    /// The CPU tensor of `t` (a tensor of this storage) when the storage is materialised: the
+/// The CPU tensor of `t` (a tensor of this storage) when the storage is materialised: the
     /// data itself, or a view of it.
     pub(crate) fn data_of(&self, t: &TensorImpl) -> Result<Option<Tensor>> {
         let state = self.lock();
@@ -196,16 +214,16 @@ pub(crate) fn storage_of(t: &TensorImpl) -> Result<Arc<LazyStorage>> {
     }
 }
 
-/// A new lazy tensor (on [`DEVICE`]) with `meta`'s metadata over a new storage holding
-/// `contents`.
+/// A new lazy tensor (on [`DEVICE`]) with geometry `base` and dtype `dtype` over a new
+/// storage of `nbytes` holding `contents`, with its own version counter or `version`.
 pub(crate) fn fresh_tensor(
-    meta: Tensor,
+    base: Geometry,
+    dtype: ScalarType,
+    nbytes: usize,
     contents: Contents,
     version: Option<VersionCounter>,
 ) -> Result<(Tensor, Arc<LazyStorage>)> {
-    let nbytes = meta.storage().nbytes();
-    let dtype = meta.dtype();
-    let ls = Arc::new(LazyStorage::new(meta, contents));
+    let ls = Arc::new(LazyStorage::new(base, dtype, nbytes, contents));
     let mut b = TensorBuilder::new(Storage::zeros_for(DEVICE, nbytes, dtype)?, dtype)
         .sizes(&ls.base.sizes)
         .strides(&ls.base.strides)
@@ -218,27 +236,21 @@ pub(crate) fn fresh_tensor(
 }
 
 /// A lazy tensor of `base`'s storage (sharing its storage, version counter, key set and
-/// payload) with the geometry of the meta tensor `meta`: a view.
-pub(crate) fn view_tensor(base: &Tensor, meta: &TensorImpl) -> Result<Tensor> {
-    if Geometry::of(meta).matches(base) {
+/// payload) with geometry `g`: a view.
+pub(crate) fn view_tensor(base: &Tensor, g: &Geometry) -> Result<Tensor> {
+    if g.matches(base) {
         return Ok(base.clone());
     }
-    Ok(RawOps::as_strided(
-        base,
-        meta.sizes(),
-        meta.strides(),
-        meta.storage_offset(),
-    )?)
+    Ok(RawOps::as_strided(base, &g.sizes, &g.strides, g.offset)?)
 }
 
-/// A meta tensor laid out as `t` (a CPU tensor) over a meta storage as large as `t`'s.
+/// A meta tensor laid out as `t` over a meta storage as large as `t`'s.
 pub(crate) fn meta_like(t: &TensorImpl) -> Result<Tensor> {
-    Ok(TensorBuilder::new(
-        Storage::zeros_for(Device::META, t.storage().nbytes(), t.dtype())?,
-        t.dtype(),
+    Ok(
+        TensorBuilder::new(Storage::zeros_for(Device::META, t.storage().nbytes(), t.dtype())?, t.dtype())
+            .sizes(t.sizes())
+            .strides(t.strides())
+            .storage_offset(t.storage_offset())
+            .build()?,
     )
-    .sizes(t.sizes())
-    .strides(t.strides())
-    .storage_offset(t.storage_offset())
-    .build()?)
 }
