@@ -5,7 +5,7 @@ use std::fmt;
 
 use switchboard_dispatcher::{IValue, OperatorHandle};
 
-use crate::node::{Arg, Node, NodeId, NodeKind, Output, Source, TensorMeta, Value};
+use crate::node::{Arg, Node, NodeId, NodeKind, Output, TensorMeta, Value};
 
 /// An error building a graph: a value that does not exist (yet), a tensor given as a
 /// constant, an output of the wrong source.
@@ -84,10 +84,7 @@ impl Graph {
             kind: NodeKind::Input {
                 index: self.inputs.len() as u32,
             },
-            outputs: vec![Output {
-                meta,
-                source: Source::Return(0),
-            }],
+            outputs: vec![Output::ret(0, meta)],
         });
         self.inputs.push(id);
         Value::new(id, 0)
@@ -253,7 +250,7 @@ impl Graph {
             match &n.kind {
                 NodeKind::Input { index } => {
                     input_map.push(*index as usize);
-                    g.add_input(n.outputs[0].meta.clone());
+                    g.add_input((*n.outputs[0].meta).clone());
                 }
                 NodeKind::Call { op, args } => {
                     let args = args

@@ -1,5 +1,7 @@
 //! The pieces of a graph: values, arguments, outputs and nodes.
 
+use std::sync::Arc;
+
 use switchboard_dispatcher::{IValue, OperatorHandle};
 use switchboard_tensor::{Device, DimVec, ScalarType, Tensor};
 
@@ -120,17 +122,18 @@ pub enum Source {
 /// An output of a node: its metadata and where it comes from.
 #[derive(Clone, Debug)]
 pub struct Output {
-    /// The metadata the capture computed (an executor can check its results against it).
-    pub meta: TensorMeta,
+    /// The metadata the capture computed (an executor can check its results against it);
+    /// shared, as recorders often produce the same metadata many times.
+    pub meta: Arc<TensorMeta>,
     /// Which return (or written argument) it is.
     pub source: Source,
 }
 
 impl Output {
     /// Return `i` with metadata `meta`.
-    pub fn ret(i: u32, meta: TensorMeta) -> Output {
+    pub fn ret(i: u32, meta: impl Into<Arc<TensorMeta>>) -> Output {
         Output {
-            meta,
+            meta: meta.into(),
             source: Source::Return(i),
         }
     }

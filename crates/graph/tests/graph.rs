@@ -168,7 +168,7 @@ fn bad_graphs_are_errors() {
             op("aten::exp"),
             vec![Arg::Value(a)],
             vec![Output {
-                meta: TensorMeta::of(&x),
+                meta: TensorMeta::of(&x).into(),
                 source: Source::Return(3),
             }],
         )

@@ -18,7 +18,7 @@ use crate::context::{context, Context};
 use crate::op_info::OpInfo;
 use crate::shapes::{self, CachedReturn, OutMeta, Shapes};
 use crate::stats::STATS;
-use crate::storage::{meta_like, storage_of, view_tensor, Geometry, LazyStorage, DEVICE};
+use crate::storage::{lazy_meta, meta_like, storage_of, view_tensor, LazyStorage, DEVICE};
 
 /// The key set the shape functions run with.
 const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
@@ -176,11 +176,7 @@ fn shape_key(op: &OperatorHandle, kinds: &[ArgKind], words: &mut Vec<u64>) {
 }
 
 fn out_meta(t: &Tensor) -> OutMeta {
-    OutMeta {
-        geometry: Geometry::of(t),
-        dtype: t.dtype(),
-        nbytes: t.storage().nbytes(),
-    }
+    (Arc::new(lazy_meta(t)), t.storage().nbytes())
 }
 
 /// Runs the Meta kernel of the call on tensors standing for its arguments and records its
@@ -290,10 +286,6 @@ fn graph_arg(ctx: &mut Context, k: &ArgKind) -> Result<Arg> {
     })
 }
 
-fn node_meta(m: &OutMeta) -> TensorMeta {
-    m.geometry.meta(m.dtype, DEVICE)
-}
-
 /// How a return becomes a lazy tensor once the node exists.
 enum Pending {
     /// Already final (a view, a passed-through value).
@@ -336,7 +328,7 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
         _ => None,
     };
     let mut outputs: Vec<Output> = Vec::with_capacity(shapes.len());
-    let mut writes: SmallVec<[(Arc<LazyStorage>, Geometry, u32); 1]> = SmallVec::new();
+    let mut writes: SmallVec<[(Arc<LazyStorage>, Arc<TensorMeta>, u32); 1]> = SmallVec::new();
     let mut pending: SmallVec<[Pending; 2]> = SmallVec::with_capacity(shapes.len());
     for (r, ret) in shapes.iter().enumerate() {
         match ret {
@@ -346,14 +338,14 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
                     Some((t, ls)) => {
                         if write {
                             let o = outputs.len() as u32;
-                            outputs.push(Output::ret(r as u32, node_meta(meta)));
-                            writes.push((ls.clone(), meta.geometry.clone(), o));
+                            outputs.push(Output::ret(r as u32, meta.0.clone()));
+                            writes.push((ls.clone(), meta.0.clone(), o));
                         }
-                        pending.push(Pending::Done(IValue::Tensor(view_tensor(t, &meta.geometry)?)));
+                        pending.push(Pending::Done(IValue::Tensor(view_tensor(t, &meta.0)?)));
                     }
                     None => {
                         let o = outputs.len() as u32;
-                        outputs.push(Output::ret(r as u32, node_meta(meta)));
+                        outputs.push(Output::ret(r as u32, meta.0.clone()));
                         // An `out=` result in new memory (the out tensor grew, Note
                         // [Functional resize]) keeps the out tensor's version counter.
                         let version = match al.return_aliases.get(r).copied().flatten() {
@@ -369,7 +361,7 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
                 for (j, m) in metas.iter().enumerate() {
                     let o = outputs.len() as u32;
                     outputs.push(Output {
-                        meta: node_meta(m),
+                        meta: m.0.clone(),
                         source: Source::ReturnItem(r as u32, j as u32),
                     });
                     list.push((m.clone(), o));
@@ -386,12 +378,12 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
         }
         if let Some((t, ls)) = lazy_arg(k) {
             let o = outputs.len() as u32;
-            let g = Geometry::of(t);
+            let m = Arc::new(lazy_meta(t));
             outputs.push(Output {
-                meta: g.meta(t.dtype(), DEVICE),
+                meta: m.clone(),
                 source: Source::Argument(k as u32),
             });
-            writes.push((ls.clone(), g, o));
+            writes.push((ls.clone(), m, o));
         }
     }
 
@@ -412,17 +404,13 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
     for p in pending {
         stack.push(match p {
             Pending::Done(v) => v,
-            Pending::Fresh(m, o, version) => IValue::Tensor(ctx.fresh(
-                m.geometry,
-                m.dtype,
-                m.nbytes,
-                Value::new(id, o),
-                version,
-            )?),
+            Pending::Fresh((m, nbytes), o, version) => {
+                IValue::Tensor(ctx.fresh(m, nbytes, Value::new(id, o), version)?)
+            }
             Pending::FreshList(list) => {
                 let mut ts = ThinVec::with_capacity(list.len());
                 for (m, o) in list {
-                    ts.push(ctx.fresh(m.geometry, m.dtype, m.nbytes, Value::new(id, o), None)?);
+                    ts.push(ctx.fresh(m.0, m.1, Value::new(id, o), None)?);
                 }
                 IValue::TensorList(ts)
             }

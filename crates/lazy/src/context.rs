@@ -6,11 +6,11 @@ use std::time::Instant;
 
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
 use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta, Value};
-use switchboard_tensor::{ScalarType, Tensor, TensorError, TensorImpl, VersionCounter};
+use switchboard_tensor::{Tensor, TensorError, TensorImpl, VersionCounter};
 
 use crate::cache;
 use crate::stats::STATS;
-use crate::storage::{failed, fresh_tensor, Contents, Geometry, LazyStorage, DEVICE};
+use crate::storage::{failed, fresh_tensor, lazy_meta, same_geometry, Contents, LazyStorage};
 
 /// The pending graph and what goes with it (one per process, behind [`context`]).
 pub(crate) struct Context {
@@ -73,19 +73,19 @@ impl Context {
                 }
             },
         };
-        if ls.base.matches(t) {
+        if same_geometry(&ls.base, t) {
             return Ok(base);
         }
         if st.views_epoch != self.epoch {
             st.views.clear();
             st.views_epoch = self.epoch;
         }
-        if let Some((_, v)) = st.views.iter().find(|(g, _)| g.matches(t)) {
+        if let Some((_, v)) = st.views.iter().find(|(m, _)| same_geometry(m, t)) {
             return Ok(*v);
         }
-        let g = Geometry::of(t);
-        let v = self.as_strided(base, &g, ls);
-        st.views.push((g, v));
+        let m = Arc::new(lazy_meta(t));
+        let v = self.as_strided(base, m.clone());
+        st.views.push((m, v));
         Ok(v)
     }
 
@@ -96,32 +96,34 @@ impl Context {
         v
     }
 
-    /// A call of `aten::as_strided` on `of` (a value with `ls`'s base geometry or a view of
-    /// its storage) giving the elements of geometry `g`.
-    fn as_strided(&mut self, of: Value, g: &Geometry, ls: &LazyStorage) -> Value {
+    /// A call of `aten::as_strided` on `of` (a value with a storage's base geometry or a view
+    /// of that storage) giving the elements of geometry `m`.
+    fn as_strided(&mut self, of: Value, m: Arc<TensorMeta>) -> Value {
         let args = vec![
             Arg::Value(of),
-            Arg::Const(IValue::IntList(g.sizes.iter().copied().collect())),
-            Arg::Const(IValue::IntList(g.strides.iter().copied().collect())),
-            Arg::Const(IValue::Int(g.offset)),
+            Arg::Const(IValue::IntList(m.sizes.iter().copied().collect())),
+            Arg::Const(IValue::IntList(m.strides.iter().copied().collect())),
+            Arg::Const(IValue::Int(m.storage_offset)),
         ];
-        let out = vec![Output::ret(0, g.meta(ls.dtype, DEVICE))];
         let id = self
             .graph
-            .add_call_unchecked(as_strided_op().clone(), args, out);
+            .add_call_unchecked(as_strided_op().clone(), args, vec![Output::ret(0, m)]);
         STATS.nodes_captured.inc();
         Value::new(id, 0)
     }
 
-    /// Makes `v`, the new value of the elements of geometry `g` of storage `ls`, part of the
+    /// Makes `v`, the new value of the elements of geometry `m` of storage `ls`, part of the
     /// storage's contents (a write through a view updates the whole storage).
-    pub fn write(&mut self, ls: &Arc<LazyStorage>, g: &Geometry, v: Value) {
-        let new = if ls.base == *g {
+    pub fn write(&mut self, ls: &Arc<LazyStorage>, m: &TensorMeta, v: Value) {
+        let same = m.storage_offset == ls.base.storage_offset
+            && m.sizes == ls.base.sizes
+            && m.strides == ls.base.strides;
+        let new = if same {
             v
         } else {
             // The result of a write through a view aliases the whole storage: its base is an
             // `as_strided` of it with the base geometry.
-            self.as_strided(v, &ls.base, ls)
+            self.as_strided(v, ls.base.clone())
         };
         let mut st = ls.lock();
         st.contents = Contents::Pending {
@@ -136,19 +138,17 @@ impl Context {
         }
     }
 
-    /// A new lazy tensor of geometry `g`, dtype `dtype` over `nbytes`, holding `v`, with a
-    /// version counter of its own or `version`.
+    /// A new lazy tensor with metadata `meta` over `nbytes`, holding `v`, with a version
+    /// counter of its own or `version`.
     pub fn fresh(
         &mut self,
-        g: Geometry,
-        dtype: ScalarType,
+        meta: Arc<TensorMeta>,
         nbytes: usize,
         v: Value,
         version: Option<VersionCounter>,
     ) -> Result<Tensor> {
         let (t, ls) = fresh_tensor(
-            g,
-            dtype,
+            meta,
             nbytes,
             Contents::Pending {
                 value: v,

@@ -10,7 +10,7 @@ use switchboard_tensor::{Device, RawOps, Storage, Tensor, TensorError, TensorImp
 
 use crate::context::context;
 use crate::stats::STATS;
-use crate::storage::{fresh_tensor, storage_of, Contents, Geometry, LazyStorage};
+use crate::storage::{fresh_tensor, lazy_meta, storage_of, Contents, LazyStorage};
 
 const CPU: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::CPU);
 
@@ -136,6 +136,6 @@ fn wrap(replaced: &[Replaced], t: Tensor) -> Result<Tensor> {
             t.storage_offset(),
         )?);
     }
-    let (dtype, nbytes) = (t.dtype(), t.storage().nbytes());
-    Ok(fresh_tensor(Geometry::of(&t), dtype, nbytes, Contents::Data(t), None)?.0)
+    let (meta, nbytes) = (Arc::new(lazy_meta(&t)), t.storage().nbytes());
+    Ok(fresh_tensor(meta, nbytes, Contents::Data(t), None)?.0)
 }

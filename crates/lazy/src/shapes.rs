@@ -6,9 +6,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use smallvec::SmallVec;
 use switchboard_dispatcher::IValue;
-use switchboard_tensor::ScalarType;
-
-use crate::storage::Geometry;
+use switchboard_graph::TensorMeta;
 
 // Note [Shape cache]
 // A Meta kernel reads only metadata (sizes, strides, offsets, dtypes, storage sizes, which
@@ -21,14 +19,9 @@ use crate::storage::Geometry;
 // Meta kernel every time and reports its error. Keys are compared in full, never by hash
 // alone. The cache is emptied when it reaches `CAPACITY` entries.
 
-/// The metadata of a tensor a call returns.
-#[derive(Clone, Debug)]
-pub(crate) struct OutMeta {
-    pub geometry: Geometry,
-    pub dtype: ScalarType,
-    /// The size of its storage.
-    pub nbytes: usize,
-}
+/// The metadata of a tensor a call returns (device `lazy:0`; shared by every node and
+/// storage it describes), and the size of its storage.
+pub(crate) type OutMeta = (Arc<TensorMeta>, usize);
 
 /// One return of a call, as the Meta kernel computed it.
 #[derive(Clone, Debug)]

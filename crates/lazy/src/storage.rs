@@ -4,50 +4,33 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use smallvec::SmallVec;
 use switchboard_dispatcher::Result;
 use switchboard_graph::{TensorMeta, Value};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{
-    Device, DimVec, RawOps, ScalarType, Storage, Tensor, TensorBuilder, TensorError, TensorImpl,
+    Device, DimVec, RawOps, Storage, Tensor, TensorBuilder, TensorError, TensorImpl,
     VersionCounter,
 };
 
 /// The device of every lazy tensor: `lazy:0`.
 pub const DEVICE: Device = Device::with_index(DeviceType::Lazy, 0);
 
-/// Sizes, strides and storage offset: where a tensor's elements are in its storage.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Geometry {
-    pub sizes: DimVec,
-    pub strides: DimVec,
-    pub offset: i64,
+/// Whether `t` has `m`'s sizes, strides and offset (where its elements are in its storage).
+#[inline]
+pub(crate) fn same_geometry(m: &TensorMeta, t: &TensorImpl) -> bool {
+    m.storage_offset == t.storage_offset()
+        && m.sizes.as_slice() == t.sizes()
+        && m.strides.as_slice() == t.strides()
 }
 
-impl Geometry {
-    pub fn of(t: &TensorImpl) -> Geometry {
-        Geometry {
-            sizes: DimVec::from_slice(t.sizes()),
-            strides: DimVec::from_slice(t.strides()),
-            offset: t.storage_offset(),
-        }
-    }
-
-    #[inline]
-    pub fn matches(&self, t: &TensorImpl) -> bool {
-        self.offset == t.storage_offset()
-            && self.sizes.as_slice() == t.sizes()
-            && self.strides.as_slice() == t.strides()
-    }
-
-    pub fn meta(&self, dtype: ScalarType, device: Device) -> TensorMeta {
-        TensorMeta {
-            sizes: self.sizes.clone(),
-            strides: self.strides.clone(),
-            storage_offset: self.offset,
-            dtype,
-            device,
-        }
+/// The metadata of `t` as the graph records lazy values (device `lazy:0`).
+pub(crate) fn lazy_meta(t: &TensorImpl) -> TensorMeta {
+    TensorMeta {
+        sizes: DimVec::from_slice(t.sizes()),
+        strides: DimVec::from_slice(t.strides()),
+        storage_offset: t.storage_offset(),
+        dtype: t.dtype(),
+        device: DEVICE,
     }
 }
 
@@ -64,13 +47,14 @@ pub(crate) enum Contents {
 }
 
 /// The mutable state of a lazy storage, guarded by its mutex (taken only while the context
-/// lock is held, so the lock order is always context, then storage).
+/// lock is held, or for a materialised storage, so the lock order is always context, then
+/// storage).
 pub(crate) struct StorageState {
     pub contents: Contents,
     /// The graph input standing for `Data` in an epoch.
     pub input: Option<(u64, Value)>,
     /// Views of the current contents already read in an epoch (geometry, value).
-    pub views: SmallVec<[(Geometry, Value); 2]>,
+    pub views: Vec<(Arc<TensorMeta>, Value)>,
     pub views_epoch: u64,
     /// The epoch whose pending list holds this storage.
     pub registered_epoch: u64,
@@ -79,13 +63,12 @@ pub(crate) struct StorageState {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A lazy tensor's storage: the backend payload of every lazy tensor (a view carries its
-/// base's, so all of them see one state). It remembers the geometry of the tensor that created
-/// it ("base") and its size, and makes on demand the meta tensor that stands for it when shape
-/// functions run.
+/// base's, so all of them see one state; Note [Lazy tensors]). It remembers the metadata of
+/// the tensor that created it ("base") and its size, and makes on demand the meta tensor that
+/// stands for it when shape functions run.
 pub struct LazyStorage {
     pub(crate) id: u64,
-    pub(crate) base: Geometry,
-    pub(crate) dtype: ScalarType,
+    pub(crate) base: Arc<TensorMeta>,
     pub(crate) nbytes: usize,
     /// A meta tensor with the base geometry over a meta storage of the same size (made on
     /// first use: calls whose shapes are cached never need it).
@@ -100,18 +83,17 @@ impl std::fmt::Debug for LazyStorage {
 }
 
 impl LazyStorage {
-    /// A storage of `nbytes` whose base geometry is `base`, holding `contents`.
-    pub(crate) fn new(base: Geometry, dtype: ScalarType, nbytes: usize, contents: Contents) -> LazyStorage {
+    /// A storage of `nbytes` whose base is `base`, holding `contents`.
+    pub(crate) fn new(base: Arc<TensorMeta>, nbytes: usize, contents: Contents) -> LazyStorage {
         LazyStorage {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             base,
-            dtype,
             nbytes,
             meta: OnceLock::new(),
             state: Mutex::new(StorageState {
                 contents,
                 input: None,
-                views: SmallVec::new(),
+                views: Vec::new(),
                 views_epoch: u64::MAX,
                 registered_epoch: u64::MAX,
             }),
@@ -132,10 +114,11 @@ impl LazyStorage {
         if let Some(m) = self.meta.get() {
             return Ok(m);
         }
-        let m = TensorBuilder::new(Storage::zeros_for(Device::META, self.nbytes, self.dtype)?, self.dtype)
+        let dtype = self.base.dtype;
+        let m = TensorBuilder::new(Storage::zeros_for(Device::META, self.nbytes, dtype)?, dtype)
             .sizes(&self.base.sizes)
             .strides(&self.base.strides)
-            .storage_offset(self.base.offset)
+            .storage_offset(self.base.storage_offset)
             .build()?;
         Ok(self.meta.get_or_init(|| m))
     }
@@ -144,17 +127,17 @@ impl LazyStorage {
     /// them share one meta storage, so shape functions see the aliasing).
     pub(crate) fn meta_twin(&self, t: &TensorImpl) -> Result<Tensor> {
         let meta = self.meta()?;
-        if self.base.matches(t) {
+        if same_geometry(&self.base, t) {
             return Ok(meta.clone());
         }
-        Ok(TensorBuilder::new(meta.storage().clone(), self.dtype)
+        Ok(TensorBuilder::new(meta.storage().clone(), self.base.dtype)
             .sizes(t.sizes())
             .strides(t.strides())
             .storage_offset(t.storage_offset())
             .build()?)
     }
 
-/// The CPU tensor of `t` (a tensor of this storage) when the storage is materialised: the
+    /// The CPU tensor of `t` (a tensor of this storage) when the storage is materialised: the
     /// data itself, or a view of it.
     pub(crate) fn data_of(&self, t: &TensorImpl) -> Result<Option<Tensor>> {
         let state = self.lock();
@@ -167,8 +150,8 @@ impl LazyStorage {
 }
 
 /// `t`'s elements in `data`, the CPU tensor of a storage whose base is `base`.
-pub(crate) fn view_of_data(base: &Geometry, data: &Tensor, t: &TensorImpl) -> Result<Tensor> {
-    if base.matches(t) {
+pub(crate) fn view_of_data(base: &TensorMeta, data: &Tensor, t: &TensorImpl) -> Result<Tensor> {
+    if same_geometry(base, t) {
         return Ok(data.clone());
     }
     Ok(RawOps::as_strided(
@@ -214,20 +197,20 @@ pub(crate) fn storage_of(t: &TensorImpl) -> Result<Arc<LazyStorage>> {
     }
 }
 
-/// A new lazy tensor (on [`DEVICE`]) with geometry `base` and dtype `dtype` over a new
-/// storage of `nbytes` holding `contents`, with its own version counter or `version`.
+/// A new lazy tensor (on [`DEVICE`]) with metadata `base` over a new storage of `nbytes`
+/// holding `contents`, with its own version counter or `version`.
 pub(crate) fn fresh_tensor(
-    base: Geometry,
-    dtype: ScalarType,
+    base: Arc<TensorMeta>,
     nbytes: usize,
     contents: Contents,
     version: Option<VersionCounter>,
 ) -> Result<(Tensor, Arc<LazyStorage>)> {
-    let ls = Arc::new(LazyStorage::new(base, dtype, nbytes, contents));
+    let dtype = base.dtype;
+    let ls = Arc::new(LazyStorage::new(base, nbytes, contents));
     let mut b = TensorBuilder::new(Storage::zeros_for(DEVICE, nbytes, dtype)?, dtype)
         .sizes(&ls.base.sizes)
         .strides(&ls.base.strides)
-        .storage_offset(ls.base.offset)
+        .storage_offset(ls.base.storage_offset)
         .payload(ls.clone());
     if let Some(v) = version {
         b = b.version_counter(v);
@@ -236,21 +219,27 @@ pub(crate) fn fresh_tensor(
 }
 
 /// A lazy tensor of `base`'s storage (sharing its storage, version counter, key set and
-/// payload) with geometry `g`: a view.
-pub(crate) fn view_tensor(base: &Tensor, g: &Geometry) -> Result<Tensor> {
-    if g.matches(base) {
+/// payload) with `m`'s geometry: a view.
+pub(crate) fn view_tensor(base: &Tensor, m: &TensorMeta) -> Result<Tensor> {
+    if same_geometry(m, base) {
         return Ok(base.clone());
     }
-    Ok(RawOps::as_strided(base, &g.sizes, &g.strides, g.offset)?)
+    Ok(RawOps::as_strided(
+        base,
+        &m.sizes,
+        &m.strides,
+        m.storage_offset,
+    )?)
 }
 
 /// A meta tensor laid out as `t` over a meta storage as large as `t`'s.
 pub(crate) fn meta_like(t: &TensorImpl) -> Result<Tensor> {
-    Ok(
-        TensorBuilder::new(Storage::zeros_for(Device::META, t.storage().nbytes(), t.dtype())?, t.dtype())
-            .sizes(t.sizes())
-            .strides(t.strides())
-            .storage_offset(t.storage_offset())
-            .build()?,
+    Ok(TensorBuilder::new(
+        Storage::zeros_for(Device::META, t.storage().nbytes(), t.dtype())?,
+        t.dtype(),
     )
+    .sizes(t.sizes())
+    .strides(t.strides())
+    .storage_offset(t.storage_offset())
+    .build()?)
 }
