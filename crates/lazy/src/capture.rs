@@ -211,11 +211,8 @@ fn run_meta(op: &OperatorHandle, kinds: &[ArgKind], accepts_host: bool) -> Resul
                         .collect::<Result<_>>()?;
                     stack.push(IValue::OptionalTensorList(ts));
                 } else {
-                    let ts: ThinVec<Tensor> = items
-                        .iter()
-                        .flatten()
-                        .map(twin)
-                        .collect::<Result<_>>()?;
+                    let ts: ThinVec<Tensor> =
+                        items.iter().flatten().map(twin).collect::<Result<_>>()?;
                     stack.push(IValue::TensorList(ts));
                 }
             }

@@ -105,9 +105,9 @@ impl Context {
             Arg::Const(IValue::IntList(m.strides.iter().copied().collect())),
             Arg::Const(IValue::Int(m.storage_offset)),
         ];
-        let id = self
-            .graph
-            .add_call_unchecked(as_strided_op().clone(), args, vec![Output::ret(0, m)]);
+        let id =
+            self.graph
+                .add_call_unchecked(as_strided_op().clone(), args, vec![Output::ret(0, m)]);
         STATS.nodes_captured.inc();
         Value::new(id, 0)
     }

@@ -8,8 +8,7 @@ use switchboard_dispatcher::Result;
 use switchboard_graph::{TensorMeta, Value};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{
-    Device, DimVec, RawOps, Storage, Tensor, TensorBuilder, TensorError, TensorImpl,
-    VersionCounter,
+    Device, DimVec, RawOps, Storage, Tensor, TensorBuilder, TensorError, TensorImpl, VersionCounter,
 };
 
 /// The device of every lazy tensor: `lazy:0`.

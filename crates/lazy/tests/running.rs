@@ -25,11 +25,18 @@ fn values_are_computed_on_demand() {
     assert_eq!(y.to_vec::<f32>().unwrap(), [3.0, 6.0, 9.0, 12.0]);
     let s = ops::sum(&y, None).unwrap();
     assert_eq!(s.item().unwrap().to_f64(), 30.0);
-    assert_eq!(y.to_string(), "tensor([[ 3.,  6.],\n        [ 9., 12.]], device='lazy:0')");
+    assert_eq!(
+        y.to_string(),
+        "tensor([[ 3.,  6.],\n        [ 9., 12.]], device='lazy:0')"
+    );
     let c = to(&ops::relu(&y).unwrap(), Device::CPU);
     assert_eq!(c.device(), Device::CPU);
     let after = lazy::stats();
-    assert_eq!(after.syncs, before.syncs + 3, "y, s and relu each needed a run");
+    assert_eq!(
+        after.syncs,
+        before.syncs + 3,
+        "y, s and relu each needed a run"
+    );
     assert!(after.materializations >= before.materializations + 4);
     // sync / mark_step run what is pending and nothing when nothing is.
     let z = ops::exp(&x).unwrap();
@@ -39,7 +46,10 @@ fn values_are_computed_on_demand() {
     let s1 = lazy::stats();
     lazy::sync().unwrap();
     let s2 = lazy::stats();
-    assert_eq!((s2.syncs, s2.explicit_syncs), (s1.syncs, s1.explicit_syncs + 1));
+    assert_eq!(
+        (s2.syncs, s2.explicit_syncs),
+        (s1.syncs, s1.explicit_syncs + 1)
+    );
     assert_eq!(values(&z)[0], 1f32.exp());
 }
 
@@ -53,7 +63,8 @@ fn the_graph_cache_reuses_plans() {
     let y = lz(&Tensor::from_vec(vec![0i64, 1, 2, 1], &[4]).unwrap());
     let mut opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
     let mut step = || {
-        let loss = ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y, None, 1, -100, 0.0).unwrap();
+        let loss =
+            ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y, None, 1, -100, 0.0).unwrap();
         opt.zero_grad();
         loss.backward(None, false, false).unwrap();
         opt.step().unwrap();
@@ -86,8 +97,16 @@ fn dead_nodes_do_not_run_and_identical_pure_nodes_run_once() {
     lazy::sync().unwrap();
     let after = lazy::stats();
     assert_eq!(after.nodes_dead, before.nodes_dead + 1, "exp");
-    assert_eq!(after.nodes_merged, before.nodes_merged + 1, "the second relu");
-    assert_eq!(after.nodes_executed, before.nodes_executed + 2, "relu and add");
+    assert_eq!(
+        after.nodes_merged,
+        before.nodes_merged + 1,
+        "the second relu"
+    );
+    assert_eq!(
+        after.nodes_executed,
+        before.nodes_executed + 2,
+        "relu and add"
+    );
     assert_eq!(values(&c), [2.0, 4.0, 6.0]);
 }
 
@@ -101,7 +120,10 @@ impl lazy::Executor for Counting {
         "counting"
     }
     fn compile(&self, graph: Graph) -> Result<Arc<dyn lazy::Executable>> {
-        Ok(Arc::new(CountingExe(lazy::CpuExecutor.compile(graph)?, self.0.clone())))
+        Ok(Arc::new(CountingExe(
+            lazy::CpuExecutor.compile(graph)?,
+            self.0.clone(),
+        )))
     }
 }
 
@@ -184,10 +206,17 @@ fn disabled_operators_run_eagerly() {
         mid.eager_fallback_ops.get("aten::mm"),
         Some(&(before.eager_fallback_ops.get("aten::mm").unwrap_or(&0) + 1))
     );
-    assert_eq!(mid.registered_captures, before.registered_captures + 1, "exp is captured");
+    assert_eq!(
+        mid.registered_captures,
+        before.registered_captures + 1,
+        "exp is captured"
+    );
     lazy::enable_ops(&["mm"]).unwrap();
     let r2 = ops::mm(&la, &la).unwrap();
-    assert_eq!(lazy::stats().eager_fallback_ops.get("aten::mm"), mid.eager_fallback_ops.get("aten::mm"));
+    assert_eq!(
+        lazy::stats().eager_fallback_ops.get("aten::mm"),
+        mid.eager_fallback_ops.get("aten::mm")
+    );
     assert_eq!(values(&r), values(&ops::mm(&a, &a).unwrap()));
     assert_eq!(values(&r), values(&r2));
     assert_eq!(values(&e)[0], 1f32.exp());
@@ -219,11 +248,20 @@ fn statistics_report_and_profile() {
     assert_eq!(s.registered_ops, s.static_coverage.registered);
     assert!(s.registered_ops >= 80);
     assert_eq!(s.fallback_ops["aten::clamp"], 1);
-    assert_eq!(s.operation_count, s.registered_captures + s.fallback_capture_count + s.eager_fallback_count + s.eager_mode_calls);
+    assert_eq!(
+        s.operation_count,
+        s.registered_captures
+            + s.fallback_capture_count
+            + s.eager_fallback_count
+            + s.eager_mode_calls
+    );
     assert!(s.lazy_mode);
     assert_eq!(s.coverage_percentage, 100.0);
     let c = &s.static_coverage;
-    assert_eq!(c.operators, c.registered + c.fallback + c.composite + c.eager_only);
+    assert_eq!(
+        c.operators,
+        c.registered + c.fallback + c.composite + c.eager_only
+    );
     assert!(c.percentage() > 90.0);
     let report = lazy::metrics_report();
     for line in [
@@ -250,9 +288,20 @@ fn the_pending_graph_as_code_dot_and_json() {
     let y = ops::relu(&ops::mm(&x, &ops::t(&x).unwrap()).unwrap()).unwrap();
     let g = lazy::pending_graph();
     let code = g.to_string();
-    assert!(code.starts_with("def graph(arg0: \"f32[2, 3]\"):"), "{code}");
-    assert!(code.contains("as_strided: \"f32[3, 2][1, 3]\" = aten.as_strided.default(arg0, [3, 2], [1, 3], 0)"), "{code}");
-    assert!(code.contains("mm: \"f32[2, 2]\" = aten.mm.default(arg0, as_strided)"), "{code}");
+    assert!(
+        code.starts_with("def graph(arg0: \"f32[2, 3]\"):"),
+        "{code}"
+    );
+    assert!(
+        code.contains(
+            "as_strided: \"f32[3, 2][1, 3]\" = aten.as_strided.default(arg0, [3, 2], [1, 3], 0)"
+        ),
+        "{code}"
+    );
+    assert!(
+        code.contains("mm: \"f32[2, 2]\" = aten.mm.default(arg0, as_strided)"),
+        "{code}"
+    );
     assert!(code.ends_with("return (relu,)\n"), "{code}");
     let j = g.to_json();
     assert_eq!(j["nodes"].as_array().unwrap().len(), 3);
@@ -276,10 +325,13 @@ fn autograd_runs_above_the_lazy_backend() {
         ops::random_(&y, 0, Some(4), Some(&gen)).unwrap();
         model.to_device(device).unwrap();
         let (x, y) = (to(&x, device), to(&y, device));
-        let mut opt = Sgd::new(model.parameters(), 0.1).momentum(0.9).weight_decay(1e-3);
+        let mut opt = Sgd::new(model.parameters(), 0.1)
+            .momentum(0.9)
+            .weight_decay(1e-3);
         let mut losses = vec![];
         for i in 0..4 {
-            let loss = ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y, None, 1, -100, 0.0).unwrap();
+            let loss = ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y, None, 1, -100, 0.0)
+                .unwrap();
             opt.zero_grad();
             loss.backward(None, false, false).unwrap();
             if device == lazy::DEVICE && i == 0 {

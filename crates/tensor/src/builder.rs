@@ -355,7 +355,6 @@ impl TensorBuilder {
         Ok(self.finish(sizes, strides, device, key_set))
     }
 
-
     /// Builds from metadata already known to be valid (a copy of a valid tensor's).
     pub(crate) fn build_unchecked(self) -> Tensor {
         let sizes = self.sizes.clone().expect("sizes set");
