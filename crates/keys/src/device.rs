@@ -187,9 +187,9 @@ impl std::str::FromStr for DeviceType {
 // - the index, read as a C `int`: "Could not parse device index '9999999999' in device string
 //   '...'" when it does not fit;
 // - the type name (`DeviceType::from_str`), whose message names the type, not the string.
-// The index is then stored as PyTorch's 16-bit `DeviceIndex`, wrapping as its cast does
-// (`cuda:65535` is index -1, i.e. no index). PyTorch checks the index range and the CPU index
-// only in debug builds; a release build, the reference, accepts `cpu:1`.
+// The index is then stored as PyTorch's 8-bit `DeviceIndex` (`int8_t` in 2.15), wrapping as its
+// cast does: `cuda:300` is index 44, `cuda:255` is -1, i.e. no index. PyTorch checks the index
+// range and the CPU index only in debug builds; a release build, the reference, accepts `cpu:1`.
 
 /// Parses a device string as PyTorch's `c10::Device(std::string)` does (Note [Device
 /// strings]): the device type and the index, `None` when there is none (PyTorch's -1).
@@ -204,7 +204,7 @@ impl std::str::FromStr for DeviceType {
 /// );
 /// assert!(parse_device("metal").unwrap_err().message().starts_with("Expected one of cpu, cuda"));
 /// ```
-pub fn parse_device(device: &str) -> Result<(DeviceType, Option<i16>), KeyError> {
+pub fn parse_device(device: &str) -> Result<(DeviceType, Option<i8>), KeyError> {
     if device.is_empty() {
         return Err(KeyError::new("Device string must not be empty".into()));
     }
@@ -229,8 +229,8 @@ pub fn parse_device(device: &str) -> Result<(DeviceType, Option<i16>), KeyError>
                     "Could not parse device index '{ix}' in device string '{device}'"
                 ))
             })?;
-            // PyTorch's `static_cast<DeviceIndex>`: the low 16 bits, as a signed number.
-            Some(value as i16).filter(|i| *i != -1)
+            // PyTorch's `static_cast<DeviceIndex>`: the low 8 bits, as a signed number.
+            Some(value as i8).filter(|i| *i != -1)
         }
     };
     Ok((name.parse()?, index))
@@ -339,20 +339,21 @@ mod tests {
         assert_eq!(parse_device("xla:10").unwrap(), (DeviceType::XLA, Some(10)));
         assert_eq!(parse_device("cpu:1").unwrap(), (DeviceType::CPU, Some(1)));
         assert_eq!(
-            parse_device("cuda:32767").unwrap(),
-            (DeviceType::CUDA, Some(32767))
+            parse_device("cuda:127").unwrap(),
+            (DeviceType::CUDA, Some(127))
         );
-        // The 16-bit cast of PyTorch's DeviceIndex.
+        // The 8-bit cast of PyTorch's DeviceIndex.
         assert_eq!(
-            parse_device("cuda:32768").unwrap(),
-            (DeviceType::CUDA, Some(-32768))
-        );
-        assert_eq!(
-            parse_device("cuda:65535").unwrap(),
-            (DeviceType::CUDA, None)
+            parse_device("cuda:128").unwrap(),
+            (DeviceType::CUDA, Some(-128))
         );
         assert_eq!(
-            parse_device("cuda:65536").unwrap(),
+            parse_device("cuda:300").unwrap(),
+            (DeviceType::CUDA, Some(44))
+        );
+        assert_eq!(parse_device("cuda:255").unwrap(), (DeviceType::CUDA, None));
+        assert_eq!(
+            parse_device("cuda:256").unwrap(),
             (DeviceType::CUDA, Some(0))
         );
         assert_eq!(
@@ -392,7 +393,7 @@ mod tests {
             ("fpga", DispatchKey::FPGA),
             ("vulkan", DispatchKey::Vulkan),
             ("privateuseone", DispatchKey::PrivateUse1),
-            ("cuda:65535", DispatchKey::CUDA),
+            ("cuda:255", DispatchKey::CUDA),
         ];
         for (device, key) in cases {
             assert_eq!(DispatchKey::for_device(device).unwrap(), key, "{device}");
