@@ -35,6 +35,7 @@ mod dispatch_args;
 mod dispatcher;
 mod error;
 mod handle;
+mod introspect;
 mod ivalue;
 mod kernel;
 mod library;
