@@ -161,3 +161,28 @@ fn table_bad_operators_exit_2() {
         );
     }
 }
+
+/// Factories on a grandfathered Caffe2 device type fail as PyTorch's `computeDispatchKey` does;
+/// device types PyTorch does not know are not devices.
+#[test]
+fn factories_refuse_grandfathered_and_unknown_devices() {
+    for device in ["mkldnn", "opengl", "opencl", "ideep"] {
+        let out = run(&["call", "empty.memory_format", "size=[2]", &format!("device={device}")]);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "This is a grandfathered Caffe2 device type {device}, it shouldn't ever convert \
+                 to a DispatchKey."
+            )),
+            "{stderr}"
+        );
+    }
+    let out = run(&["call", "zeros", "size=[2]", "device=metal"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("mtia, privateuseone device type at start of device string: metal"),
+        "{stderr}"
+    );
+}
