@@ -5,7 +5,7 @@ use std::sync::Arc;
 use switchboard_dispatcher::Result;
 use switchboard_tensor::Tensor;
 
-use crate::meta;
+use crate::autograd_meta;
 use crate::node::{err, lock, Hook, Node};
 
 /// The autograd methods of a tensor (`requires_grad`, `grad`, `backward`, ...).
@@ -52,7 +52,7 @@ pub trait AutogradTensor {
 
 impl AutogradTensor for Tensor {
     fn requires_grad(&self) -> bool {
-        meta::requires_grad(self)
+        autograd_meta::requires_grad(self)
     }
 
     fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor> {
@@ -71,23 +71,23 @@ impl AutogradTensor for Tensor {
                 "only Tensors of floating point and complex dtype can require gradients",
             ));
         }
-        meta::set_requires_grad(self, requires_grad);
+        autograd_meta::set_requires_grad(self, requires_grad);
         Ok(self.clone())
     }
 
     fn is_leaf(&self) -> bool {
-        meta::grad_fn_of(self).is_none()
+        autograd_meta::grad_fn_of(self).is_none()
     }
 
     fn grad(&self) -> Option<Tensor> {
-        meta::read(self, |m| m.grad.clone()).flatten()
+        autograd_meta::read(self, |m| m.grad.clone()).flatten()
     }
 
     fn set_grad(&self, grad: Option<Tensor>) {
-        if grad.is_none() && meta::get(self).is_none() {
+        if grad.is_none() && autograd_meta::get(self).is_none() {
             return;
         }
-        meta::with(self, |m| m.grad = grad);
+        autograd_meta::with(self, |m| m.grad = grad);
     }
 
     fn retain_grad(&self) -> Result<()> {
@@ -96,10 +96,10 @@ impl AutogradTensor for Tensor {
                 "can't retain_grad on Tensor that has requires_grad=False",
             ));
         }
-        let Some((node, nr)) = meta::grad_fn_of(self) else {
+        let Some((node, nr)) = autograd_meta::grad_fn_of(self) else {
             return Ok(()); // leaves keep their grad anyway
         };
-        let already = meta::with(self, |m| std::mem::replace(&mut m.retains_grad, true));
+        let already = autograd_meta::with(self, |m| std::mem::replace(&mut m.retains_grad, true));
         if !already {
             lock(&node.meta().retained).push((nr, self.downgrade()));
         }
@@ -107,15 +107,15 @@ impl AutogradTensor for Tensor {
     }
 
     fn retains_grad(&self) -> bool {
-        meta::read(self, |m| m.retains_grad).unwrap_or(false)
+        autograd_meta::read(self, |m| m.retains_grad).unwrap_or(false)
     }
 
     fn grad_fn(&self) -> Option<Arc<dyn Node>> {
-        meta::grad_fn_of(self).map(|(n, _)| n)
+        autograd_meta::grad_fn_of(self).map(|(n, _)| n)
     }
 
     fn output_nr(&self) -> u32 {
-        meta::grad_fn_of(self).map_or(0, |(_, nr)| nr)
+        autograd_meta::grad_fn_of(self).map_or(0, |(_, nr)| nr)
     }
 
     fn backward(
@@ -128,7 +128,7 @@ impl AutogradTensor for Tensor {
     }
 
     fn detach(&self) -> Tensor {
-        meta::alias(self)
+        autograd_meta::alias(self)
     }
 
     fn register_hook(
@@ -141,14 +141,14 @@ impl AutogradTensor for Tensor {
             ));
         }
         let hook: Hook = Arc::new(hook);
-        match meta::grad_fn_of(self) {
+        match autograd_meta::grad_fn_of(self) {
             Some((node, nr)) => lock(&node.meta().pre_hooks).push((nr, hook)),
-            None => meta::with(self, |m| m.hooks.push(hook)),
+            None => autograd_meta::with(self, |m| m.hooks.push(hook)),
         }
         Ok(())
     }
 
     fn base(&self) -> Option<Tensor> {
-        meta::read(self, |m| m.base.clone()).flatten()
+        autograd_meta::read(self, |m| m.base.clone()).flatten()
     }
 }

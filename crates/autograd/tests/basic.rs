@@ -26,7 +26,15 @@ fn v(t: &Tensor) -> Vec<f32> {
 fn mul_add_backward() {
     let x = leaf(&[1., 2., 3.], &[3]);
     let y = leaf(&[4., 5., 6.], &[3]);
-    let z = ops::sum(&ops::add(&ops::mul(&x, &y).unwrap(), &x, 2).unwrap(), None).unwrap();
+    let z = ops::sum(
+        &ops::add_with(
+            &ops::mul(&x, &y).unwrap(),
+            &x,
+            ops::AddOptions::default().alpha(2),
+        )
+        .unwrap(),
+    )
+    .unwrap();
     assert_eq!(z.grad_fn().unwrap().name(), "SumBackward0");
     assert!(!z.is_leaf() && x.is_leaf());
     z.backward(None, false, false).unwrap();
@@ -39,11 +47,8 @@ fn broadcasting_reduces_to_input_shapes() {
     let a = leaf(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
     let b = leaf(&[1., 1., 1.], &[3]);
     let c = leaf(&[2.], &[]);
-    let y = ops::mul(&ops::add(&a, &b, 1).unwrap(), &c).unwrap();
-    ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    let y = ops::mul(&ops::add(&a, &b).unwrap(), &c).unwrap();
+    ops::sum(&y).unwrap().backward(None, false, false).unwrap();
     assert_eq!(b.grad().unwrap().sizes(), &[3]);
     assert_eq!(v(&b.grad().unwrap()), vec![4., 4., 4.]);
     assert_eq!(c.grad().unwrap().sizes(), &[] as &[i64]);
@@ -110,12 +115,12 @@ fn second_derivative_with_create_graph() {
 
     // Double backward of relu / sigmoid / tanh through their *_backward kernels.
     let w = leaf(&[0.3, -0.2], &[2]);
-    let s = ops::sum(&ops::tanh(&ops::sigmoid(&w).unwrap()).unwrap(), None).unwrap();
+    let s = ops::sum(&ops::tanh(&ops::sigmoid(&w).unwrap()).unwrap()).unwrap();
     let gw = grad(&[s], &[w.clone()], &[None], false, true).unwrap()[0]
         .clone()
         .unwrap();
     let h = grad(
-        &[ops::sum(&gw, None).unwrap()],
+        &[ops::sum(&gw).unwrap()],
         &[w.clone()],
         &[None],
         false,
@@ -130,7 +135,7 @@ fn grad_function_and_unused_inputs() {
     let a = leaf(&[1., 2.], &[2]);
     let b = leaf(&[3., 4.], &[2]);
     let c = leaf(&[5.], &[1]);
-    let y = ops::sum(&ops::mul(&a, &b).unwrap(), None).unwrap();
+    let y = ops::sum(&ops::mul(&a, &b).unwrap()).unwrap();
     let g = grad(&[y], &[a.clone(), c.clone()], &[None], false, false).unwrap();
     assert_eq!(v(g[0].as_ref().unwrap()), vec![3., 4.]);
     assert!(g[1].is_none());
@@ -175,7 +180,7 @@ fn modes_and_detach() {
 #[test]
 fn inplace_errors_and_versions() {
     let x = leaf(&[1., 2., 3., 4.], &[2, 2]);
-    let e = ops::add_(&x, &t(&[1.; 4], &[2, 2]), 1).unwrap_err();
+    let e = ops::add_(&x, &t(&[1.; 4], &[2, 2])).unwrap_err();
     assert_eq!(
         e.to_string(),
         "a leaf Variable that requires grad is being used in an in-place operation."
@@ -187,7 +192,7 @@ fn inplace_errors_and_versions() {
         assert_eq!(x.version(), v0 + 1);
     }
     let y = ops::exp(&x).unwrap();
-    let z = ops::sum(&y, None).unwrap();
+    let z = ops::sum(&y).unwrap();
     ops::mul_scalar_(&y, 2).unwrap();
     assert_eq!(y.grad_fn().unwrap().name(), "MulBackward1");
     let e = z.backward(None, false, false).unwrap_err();
@@ -200,7 +205,7 @@ fn inplace_errors_and_versions() {
     );
     // out= bumps the version of out.
     let out = t(&[0.; 4], &[2, 2]);
-    ops::add_out(&t(&[1.; 4], &[2, 2]), &t(&[1.; 4], &[2, 2]), 1, &out).unwrap();
+    ops::add_out(&t(&[1.; 4], &[2, 2]), &t(&[1.; 4], &[2, 2]), &out).unwrap();
     assert_eq!(out.version(), 1);
 }
 
@@ -209,10 +214,7 @@ fn inplace_on_non_leaf_is_differentiated() {
     let x = leaf(&[1., 2.], &[2]);
     let y = ops::mul_scalar(&x, 3).unwrap();
     ops::mul_(&y, &x).unwrap(); // y = 3x^2
-    ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    ops::sum(&y).unwrap().backward(None, false, false).unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![6., 12.]);
 }
 
@@ -228,7 +230,7 @@ fn views_record_base() {
         e.to_string(),
         "a view of a leaf Variable that requires grad is being used in an in-place operation."
     );
-    ops::sum(&ops::mul(&s, &s).unwrap(), None)
+    ops::sum(&ops::mul(&s, &s).unwrap())
         .unwrap()
         .backward(None, false, false)
         .unwrap();
@@ -248,12 +250,9 @@ fn hooks_and_retain_grad() {
     let y = ops::mul_scalar(&x, 2).unwrap();
     y.retain_grad().unwrap();
     assert!(y.retains_grad());
-    y.register_hook(|g| Some(ops::add_scalar(g, 1, 1).unwrap()))
+    y.register_hook(|g| Some(ops::add_scalar(g, 1).unwrap()))
         .unwrap();
-    ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    ops::sum(&y).unwrap().backward(None, false, false).unwrap();
     assert_eq!(seen.load(Ordering::SeqCst), 1);
     assert_eq!(v(&y.grad().unwrap()), vec![2., 2.]); // after y's hook
     assert_eq!(v(&x.grad().unwrap()), vec![40., 40.]); // (1+1)*2*10
@@ -278,18 +277,11 @@ fn custom_function() {
     let y = apply(Cube, &[x.clone()]).unwrap().remove(0);
     assert_eq!(y.grad_fn().unwrap().name(), "CubeBackward");
     assert_eq!(v(&y), vec![1., 8.]);
-    let g = grad(
-        &[ops::sum(&y, None).unwrap()],
-        &[x.clone()],
-        &[None],
-        false,
-        true,
-    )
-    .unwrap();
+    let g = grad(&[ops::sum(&y).unwrap()], &[x.clone()], &[None], false, true).unwrap();
     assert_eq!(v(g[0].as_ref().unwrap()), vec![3., 12.]);
     // Its backward is made of recorded ops: second derivative 6x.
     let h = grad(
-        &[ops::sum(g[0].as_ref().unwrap(), None).unwrap()],
+        &[ops::sum(g[0].as_ref().unwrap()).unwrap()],
         &[x],
         &[None],
         false,
@@ -310,12 +302,17 @@ fn composite_training_step() {
     let target = Tensor::from_vec(vec![1i64, 0], &[2]).unwrap();
     let mut losses = vec![];
     for _ in 0..5 {
-        let logits = ops::relu(&ops::linear(&xs, &w, None).unwrap()).unwrap();
-        let loss = ops::cross_entropy_loss(&logits, &target, None, 1, -100, 0.0).unwrap();
+        let logits = ops::relu(&ops::linear(&xs, &w).unwrap()).unwrap();
+        let loss = ops::cross_entropy_loss(&logits, &target).unwrap();
         losses.push(v(&loss)[0]);
         loss.backward(None, false, false).unwrap();
         let _g = no_grad();
-        ops::sub_(&w, &w.grad().unwrap(), 0.5).unwrap();
+        ops::sub_with_(
+            &w,
+            &w.grad().unwrap(),
+            ops::SubInplaceOptions::default().alpha(0.5),
+        )
+        .unwrap();
         w.set_grad(None);
     }
     assert!(losses[4] < losses[0], "{losses:?}");
@@ -333,11 +330,17 @@ fn clamp_tensor_bounds_get_gradients() {
     let a = f(&[0.5, -2.0, 3.0, 1.0]);
     let lo = f(&[0.0, 0.0, 0.0, 2.0]);
     let hi = f(&[1.0, 1.0, 2.0, 1.5]);
-    let y = switchboard_ops::clamp_tensor(&a, Some(&lo), Some(&hi)).unwrap();
+    let y = switchboard_ops::clamp_tensor_with(
+        &a,
+        switchboard_ops::ClampTensorOptions::default()
+            .min(&lo)
+            .max(&hi),
+    )
+    .unwrap();
     assert_eq!(y.to_vec::<f64>().unwrap(), [0.5, 0.0, 2.0, 1.5]);
     assert_eq!(y.grad_fn().unwrap().name(), "ClampBackward0");
     let w = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4]).unwrap();
-    switchboard_ops::sum(&switchboard_ops::mul(&y, &w).unwrap(), None)
+    switchboard_ops::sum(&switchboard_ops::mul(&y, &w).unwrap())
         .unwrap()
         .backward(None, false, false)
         .unwrap();
@@ -359,8 +362,12 @@ fn clamp_tensor_bounds_get_gradients() {
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    let y = switchboard_ops::clamp_tensor(&a, Some(&lo), None).unwrap();
-    switchboard_ops::sum(&y, None)
+    let y = switchboard_ops::clamp_tensor_with(
+        &a,
+        switchboard_ops::ClampTensorOptions::default().min(&lo),
+    )
+    .unwrap();
+    switchboard_ops::sum(&y)
         .unwrap()
         .backward(None, false, false)
         .unwrap();
@@ -376,11 +383,8 @@ fn fill_and_zero_cut_the_old_history() {
         .unwrap();
     let y = ops::mul_scalar(&x, 3.0).unwrap();
     ops::zero_(&y).unwrap();
-    let z = ops::add(&y, &x, 1).unwrap(); // z = 0 + x
-    ops::sum(&z, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    let z = ops::add(&y, &x).unwrap(); // z = 0 + x
+    ops::sum(&z).unwrap().backward(None, false, false).unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [1.0, 1.0]);
     assert_eq!(y.to_vec::<f64>().unwrap(), [0.0, 0.0]);
 
@@ -391,10 +395,7 @@ fn fill_and_zero_cut_the_old_history() {
     let y = ops::mul_scalar(&x, 2.0).unwrap();
     ops::fill_(&y, 5.0).unwrap();
     assert_eq!(y.to_vec::<f64>().unwrap(), [5.0, 5.0]);
-    ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    ops::sum(&y).unwrap().backward(None, false, false).unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.0]);
     // A leaf that requires grad cannot be filled in place.
     assert!(ops::zero_(&x)

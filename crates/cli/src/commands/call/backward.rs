@@ -158,15 +158,15 @@ pub(super) fn gradients(
                 // The weights are constants: their own history (none) must not matter.
                 let mut g = AutogradTensor::detach(g);
                 if g.dtype() != out.dtype() {
-                    g = ops::to(&g, out.dtype(), false, false, None).map_err(fail)?;
+                    g = ops::to(&g, out.dtype()).map_err(fail)?;
                 }
-                ops::sum(&ops::mul(out, &g).map_err(fail)?, None)
+                ops::sum(&ops::mul(out, &g).map_err(fail)?)
             }
-            None => ops::sum(out, None),
+            None => ops::sum(out),
         }
         .map_err(fail)?;
         loss = Some(match loss {
-            Some(l) => ops::add(&l, &term, 1).map_err(fail)?,
+            Some(l) => ops::add(&l, &term).map_err(fail)?,
             None => term,
         });
     }
