@@ -20,6 +20,11 @@
 //! # }
 //! ```
 
+/// The README's Rust code blocks, run as doctests of this crate so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use switchboard_autograd as autograd;
 pub use switchboard_cpu as cpu;
 pub use switchboard_dispatcher as dispatcher;
