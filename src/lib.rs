@@ -12,7 +12,7 @@
 //! let w = ops::ones(&[2, 3])?;
 //! w.requires_grad_(true)?;
 //! let loss = ops::linear(&x, &w)?.relu()?.sum()?;   // Autograd -> CPU, recorded
-//! loss.backward(None, false, false)?;
+//! loss.backward()?;
 //! assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), [3., 5., 7., 3., 5., 7.]);
 //! let m = ops::empty_with(&[128, 784], ops::EmptyOptions::default().device(Device::META))?;
 //! assert_eq!(ops::mm(&m, &ops::t(&m)?)?.sizes(), &[128, 128]);   // shapes only

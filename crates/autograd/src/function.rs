@@ -34,7 +34,7 @@ use crate::recording::{differentiable, fresh};
 /// let x = Tensor::from_vec(vec![3.0f32], &[1])?.requires_grad_(true)?;
 /// let y = apply(Square, &[x.clone()])?;
 /// assert_eq!(y[0].to_vec::<f32>()?, [9.0]);
-/// y[0].backward(None, false, false)?;
+/// y[0].backward()?;
 /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [6.0]);
 /// # Ok::<(), switchboard_autograd::DispatchError>(())
 /// ```

@@ -11,7 +11,7 @@
 //!
 //! let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
 //! let y = ops::sum(&ops::mul(&x, &x)?)?;
-//! y.backward(None, false, false)?;
+//! y.backward()?;
 //! assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [2.0, 4.0]);
 //! # Ok::<(), switchboard_autograd::DispatchError>(())
 //! ```
@@ -38,7 +38,7 @@ pub use gradcheck::{gradcheck, gradgradcheck};
 pub use node::{Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, SavedTensor};
 pub use recording::sum_to;
 pub use switchboard_dispatcher::{DispatchError, Result};
-pub use tensor_ext::AutogradTensor;
+pub use tensor_ext::{AutogradTensor, BackwardOptions};
 
 pub(crate) mod ops_impl {
     pub(crate) use crate::engine::AccumulateGrad;

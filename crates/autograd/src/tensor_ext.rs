@@ -8,6 +8,57 @@ use switchboard_tensor::Tensor;
 use crate::autograd_meta;
 use crate::node::{err, lock, Hook, Node};
 
+/// The defaulted arguments of [`AutogradTensor::backward_with`] (`Tensor.backward`'s keyword
+/// arguments): `Default` gives PyTorch's defaults.
+///
+/// ```
+/// use switchboard_autograd::{AutogradTensor, BackwardOptions};
+/// use switchboard_cpu as _; // links the CPU kernels
+/// use switchboard_ops as ops;
+/// use switchboard_tensor::Tensor;
+///
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
+/// let y = ops::mul(&x, &x)?;
+/// let g = Tensor::from_vec(vec![1.0f32, 10.0], &[2])?;
+/// y.backward_with(BackwardOptions::default().gradient(&g).retain_graph(true))?;
+/// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [2.0, 40.0]);
+/// # Ok::<(), switchboard_autograd::DispatchError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BackwardOptions<'a> {
+    /// The gradient of the tensor (`gradient=None`: ones, for a one-element tensor only).
+    pub gradient: Option<&'a Tensor>,
+    /// Keep the graph for another backward (`retain_graph=False`; `create_graph` implies it,
+    /// as PyTorch's `retain_graph=None` does).
+    pub retain_graph: bool,
+    /// Record the backward computation so that it can be differentiated again
+    /// (`create_graph=False`).
+    pub create_graph: bool,
+}
+
+impl<'a> BackwardOptions<'a> {
+    /// Sets `gradient`.
+    #[must_use]
+    pub fn gradient(mut self, gradient: &'a Tensor) -> Self {
+        self.gradient = Some(gradient);
+        self
+    }
+
+    /// Sets `retain_graph`.
+    #[must_use]
+    pub fn retain_graph(mut self, retain_graph: bool) -> Self {
+        self.retain_graph = retain_graph;
+        self
+    }
+
+    /// Sets `create_graph`.
+    #[must_use]
+    pub fn create_graph(mut self, create_graph: bool) -> Self {
+        self.create_graph = create_graph;
+        self
+    }
+}
+
 /// The autograd methods of a tensor (`requires_grad`, `grad`, `backward`, ...).
 pub trait AutogradTensor {
     /// Whether gradients flow to this tensor.
@@ -29,15 +80,14 @@ pub trait AutogradTensor {
     fn grad_fn(&self) -> Option<Arc<dyn Node>>;
     /// Which output of its grad_fn this tensor is.
     fn output_nr(&self) -> u32;
-    /// Computes the gradients of this tensor with respect to the leaves and accumulates them
-    /// into their `.grad`. `gradient` may be omitted for a one-element tensor.
-    /// `create_graph` implies `retain_graph` (PyTorch's default for `retain_graph=None`).
-    fn backward(
-        &self,
-        gradient: Option<&Tensor>,
-        retain_graph: bool,
-        create_graph: bool,
-    ) -> Result<()>;
+    /// Computes the gradients of this one-element tensor with respect to the leaves and
+    /// accumulates them into their `.grad` (`loss.backward()`); the graph is freed.
+    /// [`backward_with`](Self::backward_with) takes a gradient or keeps the graph (Note
+    /// [Operator API defaults] in switchboard-codegen: the same design as the operators).
+    fn backward(&self) -> Result<()>;
+    /// [`backward`](Self::backward) with its defaulted arguments given:
+    /// `t.backward_with(BackwardOptions::default().gradient(&g).retain_graph(true))`.
+    fn backward_with(&self, options: BackwardOptions<'_>) -> Result<()>;
     /// A tensor sharing storage and version counter, without history.
     fn detach(&self) -> Tensor;
     /// Registers a hook called with the gradient of this tensor; it may return a
@@ -118,12 +168,16 @@ impl AutogradTensor for Tensor {
         autograd_meta::grad_fn_of(self).map_or(0, |(_, nr)| nr)
     }
 
-    fn backward(
-        &self,
-        gradient: Option<&Tensor>,
-        retain_graph: bool,
-        create_graph: bool,
-    ) -> Result<()> {
+    fn backward(&self) -> Result<()> {
+        self.backward_with(BackwardOptions::default())
+    }
+
+    fn backward_with(&self, options: BackwardOptions<'_>) -> Result<()> {
+        let BackwardOptions {
+            gradient,
+            retain_graph,
+            create_graph,
+        } = options;
         crate::engine::backward(self, gradient, retain_graph, create_graph)
     }
 

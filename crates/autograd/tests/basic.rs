@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use switchboard_autograd::{
-    apply, enable_grad, grad, is_grad_enabled, no_grad, AutogradTensor, Function, FunctionCtx,
-    InferenceMode, Result,
+    apply, enable_grad, grad, is_grad_enabled, no_grad, AutogradTensor, BackwardOptions, Function,
+    FunctionCtx, InferenceMode, Result,
 };
 use switchboard_cpu as _;
 use switchboard_ops as ops;
@@ -37,7 +37,7 @@ fn mul_add_backward() {
     .unwrap();
     assert_eq!(z.grad_fn().unwrap().name(), "SumBackward0");
     assert!(!z.is_leaf() && x.is_leaf());
-    z.backward(None, false, false).unwrap();
+    z.backward().unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![6., 7., 8.]);
     assert_eq!(v(&y.grad().unwrap()), vec![1., 2., 3.]);
 }
@@ -48,7 +48,7 @@ fn broadcasting_reduces_to_input_shapes() {
     let b = leaf(&[1., 1., 1.], &[3]);
     let c = leaf(&[2.], &[]);
     let y = ops::mul(&ops::add(&a, &b).unwrap(), &c).unwrap();
-    ops::sum(&y).unwrap().backward(None, false, false).unwrap();
+    ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(b.grad().unwrap().sizes(), &[3]);
     assert_eq!(v(&b.grad().unwrap()), vec![4., 4., 4.]);
     assert_eq!(c.grad().unwrap().sizes(), &[] as &[i64]);
@@ -59,15 +59,15 @@ fn broadcasting_reduces_to_input_shapes() {
 fn implicit_grad_only_for_scalars() {
     let x = leaf(&[1., 2.], &[2]);
     let y = ops::mul_scalar(&x, 2).unwrap();
-    let e = y.backward(None, false, false).unwrap_err();
+    let e = y.backward().unwrap_err();
     assert_eq!(
         e.to_string(),
         "grad can be implicitly created only for scalar outputs"
     );
-    y.backward(Some(&t(&[1., 10.], &[2])), false, false)
+    y.backward_with(BackwardOptions::default().gradient(&t(&[1., 10.], &[2])))
         .unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![2., 20.]);
-    let e = t(&[1.], &[1]).backward(None, false, false).unwrap_err();
+    let e = t(&[1.], &[1]).backward().unwrap_err();
     assert_eq!(
         e.to_string(),
         "element 0 of tensors does not require grad and does not have a grad_fn"
@@ -78,11 +78,12 @@ fn implicit_grad_only_for_scalars() {
 fn second_backward_needs_retain_graph() {
     let x = leaf(&[3.], &[]);
     let y = ops::exp(&ops::mul(&x, &x).unwrap()).unwrap();
-    y.backward(None, true, false).unwrap();
-    y.backward(None, false, false).unwrap(); // retained: works, and accumulates
+    y.backward_with(BackwardOptions::default().retain_graph(true))
+        .unwrap();
+    y.backward().unwrap(); // retained: works, and accumulates
     let g = v(&x.grad().unwrap())[0];
     assert!((g - 2.0 * 6.0 * (9f32).exp()).abs() / g < 1e-5);
-    let e = y.backward(None, false, false).unwrap_err();
+    let e = y.backward().unwrap_err();
     assert!(e
         .to_string()
         .starts_with("Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed)."));
@@ -106,10 +107,11 @@ fn second_derivative_with_create_graph() {
     // Through saved outputs (exp saves its result) and backward(create_graph).
     let z = leaf(&[0.5], &[]);
     let e = ops::exp(&ops::mul(&z, &z).unwrap()).unwrap(); // d/dz = 2z e^{z^2}
-    e.backward(None, false, true).unwrap();
+    e.backward_with(BackwardOptions::default().create_graph(true))
+        .unwrap();
     let dz = z.grad().unwrap();
     z.set_grad(None);
-    dz.backward(None, false, false).unwrap(); // d2 = (2 + 4z^2) e^{z^2}
+    dz.backward().unwrap(); // d2 = (2 + 4z^2) e^{z^2}
     let want = (2.0 + 4.0 * 0.25) * (0.25f32).exp();
     assert!((v(&z.grad().unwrap())[0] - want).abs() < 1e-5);
 
@@ -195,7 +197,7 @@ fn inplace_errors_and_versions() {
     let z = ops::sum(&y).unwrap();
     ops::mul_scalar_(&y, 2).unwrap();
     assert_eq!(y.grad_fn().unwrap().name(), "MulBackward1");
-    let e = z.backward(None, false, false).unwrap_err();
+    let e = z.backward().unwrap_err();
     assert_eq!(
         e.to_string(),
         "one of the variables needed for gradient computation has been modified by an inplace \
@@ -214,7 +216,7 @@ fn inplace_on_non_leaf_is_differentiated() {
     let x = leaf(&[1., 2.], &[2]);
     let y = ops::mul_scalar(&x, 3).unwrap();
     ops::mul_(&y, &x).unwrap(); // y = 3x^2
-    ops::sum(&y).unwrap().backward(None, false, false).unwrap();
+    ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![6., 12.]);
 }
 
@@ -232,7 +234,7 @@ fn views_record_base() {
     );
     ops::sum(&ops::mul(&s, &s).unwrap())
         .unwrap()
-        .backward(None, false, false)
+        .backward()
         .unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![0., 4., 0., 8.]);
 }
@@ -252,7 +254,7 @@ fn hooks_and_retain_grad() {
     assert!(y.retains_grad());
     y.register_hook(|g| Some(ops::add_scalar(g, 1).unwrap()))
         .unwrap();
-    ops::sum(&y).unwrap().backward(None, false, false).unwrap();
+    ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(seen.load(Ordering::SeqCst), 1);
     assert_eq!(v(&y.grad().unwrap()), vec![2., 2.]); // after y's hook
     assert_eq!(v(&x.grad().unwrap()), vec![40., 40.]); // (1+1)*2*10
@@ -305,7 +307,7 @@ fn composite_training_step() {
         let logits = ops::relu(&ops::linear(&xs, &w).unwrap()).unwrap();
         let loss = ops::cross_entropy_loss(&logits, &target).unwrap();
         losses.push(v(&loss)[0]);
-        loss.backward(None, false, false).unwrap();
+        loss.backward().unwrap();
         let _g = no_grad();
         ops::sub_with_(
             &w,
@@ -342,7 +344,7 @@ fn clamp_tensor_bounds_get_gradients() {
     let w = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4]).unwrap();
     switchboard_ops::sum(&switchboard_ops::mul(&y, &w).unwrap())
         .unwrap()
-        .backward(None, false, false)
+        .backward()
         .unwrap();
     assert_eq!(
         a.grad().unwrap().to_vec::<f64>().unwrap(),
@@ -367,10 +369,7 @@ fn clamp_tensor_bounds_get_gradients() {
         switchboard_ops::ClampTensorOptions::default().min(&lo),
     )
     .unwrap();
-    switchboard_ops::sum(&y)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    switchboard_ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), [1.0, 0.0, 1.0]);
     assert_eq!(lo.grad().unwrap().to_vec::<f64>().unwrap(), [1.0]);
 }
@@ -384,7 +383,7 @@ fn fill_and_zero_cut_the_old_history() {
     let y = ops::mul_scalar(&x, 3.0).unwrap();
     ops::zero_(&y).unwrap();
     let z = ops::add(&y, &x).unwrap(); // z = 0 + x
-    ops::sum(&z).unwrap().backward(None, false, false).unwrap();
+    ops::sum(&z).unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [1.0, 1.0]);
     assert_eq!(y.to_vec::<f64>().unwrap(), [0.0, 0.0]);
 
@@ -395,7 +394,7 @@ fn fill_and_zero_cut_the_old_history() {
     let y = ops::mul_scalar(&x, 2.0).unwrap();
     ops::fill_(&y, 5.0).unwrap();
     assert_eq!(y.to_vec::<f64>().unwrap(), [5.0, 5.0]);
-    ops::sum(&y).unwrap().backward(None, false, false).unwrap();
+    ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.0]);
     // A leaf that requires grad cannot be filled in place.
     assert!(ops::zero_(&x)

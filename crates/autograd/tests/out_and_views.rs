@@ -95,7 +95,7 @@ fn out_overloads_run_without_grad_mode_or_grad() {
 }
 
 fn backward_sum(y: &Tensor) {
-    ops::sum(y).unwrap().backward(None, false, false).unwrap();
+    ops::sum(y).unwrap().backward().unwrap();
 }
 
 #[test]

@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let step = |opt: &mut Sgd| -> Result<f64, Box<dyn std::error::Error>> {
         let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y)?;
         opt.zero_grad();
-        loss.backward(None, false, false)?;
+        loss.backward()?;
         opt.step()?;
         Ok(loss.item()?.to_f64())
     };

@@ -183,7 +183,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     // Functions (Note [Operator API defaults]). Method-only operators get them too: the
     // `TensorOps` methods call them.
     check_names(funcs, &sigs)?;
-    writeln!(w, "/// The options structs of the `_with` functions: the defaulted arguments of each operator\n/// overload (see [defaulted arguments](crate#defaulted-arguments)).\npub mod options {{\n    use super::*;\n").unwrap();
+    writeln!(w, "/// The options structs of the `_with` functions: the defaulted arguments of each operator\n/// overload (Note [Operator API defaults], see [defaulted arguments](crate#defaulted-arguments)).\npub mod options {{\n    use super::*;\n").unwrap();
     for (f, s) in funcs.iter().zip(&sigs) {
         emit_options(w, f, &s.defaults, f.method);
     }
@@ -196,7 +196,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
         if !d.fields.is_empty() {
             write!(
                 doc,
-                "\n///\n/// The defaulted arguments take the schema's defaults; [`{}`] sets them (see\n/// [defaulted arguments](crate#defaulted-arguments)).",
+                "\n///\n/// The defaulted arguments take the schema's defaults; [`{}`] sets them (Note [Operator\n/// API defaults], see [defaulted arguments](crate#defaulted-arguments)).",
                 d.with_name
             )
             .unwrap();

@@ -23,7 +23,7 @@
 //! let mut opt = Sgd::new(model.parameters(), 0.1).momentum(0.9);
 //! let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y)?;
 //! opt.zero_grad();
-//! loss.backward(None, false, false)?;
+//! loss.backward()?;
 //! opt.step()?;
 //! # Ok::<(), switchboard_dispatcher::DispatchError>(())
 //! ```

@@ -411,7 +411,7 @@ mod tests {
                 let d = ops::sub(&pred, &y).unwrap();
                 let loss = ops::mean(&ops::mul(&d, &d).unwrap()).unwrap();
                 opt.zero_grad();
-                loss.backward(None, false, false).unwrap();
+                loss.backward().unwrap();
                 opt.step().unwrap();
                 last = loss.item().unwrap().to_f64();
             }

@@ -315,7 +315,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
                 opt.zero_grad();
-                loss.backward(None, false, false)?;
+                loss.backward()?;
                 opt.step()?;
                 hits += correct(&logits, &yb)?;
                 Ok(loss)
