@@ -167,7 +167,12 @@ fn table_bad_operators_exit_2() {
 #[test]
 fn factories_refuse_grandfathered_and_unknown_devices() {
     for device in ["mkldnn", "opengl", "opencl", "ideep"] {
-        let out = run(&["call", "empty.memory_format", "size=[2]", &format!("device={device}")]);
+        let out = run(&[
+            "call",
+            "empty.memory_format",
+            "size=[2]",
+            &format!("device={device}"),
+        ]);
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(
