@@ -141,18 +141,33 @@ impl Dispatcher {
         self.registry().has_fallback(slot)
     }
 
-    /// The operators with a kernel registered at exactly `key`, or every operator for `None`
+    /// The operators with a kernel registered at exactly `key` (a key, or `Some(key)`), or every
+    /// operator for `None`
     /// (`torch._C._dispatch_get_registrations_for_dispatch_key`), in registration order. Alias
     /// keys match kernels registered at that alias key (Note [Registered versus computed
     /// kernels]); operators that have kernels but no schema are included.
     ///
     /// ```
-    /// use switchboard_dispatcher::{Dispatcher, DispatchKey};
-    /// let d = Dispatcher::global();
-    /// let cpu = d.registrations_for_dispatch_key(Some(DispatchKey::CPU));
-    /// assert!(cpu.iter().all(|name| d.has_kernel_for_dispatch_key(&name.to_string(), DispatchKey::CPU).unwrap()));
+    /// use switchboard_dispatcher::{DispatchKey, Dispatcher, KernelFunction, Library, LibraryKind};
+    /// # fn id(x: &switchboard_tensor::Tensor) -> switchboard_dispatcher::Result<switchboard_tensor::Tensor> { Ok(x.clone()) }
+    /// let d = Dispatcher::new();
+    /// let mut lib = Library::new(&d, LibraryKind::Def, "demo", None)?;
+    /// lib.def("a(Tensor x) -> Tensor")?;
+    /// lib.def("b(Tensor x) -> Tensor")?;
+    /// lib.impl_("a", Some(DispatchKey::CPU), KernelFunction::from_fn(id))?;
+    /// lib.impl_("b", Some(DispatchKey::CompositeImplicitAutograd), KernelFunction::from_fn(id))?;
+    /// let names = |v: Vec<_>| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    /// assert_eq!(names(d.registrations_for_dispatch_key(DispatchKey::CPU)), ["demo::a"]);
+    /// let composite = d.registrations_for_dispatch_key(DispatchKey::CompositeImplicitAutograd);
+    /// assert_eq!(names(composite), ["demo::b"]);
+    /// assert_eq!(names(d.registrations_for_dispatch_key(None)), ["demo::a", "demo::b"]);
+    /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
     /// ```
-    pub fn registrations_for_dispatch_key(&self, key: Option<DispatchKey>) -> Vec<OperatorName> {
+    pub fn registrations_for_dispatch_key(
+        &self,
+        key: impl Into<Option<DispatchKey>>,
+    ) -> Vec<OperatorName> {
+        let key = key.into();
         let reg = self.registry();
         Self::entries_in_creation_order(&reg)
             .into_iter()
