@@ -13,8 +13,8 @@ pub(crate) const CUSTOM_CLASS_PREFIX: &str = "__torch__.torch.classes.";
 // qualified name up in its class registry and fails with "Unknown custom class type ns.Name.
 // Please ensure it is registered." The registry here starts with the classes PyTorch 2.15
 // registers when `torch` is imported (quantized and sparse packed parameters, the XNNPACK and
-// oneDNN op contexts, RNN cell parameters, c10d's process groups and works, the TorchScript
-// profiler's records, NNAPI compilations, RPC worker infos), so PyTorch's own schemas parse;
+// oneDNN op contexts, RNN cell parameters, c10d's process groups and works, the profilers'
+// records, NNAPI compilations, RPC worker infos), so PyTorch's own schemas parse;
 // [`register_custom_class`] adds others, once each and for the life of the process, as
 // `torch::class_` does. Only names are kept: schemas need nothing else of a class.
 
@@ -40,6 +40,7 @@ const BUILTIN_CLASSES: &[(&str, &str)] = &[
     ("profiling", "InstructionStats"),
     ("profiling", "SourceStats"),
     ("profiling", "_ScriptProfile"),
+    ("profiler", "_RecordFunction"),
     ("_nnapi", "Compilation"),
 ];
 

@@ -180,3 +180,17 @@ fn names_a_type_does_not_take_are_errors() {
         assert_eq!(err.first_line(), first_line, "{input}");
     }
 }
+
+#[test]
+fn pytorchs_own_custom_class_schemas_parse() {
+    for schema in [
+        "profiler::_record_function_enter_new(str name, str? args=None) -> __torch__.torch.classes.profiler._RecordFunction",
+        "aten::owner(RRef(t) self) -> __torch__.torch.classes.dist_rpc.WorkerInfo",
+        "prepacked::conv2d_clamp_run(Tensor X, __torch__.torch.classes.xnnpack.Conv2dOpContext W_prepack) -> Tensor Y",
+        "quantized::embedding_bag_byte(__torch__.torch.classes.quantized.EmbeddingPackedParamsBase weight, Tensor indices, Tensor? offsets=None, bool scale_grad_by_freq=False, int mode=0, bool pruned_weights=False, Tensor? per_sample_weights=None, Tensor? compressed_indices_mapping=None, bool include_last_offset=False) -> Tensor",
+        "c10d::barrier(Tensor tensor, __torch__.torch.classes.c10d.ProcessGroup process_group, int[] device_ids, int timeout) -> __torch__.torch.classes.c10d.Work",
+    ] {
+        let parsed = FunctionSchema::parse(schema).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(parsed.to_string(), schema);
+    }
+}
