@@ -127,20 +127,23 @@ fn main() {
             let _below = (scenario == "add_1elem_below_autograd")
                 .then(|| ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET));
             for _ in 0..n {
-                black_box(switchboard::ops::add(black_box(&a), black_box(&b), 1).unwrap());
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
             }
         }
         "lazy_add_1elem" => {
             use switchboard::lazy;
             let cpu = Tensor::ones(&[1], ScalarType::Float).unwrap();
             let to_lazy = |t: &Tensor| {
-                switchboard::ops::_to_copy(t, None, None, Some(lazy::DEVICE), None, false, None)
-                    .unwrap()
+                switchboard::ops::_to_copy_with(
+                    t,
+                    switchboard::ops::ToCopyOptions::default().device(lazy::DEVICE),
+                )
+                .unwrap()
             };
             let (a, b) = (to_lazy(&cpu), to_lazy(&cpu));
             lazy::sync().unwrap();
             for _ in 0..n {
-                black_box(switchboard::ops::add(black_box(&a), black_box(&b), 1).unwrap());
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
             }
             // Not synced: the captured calls are dead (their results were dropped), and the
             // difference of two runs is the cost of capturing one call.

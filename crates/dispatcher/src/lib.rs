@@ -33,8 +33,10 @@ mod call;
 mod debug;
 mod dispatch_args;
 mod dispatcher;
+mod edit_distance;
 mod error;
 mod handle;
+mod introspect;
 mod ivalue;
 mod kernel;
 mod library;
@@ -50,7 +52,6 @@ mod schema_check;
 mod stack_cache;
 mod table;
 mod tls;
-mod util;
 
 pub use arg::{Arg, KernelParam};
 pub use call::{OperatorHandle, TypedOperatorHandle};

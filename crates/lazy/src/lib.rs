@@ -8,7 +8,7 @@
 //! use switchboard_lazy as lazy;
 //! use switchboard_ops as ops;
 //!
-//! let x = ops::ones(&[2, 3], None, None, Some(lazy::DEVICE), None).unwrap(); // captured
+//! let x = ops::ones_with(&[2, 3], ops::OnesOptions::default().device(lazy::DEVICE)).unwrap(); // captured
 //! let y = ops::mul_scalar(&ops::relu(&x).unwrap(), 2).unwrap();                // captured
 //! assert_eq!(y.device().to_string(), "lazy:0");
 //! assert_eq!(y.sizes(), &[2, 3]);                  // metadata without running anything
@@ -151,7 +151,7 @@ pub fn mark_step() -> Result<()> {
 /// ```
 /// use switchboard_lazy as lazy;
 /// use switchboard_ops as ops;
-/// let x = ops::zeros(&[2], None, None, Some(lazy::DEVICE), None).unwrap();
+/// let x = ops::zeros_with(&[2], ops::ZerosOptions::default().device(lazy::DEVICE)).unwrap();
 /// let y = ops::exp(&x).unwrap();
 /// let g = lazy::pending_graph();
 /// assert!(g.to_string().contains("aten.exp.default"));

@@ -44,7 +44,7 @@ pub fn set_log_intercepts(on: bool) {
 /// use switchboard_lazy as lazy;
 /// use switchboard_ops as ops;
 /// use switchboard_tensor::{Device, ScalarType};
-/// let x = ops::ones(&[4, 4], None, None, Some(lazy::DEVICE), None).unwrap();
+/// let x = ops::ones_with(&[4, 4], ops::OnesOptions::default().device(lazy::DEVICE)).unwrap();
 /// let (y, lines) = lazy::capture_intercept_log(|| ops::mm(&x, &x).unwrap());
 /// assert!(lines[0].starts_with("[switchboard] Intercepted aten::mm -> id=lt_"));
 /// assert!(lines[0].ends_with(", in_shapes=[(4, 4), (4, 4)], out_shape=(4, 4)"));

@@ -53,7 +53,7 @@ fn registered_kernels_capture_without_running() {
     lazy::sync().unwrap();
     let syncs = lazy::stats().syncs;
     let y = ops::mm(&x, &x).unwrap();
-    let z = ops::relu(&ops::sub(&y, &x, 1).unwrap()).unwrap();
+    let z = ops::relu(&ops::sub(&y, &x).unwrap()).unwrap();
     assert_eq!(z.sizes(), &[2, 2]);
     assert_eq!(z.device(), lazy::DEVICE);
     assert!(!z.has_data());
@@ -72,8 +72,8 @@ fn the_fallback_captures_every_other_operator() {
     assert!(!lazy::REGISTERED_OPS.contains(&"clamp"));
     let before = lazy::stats();
     let x = lz(&f32s(&[-2.0, -0.5, 0.5, 2.0], &[4]));
-    let c = ops::clamp(&x, Some((-1).into()), Some(1.into())).unwrap();
-    let v = ops::var_dim(&lz(&seq(&[2, 3])), Some(&[1]), true, false).unwrap();
+    let c = ops::clamp_with(&x, ops::ClampOptions::default().min(-1).max(1)).unwrap();
+    let v = ops::var_dim(&lz(&seq(&[2, 3])), Some(&[1])).unwrap();
     assert_eq!(lazy::stats().syncs, before.syncs, "captured, not run");
     let after = lazy::stats();
     assert_eq!(
@@ -119,9 +119,9 @@ fn operators_that_cannot_be_captured_run_eagerly() {
     let g1 = Generator::new(7);
     let g2 = Generator::new(7);
     let cpu = Tensor::zeros(&[5], ScalarType::Float).unwrap();
-    ops::normal_(&cpu, 0.0, 1.0, Some(&g1)).unwrap();
+    ops::normal_with_(&cpu, ops::NormalInplaceOptions::default().generator(&g1)).unwrap();
     let l = lz(&Tensor::zeros(&[5], ScalarType::Float).unwrap());
-    let r = ops::normal_(&l, 0.0, 1.0, Some(&g2)).unwrap();
+    let r = ops::normal_with_(&l, ops::NormalInplaceOptions::default().generator(&g2)).unwrap();
     assert!(r.is_same(&l), "an in-place op returns its argument");
     assert_eq!(values(&l), values(&cpu));
     let after = lazy::stats();
@@ -148,17 +148,21 @@ fn errors_appear_at_capture_time_as_in_eager() {
     let (la, lb) = (lz(&a), lz(&b));
     lazy::sync().unwrap();
     let msg = |r: Result<Tensor>| r.unwrap_err().to_string();
-    assert_eq!(msg(ops::add(&la, &lb, 1)), msg(ops::add(&a, &b, 1)));
+    assert_eq!(msg(ops::add(&la, &lb)), msg(ops::add(&a, &b)));
     assert_eq!(msg(ops::mm(&la, &la)), msg(ops::mm(&a, &a)));
     let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
     assert_eq!(
-        msg(ops::add(&lz(&i), &lz(&i), 2.5)),
-        msg(ops::add(&i, &i, 2.5))
+        msg(ops::add_with(
+            &lz(&i),
+            &lz(&i),
+            ops::AddOptions::default().alpha(2.5)
+        )),
+        msg(ops::add_with(&i, &i, ops::AddOptions::default().alpha(2.5)))
     );
     lazy::sync().unwrap();
     assert_eq!(lazy::pending_calls(), 0, "a failed capture records nothing");
     assert_eq!(
-        msg(ops::add(&la, &a, 1)),
+        msg(ops::add(&la, &a)),
         "Expected all tensors to be on the same device, but found at least two devices, lazy:0 \
          and cpu!"
     );
@@ -183,8 +187,8 @@ fn the_intercept_log_uses_genies_format() {
     let (_, lines) = lazy::capture_intercept_log(|| {
         (
             ops::mm(&x, &x).unwrap(),
-            ops::sum(&v, None).unwrap(),
-            ops::max_dim(&x, 1, false).unwrap(),
+            ops::sum(&v).unwrap(),
+            ops::max_dim(&x, 1).unwrap(),
         )
     });
     assert_eq!(lines.len(), 3, "{lines:?}");
@@ -223,24 +227,27 @@ fn the_intercept_log_uses_genies_format() {
 #[test]
 fn factories_and_transfers() {
     let _g = serial();
-    let z = ops::zeros(
+    let z = ops::zeros_with(
         &[2, 3],
-        Some(ScalarType::Int),
-        None,
-        Some(lazy::DEVICE),
-        None,
+        ops::ZerosOptions::default()
+            .dtype(ScalarType::Int)
+            .device(lazy::DEVICE),
     )
     .unwrap();
     assert_eq!((z.dtype(), z.device()), (ScalarType::Int, lazy::DEVICE));
-    let r = ops::arange(5, None, None, Some("lazy".parse().unwrap()), None).unwrap();
+    let r = ops::arange_with(
+        5,
+        ops::ArangeOptions::default().device("lazy".parse().unwrap()),
+    )
+    .unwrap();
     assert_eq!(r.device().to_string(), "lazy:0");
     assert_eq!(r.to_vec::<i64>().unwrap(), [0, 1, 2, 3, 4]);
-    let e = ops::empty(&[3], None, None, Some(lazy::DEVICE), None, None).unwrap();
+    let e = ops::empty_with(&[3], ops::EmptyOptions::default().device(lazy::DEVICE)).unwrap();
     assert_eq!(e.sizes(), &[3]);
     // to(lazy) copies: later writes to the CPU tensor do not show.
     let c = seq(&[3]);
     let l = lz(&c);
-    ops::add_(&c, &c, 1).unwrap();
+    ops::add_(&c, &c).unwrap();
     assert_eq!(values(&l), [1.0, 2.0, 3.0]);
     // to(cpu) and copy_ across devices, with broadcasting and conversion.
     let back = to(
@@ -250,14 +257,14 @@ fn factories_and_transfers() {
     assert!(back.is_cpu() && back.has_data());
     assert_eq!(values(&back), [2.0, 4.0, 6.0]);
     let dst = Tensor::zeros(&[2, 3], ScalarType::Double).unwrap();
-    ops::copy_(&dst, &l, false).unwrap();
+    ops::copy_(&dst, &l).unwrap();
     assert_eq!(dst.to_vec::<f64>().unwrap(), [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
-    let ldst = ops::zeros(&[2, 3], None, None, Some(lazy::DEVICE), None).unwrap();
-    ops::copy_(&ldst, &c, false).unwrap();
+    let ldst = ops::zeros_with(&[2, 3], ops::ZerosOptions::default().device(lazy::DEVICE)).unwrap();
+    ops::copy_(&ldst, &c).unwrap();
     assert_eq!(values(&ldst), [2.0, 4.0, 6.0, 2.0, 4.0, 6.0]);
     assert_eq!(
         ldst.to_string(),
         "tensor([[2., 4., 6.],\n        [2., 4., 6.]], device='lazy:0')"
     );
-    assert_eq!(ops::sum(&l, None).unwrap().item().unwrap().to_f64(), 6.0);
+    assert_eq!(ops::sum(&l).unwrap().item().unwrap().to_f64(), 6.0);
 }

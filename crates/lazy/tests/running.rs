@@ -23,7 +23,7 @@ fn values_are_computed_on_demand() {
     let y = ops::mul_scalar(&x, 3).unwrap();
     let before = lazy::stats();
     assert_eq!(y.to_vec::<f32>().unwrap(), [3.0, 6.0, 9.0, 12.0]);
-    let s = ops::sum(&y, None).unwrap();
+    let s = ops::sum(&y).unwrap();
     assert_eq!(s.item().unwrap().to_f64(), 30.0);
     assert_eq!(
         y.to_string(),
@@ -63,10 +63,9 @@ fn the_graph_cache_reuses_plans() {
     let y = lz(&Tensor::from_vec(vec![0i64, 1, 2, 1], &[4]).unwrap());
     let mut opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
     let mut step = || {
-        let loss =
-            ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y, None, 1, -100, 0.0).unwrap();
+        let loss = ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y).unwrap();
         opt.zero_grad();
-        loss.backward(None, false, false).unwrap();
+        loss.backward().unwrap();
         opt.step().unwrap();
         lazy::mark_step().unwrap();
         loss.item().unwrap().to_f64()
@@ -92,7 +91,7 @@ fn dead_nodes_do_not_run_and_identical_pure_nodes_run_once() {
     drop(dead);
     let a = ops::relu(&x).unwrap();
     let b = ops::relu(&x).unwrap();
-    let c = ops::add(&a, &b, 1).unwrap();
+    let c = ops::add(&a, &b).unwrap();
     drop((a, b));
     lazy::sync().unwrap();
     let after = lazy::stats();
@@ -233,7 +232,7 @@ fn statistics_report_and_profile() {
     for _ in 0..3 {
         let _ = ops::mm(&x, &x).unwrap();
     }
-    let _ = ops::clamp(&x, None, Some(2.into())).unwrap();
+    let _ = ops::clamp_with(&x, ops::ClampOptions::default().max(2)).unwrap();
     lazy::set_profiling(false);
     let _ = ops::mm(&x, &x).unwrap();
     lazy::sync().unwrap();
@@ -319,10 +318,21 @@ fn autograd_runs_above_the_lazy_backend() {
     let run = |device: Device| -> (Vec<f64>, Vec<f32>) {
         let mut model = mlp(&[8, 16, 4], 0).unwrap();
         let gen = Generator::new(3);
-        let x = ops::empty(&[6, 8], Some(ScalarType::Float), None, None, None, None).unwrap();
-        ops::uniform_(&x, 0.0, 1.0, Some(&gen)).unwrap();
-        let y = ops::empty(&[6], Some(ScalarType::Long), None, None, None, None).unwrap();
-        ops::random_(&y, 0, Some(4), Some(&gen)).unwrap();
+        let x = ops::empty_with(
+            &[6, 8],
+            ops::EmptyOptions::default().dtype(ScalarType::Float),
+        )
+        .unwrap();
+        ops::uniform_with_(&x, ops::UniformInplaceOptions::default().generator(&gen)).unwrap();
+        let y =
+            ops::empty_with(&[6], ops::EmptyOptions::default().dtype(ScalarType::Long)).unwrap();
+        ops::random_with_(
+            &y,
+            0,
+            Some(4),
+            ops::RandomInplaceOptions::default().generator(&gen),
+        )
+        .unwrap();
         model.to_device(device).unwrap();
         let (x, y) = (to(&x, device), to(&y, device));
         let mut opt = Sgd::new(model.parameters(), 0.1)
@@ -330,10 +340,9 @@ fn autograd_runs_above_the_lazy_backend() {
             .weight_decay(1e-3);
         let mut losses = vec![];
         for i in 0..4 {
-            let loss = ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y, None, 1, -100, 0.0)
-                .unwrap();
+            let loss = ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y).unwrap();
             opt.zero_grad();
-            loss.backward(None, false, false).unwrap();
+            loss.backward().unwrap();
             if device == lazy::DEVICE && i == 0 {
                 let g = model.parameters()[0].grad().unwrap();
                 assert_eq!(g.device(), lazy::DEVICE, "gradients are lazy tensors");

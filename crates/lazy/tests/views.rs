@@ -48,7 +48,7 @@ fn a_write_through_a_view_is_seen_by_the_base_and_every_view() {
         let row = ops::select(&base, 0, 1).unwrap();
         let col = ops::select(&base, 1, 2).unwrap();
         let before = ops::mul_scalar(&col, 1).unwrap(); // read before the write
-        ops::add_scalar_(&row, 100, 1).unwrap();
+        ops::add_scalar_(&row, 100).unwrap();
         let after = ops::mul_scalar(&col, 1).unwrap();
         let flat = ops::view(&base, &[12]).unwrap();
         vec![base, row, col, before, after, flat]
@@ -61,9 +61,10 @@ fn writes_to_the_base_reach_existing_views() {
     same_on_both(|input| {
         let base = input(seq(&[3, 4]));
         let t = ops::t(&base).unwrap();
-        let s = ops::slice(&base, 1, Some(1), None, 2).unwrap();
+        let s =
+            ops::slice_with(&base, ops::SliceOptions::default().dim(1).start(1).step(2)).unwrap();
         ops::mul_scalar_(&base, -1).unwrap();
-        let t2 = ops::add(&t, &t, 1).unwrap();
+        let t2 = ops::add(&t, &t).unwrap();
         ops::zero_(&ops::select(&s, 0, 0).unwrap()).unwrap();
         vec![base, t, s, t2]
     });
@@ -76,12 +77,12 @@ fn in_place_on_transposed_views_and_copies_into_slices() {
         let base = input(seq(&[4, 3]));
         let t = ops::t(&base).unwrap(); // [3, 4] strides [1, 3]
         let src = input(seq(&[4]));
-        ops::copy_(&ops::select(&t, 0, 2).unwrap(), &src, false).unwrap();
+        ops::copy_(&ops::select(&t, 0, 2).unwrap(), &src).unwrap();
         ops::mul_(&t, &ops::transpose(&input(seq(&[4, 3])), 0, 1).unwrap()).unwrap();
         let part = ops::narrow(&base, 0, 1, 2).unwrap();
         ops::fill_(&part, 7).unwrap();
-        let e = ops::expand(&input(seq(&[1, 3])), &[4, 3], false).unwrap(); // read-only, stride 0
-        let sum = ops::add(&base, &e, 1).unwrap();
+        let e = ops::expand(&input(seq(&[1, 3])), &[4, 3]).unwrap(); // read-only, stride 0
+        let sum = ops::add(&base, &e).unwrap();
         vec![base, t, part, sum]
     });
 }
@@ -92,12 +93,12 @@ fn reads_and_writes_keep_program_order() {
     same_on_both(|input| {
         let a = input(Tensor::ones(&[3], ScalarType::Float).unwrap());
         let b = ops::mul_scalar(&a, 2).unwrap();
-        ops::add_scalar_(&a, 1, 1).unwrap();
+        ops::add_scalar_(&a, 1).unwrap();
         let c = ops::mul_scalar(&a, 2).unwrap();
         // Identical pure calls whose results are then written keep their own memory.
-        let y = ops::add_scalar(&a, 1, 1).unwrap();
-        let z = ops::add_scalar(&a, 1, 1).unwrap();
-        ops::add_scalar_(&y, 10, 1).unwrap();
+        let y = ops::add_scalar(&a, 1).unwrap();
+        let z = ops::add_scalar(&a, 1).unwrap();
+        ops::add_scalar_(&y, 10).unwrap();
         let d = a.detach();
         ops::mul_scalar_(&d, 3).unwrap(); // a detached alias writes the same memory
         vec![a, b, c, y, z, d]
@@ -110,14 +111,14 @@ fn out_variants_and_resizes() {
     same_on_both(|input| {
         let a = input(seq(&[2, 2]));
         let out = input(Tensor::zeros(&[2, 2], ScalarType::Float).unwrap());
-        let r = ops::add_out(&a, &a, 1, &out).unwrap();
+        let r = ops::add_out(&a, &a, &out).unwrap();
         // A wrong-shaped out tensor: the returned tensor is resized (Note [Functional
         // resize]), the handle passed keeps its shape; within its storage, or in a new one.
         let parts = [a.clone(), a.clone()];
         let small = input(Tensor::zeros(&[10], ScalarType::Float).unwrap());
-        let r2 = ops::cat_out(&parts, 0, &small).unwrap();
+        let r2 = ops::cat_out(&parts, &small).unwrap();
         let big = input(Tensor::zeros(&[1], ScalarType::Float).unwrap());
-        let r3 = ops::cat_out(&parts, 1, &big).unwrap();
+        let r3 = ops::cat_out_with(&parts, &big, ops::CatOutOptions::default().dim(1)).unwrap();
         vec![out, r, small, r2, big, r3]
     });
 }
@@ -129,18 +130,18 @@ fn versions_and_autograds_checks() {
         let x = to(&seq(&[3]), device).requires_grad_(true).unwrap();
         let y = ops::exp(&x).unwrap();
         assert_eq!(y.version(), 0);
-        ops::add_scalar_(&y, 1, 1).unwrap();
+        ops::add_scalar_(&y, 1).unwrap();
         assert_eq!(y.version(), 1);
-        let err = ops::sum(&y, None)
+        let err = ops::sum(&y)
             .unwrap()
-            .backward(None, false, false)
+            .backward()
             .unwrap_err()
             .to_string();
         assert!(
             err.contains("modified by an inplace operation"),
             "{device}: {err}"
         );
-        let err = ops::add_scalar_(&x, 1, 1).unwrap_err().to_string();
+        let err = ops::add_scalar_(&x, 1).unwrap_err().to_string();
         assert!(
             err.contains("a leaf Variable that requires grad"),
             "{device}: {err}"
@@ -156,8 +157,8 @@ fn in_place_on_a_view_with_autograd() {
         let y = ops::mul_scalar(&x, 1).unwrap();
         let row = ops::select(&y, 0, 1).unwrap();
         ops::mul_scalar_(&row, 3).unwrap(); // CopySlices on y
-        let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None).unwrap();
-        loss.backward(None, false, false).unwrap();
+        let loss = ops::sum(&ops::mul(&y, &y).unwrap()).unwrap();
+        loss.backward().unwrap();
         (values(&y), values(&x.grad().unwrap()))
     };
     let cpu = run(Device::CPU);

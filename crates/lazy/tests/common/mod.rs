@@ -23,7 +23,7 @@ pub fn f32s(v: &[f32], sizes: &[i64]) -> Tensor {
 
 /// `t` moved to `device` (`to(device)`).
 pub fn to(t: &Tensor, device: Device) -> Tensor {
-    ops::_to_copy(t, None, None, Some(device), None, false, None).unwrap()
+    ops::_to_copy_with(t, ops::ToCopyOptions::default().device(device)).unwrap()
 }
 
 pub fn lz(t: &Tensor) -> Tensor {

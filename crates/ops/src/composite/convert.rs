@@ -31,14 +31,14 @@ pub fn to(
     if !needs_copy(self_, dtype, self_.device(), copy, memory_format) {
         return Ok(self_.clone());
     }
-    crate::_to_copy(
+    crate::_to_copy_with(
         self_,
-        Some(dtype),
-        None,
-        None,
-        None,
-        non_blocking,
-        memory_format,
+        crate::ToCopyOptions {
+            dtype: Some(dtype),
+            non_blocking,
+            memory_format,
+            ..Default::default()
+        },
     )
 }
 
@@ -54,14 +54,15 @@ pub fn to_device(
     if !needs_copy(self_, dtype, device, copy, memory_format) {
         return Ok(self_.clone());
     }
-    crate::_to_copy(
+    crate::_to_copy_with(
         self_,
-        Some(dtype),
-        None,
-        Some(device),
-        None,
-        non_blocking,
-        memory_format,
+        crate::ToCopyOptions {
+            dtype: Some(dtype),
+            device: Some(device),
+            non_blocking,
+            memory_format,
+            ..Default::default()
+        },
     )
 }
 
@@ -90,13 +91,32 @@ pub fn _to_copy(
     // Below ADInplaceOrView, as PyTorch's autograd kernels call composites: the fresh
     // result's version stays 0 (the copy is part of `_to_copy`, not an in-place op on it).
     let _below = AutoDispatchBelowADInplaceOrView::new();
-    let out = crate::empty_like(self_, dtype, layout, device, None, memory_format)?;
-    crate::copy_(&out, self_, non_blocking)
+    let out = crate::empty_like_with(
+        self_,
+        crate::EmptyLikeOptions {
+            dtype,
+            layout,
+            device,
+            memory_format,
+            ..Default::default()
+        },
+    )?;
+    crate::copy_with_(
+        &out,
+        self_,
+        crate::CopyInplaceOptions::default().non_blocking(non_blocking),
+    )
 }
 
 /// `clone` (CompositeExplicitAutograd): `empty_like` in `memory_format` (preserve by
 /// default), then `copy_`.
 pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-    let out = crate::empty_like(self_, None, None, None, None, memory_format)?;
-    crate::copy_(&out, self_, false)
+    let out = crate::empty_like_with(
+        self_,
+        crate::EmptyLikeOptions {
+            memory_format,
+            ..Default::default()
+        },
+    )?;
+    crate::copy_(&out, self_)
 }
