@@ -53,6 +53,14 @@ pub struct TrainArgs {
     /// No dispatch summary (and no observer overhead).
     #[arg(long)]
     pub no_summary: bool,
+    /// Where to train: cpu, or lazy (the lazy backend captures every step and runs it; its
+    /// metrics report is printed at the end).
+    #[arg(long, value_name = "DEVICE", default_value = "cpu", value_parser = switchboard_cli::device::parse_device)]
+    pub device: switchboard_tensor::Device,
+    /// Writes the graph of the first training step (needs --device lazy): Graphviz DOT for
+    /// a .dot file, JSON for .json.
+    #[arg(long, value_name = "FILE.dot|FILE.json")]
+    pub graph_out: Option<PathBuf>,
 }
 
 /// `--optimizer` values.
@@ -85,6 +93,8 @@ impl TrainArgs {
             trace: self.trace,
             progress: !self.no_progress,
             summary: !self.no_summary,
+            device: self.device,
+            graph_out: self.graph_out.clone(),
         }
     }
 }

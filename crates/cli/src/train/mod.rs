@@ -16,12 +16,13 @@ use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_dispatcher::{set_dispatch_trace, DispatchError};
 use switchboard_nn::{mlp, Adam, Module, Optimizer, Sequential, Sgd};
 use switchboard_ops as ops;
-use switchboard_tensor::{Generator, Tensor};
+use switchboard_tensor::{Device, Generator, Tensor};
 
 // The CPU kernels must be linked for the operators to have a backend.
 use switchboard_cpu as _;
 
 pub mod data;
+mod device;
 pub mod summary;
 
 pub use data::{DataError, Dataset};
@@ -69,6 +70,12 @@ pub struct TrainConfig {
     pub progress: bool,
     /// Records the dispatcher's calls for the summary.
     pub summary: bool,
+    /// Where the model and the data live and the operators run (`lazy`: captured by the lazy
+    /// backend; its metrics report is printed at the end).
+    pub device: Device,
+    /// Writes the graph of the first training step to this file (`.dot` or `.json`; needs
+    /// the lazy device).
+    pub graph_out: Option<PathBuf>,
 }
 
 impl Default for TrainConfig {
@@ -88,6 +95,8 @@ impl Default for TrainConfig {
             trace: false,
             progress: true,
             summary: true,
+            device: Device::CPU,
+            graph_out: None,
         }
     }
 }
@@ -134,6 +143,8 @@ pub struct TrainReport {
     pub dispatch: Option<DispatchStats>,
     /// Wall time of the training loop.
     pub seconds: f64,
+    /// The lazy backend's statistics over the run (on the lazy device).
+    pub lazy: Option<switchboard::lazy::LazyStats>,
 }
 
 /// A failure of [`train`].
@@ -228,6 +239,7 @@ pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, Train
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
     check(cfg)?;
+    let placement = device::Placement::new(cfg.device, cfg.graph_out.as_deref())?;
     let mut data = match &cfg.data {
         Some(p) => Dataset::from_path(p)?,
         None => Dataset::digits()?,
@@ -241,9 +253,11 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     let (train_set, test_set) = data.split(cfg.test_fraction, cfg.seed);
     let (x_train, y_train) = tensors(&train_set)?;
     let (x_test, y_test) = tensors(&test_set)?;
+    let (x_test, y_test) = (placement.to_device(&x_test)?, placement.to_device(&y_test)?);
     let n_train = train_set.len();
 
-    let model = mlp(&[data.n_features, cfg.hidden, data.n_classes], cfg.seed)?;
+    let mut model = mlp(&[data.n_features, cfg.hidden, data.n_classes], cfg.seed)?;
+    model.to_device(placement.device())?;
     let lr = cfg.learning_rate();
     let mut opt: Box<dyn Optimizer> = match cfg.optimizer {
         OptimizerKind::Sgd => Box::new(
@@ -276,14 +290,18 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     )?;
     writeln!(
         out,
-        "model: MLP {} -> {} -> {} (ReLU), {} parameters; {opt_name}, batch {}, {} epochs, {} threads",
+        "model: MLP {} -> {} -> {} (ReLU), {} parameters; {opt_name}, batch {}, {} epochs, {} threads{}",
         data.n_features,
         cfg.hidden,
         data.n_classes,
         model.parameters().iter().map(|p| p.numel()).sum::<i64>(),
         cfg.batch_size,
         cfg.epochs,
-        rayon::current_num_threads()
+        rayon::current_num_threads(),
+        match placement.device() {
+            Device::CPU => String::new(),
+            d => format!(", on {d}"),
+        }
     )?;
 
     let batches_per_epoch = n_train.div_ceil(cfg.batch_size);
@@ -304,8 +322,8 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 batch.iter().map(|&i| i as i64).collect(),
                 &[batch.len() as i64],
             )?;
-            let xb = ops::index_select(&x_train, 0, &idx)?;
-            let yb = ops::index_select(&y_train, 0, &idx)?;
+            let xb = placement.to_device(&ops::index_select(&x_train, 0, &idx)?)?;
+            let yb = placement.to_device(&ops::index_select(&y_train, 0, &idx)?)?;
             let tracing = cfg.trace && steps == 0;
             if tracing {
                 bar.suspend(|| eprintln!("dispatch trace of the first training step:"));
@@ -317,6 +335,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 opt.zero_grad();
                 loss.backward()?;
                 opt.step()?;
+                placement.step_captured(steps)?;
                 hits += correct(&logits, &yb)?;
                 Ok(loss)
             })();
@@ -365,6 +384,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         writeln!(out)?;
         write!(out, "{}", d.render(12))?;
     }
+    let lazy = placement.report(out)?;
     Ok(TrainReport {
         epochs,
         test_accuracy,
@@ -373,6 +393,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         steps,
         dispatch,
         seconds,
+        lazy,
     })
 }
 
