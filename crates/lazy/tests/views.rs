@@ -132,11 +132,7 @@ fn versions_and_autograds_checks() {
         assert_eq!(y.version(), 0);
         ops::add_scalar_(&y, 1).unwrap();
         assert_eq!(y.version(), 1);
-        let err = ops::sum(&y)
-            .unwrap()
-            .backward()
-            .unwrap_err()
-            .to_string();
+        let err = ops::sum(&y).unwrap().backward().unwrap_err().to_string();
         assert!(
             err.contains("modified by an inplace operation"),
             "{device}: {err}"
