@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
 
+use crate::checked_size::CheckedSize;
 use crate::device::Device;
 use crate::dtype::ScalarType;
 use crate::error::{list, Result, TensorError};
@@ -420,6 +421,43 @@ fn bad_sizes(sizes: &[i64]) -> TensorError {
     TensorError::invalid(format!("numel overflows for sizes {}", list(sizes)))
 }
 
+fn check_strides(strides: &[i64]) -> Result<()> {
+    if strides.iter().any(|s| *s < 0) {
+        return Err(TensorError::invalid(format!(
+            "as_strided: Negative strides are not supported at the moment, got strides: {}",
+            list(strides)
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes a tensor of these sizes, strides and storage offset addresses, from the start
+/// of its storage (c10's `computeStorageNbytes`); `None` when it has no elements. Computed
+/// with checked arithmetic (Note [Checked size arithmetic]), failing as c10 does.
+pub(crate) fn storage_extent(
+    sizes: &[i64],
+    strides: &[i64],
+    offset: i64,
+    elem: usize,
+) -> Result<Option<u64>> {
+    check_strides(strides)?;
+    if sizes.contains(&0) {
+        return Ok(None);
+    }
+    let mut last = CheckedSize::new(offset);
+    for (&size, &stride) in sizes.iter().zip(strides) {
+        last = last + (CheckedSize::new(size) - 1) * stride;
+    }
+    match ((last + 1) * elem as i64).value() {
+        Some(n) if n >= 0 => Ok(Some(n as u64)),
+        _ => Err(TensorError::invalid(format!(
+            "Storage size calculation overflowed with sizes={} and strides={}",
+            list(sizes),
+            list(strides)
+        ))),
+    }
+}
+
 /// Checks Note [Tensor bounds invariant] (PyTorch's `checkInBoundsForStorage`).
 pub(crate) fn check_in_bounds(
     sizes: &[i64],
@@ -428,32 +466,15 @@ pub(crate) fn check_in_bounds(
     elem: usize,
     nbytes: usize,
 ) -> Result<()> {
-    if let Some(s) = strides.iter().find(|s| **s < 0) {
-        let _ = s;
-        return Err(TensorError::invalid(format!(
-            "as_strided: Negative strides are not supported at the moment, got strides: {}",
-            list(strides)
-        )));
-    }
+    check_strides(strides)?;
     if offset < 0 {
         return Err(TensorError::invalid(format!(
             "Tensor: invalid storage offset {offset}"
         )));
     }
-    if sizes.contains(&0) {
+    let Some(needed) = storage_extent(sizes, strides, offset, elem)? else {
         return Ok(());
-    }
-    let overflow = || TensorError::invalid("storage size calculation overflowed");
-    let mut last = offset;
-    for (&size, &stride) in sizes.iter().zip(strides) {
-        last = (size - 1)
-            .checked_mul(stride)
-            .and_then(|x| x.checked_add(last))
-            .ok_or_else(overflow)?;
-    }
-    let needed = (last as u64 + 1)
-        .checked_mul(elem as u64)
-        .ok_or_else(overflow)?;
+    };
     if needed > nbytes as u64 {
         return Err(TensorError::invalid(format!(
             "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {elem} \

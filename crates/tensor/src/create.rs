@@ -2,7 +2,8 @@
 //! `arange`, `scalar_tensor`, `*_like`, on CPU (real data) and other devices (metadata only).
 
 use crate::builder::{
-    check_in_bounds, check_sizes, default_key_set, TensorBuilder, ValidParts, CPU_KEY_SET,
+    check_in_bounds, check_sizes, default_key_set, storage_extent, TensorBuilder, ValidParts,
+    CPU_KEY_SET,
 };
 use switchboard_keys::DispatchKeySet;
 
@@ -23,21 +24,10 @@ pub(crate) fn storage_nbytes(
     elem: usize,
 ) -> Result<usize> {
     check_sizes(sizes)?;
-    if sizes.contains(&0) {
-        return Ok(0);
-    }
-    let overflow = || TensorError::invalid("storage size calculation overflowed");
-    let mut last = offset;
-    for (&size, &stride) in sizes.iter().zip(strides) {
-        last = (size - 1)
-            .checked_mul(stride)
-            .and_then(|x| x.checked_add(last))
-            .ok_or_else(overflow)?;
-    }
-    let n = (last as u64 + 1)
-        .checked_mul(elem as u64)
-        .ok_or_else(overflow)?;
-    usize::try_from(n).map_err(|_| overflow())
+    let n = storage_extent(sizes, strides, offset, elem)?.unwrap_or(0);
+    usize::try_from(n).map_err(|_| {
+        TensorError::invalid(format!("Trying to create tensor with {n} bytes: too large"))
+    })
 }
 
 fn numel_usize(sizes: &[i64]) -> Result<usize> {
