@@ -389,36 +389,48 @@ impl TensorBuilder {
     }
 }
 
-/// Sizes must be non-negative and their product must fit in an `i64`.
+// Note [Sizes whose every product fits]
+// c10 refuses sizes whose running product overflows (`safe_compute_numel`: "numel: integer
+// multiplication overflow"), so `[2^40, 2^40, 0]` is refused, but it accepts `[0, 2^40,
+// 2^40]`: its running product is 0 at once. Kernels then multiply subsets of those sizes (a
+// plane `h * w`, the dims after a softmax dim, a matmul's batch) and overflow on a tensor
+// with no element. Here the product of the *non-zero* sizes must fit in an `i64`, which makes
+// every product of any subset of a tensor's sizes fit, whatever kernel computes it (Note
+// [Checked size arithmetic]). It costs the same loop; it refuses only zero-element shapes
+// that no real program builds.
+
+/// Sizes must be non-negative and the product of the non-zero ones must fit in an `i64`
+/// (Note [Sizes whose every product fits]); returns the numel.
 #[inline]
 pub(crate) fn check_sizes(sizes: &[i64]) -> Result<i64> {
-    let mut numel: i64 = 1;
+    let mut nonzero: i64 = 1;
+    let mut empty = false;
     for &s in sizes {
-        match numel.checked_mul(s) {
-            Some(n) if s >= 0 => numel = n,
+        if s == 0 {
+            empty = true;
+            continue;
+        }
+        match nonzero.checked_mul(s) {
+            Some(n) if s > 0 => nonzero = n,
             _ => return Err(bad_sizes(sizes)),
         }
     }
-    Ok(numel)
+    Ok(if empty { 0 } else { nonzero })
 }
 
-/// The error for sizes [`check_sizes`] refused: the first negative size or overflow.
+/// The error for sizes [`check_sizes`] refused: the first negative size, or the overflow.
 #[cold]
 fn bad_sizes(sizes: &[i64]) -> TensorError {
-    let mut numel: i64 = 1;
-    for &s in sizes {
-        if s < 0 {
-            return TensorError::invalid(format!(
-                "Trying to create tensor with negative dimension {s}: {}",
-                list(sizes)
-            ));
-        }
-        match numel.checked_mul(s) {
-            Some(n) => numel = n,
-            None => break,
-        }
+    match sizes.iter().find(|s| **s < 0) {
+        Some(s) => TensorError::invalid(format!(
+            "Trying to create tensor with negative dimension {s}: {}",
+            list(sizes)
+        )),
+        None => TensorError::invalid(format!(
+            "numel: integer multiplication overflow for sizes {}",
+            list(sizes)
+        )),
     }
-    TensorError::invalid(format!("numel overflows for sizes {}", list(sizes)))
 }
 
 fn check_strides(strides: &[i64]) -> Result<()> {
