@@ -219,7 +219,10 @@ pub fn save_safetensors(
     safetensors::serialize(views.iter().map(|(n, v)| (n.as_str(), v)), metadata).map_err(io_err)
 }
 
-/// [`save_safetensors`] to a file.
+/// [`save_safetensors`] to a file, atomically: the bytes go to a new temporary file beside
+/// `path`, which then replaces `path` by a rename. A failure at any point (a full disk, an
+/// unsavable tensor, a crash) leaves whatever was at `path` intact, so a file can be both a
+/// computation's input and its output.
 pub fn save_safetensors_file(
     path: impl AsRef<Path>,
     tensors: &[(&str, &Tensor)],
@@ -227,8 +230,41 @@ pub fn save_safetensors_file(
 ) -> Result<()> {
     let bytes = save_safetensors(tensors, metadata)?;
     let path = path.as_ref();
-    std::fs::write(path, bytes)
+    write_atomically(path, &bytes)
         .map_err(|e| TensorError::Io(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Writes `bytes` to a fresh temporary file in `path`'s directory, flushes it to disk and
+/// renames it over `path`; the temporary file is removed on failure.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp = path.with_file_name(tmp_name);
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The string metadata (`__metadata__`) of safetensors bytes, if any.
@@ -382,6 +418,32 @@ mod tests {
         let l = load_safetensors_file(&path).unwrap();
         assert_eq!(l["t"].to_vec::<i64>().unwrap(), t.to_vec::<i64>().unwrap());
         assert!(load_safetensors_file(dir.join("missing")).is_err());
+        // Saving over the file that was read replaces it whole; a failed save leaves it intact
+        // and no temporary file behind.
+        let doubled = Tensor::from_vec(vec![2i64; 3], &[3]).unwrap();
+        save_safetensors_file(&path, &[("t", &doubled)], None).unwrap();
+        assert_eq!(
+            load_safetensors_file(&path).unwrap()["t"]
+                .to_vec::<i64>()
+                .unwrap(),
+            [2; 3]
+        );
+        let m = Tensor::zeros_on(&[2], ScalarType::Float, Device::META).unwrap();
+        assert!(save_safetensors_file(&path, &[("m", &m)], None).is_err());
+        assert!(
+            save_safetensors_file(dir.join("no/such/dir/x"), &[("t", &doubled)], None).is_err()
+        );
+        assert_eq!(
+            load_safetensors_file(&path).unwrap()["t"]
+                .to_vec::<i64>()
+                .unwrap(),
+            [2; 3]
+        );
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["t.safetensors"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
