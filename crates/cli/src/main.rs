@@ -37,7 +37,7 @@ fn check_environment() -> Result<(), String> {
 fn main() {
     let cli = Cli::parse();
     if let Err(e) = check_environment() {
-        eprintln!("error: {e}");
+        commands::report_error(&e);
         std::process::exit(2);
     }
     match cli.command {

@@ -3,6 +3,7 @@
 //! (like PyTorch's RecordFunction).
 
 use std::cell::Cell;
+use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
@@ -132,7 +133,10 @@ fn trace_enabled() -> bool {
         UNKNOWN => *FROM_ENV.get_or_init(|| match env_flag(DISPATCH_TRACE_ENV) {
             Ok(on) => on.unwrap_or(false),
             Err(message) => {
-                eprintln!("warning: {message}; the dispatch trace stays off");
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "warning: {message}; the dispatch trace stays off"
+                );
                 false
             }
         }),
@@ -204,18 +208,22 @@ impl<'a> Scope<'a> {
             v
         });
         if trace_enabled() {
+            // Written, not `eprintln!`ed: a closed stderr must not turn a traced call into a
+            // panic; the trace is then lost, the call is not.
             let indent = "  ".repeat(depth);
-            eprintln!(
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(
+                err,
                 "{indent}[call] op=[{}], key=[{}]",
                 op.name(),
                 ks.highest_priority_type_id()
             );
             for (i, v) in args.unwrap_or_default().iter().enumerate() {
                 if let IValue::Tensor(t) = v {
-                    eprintln!("{indent}  arg {i}: {}", t.key_set());
+                    let _ = writeln!(err, "{indent}  arg {i}: {}", t.key_set());
                 }
             }
-            eprintln!("{indent}  kernel: {}", kernel.debug);
+            let _ = writeln!(err, "{indent}  kernel: {}", kernel.debug);
         }
         let scope = Scope {
             op,

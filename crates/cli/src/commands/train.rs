@@ -152,8 +152,10 @@ impl TrainArgs {
 pub fn main(args: &TrainArgs) -> i32 {
     match train::train(&args.config(), &mut std::io::stdout()) {
         Ok(_) => 0,
+        // `switchboard train | head` closing the pipe early is not an error.
+        Err(train::TrainError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("error: {e}");
+            super::report_error(&e);
             2
         }
     }

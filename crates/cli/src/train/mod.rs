@@ -326,7 +326,12 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             let yb = ops::index_select(&y_train, 0, &idx)?;
             let tracing = cfg.trace && steps == 0;
             if tracing {
-                bar.suspend(|| eprintln!("dispatch trace of the first training step:"));
+                bar.suspend(|| {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "dispatch trace of the first training step:"
+                    );
+                });
                 set_dispatch_trace(true);
             }
             let step = (|| -> Result<Tensor, TrainError> {
