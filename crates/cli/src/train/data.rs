@@ -310,6 +310,10 @@ pub fn permutation(n: usize, gen: &Generator) -> Vec<usize> {
 }
 
 #[cfg(test)]
+#[path = "data_fuzz.rs"]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -383,7 +387,7 @@ mod tests {
     }
 
     /// `copies` gzip members of `block` each: a cheap bomb (MultiGzDecoder reads them all).
-    pub(crate) fn gzip_bomb(block: &[u8], copies: usize) -> Vec<u8> {
+    pub(super) fn gzip_bomb(block: &[u8], copies: usize) -> Vec<u8> {
         use std::io::Write;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         gz.write_all(block).unwrap();
