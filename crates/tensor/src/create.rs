@@ -40,10 +40,10 @@ fn numel_usize(sizes: &[i64]) -> Result<usize> {
 #[inline]
 fn contiguous_nbytes(sizes: &[i64], dtype: ScalarType) -> Result<usize> {
     let numel = check_sizes(sizes)?;
-    match (CheckedSize::new(numel) * dtype.element_size() as i64).value() {
-        Some(n) => Ok(n as usize),
-        None => Err(nbytes_overflow(sizes)),
-    }
+    (CheckedSize::new(numel) * dtype.element_size() as i64)
+        .value()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| nbytes_overflow(sizes))
 }
 
 #[cold]
