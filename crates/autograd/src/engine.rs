@@ -8,10 +8,10 @@ use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::{Tensor, WeakTensor};
 
+use crate::autograd_meta;
 use crate::grad_mode::{no_grad, GradModeGuard};
-use crate::meta;
 use crate::node::{err, lock, Node, NodeMeta};
-use crate::util::{sizes_str, sum_to};
+use crate::recording::{sizes_str, sum_to};
 
 /// Adds the gradient it receives into its leaf's `.grad` (`AccumulateGrad`).
 ///
@@ -49,7 +49,7 @@ impl Node for AccumulateGrad {
         let (Some(mut g), Some(var)) = (grads.into_iter().next().flatten(), self.variable()) else {
             return Ok(Vec::new());
         };
-        let hooks = meta::read(&var, |m| m.hooks.clone()).unwrap_or_default();
+        let hooks = autograd_meta::read(&var, |m| m.hooks.clone()).unwrap_or_default();
         for h in hooks {
             if let Some(r) = h(&g) {
                 g = r;
@@ -63,7 +63,7 @@ impl Node for AccumulateGrad {
 /// `tensor.grad += g` the way AccumulateGrad does it.
 pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
     let create_graph = crate::is_grad_enabled();
-    let old = meta::read(var, |m| m.grad.clone()).flatten();
+    let old = autograd_meta::read(var, |m| m.grad.clone()).flatten();
     let new = match old {
         None if create_graph => g,
         None => {
@@ -71,17 +71,17 @@ pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
             if g.is_contiguous() && g.use_count() == 1 {
                 g
             } else {
-                ops::clone(&g, None)?
+                ops::clone(&g)?
             }
         }
-        Some(old) if create_graph => ops::add(&old, &g, 1)?,
+        Some(old) if create_graph => ops::add(&old, &g)?,
         Some(old) => {
             let _ng = no_grad();
-            ops::add_(&old, &g, 1)?;
+            ops::add_(&old, &g)?;
             old
         }
     };
-    meta::with(var, |m| m.grad = Some(new));
+    autograd_meta::with(var, |m| m.grad = Some(new));
     Ok(())
 }
 
@@ -135,7 +135,7 @@ pub(crate) fn run_backward(
     let mut root_edges = Vec::with_capacity(roots.len());
     let mut root_grads = Vec::with_capacity(roots.len());
     for (i, t) in roots.iter().enumerate() {
-        let e = meta::gradient_edge(t);
+        let e = autograd_meta::gradient_edge(t);
         if !e.is_valid() {
             return Err(err(format!(
                 "element {i} of tensors does not require grad and does not have a grad_fn"
@@ -160,7 +160,7 @@ pub(crate) fn run_backward(
                     ));
                 }
                 let _ng = no_grad();
-                ops::ones_like(t, None, None, None, None, None)?
+                ops::ones_like(t)?
             }
         };
         root_edges.push(e);
@@ -194,7 +194,7 @@ pub(crate) fn run_backward(
     let mut captures: Vec<(usize, u32)> = Vec::new();
     if let Some(inputs) = inputs {
         for t in inputs {
-            let e = meta::gradient_edge(t);
+            let e = autograd_meta::gradient_edge(t);
             let Some(n) = &e.node else {
                 return Err(err(
                     "One of the differentiated Tensors does not require grad",
@@ -274,7 +274,7 @@ pub(crate) fn run_backward(
                 let slot = &mut buf[e.input_nr as usize];
                 *slot = Some(match slot.take() {
                     None => g,
-                    Some(old) => ops::add(&old, &g, 1)?,
+                    Some(old) => ops::add(&old, &g)?,
                 });
             }
             let d = deps.get_mut(&ck).expect("counted");
@@ -308,17 +308,17 @@ fn run_pre_hooks(node: &Arc<dyn Node>, grads: &mut [Option<Tensor>]) -> Result<(
         let g = if crate::is_grad_enabled() {
             g.clone()
         } else {
-            meta::alias(g)
+            autograd_meta::alias(g)
         };
-        let old = meta::read(&t, |m| m.grad.clone()).flatten();
+        let old = autograd_meta::read(&t, |m| m.grad.clone()).flatten();
         let new = match old {
             None => {
                 let _ng = no_grad();
-                ops::clone(&g, None)?
+                ops::clone(&g)?
             }
-            Some(o) => ops::add(&o, &g, 1)?,
+            Some(o) => ops::add(&o, &g)?,
         };
-        meta::with(&t, |m| m.grad = Some(new));
+        autograd_meta::with(&t, |m| m.grad = Some(new));
     }
     Ok(())
 }
@@ -332,7 +332,10 @@ fn materialize(node: &Arc<dyn Node>, grads: &mut [Option<Tensor>]) -> Result<()>
     for (g, m) in grads.iter_mut().zip(metas) {
         if let (None, Some(m)) = (&g, m) {
             let _ng = no_grad();
-            *g = Some(ops::zeros(&m.sizes, Some(m.dtype), None, None, None)?);
+            *g = Some(ops::zeros_with(
+                &m.sizes,
+                ops::ZerosOptions::default().dtype(m.dtype),
+            )?);
         }
     }
     Ok(())
@@ -365,7 +368,7 @@ fn validate(
         g = sum_to(&g, &m.sizes)?;
     }
     if g.dtype() != m.dtype {
-        g = ops::_to_copy(&g, Some(m.dtype), None, None, None, false, None)?;
+        g = ops::_to_copy_with(&g, ops::ToCopyOptions::default().dtype(m.dtype))?;
     }
     Ok(g)
 }

@@ -27,22 +27,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
     // Synthetic data: uniform inputs, labels from the generator.
     let gen = Generator::new(1);
-    let x = ops::empty(
+    let x = ops::empty_with(
         &[batch, 784],
-        Some(ScalarType::Float),
-        None,
-        None,
-        None,
-        None,
+        ops::EmptyOptions::default().dtype(ScalarType::Float),
     )?;
-    ops::uniform_(&x, 0.0, 1.0, Some(&gen))?;
-    let y = ops::empty(&[batch], Some(ScalarType::Long), None, None, None, None)?;
-    ops::random_(&y, 0, Some(10), Some(&gen))?;
+    ops::uniform_with_(&x, ops::UniformInplaceOptions::default().generator(&gen))?;
+    let y = ops::empty_with(
+        &[batch],
+        ops::EmptyOptions::default().dtype(ScalarType::Long),
+    )?;
+    ops::random_with_(
+        &y,
+        0,
+        Some(10),
+        ops::RandomInplaceOptions::default().generator(&gen),
+    )?;
 
     let step = |opt: &mut Sgd| -> Result<f64, Box<dyn std::error::Error>> {
-        let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y, None, 1, -100, 0.0)?;
+        let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y)?;
         opt.zero_grad();
-        loss.backward(None, false, false)?;
+        loss.backward()?;
         opt.step()?;
         Ok(loss.item()?.to_f64())
     };
