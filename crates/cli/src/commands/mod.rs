@@ -2,6 +2,8 @@
 
 pub mod call;
 pub mod keys;
+pub mod ops;
+pub mod table;
 pub mod train;
 
 /// Prints `error: MESSAGE` on stderr; a closed stderr is ignored (`eprintln!` would panic).
