@@ -106,10 +106,9 @@ impl Encoder {
     }
 
     pub(crate) fn finish(self) -> StructuralKey {
-        let mut h = foldhash::fast::FixedState::with_seed(0x5b0a_7d).build_hasher();
-        self.words.hash(&mut h);
+        let hash = foldhash::fast::FixedState::with_seed(0x005b_0a7d).hash_one(&self.words);
         StructuralKey {
-            hash: h.finish(),
+            hash,
             words: self.words,
         }
     }

@@ -283,6 +283,9 @@ fn graph_arg(ctx: &mut Context, k: &ArgKind) -> Result<Arg> {
     })
 }
 
+/// A storage the call writes, the geometry it writes and the node output holding the result.
+type StorageWrite = (Arc<LazyStorage>, Arc<TensorMeta>, u32);
+
 /// How a return becomes a lazy tensor once the node exists.
 enum Pending {
     /// Already final (a view, a passed-through value).
@@ -325,7 +328,7 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
         _ => None,
     };
     let mut outputs: Vec<Output> = Vec::with_capacity(shapes.len());
-    let mut writes: SmallVec<[(Arc<LazyStorage>, Arc<TensorMeta>, u32); 1]> = SmallVec::new();
+    let mut writes: SmallVec<[StorageWrite; 1]> = SmallVec::new();
     let mut pending: SmallVec<[Pending; 2]> = SmallVec::with_capacity(shapes.len());
     for (r, ret) in shapes.iter().enumerate() {
         match ret {

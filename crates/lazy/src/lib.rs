@@ -28,6 +28,7 @@
 //!    operators turned off with [`disable_ops`], and every call while lazy mode is off
 //!    ([`set_lazy_mode`]) run eagerly on CPU on their materialised inputs, and their results
 //!    are wrapped as lazy tensors.
+//!
 //! Layers 1 and 2 share one capture path; the counts of each are in [`stats`].
 //!
 //! # Running
