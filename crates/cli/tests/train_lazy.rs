@@ -16,12 +16,21 @@ fn config(device: Device) -> TrainConfig {
     }
 }
 
+/// The lazy backend's statistics are per process and each lazy run resets them: the tests
+/// that train on it run one at a time.
+static LAZY_RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    LAZY_RUNS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn lazy() -> Device {
     parse_device("lazy").unwrap()
 }
 
 #[test]
 fn lazy_training_gives_the_eager_numbers_and_a_metrics_report() {
+    let _serial = serial();
     let eager = train(&config(Device::CPU), &mut Vec::new()).unwrap();
     let mut out = Vec::new();
     let lazy_run = train(&config(lazy()), &mut out).unwrap();
@@ -53,6 +62,7 @@ fn lazy_training_gives_the_eager_numbers_and_a_metrics_report() {
 
 #[test]
 fn graph_out_writes_the_graph_of_one_step() {
+    let _serial = serial();
     let dir = std::env::temp_dir().join(format!("switchboard-train-lazy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let one_epoch = |graph_out: &str| TrainConfig {
