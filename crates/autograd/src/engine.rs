@@ -11,7 +11,7 @@ use switchboard_tensor::{Tensor, WeakTensor};
 use crate::autograd_meta;
 use crate::grad_mode::{no_grad, GradModeGuard};
 use crate::node::{err, lock, Node, NodeMeta};
-use crate::recording::{sizes_str, sum_to};
+use crate::formulas::sum_to;
 
 /// Adds the gradient it receives into its leaf's `.grad` (`AccumulateGrad`).
 ///
@@ -83,6 +83,14 @@ pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
     };
     autograd_meta::with(var, |m| m.grad = Some(new));
     Ok(())
+}
+
+/// `[2, 3]` -> `2, 3`.
+fn sizes_str(s: &[i64]) -> String {
+    s.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The synthetic root: hands the initial gradients to the roots' edges.
@@ -254,7 +262,9 @@ pub(crate) fn run_backward(
         let outs = if grads.iter().all(Option::is_none) && !is_root(&node) {
             vec![None; node.next_edges().len()]
         } else {
-            materialize(&node, &mut grads)?;
+            if node.materialize_grads() {
+                materialize(&node, &mut grads)?;
+            }
             node.apply(&node, grads)?
         };
         if !keep_graph {

@@ -6,11 +6,15 @@
 mod convert;
 mod factories;
 mod nn;
+mod pointwise;
+mod reduction;
 mod shape;
 
 pub use convert::*;
 pub use factories::*;
 pub use nn::*;
+pub use pointwise::*;
+pub use reduction::*;
 pub use shape::*;
 
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind};
