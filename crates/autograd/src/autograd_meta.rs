@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 
 use switchboard_tensor::{Tensor, TensorImpl};
 
-use crate::node::{lock, Hook, Node};
 use crate::engine::AccumulateGrad;
+use crate::node::{lock, Hook, Node};
 
 // Note [Autograd metadata]
 // The slot of a TensorImpl holds an `Arc<AutogradMeta>` (as `Arc<dyn Any>`), created on

@@ -79,7 +79,7 @@ struct CopySlices {
 }
 
 /// PyTorch's name of the node.
-const NAME: &str = "torch::autograd::CopySlices";
+const NAME: &str = "CopySlices";
 
 impl Node for CopySlices {
     fn meta(&self) -> &NodeMeta {
@@ -111,7 +111,8 @@ impl Node for CopySlices {
             &f,
             vec![Some(ops::clone_with(
                 &grad_slice,
-                ops::CloneOptions::default().memory_format(switchboard_tensor::MemoryFormat::Contiguous),
+                ops::CloneOptions::default()
+                    .memory_format(switchboard_tensor::MemoryFormat::Contiguous),
             )?)],
         )?;
         let mut out = vec![None; n];
@@ -156,4 +157,3 @@ pub(crate) fn rebase_view(view: &Tensor, base: &Tensor, node: Arc<dyn Node>) {
     // The view's grad_fn follows (its version changed with the call).
     regenerate(view);
 }
-

@@ -43,7 +43,9 @@ pub use grad_mode::{
 };
 pub use gradcheck::{gradcheck, gradgradcheck};
 pub use node::{Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, SavedTensor};
-pub use not_implemented::{autograd_fallback_mode, set_autograd_fallback_mode, AutogradFallbackMode};
+pub use not_implemented::{
+    autograd_fallback_mode, set_autograd_fallback_mode, AutogradFallbackMode,
+};
 pub use switchboard_dispatcher::{DispatchError, Result};
 pub use tensor_ext::{AutogradTensor, BackwardOptions};
 

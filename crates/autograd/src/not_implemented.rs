@@ -9,7 +9,7 @@
 //! differentiated, and a gradient must never be dropped silently (issue #17). In the default
 //! mode, `Warn`, a call with grad mode on and an input that requires grad warns once per
 //! operator (PyTorch's warning text) and gives the differentiable outputs a
-//! `torch::autograd::NotImplemented` node whose backward fails with that text, naming the
+//! `NotImplemented` node whose backward fails with that text, naming the
 //! operator. (PyTorch's `warn` mode warns in backward and lets the gradient be undefined; Rust
 //! has no warning filter to turn that warning into an error, so here reaching the node is the
 //! error.) `Nothing` is PyTorch's other mode: the key is passed through and the outputs take no
@@ -30,7 +30,7 @@ use crate::node::{err, lock, Edge, FnNode, InputMeta, Inputs, Node};
 use crate::recording::{collect_edges, differentiable, AFTER_AD};
 
 /// The name of the node of outputs without a derivative (PyTorch's).
-const NODE: &str = "torch::autograd::NotImplemented";
+const NODE: &str = "NotImplemented";
 
 /// The state of a [`NODE`]: the error its backward raises.
 struct NotImplemented {
@@ -46,8 +46,18 @@ fn fail(
     Err(err(s.message.clone()))
 }
 
-fn node(message: Cow<'static, str>, edges: crate::node::Edges, inputs: Inputs) -> Arc<FnNode<NotImplemented>> {
-    FnNode::new_arc(NODE, edges, inputs, |_: &[Edge]| NotImplemented { message }, fail)
+fn node(
+    message: Cow<'static, str>,
+    edges: crate::node::Edges,
+    inputs: Inputs,
+) -> Arc<FnNode<NotImplemented>> {
+    FnNode::new_arc(
+        NODE,
+        edges,
+        inputs,
+        |_: &[Edge]| NotImplemented { message },
+        fail,
+    )
 }
 
 /// PyTorch's `NotImplemented` message for operator `op` (`aten::silu_backward`).

@@ -127,8 +127,8 @@ pub(crate) fn check_inplace(t: &Tensor, requires_grad: bool) -> Result<()> {
     if !requires_grad || !crate::is_grad_enabled() {
         return Ok(());
     }
-    if let Some((base, bw_view)) = autograd_meta::read(t, |m| (m.base.clone(), m.bw_view))
-        .and_then(|(b, v)| b.map(|b| (b, v)))
+    if let Some((base, bw_view)) =
+        autograd_meta::read(t, |m| (m.base.clone(), m.bw_view)).and_then(|(b, v)| b.map(|b| (b, v)))
     {
         if !bw_view {
             return Err(err(
@@ -240,7 +240,10 @@ pub(crate) fn guarded<T>(v: &Option<T>) -> Result<&T> {
 }
 
 /// An optional saved tensor, unpacked.
-pub(crate) fn unpack_optional(v: &Option<SavedTensor>, node: &Arc<dyn Node>) -> Result<Option<Tensor>> {
+pub(crate) fn unpack_optional(
+    v: &Option<SavedTensor>,
+    node: &Arc<dyn Node>,
+) -> Result<Option<Tensor>> {
     v.as_ref().map(|s| s.unpack(node)).transpose()
 }
 

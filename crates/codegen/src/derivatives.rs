@@ -50,7 +50,11 @@ impl Derivative {
         self.schema
             .arguments()
             .iter()
-            .filter(|a| self.formulas.iter().any(|f| f.inputs.iter().any(|i| i == a.name())))
+            .filter(|a| {
+                self.formulas
+                    .iter()
+                    .any(|f| f.inputs.iter().any(|i| i == a.name()))
+            })
             .collect()
     }
 
@@ -242,9 +246,8 @@ fn analyse_formulas(d: &mut Derivative) -> Result<(), String> {
     let outputs = output_names(&schema);
     let is_output = |n: &str| outputs.iter().any(|names| names.iter().any(|m| m == n));
     let is_arg = |n: &str| schema.argument_index(n).is_some();
-    let is_var = |n: &str| {
-        is_arg(n) || is_output(n) || matches!(n, "grad" | "grads" | "grad_input_mask")
-    };
+    let is_var =
+        |n: &str| is_arg(n) || is_output(n) || matches!(n, "grad" | "grads" | "grad_input_mask");
     let is_tensor = |n: &str| {
         is_output(n)
             || n == "grad"
@@ -253,9 +256,9 @@ fn analyse_formulas(d: &mut Derivative) -> Result<(), String> {
                 .is_some_and(|i| is_tensor_type(schema.arguments()[i].ty()))
     };
     let is_list = |n: &str| {
-        schema.argument_index(n).is_some_and(|i| {
-            matches!(schema.arguments()[i].ty(), Type::List(e) if **e == Type::Tensor)
-        })
+        schema.argument_index(n).is_some_and(
+            |i| matches!(schema.arguments()[i].ty(), Type::List(e) if **e == Type::Tensor),
+        )
     };
     for f in &mut d.formulas {
         f.analysis = analyse(&f.text, &is_var, &is_tensor, &is_list)
@@ -322,8 +325,7 @@ pub const DONT_REQUIRE_DERIVATIVE: &[&str] = &[
 /// defaults aside): how an in-place function finds the formulas of its out-of-place form.
 fn same_signature(a: &FunctionSchema, b: &FunctionSchema) -> bool {
     a.arguments().len() == b.arguments().len()
-        && a
-            .arguments()
+        && a.arguments()
             .iter()
             .zip(b.arguments())
             .all(|(x, y)| x.name() == y.name() && x.ty() == y.ty())
@@ -345,11 +347,12 @@ pub fn plan<'a>(
     let mut by_name: HashMap<String, &Derivative> = HashMap::new();
     for d in derivs {
         let q = d.qualified();
-        let f = funcs
-            .iter()
-            .find(|f| f.qualified() == q)
-            .ok_or_else(|| format!("derivatives.yaml: `{q}` is not an operator of native_functions.yaml"))?;
-        if !same_signature(&f.schema, &d.schema) || f.schema.returns().len() != d.schema.returns().len() {
+        let f = funcs.iter().find(|f| f.qualified() == q).ok_or_else(|| {
+            format!("derivatives.yaml: `{q}` is not an operator of native_functions.yaml")
+        })?;
+        if !same_signature(&f.schema, &d.schema)
+            || f.schema.returns().len() != d.schema.returns().len()
+        {
             return Err(format!(
                 "derivatives.yaml: `{}` does not match native_functions.yaml's `{}`",
                 d.schema, f.schema
@@ -411,14 +414,15 @@ pub fn plan<'a>(
 
 /// Whether the function's only kernel is CompositeImplicitAutograd.
 pub(crate) fn is_composite_implicit(f: &NativeFunction) -> bool {
-    f.dispatch.iter().any(|(k, _)| k == "CompositeImplicitAutograd")
+    f.dispatch
+        .iter()
+        .any(|(k, _)| k == "CompositeImplicitAutograd")
 }
 
 /// Whether the function writes its `self` in place and returns it (`add_`, `copy_`).
 pub(crate) fn is_inplace(f: &NativeFunction) -> bool {
     f.schema.out_arguments().is_empty()
-        && f
-            .schema
+        && f.schema
             .arguments()
             .first()
             .is_some_and(|a| a.name() == "self" && a.is_write())
@@ -434,8 +438,14 @@ mod tests {
         assert_eq!(node_prefix("add"), "AddBackward");
         assert_eq!(node_prefix("nll_loss_forward"), "NllLossBackward");
         assert_eq!(node_prefix("_softmax"), "SoftmaxBackward");
-        assert_eq!(node_prefix("_log_softmax_backward_data"), "LogSoftmaxBackwardDataBackward");
-        assert_eq!(node_prefix("max_pool2d_with_indices"), "MaxPool2DWithIndicesBackward");
+        assert_eq!(
+            node_prefix("_log_softmax_backward_data"),
+            "LogSoftmaxBackwardDataBackward"
+        );
+        assert_eq!(
+            node_prefix("max_pool2d_with_indices"),
+            "MaxPool2DWithIndicesBackward"
+        );
         assert_eq!(node_prefix("_to_copy"), "ToCopyBackward");
         let d = parse_derivatives(
             "- name: div.Tensor(Tensor self, Tensor other) -> Tensor\n  self: div(grad, other)\n\
@@ -485,10 +495,22 @@ mod tests {
             .collect();
         assert_eq!(
             kinds,
-            ["difffalse", "difftrue", "Out", "NotImplemented", "Composite", "NoTensors"]
+            [
+                "difffalse",
+                "difftrue",
+                "Out",
+                "NotImplemented",
+                "Composite",
+                "NoTensors"
+            ]
         );
-        let bad = parse_derivatives("- name: linear(Tensor input, Tensor weight) -> Tensor\n  input: grad\n").unwrap();
-        assert!(plan(&funcs, &bad).unwrap_err().contains("CompositeImplicitAutograd"));
+        let bad = parse_derivatives(
+            "- name: linear(Tensor input, Tensor weight) -> Tensor\n  input: grad\n",
+        )
+        .unwrap();
+        assert!(plan(&funcs, &bad)
+            .unwrap_err()
+            .contains("CompositeImplicitAutograd"));
         let bad = parse_derivatives("- name: nope(Tensor self) -> Tensor\n  self: grad\n").unwrap();
         assert!(plan(&funcs, &bad).unwrap_err().contains("not an operator"));
     }

@@ -275,9 +275,7 @@ impl<'a> NodeSpec<'a> {
                     if let Some(a) = arg(d, &f.source) {
                         let ok = match dv {
                             Derived::ListSizes | Derived::ListScalarTypes => is_list(a.ty()),
-                            Derived::Sizes => {
-                                *a.ty() == Type::Tensor || is_optional_tensor(a.ty())
-                            }
+                            Derived::Sizes => *a.ty() == Type::Tensor || is_optional_tensor(a.ty()),
                             _ => *a.ty() == Type::Tensor,
                         };
                         if !ok {
@@ -364,7 +362,7 @@ fn snake(camel: &str) -> String {
 }
 
 /// The Rust struct name of a node (its name, or the last path segment of a name such as
-/// `torch::autograd::CopyBackwards`).
+/// `CopyBackwards`).
 fn node_type(name: &str) -> &str {
     name.rsplit("::").next().unwrap_or(name)
 }
@@ -376,7 +374,10 @@ fn emit_node(w: &mut String, n: &NodeSpec<'_>) -> Result<(), String> {
     writeln!(
         w,
         "/// The backward node of `{}` (and of its in-place form).\npub(crate) struct {ty} {{",
-        d.schema.to_string().trim_start_matches("aten::").replace('`', "'")
+        d.schema
+            .to_string()
+            .trim_start_matches("aten::")
+            .replace('`', "'")
     )
     .unwrap();
     for f in &n.fields {
@@ -446,7 +447,8 @@ fn emit_node(w: &mut String, n: &NodeSpec<'_>) -> Result<(), String> {
                     a.derived.iter().any(|(v, x)| {
                         x == dv
                             && (*v == src
-                                || output_index(d, v).is_some_and(|nr| format!("result{nr}") == src))
+                                || output_index(d, v)
+                                    .is_some_and(|nr| format!("result{nr}") == src))
                     })
                 }
                 _ => a.vars.iter().any(|v| {
@@ -522,8 +524,7 @@ fn emit_node(w: &mut String, n: &NodeSpec<'_>) -> Result<(), String> {
                     .unwrap();
                 }
                 FieldKind::Derived(dv) => {
-                    let optional =
-                        arg(d, &f.source).is_some_and(|a| is_optional_tensor(a.ty()));
+                    let optional = arg(d, &f.source).is_some_and(|a| is_optional_tensor(a.ty()));
                     let e = match dv {
                         Derived::Sizes | Derived::Strides if optional => {
                             format!("{field}.as_deref()")
@@ -596,8 +597,7 @@ impl Sig {
             .map(RustArg::of)
             .collect::<Result<Vec<_>, String>>()
             .map_err(|e| format!("{}: {e}", f.schema_text))?;
-        let ret =
-            return_type(f.schema.returns()).map_err(|e| format!("{}: {e}", f.schema_text))?;
+        let ret = return_type(f.schema.returns()).map_err(|e| format!("{}: {e}", f.schema_text))?;
         // Kernel names: `add`, `add_scalar`, `add_inplace` (for `add_`), `where`.
         let name = f.api_name.trim_start_matches("r#");
         let stem = match name.strip_suffix('_') {
@@ -700,7 +700,11 @@ fn result_pattern(f: &NativeFunction) -> (String, Vec<String>) {
 }
 
 /// The ADInplaceOrView kernel of a function, if it writes an argument or returns a view.
-fn emit_inplace_or_view(w: &mut String, reg: &mut String, f: &NativeFunction) -> Result<(), String> {
+fn emit_inplace_or_view(
+    w: &mut String,
+    reg: &mut String,
+    f: &NativeFunction,
+) -> Result<(), String> {
     let written: Vec<usize> = f.schema.written_arguments();
     let view = f
         .schema
@@ -711,7 +715,10 @@ fn emit_inplace_or_view(w: &mut String, reg: &mut String, f: &NativeFunction) ->
         return Ok(());
     }
     if view && f.schema.returns().len() != 1 {
-        return Err(format!("{}: a view operator must return one tensor", f.schema_text));
+        return Err(format!(
+            "{}: a view operator must return one tensor",
+            f.schema_text
+        ));
     }
     let sig = Sig::of(f)?;
     let stem = &sig.stem;
@@ -728,9 +735,17 @@ fn emit_inplace_or_view(w: &mut String, reg: &mut String, f: &NativeFunction) ->
         if a.param == "&Tensor" {
             writeln!(w, "    {}.bump_version();", a.name).unwrap();
         } else if a.param == "&[Tensor]" {
-            writeln!(w, "    for t in {} {{\n        t.bump_version();\n    }}", a.name).unwrap();
+            writeln!(
+                w,
+                "    for t in {} {{\n        t.bump_version();\n    }}",
+                a.name
+            )
+            .unwrap();
         } else {
-            return Err(format!("{}: written argument of type {}", f.schema_text, a.param));
+            return Err(format!(
+                "{}: written argument of type {}",
+                f.schema_text, a.param
+            ));
         }
     }
     if view {
@@ -947,7 +962,10 @@ fn emit_differentiable(
         }
     } else {
         if f.schema.returns().len() != 1 {
-            return Err(format!("{}: an in-place operator returns `self`", f.schema_text));
+            return Err(format!(
+                "{}: an in-place operator returns `self`",
+                f.schema_text
+            ));
         }
         let self_p = name_of("self");
         writeln!(
@@ -972,7 +990,8 @@ fn emit_differentiable(
                         )
                         .unwrap();
                     }
-                    None => writeln!(w, "    let original_self_ = Some(ops::clone({self_p})?);").unwrap(),
+                    None => writeln!(w, "    let original_self_ = Some(ops::clone({self_p})?);")
+                        .unwrap(),
                 }
                 "original_self_.as_ref()"
             }
@@ -1012,7 +1031,11 @@ fn emit_differentiable(
             )
             .unwrap();
         }
-        writeln!(w, "    rebase_history({self_p}, node_);\n    Ok({self_p}.clone())\n}}\n").unwrap();
+        writeln!(
+            w,
+            "    rebase_history({self_p}, node_);\n    Ok({self_p}.clone())\n}}\n"
+        )
+        .unwrap();
     }
     Ok(())
 }
@@ -1058,7 +1081,10 @@ fn emit_not_implemented(w: &mut String, f: &NativeFunction) -> Result<(), String
                 }
             })
             .collect();
-        format!("&{{ let mut v: Vec<Option<&Tensor>> = Vec::new(); {} v }}", parts.join(" "))
+        format!(
+            "&{{ let mut v: Vec<Option<&Tensor>> = Vec::new(); {} v }}",
+            parts.join(" ")
+        )
     } else {
         edges
     };
@@ -1143,7 +1169,10 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
             continue;
         }
         if specs.contains_key(&d.node) {
-            return Err(format!("derivatives.yaml: two entries name the node {}", d.node));
+            return Err(format!(
+                "derivatives.yaml: two entries name the node {}",
+                d.node
+            ));
         }
         specs.insert(d.node.clone(), NodeSpec::new(d)?);
     }
@@ -1187,8 +1216,7 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
                 }
                 emit_differentiable(&mut kernels, f, spec, *inplace)?;
                 writeln!(reg, "{autograd_kernel}").unwrap();
-                let inputs: Vec<String> =
-                    spec.inputs.iter().map(|a| a.name().to_owned()).collect();
+                let inputs: Vec<String> = spec.inputs.iter().map(|a| a.name().to_owned()).collect();
                 (
                     if *inplace { "Inplace" } else { "Formula" },
                     Some(derivative.node.clone()),
@@ -1312,10 +1340,16 @@ mod tests {
         // `other` is read only by self's formula: saved only when self needs a gradient.
         assert!(code.contains("pub(crate) struct MulBackward0 {"), "{code}");
         assert!(code.contains("other: Option<SavedTensor>,"), "{code}");
-        assert!(code.contains("other: (edges_[0].is_valid()).then(|| SavedTensor::input(other)),"), "{code}");
+        assert!(
+            code.contains("other: (edges_[0].is_valid()).then(|| SavedTensor::input(other)),"),
+            "{code}"
+        );
         // A view saves its input's sizes, not the input.
         assert!(code.contains("self_sizes: SavedInts,"), "{code}");
-        assert!(code.contains("grad_inputs_[0] = into_grad(reshape(grad,self_sizes))?;"), "{code}");
+        assert!(
+            code.contains("grad_inputs_[0] = into_grad(reshape(grad,self_sizes))?;"),
+            "{code}"
+        );
     }
 
     #[test]

@@ -60,8 +60,7 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, String> {
             while i < chars.len()
                 && (chars[i].is_ascii_alphanumeric()
                     || chars[i] == '_'
-                    || (chars[i] == '.'
-                        && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit())))
+                    || (chars[i] == '.' && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit())))
             {
                 i += 1;
             }
@@ -97,7 +96,8 @@ pub(crate) fn render(tokens: &[Token]) -> String {
     let mut prev_word = false;
     for t in tokens {
         let word = matches!(t, Token::Ident(_))
-            || t.text().starts_with(|c: char| c.is_ascii_digit() || c == '"');
+            || t.text()
+                .starts_with(|c: char| c.is_ascii_digit() || c == '"');
         if word && prev_word {
             s.push(' ');
         }
@@ -197,11 +197,11 @@ pub(crate) fn analyse(
         let after_dot = prev.is_some_and(|p| p.is("."));
         let after_path = prev.is_some_and(|p| p.is("::"));
         let next = toks.get(i + 1);
-        let macro_call = next.is_some_and(|n| n.is("!")) && !toks.get(i + 2).is_some_and(|n| n.is("="));
+        let macro_call =
+            next.is_some_and(|n| n.is("!")) && !toks.get(i + 2).is_some_and(|n| n.is("="));
         let called = next.is_some_and(|n| n.is("(") || n.is("::")) || macro_call;
         // `to_args_sizes(list)` / `to_args_scalartypes(list)`.
-        if !after_dot && !after_path && (name == "to_args_sizes" || name == "to_args_scalartypes")
-        {
+        if !after_dot && !after_path && (name == "to_args_sizes" || name == "to_args_scalartypes") {
             if let (Some(Token::Ident(arg)), Some(close)) = (toks.get(i + 2), toks.get(i + 3)) {
                 if next.is_some_and(|n| n.is("(")) && close.is(")") && is_list(arg) {
                     let d = if name == "to_args_sizes" {
@@ -295,7 +295,9 @@ mod tests {
     fn lists() {
         let a = run("cat_tensors_backward(grad, to_args_sizes(tensors), dim)");
         assert_eq!(a.code, "cat_tensors_backward(grad,tensors_args_sizes,dim)");
-        assert!(a.derived.contains(&("tensors".to_owned(), Derived::ListSizes)));
+        assert!(a
+            .derived
+            .contains(&("tensors".to_owned(), Derived::ListSizes)));
         assert!(!a.vars.contains("tensors"));
     }
 }

@@ -25,8 +25,8 @@ mod model;
 mod types;
 
 pub use derivatives::{
-    node_prefix, parse_derivatives, plan, AutogradKind, AutogradPlan, Derivative,
-    GradientFormula, DONT_REQUIRE_DERIVATIVE,
+    node_prefix, parse_derivatives, plan, AutogradKind, AutogradPlan, Derivative, GradientFormula,
+    DONT_REQUIRE_DERIVATIVE,
 };
 pub use emit_api::api;
 pub use emit_autograd::autograd;

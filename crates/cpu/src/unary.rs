@@ -386,7 +386,8 @@ mod tests {
         );
         assert_eq!(abs(&t).unwrap().to_vec::<i8>().unwrap(), [3, 0, 5, i8::MIN]);
         assert_eq!(sgn(&t).unwrap().to_vec::<i8>().unwrap(), [-1, 0, 1, -1]);
-        let f = Tensor::from_vec(vec![f32::NAN, -0.0, 0.0, -2.0, 3.0, f32::INFINITY], &[6]).unwrap();
+        let f =
+            Tensor::from_vec(vec![f32::NAN, -0.0, 0.0, -2.0, 3.0, f32::INFINITY], &[6]).unwrap();
         assert_eq!(
             sgn(&f).unwrap().to_vec::<f32>().unwrap(),
             [0.0, 0.0, 0.0, -1.0, 1.0, 1.0]

@@ -67,7 +67,8 @@ mod tests {
     fn handlers_nest_and_restore() {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (a, b) = (seen.clone(), seen.clone());
-        let outer = set_warning_handler(move |m: &str| a.lock().unwrap().push(format!("outer {m}")));
+        let outer =
+            set_warning_handler(move |m: &str| a.lock().unwrap().push(format!("outer {m}")));
         {
             let _inner =
                 set_warning_handler(move |m: &str| b.lock().unwrap().push(format!("inner {m}")));

@@ -38,7 +38,13 @@ impl Conv<'_> {
     }
 
     /// The input (`input_gradient`) or weight gradient of the convolution for `go`.
-    fn backward(&self, go: &Tensor, x: &Tensor, w: &Tensor, input_gradient: bool) -> Result<Tensor> {
+    fn backward(
+        &self,
+        go: &Tensor,
+        x: &Tensor,
+        w: &Tensor,
+        input_gradient: bool,
+    ) -> Result<Tensor> {
         let mask = [input_gradient, !input_gradient, false];
         let (gi, gw, _) = ops::convolution_backward(
             go,

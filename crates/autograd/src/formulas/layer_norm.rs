@@ -45,7 +45,11 @@ pub(crate) fn layer_norm_double_backward(
     let batch_dims: Vec<i64> = (0..axis).collect();
     let n = normalized_shape.iter().product::<i64>() as f64;
     let mean_r = |t: &Tensor| {
-        ops::mean_dim_with(t, Some(&norm_dims), ops::MeanDimOptions::default().keepdim(true))
+        ops::mean_dim_with(
+            t,
+            Some(&norm_dims),
+            ops::MeanDimOptions::default().keepdim(true),
+        )
     };
     let sum_r = |t: &Tensor| {
         ops::sum_dim_int_list_with(

@@ -142,7 +142,9 @@ pub(crate) fn maybe_multiply(t: &Tensor, s: impl Into<Scalar>) -> Result<Tensor>
 
 /// PyTorch's `not_implemented`: the formula of an input whose derivative is not implemented.
 pub(crate) fn not_implemented(name: &str) -> Result<Tensor> {
-    Err(err(format!("the derivative for '{name}' is not implemented.")))
+    Err(err(format!(
+        "the derivative for '{name}' is not implemented."
+    )))
 }
 
 /// No gradient (PyTorch's `Tensor()`, an undefined tensor).

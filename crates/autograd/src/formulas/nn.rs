@@ -14,7 +14,10 @@ fn one_minus(t: &Tensor) -> Result<Tensor> {
 
 /// `silu`'s gradient with grad mode on, from differentiable operators:
 /// `grad * σ(x) * (1 + x * (1 - σ(x)))`.
-pub(crate) fn infinitely_differentiable_silu_backward(grad: &Tensor, input: &Tensor) -> Result<Tensor> {
+pub(crate) fn infinitely_differentiable_silu_backward(
+    grad: &Tensor,
+    input: &Tensor,
+) -> Result<Tensor> {
     let sigmoid = ops::sigmoid(input)?;
     let inner = ops::add_scalar(&ops::mul(input, &one_minus(&sigmoid)?)?, 1)?;
     ops::mul(&ops::mul(grad, &sigmoid)?, &inner)
@@ -33,12 +36,18 @@ fn gelu_second_derivative(x: &Tensor, tanh: bool) -> Result<Tensor> {
     }
     let k = (2.0 / std::f64::consts::PI).sqrt();
     let c = 0.044715;
-    let u = ops::mul_scalar(&ops::mul(x, &ops::add_scalar(&ops::mul_scalar(&x2, c)?, 1)?)?, k)?;
+    let u = ops::mul_scalar(
+        &ops::mul(x, &ops::add_scalar(&ops::mul_scalar(&x2, c)?, 1)?)?,
+        k,
+    )?;
     let t = ops::tanh(&u)?;
     let du = ops::mul_scalar(&ops::add_scalar(&ops::mul_scalar(&x2, 3.0 * c)?, 1)?, k)?;
     let ddu = ops::mul_scalar(x, 6.0 * k * c)?;
     let sech2 = one_minus(&ops::mul(&t, &t)?)?;
-    let inner = ops::sub(&ddu, &ops::mul_scalar(&ops::mul(&t, &ops::mul(&du, &du)?)?, 2.0)?)?;
+    let inner = ops::sub(
+        &ddu,
+        &ops::mul_scalar(&ops::mul(&t, &ops::mul(&du, &du)?)?, 2.0)?,
+    )?;
     let s = ops::add(&du, &ops::mul_scalar(&ops::mul(x, &inner)?, 0.5)?)?;
     ops::mul(&sech2, &s)
 }
@@ -75,7 +84,10 @@ pub(crate) fn native_dropout_double_backward(
     mask: &Tensor,
     scale: f64,
 ) -> Result<Tensor> {
-    ops::mul(&type_as(ggi, grad)?, &ops::mul_scalar(&type_as(mask, grad)?, scale)?)
+    ops::mul(
+        &type_as(ggi, grad)?,
+        &ops::mul_scalar(&type_as(mask, grad)?, scale)?,
+    )
 }
 
 /// `embedding`'s gradient of the weight (dense only: there are no sparse tensors).
@@ -124,16 +136,26 @@ pub(crate) fn embedding_dense_double_backward(
 
 /// `max_pool2d_with_indices_backward`'s gradient of its gradient input: `grad` read back at
 /// the argmax positions (over the last `dim` dimensions).
-pub(crate) fn max_pool_double_backward(grad: &Tensor, indices: &Tensor, dim: usize) -> Result<Tensor> {
+pub(crate) fn max_pool_double_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    dim: usize,
+) -> Result<Tensor> {
     if indices.numel() == 0 {
-        return ops::empty_like_with(indices, ops::EmptyLikeOptions::default().dtype(grad.dtype()));
+        return ops::empty_like_with(
+            indices,
+            ops::EmptyLikeOptions::default().dtype(grad.dtype()),
+        );
     }
     let lead = indices.dim().saturating_sub(dim);
     let mut size = indices.sizes()[..lead].to_vec();
     size.push(-1);
     let flat_indices = ops::view(indices, &size)?;
     let flat_grad = ops::view(&ops::contiguous(grad)?, &size)?;
-    ops::view(&ops::gather(&flat_grad, -1, &flat_indices)?, indices.sizes())
+    ops::view(
+        &ops::gather(&flat_grad, -1, &flat_indices)?,
+        indices.sizes(),
+    )
 }
 
 /// `_softmax_backward_data`'s gradient of the softmax output:
@@ -145,14 +167,24 @@ pub(crate) fn softmax_double_backward(
     output: &Tensor,
 ) -> Result<Tensor> {
     let a = ops::mul(grad_output, grad)?;
-    let b = ops::mul(&super::sum_keepdim(&ops::mul(output, grad_output)?, dim)?, grad)?;
-    let c = ops::mul(grad_output, &super::sum_keepdim(&ops::mul(output, grad)?, dim)?)?;
+    let b = ops::mul(
+        &super::sum_keepdim(&ops::mul(output, grad_output)?, dim)?,
+        grad,
+    )?;
+    let c = ops::mul(
+        grad_output,
+        &super::sum_keepdim(&ops::mul(output, grad)?, dim)?,
+    )?;
     ops::sub(&ops::sub(&a, &b)?, &c)
 }
 
 /// `mse_loss_backward`'s gradient of the input: `2 * grad` (divided by the number of elements
 /// for the mean).
-pub(crate) fn mse_loss_double_backward(grad: &Tensor, input: &Tensor, reduction: i64) -> Result<Tensor> {
+pub(crate) fn mse_loss_double_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    reduction: i64,
+) -> Result<Tensor> {
     let g = ops::mul_scalar(grad, 2)?;
     if reduction == 1 {
         return ops::div_scalar(&g, input.numel());

@@ -65,7 +65,10 @@ pub(crate) fn clamp_backward_min_max(
     match (min, max) {
         (Some(lo), Some(hi)) => {
             if grad_input_mask[0] {
-                out.0 = Some(keep(&logical_and(&ops::lt(self_, lo)?, &ops::lt(lo, hi)?)?)?);
+                out.0 = Some(keep(&logical_and(
+                    &ops::lt(self_, lo)?,
+                    &ops::lt(lo, hi)?,
+                )?)?);
             }
             if grad_input_mask[1] {
                 out.1 = Some(keep(&logical_or(&ops::gt(self_, hi)?, &ops::lt(hi, lo)?)?)?);
@@ -106,7 +109,10 @@ pub(crate) fn div_tensor_self_backward(
     rounding_mode: Option<&str>,
 ) -> Result<Tensor> {
     if rounding_mode.is_some() {
-        return ops::zeros_like_with(grad, ops::ZerosLikeOptions::default().dtype(self_scalar_type));
+        return ops::zeros_like_with(
+            grad,
+            ops::ZerosLikeOptions::default().dtype(self_scalar_type),
+        );
     }
     other.divide(grad)
 }
@@ -121,7 +127,10 @@ pub(crate) fn div_tensor_other_backward(
     if rounding_mode.is_some() {
         return ops::zeros_like_with(grad, ops::ZerosLikeOptions::default().dtype(other.dtype()));
     }
-    ops::mul(&ops::neg(grad)?, &ops::div(&ops::div(self_, other)?, other)?)
+    ops::mul(
+        &ops::neg(grad)?,
+        &ops::div(&ops::div(self_, other)?, other)?,
+    )
 }
 
 /// `pow.Tensor_Scalar`'s gradient: `grad * exponent * self^(exponent - 1)` (zeros for a zero
@@ -137,7 +146,11 @@ pub(crate) fn pow_backward(grad: &Tensor, self_: &Tensor, exponent: Scalar) -> R
 
 /// `pow.Tensor_Tensor`'s gradient of the base: `grad * exponent * self^(exponent - 1)`, 0 where
 /// the exponent is 0.
-pub(crate) fn pow_backward_self(grad: &Tensor, self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+pub(crate) fn pow_backward_self(
+    grad: &Tensor,
+    self_: &Tensor,
+    exponent: &Tensor,
+) -> Result<Tensor> {
     let d = ops::mul(exponent, &ops::pow(self_, &ops::sub_scalar(exponent, 1)?)?)?;
     ops::where_scalar_self(&ops::eq_scalar(exponent, 0.0)?, 0.0, &ops::mul(grad, &d)?)
 }
@@ -186,7 +199,11 @@ pub(crate) fn masked_fill_backward(grad: &Tensor, mask: &Tensor) -> Result<Tenso
 
 /// `t.masked_fill(mask, value)`, in place on `t` (a temporary of the formula) when grad mode is
 /// off, out of place when the gradient is being recorded.
-pub(crate) fn masked_fill_inplace_if_safe(t: &Tensor, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+pub(crate) fn masked_fill_inplace_if_safe(
+    t: &Tensor,
+    mask: &Tensor,
+    value: impl Into<Scalar>,
+) -> Result<Tensor> {
     if crate::is_grad_enabled() {
         ops::masked_fill(t, mask, value)
     } else {
@@ -195,9 +212,16 @@ pub(crate) fn masked_fill_inplace_if_safe(t: &Tensor, mask: &Tensor, value: impl
 }
 
 /// `_to_copy`'s gradient: `grad` back in the input's dtype and on its device.
-pub(crate) fn _to_copy_backward(grad: &Tensor, dtype: ScalarType, device: Device) -> Result<Tensor> {
+pub(crate) fn _to_copy_backward(
+    grad: &Tensor,
+    dtype: ScalarType,
+    device: Device,
+) -> Result<Tensor> {
     if grad.dtype() == dtype && grad.device() == device {
         return Ok(grad.clone());
     }
-    ops::_to_copy_with(grad, ops::ToCopyOptions::default().dtype(dtype).device(device))
+    ops::_to_copy_with(
+        grad,
+        ops::ToCopyOptions::default().dtype(dtype).device(device),
+    )
 }

@@ -103,7 +103,11 @@ pub(crate) fn scale_grad_by_count(grad: &Tensor, mask: &Tensor, dims: &[i64]) ->
 }
 
 /// `max()` / `min()`'s gradient: shared evenly among the elements equal to the result.
-pub(crate) fn evenly_distribute_backward(grad: &Tensor, input: &Tensor, value: &Tensor) -> Result<Tensor> {
+pub(crate) fn evenly_distribute_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    value: &Tensor,
+) -> Result<Tensor> {
     let mask = ops::eq(input, value)?;
     let share = ops::div(grad, &ops::sum(&mask)?)?;
     ops::masked_fill_tensor(&ops::zeros_like(input)?, &mask, &share)
@@ -152,11 +156,8 @@ pub(crate) fn var_backward(
                 grad.clone()
             };
             let n = reduced_count(self_.sizes(), d) as f64;
-            let mean = ops::mean_dim_with(
-                self_,
-                Some(d),
-                ops::MeanDimOptions::default().keepdim(true),
-            )?;
+            let mean =
+                ops::mean_dim_with(self_, Some(d), ops::MeanDimOptions::default().keepdim(true))?;
             let scaled = ops::mul_scalar(&grad, 2.0 / (n - correction))?;
             ops::mul(&scaled, &ops::sub(self_, &mean)?)
         }

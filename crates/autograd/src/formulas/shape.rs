@@ -68,7 +68,11 @@ pub(crate) fn as_strided_backward(
 
 /// `cat`'s gradients: the slices of `grad` along `dim` (an input of legacy shape `[0]` gets an
 /// empty gradient).
-pub(crate) fn cat_tensors_backward(grad: &Tensor, sizes: &[Vec<i64>], dim: i64) -> Result<Vec<Tensor>> {
+pub(crate) fn cat_tensors_backward(
+    grad: &Tensor,
+    sizes: &[Vec<i64>],
+    dim: i64,
+) -> Result<Vec<Tensor>> {
     // PyTorch's legacy_cat_wrap_dim: wrapped against the first input that is not `[0]`.
     let ndim = sizes
         .iter()
@@ -97,7 +101,12 @@ pub(crate) fn stack_tensors_backward(grad: &Tensor, dim: i64) -> Result<Vec<Tens
 }
 
 /// `index_select`'s gradient: `grad` added into zeros of the input's sizes at `index`.
-pub(crate) fn index_select_backward(grad: &Tensor, sizes: &[i64], dim: i64, index: &Tensor) -> Result<Tensor> {
+pub(crate) fn index_select_backward(
+    grad: &Tensor,
+    sizes: &[i64],
+    dim: i64,
+    index: &Tensor,
+) -> Result<Tensor> {
     ops::index_add(&new_zeros(grad, sizes)?, dim, index, grad)
 }
 
@@ -160,5 +169,12 @@ pub(crate) fn slice_backward_wrapper(
     end: Option<i64>,
     step: i64,
 ) -> Result<Tensor> {
-    ops::slice_backward(grad, sizes, dim, start.unwrap_or(0), end.unwrap_or(i64::MAX), step)
+    ops::slice_backward(
+        grad,
+        sizes,
+        dim,
+        start.unwrap_or(0),
+        end.unwrap_or(i64::MAX),
+        step,
+    )
 }

@@ -12,7 +12,12 @@ pub fn var(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
 }
 
 /// `var.dim`: `var.correction` over `dim`, with correction 1 when `unbiased`.
-pub fn var_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+pub fn var_dim(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+) -> Result<Tensor> {
     crate::var_correction_with(
         self_,
         crate::VarCorrectionOptions {
