@@ -8,6 +8,7 @@
     clippy::needless_borrow,
     clippy::needless_borrows_for_generic_args,
     clippy::redundant_closure,
+    clippy::redundant_field_names,
     clippy::type_complexity,
     clippy::let_and_return,
     clippy::unnecessary_lazy_evaluations,
