@@ -11,7 +11,7 @@
 //! - [`backend`]: the kernel registrations of one backend crate for one dispatch key;
 //! - [`autograd`]: the autograd crate's backward nodes, its Autograd and ADInplaceOrView
 //!   kernels and their registrations (Note [Which kernel an operator gets] in
-//!   `emit_autograd.rs`).
+//!   `emit_autograd/mod.rs`).
 //!
 //! Generated code is never edited by hand: change the YAML or this crate.
 
