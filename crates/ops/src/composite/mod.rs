@@ -6,11 +6,13 @@
 mod convert;
 mod factories;
 mod nn;
+mod properties;
 mod shape;
 
 pub use convert::*;
 pub use factories::*;
 pub use nn::*;
+pub use properties::*;
 pub use shape::*;
 
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind};
