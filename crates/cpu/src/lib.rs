@@ -46,6 +46,7 @@ mod loss_nll2d;
 #[cfg(test)]
 mod nn_testutil;
 mod norm;
+mod overloads;
 mod pool;
 mod random;
 mod reductions;
@@ -73,6 +74,7 @@ pub use linalg::*;
 pub use loss::*;
 pub use loss_nll2d::*;
 pub use norm::*;
+pub use overloads::*;
 pub use pool::*;
 pub use random::*;
 pub use reductions::*;

@@ -6,12 +6,14 @@
 mod convert;
 mod factories;
 mod nn;
+mod overloads;
 mod properties;
 mod shape;
 
 pub use convert::*;
 pub use factories::*;
 pub use nn::*;
+pub use overloads::*;
 pub use properties::*;
 pub use shape::*;
 

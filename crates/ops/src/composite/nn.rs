@@ -157,8 +157,8 @@ fn conv_nd(
         if b.dtype() != input.dtype() {
             return Err(error(format!(
                 "Input type ({}) and bias type ({}) should be the same",
-                input.dtype().name(),
-                b.dtype().name()
+                input.dtype().type_meta_name(),
+                b.dtype().type_meta_name()
             )));
         }
     }
