@@ -35,7 +35,12 @@ fn same_pads(kernel: i64, dilation: i64) -> (i64, i64) {
 #[test]
 fn conv2d_same_matches_explicit_asymmetric_padding() {
     // Even kernels with odd dilation pad one more zero after than before.
-    for (kh, kw, dil) in [(2, 3, [1, 1]), (4, 2, [1, 3]), (3, 3, [2, 2]), (2, 2, [2, 1])] {
+    for (kh, kw, dil) in [
+        (2, 3, [1, 1]),
+        (4, 2, [1, 3]),
+        (3, 3, [2, 2]),
+        (2, 2, [2, 1]),
+    ] {
         let input = r(&[2, 4, 5, 6], 1, -1.0, 1.0);
         let weight = r(&[6, 2, kh, kw], 2, -1.0, 1.0);
         let bias = r(&[6], 3, -1.0, 1.0);
@@ -71,7 +76,9 @@ fn conv1d_same_and_valid() {
     let same = ops::conv1d_padding_with(
         &input,
         &weight,
-        Conv1dPaddingOptions::default().padding("same").dilation(&[3]),
+        Conv1dPaddingOptions::default()
+            .padding("same")
+            .dilation(&[3]),
     )
     .unwrap();
     assert_eq!(same.sizes(), &[1, 3, 7]);
@@ -94,7 +101,9 @@ fn conv1d_same_and_valid() {
     let unbatched = ops::conv1d_padding_with(
         &input.squeeze_dim(0).unwrap(),
         &weight,
-        Conv1dPaddingOptions::default().padding("same").dilation(&[3]),
+        Conv1dPaddingOptions::default()
+            .padding("same")
+            .dilation(&[3]),
     )
     .unwrap();
     assert_close(&unbatched, &same.squeeze_dim(0).unwrap(), "unbatched");
@@ -171,9 +180,7 @@ fn errors_are_pytorchs() {
     let e = err(ops::conv1d_padding_with(
         &input,
         &weight,
-        Conv1dPaddingOptions::default()
-            .padding("same")
-            .stride(&[2]),
+        Conv1dPaddingOptions::default().padding("same").stride(&[2]),
     ));
     assert!(
         e.contains("padding='same' is not supported for strided convolutions"),
@@ -186,7 +193,10 @@ fn errors_are_pytorchs() {
             .padding("same")
             .dilation(&[1, 1]),
     ));
-    assert!(e.contains("dilation cannot broadcast to 1 dimensions"), "{e}");
+    assert!(
+        e.contains("dilation cannot broadcast to 1 dimensions"),
+        "{e}"
+    );
     let e = err(ops::conv2d_padding(&r(&[2, 7], 4, -1.0, 1.0), &weight));
     assert!(
         e.contains(

@@ -53,9 +53,17 @@ fn nll_loss_nd_matches_per_pixel_reference() {
         let mut tshape = vec![shape[0]];
         tshape.extend_from_slice(&shape[2..]);
         let n: i64 = tshape.iter().product();
-        let t: Vec<i64> = (0..n).map(|i| [0, 2, 1, -100, 1][(i % 5) as usize]).collect();
+        let t: Vec<i64> = (0..n)
+            .map(|i| [0, 2, 1, -100, 1][(i % 5) as usize])
+            .collect();
         let target = long(&t, &tshape);
-        for (w, wt) in [(None, None), (Some(&weight[..]), Some(Tensor::from_vec(weight.to_vec(), &[3]).unwrap()))] {
+        for (w, wt) in [
+            (None, None),
+            (
+                Some(&weight[..]),
+                Some(Tensor::from_vec(weight.to_vec(), &[3]).unwrap()),
+            ),
+        ] {
             let (loss, counted) = reference_nll(&x, &t, w, -100);
             for reduction in [0, 1, 2] {
                 let got = ops::nll_loss_nd_with(
@@ -71,11 +79,18 @@ fn nll_loss_nd_matches_per_pixel_reference() {
                 let what = format!("{shape:?} weight={} reduction={reduction}", w.is_some());
                 if reduction == 0 {
                     assert_eq!(got.sizes(), &tshape[..], "{what}");
-                    assert_close(&got, &Tensor::from_vec(loss.clone(), &tshape).unwrap(), &what);
+                    assert_close(
+                        &got,
+                        &Tensor::from_vec(loss.clone(), &tshape).unwrap(),
+                        &what,
+                    );
                 } else {
                     assert_eq!(got.dim(), 0, "{what}");
                     let want = reduce(&loss, &counted, reduction);
-                    assert!((vals(&got)[0] - want).abs() < 1e-9, "{what}: {got} vs {want}");
+                    assert!(
+                        (vals(&got)[0] - want).abs() < 1e-9,
+                        "{what}: {got} vs {want}"
+                    );
                 }
             }
         }
@@ -88,18 +103,26 @@ fn nll_loss2d_kernels_agree_with_the_composite() {
     let target = long(&[0, 1, 2, 2, 1, 0, 1, 1, -1, 0, 2, 2], &[2, 2, 3]);
     let weight = Tensor::from_vec(vec![1.0, 0.25, 3.0], &[3]).unwrap();
     for reduction in [0, 1, 2] {
-        let (out, total) = ops::nll_loss2d_forward(&x, &target, Some(&weight), reduction, -1).unwrap();
+        let (out, total) =
+            ops::nll_loss2d_forward(&x, &target, Some(&weight), reduction, -1).unwrap();
         let composite = ops::nll_loss2d_with(
             &x,
             &target,
-            ops::NllLoss2dOptions { weight: Some(&weight), reduction, ignore_index: -1 },
+            ops::NllLoss2dOptions {
+                weight: Some(&weight),
+                reduction,
+                ignore_index: -1,
+            },
         )
         .unwrap();
         assert_close(&out, &composite, &format!("forward reduction={reduction}"));
         if reduction == 0 {
             assert_eq!(vals(&total), [0.0]);
         } else {
-            assert_eq!(vals(&total), [1.0 + 0.25 + 3.0 + 3.0 + 0.25 + 1.0 + 0.25 + 0.25 + 1.0 + 3.0 + 3.0]);
+            assert_eq!(
+                vals(&total),
+                [1.0 + 0.25 + 3.0 + 3.0 + 0.25 + 1.0 + 0.25 + 0.25 + 1.0 + 3.0 + 3.0]
+            );
         }
         // The backward kernel against autograd through the composite.
         let grad_out = if reduction == 0 {
@@ -107,16 +130,31 @@ fn nll_loss2d_kernels_agree_with_the_composite() {
         } else {
             Tensor::scalar_tensor(1.5, ScalarType::Double)
         };
-        let grad = ops::nll_loss2d_backward(&grad_out, &x, &target, Some(&weight), reduction, -1, &total).unwrap();
+        let grad =
+            ops::nll_loss2d_backward(&grad_out, &x, &target, Some(&weight), reduction, -1, &total)
+                .unwrap();
         let leaf = x.detach().requires_grad_(true).unwrap();
         let loss = ops::nll_loss2d_with(
             &leaf,
             &target,
-            ops::NllLoss2dOptions { weight: Some(&weight), reduction, ignore_index: -1 },
+            ops::NllLoss2dOptions {
+                weight: Some(&weight),
+                reduction,
+                ignore_index: -1,
+            },
         )
         .unwrap();
-        ops::mul(&loss, &grad_out).unwrap().sum().unwrap().backward().unwrap();
-        assert_close(&grad, &leaf.grad().unwrap(), &format!("backward reduction={reduction}"));
+        ops::mul(&loss, &grad_out)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .backward()
+            .unwrap();
+        assert_close(
+            &grad,
+            &leaf.grad().unwrap(),
+            &format!("backward reduction={reduction}"),
+        );
         assert!(grad.is_contiguous());
     }
 }
@@ -139,10 +177,18 @@ fn cross_entropy_spatial_matches_the_2d_form() {
                     ignore_index: -100,
                     label_smoothing: smoothing,
                 };
-                let got = ops::cross_entropy_loss_with(&x, &target, opts.clone()).unwrap();
+                let got = ops::cross_entropy_loss_with(&x, &target, opts).unwrap();
                 let want = ops::cross_entropy_loss_with(&rows, &flat, opts).unwrap();
-                let want = if reduction == 0 { want.reshape(&[2, 3, 2]).unwrap() } else { want };
-                assert_close(&got, &want, &format!("w={} ls={smoothing} r={reduction}", w.is_some()));
+                let want = if reduction == 0 {
+                    want.reshape(&[2, 3, 2]).unwrap()
+                } else {
+                    want
+                };
+                assert_close(
+                    &got,
+                    &want,
+                    &format!("w={} ls={smoothing} r={reduction}", w.is_some()),
+                );
             }
         }
     }
@@ -175,7 +221,11 @@ fn spatial_losses_have_gradients() {
                 ops::nll_loss_nd_with(
                     &t[0],
                     &target,
-                    NllLossNdOptions { weight: Some(&weight), reduction, ignore_index: -100 },
+                    NllLossNdOptions {
+                        weight: Some(&weight),
+                        reduction,
+                        ignore_index: -100,
+                    },
                 )
             },
             &[x(&[2, 3, 2, 2], 5)],
@@ -202,7 +252,13 @@ fn spatial_losses_have_gradients() {
 #[test]
 fn meta_shapes() {
     let meta = |shape: &[i64], dtype| {
-        ops::empty_with(shape, ops::EmptyOptions::default().dtype(dtype).device(Device::META)).unwrap()
+        ops::empty_with(
+            shape,
+            ops::EmptyOptions::default()
+                .dtype(dtype)
+                .device(Device::META),
+        )
+        .unwrap()
     };
     let x = meta(&[4, 3, 5, 6], ScalarType::Float);
     let t = meta(&[4, 5, 6], ScalarType::Long);
@@ -212,7 +268,15 @@ fn meta_shapes() {
     assert_eq!(g.sizes(), &[4, 3, 5, 6]);
     let x5 = meta(&[4, 3, 5, 6, 2], ScalarType::Float);
     let t5 = meta(&[4, 5, 6, 2], ScalarType::Long);
-    let none = ops::nll_loss_nd_with(&x5, &t5, NllLossNdOptions { reduction: 0, ..Default::default() }).unwrap();
+    let none = ops::nll_loss_nd_with(
+        &x5,
+        &t5,
+        NllLossNdOptions {
+            reduction: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(none.sizes(), &[4, 5, 6, 2]);
 }
 
@@ -224,31 +288,68 @@ fn err(r: Result<Tensor, DispatchError>) -> String {
 fn errors_are_pytorchs() {
     let x = r(&[2, 3, 4, 5], 7, -1.0, 0.0);
     let e = err(ops::nll_loss_nd(&x, &long(&[0; 3], &[3])));
-    assert!(e.contains("Expected input batch_size (2) to match target batch_size (3)."), "{e}");
+    assert!(
+        e.contains("Expected input batch_size (2) to match target batch_size (3)."),
+        "{e}"
+    );
     let e = err(ops::nll_loss2d(&x, &long(&[0; 2], &[2])));
     assert!(e.contains("only batches of spatial targets supported (3D tensors) but got targets of dimension: 1"), "{e}");
     let e = err(ops::nll_loss2d(&x, &long(&[0; 24], &[2, 4, 3])));
-    assert!(e.contains("size mismatch (got input: [2, 3, 4, 5] , target: [2, 4, 3]"), "{e}");
-    let e = err(ops::nll_loss_nd(&r(&[2, 3, 4], 7, -1.0, 0.0), &long(&[0; 6], &[2, 3])));
+    assert!(
+        e.contains("size mismatch (got input: [2, 3, 4, 5] , target: [2, 4, 3]"),
+        "{e}"
+    );
+    let e = err(ops::nll_loss_nd(
+        &r(&[2, 3, 4], 7, -1.0, 0.0),
+        &long(&[0; 6], &[2, 3]),
+    ));
     assert!(e.contains("Expected target size [2, 4], got [2, 3]"), "{e}");
     let e = err(ops::nll_loss_nd(&x, &long(&[3; 40], &[2, 4, 5])));
     assert!(e.contains("Target 3 is out of bounds."), "{e}");
-    let e = err(ops::nll_loss2d_forward(&x, &long(&[0; 40], &[2, 4, 5]), Some(&r(&[2], 1, 0.0, 1.0)), 1, -100).map(|r| r.0));
-    assert!(e.contains("weight tensor should be defined either for all or no classes"), "{e}");
-    let e = err(ops::nll_loss_nd(&Tensor::scalar_tensor(1.0, ScalarType::Float), &long(&[0], &[1])));
+    let e = err(ops::nll_loss2d_forward(
+        &x,
+        &long(&[0; 40], &[2, 4, 5]),
+        Some(&r(&[2], 1, 0.0, 1.0)),
+        1,
+        -100,
+    )
+    .map(|r| r.0));
+    assert!(
+        e.contains("weight tensor should be defined either for all or no classes"),
+        "{e}"
+    );
+    let e = err(ops::nll_loss_nd(
+        &Tensor::scalar_tensor(1.0, ScalarType::Float),
+        &long(&[0], &[1]),
+    ));
     assert!(e.contains("Expected 1 or more dimensions (got 0)"), "{e}");
     let e = err(ops::cross_entropy_loss_with(
         &x,
         &long(&[0; 40], &[2, 4, 5]),
-        CrossEntropyLossOptions { label_smoothing: 1.5, ..Default::default() },
+        CrossEntropyLossOptions {
+            label_smoothing: 1.5,
+            ..Default::default()
+        },
     ));
-    assert!(e.contains("label_smoothing must be between 0.0 and 1.0. Got: 1.5"), "{e}");
+    assert!(
+        e.contains("label_smoothing must be between 0.0 and 1.0. Got: 1.5"),
+        "{e}"
+    );
     let e = err(ops::cross_entropy_loss(&x, &long(&[0; 120], &[2, 3, 4, 5])));
-    assert!(e.contains("Expected floating point type for target with class probabilities, got Long"), "{e}");
+    assert!(
+        e.contains("Expected floating point type for target with class probabilities, got Long"),
+        "{e}"
+    );
     let e = err(ops::cross_entropy_loss_with(
         &x,
         &r(&[2, 3, 4, 5], 1, 0.0, 1.0),
-        CrossEntropyLossOptions { ignore_index: 1, ..Default::default() },
+        CrossEntropyLossOptions {
+            ignore_index: 1,
+            ..Default::default()
+        },
     ));
-    assert!(e.contains("ignore_index is not supported for floating point target"), "{e}");
+    assert!(
+        e.contains("ignore_index is not supported for floating point target"),
+        "{e}"
+    );
 }

@@ -243,14 +243,26 @@ fn printed(d: &Dir, op: &str, args: &[&str]) -> String {
 fn non_tensor_results_print_as_json() {
     let d = dir_with(
         "json",
-        &[("one", f32s(&[2.5], &[1, 1])), ("n", Tensor::from_vec(vec![7i64], &[]).unwrap())],
+        &[
+            ("one", f32s(&[2.5], &[1, 1])),
+            ("n", Tensor::from_vec(vec![7i64], &[]).unwrap()),
+        ],
     );
     assert_eq!(printed(&d, "numel", &["self=@a"]), "{\"out0\":4}\n");
-    assert_eq!(printed(&d, "size.int", &["self=@a", "dim=-1"]), "{\"out0\":2}\n");
+    assert_eq!(
+        printed(&d, "size.int", &["self=@a", "dim=-1"]),
+        "{\"out0\":2}\n"
+    );
     assert_eq!(printed(&d, "item", &["self=@one"]), "{\"out0\":2.5}\n");
     assert_eq!(printed(&d, "item", &["self=@n"]), "{\"out0\":7}\n");
-    assert_eq!(printed(&d, "equal", &["self=@a", "other=@a"]), "{\"out0\":true}\n");
-    assert_eq!(printed(&d, "equal", &["self=@a", "other=@b"]), "{\"out0\":false}\n");
+    assert_eq!(
+        printed(&d, "equal", &["self=@a", "other=@a"]),
+        "{\"out0\":true}\n"
+    );
+    assert_eq!(
+        printed(&d, "equal", &["self=@a", "other=@b"]),
+        "{\"out0\":false}\n"
+    );
     assert_eq!(
         printed(&d, "arange.start", &["start=2", "end=5"]),
         "out0 = tensor([2, 3, 4])\n"
@@ -260,7 +272,13 @@ fn non_tensor_results_print_as_json() {
         e.contains("a Tensor with 4 elements cannot be converted to Scalar"),
         "{e}"
     );
-    let e = error_line(&["size.int", "--in", &d.path("in.safetensors"), "self=@a", "dim=2"]);
+    let e = error_line(&[
+        "size.int",
+        "--in",
+        &d.path("in.safetensors"),
+        "self=@a",
+        "dim=2",
+    ]);
     assert!(
         e.contains("Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
         "{e}"

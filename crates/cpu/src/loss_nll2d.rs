@@ -45,7 +45,10 @@ fn check_inputs(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Res
         )));
     }
     if !self_.dtype().is_floating_point() {
-        return Err(not_implemented("nll_loss2d_forward_out_frame", self_.dtype()));
+        return Err(not_implemented(
+            "nll_loss2d_forward_out_frame",
+            self_.dtype(),
+        ));
     }
     if target.dtype() != ScalarType::Long {
         return Err(invalid(format!(
@@ -156,5 +159,7 @@ pub fn nll_loss2d_backward(
         self_.sizes()[2],
         self_.sizes()[3],
     );
-    grad.reshape(&[n, h, w, c])?.permute(&[0, 3, 1, 2])?.contiguous()
+    grad.reshape(&[n, h, w, c])?
+        .permute(&[0, 3, 1, 2])?
+        .contiguous()
 }

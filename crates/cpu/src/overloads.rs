@@ -81,12 +81,22 @@ pub fn rsub_scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tenso
 }
 
 /// `rsub.Tensor_out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out)`.
-pub fn rsub_tensor_out(self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+pub fn rsub_tensor_out(
+    self_: &Tensor,
+    other: &Tensor,
+    alpha: Scalar,
+    out: &Tensor,
+) -> Result<Tensor> {
     crate::sub_out(other, self_, alpha, out)
 }
 
 /// `rsub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out)`.
-pub fn rsub_scalar_out(self_: &Tensor, other: Scalar, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+pub fn rsub_scalar_out(
+    self_: &Tensor,
+    other: Scalar,
+    alpha: Scalar,
+    out: &Tensor,
+) -> Result<Tensor> {
     crate::sub_out(&Tensor::wrapped_scalar(other), self_, alpha, out)
 }
 
@@ -106,7 +116,11 @@ pub fn div_scalar_mode_out(
 }
 
 /// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode)`.
-pub fn div_scalar_mode_(self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+pub fn div_scalar_mode_(
+    self_: &Tensor,
+    other: Scalar,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
     crate::div_mode_(self_, &Tensor::wrapped_scalar(other), rounding_mode)
 }
 
@@ -121,13 +135,31 @@ pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
 }
 
 /// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out)`.
-pub fn masked_fill_scalar_out(self_: &Tensor, mask: &Tensor, value: Scalar, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::masked_fill_scalar(self_, mask, value)?, out, OutDtype::Exact)
+pub fn masked_fill_scalar_out(
+    self_: &Tensor,
+    mask: &Tensor,
+    value: Scalar,
+    out: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::masked_fill_scalar(self_, mask, value)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 /// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out)`.
-pub fn masked_fill_tensor_out(self_: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::masked_fill_tensor(self_, mask, value)?, out, OutDtype::Exact)
+pub fn masked_fill_tensor_out(
+    self_: &Tensor,
+    mask: &Tensor,
+    value: &Tensor,
+    out: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::masked_fill_tensor(self_, mask, value)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 /// `clamp_min.Tensor(Tensor self, Tensor min)`.
@@ -221,7 +253,11 @@ pub fn max_dim_max(
     max: &Tensor,
     max_values: &Tensor,
 ) -> Result<(Tensor, Tensor)> {
-    write_outs(crate::max_dim(self_, dim, keepdim)?, (max, max_values), OutDtype::Exact)
+    write_outs(
+        crate::max_dim(self_, dim, keepdim)?,
+        (max, max_values),
+        OutDtype::Exact,
+    )
 }
 
 /// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!)
@@ -233,7 +269,11 @@ pub fn min_dim_min(
     min: &Tensor,
     min_indices: &Tensor,
 ) -> Result<(Tensor, Tensor)> {
-    write_outs(crate::min_dim(self_, dim, keepdim)?, (min, min_indices), OutDtype::Exact)
+    write_outs(
+        crate::min_dim(self_, dim, keepdim)?,
+        (min, min_indices),
+        OutDtype::Exact,
+    )
 }
 
 /// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out)`.
@@ -255,7 +295,11 @@ pub fn var_out(
     keepdim: bool,
     out: &Tensor,
 ) -> Result<Tensor> {
-    write_out(&crate::var_dim(self_, dim, unbiased, keepdim)?, out, OutDtype::Exact)
+    write_out(
+        &crate::var_dim(self_, dim, unbiased, keepdim)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 /// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool
@@ -267,19 +311,36 @@ pub fn var_correction_out(
     keepdim: bool,
     out: &Tensor,
 ) -> Result<Tensor> {
-    write_out(&crate::var_correction(self_, dim, correction, keepdim)?, out, OutDtype::Exact)
+    write_out(
+        &crate::var_correction(self_, dim, correction, keepdim)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 // ------------------------------------------------------------------ nn
 
 /// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)`.
 pub fn _softmax_out(self_: &Tensor, dim: i64, half_to_float: bool, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::_softmax(self_, dim, half_to_float)?, out, OutDtype::Exact)
+    write_out(
+        &crate::_softmax(self_, dim, half_to_float)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 /// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)`.
-pub fn _log_softmax_out(self_: &Tensor, dim: i64, half_to_float: bool, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::_log_softmax(self_, dim, half_to_float)?, out, OutDtype::Exact)
+pub fn _log_softmax_out(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::_log_softmax(self_, dim, half_to_float)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 /// `_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType
@@ -388,8 +449,17 @@ pub fn nll_loss2d_backward_grad_input(
 }
 
 /// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out)`.
-pub fn mse_loss_out(self_: &Tensor, target: &Tensor, reduction: i64, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::mse_loss(self_, target, reduction)?, out, OutDtype::Exact)
+pub fn mse_loss_out(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::mse_loss(self_, target, reduction)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 /// `mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int
@@ -418,13 +488,29 @@ pub fn threshold_backward_grad_input(
 }
 
 /// `sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input)`.
-pub fn sigmoid_backward_grad_input(grad_output: &Tensor, output: &Tensor, grad_input: &Tensor) -> Result<Tensor> {
-    write_out(&crate::sigmoid_backward(grad_output, output)?, grad_input, OutDtype::Castable)
+pub fn sigmoid_backward_grad_input(
+    grad_output: &Tensor,
+    output: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::sigmoid_backward(grad_output, output)?,
+        grad_input,
+        OutDtype::Castable,
+    )
 }
 
 /// `tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input)`.
-pub fn tanh_backward_grad_input(grad_output: &Tensor, output: &Tensor, grad_input: &Tensor) -> Result<Tensor> {
-    write_out(&crate::tanh_backward(grad_output, output)?, grad_input, OutDtype::Castable)
+pub fn tanh_backward_grad_input(
+    grad_output: &Tensor,
+    output: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::tanh_backward(grad_output, output)?,
+        grad_input,
+        OutDtype::Castable,
+    )
 }
 
 /// `gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none',
@@ -440,21 +526,49 @@ pub fn gelu_backward_grad_input(
 }
 
 /// `silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input)`.
-pub fn silu_backward_grad_input(grad_output: &Tensor, self_: &Tensor, grad_input: &Tensor) -> Result<Tensor> {
-    write_out(&crate::silu_backward(grad_output, self_)?, grad_input, OutDtype::Castable)
+pub fn silu_backward_grad_input(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::silu_backward(grad_output, self_)?,
+        grad_input,
+        OutDtype::Castable,
+    )
 }
 
 // ------------------------------------------------------------------ indexing
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!)
 /// out)`.
-pub fn gather_out(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::gather(self_, dim, index, sparse_grad)?, out, OutDtype::Exact)
+pub fn gather_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    sparse_grad: bool,
+    out: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::gather(self_, dim, index, sparse_grad)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out)`.
-pub fn scatter_add_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::scatter_add(self_, dim, index, src)?, out, OutDtype::Exact)
+pub fn scatter_add_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<Tensor> {
+    write_out(
+        &crate::scatter_add(self_, dim, index, src)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 /// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1,
@@ -467,7 +581,11 @@ pub fn index_add_out(
     alpha: Scalar,
     out: &Tensor,
 ) -> Result<Tensor> {
-    write_out(&crate::index_add(self_, dim, index, source, alpha)?, out, OutDtype::Exact)
+    write_out(
+        &crate::index_add(self_, dim, index, source, alpha)?,
+        out,
+        OutDtype::Exact,
+    )
 }
 
 // ------------------------------------------------------------------ factories and filling

@@ -190,7 +190,9 @@ pub fn conv1d(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
-    conv_nd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
+    conv_nd(
+        1, "conv1d", input, weight, bias, stride, padding, dilation, groups,
+    )
 }
 
 /// `conv2d`: `convolution` with two spatial dimensions (input `(N, C, H, W)` or `(C, H, W)`).
@@ -203,7 +205,9 @@ pub fn conv2d(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
-    conv_nd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
+    conv_nd(
+        2, "conv2d", input, weight, bias, stride, padding, dilation, groups,
+    )
 }
 
 /// `conv1d.padding`: `conv1d` with `padding="same"` or `"valid"` (see `_convolution_mode`).
@@ -250,7 +254,15 @@ pub fn _convolution_mode(
     match padding {
         "same" => convolution_same(input, weight, bias, stride, dilation, groups),
         "valid" => crate::convolution(
-            input, weight, bias, stride, &[0], dilation, false, &[0], groups,
+            input,
+            weight,
+            bias,
+            stride,
+            &[0],
+            dilation,
+            false,
+            &[0],
+            groups,
         ),
         other => Err(error(format!("Invalid padding string: '{other}'"))),
     }
@@ -290,10 +302,14 @@ fn convolution_same(
         )));
     }
     if stride.len() != dim && stride.len() != 1 {
-        return Err(error(format!("stride cannot broadcast to {dim} dimensions")));
+        return Err(error(format!(
+            "stride cannot broadcast to {dim} dimensions"
+        )));
     }
     if dilation.len() != dim && dilation.len() != 1 {
-        return Err(error(format!("dilation cannot broadcast to {dim} dimensions")));
+        return Err(error(format!(
+            "dilation cannot broadcast to {dim} dimensions"
+        )));
     }
     if stride.iter().any(|&s| s != 1) {
         return Err(error(
@@ -303,7 +319,11 @@ fn convolution_same(
     let mut padded = input.clone();
     let mut padding = Vec::with_capacity(dim);
     for i in 0..dim {
-        let d = if dilation.len() == 1 { dilation[0] } else { dilation[i] };
+        let d = if dilation.len() == 1 {
+            dilation[0]
+        } else {
+            dilation[i]
+        };
         let total = d
             .checked_mul(weight.sizes()[i + 2] - 1)
             .ok_or_else(|| error("padding='same': the padding overflows"))?;
@@ -651,10 +671,7 @@ fn cross_entropy_prob_target(
             crate::div_scalar(&total, logp.numel() / n_classes)
         }
         REDUCTION_SUM => crate::neg(&prod.sum()?),
-        REDUCTION_NONE => crate::neg(&crate::sum_dim_int_list(
-            &prod,
-            Some(&[class_dim as i64]),
-        )?),
+        REDUCTION_NONE => crate::neg(&crate::sum_dim_int_list(&prod, Some(&[class_dim as i64]))?),
         r => Err(invalid_reduction(r)),
     }
 }

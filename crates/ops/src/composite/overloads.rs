@@ -71,9 +71,7 @@ pub fn to_other(
 /// integer tensor.
 pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
     if start.dim() != 0 || !start.dtype().is_integral(false) {
-        return Err(error(
-            "start must be an 0-dim integral Tensor.",
-        ));
+        return Err(error("start must be an 0-dim integral Tensor."));
     }
     let start = crate::TensorOps::item(start)?.to_i64();
     crate::narrow(self_, dim, start, length)
@@ -114,7 +112,12 @@ pub fn zero(self_: &Tensor) -> Result<Tensor> {
 }
 
 /// `uniform` (CompositeExplicitAutograd): a tensor like `self`, uniform on `[from, to)`.
-pub fn uniform(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+pub fn uniform(
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
     crate::uniform_with_(
         &crate::empty_like(self_)?,
         crate::UniformInplaceOptions {
@@ -227,7 +230,12 @@ pub fn randint_low_generator(
         device,
         pin_memory,
     )?;
-    crate::random_with_(&t, low, Some(high), crate::RandomInplaceOptions { generator })
+    crate::random_with_(
+        &t,
+        low,
+        Some(high),
+        crate::RandomInplaceOptions { generator },
+    )
 }
 
 /// `randint.low` (CompositeExplicitAutograd): integers uniform on `[low, high)`.
