@@ -153,7 +153,7 @@ comparison!(
 /// `cpu_equal`; both tensors must be on one device.
 ///
 /// ```
-/// use switchboard_tensor::Tensor;
+/// use switchboard_tensor::{RawOps, Tensor};
 /// let a = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
 /// let b = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
 /// assert!(switchboard_cpu::equal(&a, &b).unwrap());
