@@ -6,6 +6,8 @@
 mod convert;
 mod factories;
 mod nn;
+mod overloads;
+mod properties;
 mod pointwise;
 mod reduction;
 mod shape;
@@ -13,6 +15,8 @@ mod shape;
 pub use convert::*;
 pub use factories::*;
 pub use nn::*;
+pub use overloads::*;
+pub use properties::*;
 pub use pointwise::*;
 pub use reduction::*;
 pub use shape::*;
