@@ -8,7 +8,7 @@
 # dearer than that must say why in the commit that raises the budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-budgets=scripts/dispatch-budget.txt
+budgets=${BUDGETS:-scripts/dispatch-budget.txt}
 if [[ -z "${NO_BUILD:-}" ]]; then
     cargo build --release --example dispatch_overhead
 fi
