@@ -11,7 +11,7 @@ Workloads (one JSON object per line, as `cargo run --release --example compute_b
 - cnn_train_step: PyTorch's MNIST example network without its dropouts (conv 1->32 3x3, ReLU,
   conv 32->64 3x3, ReLU, max_pool2d(2), flatten, linear 9216->128, ReLU, linear 128->10,
   log_softmax + nll_loss), batch 64 of 1x28x28 inputs uniform in [0, 1), SGD(lr=0.01, momentum=0.9).
-One step is zero_grad (grads set to none) + forward + loss + backward + optimizer step, eager mode.
+One step is forward + loss + backward + optimizer step + zero_grad (grads set to none), eager mode.
 """
 
 import json
@@ -68,10 +68,10 @@ def run(bench, steps, threads):
     y = torch.randint(0, 10, (w["input"][0],))
 
     def step():
-        opt.zero_grad(set_to_none=True)
         loss = w["loss"](model(x), y)
         loss.backward()
         opt.step()
+        opt.zero_grad(set_to_none=True)
         return loss.item()
 
     first_loss = step()

@@ -60,6 +60,48 @@ impl Node for AccumulateGrad {
     }
 }
 
+// Note [Gradient layout contract]
+// As PyTorch's AccumulateGrad: a leaf's `.grad` has the leaf's strides when the leaf is
+// non-overlapping and dense, and is contiguous otherwise. A gradient that already has that
+// layout (and no other handle) is kept as it is; any other is copied into it. The optimizer's
+// elementwise updates (`p.add_(buf)`, `buf.mul_(m).add_(g)`) then see operands of one layout
+// and run over dense rows; a gradient stored transposed would make each of them a strided
+// loop.
+
+/// Whether `g` has the layout `var`'s gradient must have (Note [Gradient layout contract]):
+/// `var`'s strides (on the dims of size above 1) for a non-overlapping and dense `var`, else
+/// contiguous.
+fn obeys_layout_contract(g: &Tensor, var: &Tensor) -> bool {
+    if g.sizes() != var.sizes() {
+        return false;
+    }
+    if var.is_non_overlapping_and_dense() {
+        g.sizes()
+            .iter()
+            .zip(g.strides().iter().zip(var.strides()))
+            .all(|(&n, (gs, vs))| n <= 1 || gs == vs)
+    } else {
+        g.is_contiguous()
+    }
+}
+
+/// A copy of `g` in the layout `var`'s gradient must have (Note [Gradient layout contract]).
+fn clone_obey_contract(g: &Tensor, var: &Tensor) -> Result<Tensor> {
+    if var.is_non_overlapping_and_dense() && g.sizes() == var.sizes() {
+        let out = ops::empty_strided(
+            var.sizes(),
+            var.strides(),
+            Some(g.dtype()),
+            None,
+            Some(g.device()),
+            None,
+        )?;
+        ops::copy_(&out, g, false)
+    } else {
+        ops::clone(g, Some(switchboard_tensor::MemoryFormat::Contiguous))
+    }
+}
+
 /// `tensor.grad += g` the way AccumulateGrad does it.
 pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
     let create_graph = crate::is_grad_enabled();
@@ -68,10 +110,10 @@ pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
         None if create_graph => g,
         None => {
             let _ng = no_grad();
-            if g.is_contiguous() && g.use_count() == 1 {
+            if g.use_count() == 1 && obeys_layout_contract(&g, var) {
                 g
             } else {
-                ops::clone(&g, None)?
+                clone_obey_contract(&g, var)?
             }
         }
         Some(old) if create_graph => ops::add(&old, &g, 1)?,

@@ -1,6 +1,6 @@
 //! Compute benchmark: milliseconds per training step, every operator through the dispatcher
-//! and the autograd layer, on 2 rayon threads by default. One step is `zero_grad` (grads set
-//! to none) + forward + loss + backward + `SGD(lr=0.01, momentum=0.9).step()`. Workloads:
+//! and the autograd layer, on 2 rayon threads by default. One step is forward + loss +
+//! backward + `SGD(lr=0.01, momentum=0.9).step()` + `zero_grad` (grads set to none). Workloads:
 //! - `mlp_train_step`: MLP 784-512-512-10 (ReLU), batch 128, cross-entropy;
 //! - `cnn_train_step`: PyTorch's MNIST example network without its dropouts: conv2d(1→32, 3×3),
 //!   ReLU, conv2d(32→64, 3×3), ReLU, max_pool2d(2), flatten, linear(9216→128), ReLU,
@@ -9,9 +9,14 @@
 //! Prints one JSON object per workload. `benches/pytorch_train_step.py` runs the same steps
 //! with PyTorch and prints the same lines.
 //!
-//! `cargo run --release --example compute_bench [-- STEPS [THREADS [BENCH...]]]`
+//! `cargo run --release --example compute_bench [-- STEPS [THREADS [BENCH...]]]`; with
+//! `COMPUTE_BENCH_PROFILE=1`, also the time of each operator's kernels by dispatch key (stderr).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use switchboard_dispatcher::{add_observer, CallEvent};
 
 use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_cpu as _;
@@ -53,9 +58,8 @@ impl Cnn {
 
     /// The log-probabilities of the classes.
     fn forward(&self, x: &Tensor) -> Result<Tensor, BoxError> {
-        let conv = |x: &Tensor, (w, b): &(Tensor, Tensor)| {
-            ops::conv2d(x, w, Some(b), &[1], &[0], &[1], 1)
-        };
+        let conv =
+            |x: &Tensor, (w, b): &(Tensor, Tensor)| ops::conv2d(x, w, Some(b), &[1], &[0], &[1], 1);
         let x = ops::relu(&conv(x, &self.conv1)?)?;
         let x = ops::relu(&conv(&x, &self.conv2)?)?;
         let x = ops::max_pool2d(&x, &[2], &[], &[0], &[1], false)?;
@@ -78,12 +82,97 @@ impl Cnn {
 /// Synthetic data: `batch` inputs of `shape` uniform in [0, 1) and labels in 0..10.
 fn data(batch: i64, shape: &[i64]) -> Result<(Tensor, Tensor), BoxError> {
     let gen = Generator::new(1);
-    let sizes: Vec<i64> = std::iter::once(batch).chain(shape.iter().copied()).collect();
+    let sizes: Vec<i64> = std::iter::once(batch)
+        .chain(shape.iter().copied())
+        .collect();
     let x = ops::empty(&sizes, Some(ScalarType::Float), None, None, None, None)?;
     ops::uniform_(&x, 0.0, 1.0, Some(&gen))?;
     let y = ops::empty(&[batch], Some(ScalarType::Long), None, None, None, None)?;
     ops::random_(&y, 0, Some(10), Some(&gen))?;
     Ok((x, y))
+}
+
+/// The phases of a step, in milliseconds: forward (with the loss), backward, optimizer (with
+/// `zero_grad`).
+#[derive(Default)]
+struct Phases {
+    start: Option<Instant>,
+    ms: [Vec<f64>; 3],
+}
+
+impl Phases {
+    const NAMES: [&'static str; 3] = ["forward", "backward", "optimizer"];
+
+    fn start(&mut self) {
+        self.start = Some(Instant::now());
+    }
+
+    /// Ends phase `i` and starts the next.
+    fn end(&mut self, i: usize) {
+        let now = Instant::now();
+        if let Some(s) = self.start.replace(now) {
+            self.ms[i].push((now - s).as_secs_f64() * 1e3);
+        }
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// With `COMPUTE_BENCH_PROFILE=1`: the time of each operator's kernel by dispatch key over
+/// `steps` more steps, printed to stderr per step (the kernels of one key nest in those of
+/// the keys above it: Autograd includes CPU).
+fn profile(
+    bench: &str,
+    steps: usize,
+    step: &mut impl FnMut(&mut Phases) -> Result<f64, BoxError>,
+) -> Result<(), BoxError> {
+    type Totals = HashMap<(String, String), (f64, usize)>;
+    let totals: Arc<Mutex<Totals>> = Arc::default();
+    let sink = totals.clone();
+    thread_local! {
+        static OPEN: std::cell::RefCell<Vec<Instant>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let guard = add_observer(move |e: &CallEvent<'_>| {
+        if e.before {
+            OPEN.with(|o| o.borrow_mut().push(Instant::now()));
+            return;
+        }
+        let Some(t) = OPEN.with(|o| o.borrow_mut().pop()) else {
+            return;
+        };
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let mut m = sink.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = m
+            .entry((e.op.name().to_string(), format!("{:?}", e.key)))
+            .or_default();
+        entry.0 += ms;
+        entry.1 += 1;
+    });
+    let mut phases = Phases::default();
+    let t = Instant::now();
+    for _ in 0..steps {
+        step(&mut phases)?;
+    }
+    let per_step = t.elapsed().as_secs_f64() * 1e3 / steps as f64;
+    drop(guard);
+    let mut rows: Vec<_> = totals
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain()
+        .collect();
+    rows.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
+    eprintln!("{bench}: {per_step:.3} ms per observed step; ms per step by operator and key:");
+    for ((op, key), (ms, n)) in rows.iter().take(40) {
+        eprintln!(
+            "  {:>8.3} ms {:>5} calls  {op} [{key}]",
+            ms / steps as f64,
+            n / steps
+        );
+    }
+    Ok(())
 }
 
 /// Times `steps` training steps after 5 warm-up steps (first-call handle lookups, allocator,
@@ -93,19 +182,31 @@ fn measure(
     describe: serde_json::Value,
     steps: usize,
     threads: usize,
-    mut step: impl FnMut() -> Result<f64, BoxError>,
+    mut step: impl FnMut(&mut Phases) -> Result<f64, BoxError>,
 ) -> Result<(), BoxError> {
-    let first_loss = step()?;
+    let mut phases = Phases::default();
+    let first_loss = step(&mut phases)?;
     for _ in 0..4 {
-        step()?;
+        step(&mut phases)?;
     }
+    let mut phases = Phases::default();
     let mut times = Vec::with_capacity(steps);
     let mut last_loss = first_loss;
     for _ in 0..steps {
         let t = Instant::now();
-        last_loss = step()?;
+        last_loss = step(&mut phases)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    let phase_ms: serde_json::Map<String, serde_json::Value> = Phases::NAMES
+        .iter()
+        .zip(&mut phases.ms)
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                serde_json::json!((median(v) * 1e3).round() / 1e3),
+            )
+        })
+        .collect();
     let mean = times.iter().sum::<f64>() / times.len().max(1) as f64;
     times.sort_by(f64::total_cmp);
     let round = |x: f64| (x * 1e3).round() / 1e3;
@@ -119,11 +220,15 @@ fn measure(
         "ms_per_step_min": round(times.first().copied().unwrap_or(f64::NAN)),
         "first_loss": first_loss,
         "last_loss": last_loss,
+        "phases_ms_median": phase_ms,
     });
     if let (Some(obj), serde_json::Value::Object(extra)) = (json.as_object_mut(), describe) {
         obj.extend(extra);
     }
     println!("{json}");
+    if std::env::var_os("COMPUTE_BENCH_PROFILE").is_some_and(|v| v != "0") {
+        profile(bench, steps, &mut step)?;
+    }
     Ok(())
 }
 
@@ -137,11 +242,15 @@ fn mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
         "loss": "cross_entropy",
         "optimizer": "SGD(lr=0.01, momentum=0.9)",
     });
-    measure("mlp_train_step", describe, steps, threads, || {
-        opt.zero_grad();
+    measure("mlp_train_step", describe, steps, threads, |ph| {
+        ph.start();
         let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y, None, 1, -100, 0.0)?;
+        ph.end(0);
         loss.backward(None, false, false)?;
+        ph.end(1);
         opt.step()?;
+        opt.zero_grad();
+        ph.end(2);
         Ok(loss.item()?.to_f64())
     })
 }
@@ -156,11 +265,15 @@ fn cnn_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
         "loss": "log_softmax + nll_loss",
         "optimizer": "SGD(lr=0.01, momentum=0.9)",
     });
-    measure("cnn_train_step", describe, steps, threads, || {
-        opt.zero_grad();
+    measure("cnn_train_step", describe, steps, threads, |ph| {
+        ph.start();
         let loss = ops::nll_loss(&model.forward(&x)?, &y, None, 1, -100)?;
+        ph.end(0);
         loss.backward(None, false, false)?;
+        ph.end(1);
         opt.step()?;
+        opt.zero_grad();
+        ph.end(2);
         Ok(loss.item()?.to_f64())
     })
 }

@@ -11,6 +11,41 @@ use crate::util::{any_rg, fresh, scale, sum_to, AFTER_AD};
 
 type Grads = Result<Vec<Option<Tensor>>>;
 
+// Note [Matrix product gradients in the operand's layout]
+// The gradient of a matrix product's operand is computed in that operand's layout, as
+// PyTorch's `mm_mat1_backward` / `mm_mat2_backward` do: for a column-major operand (a `t()` of
+// a contiguous matrix, which is what `linear` passes as `weight.t()`), `grad_mat2 = mat1^T @ g`
+// is computed as `(g^T @ mat1)^T`. The product is then a transposed view of a contiguous
+// matrix, the `t()` backward makes it contiguous again, and the weight's gradient arrives in
+// the weight's own layout: AccumulateGrad keeps it as it is (no copy), and the optimizer's
+// elementwise updates run over dense rows. The GEMM takes either layout without copies.
+
+/// Whether a matrix is column-major (a transposed contiguous matrix).
+fn column_major(t: &Tensor) -> bool {
+    let (sizes, strides) = (t.sizes(), t.strides());
+    sizes.len() == 2 && strides[0] == 1 && strides[1] == sizes[0] && sizes[0] > 1
+}
+
+/// `g @ mat2^T`, the gradient of `mat1` in `mat1`'s layout (Note [Matrix product gradients in
+/// the operand's layout]).
+fn mm_mat1_backward(g: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    if column_major(mat1) {
+        ops::t(&ops::mm(mat2, &ops::t(g)?)?)
+    } else {
+        ops::mm(g, &ops::t(mat2)?)
+    }
+}
+
+/// `mat1^T @ g`, the gradient of `mat2` in `mat2`'s layout (Note [Matrix product gradients in
+/// the operand's layout]).
+fn mm_mat2_backward(g: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    if column_major(mat2) {
+        ops::t(&ops::mm(&ops::t(g)?, mat1)?)
+    } else {
+        ops::mm(&ops::t(mat1)?, g)
+    }
+}
+
 #[inline(never)]
 fn mm_recording(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let k = ks & AFTER_AD;
@@ -33,8 +68,8 @@ fn mm_recording(ks: DispatchKeySet, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         (),
         |_, s, g, _, m| -> Grads {
             Ok(vec![
-                when(m[0], || ops::mm(g, &ops::t(&s[1])?))?,
-                when(m[1], || ops::mm(&ops::t(&s[0])?, g))?,
+                when(m[0], || mm_mat1_backward(g, &s[0], &s[1]))?,
+                when(m[1], || mm_mat2_backward(g, &s[0], &s[1]))?,
             ])
         },
     );
@@ -112,8 +147,8 @@ fn addmm_recording(
         |(beta, alpha, cs), s, g, _, m| -> Grads {
             Ok(vec![
                 when(m[0], || sum_to(&scale(g, *beta)?, cs))?,
-                when(m[1], || scale(&ops::mm(g, &ops::t(&s[1])?)?, *alpha))?,
-                when(m[2], || scale(&ops::mm(&ops::t(&s[0])?, g)?, *alpha))?,
+                when(m[1], || scale(&mm_mat1_backward(g, &s[0], &s[1])?, *alpha))?,
+                when(m[2], || scale(&mm_mat2_backward(g, &s[0], &s[1])?, *alpha))?,
             ])
         },
     );
