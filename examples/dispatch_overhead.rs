@@ -125,7 +125,7 @@ fn main() {
             let _below = (scenario == "add_1elem_below_autograd")
                 .then(|| ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET));
             for _ in 0..n {
-                black_box(switchboard::ops::add(black_box(&a), black_box(&b), 1).unwrap());
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
             }
         }
         "startup" => {

@@ -8,17 +8,22 @@
 //! ```
 //! use switchboard::prelude::*;
 //! # fn main() -> Result<(), DispatchError> {
-//! let x = ops::arange(6, Some(ScalarType::Float), None, None, None)?.view(&[2, 3])?;
-//! let w = ops::ones(&[2, 3], None, None, None, None)?;
+//! let x = ops::arange_with(6, ops::ArangeOptions::default().dtype(ScalarType::Float))?.view(&[2, 3])?;
+//! let w = ops::ones(&[2, 3])?;
 //! w.requires_grad_(true)?;
-//! let loss = ops::linear(&x, &w, None)?.relu()?.sum(None)?;   // Autograd -> CPU, recorded
-//! loss.backward(None, false, false)?;
+//! let loss = ops::linear(&x, &w)?.relu()?.sum()?;   // Autograd -> CPU, recorded
+//! loss.backward()?;
 //! assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), [3., 5., 7., 3., 5., 7.]);
-//! let m = ops::empty(&[128, 784], None, None, Some(Device::META), None, None)?;
+//! let m = ops::empty_with(&[128, 784], ops::EmptyOptions::default().device(Device::META))?;
 //! assert_eq!(ops::mm(&m, &ops::t(&m)?)?.sizes(), &[128, 128]);   // shapes only
 //! # Ok(())
 //! # }
 //! ```
+
+/// The README's Rust code blocks, run as doctests of this crate so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub use switchboard_autograd as autograd;
 pub use switchboard_cpu as cpu;

@@ -8,10 +8,10 @@ use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::{Tensor, WeakTensor};
 
+use crate::autograd_meta;
 use crate::grad_mode::{no_grad, GradModeGuard};
-use crate::meta;
 use crate::node::{err, lock, Node, NodeMeta};
-use crate::util::{sizes_str, sum_to};
+use crate::recording::{sizes_str, sum_to};
 
 /// Adds the gradient it receives into its leaf's `.grad` (`AccumulateGrad`).
 ///
@@ -49,7 +49,7 @@ impl Node for AccumulateGrad {
         let (Some(mut g), Some(var)) = (grads.into_iter().next().flatten(), self.variable()) else {
             return Ok(Vec::new());
         };
-        let hooks = meta::read(&var, |m| m.hooks.clone()).unwrap_or_default();
+        let hooks = autograd_meta::read(&var, |m| m.hooks.clone()).unwrap_or_default();
         for h in hooks {
             if let Some(r) = h(&g) {
                 g = r;
@@ -88,24 +88,27 @@ fn obeys_layout_contract(g: &Tensor, var: &Tensor) -> bool {
 /// A copy of `g` in the layout `var`'s gradient must have (Note [Gradient layout contract]).
 fn clone_obey_contract(g: &Tensor, var: &Tensor) -> Result<Tensor> {
     if var.is_non_overlapping_and_dense() && g.sizes() == var.sizes() {
-        let out = ops::empty_strided(
+        let out = ops::empty_strided_with(
             var.sizes(),
             var.strides(),
-            Some(g.dtype()),
-            None,
-            Some(g.device()),
-            None,
+            ops::EmptyStridedOptions::default()
+                .dtype(g.dtype())
+                .device(g.device()),
         )?;
-        ops::copy_(&out, g, false)
+        ops::copy_(&out, g)
     } else {
-        ops::clone(g, Some(switchboard_tensor::MemoryFormat::Contiguous))
+        ops::clone_with(
+            g,
+            ops::CloneOptions::default()
+                .memory_format(switchboard_tensor::MemoryFormat::Contiguous),
+        )
     }
 }
 
 /// `tensor.grad += g` the way AccumulateGrad does it.
 pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
     let create_graph = crate::is_grad_enabled();
-    let old = meta::read(var, |m| m.grad.clone()).flatten();
+    let old = autograd_meta::read(var, |m| m.grad.clone()).flatten();
     let new = match old {
         None if create_graph => g,
         None => {
@@ -116,14 +119,14 @@ pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
                 clone_obey_contract(&g, var)?
             }
         }
-        Some(old) if create_graph => ops::add(&old, &g, 1)?,
+        Some(old) if create_graph => ops::add(&old, &g)?,
         Some(old) => {
             let _ng = no_grad();
-            ops::add_(&old, &g, 1)?;
+            ops::add_(&old, &g)?;
             old
         }
     };
-    meta::with(var, |m| m.grad = Some(new));
+    autograd_meta::with(var, |m| m.grad = Some(new));
     Ok(())
 }
 
@@ -177,7 +180,7 @@ pub(crate) fn run_backward(
     let mut root_edges = Vec::with_capacity(roots.len());
     let mut root_grads = Vec::with_capacity(roots.len());
     for (i, t) in roots.iter().enumerate() {
-        let e = meta::gradient_edge(t);
+        let e = autograd_meta::gradient_edge(t);
         if !e.is_valid() {
             return Err(err(format!(
                 "element {i} of tensors does not require grad and does not have a grad_fn"
@@ -202,7 +205,7 @@ pub(crate) fn run_backward(
                     ));
                 }
                 let _ng = no_grad();
-                ops::ones_like(t, None, None, None, None, None)?
+                ops::ones_like(t)?
             }
         };
         root_edges.push(e);
@@ -236,7 +239,7 @@ pub(crate) fn run_backward(
     let mut captures: Vec<(usize, u32)> = Vec::new();
     if let Some(inputs) = inputs {
         for t in inputs {
-            let e = meta::gradient_edge(t);
+            let e = autograd_meta::gradient_edge(t);
             let Some(n) = &e.node else {
                 return Err(err(
                     "One of the differentiated Tensors does not require grad",
@@ -316,7 +319,7 @@ pub(crate) fn run_backward(
                 let slot = &mut buf[e.input_nr as usize];
                 *slot = Some(match slot.take() {
                     None => g,
-                    Some(old) => ops::add(&old, &g, 1)?,
+                    Some(old) => ops::add(&old, &g)?,
                 });
             }
             let d = deps.get_mut(&ck).expect("counted");
@@ -350,17 +353,17 @@ fn run_pre_hooks(node: &Arc<dyn Node>, grads: &mut [Option<Tensor>]) -> Result<(
         let g = if crate::is_grad_enabled() {
             g.clone()
         } else {
-            meta::alias(g)
+            autograd_meta::alias(g)
         };
-        let old = meta::read(&t, |m| m.grad.clone()).flatten();
+        let old = autograd_meta::read(&t, |m| m.grad.clone()).flatten();
         let new = match old {
             None => {
                 let _ng = no_grad();
-                ops::clone(&g, None)?
+                ops::clone(&g)?
             }
-            Some(o) => ops::add(&o, &g, 1)?,
+            Some(o) => ops::add(&o, &g)?,
         };
-        meta::with(&t, |m| m.grad = Some(new));
+        autograd_meta::with(&t, |m| m.grad = Some(new));
     }
     Ok(())
 }
@@ -374,7 +377,10 @@ fn materialize(node: &Arc<dyn Node>, grads: &mut [Option<Tensor>]) -> Result<()>
     for (g, m) in grads.iter_mut().zip(metas) {
         if let (None, Some(m)) = (&g, m) {
             let _ng = no_grad();
-            *g = Some(ops::zeros(&m.sizes, Some(m.dtype), None, None, None)?);
+            *g = Some(ops::zeros_with(
+                &m.sizes,
+                ops::ZerosOptions::default().dtype(m.dtype),
+            )?);
         }
     }
     Ok(())
@@ -407,7 +413,7 @@ fn validate(
         g = sum_to(&g, &m.sizes)?;
     }
     if g.dtype() != m.dtype {
-        g = ops::_to_copy(&g, Some(m.dtype), None, None, None, false, None)?;
+        g = ops::_to_copy_with(&g, ops::ToCopyOptions::default().dtype(m.dtype))?;
     }
     Ok(g)
 }

@@ -6,15 +6,20 @@ use std::sync::{Arc, Mutex};
 use switchboard_dispatcher::Result;
 use switchboard_tensor::Tensor;
 
+use crate::autograd_meta;
 use crate::grad_mode::no_grad;
-use crate::meta;
 use crate::node::{err, lock, Node, NodeMeta, SavedTensor, FREED_MSG};
-use crate::util::{differentiable, fresh};
+use crate::recording::{differentiable, fresh};
 
 /// A custom differentiable function: `forward` computes the outputs (grad mode is off
 /// inside), `backward` maps the gradients of the outputs to those of the inputs.
 ///
-/// ```ignore
+/// ```
+/// use switchboard_autograd::{apply, AutogradTensor, Function, FunctionCtx, Result};
+/// use switchboard_cpu as _; // links the CPU kernels
+/// use switchboard_ops as ops;
+/// use switchboard_tensor::Tensor;
+///
 /// struct Square;
 /// impl Function for Square {
 ///     fn forward(&self, ctx: &mut FunctionCtx, x: &[Tensor]) -> Result<Vec<Tensor>> {
@@ -26,7 +31,12 @@ use crate::util::{differentiable, fresh};
 ///         Ok(vec![Some(ops::mul_scalar(&ops::mul(&g[0], x)?, 2)?)])
 ///     }
 /// }
-/// let y = apply(Square, &[x])?;
+/// let x = Tensor::from_vec(vec![3.0f32], &[1])?.requires_grad_(true)?;
+/// let y = apply(Square, &[x.clone()])?;
+/// assert_eq!(y[0].to_vec::<f32>()?, [9.0]);
+/// y[0].backward()?;
+/// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [6.0]);
+/// # Ok::<(), switchboard_autograd::DispatchError>(())
 /// ```
 pub trait Function: Send + Sync + 'static {
     /// The node's name (PyTorch: the class name + `Backward`).
@@ -150,7 +160,7 @@ pub fn apply<F: Function>(f: F, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
             None => SavedTensor::input(t),
         })
         .collect();
-    let edges: Vec<_> = inputs.iter().map(meta::gradient_edge).collect();
+    let edges: Vec<_> = inputs.iter().map(autograd_meta::gradient_edge).collect();
     let node: Arc<dyn Node> = Arc::new(CustomNode {
         meta: NodeMeta::new(name, outs.len(), edges),
         f,
@@ -159,7 +169,7 @@ pub fn apply<F: Function>(f: F, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
     for (i, o) in outs.iter().enumerate() {
         if differentiable(o) {
             node.meta().set_input(i, o);
-            meta::set_grad_fn(o, node.clone(), i as u32);
+            autograd_meta::set_grad_fn(o, node.clone(), i as u32);
         }
     }
     Ok(outs)

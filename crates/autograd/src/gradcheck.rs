@@ -89,7 +89,7 @@ pub fn gradgradcheck(
         let go = if y.dtype() == ScalarType::Double {
             go.clone()
         } else {
-            ops::_to_copy(go, Some(y.dtype()), None, None, None, false, None)?
+            ops::_to_copy_with(go, ops::ToCopyOptions::default().dtype(y.dtype()))?
         };
         let targets: Vec<Tensor> = wrt.iter().map(|&i| ins[i].clone()).collect();
         let gs = crate::grad(&[y], &targets, &[Some(go)], true, true)?;
@@ -99,10 +99,12 @@ pub fn gradgradcheck(
             .map(|(g, t)| match g {
                 Some(g) => ops::reshape(g, &[-1]),
                 // No dependence: a zero gradient without history.
-                None => ops::zeros(&[t.numel()], Some(t.dtype()), None, None, None),
+                None => {
+                    ops::zeros_with(&[t.numel()], ops::ZerosOptions::default().dtype(t.dtype()))
+                }
             })
             .collect::<Result<Vec<_>>>()?;
-        ops::cat(&parts, 0)
+        ops::cat(&parts)
     };
     let mut all = xs;
     all.push(go);
@@ -161,7 +163,7 @@ fn check_jacobian(
         let go = if y.dtype() == ScalarType::Double {
             go
         } else {
-            ops::_to_copy(&go, Some(y.dtype()), None, None, None, false, None)?
+            ops::_to_copy_with(&go, ops::ToCopyOptions::default().dtype(y.dtype()))?
         };
         let gs = {
             let _g = enable_grad();

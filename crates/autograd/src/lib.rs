@@ -3,26 +3,31 @@
 //! functions, `gradcheck` / `gradgradcheck`, and the `Autograd` / `ADInplaceOrView` kernels of the aten
 //! operators. Linking this crate registers the kernels in the global dispatcher.
 //!
-//! ```ignore
+//! ```
 //! use switchboard_autograd::AutogradTensor;
+//! use switchboard_cpu as _; // links the CPU kernels
 //! use switchboard_ops as ops;
+//! use switchboard_tensor::Tensor;
+//!
 //! let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
-//! let y = ops::sum(&ops::mul(&x, &x)?, None)?;
-//! y.backward(None, false, false)?;
-//! assert_eq!(x.grad().unwrap().to_vec::<f32>(), vec![2.0, 4.0]);
+//! let y = ops::sum(&ops::mul(&x, &x)?)?;
+//! y.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [2.0, 4.0]);
+//! # Ok::<(), switchboard_autograd::DispatchError>(())
 //! ```
 #![warn(missing_docs)]
 
+mod autograd_meta;
 mod engine;
 mod function;
 mod grad_mode;
 mod gradcheck;
 mod kernels;
-mod meta;
 mod node;
+mod recording;
 mod tensor_ext;
-mod util;
 
+pub use autograd_meta::AutogradMeta;
 pub use engine::{grad, AccumulateGrad};
 pub use function::{apply, Function, FunctionCtx};
 pub use grad_mode::{
@@ -30,11 +35,10 @@ pub use grad_mode::{
     EnableGradGuard, GradModeGuard, InferenceMode, NoGradGuard,
 };
 pub use gradcheck::{gradcheck, gradgradcheck};
-pub use meta::AutogradMeta;
 pub use node::{Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, SavedTensor};
+pub use recording::sum_to;
 pub use switchboard_dispatcher::{DispatchError, Result};
-pub use tensor_ext::AutogradTensor;
-pub use util::sum_to;
+pub use tensor_ext::{AutogradTensor, BackwardOptions};
 
 pub(crate) mod ops_impl {
     pub(crate) use crate::engine::AccumulateGrad;
@@ -46,9 +50,9 @@ switchboard_dispatcher::library!(IMPL aten, Autograd, |lib| {
     kernels::nn::register(lib)?;
     kernels::shape::register(lib)?;
     kernels::inplace::register(lib)?;
-    kernels::double::register(lib)?;
-    kernels::double_nn::register(lib)?;
+    kernels::double_backward::register(lib)?;
+    kernels::double_backward_nn::register(lib)?;
     kernels::out::register(lib)?;
     Ok(())
 });
-switchboard_dispatcher::library!(IMPL aten, ADInplaceOrView, kernels::adiv::register);
+switchboard_dispatcher::library!(IMPL aten, ADInplaceOrView, kernels::ad_inplace_or_view::register);

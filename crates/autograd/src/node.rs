@@ -8,7 +8,7 @@ use smallvec::SmallVec;
 use switchboard_dispatcher::{DispatchErrorKind, Result};
 use switchboard_tensor::{ScalarType, Tensor, WeakTensor};
 
-use crate::meta;
+use crate::autograd_meta;
 
 /// A gradient hook: sees the gradient flowing into a tensor and may replace it
 /// (`tensor.register_hook`).
@@ -197,7 +197,7 @@ impl SavedTensor {
     /// Saves an input of the op (kept with its history).
     pub fn input(t: &Tensor) -> SavedTensor {
         // The name is static for every kernel's node: no String is allocated.
-        let producer = meta::grad_fn_of(t).map(|(n, nr)| (n.meta().name_cow(), nr));
+        let producer = autograd_meta::grad_fn_of(t).map(|(n, nr)| (n.meta().name_cow(), nr));
         SavedTensor {
             data: t.clone(),
             version: t.version(),
@@ -209,7 +209,7 @@ impl SavedTensor {
     /// Saves output `nr` of the node being built (kept without its history).
     pub fn output(t: &Tensor, nr: u32, node_name: &'static str) -> SavedTensor {
         SavedTensor {
-            data: meta::alias(t),
+            data: autograd_meta::alias(t),
             version: t.version(),
             output_nr: Some(nr),
             producer: Some((Cow::Borrowed(node_name), nr)),
@@ -245,8 +245,8 @@ impl SavedTensor {
         }
         match self.output_nr {
             Some(nr) if crate::is_grad_enabled() => {
-                let t = meta::alias(&self.data);
-                meta::set_grad_fn(&t, node.clone(), nr);
+                let t = autograd_meta::alias(&self.data);
+                autograd_meta::set_grad_fn(&t, node.clone(), nr);
                 Ok(t)
             }
             _ => Ok(self.data.clone()),

@@ -5,8 +5,59 @@ use std::sync::Arc;
 use switchboard_dispatcher::Result;
 use switchboard_tensor::Tensor;
 
-use crate::meta;
+use crate::autograd_meta;
 use crate::node::{err, lock, Hook, Node};
+
+/// The defaulted arguments of [`AutogradTensor::backward_with`] (`Tensor.backward`'s keyword
+/// arguments): `Default` gives PyTorch's defaults.
+///
+/// ```
+/// use switchboard_autograd::{AutogradTensor, BackwardOptions};
+/// use switchboard_cpu as _; // links the CPU kernels
+/// use switchboard_ops as ops;
+/// use switchboard_tensor::Tensor;
+///
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
+/// let y = ops::mul(&x, &x)?;
+/// let g = Tensor::from_vec(vec![1.0f32, 10.0], &[2])?;
+/// y.backward_with(BackwardOptions::default().gradient(&g).retain_graph(true))?;
+/// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [2.0, 40.0]);
+/// # Ok::<(), switchboard_autograd::DispatchError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BackwardOptions<'a> {
+    /// The gradient of the tensor (`gradient=None`: ones, for a one-element tensor only).
+    pub gradient: Option<&'a Tensor>,
+    /// Keep the graph for another backward (`retain_graph=False`; `create_graph` implies it,
+    /// as PyTorch's `retain_graph=None` does).
+    pub retain_graph: bool,
+    /// Record the backward computation so that it can be differentiated again
+    /// (`create_graph=False`).
+    pub create_graph: bool,
+}
+
+impl<'a> BackwardOptions<'a> {
+    /// Sets `gradient`.
+    #[must_use]
+    pub fn gradient(mut self, gradient: &'a Tensor) -> Self {
+        self.gradient = Some(gradient);
+        self
+    }
+
+    /// Sets `retain_graph`.
+    #[must_use]
+    pub fn retain_graph(mut self, retain_graph: bool) -> Self {
+        self.retain_graph = retain_graph;
+        self
+    }
+
+    /// Sets `create_graph`.
+    #[must_use]
+    pub fn create_graph(mut self, create_graph: bool) -> Self {
+        self.create_graph = create_graph;
+        self
+    }
+}
 
 /// The autograd methods of a tensor (`requires_grad`, `grad`, `backward`, ...).
 pub trait AutogradTensor {
@@ -29,15 +80,14 @@ pub trait AutogradTensor {
     fn grad_fn(&self) -> Option<Arc<dyn Node>>;
     /// Which output of its grad_fn this tensor is.
     fn output_nr(&self) -> u32;
-    /// Computes the gradients of this tensor with respect to the leaves and accumulates them
-    /// into their `.grad`. `gradient` may be omitted for a one-element tensor.
-    /// `create_graph` implies `retain_graph` (PyTorch's default for `retain_graph=None`).
-    fn backward(
-        &self,
-        gradient: Option<&Tensor>,
-        retain_graph: bool,
-        create_graph: bool,
-    ) -> Result<()>;
+    /// Computes the gradients of this one-element tensor with respect to the leaves and
+    /// accumulates them into their `.grad` (`loss.backward()`); the graph is freed.
+    /// [`backward_with`](Self::backward_with) takes a gradient or keeps the graph (Note
+    /// [Operator API defaults] in switchboard-codegen: the same design as the operators).
+    fn backward(&self) -> Result<()>;
+    /// [`backward`](Self::backward) with its defaulted arguments given:
+    /// `t.backward_with(BackwardOptions::default().gradient(&g).retain_graph(true))`.
+    fn backward_with(&self, options: BackwardOptions<'_>) -> Result<()>;
     /// A tensor sharing storage and version counter, without history.
     fn detach(&self) -> Tensor;
     /// Registers a hook called with the gradient of this tensor; it may return a
@@ -52,7 +102,7 @@ pub trait AutogradTensor {
 
 impl AutogradTensor for Tensor {
     fn requires_grad(&self) -> bool {
-        meta::requires_grad(self)
+        autograd_meta::requires_grad(self)
     }
 
     fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor> {
@@ -71,23 +121,23 @@ impl AutogradTensor for Tensor {
                 "only Tensors of floating point and complex dtype can require gradients",
             ));
         }
-        meta::set_requires_grad(self, requires_grad);
+        autograd_meta::set_requires_grad(self, requires_grad);
         Ok(self.clone())
     }
 
     fn is_leaf(&self) -> bool {
-        meta::grad_fn_of(self).is_none()
+        autograd_meta::grad_fn_of(self).is_none()
     }
 
     fn grad(&self) -> Option<Tensor> {
-        meta::read(self, |m| m.grad.clone()).flatten()
+        autograd_meta::read(self, |m| m.grad.clone()).flatten()
     }
 
     fn set_grad(&self, grad: Option<Tensor>) {
-        if grad.is_none() && meta::get(self).is_none() {
+        if grad.is_none() && autograd_meta::get(self).is_none() {
             return;
         }
-        meta::with(self, |m| m.grad = grad);
+        autograd_meta::with(self, |m| m.grad = grad);
     }
 
     fn retain_grad(&self) -> Result<()> {
@@ -96,10 +146,10 @@ impl AutogradTensor for Tensor {
                 "can't retain_grad on Tensor that has requires_grad=False",
             ));
         }
-        let Some((node, nr)) = meta::grad_fn_of(self) else {
+        let Some((node, nr)) = autograd_meta::grad_fn_of(self) else {
             return Ok(()); // leaves keep their grad anyway
         };
-        let already = meta::with(self, |m| std::mem::replace(&mut m.retains_grad, true));
+        let already = autograd_meta::with(self, |m| std::mem::replace(&mut m.retains_grad, true));
         if !already {
             lock(&node.meta().retained).push((nr, self.downgrade()));
         }
@@ -107,28 +157,32 @@ impl AutogradTensor for Tensor {
     }
 
     fn retains_grad(&self) -> bool {
-        meta::read(self, |m| m.retains_grad).unwrap_or(false)
+        autograd_meta::read(self, |m| m.retains_grad).unwrap_or(false)
     }
 
     fn grad_fn(&self) -> Option<Arc<dyn Node>> {
-        meta::grad_fn_of(self).map(|(n, _)| n)
+        autograd_meta::grad_fn_of(self).map(|(n, _)| n)
     }
 
     fn output_nr(&self) -> u32 {
-        meta::grad_fn_of(self).map_or(0, |(_, nr)| nr)
+        autograd_meta::grad_fn_of(self).map_or(0, |(_, nr)| nr)
     }
 
-    fn backward(
-        &self,
-        gradient: Option<&Tensor>,
-        retain_graph: bool,
-        create_graph: bool,
-    ) -> Result<()> {
+    fn backward(&self) -> Result<()> {
+        self.backward_with(BackwardOptions::default())
+    }
+
+    fn backward_with(&self, options: BackwardOptions<'_>) -> Result<()> {
+        let BackwardOptions {
+            gradient,
+            retain_graph,
+            create_graph,
+        } = options;
         crate::engine::backward(self, gradient, retain_graph, create_graph)
     }
 
     fn detach(&self) -> Tensor {
-        meta::alias(self)
+        autograd_meta::alias(self)
     }
 
     fn register_hook(
@@ -141,14 +195,14 @@ impl AutogradTensor for Tensor {
             ));
         }
         let hook: Hook = Arc::new(hook);
-        match meta::grad_fn_of(self) {
+        match autograd_meta::grad_fn_of(self) {
             Some((node, nr)) => lock(&node.meta().pre_hooks).push((nr, hook)),
-            None => meta::with(self, |m| m.hooks.push(hook)),
+            None => autograd_meta::with(self, |m| m.hooks.push(hook)),
         }
         Ok(())
     }
 
     fn base(&self) -> Option<Tensor> {
-        meta::read(self, |m| m.base.clone()).flatten()
+        autograd_meta::read(self, |m| m.base.clone()).flatten()
     }
 }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use switchboard_autograd::{
-    apply, enable_grad, grad, is_grad_enabled, no_grad, AutogradTensor, Function, FunctionCtx,
-    InferenceMode, Result,
+    apply, enable_grad, grad, is_grad_enabled, no_grad, AutogradTensor, BackwardOptions, Function,
+    FunctionCtx, InferenceMode, Result,
 };
 use switchboard_cpu as _;
 use switchboard_ops as ops;
@@ -26,10 +26,18 @@ fn v(t: &Tensor) -> Vec<f32> {
 fn mul_add_backward() {
     let x = leaf(&[1., 2., 3.], &[3]);
     let y = leaf(&[4., 5., 6.], &[3]);
-    let z = ops::sum(&ops::add(&ops::mul(&x, &y).unwrap(), &x, 2).unwrap(), None).unwrap();
+    let z = ops::sum(
+        &ops::add_with(
+            &ops::mul(&x, &y).unwrap(),
+            &x,
+            ops::AddOptions::default().alpha(2),
+        )
+        .unwrap(),
+    )
+    .unwrap();
     assert_eq!(z.grad_fn().unwrap().name(), "SumBackward0");
     assert!(!z.is_leaf() && x.is_leaf());
-    z.backward(None, false, false).unwrap();
+    z.backward().unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![6., 7., 8.]);
     assert_eq!(v(&y.grad().unwrap()), vec![1., 2., 3.]);
 }
@@ -39,11 +47,8 @@ fn broadcasting_reduces_to_input_shapes() {
     let a = leaf(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
     let b = leaf(&[1., 1., 1.], &[3]);
     let c = leaf(&[2.], &[]);
-    let y = ops::mul(&ops::add(&a, &b, 1).unwrap(), &c).unwrap();
-    ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    let y = ops::mul(&ops::add(&a, &b).unwrap(), &c).unwrap();
+    ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(b.grad().unwrap().sizes(), &[3]);
     assert_eq!(v(&b.grad().unwrap()), vec![4., 4., 4.]);
     assert_eq!(c.grad().unwrap().sizes(), &[] as &[i64]);
@@ -54,15 +59,15 @@ fn broadcasting_reduces_to_input_shapes() {
 fn implicit_grad_only_for_scalars() {
     let x = leaf(&[1., 2.], &[2]);
     let y = ops::mul_scalar(&x, 2).unwrap();
-    let e = y.backward(None, false, false).unwrap_err();
+    let e = y.backward().unwrap_err();
     assert_eq!(
         e.to_string(),
         "grad can be implicitly created only for scalar outputs"
     );
-    y.backward(Some(&t(&[1., 10.], &[2])), false, false)
+    y.backward_with(BackwardOptions::default().gradient(&t(&[1., 10.], &[2])))
         .unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![2., 20.]);
-    let e = t(&[1.], &[1]).backward(None, false, false).unwrap_err();
+    let e = t(&[1.], &[1]).backward().unwrap_err();
     assert_eq!(
         e.to_string(),
         "element 0 of tensors does not require grad and does not have a grad_fn"
@@ -73,11 +78,12 @@ fn implicit_grad_only_for_scalars() {
 fn second_backward_needs_retain_graph() {
     let x = leaf(&[3.], &[]);
     let y = ops::exp(&ops::mul(&x, &x).unwrap()).unwrap();
-    y.backward(None, true, false).unwrap();
-    y.backward(None, false, false).unwrap(); // retained: works, and accumulates
+    y.backward_with(BackwardOptions::default().retain_graph(true))
+        .unwrap();
+    y.backward().unwrap(); // retained: works, and accumulates
     let g = v(&x.grad().unwrap())[0];
     assert!((g - 2.0 * 6.0 * (9f32).exp()).abs() / g < 1e-5);
-    let e = y.backward(None, false, false).unwrap_err();
+    let e = y.backward().unwrap_err();
     assert!(e
         .to_string()
         .starts_with("Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed)."));
@@ -101,21 +107,22 @@ fn second_derivative_with_create_graph() {
     // Through saved outputs (exp saves its result) and backward(create_graph).
     let z = leaf(&[0.5], &[]);
     let e = ops::exp(&ops::mul(&z, &z).unwrap()).unwrap(); // d/dz = 2z e^{z^2}
-    e.backward(None, false, true).unwrap();
+    e.backward_with(BackwardOptions::default().create_graph(true))
+        .unwrap();
     let dz = z.grad().unwrap();
     z.set_grad(None);
-    dz.backward(None, false, false).unwrap(); // d2 = (2 + 4z^2) e^{z^2}
+    dz.backward().unwrap(); // d2 = (2 + 4z^2) e^{z^2}
     let want = (2.0 + 4.0 * 0.25) * (0.25f32).exp();
     assert!((v(&z.grad().unwrap())[0] - want).abs() < 1e-5);
 
     // Double backward of relu / sigmoid / tanh through their *_backward kernels.
     let w = leaf(&[0.3, -0.2], &[2]);
-    let s = ops::sum(&ops::tanh(&ops::sigmoid(&w).unwrap()).unwrap(), None).unwrap();
+    let s = ops::sum(&ops::tanh(&ops::sigmoid(&w).unwrap()).unwrap()).unwrap();
     let gw = grad(&[s], &[w.clone()], &[None], false, true).unwrap()[0]
         .clone()
         .unwrap();
     let h = grad(
-        &[ops::sum(&gw, None).unwrap()],
+        &[ops::sum(&gw).unwrap()],
         &[w.clone()],
         &[None],
         false,
@@ -130,7 +137,7 @@ fn grad_function_and_unused_inputs() {
     let a = leaf(&[1., 2.], &[2]);
     let b = leaf(&[3., 4.], &[2]);
     let c = leaf(&[5.], &[1]);
-    let y = ops::sum(&ops::mul(&a, &b).unwrap(), None).unwrap();
+    let y = ops::sum(&ops::mul(&a, &b).unwrap()).unwrap();
     let g = grad(&[y], &[a.clone(), c.clone()], &[None], false, false).unwrap();
     assert_eq!(v(g[0].as_ref().unwrap()), vec![3., 4.]);
     assert!(g[1].is_none());
@@ -175,7 +182,7 @@ fn modes_and_detach() {
 #[test]
 fn inplace_errors_and_versions() {
     let x = leaf(&[1., 2., 3., 4.], &[2, 2]);
-    let e = ops::add_(&x, &t(&[1.; 4], &[2, 2]), 1).unwrap_err();
+    let e = ops::add_(&x, &t(&[1.; 4], &[2, 2])).unwrap_err();
     assert_eq!(
         e.to_string(),
         "a leaf Variable that requires grad is being used in an in-place operation."
@@ -187,10 +194,10 @@ fn inplace_errors_and_versions() {
         assert_eq!(x.version(), v0 + 1);
     }
     let y = ops::exp(&x).unwrap();
-    let z = ops::sum(&y, None).unwrap();
+    let z = ops::sum(&y).unwrap();
     ops::mul_scalar_(&y, 2).unwrap();
     assert_eq!(y.grad_fn().unwrap().name(), "MulBackward1");
-    let e = z.backward(None, false, false).unwrap_err();
+    let e = z.backward().unwrap_err();
     assert_eq!(
         e.to_string(),
         "one of the variables needed for gradient computation has been modified by an inplace \
@@ -200,7 +207,7 @@ fn inplace_errors_and_versions() {
     );
     // out= bumps the version of out.
     let out = t(&[0.; 4], &[2, 2]);
-    ops::add_out(&t(&[1.; 4], &[2, 2]), &t(&[1.; 4], &[2, 2]), 1, &out).unwrap();
+    ops::add_out(&t(&[1.; 4], &[2, 2]), &t(&[1.; 4], &[2, 2]), &out).unwrap();
     assert_eq!(out.version(), 1);
 }
 
@@ -209,10 +216,7 @@ fn inplace_on_non_leaf_is_differentiated() {
     let x = leaf(&[1., 2.], &[2]);
     let y = ops::mul_scalar(&x, 3).unwrap();
     ops::mul_(&y, &x).unwrap(); // y = 3x^2
-    ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![6., 12.]);
 }
 
@@ -228,9 +232,9 @@ fn views_record_base() {
         e.to_string(),
         "a view of a leaf Variable that requires grad is being used in an in-place operation."
     );
-    ops::sum(&ops::mul(&s, &s).unwrap(), None)
+    ops::sum(&ops::mul(&s, &s).unwrap())
         .unwrap()
-        .backward(None, false, false)
+        .backward()
         .unwrap();
     assert_eq!(v(&x.grad().unwrap()), vec![0., 4., 0., 8.]);
 }
@@ -248,12 +252,9 @@ fn hooks_and_retain_grad() {
     let y = ops::mul_scalar(&x, 2).unwrap();
     y.retain_grad().unwrap();
     assert!(y.retains_grad());
-    y.register_hook(|g| Some(ops::add_scalar(g, 1, 1).unwrap()))
+    y.register_hook(|g| Some(ops::add_scalar(g, 1).unwrap()))
         .unwrap();
-    ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(seen.load(Ordering::SeqCst), 1);
     assert_eq!(v(&y.grad().unwrap()), vec![2., 2.]); // after y's hook
     assert_eq!(v(&x.grad().unwrap()), vec![40., 40.]); // (1+1)*2*10
@@ -278,18 +279,11 @@ fn custom_function() {
     let y = apply(Cube, &[x.clone()]).unwrap().remove(0);
     assert_eq!(y.grad_fn().unwrap().name(), "CubeBackward");
     assert_eq!(v(&y), vec![1., 8.]);
-    let g = grad(
-        &[ops::sum(&y, None).unwrap()],
-        &[x.clone()],
-        &[None],
-        false,
-        true,
-    )
-    .unwrap();
+    let g = grad(&[ops::sum(&y).unwrap()], &[x.clone()], &[None], false, true).unwrap();
     assert_eq!(v(g[0].as_ref().unwrap()), vec![3., 12.]);
     // Its backward is made of recorded ops: second derivative 6x.
     let h = grad(
-        &[ops::sum(g[0].as_ref().unwrap(), None).unwrap()],
+        &[ops::sum(g[0].as_ref().unwrap()).unwrap()],
         &[x],
         &[None],
         false,
@@ -310,12 +304,17 @@ fn composite_training_step() {
     let target = Tensor::from_vec(vec![1i64, 0], &[2]).unwrap();
     let mut losses = vec![];
     for _ in 0..5 {
-        let logits = ops::relu(&ops::linear(&xs, &w, None).unwrap()).unwrap();
-        let loss = ops::cross_entropy_loss(&logits, &target, None, 1, -100, 0.0).unwrap();
+        let logits = ops::relu(&ops::linear(&xs, &w).unwrap()).unwrap();
+        let loss = ops::cross_entropy_loss(&logits, &target).unwrap();
         losses.push(v(&loss)[0]);
-        loss.backward(None, false, false).unwrap();
+        loss.backward().unwrap();
         let _g = no_grad();
-        ops::sub_(&w, &w.grad().unwrap(), 0.5).unwrap();
+        ops::sub_with_(
+            &w,
+            &w.grad().unwrap(),
+            ops::SubInplaceOptions::default().alpha(0.5),
+        )
+        .unwrap();
         w.set_grad(None);
     }
     assert!(losses[4] < losses[0], "{losses:?}");
@@ -333,13 +332,19 @@ fn clamp_tensor_bounds_get_gradients() {
     let a = f(&[0.5, -2.0, 3.0, 1.0]);
     let lo = f(&[0.0, 0.0, 0.0, 2.0]);
     let hi = f(&[1.0, 1.0, 2.0, 1.5]);
-    let y = switchboard_ops::clamp_tensor(&a, Some(&lo), Some(&hi)).unwrap();
+    let y = switchboard_ops::clamp_tensor_with(
+        &a,
+        switchboard_ops::ClampTensorOptions::default()
+            .min(&lo)
+            .max(&hi),
+    )
+    .unwrap();
     assert_eq!(y.to_vec::<f64>().unwrap(), [0.5, 0.0, 2.0, 1.5]);
     assert_eq!(y.grad_fn().unwrap().name(), "ClampBackward0");
     let w = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4]).unwrap();
-    switchboard_ops::sum(&switchboard_ops::mul(&y, &w).unwrap(), None)
+    switchboard_ops::sum(&switchboard_ops::mul(&y, &w).unwrap())
         .unwrap()
-        .backward(None, false, false)
+        .backward()
         .unwrap();
     assert_eq!(
         a.grad().unwrap().to_vec::<f64>().unwrap(),
@@ -359,11 +364,12 @@ fn clamp_tensor_bounds_get_gradients() {
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    let y = switchboard_ops::clamp_tensor(&a, Some(&lo), None).unwrap();
-    switchboard_ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    let y = switchboard_ops::clamp_tensor_with(
+        &a,
+        switchboard_ops::ClampTensorOptions::default().min(&lo),
+    )
+    .unwrap();
+    switchboard_ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), [1.0, 0.0, 1.0]);
     assert_eq!(lo.grad().unwrap().to_vec::<f64>().unwrap(), [1.0]);
 }
@@ -376,11 +382,8 @@ fn fill_and_zero_cut_the_old_history() {
         .unwrap();
     let y = ops::mul_scalar(&x, 3.0).unwrap();
     ops::zero_(&y).unwrap();
-    let z = ops::add(&y, &x, 1).unwrap(); // z = 0 + x
-    ops::sum(&z, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    let z = ops::add(&y, &x).unwrap(); // z = 0 + x
+    ops::sum(&z).unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [1.0, 1.0]);
     assert_eq!(y.to_vec::<f64>().unwrap(), [0.0, 0.0]);
 
@@ -391,10 +394,7 @@ fn fill_and_zero_cut_the_old_history() {
     let y = ops::mul_scalar(&x, 2.0).unwrap();
     ops::fill_(&y, 5.0).unwrap();
     assert_eq!(y.to_vec::<f64>().unwrap(), [5.0, 5.0]);
-    ops::sum(&y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    ops::sum(&y).unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.0]);
     // A leaf that requires grad cannot be filled in place.
     assert!(ops::zero_(&x)

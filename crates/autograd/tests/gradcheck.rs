@@ -23,23 +23,23 @@ fn pointwise_binary() {
     let (a, b, bb) = (x(&[2, 3], 1), x(&[2, 3], 2), x(&[3], 3));
     check(
         "add",
-        |t| ops::add(&t[0], &t[1], 2),
+        |t| ops::add_with(&t[0], &t[1], ops::AddOptions::default().alpha(2)),
         &[a.clone(), bb.clone()],
     );
-    check("add_scalar", |t| ops::add_scalar(&t[0], 3, 2), &[a.clone()]);
     check(
-        "sub",
-        |t| ops::sub(&t[0], &t[1], 3),
-        &[a.clone(), b.clone()],
-    );
-    check(
-        "sub_scalar",
-        |t| ops::sub_scalar(&t[0], 1.5, 1),
+        "add_scalar",
+        |t| ops::add_scalar_with(&t[0], 3, ops::AddScalarOptions::default().alpha(2)),
         &[a.clone()],
     );
     check(
+        "sub",
+        |t| ops::sub_with(&t[0], &t[1], ops::SubOptions::default().alpha(3)),
+        &[a.clone(), b.clone()],
+    );
+    check("sub_scalar", |t| ops::sub_scalar(&t[0], 1.5), &[a.clone()]);
+    check(
         "rsub",
-        |t| ops::rsub(&t[0], &t[1], 2),
+        |t| ops::rsub_with(&t[0], &t[1], ops::RsubOptions::default().alpha(2)),
         &[a.clone(), bb.clone()],
     );
     check(
@@ -82,12 +82,12 @@ fn pointwise_binary() {
     );
     check(
         "mse_loss",
-        |t| ops::mse_loss(&t[0], &t[1], 1),
+        |t| ops::mse_loss(&t[0], &t[1]),
         &[a.clone(), b.clone()],
     );
     check(
         "mse_loss_none",
-        |t| ops::mse_loss(&t[0], &t[1], 0),
+        |t| ops::mse_loss_with(&t[0], &t[1], ops::MseLossOptions::default().reduction(0)),
         &[a.clone(), b.clone()],
     );
 }
@@ -105,12 +105,16 @@ fn pointwise_unary() {
     check("relu", |t| ops::relu(&t[0]), &[a.clone()]);
     check("sigmoid", |t| ops::sigmoid(&t[0]), &[a.clone()]);
     check("tanh", |t| ops::tanh(&t[0]), &[a.clone()]);
-    check("gelu", |t| ops::gelu(&t[0], "none"), &[a.clone()]);
-    check("gelu_tanh", |t| ops::gelu(&t[0], "tanh"), &[a.clone()]);
+    check("gelu", |t| ops::gelu(&t[0]), &[a.clone()]);
+    check(
+        "gelu_tanh",
+        |t| ops::gelu_with(&t[0], ops::GeluOptions::default().approximate("tanh")),
+        &[a.clone()],
+    );
     check("silu", |t| ops::silu(&t[0]), &[a.clone()]);
     check(
         "clamp",
-        |t| ops::clamp(&t[0], Some((-0.5).into()), Some(0.5.into())),
+        |t| ops::clamp_with(&t[0], ops::ClampOptions::default().min(-0.5).max(0.5)),
         &[a.clone()],
     );
     check("clamp_min", |t| ops::clamp_min(&t[0], 0.1), &[a.clone()]);
@@ -120,7 +124,9 @@ fn pointwise_unary() {
     let hi = r(&[3], 6, 0.1, 0.6);
     check(
         "clamp.Tensor",
-        move |t| ops::clamp_tensor(&t[0], Some(&lo), Some(&hi)),
+        move |t| {
+            ops::clamp_tensor_with(&t[0], ops::ClampTensorOptions::default().min(&lo).max(&hi))
+        },
         &[a.clone()],
     );
     // Bounds that require grad (min broadcast; one element with min > max).
@@ -134,17 +140,22 @@ fn pointwise_unary() {
         .unwrap();
     check(
         "clamp.Tensor bounds",
-        |t| ops::clamp_tensor(&t[0], Some(&t[1]), Some(&t[2])),
+        |t| {
+            ops::clamp_tensor_with(
+                &t[0],
+                ops::ClampTensorOptions::default().min(&t[1]).max(&t[2]),
+            )
+        },
         &[a.clone(), lo.clone(), hi.clone()],
     );
     check(
         "clamp.Tensor max only",
-        |t| ops::clamp_tensor(&t[0], None, Some(&t[1])),
+        |t| ops::clamp_tensor_with(&t[0], ops::ClampTensorOptions::default().max(&t[1])),
         &[a.clone(), hi],
     );
     check(
         "clamp.Tensor min only",
-        |t| ops::clamp_tensor(&t[0], Some(&t[1]), None),
+        |t| ops::clamp_tensor_with(&t[0], ops::ClampTensorOptions::default().min(&t[1])),
         &[a.clone(), lo],
     );
     check(
@@ -189,46 +200,74 @@ fn selection() {
 #[test]
 fn reductions() {
     let a = x(&[2, 3, 4], 31);
-    check("sum", |t| ops::sum(&t[0], None), &[a.clone()]);
+    check("sum", |t| ops::sum(&t[0]), &[a.clone()]);
     check(
         "sum_dim",
-        |t| ops::sum_dim_int_list(&t[0], Some(&[0, 2]), false, None),
+        |t| ops::sum_dim_int_list(&t[0], Some(&[0, 2])),
         &[a.clone()],
     );
     check(
         "sum_dim_keep",
-        |t| ops::sum_dim_int_list(&t[0], Some(&[-1]), true, None),
+        |t| {
+            ops::sum_dim_int_list_with(
+                &t[0],
+                Some(&[-1]),
+                ops::SumDimIntListOptions::default().keepdim(true),
+            )
+        },
         &[a.clone()],
     );
-    check("mean", |t| ops::mean(&t[0], None), &[a.clone()]);
+    check("mean", |t| ops::mean(&t[0]), &[a.clone()]);
     check(
         "mean_dim",
-        |t| ops::mean_dim(&t[0], Some(&[1]), false, None),
+        |t| ops::mean_dim(&t[0], Some(&[1])),
         &[a.clone()],
     );
-    check("amax", |t| ops::amax(&t[0], &[1], false), &[a.clone()]);
-    check("amin", |t| ops::amin(&t[0], &[0, 2], true), &[a.clone()]);
+    check(
+        "amax",
+        |t| ops::amax_with(&t[0], ops::AmaxOptions::default().dim(&[1])),
+        &[a.clone()],
+    );
+    check(
+        "amin",
+        |t| {
+            ops::amin_with(
+                &t[0],
+                ops::AminOptions::default().dim(&[0, 2]).keepdim(true),
+            )
+        },
+        &[a.clone()],
+    );
     check("max", |t| ops::max(&t[0]), &[a.clone()]);
     check("min", |t| ops::min(&t[0]), &[a.clone()]);
-    check(
-        "max_dim",
-        |t| Ok(ops::max_dim(&t[0], 2, false)?.0),
-        &[a.clone()],
-    );
+    check("max_dim", |t| Ok(ops::max_dim(&t[0], 2)?.0), &[a.clone()]);
     check(
         "min_dim",
-        |t| Ok(ops::min_dim(&t[0], 1, true)?.0),
+        |t| Ok(ops::min_dim_with(&t[0], 1, ops::MinDimOptions::default().keepdim(true))?.0),
         &[a.clone()],
     );
-    check("var", |t| ops::var(&t[0], true), &[a.clone()]);
+    check("var", |t| ops::var(&t[0]), &[a.clone()]);
     check(
         "var_dim",
-        |t| ops::var_dim(&t[0], Some(&[1]), false, true),
+        |t| {
+            ops::var_dim_with(
+                &t[0],
+                Some(&[1]),
+                ops::VarDimOptions::default().unbiased(false).keepdim(true),
+            )
+        },
         &[a.clone()],
     );
     check(
         "var_correction",
-        |t| ops::var_correction(&t[0], Some(&[0, 2]), Some(2.into()), false),
+        |t| {
+            ops::var_correction_with(
+                &t[0],
+                ops::VarCorrectionOptions::default()
+                    .dim(&[0, 2])
+                    .correction(2),
+            )
+        },
         &[a.clone()],
     );
 }
@@ -247,7 +286,14 @@ fn linalg_and_nn() {
     );
     check(
         "addmm",
-        |t| ops::addmm(&t[0], &t[1], &t[2], 0.5, 2),
+        |t| {
+            ops::addmm_with(
+                &t[0],
+                &t[1],
+                &t[2],
+                ops::AddmmOptions::default().beta(0.5).alpha(2),
+            )
+        },
         &[x(&[4], 45), x(&[2, 3], 46), x(&[3, 4], 47)],
     );
     check(
@@ -269,7 +315,14 @@ fn linalg_and_nn() {
     );
     check(
         "max_pool2d_with_indices",
-        |t| Ok(ops::max_pool2d_with_indices(&t[0], &[2, 2], &[2, 2], &[0, 0], &[1, 1], false)?.0),
+        |t| {
+            Ok(ops::max_pool2d_with_indices_with(
+                &t[0],
+                &[2, 2],
+                ops::MaxPool2dWithIndicesOptions::default().stride(&[2, 2]),
+            )?
+            .0)
+        },
         &[x(&[1, 2, 4, 4], 51)],
     );
     check(
@@ -290,7 +343,7 @@ fn linalg_and_nn() {
     );
     check(
         "cross_entropy (composite)",
-        |t| ops::cross_entropy_loss(&t[0], &t[1], None, 1, -100, 0.0),
+        |t| ops::cross_entropy_loss(&t[0], &t[1]),
         &[x(&[3, 4], 55), target],
     );
     check(
@@ -308,12 +361,12 @@ fn linalg_and_nn() {
     );
     check(
         "embedding",
-        |t| ops::embedding(&t[0], &t[1], -1, false, false),
+        |t| ops::embedding(&t[0], &t[1]),
         &[x(&[4, 3], 60), long(&[1, 3, 1], &[3])],
     );
     check(
         "linear (composite)",
-        |t| ops::linear(&t[0], &t[1], Some(&t[2])),
+        |t| ops::linear_with(&t[0], &t[1], ops::LinearOptions::default().bias(&t[2])),
         &[x(&[2, 3], 61), x(&[4, 3], 62), x(&[4], 63)],
     );
 }
@@ -327,7 +380,7 @@ fn shapes_and_indexing() {
     check("permute", |t| ops::permute(&t[0], &[2, 0, 1]), &[a.clone()]);
     check(
         "expand",
-        |t| ops::expand(&t[0], &[2, 3, 4], false),
+        |t| ops::expand(&t[0], &[2, 3, 4]),
         &[x(&[3, 1], 73)],
     );
     check("squeeze", |t| ops::squeeze(&t[0]), &[x(&[2, 1, 3], 74)]);
@@ -340,37 +393,54 @@ fn shapes_and_indexing() {
     check("select", |t| ops::select(&t[0], 1, -1), &[a.clone()]);
     check(
         "slice",
-        |t| ops::slice(&t[0], 2, Some(1), Some(4), 2),
+        |t| {
+            ops::slice_with(
+                &t[0],
+                ops::SliceOptions::default().dim(2).start(1).end(4).step(2),
+            )
+        },
         &[a.clone()],
     );
     check(
         "as_strided",
-        |t| ops::as_strided(&t[0], &[2, 2], &[1, 2], Some(1)),
+        |t| {
+            ops::as_strided_with(
+                &t[0],
+                &[2, 2],
+                &[1, 2],
+                ops::AsStridedOptions::default().storage_offset(1),
+            )
+        },
         &[x(&[6], 76)],
     );
-    check("clone", |t| ops::clone(&t[0], None), &[a.clone()]);
+    check("clone", |t| ops::clone(&t[0]), &[a.clone()]);
     // Through f32: looser tolerances.
     let to_f32 = |t: &[Tensor]| {
-        let f = ops::_to_copy(
+        let f = ops::_to_copy_with(
             &t[0],
-            Some(ScalarType::Float),
-            None,
-            None,
-            None,
-            false,
-            None,
+            ops::ToCopyOptions::default().dtype(ScalarType::Float),
         )?;
         ops::mul(&f, &f)
     };
     assert!(gradcheck(to_f32, &[x(&[3], 77)], 1e-3, 1e-3, 1e-2).unwrap());
     check(
         "cat",
-        |t| ops::cat(&[t[0].clone(), t[1].clone()], 1),
+        |t| {
+            ops::cat_with(
+                &[t[0].clone(), t[1].clone()],
+                ops::CatOptions::default().dim(1),
+            )
+        },
         &[x(&[2, 1], 78), x(&[2, 3], 79)],
     );
     check(
         "stack",
-        |t| ops::stack(&[t[0].clone(), t[1].clone()], 1),
+        |t| {
+            ops::stack_with(
+                &[t[0].clone(), t[1].clone()],
+                ops::StackOptions::default().dim(1),
+            )
+        },
         &[x(&[2, 3], 80), x(&[2, 3], 81)],
     );
     let idx = long(&[2, 0, 2], &[3]);
@@ -382,7 +452,7 @@ fn shapes_and_indexing() {
     let gidx = long(&[0, 1, 1, 0, 2, 2], &[2, 3]);
     check(
         "gather",
-        |t| ops::gather(&t[0], 1, &t[1], false),
+        |t| ops::gather(&t[0], 1, &t[1]),
         &[x(&[2, 3], 82), gidx.clone()],
     );
     check(
@@ -392,7 +462,15 @@ fn shapes_and_indexing() {
     );
     check(
         "index_add",
-        |t| ops::index_add(&t[0], 0, &t[2], &t[1], 2),
+        |t| {
+            ops::index_add_with(
+                &t[0],
+                0,
+                &t[2],
+                &t[1],
+                ops::IndexAddOptions::default().alpha(2),
+            )
+        },
         &[x(&[3, 2], 85), x(&[3, 2], 86), idx],
     );
     check(
@@ -421,15 +499,13 @@ fn inplace_variants() {
             )
         };
     }
-    ip!("add_", &[a.clone(), b.clone()], |y, t| ops::add_(
-        &y, &t[1], 2
+    ip!("add_", &[a.clone(), b.clone()], |y, t| ops::add_with_(
+        &y,
+        &t[1],
+        ops::AddInplaceOptions::default().alpha(2)
     ));
-    ip!("add_scalar_", &[a.clone()], |y, t| ops::add_scalar_(
-        &y, 2, 1
-    ));
-    ip!("sub_", &[a.clone(), b.clone()], |y, t| ops::sub_(
-        &y, &t[1], 1
-    ));
+    ip!("add_scalar_", &[a.clone()], |y, t| ops::add_scalar_(&y, 2));
+    ip!("sub_", &[a.clone(), b.clone()], |y, t| ops::sub_(&y, &t[1]));
     ip!("mul_", &[a.clone(), b.clone()], |y, t| ops::mul_(&y, &t[1]));
     ip!("mul_scalar_", &[a.clone()], |y, t| ops::mul_scalar_(&y, 3));
     ip!("div_", &[a.clone(), p.clone()], |y, t| ops::div_(&y, &t[1]));
@@ -438,17 +514,16 @@ fn inplace_variants() {
     ip!("tanh_", &[a.clone()], |y, t| ops::tanh_(&y));
     ip!("sigmoid_", &[a.clone()], |y, t| ops::sigmoid_(&y));
     ip!("relu_", &[a.clone()], |y, t| ops::relu_(&y));
-    ip!("clamp_", &[a.clone()], |y, t| ops::clamp_(
+    ip!("clamp_", &[a.clone()], |y, t| ops::clamp_with_(
         &y,
-        Some((-0.3).into()),
-        Some(0.3.into())
+        ops::ClampInplaceOptions::default().min(-0.3).max(0.3)
     ));
     ip!("copy_", &[a.clone(), x(&[3], 94)], |y, t| ops::copy_(
-        &y, &t[1], false
+        &y, &t[1]
     ));
     ip!(
         "addmm_",
         &[a.clone(), x(&[2, 2], 95), x(&[2, 3], 96)],
-        |y, t| ops::addmm_(&y, &t[1], &t[2], 1, 1)
+        |y, t| ops::addmm_(&y, &t[1], &t[2])
     );
 }

@@ -24,12 +24,12 @@ fn check(name: &str, f: impl Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Tensor])
 
 /// The diagonal of the Hessian of `sum(f(x))` for an elementwise `f`: f''(x).
 fn second(f: impl Fn(&Tensor) -> Result<Tensor>, x: &Tensor) -> Tensor {
-    let y = ops::sum(&f(x).unwrap(), None).unwrap();
+    let y = ops::sum(&f(x).unwrap()).unwrap();
     let g = grad(&[y], &[x.clone()], &[None], false, true).unwrap()[0]
         .clone()
         .unwrap();
     assert!(g.grad_fn().is_some(), "first gradient has history");
-    let s = ops::sum(&g, None).unwrap();
+    let s = ops::sum(&g).unwrap();
     grad(&[s], &[x.clone()], &[None], false, false).unwrap()[0]
         .clone()
         .unwrap()
@@ -63,7 +63,7 @@ fn known_second_derivatives() {
     // gelu''(x) = φ(x)(2 - x²).
     let phi = |v: f64| (-0.5 * v * v).exp() / (2.0 * std::f64::consts::PI).sqrt();
     let want: Vec<f64> = xs.iter().map(|&v| phi(v) * (2.0 - v * v)).collect();
-    close(&vals(&second(|x| ops::gelu(x, "none"), &t)), &want);
+    close(&vals(&second(ops::gelu, &t)), &want);
     // silu''(x) = σ(1-σ)(2 + x(1-2σ)).
     let want: Vec<f64> = xs
         .iter()
@@ -104,14 +104,14 @@ fn activations() {
     check("relu", |t| ops::relu(&t[0]), &[a.clone()]);
     check("sigmoid", |t| ops::sigmoid(&t[0]), &[a.clone()]);
     check("tanh", |t| ops::tanh(&t[0]), &[a.clone()]);
-    check("gelu", |t| ops::gelu(&t[0], "none"), &[a.clone()]);
-    check("gelu_tanh", |t| ops::gelu(&t[0], "tanh"), &[a.clone()]);
-    check("silu", |t| ops::silu(&t[0]), &[a.clone()]);
+    check("gelu", |t| ops::gelu(&t[0]), &[a.clone()]);
     check(
-        "softmax",
-        |t| ops::softmax(&t[0], 1, None),
-        &[x(&[2, 3], 1)],
+        "gelu_tanh",
+        |t| ops::gelu_with(&t[0], ops::GeluOptions::default().approximate("tanh")),
+        &[a.clone()],
     );
+    check("silu", |t| ops::silu(&t[0]), &[a.clone()]);
+    check("softmax", |t| ops::softmax(&t[0], 1), &[x(&[2, 3], 1)]);
     check(
         "softmax dim 0",
         |t| ops::_softmax(&t[0], 0, false),
@@ -119,13 +119,18 @@ fn activations() {
     );
     check(
         "log_softmax",
-        |t| ops::log_softmax(&t[0], -1, None),
+        |t| ops::log_softmax(&t[0], -1),
         &[x(&[2, 3], 3)],
     );
     // Composition: the backward of tanh feeds gelu_backward's self.
     check(
         "gelu(tanh(x) * y)",
-        |t| ops::gelu(&ops::mul(&ops::tanh(&t[0])?, &t[1])?, "tanh"),
+        |t| {
+            ops::gelu_with(
+                &ops::mul(&ops::tanh(&t[0])?, &t[1])?,
+                ops::GeluOptions::default().approximate("tanh"),
+            )
+        },
         &[x(&[4], 4), x(&[4], 5)],
     );
 }
@@ -135,7 +140,7 @@ fn losses() {
     for red in 0..3 {
         check(
             "mse_loss",
-            |t| ops::mse_loss(&t[0], &t[1], red),
+            |t| ops::mse_loss_with(&t[0], &t[1], ops::MseLossOptions::default().reduction(red)),
             &[x(&[2, 3], 11), x(&[2, 3], 12)],
         );
     }
@@ -145,21 +150,30 @@ fn losses() {
         let (tg, w) = (target.clone(), w.clone());
         check(
             "nll_loss(log_softmax)",
-            move |t| ops::nll_loss(&ops::log_softmax(&t[0], 1, None)?, &tg, Some(&w), red, 1),
+            move |t| {
+                ops::nll_loss_with(
+                    &ops::log_softmax(&t[0], 1)?,
+                    &tg,
+                    ops::NllLossOptions::default()
+                        .weight(&w)
+                        .reduction(red)
+                        .ignore_index(1),
+                )
+            },
             &[x(&[4, 3], 14)],
         );
     }
     let tg = target.clone();
     check(
         "cross_entropy",
-        move |t| ops::cross_entropy_loss(&t[0], &tg, None, 1, -100, 0.0),
+        move |t| ops::cross_entropy_loss(&t[0], &tg),
         &[x(&[4, 3], 15)],
     );
     // nll_loss alone is linear: its gradient of gradient w.r.t. grad_output only.
     let tg = target.clone();
     check(
         "nll_loss",
-        move |t| ops::nll_loss(&t[0], &tg, None, 1, -100),
+        move |t| ops::nll_loss(&t[0], &tg),
         &[x(&[4, 3], 16)],
     );
 }
@@ -168,7 +182,15 @@ fn losses() {
 fn pooling_embedding_dropout() {
     check(
         "max_pool2d",
-        |t| ops::max_pool2d(&t[0], &[2, 2], &[1, 2], &[0, 1], &[1, 1], false),
+        |t| {
+            ops::max_pool2d_with(
+                &t[0],
+                &[2, 2],
+                ops::MaxPool2dOptions::default()
+                    .stride(&[1, 2])
+                    .padding(&[0, 1]),
+            )
+        },
         &[x(&[1, 2, 4, 4], 21)],
     );
     let idx = long(&[1, 3, 1, 0, 2, 3], &[2, 3]);
@@ -177,7 +199,11 @@ fn pooling_embedding_dropout() {
         check(
             "embedding * embedding",
             move |t| {
-                let e = ops::embedding(&t[0], &i, pad, false, false)?;
+                let e = ops::embedding_with(
+                    &t[0],
+                    &i,
+                    ops::EmbeddingOptions::default().padding_idx(pad),
+                )?;
                 ops::mul(&e, &e)
             },
             &[x(&[4, 3], 22)],
@@ -190,7 +216,15 @@ fn pooling_embedding_dropout() {
         let i = idx.clone();
         check(
             "embedding scale_grad_by_freq",
-            move |t| ops::embedding(&t[0], &i, pad, true, false),
+            move |t| {
+                ops::embedding_with(
+                    &t[0],
+                    &i,
+                    ops::EmbeddingOptions::default()
+                        .padding_idx(pad)
+                        .scale_grad_by_freq(true),
+                )
+            },
             &[x(&[4, 3], 25)],
         );
     }
@@ -218,22 +252,49 @@ fn pooling_embedding_dropout() {
 fn convolutions() {
     check(
         "conv1d",
-        |t| ops::conv1d(&t[0], &t[1], Some(&t[2]), &[2], &[1], &[1], 1),
+        |t| {
+            ops::conv1d_with(
+                &t[0],
+                &t[1],
+                ops::Conv1dOptions::default()
+                    .bias(&t[2])
+                    .stride(&[2])
+                    .padding(&[1]),
+            )
+        },
         &[x(&[2, 2, 5], 31), x(&[3, 2, 2], 32), x(&[3], 33)],
     );
     check(
         "conv2d groups+dilation",
-        |t| ops::conv2d(&t[0], &t[1], Some(&t[2]), &[1, 1], &[1, 0], &[2, 1], 2),
+        |t| {
+            ops::conv2d_with(
+                &t[0],
+                &t[1],
+                ops::Conv2dOptions::default()
+                    .bias(&t[2])
+                    .padding(&[1, 0])
+                    .dilation(&[2, 1])
+                    .groups(2),
+            )
+        },
         &[x(&[1, 4, 4, 3], 34), x(&[2, 2, 2, 2], 35), x(&[2], 36)],
     );
     check(
         "conv2d no bias",
-        |t| ops::conv2d(&t[0], &t[1], None, &[2, 1], &[0, 1], &[1, 1], 1),
+        |t| {
+            ops::conv2d_with(
+                &t[0],
+                &t[1],
+                ops::Conv2dOptions::default()
+                    .stride(&[2, 1])
+                    .padding(&[0, 1]),
+            )
+        },
         &[x(&[2, 1, 4, 3], 37), x(&[2, 1, 2, 2], 38)],
     );
     check(
         "conv1d unbatched",
-        |t| ops::conv1d(&t[0], &t[1], Some(&t[2]), &[1], &[0], &[1], 1),
+        |t| ops::conv1d_with(&t[0], &t[1], ops::Conv1dOptions::default().bias(&t[2])),
         &[x(&[2, 4], 45), x(&[3, 2, 2], 46), x(&[3], 47)],
     );
     // (Transposed convolutions: the CPU kernels do not implement them yet.)
@@ -241,7 +302,12 @@ fn convolutions() {
     let w = r(&[2, 2, 3], 42, -1.0, 1.0);
     check(
         "conv1d input only",
-        move |t| ops::mul(&ops::conv1d(&t[0], &w, None, &[1], &[1], &[1], 1)?, &t[1]),
+        move |t| {
+            ops::mul(
+                &ops::conv1d_with(&t[0], &w, ops::Conv1dOptions::default().padding(&[1]))?,
+                &t[1],
+            )
+        },
         &[x(&[1, 2, 4], 43), x(&[1, 2, 4], 44)],
     );
 }
@@ -250,23 +316,55 @@ fn convolutions() {
 fn layer_norm() {
     check(
         "layer_norm affine",
-        |t| ops::layer_norm(&t[0], &[3], Some(&t[1]), Some(&t[2]), 1e-5, false),
+        |t| {
+            ops::layer_norm_with(
+                &t[0],
+                &[3],
+                ops::LayerNormOptions::default()
+                    .weight(&t[1])
+                    .bias(&t[2])
+                    .cudnn_enable(false),
+            )
+        },
         &[x(&[2, 3], 51), x(&[3], 52), x(&[3], 53)],
     );
     check(
         "layer_norm no affine, 2 normalized dims",
-        |t| ops::layer_norm(&t[0], &[2, 3], None, None, 1e-5, false),
+        |t| {
+            ops::layer_norm_with(
+                &t[0],
+                &[2, 3],
+                ops::LayerNormOptions::default().cudnn_enable(false),
+            )
+        },
         &[x(&[2, 2, 3], 54)],
     );
     check(
         "layer_norm weight only",
-        |t| ops::layer_norm(&t[0], &[4], Some(&t[1]), None, 1e-5, false),
+        |t| {
+            ops::layer_norm_with(
+                &t[0],
+                &[4],
+                ops::LayerNormOptions::default()
+                    .weight(&t[1])
+                    .cudnn_enable(false),
+            )
+        },
         &[x(&[3, 4], 55), x(&[4], 56)],
     );
     let inp = r(&[2, 3], 57, -1.0, 1.0);
     check(
         "layer_norm params only",
-        move |t| ops::layer_norm(&inp, &[3], Some(&t[0]), Some(&t[1]), 1e-5, false),
+        move |t| {
+            ops::layer_norm_with(
+                &inp,
+                &[3],
+                ops::LayerNormOptions::default()
+                    .weight(&t[0])
+                    .bias(&t[1])
+                    .cudnn_enable(false),
+            )
+        },
         &[x(&[3], 58), x(&[3], 59)],
     );
 }
@@ -275,21 +373,20 @@ fn layer_norm() {
 fn gradients_with_create_graph_have_history() {
     let w = x(&[3, 2, 2, 2], 61);
     let i = x(&[1, 2, 3, 3], 62);
-    let y = ops::sum(
-        &ops::mul(
-            &ops::conv2d(&i, &w, None, &[1, 1], &[0, 0], &[1, 1], 1).unwrap(),
-            &ops::conv2d(&i, &w, None, &[1, 1], &[0, 0], &[1, 1], 1).unwrap(),
-        )
-        .unwrap(),
-        None,
-    )
-    .unwrap();
+    let y =
+        ops::sum(&ops::mul(&ops::conv2d(&i, &w).unwrap(), &ops::conv2d(&i, &w).unwrap()).unwrap())
+            .unwrap();
     let g = grad(&[y], &[w.clone()], &[None], false, true).unwrap()[0]
         .clone()
         .unwrap();
     assert!(g.requires_grad());
-    let ln = ops::layer_norm(&i, &[3], None, None, 1e-5, false).unwrap();
-    let s = ops::sum(&ops::mul(&ln, &ln).unwrap(), None).unwrap();
+    let ln = ops::layer_norm_with(
+        &i,
+        &[3],
+        ops::LayerNormOptions::default().cudnn_enable(false),
+    )
+    .unwrap();
+    let s = ops::sum(&ops::mul(&ln, &ln).unwrap()).unwrap();
     let g = grad(&[s], &[i.clone()], &[None], false, true).unwrap()[0]
         .clone()
         .unwrap();
@@ -304,7 +401,7 @@ fn third_derivative_and_stat_gradients() {
         .requires_grad_(true)
         .unwrap();
     let d = |y: Tensor, create: bool| {
-        let s = ops::sum(&y, None).unwrap();
+        let s = ops::sum(&y).unwrap();
         grad(&[s], &[v.clone()], &[None], false, create).unwrap()[0]
             .clone()
             .unwrap()
@@ -339,14 +436,7 @@ fn third_derivative_and_stat_gradients() {
         gi.grad_fn().unwrap().name(),
         "NativeLayerNormBackwardBackward0"
     );
-    let e = grad(
-        &[ops::sum(&gi, None).unwrap()],
-        &[mean],
-        &[None],
-        false,
-        false,
-    )
-    .unwrap_err();
+    let e = grad(&[ops::sum(&gi).unwrap()], &[mean], &[None], false, false).unwrap_err();
     assert_eq!(
         e.to_string(),
         "the derivative for 'mean' is not implemented."

@@ -5,7 +5,7 @@
 use switchboard_autograd::AutogradTensor;
 use switchboard_cpu as _;
 use switchboard_ops as ops;
-use switchboard_tensor::{MemoryFormat, Tensor};
+use switchboard_tensor::Tensor;
 
 fn t(v: &[f32], s: &[i64]) -> Tensor {
     Tensor::from_vec(v.to_vec(), s).unwrap()
@@ -17,10 +17,7 @@ fn seq(n: usize, scale: f32) -> Vec<f32> {
 }
 /// The values in logical (row-major) order, whatever the strides.
 fn v(t: &Tensor) -> Vec<f32> {
-    ops::contiguous(t, MemoryFormat::Contiguous)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap()
+    ops::contiguous(t).unwrap().to_vec::<f32>().unwrap()
 }
 
 #[test]
@@ -29,9 +26,9 @@ fn linear_weight_grad_is_contiguous_and_exact() {
     let w = t(&seq(12, 0.25), &[3, 4]).requires_grad_(true).unwrap();
     let b = t(&[0.5, -1.0, 2.0], &[3]).requires_grad_(true).unwrap();
     let c = t(&seq(6, 1.5), &[2, 3]);
-    let y = ops::linear(&x, &w, Some(&b)).unwrap();
-    let loss = ops::sum(&ops::mul(&y, &c).unwrap(), None).unwrap();
-    loss.backward(None, false, false).unwrap();
+    let y = ops::linear_with(&x, &w, ops::LinearOptions::default().bias(&b)).unwrap();
+    let loss = ops::sum(&ops::mul(&y, &c).unwrap()).unwrap();
+    loss.backward().unwrap();
     let gw = w.grad().unwrap();
     // The weight's gradient arrives in the weight's layout (Note [Matrix product gradients in
     // the operand's layout]).
@@ -39,7 +36,7 @@ fn linear_weight_grad_is_contiguous_and_exact() {
     assert_eq!(v(&gw), v(&ops::mm(&ops::t(&c).unwrap(), &x).unwrap()));
     assert_eq!(
         v(&b.grad().unwrap()),
-        v(&ops::sum_dim_int_list(&c, Some(&[0]), false, None).unwrap())
+        v(&ops::sum_dim_int_list(&c, Some(&[0])).unwrap())
     );
 }
 
@@ -51,9 +48,9 @@ fn mm_grads_of_column_major_operands() {
     let (m1, m2) = (ops::t(&a).unwrap(), ops::t(&bm).unwrap());
     let g = t(&seq(6, 1.0), &[3, 2]);
     let y = ops::mm(&m1, &m2).unwrap();
-    ops::sum(&ops::mul(&y, &g).unwrap(), None)
+    ops::sum(&ops::mul(&y, &g).unwrap())
         .unwrap()
-        .backward(None, false, false)
+        .backward()
         .unwrap();
     // d(mat1) = g @ mat2^T, d(a) = its transpose; d(mat2) = mat1^T @ g, d(bm) its transpose.
     let want_m1 = ops::mm(&g, &ops::t(&m2).unwrap()).unwrap();
@@ -71,21 +68,23 @@ fn addmm_grads_with_alpha_match_the_products() {
     let w = t(&seq(12, 0.125), &[3, 4]).requires_grad_(true).unwrap();
     // m1 = a.t(): [2, 4], m2 = w.t(): [4, 3], both column-major.
     let (m1, m2) = (ops::t(&a).unwrap(), ops::t(&w).unwrap());
-    let y = ops::addmm(&c, &m1, &m2, 0.5, 2.0).unwrap();
+    let y = ops::addmm_with(
+        &c,
+        &m1,
+        &m2,
+        ops::AddmmOptions::default().beta(0.5).alpha(2.0),
+    )
+    .unwrap();
     let g = t(&seq(6, 1.0), &[2, 3]);
-    ops::sum(&ops::mul(&y, &g).unwrap(), None)
+    ops::sum(&ops::mul(&y, &g).unwrap())
         .unwrap()
-        .backward(None, false, false)
+        .backward()
         .unwrap();
     let want_m1 = ops::mul_scalar(&ops::mm(&g, &ops::t(&m2).unwrap()).unwrap(), 2.0).unwrap();
     let want_m2 = ops::mul_scalar(&ops::mm(&ops::t(&m1).unwrap(), &g).unwrap(), 2.0).unwrap();
     assert_eq!(v(&a.grad().unwrap()), v(&ops::t(&want_m1).unwrap()));
     assert_eq!(v(&w.grad().unwrap()), v(&ops::t(&want_m2).unwrap()));
-    let want_c = ops::mul_scalar(
-        &ops::sum_dim_int_list(&g, Some(&[0]), false, None).unwrap(),
-        0.5,
-    )
-    .unwrap();
+    let want_c = ops::mul_scalar(&ops::sum_dim_int_list(&g, Some(&[0])).unwrap(), 0.5).unwrap();
     assert_eq!(v(&c.grad().unwrap()), v(&want_c));
 }
 
@@ -100,9 +99,9 @@ fn accumulated_grad_takes_the_leafs_strides() {
         .unwrap();
     assert!(!x.is_contiguous());
     let c = t(&seq(6, 0.5), &[2, 3]);
-    ops::sum(&ops::mul(&x, &c).unwrap(), None)
+    ops::sum(&ops::mul(&x, &c).unwrap())
         .unwrap()
-        .backward(None, false, false)
+        .backward()
         .unwrap();
     let g = x.grad().unwrap();
     assert_eq!(g.strides(), x.strides());

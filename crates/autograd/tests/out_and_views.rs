@@ -26,7 +26,7 @@ fn out_overloads_refuse_inputs_that_require_grad() {
     let a = leaf(&[1., 2.], &[2]);
     let b = t(&[3., 4.], &[2]);
     let out = t(&[0., 0.], &[2]);
-    let e = ops::add_out(&a, &b, 1, &out).unwrap_err();
+    let e = ops::add_out(&a, &b, &out).unwrap_err();
     assert_eq!(e.to_string(), msg("add"));
     assert_eq!(vals(&out), [0., 0.], "nothing written");
     assert_eq!(out.version(), 0);
@@ -38,10 +38,10 @@ fn out_overloads_refuse_inputs_that_require_grad() {
     let e = ops::pow_tensor_scalar_out(&a, 2, &out).unwrap_err();
     assert_eq!(e.to_string(), msg("pow"));
     let cat_out = t(&[0.; 4], &[4]);
-    let e = ops::cat_out(&[b.clone(), a.clone()], 0, &cat_out).unwrap_err();
+    let e = ops::cat_out(&[b.clone(), a.clone()], &cat_out).unwrap_err();
     assert_eq!(e.to_string(), msg("cat"));
     let s = t(&[0.], &[]);
-    let e = ops::sum_int_list_out(&a, None, false, None, &s).unwrap_err();
+    let e = ops::sum_int_list_out(&a, None, &s).unwrap_err();
     assert_eq!(e.to_string(), msg("sum"));
     let e = ops::where_self_out(&t(&[1., 0.], &[2]).ne_zero(), &b, &a, &out).unwrap_err();
     assert_eq!(e.to_string(), msg("where"));
@@ -60,9 +60,9 @@ impl NeZero for Tensor {
 fn out_overloads_refuse_an_out_that_requires_grad() {
     let b = t(&[3., 4.], &[2]);
     let out = leaf(&[0., 0.], &[2]);
-    let e = ops::add_out(&b, &b, 1, &out).unwrap_err();
+    let e = ops::add_out(&b, &b, &out).unwrap_err();
     assert_eq!(e.to_string(), msg("add"));
-    let e = ops::arange_start_out(0, 2, 1, &out).unwrap_err();
+    let e = ops::arange_start_out(0, 2, &out).unwrap_err();
     assert_eq!(e.to_string(), msg("arange"));
     // A non-leaf out.
     let nl = ops::mul_scalar(&out, 1.).unwrap();
@@ -77,7 +77,7 @@ fn out_overloads_run_without_grad_mode_or_grad() {
     let out = t(&[0., 0.], &[2]);
     {
         let _g = no_grad();
-        ops::add_out(&a, &b, 2, &out).unwrap();
+        ops::add_out_with(&a, &b, &out, ops::AddOutOptions::default().alpha(2)).unwrap();
     }
     assert_eq!(vals(&out), [7., 10.]);
     assert_eq!(out.version(), 1);
@@ -95,17 +95,14 @@ fn out_overloads_run_without_grad_mode_or_grad() {
 }
 
 fn backward_sum(y: &Tensor) {
-    ops::sum(y, None)
-        .unwrap()
-        .backward(None, false, false)
-        .unwrap();
+    ops::sum(y).unwrap().backward().unwrap();
 }
 
 #[test]
 fn inplace_on_a_view_rebases_the_base() {
     // b = x.clone(); b.narrow(0, 0, 2).mul_(2): b = [2x0, 2x1, x2, x3].
     let x = leaf(&[1., 2., 3., 4.], &[4]);
-    let b = ops::clone(&x, None).unwrap();
+    let b = ops::clone(&x).unwrap();
     let v = ops::narrow(&b, 0, 0, 2).unwrap();
     ops::mul_scalar_(&v, 2).unwrap();
     assert_eq!(vals(&b), [2., 4., 3., 4.]);
@@ -116,7 +113,7 @@ fn inplace_on_a_view_rebases_the_base() {
     assert_eq!(vals(&x.grad().unwrap()), [2., 20., 100., 1000.]);
     // Through the view itself: d(sum v)/dx = [2, 2, 0, 0].
     x.set_grad(None);
-    let b = ops::clone(&x, None).unwrap();
+    let b = ops::clone(&x).unwrap();
     let v = ops::narrow(&b, 0, 1, 2).unwrap();
     ops::mul_scalar_(&v, 3).unwrap();
     backward_sum(&ops::mul(&v, &v).unwrap()); // 9 x1² + 9 x2²
@@ -129,7 +126,7 @@ fn inplace_on_a_view_with_an_operand_that_requires_grad() {
     let x = t(&[0.; 6], &[3, 2]);
     let y = leaf(&[5., 7.], &[2]);
     let row = ops::select(&x, 0, 1).unwrap();
-    ops::add_(&row, &y, 1).unwrap();
+    ops::add_(&row, &y).unwrap();
     assert!(x.requires_grad());
     assert_eq!(vals(&x), [0., 0., 5., 7., 0., 0.]);
     let w = t(&[1., 2., 3., 4., 5., 6.], &[3, 2]);

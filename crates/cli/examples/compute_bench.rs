@@ -42,8 +42,15 @@ impl Cnn {
             let bound = 1.0 / ((cin * 9) as f64).sqrt();
             let _g = no_grad();
             let uniform = |sizes: &[i64]| -> Result<Tensor, BoxError> {
-                let t = ops::empty(sizes, Some(ScalarType::Float), None, None, None, None)?;
-                ops::uniform_(&t, -bound, bound, Some(&gen))?;
+                let t =
+                    ops::empty_with(sizes, ops::EmptyOptions::default().dtype(ScalarType::Float))?;
+                ops::uniform_with_(
+                    &t,
+                    ops::UniformInplaceOptions::default()
+                        .from(-bound)
+                        .to(bound)
+                        .generator(&gen),
+                )?;
                 Ok(t.requires_grad_(true)?)
             };
             Ok((uniform(&[cout, cin, 3, 3])?, uniform(&[cout])?))
@@ -58,14 +65,15 @@ impl Cnn {
 
     /// The log-probabilities of the classes.
     fn forward(&self, x: &Tensor) -> Result<Tensor, BoxError> {
-        let conv =
-            |x: &Tensor, (w, b): &(Tensor, Tensor)| ops::conv2d(x, w, Some(b), &[1], &[0], &[1], 1);
+        let conv = |x: &Tensor, (w, b): &(Tensor, Tensor)| {
+            ops::conv2d_with(x, w, ops::Conv2dOptions::default().bias(b))
+        };
         let x = ops::relu(&conv(x, &self.conv1)?)?;
         let x = ops::relu(&conv(&x, &self.conv2)?)?;
-        let x = ops::max_pool2d(&x, &[2], &[], &[0], &[1], false)?;
-        let x = ops::flatten(&x, 1, -1)?;
+        let x = ops::max_pool2d(&x, &[2])?;
+        let x = ops::flatten_with(&x, ops::FlattenOptions::default().start_dim(1))?;
         let x = ops::relu(&self.fc1.forward(&x)?)?;
-        Ok(ops::log_softmax(&self.fc2.forward(&x)?, 1, None)?)
+        Ok(ops::log_softmax(&self.fc2.forward(&x)?, 1)?)
     }
 
     fn parameters(&self) -> Vec<Tensor> {
@@ -85,10 +93,21 @@ fn data(batch: i64, shape: &[i64]) -> Result<(Tensor, Tensor), BoxError> {
     let sizes: Vec<i64> = std::iter::once(batch)
         .chain(shape.iter().copied())
         .collect();
-    let x = ops::empty(&sizes, Some(ScalarType::Float), None, None, None, None)?;
-    ops::uniform_(&x, 0.0, 1.0, Some(&gen))?;
-    let y = ops::empty(&[batch], Some(ScalarType::Long), None, None, None, None)?;
-    ops::random_(&y, 0, Some(10), Some(&gen))?;
+    let x = ops::empty_with(
+        &sizes,
+        ops::EmptyOptions::default().dtype(ScalarType::Float),
+    )?;
+    ops::uniform_with_(&x, ops::UniformInplaceOptions::default().generator(&gen))?;
+    let y = ops::empty_with(
+        &[batch],
+        ops::EmptyOptions::default().dtype(ScalarType::Long),
+    )?;
+    ops::random_with_(
+        &y,
+        0,
+        Some(10),
+        ops::RandomInplaceOptions::default().generator(&gen),
+    )?;
     Ok((x, y))
 }
 
@@ -244,9 +263,9 @@ fn mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
     });
     measure("mlp_train_step", describe, steps, threads, |ph| {
         ph.start();
-        let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y, None, 1, -100, 0.0)?;
+        let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y)?;
         ph.end(0);
-        loss.backward(None, false, false)?;
+        loss.backward()?;
         ph.end(1);
         opt.step()?;
         opt.zero_grad();
@@ -267,9 +286,9 @@ fn cnn_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
     });
     measure("cnn_train_step", describe, steps, threads, |ph| {
         ph.start();
-        let loss = ops::nll_loss(&model.forward(&x)?, &y, None, 1, -100)?;
+        let loss = ops::nll_loss(&model.forward(&x)?, &y)?;
         ph.end(0);
-        loss.backward(None, false, false)?;
+        loss.backward()?;
         ph.end(1);
         opt.step()?;
         opt.zero_grad();

@@ -1,7 +1,9 @@
 //! The `ops` crate's generated API.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
+use crate::defaults::{defaults, emit_options, Defaults};
 use crate::model::NativeFunction;
 use crate::types::{return_type, RustArg};
 
@@ -9,6 +11,7 @@ struct Sig {
     args: Vec<RustArg>,
     ret: String,
     families: String,
+    defaults: Defaults,
 }
 
 fn sig(f: &NativeFunction) -> Result<Sig, String> {
@@ -20,18 +23,22 @@ fn sig(f: &NativeFunction) -> Result<Sig, String> {
         1 => format!("({},)", fam[0]),
         _ => format!("({})", fam.join(", ")),
     };
+    let defaults = defaults(f, &args)?;
     Ok(Sig {
         args,
         ret,
         families,
+        defaults,
     })
 }
 
-/// The parameter list of the public function: `Scalar` parameters take `impl Into<Scalar>`.
-fn public_params(args: &[RustArg], skip: Option<usize>) -> String {
+/// The parameter list of the public function: the arguments without a default (Note
+/// [Operator API defaults]) but `skip` (a method's `self`); `Scalar` parameters take
+/// `impl Into<Scalar>`.
+fn public_params(args: &[RustArg], defaults: &Defaults, skip: Option<usize>) -> String {
     args.iter()
         .enumerate()
-        .filter(|(i, _)| Some(*i) != skip)
+        .filter(|(i, _)| Some(*i) != skip && defaults.defaults[*i].is_none())
         .map(|(_, a)| {
             if a.param == "Scalar" {
                 format!("{}: impl Into<Scalar>", a.name)
@@ -69,6 +76,28 @@ fn call_args(args: &[RustArg], scalar: &str) -> Vec<String> {
                 scalar.replace("{}", &a.name)
             } else {
                 a.name.clone()
+            }
+        })
+        .collect()
+}
+
+/// The arguments of a public function's call through its handle: its parameters, and for a
+/// defaulted argument `defaulted(argument, default expression)`; `Scalar` ones packed (Note
+/// [Packed scalars]).
+fn handle_args(s: &Sig, defaulted: impl Fn(&RustArg, &str) -> String) -> Vec<String> {
+    s.args
+        .iter()
+        .zip(&s.defaults.defaults)
+        .map(|(a, default)| {
+            let value = match default {
+                None if a.param == "Scalar" => format!("{}.into()", a.name),
+                None => a.name.clone(),
+                Some(v) => defaulted(a, v),
+            };
+            if a.param == "Scalar" {
+                format!("PackedScalar::new({value})")
+            } else {
+                value
             }
         })
         .collect()
@@ -151,19 +180,51 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     .unwrap();
     writeln!(w, "}}\n").unwrap();
 
-    // Functions.
+    // Functions (Note [Operator API defaults]). Method-only operators get them too: the
+    // `TensorOps` methods call them.
+    check_names(funcs, &sigs)?;
+    writeln!(w, "/// The options structs of the `_with` functions: the defaulted arguments of each operator\n/// overload (Note [Operator API defaults], see [defaulted arguments](crate#defaulted-arguments)).\npub mod options {{\n    use super::*;\n").unwrap();
     for (f, s) in funcs.iter().zip(&sigs) {
-        let call_args = call_args(&s.args, "PackedScalar::new({}.into())");
-        // Method-only operators get a function too: the `TensorOps` methods call it.
+        emit_options(w, f, &s.defaults, f.method);
+    }
+    writeln!(w, "}}\n\npub use options::*;\n").unwrap();
+    for (f, s) in funcs.iter().zip(&sigs) {
+        let d = &s.defaults;
+        let short_args = handle_args(s, |_, default| default.to_owned());
+        let params = public_params(&s.args, d, None);
+        let mut doc = format!("/// `{}`", doc_schema(f));
+        if !d.fields.is_empty() {
+            write!(
+                doc,
+                "\n///\n/// The defaulted arguments take the schema's defaults; [`{}`] sets them (Note [Operator\n/// API defaults], see [defaulted arguments](crate#defaulted-arguments)).",
+                d.with_name
+            )
+            .unwrap();
+        }
         writeln!(
             w,
-            "/// `{}`\n#[inline]\npub fn {}({}) -> Result<{}> {{\n    handles::{}().call({})\n}}\n",
-            doc_schema(f),
+            "{doc}\n#[inline]\npub fn {}({params}) -> Result<{}> {{\n    handles::{}().call({})\n}}\n",
             f.api_name,
-            public_params(&s.args, None),
             s.ret,
             f.api_name,
-            tuple_of(&call_args),
+            tuple_of(&short_args),
+        )
+        .unwrap();
+        if d.fields.is_empty() {
+            continue;
+        }
+        let with_args = handle_args(s, |a, _| format!("options.{}", a.name));
+        let sep = if params.is_empty() { "" } else { ", " };
+        writeln!(
+            w,
+            "/// `{}`, with the defaulted arguments given in [`{}`].\n#[inline]\npub fn {}({params}{sep}options: {}) -> Result<{}> {{\n    handles::{}().call({})\n}}\n",
+            doc_schema(f),
+            d.options,
+            d.with_name,
+            d.param_type(),
+            s.ret,
+            f.api_name,
+            tuple_of(&with_args),
         )
         .unwrap();
     }
@@ -202,14 +263,25 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
             .iter()
             .position(|a| a.name() == "self")
             .ok_or_else(|| format!("{}: a method needs a `self` argument", f.schema_text))?;
-        let params = public_params(&s.args, Some(self_pos));
+        let d = &s.defaults;
+        let params = public_params(&s.args, d, Some(self_pos));
         let sep = if params.is_empty() { "" } else { ", " };
         let head = format!("fn {}(&self{sep}{params}) -> Result<{}>", f.api_name, s.ret);
-        writeln!(w, "    /// `{}`\n    {head};", doc_schema(f)).unwrap();
-        let call: Vec<String> = s
+        let mut doc = format!("/// `{}`", doc_schema(f));
+        if !d.fields.is_empty() {
+            write!(
+                doc,
+                "\n    ///\n    /// The defaulted arguments take the schema's defaults; [`{}`](Self::{}) sets them.",
+                d.with_name, d.with_name
+            )
+            .unwrap();
+        }
+        writeln!(w, "    {doc}\n    {head};").unwrap();
+        let mut call: Vec<String> = s
             .args
             .iter()
             .enumerate()
+            .filter(|(i, _)| d.defaults[*i].is_none())
             .map(|(i, a)| {
                 if i == self_pos {
                     "self".to_owned()
@@ -222,6 +294,31 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
             impls,
             "    #[inline]\n    {head} {{\n        crate::{}({})\n    }}",
             f.api_name,
+            call.join(", ")
+        )
+        .unwrap();
+        if d.fields.is_empty() {
+            continue;
+        }
+        let sep = if params.is_empty() { "" } else { ", " };
+        let head = format!(
+            "fn {}(&self{sep}{params}, options: {}) -> Result<{}>",
+            d.with_name,
+            d.param_type(),
+            s.ret
+        );
+        writeln!(
+            w,
+            "    /// `{}`, with the defaulted arguments given in [`{}`].\n    {head};",
+            doc_schema(f),
+            d.options
+        )
+        .unwrap();
+        call.push("options".to_owned());
+        writeln!(
+            impls,
+            "    #[inline]\n    {head} {{\n        crate::{}({})\n    }}",
+            d.with_name,
             call.join(", ")
         )
         .unwrap();
@@ -289,6 +386,34 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     Ok(o)
 }
 
+/// Fails when a generated `_with` function or options struct would take a name another item
+/// has (Note [Operator API defaults]).
+fn check_names(funcs: &[NativeFunction], sigs: &[Sig]) -> Result<(), String> {
+    let mut taken: HashMap<String, &str> = funcs
+        .iter()
+        .map(|f| {
+            (
+                f.api_name.trim_start_matches("r#").to_owned(),
+                f.schema_text.as_str(),
+            )
+        })
+        .collect();
+    for (f, s) in funcs.iter().zip(sigs) {
+        if s.defaults.fields.is_empty() {
+            continue;
+        }
+        for name in [&s.defaults.with_name, &s.defaults.options] {
+            if let Some(prev) = taken.insert(name.clone(), &f.schema_text) {
+                return Err(format!(
+                    "{}: generated name `{name}` is already taken by {prev}",
+                    f.schema_text
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn snake_key(key: &str) -> &'static str {
     match key {
         "CompositeImplicitAutograd" => "composite_implicit_autograd",
@@ -304,18 +429,62 @@ mod tests {
 
     /// Scalars reach the handles packed (Note [Packed scalars]): the public function takes
     /// `impl Into<Scalar>` and packs it, the redispatch function takes anything that packs.
+    /// A defaulted scalar is packed from its constant (Note [Operator API defaults]).
     #[test]
     fn scalars_are_packed_at_the_handles() {
         let f = parse_yaml(
-            "- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n  variants: function, method\n",
+            "- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n  variants: function, method\n- func: add.Scalar(Tensor self, Scalar other) -> Tensor\n",
         )
         .unwrap();
         let code = api(&f).unwrap();
-        assert!(code.contains(
-            "pub fn add(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {\n    handles::add().call((self_, other, PackedScalar::new(alpha.into())))"
-        ), "{code}");
-        assert!(code.contains(
-            "pub fn add(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: impl Into<PackedScalar>) -> Result<Tensor> {\n        handles::lazy::add.redispatch(ks, (self_, other, alpha.into()))"
-        ), "{code}");
+        for expected in [
+            "pub fn add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {\n    handles::add().call((self_, other, PackedScalar::new(Scalar::Int(1))))",
+            "pub fn add_with(self_: &Tensor, other: &Tensor, options: AddOptions) -> Result<Tensor> {\n    handles::add().call((self_, other, PackedScalar::new(options.alpha)))",
+            "pub fn add_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {\n    handles::add_scalar().call((self_, PackedScalar::new(other.into())))",
+            "pub fn add(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: impl Into<PackedScalar>) -> Result<Tensor> {\n        handles::lazy::add.redispatch(ks, (self_, other, alpha.into()))",
+            "fn add(&self, other: &Tensor) -> Result<Tensor> {\n        crate::add(self, other)",
+            "fn add_with(&self, other: &Tensor, options: AddOptions) -> Result<Tensor> {\n        crate::add_with(self, other, options)",
+            "pub fn alpha(mut self, alpha: impl Into<Scalar>) -> Self {\n            self.alpha = alpha.into();",
+            "alpha: Scalar::Int(1),",
+        ] {
+            assert!(code.contains(expected), "{expected}\n----\n{code}");
+        }
+        assert!(
+            !code.contains("AddScalarOptions"),
+            "no defaults, no options"
+        );
+    }
+
+    /// Borrowing options carry a lifetime; optional arguments' setters take the inner value;
+    /// an in-place function keeps its `_` last.
+    #[test]
+    fn options_structs() {
+        let f = parse_yaml(
+            "- func: linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor\n- func: add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)\n  variants: method\n- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor\n",
+        )
+        .unwrap();
+        let code = api(&f).unwrap();
+        for expected in [
+            "pub struct LinearOptions<'a> {",
+            "pub bias: Option<&'a Tensor>,",
+            "pub fn bias(mut self, bias: &'a Tensor) -> Self {\n            self.bias = Some(bias);",
+            "pub fn linear(input: &Tensor, weight: &Tensor) -> Result<Tensor> {\n    handles::linear().call((input, weight, None))",
+            "pub fn linear_with(input: &Tensor, weight: &Tensor, options: LinearOptions<'_>)",
+            "pub struct AddInplaceOptions {",
+            "fn add_with_(&self, other: &Tensor, options: AddInplaceOptions) -> Result<Tensor>",
+            "pub fn sum(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {\n    handles::sum().call((self_, dim, false, None))",
+            "pub fn dtype(mut self, dtype: ScalarType) -> Self {\n            self.dtype = Some(dtype);",
+        ] {
+            assert!(code.contains(expected), "{expected}\n----\n{code}");
+        }
+    }
+
+    #[test]
+    fn generated_names_do_not_clash() {
+        let f = parse_yaml(
+            "- func: sum(Tensor self, *, ScalarType? dtype=None) -> Tensor\n- func: sum_with(Tensor self) -> Tensor\n",
+        )
+        .unwrap();
+        assert!(api(&f).unwrap_err().contains("`sum_with` is already taken"));
     }
 }

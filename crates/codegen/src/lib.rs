@@ -3,12 +3,15 @@
 //! `native_functions.yaml` ([`parse_yaml`]) and writes Rust source:
 //!
 //! - [`api`]: the typed operator API of the `ops` crate (one function per operator overload
-//!   with a cached operator handle, `redispatch::` functions, the `TensorOps` methods, the
-//!   schema registrations and the composite / BackendSelect kernel registrations);
+//!   with a cached operator handle, taking the arguments without defaults, and a `_with`
+//!   form with an options struct for the defaulted ones (Note [Operator API defaults] in
+//!   `defaults.rs`); `redispatch::` functions, the `TensorOps` methods, the schema
+//!   registrations and the composite / BackendSelect kernel registrations);
 //! - [`backend`]: the kernel registrations of one backend crate for one dispatch key.
 //!
 //! Generated code is never edited by hand: change the YAML or this crate.
 
+mod defaults;
 mod emit_api;
 mod emit_backend;
 mod model;

@@ -163,14 +163,6 @@ fn sub_check(a: &Tensor, b: &Tensor) -> Result<()> {
     Ok(())
 }
 
-fn neg_alpha(alpha: Scalar) -> Scalar {
-    match alpha {
-        Scalar::Int(i) => Scalar::Int(i.wrapping_neg()),
-        Scalar::Float(f) => Scalar::Float(-f),
-        b => b,
-    }
-}
-
 /// Runs `out = T::from_acc(f(a, b))` over an iterator of `T`s, computing in `Acc<T>`.
 pub(crate) fn acc_loop2<T: CpuElement>(
     iter: &impl BinaryLoop,
@@ -308,7 +300,7 @@ binary_family!(
     sub_tensor, sub_scalar, sub_out, sub_scalar_out, sub_, sub_scalar_, "sub",
     |iter, a, b, alpha| {
         sub_check(a, b)?;
-        add_kernel(iter, neg_alpha(alpha))
+        add_kernel(iter, -alpha)
     }
 );
 

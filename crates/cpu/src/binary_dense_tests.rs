@@ -61,7 +61,7 @@ fn all_ops(a: &Tensor, b: &Tensor) -> Vec<(&'static str, Option<Outcome>, Outcom
         "sub",
         both!(a, b, false, |it| {
             sub_check(a, b)?;
-            add_kernel(it, neg_alpha(Scalar::Int(1)))
+            add_kernel(it, -Scalar::Int(1))
         }),
     );
     push("mul", both!(a, b, false, |it| mul_kernel(it)));
@@ -280,7 +280,7 @@ fn all_in_place(
         "sub_",
         both_in_place!(a, b, false, |it| {
             sub_check(a, b.unwrap_or(a))?;
-            add_kernel(it, neg_alpha(Scalar::Int(1)))
+            add_kernel(it, -Scalar::Int(1))
         }),
     );
     push("mul_", both_in_place!(a, b, false, |it| mul_kernel(it)));

@@ -6,7 +6,7 @@ use switchboard_tensor::{wrap_dim, DimVec, MemoryFormat, RawOps, Tensor};
 use crate::copy::copy_into;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
 use crate::iter::{byte_range, check_internal_overlap};
-use crate::promote::{can_cast, result_type_of};
+use crate::promote::{can_cast, result_type, DEFAULT_FLOAT};
 
 /// PyTorch's `assert_no_overlap(out, input)`: an input may not share any memory with the
 /// written tensor (not even all of it). Like PyTorch, only dense tensors are compared.
@@ -96,7 +96,7 @@ fn cat_impl(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<Tensor
     check_cpu_or_meta("cat", device)?;
 
     let format = output_format(tensors);
-    let mut dtype = result_type_of(&tensors.iter().collect::<Vec<_>>());
+    let mut dtype = result_type(&tensors.iter().collect::<Vec<_>>(), &[]).unwrap_or(DEFAULT_FLOAT);
     if let Some(o) = out {
         if !can_cast(dtype, o.dtype()) {
             return Err(invalid(format!(

@@ -9,7 +9,7 @@ use crate::copy::clone;
 use crate::dispatch_dtype::{Acc, CpuElement, Num};
 use crate::error::{invalid, Result};
 use crate::iter::{IterConfig, TensorIter};
-use crate::promote::{infer_size, result_type, PromoteArg};
+use crate::promote::{infer_size, ResultTypeState, DEFAULT_FLOAT};
 use crate::{dispatch_all_types, dispatch_all_types_and_bool};
 
 fn check_condition(condition: &Tensor) -> Result<()> {
@@ -198,10 +198,12 @@ fn clamp_impl(
             "torch.clamp: At least one of 'min' or 'max' must not be None",
         ));
     }
-    let mut args = vec![PromoteArg::of_tensor(self_)];
-    args.extend(min.map(PromoteArg::of_scalar));
-    args.extend(max.map(PromoteArg::of_scalar));
-    let dtype = result_type(&args);
+    let mut promoted = ResultTypeState::default();
+    promoted.update_tensor(self_);
+    for s in min.into_iter().chain(max) {
+        promoted.update_scalar(s);
+    }
+    let dtype = promoted.result().unwrap_or(DEFAULT_FLOAT);
     let iter = IterConfig::new("clamp")
         .maybe_out(out)
         .input(self_)

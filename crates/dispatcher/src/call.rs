@@ -231,10 +231,25 @@ impl<A: ArgList, R: KernelReturn> Invoke for TypedOperatorHandle<A, R> {
 /// families) and returns `R`. Calls are lock-free and allocation-free when the kernel is typed
 /// with the same convention.
 ///
-/// ```ignore
-/// let add: TypedOperatorHandle<(Tensor, Tensor, Scalar), Tensor> =
-///     Dispatcher::global().find_schema_or_throw("aten::add.Tensor")?.typed()?;
-/// let c = add.call((&a, &b, PackedScalar::new(Scalar::Int(1))))?; // scalars travel packed
+/// ```
+/// use switchboard_dispatcher::{Dispatcher, KernelFunction, Library, LibraryKind};
+/// use switchboard_dispatcher::{PackedScalar, Result, TypedOperatorHandle};
+/// use switchboard_tensor::{Scalar, ScalarType, Tensor};
+///
+/// fn fill(x: &Tensor, value: Scalar) -> Result<Tensor> {
+///     Ok(Tensor::full(x.sizes(), value, x.dtype())?)
+/// }
+///
+/// let d = Dispatcher::with_builtin_fallbacks();
+/// let mut lib = Library::new(&d, LibraryKind::Def, "myops", None)?;
+/// lib.def("fill(Tensor x, Scalar value) -> Tensor")?;
+/// lib.impl_("fill", None, KernelFunction::from_fn(fill))?; // every key
+/// let op: TypedOperatorHandle<(Tensor, Scalar), Tensor> =
+///     d.find_schema_or_throw("myops::fill")?.typed()?;
+/// let x = Tensor::zeros(&[2], ScalarType::Float)?;
+/// let y = op.call((&x, PackedScalar::new(Scalar::Int(3))))?; // scalars travel packed
+/// assert_eq!(y.to_vec::<f32>()?, [3.0, 3.0]);
+/// # Ok::<(), switchboard_dispatcher::DispatchError>(())
 /// ```
 pub struct TypedOperatorHandle<A: ArgList, R: KernelReturn> {
     op: OperatorHandle,

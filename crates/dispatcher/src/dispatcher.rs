@@ -492,7 +492,7 @@ impl Dispatcher {
             .into_iter()
             .map(|name| {
                 let s = name.to_string();
-                (crate::util::edit_distance(wanted, &s), s)
+                (crate::edit_distance::edit_distance(wanted, &s), s)
             })
             .filter(|(d, s)| *d <= (s.len().max(wanted.len()) / 2).max(2))
             .collect();

@@ -33,6 +33,7 @@ mod call;
 mod debug;
 mod dispatch_args;
 mod dispatcher;
+mod edit_distance;
 mod error;
 mod handle;
 mod ivalue;
@@ -50,7 +51,6 @@ mod schema_check;
 mod stack_cache;
 mod table;
 mod tls;
-mod util;
 
 pub use arg::{Arg, KernelParam};
 pub use call::{OperatorHandle, TypedOperatorHandle};

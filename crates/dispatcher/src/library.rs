@@ -491,15 +491,35 @@ pub(crate) fn run_static_registrations(d: &Dispatcher) {
 /// Registers operators, kernels or fallbacks into [`Dispatcher::global()`] when it is first
 /// used, from any crate (`TORCH_LIBRARY`, `TORCH_LIBRARY_IMPL`, `TORCH_LIBRARY_FRAGMENT`).
 ///
-/// ```ignore
-/// switchboard_dispatcher::library!(DEF myops, |lib| {
+/// ```
+/// use switchboard_dispatcher::{library, DispatchKey, DispatchKeySet, Dispatcher};
+/// use switchboard_dispatcher::{KernelFunction, Result};
+/// use switchboard_tensor::{ScalarType, Tensor};
+///
+/// fn twice_cpu(x: &Tensor) -> Result<Tensor> {
+///     let v: Vec<f32> = x.to_vec::<f32>()?.iter().map(|v| 2.0 * v).collect();
+///     Ok(Tensor::from_vec(v, x.sizes())?)
+/// }
+///
+/// library!(DEF myops, |lib| {
 ///     lib.def("twice(Tensor x) -> Tensor")?;
 ///     Ok(())
 /// });
-/// switchboard_dispatcher::library!(IMPL myops, CPU, |lib| {
+/// library!(IMPL myops, CPU, |lib| {
 ///     lib.impl_("twice", None, KernelFunction::from_fn(twice_cpu))?;
 ///     Ok(())
 /// });
+///
+/// fn main() -> Result<()> {
+///     let twice = Dispatcher::global()
+///         .find_schema_or_throw("myops::twice")?
+///         .typed::<(Tensor,), Tensor>()?;
+///     // Only the CPU key: no autograd layer is linked here.
+///     let cpu = DispatchKeySet::from_key(DispatchKey::CPU);
+///     let x = Tensor::ones(&[2], ScalarType::Float)?.with_key_set(cpu);
+///     assert_eq!(twice.call((&x,))?.to_vec::<f32>()?, [2.0, 2.0]);
+///     Ok(())
+/// }
 /// ```
 #[macro_export]
 macro_rules! library {

@@ -15,9 +15,9 @@
 //! use switchboard_ops as ops;
 //! use switchboard_tensor::{Device, ScalarType};
 //! use switchboard_meta as _; // links the Meta kernels
-//! let x = ops::empty(&[128, 784], None, None, Some(Device::META), None, None).unwrap();
-//! let w = ops::empty(&[512, 784], None, None, Some(Device::META), None, None).unwrap();
-//! let y = ops::linear(&x, &w, None).unwrap();
+//! let x = ops::empty_with(&[128, 784], ops::EmptyOptions::default().device(Device::META)).unwrap();
+//! let w = ops::empty_with(&[512, 784], ops::EmptyOptions::default().device(Device::META)).unwrap();
+//! let y = ops::linear(&x, &w).unwrap();
 //! assert_eq!((y.sizes(), y.dtype(), y.has_data()), (&[128i64, 512][..], ScalarType::Float, false));
 //! ```
 

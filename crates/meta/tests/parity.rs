@@ -10,11 +10,19 @@ use switchboard_cpu as _;
 use switchboard_meta as _;
 
 fn randn(shape: &[i64], dev: Device) -> Result<Tensor> {
-    ops::randn(shape, None, None, Some(dev), None)
+    ops::randn_with(shape, ops::RandnOptions::default().device(dev))
 }
 
 fn ints(shape: &[i64], high: i64, dev: Device) -> Result<Tensor> {
-    ops::randint(high, shape, None, None, Some(dev), None)
+    ops::randint_with(
+        high,
+        shape,
+        ops::RandintOptions {
+            dtype: None,
+            device: Some(dev),
+            ..Default::default()
+        },
+    )
 }
 
 type Case = (&'static str, fn(Device) -> Result<Vec<Tensor>>);
@@ -25,13 +33,17 @@ fn one(t: Result<Tensor>) -> Result<Vec<Tensor>> {
 
 const CASES: &[Case] = &[
     ("add broadcast", |d| {
-        one(ops::add(&randn(&[3, 1, 5], d)?, &randn(&[4, 1], d)?, 2))
+        one(ops::add_with(
+            &randn(&[3, 1, 5], d)?,
+            &randn(&[4, 1], d)?,
+            ops::AddOptions::default().alpha(2),
+        ))
     }),
     ("add promotes int+float", |d| {
-        one(ops::add(&ints(&[4], 5, d)?, &randn(&[4], d)?, 1))
+        one(ops::add(&ints(&[4], 5, d)?, &randn(&[4], d)?))
     }),
     ("add shape error", |d| {
-        one(ops::add(&randn(&[3], d)?, &randn(&[4], d)?, 1))
+        one(ops::add(&randn(&[3], d)?, &randn(&[4], d)?))
     }),
     ("mul_scalar", |d| {
         one(ops::mul_scalar(&randn(&[2, 3], d)?, 2.5))
@@ -43,7 +55,12 @@ const CASES: &[Case] = &[
         one(ops::exp(&randn(&[3, 4], d)?.t()?))
     }),
     ("relu", |d| one(ops::relu(&randn(&[5], d)?))),
-    ("gelu tanh", |d| one(ops::gelu(&randn(&[5], d)?, "tanh"))),
+    ("gelu tanh", |d| {
+        one(ops::gelu_with(
+            &randn(&[5], d)?,
+            ops::GeluOptions::default().approximate("tanh"),
+        ))
+    }),
     ("eq", |d| {
         one(ops::eq(&randn(&[2, 2], d)?, &randn(&[2], d)?))
     }),
@@ -52,40 +69,36 @@ const CASES: &[Case] = &[
         one(ops::r#where(&c, &randn(&[3, 3], d)?, &randn(&[3], d)?))
     }),
     ("clamp", |d| {
-        one(ops::clamp(
+        one(ops::clamp_with(
             &randn(&[4], d)?,
-            Some((-1).into()),
-            Some(1.into()),
+            ops::ClampOptions::default().min(-1).max(1),
         ))
     }),
     ("sum dim keepdim", |d| {
-        one(ops::sum_dim_int_list(
+        one(ops::sum_dim_int_list_with(
             &randn(&[2, 3, 4], d)?,
             Some(&[1]),
-            true,
-            None,
+            ops::SumDimIntListOptions::default().keepdim(true),
         ))
     }),
     ("sum int promotes to long", |d| {
-        one(ops::sum(&ints(&[7], 3, d)?, None))
+        one(ops::sum(&ints(&[7], 3, d)?))
     }),
     ("mean", |d| {
-        one(ops::mean_dim(
-            &randn(&[2, 3, 4], d)?,
-            Some(&[0, 2]),
-            false,
-            None,
-        ))
+        one(ops::mean_dim(&randn(&[2, 3, 4], d)?, Some(&[0, 2])))
     }),
     ("max dim", |d| {
-        let (v, i) = ops::max_dim(&randn(&[4, 5], d)?, 1, false)?;
+        let (v, i) = ops::max_dim(&randn(&[4, 5], d)?, 1)?;
         Ok(vec![v, i])
     }),
     ("argmax", |d| {
-        one(ops::argmax(&randn(&[4, 5], d)?, Some(0), true))
+        one(ops::argmax_with(
+            &randn(&[4, 5], d)?,
+            ops::ArgmaxOptions::default().dim(0).keepdim(true),
+        ))
     }),
     ("var", |d| {
-        one(ops::var_dim(&randn(&[4, 5], d)?, Some(&[1]), true, false))
+        one(ops::var_dim(&randn(&[4, 5], d)?, Some(&[1])))
     }),
     ("mm", |d| {
         one(ops::mm(&randn(&[3, 4], d)?, &randn(&[4, 5], d)?))
@@ -101,8 +114,6 @@ const CASES: &[Case] = &[
             &randn(&[5], d)?,
             &randn(&[3, 4], d)?,
             &randn(&[4, 5], d)?,
-            1,
-            1,
         ))
     }),
     ("matmul batched", |d| {
@@ -112,80 +123,77 @@ const CASES: &[Case] = &[
         ))
     }),
     ("linear", |d| {
-        one(ops::linear(
+        one(ops::linear_with(
             &randn(&[8, 6], d)?,
             &randn(&[3, 6], d)?,
-            Some(&randn(&[3], d)?),
+            ops::LinearOptions::default().bias(&randn(&[3], d)?),
         ))
     }),
     ("conv2d", |d| {
-        one(ops::conv2d(
+        one(ops::conv2d_with(
             &randn(&[2, 3, 8, 8], d)?,
             &randn(&[4, 3, 3, 3], d)?,
-            None,
-            &[2],
-            &[1],
-            &[1],
-            1,
+            ops::Conv2dOptions::default()
+                .stride(&[2])
+                .padding(&[1])
+                .dilation(&[1]),
         ))
     }),
     ("conv1d groups", |d| {
-        one(ops::conv1d(
+        one(ops::conv1d_with(
             &randn(&[1, 4, 10], d)?,
             &randn(&[6, 2, 3], d)?,
-            None,
-            &[1],
-            &[0],
-            &[1],
-            2,
+            ops::Conv1dOptions::default().groups(2),
         ))
     }),
     ("max_pool2d", |d| {
-        let (v, i) =
-            ops::max_pool2d_with_indices(&randn(&[1, 2, 7, 7], d)?, &[3], &[2], &[1], &[1], true)?;
+        let (v, i) = ops::max_pool2d_with_indices_with(
+            &randn(&[1, 2, 7, 7], d)?,
+            &[3],
+            ops::MaxPool2dWithIndicesOptions::default()
+                .stride(&[2])
+                .padding(&[1])
+                .dilation(&[1])
+                .ceil_mode(true),
+        )?;
         Ok(vec![v, i])
     }),
-    ("softmax", |d| {
-        one(ops::softmax(&randn(&[3, 5], d)?, 1, None))
-    }),
+    ("softmax", |d| one(ops::softmax(&randn(&[3, 5], d)?, 1))),
     ("log_softmax double", |d| {
-        one(ops::log_softmax(
+        one(ops::log_softmax_with(
             &randn(&[3, 5], d)?,
             0,
-            Some(ScalarType::Double),
+            ops::LogSoftmaxOptions::default().dtype(ScalarType::Double),
         ))
     }),
     ("cross_entropy", |d| {
         one(ops::cross_entropy_loss(
             &randn(&[4, 10], d)?,
             &ints(&[4], 10, d)?,
-            None,
-            1,
-            -100,
-            0.0,
         ))
     }),
     ("mse_loss none", |d| {
-        one(ops::mse_loss(&randn(&[3, 2], d)?, &randn(&[3, 2], d)?, 0))
+        one(ops::mse_loss_with(
+            &randn(&[3, 2], d)?,
+            &randn(&[3, 2], d)?,
+            ops::MseLossOptions::default().reduction(0),
+        ))
     }),
     ("layer_norm", |d| {
         let (o, m, r) = ops::native_layer_norm(&randn(&[2, 3, 4], d)?, &[4], None, None, 1e-5)?;
         Ok(vec![o, m, r])
     }),
     ("embedding", |d| {
-        one(ops::embedding(
-            &randn(&[10, 3], d)?,
-            &ints(&[2, 4], 10, d)?,
-            -1,
-            false,
-            false,
-        ))
+        one(ops::embedding(&randn(&[10, 3], d)?, &ints(&[2, 4], 10, d)?))
     }),
     ("cat", |d| {
-        one(ops::cat(&[randn(&[2, 3], d)?, randn(&[4, 3], d)?], 0))
+        one(ops::cat(&[randn(&[2, 3], d)?, randn(&[4, 3], d)?]))
     }),
     ("stack", |d| {
-        one(ops::stack(&[randn(&[2, 3], d)?, randn(&[2, 3], d)?], 1))
+        one(ops::stack_with(
+            &[randn(&[2, 3], d)?, randn(&[2, 3], d)?],
+            ops::StackOptions::default().dim(1),
+        ))
     }),
     ("index_select", |d| {
         one(ops::index_select(
@@ -195,34 +203,34 @@ const CASES: &[Case] = &[
         ))
     }),
     ("gather", |d| {
-        one(ops::gather(
-            &randn(&[5, 3], d)?,
-            1,
-            &ints(&[5, 2], 3, d)?,
-            false,
-        ))
+        one(ops::gather(&randn(&[5, 3], d)?, 1, &ints(&[5, 2], 3, d)?))
     }),
     ("views", |d| {
         let x = randn(&[2, 3, 4], d)?;
         Ok(vec![
             x.permute(&[2, 0, 1])?,
             ops::reshape(&x.transpose(0, 2)?, &[-1])?,
-            ops::flatten(&x, 1, 2)?,
-            x.unsqueeze(1)?.expand(&[2, 5, 3, 4], false)?,
+            ops::flatten_with(&x, ops::FlattenOptions::default().start_dim(1).end_dim(2))?,
+            x.unsqueeze(1)?.expand(&[2, 5, 3, 4])?,
             ops::narrow(&x, 2, 1, 2)?,
             x.select(1, -1)?,
         ])
     }),
     ("contiguous channels_last", |d| {
-        one(randn(&[1, 3, 4, 5], d)?.contiguous(switchboard_tensor::MemoryFormat::ChannelsLast))
+        one(randn(&[1, 3, 4, 5], d)?.contiguous_with(
+            ops::ContiguousOptions::default()
+                .memory_format(switchboard_tensor::MemoryFormat::ChannelsLast),
+        ))
     }),
-    ("to dtype", |d| {
-        one(randn(&[3], d)?.to(ScalarType::Half, false, false, None))
-    }),
+    ("to dtype", |d| one(randn(&[3], d)?.to(ScalarType::Half))),
     ("full_like / arange", |d| {
         Ok(vec![
-            ops::ones_like(&randn(&[2, 2], d)?, None, None, None, None, None)?,
-            ops::arange_start_step(1, 10, 2, None, None, Some(d), None)?,
+            ops::ones_like(&randn(&[2, 2], d)?)?,
+            ops::arange_start_step_with(
+                1,
+                10,
+                ops::ArangeStartStepOptions::default().step(2).device(d),
+            )?,
         ])
     }),
 ];
@@ -283,7 +291,7 @@ fn meta_tensors_carry_meta_keys() {
 fn mixed_devices_fail_like_pytorch() {
     let c = randn(&[2], Device::CPU).unwrap();
     let m = randn(&[2], Device::META).unwrap();
-    let e = ops::add(&c, &m, 1).unwrap_err().to_string();
+    let e = ops::add(&c, &m).unwrap_err().to_string();
     assert!(
         e.contains("Expected all tensors to be on the same device"),
         "{e}"

@@ -10,14 +10,22 @@
 //! and the autograd layer) sees each call. A backend must be linked (e.g. `switchboard-cpu`
 //! with its `register` feature).
 //!
-//! ```ignore
+//! ```
+//! use switchboard_autograd::AutogradTensor;
+//! use switchboard_cpu as _; // links the CPU kernels
 //! use switchboard_nn::{mlp, Module, Optimizer, Sgd};
+//! use switchboard_ops as ops;
+//! use switchboard_tensor::Tensor;
+//!
 //! let model = mlp(&[64, 128, 10], 0)?;
+//! let x = ops::randn(&[4, 64])?;
+//! let y = Tensor::from_vec(vec![0i64, 3, 7, 9], &[4])?;
 //! let mut opt = Sgd::new(model.parameters(), 0.1).momentum(0.9);
-//! let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y, None, 1, -100, 0.0)?;
+//! let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y)?;
 //! opt.zero_grad();
-//! loss.backward(None, false, false)?;
+//! loss.backward()?;
 //! opt.step()?;
+//! # Ok::<(), switchboard_dispatcher::DispatchError>(())
 //! ```
 #![warn(missing_docs)]
 

@@ -64,8 +64,14 @@ impl Linear {
         };
         let _guard = no_grad();
         let uniform = |sizes: &[i64]| -> Result<Tensor> {
-            let t = ops::empty(sizes, Some(ScalarType::Float), None, None, None, None)?;
-            ops::uniform_(&t, -bound, bound, Some(generator))?;
+            let t = ops::empty_with(sizes, ops::EmptyOptions::default().dtype(ScalarType::Float))?;
+            ops::uniform_with_(
+                &t,
+                ops::UniformInplaceOptions::default()
+                    .from(-bound)
+                    .to(bound)
+                    .generator(generator),
+            )?;
             t.requires_grad_(true)
         };
         let weight = uniform(&[fan_out, fan_in])?;
@@ -90,7 +96,13 @@ impl Linear {
 
 impl Module for Linear {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        ops::linear(input, &self.weight, self.bias.as_ref())
+        ops::linear_with(
+            input,
+            &self.weight,
+            ops::LinearOptions {
+                bias: self.bias.as_ref(),
+            },
+        )
     }
 
     fn parameters(&self) -> Vec<Tensor> {
@@ -257,7 +269,7 @@ mod tests {
         assert_eq!(m.layers().len(), 3);
         let names: Vec<_> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
-        let x = ops::ones(&[4, 8], None, None, None, None).unwrap();
+        let x = ops::ones(&[4, 8]).unwrap();
         let y = m.forward(&x).unwrap();
         assert_eq!(y.sizes(), [4, 3]);
         let r = ReLU

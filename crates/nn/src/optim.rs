@@ -102,24 +102,28 @@ impl Optimizer for Sgd {
         for (p, buf) in self.params.iter().zip(&mut self.buffers) {
             let Some(mut g) = p.grad() else { continue };
             if self.weight_decay != 0.0 {
-                g = ops::add(&g, p, self.weight_decay)?;
+                g = ops::add_with(&g, p, ops::AddOptions::default().alpha(self.weight_decay))?;
             }
             if self.momentum != 0.0 {
                 let b = match buf {
-                    None => buf.insert(ops::clone(&g, None)?.detach()),
+                    None => buf.insert(ops::clone(&g)?.detach()),
                     Some(b) => {
                         ops::mul_scalar_(b, self.momentum)?;
-                        ops::add_(b, &g, 1.0 - self.dampening)?;
+                        ops::add_with_(
+                            b,
+                            &g,
+                            ops::AddInplaceOptions::default().alpha(1.0 - self.dampening),
+                        )?;
                         b
                     }
                 };
                 g = if self.nesterov {
-                    ops::add(&g, b, self.momentum)?
+                    ops::add_with(&g, b, ops::AddOptions::default().alpha(self.momentum))?
                 } else {
                     b.clone()
                 };
             }
-            ops::add_(p, &g, -self.lr)?;
+            ops::add_with_(p, &g, ops::AddInplaceOptions::default().alpha(-self.lr))?;
         }
         Ok(())
     }
@@ -206,29 +210,41 @@ impl Optimizer for Adam {
                 Some(s) => s,
                 None => state.insert(AdamState {
                     step: 0,
-                    exp_avg: ops::zeros_like(p, None, None, None, None, None)?,
-                    exp_avg_sq: ops::zeros_like(p, None, None, None, None, None)?,
+                    exp_avg: ops::zeros_like(p)?,
+                    exp_avg_sq: ops::zeros_like(p)?,
                 }),
             };
             s.step += 1;
             if self.weight_decay != 0.0 {
-                g = ops::add(&g, p, self.weight_decay)?;
+                g = ops::add_with(&g, p, ops::AddOptions::default().alpha(self.weight_decay))?;
             }
             // exp_avg.lerp_(g, 1 - beta1)
             ops::mul_scalar_(&s.exp_avg, beta1)?;
-            ops::add_(&s.exp_avg, &g, 1.0 - beta1)?;
+            ops::add_with_(
+                &s.exp_avg,
+                &g,
+                ops::AddInplaceOptions::default().alpha(1.0 - beta1),
+            )?;
             // exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
             ops::mul_scalar_(&s.exp_avg_sq, beta2)?;
-            ops::add_(&s.exp_avg_sq, &ops::mul(&g, &g)?, 1.0 - beta2)?;
+            ops::add_with_(
+                &s.exp_avg_sq,
+                &ops::mul(&g, &g)?,
+                ops::AddInplaceOptions::default().alpha(1.0 - beta2),
+            )?;
             let bias_correction1 = 1.0 - beta1.powi(s.step);
             let bias_correction2 = 1.0 - beta2.powi(s.step);
             let step_size = self.lr / bias_correction1;
             // denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) + eps
             let denom = ops::sqrt(&s.exp_avg_sq)?;
             ops::div_scalar_(&denom, bias_correction2.sqrt())?;
-            ops::add_scalar_(&denom, self.eps, 1)?;
+            ops::add_scalar_(&denom, self.eps)?;
             // p.addcdiv_(exp_avg, denom, value=-step_size)
-            ops::add_(p, &ops::div(&s.exp_avg, &denom)?, -step_size)?;
+            ops::add_with_(
+                p,
+                &ops::div(&s.exp_avg, &denom)?,
+                ops::AddInplaceOptions::default().alpha(-step_size),
+            )?;
         }
         Ok(())
     }
@@ -392,10 +408,10 @@ mod tests {
             let mut last = f64::INFINITY;
             for _ in 0..300 {
                 let pred = model.forward(&x).unwrap();
-                let d = ops::sub(&pred, &y, 1).unwrap();
-                let loss = ops::mean(&ops::mul(&d, &d).unwrap(), None).unwrap();
+                let d = ops::sub(&pred, &y).unwrap();
+                let loss = ops::mean(&ops::mul(&d, &d).unwrap()).unwrap();
                 opt.zero_grad();
-                loss.backward(None, false, false).unwrap();
+                loss.backward().unwrap();
                 opt.step().unwrap();
                 last = loss.item().unwrap().to_f64();
             }

@@ -15,7 +15,7 @@ fn eager(c: &mut Criterion) {
     let one_a = ramp(1, &[1]);
     let one_b = ramp(1, &[1]);
     c.bench_function("eager/add_1elem", |b| {
-        b.iter(|| ops::add(black_box(&one_a), black_box(&one_b), 1).unwrap())
+        b.iter(|| ops::add(black_box(&one_a), black_box(&one_b)).unwrap())
     });
 
     let n = 10_000_000usize;
@@ -29,7 +29,7 @@ fn eager(c: &mut Criterion) {
     g.throughput(Throughput::Bytes((3 * 4 * n) as u64));
     g.sample_size(20);
     g.bench_function("f32", |b| {
-        b.iter(|| ops::add_out(black_box(&x), black_box(&y), 1, black_box(&out)).unwrap())
+        b.iter(|| ops::add_out(black_box(&x), black_box(&y), black_box(&out)).unwrap())
     });
     g.finish();
 

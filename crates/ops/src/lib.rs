@@ -1,10 +1,13 @@
 //! Switchboard's operators: PyTorch's schemas declared in `native_functions.yaml` (same
 //! format as PyTorch's), and the typed API generated from it by `switchboard-codegen`:
 //!
-//! - one function per operator overload (`ops::add(&a, &b, 1)`, `ops::add_scalar`,
+//! - one function per operator overload (`ops::add(&a, &b)`, `ops::add_scalar`,
 //!   `ops::sum_dim_int_list`): it looks its operator up once (a cached typed handle) and
-//!   calls through the dispatcher, so every layer (autograd, tracing, ...) sees the call;
-//! - [`redispatch`]: the same with an explicit `DispatchKeySet`, for kernels that wrap others;
+//!   calls through the dispatcher, so every layer (autograd, tracing, ...) sees the call; it
+//!   takes the arguments without a default, and a `_with` form sets the others (see
+//!   [defaulted arguments](#defaulted-arguments));
+//! - [`redispatch`]: the same with an explicit `DispatchKeySet` and every argument, for
+//!   kernels that wrap others;
 //! - [`TensorOps`]: the operators declared `variants: method` as `Tensor` methods;
 //! - [`handles`]: the typed operator handles themselves;
 //! - the composite kernels (`CompositeImplicitAutograd` decompositions such as `linear`,
@@ -18,9 +21,47 @@
 //! ```
 //! use switchboard_cpu as _; // a backend crate must be linked for the kernels
 //! use switchboard_ops::{self as ops, TensorOps};
-//! let a = ops::ones(&[2, 2], None, None, None, None)?;
-//! let b = a.add(&a, 1)?.sum(None)?;
+//! let a = ops::ones(&[2, 2])?;
+//! let b = a.add(&a)?.sum()?;
 //! assert_eq!(b.item()?.to_f64(), 8.0);
+//! # Ok::<(), switchboard_ops::DispatchError>(())
+//! ```
+//!
+//! # Defaulted arguments
+//!
+//! A generated function takes only the arguments that have no default in the schema, in
+//! schema order (an `out=` overload's `out` included); the defaulted ones take the schema's
+//! defaults, as in PyTorch's C++ API: `ops::randn(&[4, 3])`, `ops::sum(&x)`,
+//! `ops::add(&a, &b)` (`alpha=1`), `ops::linear(&x, &w)` (no bias). When an overload has
+//! defaulted arguments, `NAME_with` takes them in an options struct: `NameOptions` in
+//! [`options`] (also at the crate root) has one public field per defaulted argument,
+//! `Default` gives the schema's defaults, and setters named after the arguments set them
+//! (the setter of an optional argument takes the value itself). Methods get the same pair
+//! (`x.sum()`, `x.sum_with(..)`); an in-place operator keeps its `_` last (`x.add_with_(..)`,
+//! with [`AddInplaceOptions`]). The short form costs what a call with every argument costs:
+//! its defaults are constants. (Note [Operator API defaults] in `switchboard-codegen`.)
+//!
+//! ```
+//! use switchboard_cpu as _;
+//! use switchboard_ops::{self as ops, SumDimIntListOptions, TensorOps};
+//! use switchboard_tensor::{ScalarType, Tensor};
+//!
+//! let x = ops::randn_with(&[4, 3], ops::RandnOptions::default().dtype(ScalarType::Double))?;
+//! assert_eq!(x.dtype(), ScalarType::Double);
+//! let rows = x.sum_dim_int_list_with(Some(&[1]), SumDimIntListOptions::default().keepdim(true))?;
+//! assert_eq!(rows.sizes(), &[4, 1]);
+//!
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+//! let b = ops::add_with(&a, &a, ops::AddOptions::default().alpha(2))?; // a + 2 * a
+//! assert_eq!(b.to_vec::<f32>()?, [3.0, 6.0]);
+//! let w = Tensor::from_vec(vec![1.0f32, 1.0], &[1, 2])?;
+//! let bias = Tensor::from_vec(vec![10.0f32], &[1])?;
+//! let y = ops::linear_with(&a, &w, ops::LinearOptions::default().bias(&bias))?;
+//! assert_eq!(y.to_vec::<f32>()?, [13.0]);
+//! // Fields can be set directly too, e.g. from values that are already optional.
+//! let dtype: Option<ScalarType> = None;
+//! let z = ops::zeros_with(&[2], ops::ZerosOptions { dtype, ..Default::default() })?;
+//! assert_eq!(z.dtype(), ScalarType::Float);
 //! # Ok::<(), switchboard_ops::DispatchError>(())
 //! ```
 #![warn(missing_docs)]

@@ -34,9 +34,9 @@ fn registrations_succeed() {
 #[test]
 fn functions_and_methods_dispatch_to_cpu() {
     let a = t(&[1., 2., 3., 4.], &[2, 2]);
-    let b = ops::add(&a, &a, 2).unwrap();
+    let b = ops::add_with(&a, &a, ops::AddOptions::default().alpha(2)).unwrap();
     assert_eq!(b.to_vec::<f32>().unwrap(), [3., 6., 9., 12.]);
-    let s = b.sum(None).unwrap();
+    let s = b.sum().unwrap();
     assert_eq!(s.item().unwrap().to_f64(), 30.0);
     let m = ops::matmul(&a, &a).unwrap();
     assert_eq!(m.to_vec::<f32>().unwrap(), [7., 10., 15., 22.]);
@@ -46,18 +46,24 @@ fn functions_and_methods_dispatch_to_cpu() {
 
 #[test]
 fn factories_go_through_backend_select() {
-    let z = ops::zeros(&[2, 3], None, None, None, None).unwrap();
+    let z = ops::zeros(&[2, 3]).unwrap();
     assert_eq!(z.sizes(), &[2, 3]);
     assert_eq!(z.dtype(), ScalarType::Float);
     assert_eq!(z.to_vec::<f32>().unwrap(), [0.0; 6]);
     // Meta is not linked into this test: the BackendSelect kernel routes to Meta, which has
     // no kernel here, and the error says so.
-    let e = ops::ones(&[2], Some(ScalarType::Long), None, Some(Device::META), None).unwrap_err();
+    let e = ops::ones_with(
+        &[2],
+        ops::OnesOptions::default()
+            .dtype(ScalarType::Long)
+            .device(Device::META),
+    )
+    .unwrap_err();
     assert!(
         e.to_string().contains("Is the backend for 'Meta' linked"),
         "{e}"
     );
-    let f = ops::full(&[2], 7, None, None, None, None).unwrap();
+    let f = ops::full(&[2], 7).unwrap();
     assert_eq!(f.dtype(), ScalarType::Long);
 }
 
@@ -66,13 +72,13 @@ fn composite_decompositions() {
     let x = t(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
     let w = t(&[1., 0., 0., 0., 1., 0.], &[2, 3]);
     let bias = t(&[10., 20.], &[2]);
-    let y = ops::linear(&x, &w, Some(&bias)).unwrap();
+    let y = ops::linear_with(&x, &w, ops::LinearOptions::default().bias(&bias)).unwrap();
     assert_eq!(y.to_vec::<f32>().unwrap(), [11., 22., 14., 25.]);
     let r = ops::reshape(&x.t().unwrap(), &[6]).unwrap();
     assert_eq!(r.to_vec::<f32>().unwrap(), [1., 4., 2., 5., 3., 6.]);
-    let sm = ops::softmax(&x, 1, None)
+    let sm = ops::softmax(&x, 1)
         .unwrap()
-        .sum_dim_int_list(Some(&[1]), false, None)
+        .sum_dim_int_list(Some(&[1]))
         .unwrap();
     for v in sm.to_vec::<f32>().unwrap() {
         assert!((v - 1.0).abs() < 1e-6);
@@ -83,6 +89,6 @@ fn composite_decompositions() {
 fn errors_name_the_problem() {
     let a = t(&[1., 2., 3.], &[3]);
     let b = t(&[1., 2.], &[2]);
-    let e = ops::add(&a, &b, 1).unwrap_err().to_string();
+    let e = ops::add(&a, &b).unwrap_err().to_string();
     assert!(e.contains("must match the size"), "{e}");
 }

@@ -3,36 +3,14 @@
 //! `../shared/conformance` beside the workspace).  Throughput is reported
 //! per schema, so criterion's "time per element" is the average parse time.
 
-use std::path::{Path, PathBuf};
-
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use switchboard_schema::FunctionSchema;
+use switchboard_testkit::{data_files, read_lines};
 
 fn schema_lines() -> Vec<String> {
-    let dir = match std::env::var_os("SWITCHBOARD_CONFORMANCE") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
-    }
-    .join("schemas");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.retain(|p| {
-        p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("valid") && n.ends_with(".txt"))
-    });
-    files.sort();
-    files
+    data_files("schemas", "valid", ".txt")
         .iter()
-        .flat_map(|p| {
-            std::fs::read_to_string(p)
-                .unwrap_or_default()
-                .lines()
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .filter(|l| !l.is_empty())
+        .flat_map(|p| read_lines(p))
         .collect()
 }
 

@@ -1,8 +1,6 @@
 //! Lexer tests, and the comparison with the queue-based lexer it replaced
 //! (Note [One token of state]).
 
-use std::path::{Path, PathBuf};
-
 use proptest::prelude::*;
 
 use super::*;
@@ -194,11 +192,7 @@ fn same_tokens(src: &str, peeks: &[bool]) {
 /// Every input of the conformance files (`valid*.txt` lines, the `input`
 /// of `invalid*.jsonl` and `roundtrip*.jsonl`), if the folder is there.
 fn conformance_inputs() -> Vec<String> {
-    let dir = match std::env::var_os("SWITCHBOARD_CONFORMANCE") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
-    }
-    .join("schemas");
+    let dir = switchboard_testkit::conformance_dir().join("schemas");
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return out;

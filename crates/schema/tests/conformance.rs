@@ -6,37 +6,13 @@
 //! `schemas/invalid*.jsonl`.  Nothing here knows about particular ids.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use switchboard_schema::{Argument, FunctionSchema, SchemaParseError};
+use switchboard_testkit::{conformance_dir, data_files};
 
 const MAX_REPORTED: usize = 20;
-
-fn data_dir() -> PathBuf {
-    match std::env::var_os("SWITCHBOARD_CONFORMANCE") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
-    }
-}
-
-/// Every file in `dir` named `<prefix>*<suffix>`, sorted.
-fn matching(dir: &Path, prefix: &str, suffix: &str) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix))
-        })
-        .collect();
-    files.sort();
-    files
-}
 
 /// Sorts the names inside multi-set alias annotations (`(b|a)` -> `(a|b)`),
 /// outside string literals: PyTorch prints them in hash order, we print them
@@ -393,8 +369,7 @@ fn check_invalid_record(r: &Value, report: &mut Report, stats: &mut ErrorStats) 
 
 #[test]
 fn conformance() {
-    let dir = data_dir();
-    let schemas = dir.join("schemas");
+    let schemas = conformance_dir().join("schemas");
     assert!(
         schemas.is_dir(),
         "conformance data not found at {}",
@@ -405,12 +380,12 @@ fn conformance() {
     };
     let mut total = 0;
 
-    for path in matching(&schemas, "valid", ".txt") {
+    for path in data_files("schemas", "valid", ".txt") {
         let n = check_valid(&path, &mut report);
         println!("{}: {n} schemas checked", path.display());
         total += n;
     }
-    for path in matching(&schemas, "roundtrip", ".jsonl") {
+    for path in data_files("schemas", "roundtrip", ".jsonl") {
         let recs = records(&path);
         for r in &recs {
             check_roundtrip_record(r, &mut report);
@@ -419,7 +394,7 @@ fn conformance() {
         total += recs.len();
     }
     let mut stats = ErrorStats::default();
-    for path in matching(&schemas, "invalid", ".jsonl") {
+    for path in data_files("schemas", "invalid", ".jsonl") {
         let recs = records(&path);
         for r in &recs {
             check_invalid_record(r, &mut report, &mut stats);

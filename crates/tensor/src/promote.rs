@@ -229,6 +229,27 @@ mod tests {
         assert_eq!(promote_types(S::Double, S::BFloat16), S::Double);
     }
 
+    /// Priority classes: dimensioned tensors, then zero-dim tensors, then wrapped numbers
+    /// (Python scalars); a lower class only counts when its category is higher.
+    #[test]
+    fn priority_classes() {
+        let t = |dtype| Tensor::zeros(&[2], dtype).unwrap();
+        let z = |dtype| Tensor::scalar_tensor(0, dtype);
+        let rt =
+            |ts: &[Tensor], ss: &[Scalar]| result_type(&ts.iter().collect::<Vec<_>>(), ss).unwrap();
+        assert_eq!(rt(&[t(S::Byte)], &[Scalar::Int(1000)]), S::Byte);
+        assert_eq!(rt(&[t(S::Bool)], &[Scalar::Int(1)]), S::Long);
+        assert_eq!(rt(&[t(S::Bool)], &[Scalar::Bool(true)]), S::Bool);
+        assert_eq!(rt(&[t(S::Long)], &[Scalar::Float(1.0)]), S::Float);
+        assert_eq!(rt(&[t(S::Double)], &[Scalar::Float(1.0)]), S::Double);
+        assert_eq!(rt(&[t(S::Float), z(S::Double)], &[]), S::Float);
+        assert_eq!(rt(&[t(S::Int), z(S::Long)], &[]), S::Int);
+        assert_eq!(rt(&[z(S::Int), z(S::Long)], &[]), S::Long);
+        assert_eq!(rt(&[z(S::Int)], &[Scalar::Float(2.0)]), S::Float);
+        assert_eq!(rt(&[t(S::Bool), z(S::Int)], &[]), S::Int);
+        assert_eq!(rt(&[], &[Scalar::Int(1), Scalar::Float(1.0)]), S::Float);
+    }
+
     #[test]
     fn categories() {
         let long = Tensor::zeros(&[2], S::Long).unwrap();

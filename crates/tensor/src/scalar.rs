@@ -106,6 +106,30 @@ impl fmt::Display for Scalar {
     }
 }
 
+impl std::ops::Neg for Scalar {
+    type Output = Scalar;
+
+    /// `-s` (`c10::Scalar::operator-`), as `sub` negates its `alpha`: an integer wraps
+    /// (`-i64::MIN` is `i64::MIN`, as C++ computes it, never a panic); a bool negates as the
+    /// integer it stands for, as Python's `-True` is `-1`.
+    ///
+    /// ```
+    /// use switchboard_tensor::Scalar;
+    /// assert_eq!(-Scalar::Int(2), Scalar::Int(-2));
+    /// assert_eq!(-Scalar::Float(0.5), Scalar::Float(-0.5));
+    /// assert_eq!(-Scalar::Bool(true), Scalar::Int(-1));
+    /// assert_eq!(-Scalar::Int(i64::MIN), Scalar::Int(i64::MIN));
+    /// ```
+    #[inline]
+    fn neg(self) -> Scalar {
+        match self {
+            Scalar::Int(i) => Scalar::Int(i.wrapping_neg()),
+            Scalar::Float(f) => Scalar::Float(-f),
+            Scalar::Bool(b) => Scalar::Int(-i64::from(b)),
+        }
+    }
+}
+
 /// Formats `v` like C's `%.{precision}g` (C++'s default stream output for precision 6).
 pub(crate) fn format_g(v: f64, precision: usize) -> String {
     if v.is_nan() {

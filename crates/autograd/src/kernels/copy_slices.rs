@@ -24,27 +24,32 @@ use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::Tensor;
 
 use super::when;
+use crate::autograd_meta;
 use crate::grad_mode::GradModeGuard;
-use crate::meta;
 use crate::node::{err, Node};
-use crate::util::{grad_at, record_with};
+use crate::recording::{grad_at, record_with};
 
 /// Sets `t`'s grad_fn to `AsStridedBackward0` of its base's current history (when the base
 /// requires grad), and marks it current.
 pub(crate) fn regenerate(t: &Tensor) {
-    let Some(base) = meta::read(t, |m| m.base.clone()).flatten() else {
+    let Some(base) = autograd_meta::read(t, |m| m.base.clone()).flatten() else {
         return;
     };
     let version = t.version();
     let node = if base.requires_grad_hint() {
         let _g = GradModeGuard::new(true);
-        ops::as_strided(&base, t.sizes(), t.strides(), Some(t.storage_offset()))
-            .ok()
-            .and_then(|v| meta::grad_fn_of(&v))
+        ops::as_strided_with(
+            &base,
+            t.sizes(),
+            t.strides(),
+            ops::AsStridedOptions::default().storage_offset(t.storage_offset()),
+        )
+        .ok()
+        .and_then(|v| autograd_meta::grad_fn_of(&v))
     } else {
         None
     };
-    meta::with(t, |m| {
+    autograd_meta::with(t, |m| {
         if let Some((n, nr)) = node {
             n.meta().set_input(nr as usize, t);
             m.grad_fn = Some(n);
@@ -128,14 +133,14 @@ pub(crate) fn inplace_on_view(
     base: &Tensor,
     fun: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
-    if base.requires_grad_hint() && meta::grad_fn_of(base).is_none() {
+    if base.requires_grad_hint() && autograd_meta::grad_fn_of(base).is_none() {
         return Err(err(
             "a view of a leaf Variable that requires grad is being used in an in-place \
              operation.",
         ));
     }
     let idx = region(base, v)?;
-    let src = ops::clone(v, None)?;
+    let src = ops::clone(v)?;
     let r = fun(&src)?;
     {
         let _g = AutoDispatchBelowAutograd::new();

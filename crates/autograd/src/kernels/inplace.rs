@@ -14,38 +14,38 @@ use switchboard_dispatcher::{
 use switchboard_ops::{self as ops, redispatch as rd, PackedScalar};
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
-use crate::meta;
+use crate::autograd_meta;
 use crate::node::err;
-use crate::util::{any_hint, AFTER_AD};
+use crate::recording::{any_hint, AFTER_AD};
 
 fn rebase(
     k: DispatchKeySet,
     s: &Tensor,
     fun: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
-    if let Some(base) = meta::read(s, |m| m.base.clone()).flatten() {
+    if let Some(base) = autograd_meta::read(s, |m| m.base.clone()).flatten() {
         return super::copy_slices::inplace_on_view(k, s, &base, fun);
     }
-    if s.requires_grad_hint() && meta::grad_fn_of(s).is_none() {
+    if s.requires_grad_hint() && autograd_meta::grad_fn_of(s).is_none() {
         return Err(err(
             "a leaf Variable that requires grad is being used in an in-place operation.",
         ));
     }
-    let src = ops::clone(s, None)?;
+    let src = ops::clone(s)?;
     let r = fun(&src)?;
     {
         let _g = AutoDispatchBelowAutograd::new();
         rd::copy_(k, s, &r, false)?;
     }
-    if let Some((node, nr)) = meta::grad_fn_of(&r) {
+    if let Some((node, nr)) = autograd_meta::grad_fn_of(&r) {
         node.meta().set_input(nr as usize, s);
-        meta::set_grad_fn(s, node, nr);
+        autograd_meta::set_grad_fn(s, node, nr);
     }
     Ok(s.clone())
 }
 
 fn all_true(x: &Tensor) -> Result<Tensor> {
-    ops::ones_like(x, Some(ScalarType::Bool), None, None, None, None)
+    ops::ones_like_with(x, ops::OnesLikeOptions::default().dtype(ScalarType::Bool))
 }
 
 /// Defines in-place kernels: `name(params) [other grad inputs] => |src| out-of-place form;`.
@@ -72,10 +72,10 @@ macro_rules! inplace {
 }
 
 inplace! {
-    add_(o: &Tensor, a: PackedScalar) [o] => |x| ops::add(x, o, a);
-    add_scalar_(o: PackedScalar, a: PackedScalar) [] => |x| ops::add_scalar(x, o, a);
-    sub_(o: &Tensor, a: PackedScalar) [o] => |x| ops::sub(x, o, a);
-    sub_scalar_(o: PackedScalar, a: PackedScalar) [] => |x| ops::sub_scalar(x, o, a);
+    add_(o: &Tensor, a: PackedScalar) [o] => |x| ops::add_with(x, o, ops::AddOptions::default().alpha(a));
+    add_scalar_(o: PackedScalar, a: PackedScalar) [] => |x| ops::add_scalar_with(x, o, ops::AddScalarOptions::default().alpha(a));
+    sub_(o: &Tensor, a: PackedScalar) [o] => |x| ops::sub_with(x, o, ops::SubOptions::default().alpha(a));
+    sub_scalar_(o: PackedScalar, a: PackedScalar) [] => |x| ops::sub_scalar_with(x, o, ops::SubScalarOptions::default().alpha(a));
     mul_(o: &Tensor) [o] => |x| ops::mul(x, o);
     mul_scalar_(o: PackedScalar) [] => |x| ops::mul_scalar(x, o);
     div_(o: &Tensor) [o] => |x| ops::div(x, o);
@@ -91,12 +91,12 @@ inplace! {
     relu_() [] => |x| ops::relu(x);
     sigmoid_() [] => |x| ops::sigmoid(x);
     tanh_() [] => |x| ops::tanh(x);
-    gelu_(a: &str) [] => |x| ops::gelu(x, a);
+    gelu_(a: &str) [] => |x| ops::gelu_with(x, ops::GeluOptions::default().approximate(a));
     silu_() [] => |x| ops::silu(x);
     masked_fill_(m: &Tensor, v: PackedScalar) [] => |x| ops::masked_fill(x, m, v);
     masked_fill_tensor_(m: &Tensor, v: &Tensor) [v] => |x| ops::masked_fill_tensor(x, m, v);
-    clamp_(lo: Option<Scalar>, hi: Option<Scalar>) [] => |x| ops::clamp(x, lo, hi);
-    addmm_(a: &Tensor, b: &Tensor, be: PackedScalar, al: PackedScalar) [a, b] => |x| ops::addmm(x, a, b, be, al);
+    clamp_(lo: Option<Scalar>, hi: Option<Scalar>) [] => |x| ops::clamp_with(x, ops::ClampOptions { min: lo, max: hi });
+    addmm_(a: &Tensor, b: &Tensor, be: PackedScalar, al: PackedScalar) [a, b] => |x| ops::addmm_with(x, a, b, ops::AddmmOptions::default().beta(be).alpha(al));
     // Filling: masked_fill with an all-true mask gives the value with a zero gradient to the
     // old history (multiplying by 0 would turn infinities into NaN).
     fill_(v: PackedScalar) [] => |x| ops::masked_fill(x, &all_true(x)?, v);
@@ -104,8 +104,8 @@ inplace! {
     zero_() [] => |x| ops::masked_fill(x, &all_true(x)?, 0);
     copy_(src: &Tensor, nb: bool) [src] => |x| {
         let _ = nb;
-        let e = ops::expand(src, x.sizes(), false)?;
-        ops::_to_copy(&e, Some(x.dtype()), None, Some(x.device()), None, false, None)
+        let e = ops::expand(src, x.sizes())?;
+        ops::_to_copy_with(&e, ops::ToCopyOptions::default().dtype(x.dtype()).device(x.device()))
     };
 }
 

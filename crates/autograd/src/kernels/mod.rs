@@ -6,7 +6,7 @@ use switchboard_dispatcher::Result;
 use switchboard_tensor::Tensor;
 
 use crate::node::{Node, SavedTensor};
-use crate::util::{grad_at, record_with};
+use crate::recording::{grad_at, record_with};
 
 /// An autograd kernel's fast path: `pass_through!(fn name(ks: DispatchKeySet, params) -> R;
 /// [inputs] => redispatch, else recording)` defines `name`, which redispatches
@@ -22,8 +22,8 @@ macro_rules! pass_through {
         #[inline(always)]
         #[allow(clippy::too_many_arguments)] // the operator's own parameters
         fn $f($ks: DispatchKeySet $(, $p: $t)*) -> $r {
-            if !$crate::util::any_hint(&[$($i),+]) {
-                return rd::$rd($ks & $crate::util::AFTER_AD $(, $p)*);
+            if !$crate::recording::any_hint(&[$($i),+]) {
+                return rd::$rd($ks & $crate::recording::AFTER_AD $(, $p)*);
             }
             $full($ks $(, $p)*)
         }
@@ -36,23 +36,23 @@ macro_rules! pass_through {
             #[inline(never)]
             $(#[$m])*
             fn full($ks: DispatchKeySet $(, $p: $t)*) -> $r $body
-            if !$crate::util::any_hint(&[$($i),+]) {
-                return rd::$rd($ks & $crate::util::AFTER_AD $(, $p)*);
+            if !$crate::recording::any_hint(&[$($i),+]) {
+                return rd::$rd($ks & $crate::recording::AFTER_AD $(, $p)*);
             }
             full($ks $(, $p)*)
         }
     };
 }
 
-pub(crate) mod adiv;
+pub(crate) mod ad_inplace_or_view;
 pub(crate) mod copy_slices;
-pub(crate) mod double;
-pub(crate) mod double_nn;
+pub(crate) mod double_backward;
+pub(crate) mod double_backward_nn;
 pub(crate) mod inplace;
 pub(crate) mod nn;
 pub(crate) mod out;
 pub(crate) mod pointwise;
-pub(crate) mod pw;
+pub(crate) mod pointwise_recording;
 pub(crate) mod reduce;
 pub(crate) mod shape;
 

@@ -4,10 +4,10 @@ use switchboard_dispatcher::{
     AutoDispatchBelowADInplaceOrView as Below, DispatchKeySet, KernelFunction, Library, Result,
 };
 use switchboard_ops::{self as ops, redispatch as rd};
-use switchboard_tensor::{Scalar, ScalarType, Tensor};
+use switchboard_tensor::{Scalar, Tensor};
 
 use super::{rec, when};
-use crate::util::{any_rg, fresh, scale, sum_to, AFTER_AD};
+use crate::recording::{any_rg, fresh, scale, sum_to, AFTER_AD};
 
 type Grads = Result<Vec<Option<Tensor>>>;
 
@@ -442,7 +442,7 @@ fn native_dropout_recording(
         scale,
         |scale, s, g, _, _| -> Grads {
             // infinitely_differentiable_native_dropout_backward: grad * mask * scale.
-            let m = ops::_to_copy(&s[0], Some(g.dtype()), None, None, None, false, None)?;
+            let m = ops::_to_copy_with(&s[0], ops::ToCopyOptions::default().dtype(g.dtype()))?;
             Ok(vec![Some(ops::mul_scalar(&ops::mul(g, &m)?, *scale)?)])
         },
     );
@@ -553,9 +553,6 @@ pass_through!(
     ) -> Result<Tensor>;
     [w] => embedding, else embedding_recording
 );
-
-#[allow(dead_code)]
-fn _types(_: ScalarType) {}
 
 /// Registers this file's kernels.
 pub(crate) fn register(lib: &mut Library) -> Result<()> {

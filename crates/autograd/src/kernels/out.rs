@@ -12,7 +12,7 @@ use switchboard_dispatcher::{FunctionSchema, IValue, KernelFunction, Library, Re
 use switchboard_ops as ops;
 
 use crate::node::err;
-use crate::util::AFTER_AD;
+use crate::recording::AFTER_AD;
 
 /// Whether a boxed argument holds a tensor that requires grad.
 fn requires_grad(v: &IValue) -> bool {

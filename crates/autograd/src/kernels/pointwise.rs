@@ -6,11 +6,11 @@ use switchboard_dispatcher::{
 use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{Scalar, Tensor};
 
-use crate::util::Unpack;
+use crate::recording::Unpack;
 
-use super::pw::{neg_scalar, opt, Args, Pw, A, B, C, G2, R};
+use super::pointwise_recording::{Args, Pw, A, B, C, G2, R};
 use super::{rec, when};
-use crate::util::{any_hint, any_rg, fresh, scale, AFTER_AD};
+use crate::recording::{any_hint, any_rg, fresh, scale, AFTER_AD};
 
 fn g1(g: &Tensor) -> G2 {
     Ok([Some(g.clone()), None])
@@ -66,23 +66,23 @@ macro_rules! k {
 
 k!(add_t(a: &Tensor, b: &Tensor, alpha: PackedScalar) [a, b] => add(a, b, alpha);
 |fwd| Pw::new(a, Some(b)).s(alpha).run("AddBackward0", 0, fwd, |g, x: &Args| {
-    Ok([opt(x.need[0], || Ok(g.clone()))?, opt(x.need[1], || scale(g, x.s))?])
+    Ok([when(x.need[0], || Ok(g.clone()))?, when(x.need[1], || scale(g, x.s))?])
 }));
 k!(add_s(a: &Tensor, b: PackedScalar, alpha: PackedScalar) [a] => add_scalar(a, b, alpha);
     |fwd| Pw::new(a, None).run("AddBackward1", 0, fwd, |g, _| g1(g)));
 k!(sub_t(a: &Tensor, b: &Tensor, alpha: PackedScalar) [a, b] => sub(a, b, alpha);
 |fwd| Pw::new(a, Some(b)).s(alpha).run("SubBackward0", 0, fwd, |g, x: &Args| {
-    Ok([opt(x.need[0], || Ok(g.clone()))?, opt(x.need[1], || scale(g, neg_scalar(x.s)))?])
+    Ok([when(x.need[0], || Ok(g.clone()))?, when(x.need[1], || scale(g, -x.s))?])
 }));
 k!(sub_s(a: &Tensor, b: PackedScalar, alpha: PackedScalar) [a] => sub_scalar(a, b, alpha);
     |fwd| Pw::new(a, None).run("SubBackward1", 0, fwd, |g, _| g1(g)));
 k!(rsub_t(a: &Tensor, b: &Tensor, alpha: PackedScalar) [a, b] => rsub(a, b, alpha);
 |fwd| Pw::new(a, Some(b)).s(alpha).run("RsubBackward0", 0, fwd, |g, x: &Args| {
-    Ok([opt(x.need[0], || scale(g, neg_scalar(x.s)))?, opt(x.need[1], || Ok(g.clone()))?])
+    Ok([when(x.need[0], || scale(g, -x.s))?, when(x.need[1], || Ok(g.clone()))?])
 }));
 k!(mul_t(a: &Tensor, b: &Tensor) [a, b] => mul(a, b);
 |fwd| Pw::new(a, Some(b)).run("MulBackward0", A | B, fwd, |g, x: &Args| {
-    Ok([opt(x.need[0], || ops::mul(g, x.b()))?, opt(x.need[1], || ops::mul(g, x.a()))?])
+    Ok([when(x.need[0], || ops::mul(g, x.b()))?, when(x.need[1], || ops::mul(g, x.a()))?])
 }));
 k!(mul_s(a: &Tensor, b: PackedScalar) [a] => mul_scalar(a, b);
 |fwd| Pw::new(a, None).s(b).run("MulBackward1", 0, fwd, |g, x: &Args| {
@@ -90,8 +90,8 @@ k!(mul_s(a: &Tensor, b: PackedScalar) [a] => mul_scalar(a, b);
 }));
 fn div_formula(g: &Tensor, x: &Args) -> G2 {
     Ok([
-        opt(x.need[0], || ops::div(g, x.b()))?,
-        opt(x.need[1], || {
+        when(x.need[0], || ops::div(g, x.b()))?,
+        when(x.need[1], || {
             let q = ops::div(&ops::div(x.a(), x.b())?, x.b())?;
             ops::neg(&ops::mul(g, &q)?)
         })?,
@@ -103,8 +103,8 @@ k!(div_tm(a: &Tensor, b: &Tensor, mode: Option<&str>) [a, b] => div_tensor_mode(
 |fwd| {
     if mode.is_some() {
         Pw::new(a, Some(b)).run("DivBackward2", 0, fwd, |g, x: &Args| {
-            let z = |t: &Tensor| ops::zeros_like(t, None, None, None, None, None);
-            Ok([opt(x.need[0], || z(g))?, opt(x.need[1], || z(g))?])
+            let z = |t: &Tensor| ops::zeros_like(t);
+            Ok([when(x.need[0], || z(g))?, when(x.need[1], || z(g))?])
         })
     } else {
         Pw::new(a, Some(b)).run("DivBackward2", A | B, fwd, div_formula)
@@ -155,7 +155,7 @@ k!(gelu(a: &Tensor, approximate: &str) [a] => gelu(a, approximate);
 |fwd| {
     let m = if approximate == "tanh" { "tanh" } else { "none" };
     Pw::new(a, None).mode(m).run("GeluBackward0", A, fwd, |g, x: &Args| {
-        Ok([Some(ops::gelu_backward(g, x.a(), x.mode)?), None])
+        Ok([Some(ops::gelu_backward_with(g, x.a(), ops::GeluBackwardOptions::default().approximate(x.mode))?), None])
     })
 });
 k!(silu(a: &Tensor) [a] => silu(a);
@@ -166,10 +166,7 @@ k!(silu(a: &Tensor) [a] => silu(a);
 fn pow_ts_formula(g: &Tensor, x: &Args) -> G2 {
     let e = x.s.to_f64();
     if e == 0.0 {
-        return Ok([
-            Some(ops::zeros_like(g, None, None, None, None, None)?),
-            None,
-        ]);
+        return Ok([Some(ops::zeros_like(g)?), None]);
     }
     let p = ops::pow_tensor_scalar(x.a(), e - 1.0)?;
     Ok([Some(ops::mul_scalar(&ops::mul(g, &p)?, x.s)?), None])
@@ -178,12 +175,12 @@ k!(pow_ts(a: &Tensor, e: PackedScalar) [a] => pow_tensor_scalar(a, e);
     |fwd| Pw::new(a, None).s(e).run("PowBackward0", A, fwd, pow_ts_formula));
 k!(pow_tt(a: &Tensor, b: &Tensor) [a, b] => pow(a, b);
 |fwd| Pw::new(a, Some(b)).run("PowBackward1", A | B | R, fwd, |g, x: &Args| {
-    let ga = opt(x.need[0], || {
-        let p = ops::pow(x.a(), &ops::sub_scalar(x.b(), 1, 1)?)?;
+    let ga = when(x.need[0], || {
+        let p = ops::pow(x.a(), &ops::sub_scalar(x.b(), 1)?)?;
         let v = ops::mul(&ops::mul(g, x.b())?, &p)?;
         ops::where_scalar_self(&ops::eq_scalar(x.b(), 0)?, 0.0, &v)
     })?;
-    let gb = opt(x.need[1], || {
+    let gb = when(x.need[1], || {
         let v = ops::mul(g, &ops::mul(x.r(), &ops::log(x.a())?)?)?;
         let zero_base = ops::where_scalar_self(&ops::ge_scalar(x.b(), 0)?, 0.0, &v)?;
         ops::r#where(&ops::eq_scalar(x.a(), 0)?, &zero_base, &v)
@@ -201,8 +198,8 @@ fn extremum(g: &Tensor, x: &Args, a_wins: Tensor, b_wins: Tensor) -> G2 {
     let tie = ops::eq(x.a(), x.b())?;
     let split = ops::r#where(&tie, &ops::div_scalar(g, 2)?, g)?;
     Ok([
-        opt(x.need[0], || ops::masked_fill(&split, &b_wins, 0))?,
-        opt(x.need[1], || ops::masked_fill(&split, &a_wins, 0))?,
+        when(x.need[0], || ops::masked_fill(&split, &b_wins, 0))?,
+        when(x.need[1], || ops::masked_fill(&split, &a_wins, 0))?,
     ])
 }
 k!(maximum(a: &Tensor, b: &Tensor) [a, b] => maximum(a, b);
@@ -216,8 +213,8 @@ k!(minimum(a: &Tensor, b: &Tensor) [a, b] => minimum(a, b);
 
 k!(where_t(c: &Tensor, a: &Tensor, b: &Tensor) [a, b] => r#where(c, a, b);
 |fwd| Pw::new(a, Some(b)).c(c).run("WhereBackward0", C, fwd, |g, x: &Args| Ok([
-    opt(x.need[0], || ops::where_scalar_other(x.c(), g, 0.0))?,
-    opt(x.need[1], || ops::where_scalar_self(x.c(), 0.0, g))?,
+    when(x.need[0], || ops::where_scalar_other(x.c(), g, 0.0))?,
+    when(x.need[1], || ops::where_scalar_self(x.c(), 0.0, g))?,
 ])));
 k!(where_ss(c: &Tensor, a: PackedScalar, b: &Tensor) [b] => where_scalar_self(c, a, b);
 |fwd| Pw::new(b, None).c(c).run("WhereBackward1", C, fwd, |g, x: &Args| {
@@ -233,8 +230,8 @@ k!(masked_fill_s(a: &Tensor, m: &Tensor, v: PackedScalar) [a] => masked_fill(a, 
 }));
 k!(masked_fill_t(a: &Tensor, m: &Tensor, v: &Tensor) [a, v] => masked_fill_tensor(a, m, v);
 |fwd| Pw::new(a, Some(v)).c(m).run("MaskedFillBackward1", C, fwd, |g, x: &Args| Ok([
-    opt(x.need[0], || ops::masked_fill(g, x.c(), 0))?,
-    opt(x.need[1], || ops::sum(&ops::where_scalar_other(x.c(), g, 0.0)?, None))?,
+    when(x.need[0], || ops::masked_fill(g, x.c(), 0))?,
+    when(x.need[1], || ops::sum(&ops::where_scalar_other(x.c(), g, 0.0)?))?,
 ])));
 
 /// `grad` where `lo <= a <= hi`, else 0.
@@ -257,8 +254,8 @@ k!(clamp_max(a: &Tensor, hi: PackedScalar) [a] => clamp_max(a, hi);
 
 k!(mse_loss(a: &Tensor, b: &Tensor, red: i64) [a, b] => mse_loss(a, b, red);
 |fwd| Pw::new(a, Some(b)).n(red).run("MseLossBackward0", A | B, fwd, |g, x: &Args| Ok([
-    opt(x.need[0], || ops::mse_loss_backward(g, x.a(), x.b(), x.n))?,
-    opt(x.need[1], || ops::mse_loss_backward(g, x.b(), x.a(), x.n))?,
+    when(x.need[0], || ops::mse_loss_backward(g, x.a(), x.b(), x.n))?,
+    when(x.need[1], || ops::mse_loss_backward(g, x.b(), x.a(), x.n))?,
 ])));
 
 // Backward ops with their own (first-order) formulas, for double backward.
@@ -266,21 +263,21 @@ k!(mse_loss(a: &Tensor, b: &Tensor, red: i64) [a, b] => mse_loss(a, b, red);
 // taken with create_graph has history as in PyTorch.
 k!(threshold_backward(g: &Tensor, s: &Tensor, t: PackedScalar) [g, s] => threshold_backward(g, s, t);
 |fwd| Pw::new(g, Some(s)).s(t).run("ThresholdBackwardBackward0", B, fwd, |gg, x: &Args| Ok([
-    opt(x.need[0], || ops::threshold_backward(gg, x.b(), x.s))?,
-    opt(x.need[1], || ops::zeros_like(x.b(), None, None, None, None, None))?,
+    when(x.need[0], || ops::threshold_backward(gg, x.b(), x.s))?,
+    when(x.need[1], || ops::zeros_like(x.b()))?,
 ])));
 k!(sigmoid_backward(g: &Tensor, o: &Tensor) [g, o] => sigmoid_backward(g, o);
 |fwd| Pw::new(g, Some(o)).run("SigmoidBackwardBackward0", A | B, fwd, |gg, x: &Args| Ok([
-    opt(x.need[0], || ops::sigmoid_backward(gg, x.b()))?,
-    opt(x.need[1], || {
-        let d = ops::add_scalar(&ops::mul_scalar(x.b(), -2)?, 1, 1)?;
+    when(x.need[0], || ops::sigmoid_backward(gg, x.b()))?,
+    when(x.need[1], || {
+        let d = ops::add_scalar(&ops::mul_scalar(x.b(), -2)?, 1)?;
         ops::mul(&ops::mul(gg, x.a())?, &d)
     })?,
 ])));
 k!(tanh_backward(g: &Tensor, o: &Tensor) [g, o] => tanh_backward(g, o);
 |fwd| Pw::new(g, Some(o)).run("TanhBackwardBackward0", A | B, fwd, |gg, x: &Args| Ok([
-    opt(x.need[0], || ops::tanh_backward(gg, x.b()))?,
-    opt(x.need[1], || {
+    when(x.need[0], || ops::tanh_backward(gg, x.b()))?,
+    when(x.need[1], || {
         ops::mul_scalar(&ops::mul(&ops::mul(gg, x.a())?, x.b())?, -2)
     })?,
 ])));
@@ -361,10 +358,7 @@ fn div_sm(ks: DispatchKeySet, a: &Tensor, b: Scalar, mode: Option<&str>) -> Resu
     let fwd = || rd::div_scalar_mode(k, a, b, mode);
     if mode.is_some() {
         Pw::new(a, None).run("DivBackward3", 0, fwd, |g, _| {
-            Ok([
-                Some(ops::zeros_like(g, None, None, None, None, None)?),
-                None,
-            ])
+            Ok([Some(ops::zeros_like(g)?), None])
         })
     } else {
         Pw::new(a, None)

@@ -9,7 +9,7 @@ use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::node::{Node, SavedTensor};
-use crate::util::{any_rg, fresh, grad_at, record_with, AFTER_AD};
+use crate::recording::{any_rg, fresh, grad_at, record_with, AFTER_AD};
 
 /// What a reduction formula sees.
 struct Args {
@@ -129,7 +129,7 @@ fn run(
 }
 
 fn expand_back(g: &Tensor, a: &Args) -> Result<Tensor> {
-    ops::expand(&restore(g, a)?, &a.sizes, false)
+    ops::expand(&restore(g, a)?, &a.sizes)
 }
 
 #[inline(never)]
@@ -241,7 +241,11 @@ fn evenly(g: &Tensor, a: &Args) -> Result<Tensor> {
     let r = restore(a.r.as_ref().expect("saved result"), a)?;
     let g = restore(g, a)?;
     let mask = ops::eq(a.x.as_ref().expect("saved self"), &r)?;
-    let n = ops::sum_dim_int_list(&mask, Some(&a.dims), true, None)?;
+    let n = ops::sum_dim_int_list_with(
+        &mask,
+        Some(&a.dims),
+        ops::SumDimIntListOptions::default().keepdim(true),
+    )?;
     ops::where_scalar_other(&mask, &ops::div(&g, &n)?, 0.0)
 }
 
@@ -288,7 +292,12 @@ max_all!(min, min, "MinBackward1");
 fn select_back(g: &Tensor, a: &Args) -> Result<Tensor> {
     let g = restore(g, a)?;
     let idx = restore(a.idx.as_ref().expect("saved indices"), a)?;
-    let z = ops::zeros(&a.sizes, Some(g.dtype()), None, Some(g.device()), None)?;
+    let z = ops::zeros_with(
+        &a.sizes,
+        ops::ZerosOptions::default()
+            .dtype(g.dtype())
+            .device(g.device()),
+    )?;
     ops::scatter_add(&z, a.dims[0], &idx, &g)
 }
 
@@ -332,8 +341,12 @@ max_dim!(min_dim, min_dim, "MinBackward0");
 fn var_back(g: &Tensor, a: &Args) -> Result<Tensor> {
     let x = a.x.as_ref().expect("saved self");
     let g = restore(g, a)?;
-    let m = ops::mean_dim(x, Some(&a.dims), true, None)?;
-    let d = ops::sub(x, &m, 1)?;
+    let m = ops::mean_dim_with(
+        x,
+        Some(&a.dims),
+        ops::MeanDimOptions::default().keepdim(true),
+    )?;
+    let d = ops::sub(x, &m)?;
     let n = count(a) as f64 - a.corr;
     ops::mul_scalar(&ops::mul(&g, &d)?, 2.0 / n)
 }

@@ -8,7 +8,7 @@ use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
 use super::{rec, when};
-use crate::util::{any_hint, any_rg, fresh, scale, sum_to, AFTER_AD};
+use crate::recording::{any_hint, any_rg, fresh, scale, sum_to, AFTER_AD};
 
 type Grads = Result<Vec<Option<Tensor>>>;
 
@@ -21,7 +21,12 @@ fn wrap(d: i64, n: usize) -> i64 {
 }
 
 fn zeros(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
-    ops::zeros(sizes, Some(like.dtype()), None, Some(like.device()), None)
+    ops::zeros_with(
+        sizes,
+        ops::ZerosOptions::default()
+            .dtype(like.dtype())
+            .device(like.device()),
+    )
 }
 
 fn index_tensor(v: Vec<i64>) -> Result<Tensor> {
@@ -82,7 +87,7 @@ view!(select(x, d: i64, i: i64) => select(d, i); "SelectBackward0", {
 },
 |(s, d, i), _, g, _, _| -> Grads {
     let z = zeros(s, g)?;
-    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(vec![*i])?, &ops::unsqueeze(g, *d)?, 1)?)])
+    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(vec![*i])?, &ops::unsqueeze(g, *d)?)?)])
 });
 view!(slice(x, d: i64, start: Option<i64>, end: Option<i64>, step: i64) => slice(d, start, end, step);
 "SliceBackward0", {
@@ -95,7 +100,7 @@ view!(slice(x, d: i64, start: Option<i64>, end: Option<i64>, step: i64) => slice
 },
 |(s, d, idx), _, g, _, _| -> Grads {
     let z = zeros(s, g)?;
-    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(idx.clone())?, g, 1)?)])
+    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(idx.clone())?, g)?)])
 });
 
 /// Flat storage positions of every element of a geometry, relative to `base`.
@@ -151,7 +156,6 @@ fn as_strided_recording(
                 0,
                 &index_tensor(pout.clone())?,
                 &ops::reshape(g, &[-1])?,
-                1,
             )?;
             let r = ops::index_select(&buf, 0, &index_tensor(pin.clone())?)?;
             Ok(vec![Some(ops::reshape(&r, xs)?)])
@@ -232,14 +236,9 @@ fn to_copy_recording(
         &[],
         (x.dtype(), x.device()),
         |(dt, dev), _, g, _, _| -> Grads {
-            Ok(vec![Some(ops::_to_copy(
+            Ok(vec![Some(ops::_to_copy_with(
                 g,
-                Some(*dt),
-                None,
-                Some(*dev),
-                None,
-                false,
-                None,
+                ops::ToCopyOptions::default().dtype(*dt).device(*dev),
             )?)])
         },
     );
@@ -293,7 +292,10 @@ fn cat(ks: DispatchKeySet, ts: &[Tensor], dim: i64) -> Result<Tensor> {
                 }
                 let n = s[*d as usize];
                 r.push(when(need, || {
-                    ops::slice(g, *d, Some(off), Some(off + n), 1)
+                    ops::slice_with(
+                        g,
+                        ops::SliceOptions::default().dim(*d).start(off).end(off + n),
+                    )
                 })?);
                 off += n;
             }
@@ -361,7 +363,7 @@ fn index_select_recording(
         &[],
         (x.sizes().to_vec(), dim),
         |(s, d), sv, g, _, _| -> Grads {
-            Ok(vec![Some(ops::index_add(&zeros(s, g)?, *d, &sv[0], g, 1)?)])
+            Ok(vec![Some(ops::index_add(&zeros(s, g)?, *d, &sv[0], g)?)])
         },
     );
     Ok(out)
@@ -445,7 +447,7 @@ fn scatter_add_recording(
         |d, sv, g, _, m| -> Grads {
             Ok(vec![
                 when(m[0], || Ok(g.clone()))?,
-                when(m[1], || ops::gather(g, *d, &sv[0], false))?,
+                when(m[1], || ops::gather(g, *d, &sv[0]))?,
             ])
         },
     );

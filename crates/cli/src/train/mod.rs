@@ -215,8 +215,8 @@ fn tensors(d: &Dataset) -> Result<(Tensor, Tensor), TrainError> {
 /// Number of rows of `logits` whose argmax is the label.
 fn correct(logits: &Tensor, labels: &Tensor) -> Result<i64, TrainError> {
     let _g = no_grad();
-    let pred = ops::argmax(&logits.detach(), Some(1), false)?;
-    Ok(ops::sum(&ops::eq(&pred, labels)?, None)?.item()?.to_i64())
+    let pred = ops::argmax_with(&logits.detach(), ops::ArgmaxOptions::default().dim(1))?;
+    Ok(ops::sum(&ops::eq(&pred, labels)?)?.item()?.to_i64())
 }
 
 /// Accuracy of `model` on `(x, y)`, without recording a graph.
@@ -313,9 +313,9 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             }
             let step = (|| -> Result<Tensor, TrainError> {
                 let logits = model.forward(&xb)?;
-                let loss = ops::cross_entropy_loss(&logits, &yb, None, 1, -100, 0.0)?;
+                let loss = ops::cross_entropy_loss(&logits, &yb)?;
                 opt.zero_grad();
-                loss.backward(None, false, false)?;
+                loss.backward()?;
                 opt.step()?;
                 hits += correct(&logits, &yb)?;
                 Ok(loss)

@@ -12,7 +12,7 @@ use super::overlap::{check_internal_overlap, check_no_partial_overlap};
 use super::TensorIter;
 use crate::copy::cast;
 use crate::error::{check_cpu_or_meta, common_device, shape_str, Result};
-use crate::promote::{can_cast, infer_size, result_type, PromoteArg, DEFAULT_FLOAT};
+use crate::promote::{can_cast, infer_size, ResultTypeState, DEFAULT_FLOAT};
 
 /// How an input takes part in type promotion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,16 +218,17 @@ impl<'a> IterConfig<'a> {
         }
 
         // Dtypes.
-        let promoted: SmallVec<[PromoteArg; 4]> = self
+        let mut promoted = ResultTypeState::default();
+        for (t, _) in self
             .inputs
             .iter()
             .filter(|(_, k)| *k == InputKind::Promoted)
-            .map(|(t, _)| PromoteArg::of_tensor(t))
-            .collect();
-        let mut common = match self.compute_dtype {
-            Some(d) => d,
-            None if promoted.is_empty() => self.out.map(|o| o.dtype()).unwrap_or(DEFAULT_FLOAT),
-            None => result_type(&promoted),
+        {
+            promoted.update_tensor(t);
+        }
+        let mut common = match (self.compute_dtype, promoted.result()) {
+            (Some(d), _) | (None, Some(d)) => d,
+            (None, None) => self.out.map(|o| o.dtype()).unwrap_or(DEFAULT_FLOAT),
         };
         if self.int_to_float && self.compute_dtype.is_none() && !common.is_floating_point() {
             common = DEFAULT_FLOAT;

@@ -9,7 +9,7 @@ use super::TensorIter;
 use crate::copy::cast;
 use crate::error::Result;
 use crate::loops::{parallel_for, row2, GRAIN_SIZE, STREAM_BYTES};
-use crate::promote::{result_type, PromoteArg};
+use crate::promote::{ResultTypeState, DEFAULT_FLOAT};
 
 // Note [Dense binary loops]
 // Almost every eager `a + b` (and `a * b`, a backward's `grad * y`, ...) has two contiguous
@@ -182,7 +182,10 @@ pub fn scalar_operand(a: &Tensor, b: &Tensor, int_to_float: bool) -> Result<Opti
     {
         return Ok(None);
     }
-    let common = result_type(&[PromoteArg::of_tensor(a), PromoteArg::of_tensor(b)]);
+    let mut promoted = ResultTypeState::default();
+    promoted.update_tensor(a);
+    promoted.update_tensor(b);
+    let common = promoted.result().unwrap_or(DEFAULT_FLOAT);
     if common != a.dtype() || (int_to_float && !common.is_floating_point()) {
         return Ok(None);
     }

@@ -29,14 +29,14 @@ pub fn to(
     if !needs_copy(self_, dtype, self_.device(), copy, memory_format) {
         return Ok(self_.clone());
     }
-    crate::_to_copy(
+    crate::_to_copy_with(
         self_,
-        Some(dtype),
-        None,
-        None,
-        None,
-        non_blocking,
-        memory_format,
+        crate::ToCopyOptions {
+            dtype: Some(dtype),
+            non_blocking,
+            memory_format,
+            ..Default::default()
+        },
     )
 }
 
@@ -52,20 +52,27 @@ pub fn to_device(
     if !needs_copy(self_, dtype, device, copy, memory_format) {
         return Ok(self_.clone());
     }
-    crate::_to_copy(
+    crate::_to_copy_with(
         self_,
-        Some(dtype),
-        None,
-        Some(device),
-        None,
-        non_blocking,
-        memory_format,
+        crate::ToCopyOptions {
+            dtype: Some(dtype),
+            device: Some(device),
+            non_blocking,
+            memory_format,
+            ..Default::default()
+        },
     )
 }
 
 /// `clone` (CompositeExplicitAutograd): `empty_like` in `memory_format` (preserve by
 /// default), then `copy_`.
 pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-    let out = crate::empty_like(self_, None, None, None, None, memory_format)?;
-    crate::copy_(&out, self_, false)
+    let out = crate::empty_like_with(
+        self_,
+        crate::EmptyLikeOptions {
+            memory_format,
+            ..Default::default()
+        },
+    )?;
+    crate::copy_(&out, self_)
 }

@@ -14,7 +14,16 @@ fn empty(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    crate::empty(size, dtype, layout, device, pin_memory, None)
+    crate::empty_with(
+        size,
+        crate::EmptyOptions {
+            dtype,
+            layout,
+            device,
+            pin_memory,
+            ..Default::default()
+        },
+    )
 }
 
 /// `zeros`.
@@ -103,7 +112,12 @@ pub fn arange_start_step(
         DEFAULT_DTYPE
     });
     let out = empty(&[0], Some(dtype), layout, device, pin_memory)?;
-    crate::arange_start_out(start, end, step, &out)
+    crate::arange_start_out_with(
+        start,
+        end,
+        &out,
+        crate::ArangeStartOutOptions::default().step(step),
+    )
 }
 
 /// `rand`: uniform on [0, 1).
@@ -114,12 +128,7 @@ pub fn rand(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    crate::uniform_(
-        &empty(size, dtype, layout, device, pin_memory)?,
-        0.0,
-        1.0,
-        None,
-    )
+    crate::uniform_(&empty(size, dtype, layout, device, pin_memory)?)
 }
 
 /// `randn`: standard normal.
@@ -130,12 +139,7 @@ pub fn randn(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    crate::normal_(
-        &empty(size, dtype, layout, device, pin_memory)?,
-        0.0,
-        1.0,
-        None,
-    )
+    crate::normal_(&empty(size, dtype, layout, device, pin_memory)?)
 }
 
 /// `randint`: integers uniform on [0, high).
@@ -154,7 +158,7 @@ pub fn randint(
         device,
         pin_memory,
     )?;
-    crate::random_(&t, 0, Some(high), None)
+    crate::random_(&t, 0, Some(high))
 }
 
 /// `empty_like`: the same sizes; with the preserve format (the default), the same strides
@@ -176,23 +180,38 @@ pub fn empty_like(
     let dtype = Some(dtype.unwrap_or(self_.dtype()));
     let device = Some(device.unwrap_or(self_.device()));
     match memory_format.unwrap_or(MemoryFormat::Preserve) {
-        MemoryFormat::Preserve if self_.is_non_overlapping_and_dense() => crate::empty_strided(
+        MemoryFormat::Preserve if self_.is_non_overlapping_and_dense() => {
+            crate::empty_strided_with(
+                self_.sizes(),
+                self_.strides(),
+                crate::EmptyStridedOptions {
+                    dtype,
+                    layout,
+                    device,
+                    pin_memory,
+                },
+            )
+        }
+        MemoryFormat::Preserve => crate::empty_with(
             self_.sizes(),
-            self_.strides(),
-            dtype,
-            layout,
-            device,
-            pin_memory,
+            crate::EmptyOptions {
+                dtype,
+                layout,
+                device,
+                pin_memory,
+                memory_format: Some(self_.suggest_memory_format()),
+            },
         ),
-        MemoryFormat::Preserve => crate::empty(
+        f => crate::empty_with(
             self_.sizes(),
-            dtype,
-            layout,
-            device,
-            pin_memory,
-            Some(self_.suggest_memory_format()),
+            crate::EmptyOptions {
+                dtype,
+                layout,
+                device,
+                pin_memory,
+                memory_format: Some(f),
+            },
         ),
-        f => crate::empty(self_.sizes(), dtype, layout, device, pin_memory, Some(f)),
     }
 }
 

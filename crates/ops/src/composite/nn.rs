@@ -30,7 +30,7 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
                     other.sizes()[0]
                 )));
             }
-            crate::mul(self_, other)?.sum(None)
+            crate::mul(self_, other)?.sum()
         }
         (2, 1) => crate::squeeze_dim(&crate::mm(self_, &crate::unsqueeze(other, 1)?)?, -1),
         (1, 2) => crate::squeeze_dim(&crate::mm(&crate::unsqueeze(self_, 0)?, other)?, 0),
@@ -86,8 +86,8 @@ fn batched_matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     ea.extend([n, m1]);
     let mut eb = batch.to_vec();
     eb.extend([m2, p]);
-    let a3 = crate::reshape(&crate::expand(&a2, &ea, false)?, &[nb, n, m1])?;
-    let b3 = crate::reshape(&crate::expand(&b2, &eb, false)?, &[nb, m2, p])?;
+    let a3 = crate::reshape(&crate::expand(&a2, &ea)?, &[nb, n, m1])?;
+    let b3 = crate::reshape(&crate::expand(&b2, &eb)?, &[nb, m2, p])?;
     let out = crate::bmm(&a3, &b3)?;
     let mut shape = batch.to_vec();
     if d1 > 1 {
@@ -104,8 +104,8 @@ fn batched_matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let wt = crate::t(weight)?;
     match bias {
-        Some(b) if input.dim() == 2 => crate::addmm(b, input, &wt, 1, 1),
-        Some(b) => crate::add(&matmul(input, &wt)?, b, 1),
+        Some(b) if input.dim() == 2 => crate::addmm(b, input, &wt),
+        Some(b) => crate::add(&matmul(input, &wt)?, b),
         None => matmul(input, &wt),
     }
 }
@@ -172,12 +172,21 @@ pub fn max_pool2d(
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<Tensor> {
-    Ok(crate::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+    Ok(crate::max_pool2d_with_indices_with(
+        self_,
+        kernel_size,
+        crate::MaxPool2dWithIndicesOptions::default()
+            .stride(stride)
+            .padding(padding)
+            .dilation(dilation)
+            .ceil_mode(ceil_mode),
+    )?
+    .0)
 }
 
 fn cast_for_softmax(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     match dtype {
-        Some(d) if d != self_.dtype() => crate::to(self_, d, false, false, None),
+        Some(d) if d != self_.dtype() => crate::to(self_, d),
         _ => Ok(self_.clone()),
     }
 }
@@ -209,8 +218,8 @@ const REDUCTION_MEAN: i64 = 1;
 fn reduce(t: &Tensor, reduction: i64) -> Result<Tensor> {
     match reduction {
         REDUCTION_NONE => Ok(t.clone()),
-        REDUCTION_MEAN => t.mean(None),
-        _ => t.sum(None),
+        REDUCTION_MEAN => t.mean(),
+        _ => t.sum(),
     }
 }
 
@@ -240,7 +249,6 @@ pub fn cross_entropy_loss(
             tgt = crate::add_scalar(
                 &crate::mul_scalar(target, 1.0 - label_smoothing)?,
                 label_smoothing / n_classes as f64,
-                1,
             )?;
         }
         let mut prod = crate::mul(&logp, &tgt)?;
@@ -249,21 +257,24 @@ pub fn cross_entropy_loss(
             shape[class_dim as usize] = n_classes;
             prod = crate::mul(&prod, &crate::view(w, &shape)?)?;
         }
-        let per = crate::neg(&crate::sum_dim_int_list(
-            &prod,
-            Some(&[class_dim]),
-            false,
-            None,
-        )?)?;
+        let per = crate::neg(&crate::sum_dim_int_list(&prod, Some(&[class_dim]))?)?;
         return match reduction {
             REDUCTION_MEAN => {
                 let n = (self_.numel() / n_classes.max(1)).max(1);
-                crate::div_scalar(&per.sum(None)?, n)
+                crate::div_scalar(&per.sum()?, n)
             }
             r => reduce(&per, r),
         };
     }
-    let nll = crate::nll_loss(&logp, target, weight, reduction, ignore_index)?;
+    let nll = crate::nll_loss_with(
+        &logp,
+        target,
+        crate::NllLossOptions {
+            weight,
+            reduction,
+            ignore_index,
+        },
+    )?;
     if label_smoothing <= 0.0 {
         return Ok(nll);
     }
@@ -274,12 +285,7 @@ pub fn cross_entropy_loss(
         shape[class_dim as usize] = n_classes;
         lp = crate::mul(&lp, &crate::view(w, &shape)?)?;
     }
-    let smooth = crate::neg(&crate::sum_dim_int_list(
-        &lp,
-        Some(&[class_dim]),
-        false,
-        None,
-    )?)?;
+    let smooth = crate::neg(&crate::sum_dim_int_list(&lp, Some(&[class_dim]))?)?;
     let ignore = crate::eq_scalar(target, ignore_index)?;
     let smooth = crate::masked_fill(&smooth, &ignore, 0)?;
     let smooth = match reduction {
@@ -291,12 +297,12 @@ pub fn cross_entropy_loss(
                     &crate::reshape(&ignore, &[-1])?,
                     0,
                 )?
-                .sum(None)?;
-                crate::div(&smooth.sum(None)?, &wsum)?
+                .sum()?;
+                crate::div(&smooth.sum()?, &wsum)?
             }
             None => {
-                let kept = crate::ne_scalar(target, ignore_index)?.sum(None)?;
-                crate::div(&smooth.sum(None)?, &kept)?
+                let kept = crate::ne_scalar(target, ignore_index)?.sum()?;
+                crate::div(&smooth.sum()?, &kept)?
             }
         },
         r => reduce(&smooth, r)?,
@@ -304,7 +310,6 @@ pub fn cross_entropy_loss(
     crate::add(
         &crate::mul_scalar(&nll, 1.0 - label_smoothing)?,
         &crate::mul_scalar(&smooth, label_smoothing / n_classes as f64)?,
-        1,
     )
 }
 
@@ -320,13 +325,10 @@ pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
         return Ok(input.clone());
     }
     if p == 1.0 {
-        return crate::mul(
-            input,
-            &crate::zeros_like(input, None, None, None, None, None)?,
-        );
+        return crate::mul(input, &crate::zeros_like(input)?);
     }
-    let noise = crate::empty_like(input, None, None, None, None, None)?;
-    crate::bernoulli_(&noise, 1.0 - p, None)?;
+    let noise = crate::empty_like(input)?;
+    crate::bernoulli_with_(&noise, crate::BernoulliInplaceOptions::default().p(1.0 - p))?;
     crate::div_scalar_(&noise, 1.0 - p)?;
     crate::mul(input, &noise)
 }

@@ -80,7 +80,10 @@ pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     if self_.reshape_view(shape)?.is_some() {
         crate::view(self_, shape)
     } else {
-        let c = crate::clone(self_, Some(MemoryFormat::Contiguous))?;
+        let c = crate::clone_with(
+            self_,
+            crate::CloneOptions::default().memory_format(MemoryFormat::Contiguous),
+        )?;
         crate::view(&c, shape)
     }
 }
@@ -101,7 +104,13 @@ pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tenso
     let d = switchboard_tensor::wrap_dim(dim, self_.dim())?;
     let size = self_.sizes()[d];
     let start = if start < 0 { start + size } else { start };
-    crate::slice(self_, dim, Some(start), Some(start + length), 1)
+    crate::slice_with(
+        self_,
+        crate::SliceOptions::default()
+            .dim(dim)
+            .start(start)
+            .end(start + length),
+    )
 }
 
 /// `contiguous` (CompositeImplicitAutograd): `self` when already contiguous in
@@ -115,7 +124,10 @@ pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor>
     if self_.is_contiguous_as(memory_format) {
         return Ok(self_.clone());
     }
-    crate::clone(self_, Some(memory_format))
+    crate::clone_with(
+        self_,
+        crate::CloneOptions::default().memory_format(memory_format),
+    )
 }
 
 /// `stack` (CompositeExplicitAutograd): `cat` of the inputs unsqueezed at `dim`.
@@ -135,5 +147,5 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         }
     }
     let parts: Result<Vec<Tensor>> = tensors.iter().map(|t| crate::unsqueeze(t, dim)).collect();
-    crate::cat(&parts?, dim)
+    crate::cat_with(&parts?, crate::CatOptions::default().dim(dim))
 }

@@ -12,7 +12,7 @@
 //! `loss = sum_i sum(outI * grad_outI)`, where `grad_outI` is the input file's tensor of that
 //! name (cast to the output's dtype; its shape must be the output's, as PyTorch's
 //! `backward(grad_tensors=...)` requires) or, when the file has none, ones (`sum(outI)`).
-//! `loss.backward(None, false, false)` then fills the leaves' `.grad`, written as `grad.NAME`
+//! `loss.backward()` then fills the leaves' `.grad`, written as `grad.NAME`
 //! (`grad.NAME.J` for list items) after the outputs. A leaf that received no gradient (no
 //! output depends on it differentiably, like `nll_loss_forward`'s `weight`) is left out with
 //! a note on stderr, as `torch.autograd.grad(..., allow_unused=True)` gives `None` for it.
@@ -158,15 +158,15 @@ pub(super) fn gradients(
                 // The weights are constants: their own history (none) must not matter.
                 let mut g = AutogradTensor::detach(g);
                 if g.dtype() != out.dtype() {
-                    g = ops::to(&g, out.dtype(), false, false, None).map_err(fail)?;
+                    g = ops::to(&g, out.dtype()).map_err(fail)?;
                 }
-                ops::sum(&ops::mul(out, &g).map_err(fail)?, None)
+                ops::sum(&ops::mul(out, &g).map_err(fail)?)
             }
-            None => ops::sum(out, None),
+            None => ops::sum(out),
         }
         .map_err(fail)?;
         loss = Some(match loss {
-            Some(l) => ops::add(&l, &term, 1).map_err(fail)?,
+            Some(l) => ops::add(&l, &term).map_err(fail)?,
             None => term,
         });
     }
@@ -182,7 +182,7 @@ pub(super) fn gradients(
              output of {op_name} depends differentiably on its inputs)"
         )));
     }
-    loss.backward(None, false, false).map_err(fail)?;
+    loss.backward().map_err(fail)?;
     // Notes only after backward succeeded: an error stays the one stderr line.
     if let Some(m) = inputs {
         let used: Vec<String> = outputs.iter().map(|(n, _)| format!("grad_{n}")).collect();

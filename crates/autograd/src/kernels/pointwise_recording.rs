@@ -8,7 +8,7 @@ use switchboard_dispatcher::{AutoDispatchBelowADInplaceOrView, Result};
 use switchboard_tensor::{Scalar, Tensor};
 
 use crate::node::{Node, SavedTensor};
-use crate::util::{fresh, grad_at, record_with};
+use crate::recording::{fresh, grad_at, record_with};
 
 /// Save `a`.
 pub(crate) const A: u8 = 1;
@@ -53,15 +53,6 @@ impl Args {
 pub(crate) type G2 = Result<[Option<Tensor>; 2]>;
 /// A pointwise formula.
 pub(crate) type PwFn = fn(&Tensor, &Args) -> G2;
-
-/// `f()` when `cond`.
-pub(crate) fn opt(cond: bool, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
-    if cond {
-        f().map(Some)
-    } else {
-        Ok(None)
-    }
-}
 
 struct State {
     a: Option<SavedTensor>,
@@ -195,13 +186,4 @@ fn formula(
     // Broadcast gradients are summed back to the input shapes by the engine (validate).
     let [ga, gb] = (st.f)(&g, &args)?;
     Ok(vec![ga, gb])
-}
-
-/// `-s`.
-pub(crate) fn neg_scalar(s: Scalar) -> Scalar {
-    match s {
-        Scalar::Int(i) => Scalar::Int(-i),
-        Scalar::Float(f) => Scalar::Float(-f),
-        Scalar::Bool(b) => Scalar::Int(-(b as i64)),
-    }
 }

@@ -21,7 +21,7 @@ use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{ScalarType, Tensor};
 
 use super::{rec, when};
-use crate::util::{any_rg, fresh, AFTER_AD};
+use crate::recording::{any_rg, fresh, AFTER_AD};
 
 type Grads = Result<Vec<Option<Tensor>>>;
 
@@ -30,13 +30,13 @@ fn cast(t: &Tensor, dt: ScalarType) -> Result<Tensor> {
     if t.dtype() == dt {
         Ok(t.clone())
     } else {
-        ops::_to_copy(t, Some(dt), None, None, None, false, None)
+        ops::_to_copy_with(t, ops::ToCopyOptions::default().dtype(dt))
     }
 }
 
 /// `s - t`.
 fn rsub(t: &Tensor, s: f64) -> Result<Tensor> {
-    ops::add_scalar(&ops::neg(t)?, s, 1)
+    ops::add_scalar(&ops::neg(t)?, s)
 }
 
 /// d²/dx² gelu(x): exact `φ(x)(2 - x²)`; tanh approximation
@@ -54,19 +54,18 @@ fn gelu_second(x: &Tensor, tanh: bool) -> Result<Tensor> {
     let c = 0.044715;
     let x2 = ops::mul(x, x)?;
     let u = ops::mul_scalar(
-        &ops::mul(x, &ops::add_scalar(&ops::mul_scalar(&x2, c)?, 1, 1)?)?,
+        &ops::mul(x, &ops::add_scalar(&ops::mul_scalar(&x2, c)?, 1)?)?,
         k,
     )?;
     let t = ops::tanh(&u)?;
-    let du = ops::mul_scalar(&ops::add_scalar(&ops::mul_scalar(&x2, 3.0 * c)?, 1, 1)?, k)?;
+    let du = ops::mul_scalar(&ops::add_scalar(&ops::mul_scalar(&x2, 3.0 * c)?, 1)?, k)?;
     let ddu = ops::mul_scalar(x, 6.0 * k * c)?;
     let sech2 = rsub(&ops::mul(&t, &t)?, 1.0)?;
     let inner = ops::sub(
         &ddu,
         &ops::mul_scalar(&ops::mul(&t, &ops::mul(&du, &du)?)?, 2.0)?,
-        1,
     )?;
-    let s = ops::add(&du, &ops::mul_scalar(&ops::mul(x, &inner)?, 0.5)?, 1)?;
+    let s = ops::add(&du, &ops::mul_scalar(&ops::mul(x, &inner)?, 0.5)?)?;
     ops::mul(&sech2, &s)
 }
 
@@ -79,7 +78,10 @@ impl Zero {
         Zero(t.sizes().to_vec(), t.dtype(), t.device())
     }
     fn make(&self) -> Result<Tensor> {
-        ops::zeros(&self.0, Some(self.1), None, Some(self.2), None)
+        ops::zeros_with(
+            &self.0,
+            ops::ZerosOptions::default().dtype(self.1).device(self.2),
+        )
     }
 }
 
@@ -114,7 +116,13 @@ fn gelu_backward_recording(
         |tanh, s, gg, _, m| -> Grads {
             let mode = if *tanh { "tanh" } else { "none" };
             Ok(vec![
-                when(m[0], || ops::gelu_backward(gg, &s[1], mode))?,
+                when(m[0], || {
+                    ops::gelu_backward_with(
+                        gg,
+                        &s[1],
+                        ops::GeluBackwardOptions::default().approximate(mode),
+                    )
+                })?,
                 when(m[1], || {
                     ops::mul(&ops::mul(gg, &s[0])?, &gelu_second(&s[1], *tanh)?)
                 })?,
@@ -158,7 +166,6 @@ fn silu_backward_recording(ks: DispatchKeySet, g: &Tensor, x: &Tensor) -> Result
                     let e = ops::add_scalar(
                         &ops::mul(&s[1], &rsub(&ops::mul_scalar(&sg, 2)?, 1.0)?)?,
                         2,
-                        1,
                     )?;
                     ops::mul(&ops::mul(gg, &s[0])?, &ops::mul(&d, &e)?)
                 })?,
@@ -198,7 +205,13 @@ fn softmax_backward_data_recording(
         |(dim, dt), s, gg, _, m| -> Grads {
             let (g, o) = (&s[0], &s[1]);
             let gg = cast(gg, o.dtype())?;
-            let sum = |t: &Tensor| ops::sum_dim_int_list(t, Some(&[*dim]), true, None);
+            let sum = |t: &Tensor| {
+                ops::sum_dim_int_list_with(
+                    t,
+                    Some(&[*dim]),
+                    ops::SumDimIntListOptions::default().keepdim(true),
+                )
+            };
             Ok(vec![
                 when(m[0], || ops::_softmax_backward_data(&gg, o, *dim, *dt))?,
                 when(m[1], || {
@@ -206,7 +219,7 @@ fn softmax_backward_data_recording(
                     let a = ops::mul(&gg, g)?;
                     let b = ops::mul(&sum(&ops::mul(o, g)?)?, &gg)?;
                     let c = ops::mul(g, &sum(&ops::mul(o, &gg)?)?)?;
-                    ops::sub(&ops::sub(&a, &b, 1)?, &c, 1)
+                    ops::sub(&ops::sub(&a, &b)?, &c)
                 })?,
             ])
         },
@@ -250,11 +263,17 @@ fn log_softmax_backward_data_recording(
         |dim, s, gg, _, m| -> Grads {
             let (g, o) = (&s[0], &s[1]);
             let gg = cast(gg, o.dtype())?;
-            let sum = |t: &Tensor| ops::sum_dim_int_list(t, Some(&[*dim]), true, None);
+            let sum = |t: &Tensor| {
+                ops::sum_dim_int_list_with(
+                    t,
+                    Some(&[*dim]),
+                    ops::SumDimIntListOptions::default().keepdim(true),
+                )
+            };
             let eo = ops::exp(o)?;
             Ok(vec![
                 // gg - sum(gg * exp(o)).
-                when(m[0], || ops::sub(&gg, &sum(&ops::mul(&gg, &eo)?)?, 1))?,
+                when(m[0], || ops::sub(&gg, &sum(&ops::mul(&gg, &eo)?)?))?,
                 // -gg * exp(o) * sum(g).
                 when(m[1], || {
                     ops::neg(&ops::mul(&ops::mul(&gg, &eo)?, &sum(g)?)?)
@@ -307,11 +326,11 @@ fn mse_loss_backward_recording(
             let gx = when(m[1] || m[2], || ops::mul_scalar(&ops::mul(gg, g)?, *norm))?;
             Ok(vec![
                 when(m[0], || {
-                    let v = ops::mul_scalar(&ops::mul(gg, &ops::sub(x, t, 1)?)?, *norm)?;
+                    let v = ops::mul_scalar(&ops::mul(gg, &ops::sub(x, t)?)?, *norm)?;
                     if *red == 0 {
                         Ok(v)
                     } else {
-                        ops::sum(&v, None)
+                        ops::sum(&v)
                     }
                 })?,
                 if m[1] { gx.clone() } else { None },
@@ -376,7 +395,17 @@ fn nll_loss_backward(
         |(red, ii, z), s, gg, _, m| -> Grads {
             Ok(vec![
                 // Linear in grad_output: its transpose is nll_loss itself.
-                when(m[0], || ops::nll_loss(gg, &s[0], s.get(1), *red, *ii))?,
+                when(m[0], || {
+                    ops::nll_loss_with(
+                        gg,
+                        &s[0],
+                        ops::NllLossOptions {
+                            weight: s.get(1),
+                            reduction: *red,
+                            ignore_index: *ii,
+                        },
+                    )
+                })?,
                 when(m[1], || z.make())?,
             ])
         },
@@ -453,9 +482,15 @@ fn embedding_dense_backward(
                 r = ops::masked_fill(&r, &pad, 0)?;
             }
             if *freq {
-                let ones = ops::ones_like(&flat, Some(gg.dtype()), None, None, None, None)?;
-                let zeros = ops::zeros(&[*n], Some(gg.dtype()), None, Some(gg.device()), None)?;
-                let counts = ops::index_add(&zeros, 0, &flat, &ones, 1)?;
+                let ones =
+                    ops::ones_like_with(&flat, ops::OnesLikeOptions::default().dtype(gg.dtype()))?;
+                let zeros = ops::zeros_with(
+                    &[*n],
+                    ops::ZerosOptions::default()
+                        .dtype(gg.dtype())
+                        .device(gg.device()),
+                )?;
+                let counts = ops::index_add(&zeros, 0, &flat, &ones)?;
                 let per = ops::unsqueeze(&ops::index_select(&counts, 0, &flat)?, 1)?;
                 r = ops::div(&r, &per)?;
             }
@@ -506,7 +541,7 @@ fn max_pool2d_with_indices_backward(
             Ok(vec![
                 // max_pool_double_backward: read gg back at the argmax positions.
                 when(m[0], || {
-                    let r = ops::gather(&flatten_last2(gg)?, -1, &flatten_last2(&s[0])?, false)?;
+                    let r = ops::gather(&flatten_last2(gg)?, -1, &flatten_last2(&s[0])?)?;
                     ops::reshape(&r, s[0].sizes())
                 })?,
                 when(m[1], || z.make())?,

@@ -9,14 +9,14 @@ use switchboard_tensor::Tensor;
 
 use super::rec_multi;
 use crate::node::err;
-use crate::util::{any_rg, fresh, AFTER_AD};
+use crate::recording::{any_rg, fresh, AFTER_AD};
 
 type Grads = Result<Vec<Option<Tensor>>>;
 
 /// `a + b` over optional terms.
 fn acc(a: Option<Tensor>, b: Tensor) -> Result<Option<Tensor>> {
     Ok(Some(match a {
-        Some(a) => ops::add(&a, &b, 1)?,
+        Some(a) => ops::add(&a, &b)?,
         None => b,
     }))
 }
@@ -158,7 +158,7 @@ fn convolution_backward(
                         *s = -1;
                     }
                     let b = ops::reshape(ggb, &shape)?;
-                    d_go = acc(d_go, ops::expand(&b, go.sizes(), false)?)?;
+                    d_go = acc(d_go, ops::expand(&b, go.sizes())?)?;
                 }
             }
             let d_x = match (&ggw, need[1]) {
@@ -264,20 +264,27 @@ fn ln_double_backward(p: &LnP, s: &[Tensor], grads: &[Option<Tensor>], need: &[b
     };
     let (ggi, ggw, ggb) = (gg(0), gg(1), gg(2));
     let nd = &p.norm_dims;
-    let mean_r = |t: &Tensor| ops::mean_dim(t, Some(nd), true, None);
-    let sum_r = |t: &Tensor| ops::sum_dim_int_list(t, Some(nd), true, None);
+    let mean_r =
+        |t: &Tensor| ops::mean_dim_with(t, Some(nd), ops::MeanDimOptions::default().keepdim(true));
+    let sum_r = |t: &Tensor| {
+        ops::sum_dim_int_list_with(
+            t,
+            Some(nd),
+            ops::SumDimIntListOptions::default().keepdim(true),
+        )
+    };
     let sum_b = |t: &Tensor| -> Result<Tensor> {
         if p.batch_dims.is_empty() {
             Ok(t.clone())
         } else {
-            ops::sum_dim_int_list(t, Some(&p.batch_dims), false, None)
+            ops::sum_dim_int_list(t, Some(&p.batch_dims))
         }
     };
-    let xhat = ops::mul(&ops::sub(x, mean, 1)?, rstd)?;
+    let xhat = ops::mul(&ops::sub(x, mean)?, rstd)?;
     // P(v) = σ(v - mean(v) - x̂ mean(v x̂)).
     let proj = |v: &Tensor| -> Result<Tensor> {
-        let c = ops::sub(v, &mean_r(v)?, 1)?;
-        let c = ops::sub(&c, &ops::mul(&xhat, &mean_r(&ops::mul(v, &xhat)?)?)?, 1)?;
+        let c = ops::sub(v, &mean_r(v)?)?;
+        let c = ops::sub(&c, &ops::mul(&xhat, &mean_r(&ops::mul(v, &xhat)?)?)?)?;
         ops::mul(rstd, &c)
     };
     let a = match w {
@@ -306,10 +313,9 @@ fn ln_double_backward(p: &LnP, s: &[Tensor], grads: &[Option<Tensor>], need: &[b
             let q = ops::add(
                 &ops::mul(&mean_r(&ops::mul(&a, &xhat)?)?, ggi)?,
                 &ops::mul(&mean_r(&ops::mul(ggi, &xhat)?)?, &a)?,
-                1,
             )?;
             let q = ops::neg(&ops::mul(rstd, &q)?)?;
-            d_x = acc(d_x, ops::add(&t1, &proj(&q)?, 1)?)?;
+            d_x = acc(d_x, ops::add(&t1, &proj(&q)?)?)?;
         }
     }
     if let Some(ggw) = &ggw {
@@ -321,7 +327,7 @@ fn ln_double_backward(p: &LnP, s: &[Tensor], grads: &[Option<Tensor>], need: &[b
         }
     }
     if let (Some(ggb), true) = (&ggb, need[0]) {
-        d_go = acc(d_go, ops::expand(ggb, go.sizes(), false)?)?;
+        d_go = acc(d_go, ops::expand(ggb, go.sizes())?)?;
     }
     Ok(vec![d_go, d_x, None, None, d_w])
 }

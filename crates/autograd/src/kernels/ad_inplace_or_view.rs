@@ -7,18 +7,18 @@ use switchboard_dispatcher::{
 use switchboard_ops::redispatch as rd;
 use switchboard_tensor::{Generator, Scalar, ScalarType, Tensor};
 
-use crate::meta;
-use crate::util::{fresh, AFTER_ADIV};
+use crate::autograd_meta;
+use crate::recording::{fresh, AFTER_ADIV};
 
 /// Makes `out` a view of `base`'s base (or of `base`).
 fn record_view(base: &Tensor, out: Tensor) -> Tensor {
     let out = fresh(out, &[base]);
-    let root = meta::read(base, |m| m.base.clone())
+    let root = autograd_meta::read(base, |m| m.base.clone())
         .flatten()
         .unwrap_or_else(|| base.clone());
     let grad_mode = crate::is_grad_enabled();
     let version = out.version();
-    meta::with(&out, |m| {
+    autograd_meta::with(&out, |m| {
         m.base = Some(root);
         m.bw_view = grad_mode;
         m.attr_version = version;

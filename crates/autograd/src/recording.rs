@@ -1,4 +1,5 @@
-//! Helpers of the kernels and formulas: recording nodes, broadcasting reductions.
+//! Recording autograd nodes from kernels (`fresh`, `record_with`, `grad_at`), the key sets
+//! below the autograd layers, and the helpers formulas share (`sum_to`, `scale`).
 
 use std::sync::Arc;
 
@@ -6,7 +7,7 @@ use switchboard_dispatcher::{DispatchKey, DispatchKeySet, PackedScalar, Result};
 use switchboard_ops as ops;
 use switchboard_tensor::{Scalar, Tensor};
 
-use crate::meta;
+use crate::autograd_meta;
 use crate::node::{err, Edges, FnNode, Formula, InputMeta, Inputs, Node};
 
 /// The keys below autograd (ADInplaceOrView and the backends).
@@ -88,7 +89,11 @@ pub fn sum_to(g: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let r = if dims.is_empty() {
         g.clone()
     } else {
-        ops::sum_dim_int_list(g, Some(&dims), true, None)?
+        ops::sum_dim_int_list_with(
+            g,
+            Some(&dims),
+            ops::SumDimIntListOptions::default().keepdim(true),
+        )?
     };
     if r.sizes() == sizes {
         Ok(r)
@@ -110,7 +115,7 @@ pub(crate) fn grad_at(grads: &[Option<Tensor>], i: usize) -> Result<Tensor> {
 /// clobber an input's history).
 pub(crate) fn fresh(out: Tensor, inputs: &[&Tensor]) -> Tensor {
     if inputs.iter().any(|i| i.is_same(&out)) {
-        meta::alias(&out)
+        autograd_meta::alias(&out)
     } else {
         out
     }
@@ -148,7 +153,7 @@ pub(crate) fn record_with<S: Send + 'static>(
     // and its input metadata needs no lock.
     let mut edges = Edges::new();
     for t in inputs {
-        edges.push(t.map(meta::gradient_edge).unwrap_or_default());
+        edges.push(t.map(autograd_meta::gradient_edge).unwrap_or_default());
     }
     let mut metas = Inputs::new();
     for o in outputs {
@@ -157,7 +162,7 @@ pub(crate) fn record_with<S: Send + 'static>(
     let node: Arc<dyn Node> = FnNode::new_arc(name, edges, metas, saved, formula);
     for (i, o) in outputs.iter().enumerate() {
         if let Some(o) = o.filter(|o| differentiable(o)) {
-            meta::set_grad_fn(o, node.clone(), i as u32);
+            autograd_meta::set_grad_fn(o, node.clone(), i as u32);
         }
     }
     node

@@ -1,4 +1,4 @@
-//! Small helpers.
+//! Levenshtein distance, for "did you mean" suggestions.
 
 /// Levenshtein distance, for "did you mean" suggestions.
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
