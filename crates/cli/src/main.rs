@@ -21,6 +21,11 @@ enum Command {
     /// Tensors come from a safetensors file (`--in`, values `@KEY`), the other arguments are
     /// literals (`NAME=VALUE`); tensor outputs go to `--out` or are printed.
     Call(commands::call::CallArgs),
+    /// List the registered operators with their schemas (with --key, those with a kernel
+    /// registered at KEY).
+    Ops(commands::ops::OpsArgs),
+    /// Print an operator's computed dispatch table, as PyTorch's `_dispatch_dump_table` does.
+    Table(commands::table::TableArgs),
     /// Train an MLP on the embedded UCI handwritten digits (or a CSV file) through the
     /// dispatcher: per-epoch loss and accuracy, the test accuracy and a dispatch summary.
     Train(commands::train::TrainArgs),
@@ -31,6 +36,8 @@ fn main() {
     match cli.command {
         Command::Keys => commands::keys::run(&mut std::io::stdout().lock()),
         Command::Call(args) => std::process::exit(commands::call::main(&args)),
+        Command::Ops(args) => std::process::exit(commands::ops::main(&args)),
+        Command::Table(args) => std::process::exit(commands::table::main(&args)),
         Command::Train(args) => {
             switchboard_tensor::tune_allocator();
             std::process::exit(commands::train::main(&args))

@@ -366,7 +366,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
         let names: Vec<String> = s.args.iter().map(|a| a.name.clone()).collect();
         writeln!(
             w,
-            "fn backend_select_{}({}) -> Result<{}> {{\n    handles::{}().redispatch(crate::backend_select_keys(device), {})\n}}\n",
+            "fn backend_select_{}({}) -> Result<{}> {{\n    handles::{}().redispatch(crate::backend_select_keys(device)?, {})\n}}\n",
             f.api_name,
             plain_params(&s.args, "PackedScalar"),
             s.ret,

@@ -47,6 +47,13 @@ pub(crate) struct Registry {
     pub(crate) def_libraries: HashMap<String, String>,
 }
 
+impl Registry {
+    /// Whether a backend fallback is registered at dispatch-table slot `slot`.
+    pub(crate) fn has_fallback(&self, slot: usize) -> bool {
+        self.fallbacks.get(slot).is_some_and(Option::is_some)
+    }
+}
+
 /// Kernels that operator tables may point at but no single operator owns: the markers and every
 /// backend fallback ever registered. Shared by the dispatcher and all its operator entries, so
 /// that a table never points at a freed fallback, even from an entry that outlives the
@@ -440,7 +447,7 @@ impl Dispatcher {
         }
     }
 
-    fn entries_in_creation_order(reg: &Registry) -> Vec<&Arc<OperatorEntry>> {
+    pub(crate) fn entries_in_creation_order(reg: &Registry) -> Vec<&Arc<OperatorEntry>> {
         let mut entries: Vec<&Arc<OperatorEntry>> = reg.ops.values().collect();
         entries.sort_by_key(|e| e.seq);
         entries

@@ -101,6 +101,14 @@ pub enum DispatchErrorKind {
         /// " Did you mean ...?" or empty.
         suggestions: String,
     },
+    /// An introspection query named an operator that is not registered at all (neither defined
+    /// nor implemented).
+    #[error("operator {0} does not exist")]
+    NoSuchOperator(String),
+    /// An introspection query got a key it cannot answer for (an alias key where a runtime key
+    /// is needed, a key without a kernel); the message is PyTorch's.
+    #[error("{0}")]
+    InvalidKey(String),
     /// A registration was refused; the message is PyTorch's.
     #[error("{0}")]
     Registration(String),

@@ -36,6 +36,7 @@ mod dispatcher;
 mod edit_distance;
 mod error;
 mod handle;
+mod introspect;
 mod ivalue;
 mod kernel;
 mod library;

@@ -148,6 +148,7 @@ fn check_case(report: &mut Report, rec: &Value) {
         d.dump_state(op),
         rec["dump_state"].as_str().unwrap_or("").to_owned(),
     );
+    check_introspection(report, id, &d, op, rec);
     drop(libs);
     report.eq(
         id,
@@ -155,6 +156,95 @@ fn check_case(report: &mut Report, rec: &Value) {
         d.dump_state(op),
         String::new(),
     );
+    for r in rec["registrations"].as_array().unwrap() {
+        if r["op"].as_str().unwrap().starts_with("fallback") {
+            let key = opt_str(&r["key"]).map(enum_key);
+            if let Some(key) = key.filter(|k| !k.is_alias()) {
+                report.eq(
+                    id,
+                    &format!("has_backend_fallback({key}) after teardown"),
+                    d.has_backend_fallback_for_dispatch_key(key),
+                    builtin_fallback_keys().contains(&key),
+                );
+            }
+        }
+    }
+}
+
+/// The keys PyTorch's builtin backend fallbacks are registered at (`builtin_fallbacks.json`).
+fn builtin_fallback_keys() -> Vec<DispatchKey> {
+    let mut keys = Vec::new();
+    for path in data_files("tables", "builtin_fallbacks", ".json") {
+        let doc = read_json(&path);
+        let table = doc["dump_table_of_op_with_only_a_def"].as_str().unwrap();
+        keys.extend(
+            table
+                .lines()
+                .map(|l| enum_key(l.split_once(": ").unwrap().0)),
+        );
+    }
+    keys
+}
+
+/// The `torch._C._dispatch_*` queries agree with PyTorch's dumps of the same registrations: a
+/// key has a registered kernel when `_dispatch_dump` lists one for it, a runtime key has a
+/// computed kernel when `_dispatch_dump_table` prints a line for it, the registrations of a key
+/// list the operator when it has a kernel there, and the fallbacks the case registered exist.
+fn check_introspection(report: &mut Report, id: &str, d: &Dispatcher, op: &str, rec: &Value) {
+    let state = rec["dump_state"].as_str().unwrap_or("");
+    let table = rec["dump_table"].as_str().unwrap_or("");
+    let name = OperatorName::parse(op).unwrap();
+    // An empty dump: no operator of that name (PyTorch's queries raise "does not exist").
+    let exists = !state.is_empty();
+    for k in DispatchKey::ALL {
+        let unique = DispatchKey::ALL
+            .iter()
+            .filter(|o| o.name() == k.name())
+            .count()
+            == 1;
+        if !unique {
+            continue;
+        }
+        let listed = state.lines().any(|l| {
+            l.strip_prefix(k.name())
+                .is_some_and(|rest| rest.starts_with(':') || rest.starts_with("[alias]:"))
+        });
+        let got = d.has_kernel_for_dispatch_key(op, k).ok();
+        let want = exists.then_some(listed);
+        report.eq(id, &format!("has_kernel_for_dispatch_key({k})"), got, want);
+        let registered = d.registrations_for_dispatch_key(Some(k)).contains(&name);
+        report.eq(
+            id,
+            &format!("registrations_for_dispatch_key({k})"),
+            registered,
+            listed,
+        );
+    }
+    for (slot, k) in runtime_keys().enumerate().skip(1) {
+        let printed = table
+            .lines()
+            .any(|l| l.starts_with(&format!("{}: ", k.name())));
+        let got = d.has_computed_kernel_for_dispatch_key(op, k).ok();
+        report.eq(
+            id,
+            &format!("has_computed_kernel_for_dispatch_key({k}) [slot {slot}]"),
+            got,
+            exists.then_some(printed),
+        );
+    }
+    for r in rec["registrations"].as_array().unwrap() {
+        if r["op"].as_str().unwrap().starts_with("fallback") {
+            let key = opt_str(&r["key"]).map(enum_key);
+            if let Some(key) = key.filter(|k| !k.is_alias()) {
+                report.eq(
+                    id,
+                    &format!("has_backend_fallback({key})"),
+                    d.has_backend_fallback_for_dispatch_key(key),
+                    true,
+                );
+            }
+        }
+    }
 }
 
 fn check_errors(report: &mut Report, rec: &Value) {

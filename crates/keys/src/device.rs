@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::backend::BackendComponent;
 use crate::key::{DispatchKey, KeyError};
 
 /// A device type, with PyTorch's names (`cpu`, `cuda`, `meta`, `privateuseone`, ...).
@@ -38,7 +39,8 @@ pub enum DeviceType {
 }
 
 impl DeviceType {
-    /// Every device type, in the order PyTorch lists them in its parse error.
+    /// Every device type: first the ones a device string may name, in the order PyTorch
+    /// lists them in its parse error, then `Metal`, which no device string names.
     pub const ALL: [DeviceType; 21] = [
         Self::CPU,
         Self::CUDA,
@@ -63,8 +65,29 @@ impl DeviceType {
         Self::Metal,
     ];
 
-    /// The lower-case name used in device strings.
-    pub const fn name(self) -> &'static str {
+    /// The device types a device string may name, by their built-in names (`parse_type`'s
+    /// table): every type but `Metal`.
+    pub const PARSEABLE: &'static [DeviceType] = {
+        let (parseable, _metal) = Self::ALL.split_at(20);
+        parseable
+    };
+
+    /// The lower-case name used in device strings (`DeviceTypeName(type, true)`). PrivateUse1
+    /// prints its registered name once renamed (see [`rename_privateuse1_backend`]), and
+    /// `privateuseone` before.
+    ///
+    /// [`rename_privateuse1_backend`]: crate::rename_privateuse1_backend
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::PrivateUse1 => BackendComponent::PrivateUse1Bit
+                .renamed()
+                .unwrap_or(self.builtin_name()),
+            _ => self.builtin_name(),
+        }
+    }
+
+    /// The built-in lower-case name (`privateuseone` for PrivateUse1, renamed or not).
+    pub const fn builtin_name(self) -> &'static str {
         match self {
             Self::CPU => "cpu",
             Self::CUDA => "cuda",
@@ -88,6 +111,15 @@ impl DeviceType {
             Self::MTIA => "mtia",
             Self::PrivateUse1 => "privateuseone",
         }
+    }
+
+    /// Whether this is one of the grandfathered Caffe2 device types (`mkldnn`, `opengl`,
+    /// `opencl`, `ideep`): they parse, but no tensor can live on them.
+    pub const fn is_grandfathered(self) -> bool {
+        matches!(
+            self,
+            Self::MKLDNN | Self::OPENGL | Self::OPENCL | Self::IDEEP
+        )
     }
 
     /// The dispatch key of a dense (strided, non-quantized) tensor on this device
@@ -131,43 +163,261 @@ impl fmt::Display for DeviceType {
 
 impl std::str::FromStr for DeviceType {
     type Err = KeyError;
+    /// Parses a device type name as PyTorch's `parse_type` does: a built-in name, else the
+    /// renamed PrivateUse1 backend's name, else an error listing the built-in names.
     fn from_str(s: &str) -> Result<Self, KeyError> {
-        DeviceType::ALL
-            .iter()
-            .copied()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = DeviceType::ALL
-                    .iter()
-                    .filter(|d| **d != DeviceType::Metal)
-                    .map(|d| d.name())
-                    .collect();
-                KeyError::new(format!(
-                    "Expected one of {} device type at start of device string: {s}",
-                    names.join(", ")
-                ))
-            })
+        if let Some(ty) = Self::PARSEABLE.iter().find(|d| d.builtin_name() == s) {
+            return Ok(*ty);
+        }
+        if BackendComponent::PrivateUse1Bit.renamed() == Some(s) {
+            return Ok(Self::PrivateUse1);
+        }
+        let names: Vec<&str> = Self::PARSEABLE.iter().map(|d| d.builtin_name()).collect();
+        Err(KeyError::new(format!(
+            "Expected one of {} device type at start of device string: {s}",
+            names.join(", ")
+        )))
     }
+}
+
+// Note [Device strings]
+// A device string is `type` or `type:index` (c10::Device's constructor), checked in this order:
+// - the empty string: "Device string must not be empty";
+// - the syntax `[A-Za-z_]+(:([1-9][0-9]*|0))?`: "Invalid device string: 'cuda:01'";
+// - the index, read as a C `int`: "Could not parse device index '9999999999' in device string
+//   '...'" when it does not fit;
+// - the type name (`DeviceType::from_str`), whose message names the type, not the string.
+// The index is then stored as PyTorch's 8-bit `DeviceIndex` (`int8_t` in 2.15), wrapping as its
+// cast does: `cuda:300` is index 44, `cuda:255` is -1, i.e. no index. PyTorch checks the index
+// range and the CPU index only in debug builds; a release build, the reference, accepts `cpu:1`.
+
+/// Parses a device string as PyTorch's `c10::Device(std::string)` does (Note [Device
+/// strings]): the device type and the index, `None` when there is none (PyTorch's -1).
+///
+/// ```
+/// use switchboard_keys::{parse_device, DeviceType};
+/// assert_eq!(parse_device("cuda:1").unwrap(), (DeviceType::CUDA, Some(1)));
+/// assert_eq!(parse_device("meta").unwrap(), (DeviceType::Meta, None));
+/// assert_eq!(
+///     parse_device("cuda:01").unwrap_err().message(),
+///     "Invalid device string: 'cuda:01'"
+/// );
+/// assert!(parse_device("metal").unwrap_err().message().starts_with("Expected one of cpu, cuda"));
+/// ```
+pub fn parse_device(device: &str) -> Result<(DeviceType, Option<i8>), KeyError> {
+    if device.is_empty() {
+        return Err(KeyError::new("Device string must not be empty".into()));
+    }
+    let (name, index) = match device.split_once(':') {
+        Some((name, index)) => (name, Some(index)),
+        None => (device, None),
+    };
+    let name_ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_');
+    let index_ok = index.is_none_or(|ix| {
+        !ix.is_empty()
+            && ix.bytes().all(|b| b.is_ascii_digit())
+            && (ix == "0" || !ix.starts_with('0'))
+    });
+    if !name_ok || !index_ok {
+        return Err(KeyError::new(format!("Invalid device string: '{device}'")));
+    }
+    let index = match index {
+        None => None,
+        Some(ix) => {
+            let value: i32 = ix.parse().map_err(|_| {
+                KeyError::new(format!(
+                    "Could not parse device index '{ix}' in device string '{device}'"
+                ))
+            })?;
+            // PyTorch's `static_cast<DeviceIndex>`: the low 8 bits, as a signed number.
+            Some(value as i8).filter(|i| *i != -1)
+        }
+    };
+    Ok((name.parse()?, index))
 }
 
 impl DispatchKey {
     /// The dispatch key for a device-type string (`torch._C._dispatch_key_for_device`): `cpu`
-    /// -> CPU, `meta` -> Meta, `privateuseone` -> PrivateUse1. A device index (`cuda:0`) is an
-    /// error, as are unknown names and the grandfathered Caffe2 types.
+    /// -> CPU, `meta` -> Meta, `privateuseone` (or PrivateUse1's registered name) ->
+    /// PrivateUse1. The string is parsed as a device (Note [Device strings]); one with an index
+    /// (`cuda:0`) is an error, as are the grandfathered Caffe2 types.
     pub fn for_device(device: &str) -> Result<DispatchKey, KeyError> {
-        let (ty, index) = match device.split_once(':') {
-            Some((ty, index)) => (ty, Some(index)),
-            None => (device, None),
-        };
-        let ty: DeviceType = ty.parse()?;
-        if let Some(index) = index {
-            if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(KeyError::new(format!("Invalid device string: '{device}'")));
-            }
+        let (ty, index) = parse_device(device)?;
+        if index.is_some() {
             return Err(KeyError::new(format!(
                 "Expected device_type string to not have a device index; got {device}"
             )));
         }
         ty.dense_key()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TYPE_LIST: &str = "cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, \
+                             maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone";
+
+    #[test]
+    fn every_listed_type_parses_and_prints() {
+        for ty in DeviceType::PARSEABLE {
+            assert_eq!(ty.name().parse::<DeviceType>().unwrap(), *ty);
+            assert_eq!(parse_device(ty.name()).unwrap(), (*ty, None));
+            let indexed = format!("{}:3", ty.name());
+            assert_eq!(parse_device(&indexed).unwrap(), (*ty, Some(3)));
+        }
+        let listed: Vec<&str> = DeviceType::PARSEABLE.iter().map(|d| d.name()).collect();
+        assert_eq!(listed.join(", "), TYPE_LIST);
+    }
+
+    #[test]
+    fn unknown_types_are_refused_with_the_type_list() {
+        for (input, name) in [
+            ("metal", "metal"),
+            ("metal:0", "metal"),
+            ("gpu", "gpu"),
+            ("CPU", "CPU"),
+            ("Cuda:1", "Cuda"),
+            ("cuda_", "cuda_"),
+            ("private_use", "private_use"),
+        ] {
+            assert_eq!(
+                parse_device(input).unwrap_err().message(),
+                format!(
+                    "Expected one of {TYPE_LIST} device type at start of device string: {name}"
+                ),
+                "{input}"
+            );
+        }
+        assert!("metal".parse::<DeviceType>().is_err());
+        // Metal is still a device type, with a dense key, just not a device string.
+        assert_eq!(DeviceType::Metal.dense_key().unwrap(), DispatchKey::Metal);
+    }
+
+    #[test]
+    fn syntax_errors() {
+        assert_eq!(
+            parse_device("").unwrap_err().message(),
+            "Device string must not be empty"
+        );
+        for bad in [
+            "cuda:",
+            ":0",
+            ":",
+            "cuda:01",
+            "cuda:00",
+            "cuda:-1",
+            "cuda:+1",
+            "cuda:1:2",
+            "cuda::1",
+            "cuda1",
+            "privateuse1",
+            "cu da",
+            " cpu",
+            "cpu ",
+            "cuda:1 ",
+            "cuda:x",
+            "métal",
+            "cuda:١",
+        ] {
+            assert_eq!(
+                parse_device(bad).unwrap_err().message(),
+                format!("Invalid device string: '{bad}'")
+            );
+        }
+        // The syntax is checked before the name: a bad index on an unknown type is a syntax error.
+        assert_eq!(
+            parse_device("metal:x").unwrap_err().message(),
+            "Invalid device string: 'metal:x'"
+        );
+    }
+
+    #[test]
+    fn indices() {
+        assert_eq!(parse_device("cuda:0").unwrap(), (DeviceType::CUDA, Some(0)));
+        assert_eq!(parse_device("xla:10").unwrap(), (DeviceType::XLA, Some(10)));
+        assert_eq!(parse_device("cpu:1").unwrap(), (DeviceType::CPU, Some(1)));
+        assert_eq!(
+            parse_device("cuda:127").unwrap(),
+            (DeviceType::CUDA, Some(127))
+        );
+        // The 8-bit cast of PyTorch's DeviceIndex.
+        assert_eq!(
+            parse_device("cuda:128").unwrap(),
+            (DeviceType::CUDA, Some(-128))
+        );
+        assert_eq!(
+            parse_device("cuda:300").unwrap(),
+            (DeviceType::CUDA, Some(44))
+        );
+        assert_eq!(parse_device("cuda:255").unwrap(), (DeviceType::CUDA, None));
+        assert_eq!(
+            parse_device("cuda:256").unwrap(),
+            (DeviceType::CUDA, Some(0))
+        );
+        assert_eq!(
+            parse_device("cuda:2147483647").unwrap(),
+            (DeviceType::CUDA, None)
+        );
+        for big in ["cuda:2147483648", "cuda:99999999999999999999"] {
+            let ix = &big[5..];
+            assert_eq!(
+                parse_device(big).unwrap_err().message(),
+                format!("Could not parse device index '{ix}' in device string '{big}'")
+            );
+        }
+        // The index is read before the type is looked up.
+        assert!(parse_device("metal:2147483648")
+            .unwrap_err()
+            .message()
+            .starts_with("Could not parse device index"));
+    }
+
+    #[test]
+    fn key_for_device() {
+        let cases = [
+            ("cpu", DispatchKey::CPU),
+            ("cuda", DispatchKey::CUDA),
+            ("meta", DispatchKey::Meta),
+            ("lazy", DispatchKey::Lazy),
+            ("xla", DispatchKey::XLA),
+            ("mps", DispatchKey::MPS),
+            ("ipu", DispatchKey::IPU),
+            ("xpu", DispatchKey::XPU),
+            ("hpu", DispatchKey::HPU),
+            ("ve", DispatchKey::VE),
+            ("mtia", DispatchKey::MTIA),
+            ("maia", DispatchKey::MAIA),
+            ("hip", DispatchKey::HIP),
+            ("fpga", DispatchKey::FPGA),
+            ("vulkan", DispatchKey::Vulkan),
+            ("privateuseone", DispatchKey::PrivateUse1),
+            ("cuda:255", DispatchKey::CUDA),
+        ];
+        for (device, key) in cases {
+            assert_eq!(DispatchKey::for_device(device).unwrap(), key, "{device}");
+        }
+        for device in ["cuda:0", "cpu:1", "meta:3"] {
+            assert_eq!(
+                DispatchKey::for_device(device).unwrap_err().message(),
+                format!("Expected device_type string to not have a device index; got {device}")
+            );
+        }
+        for ty in ["mkldnn", "opengl", "opencl", "ideep"] {
+            assert_eq!(
+                DispatchKey::for_device(ty).unwrap_err().message(),
+                format!(
+                    "This is a grandfathered Caffe2 device type {ty}, it shouldn't ever convert \
+                     to a DispatchKey.  File a bug describing what you were doing if you think \
+                     this is in error."
+                )
+            );
+            assert!(ty.parse::<DeviceType>().unwrap().is_grandfathered());
+        }
+        assert!(DispatchKey::for_device("metal")
+            .unwrap_err()
+            .message()
+            .starts_with("Expected one of"));
     }
 }

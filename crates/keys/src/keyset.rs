@@ -345,17 +345,33 @@ impl DispatchKeySet {
             raw: self.0,
             next_functionality: NUM_BACKENDS as u32,
             next_backend: 0,
+            after_per_backend: false,
         }
     }
 }
 
+// Note [The end of a key set's iteration]
+// PyTorch's iterator stops when its state equals the end iterator's: next functionality bit 63,
+// current functionality 47 (`EndOfFunctionalityKeys`, printed `UnknownUnknown`), next backend 0,
+// current backend 47. The current backend is written only when a per-backend runtime key is
+// yielded, and starts at 47. So bit 62 (functionality 47, never set by a real key but reachable
+// through `add(DispatchKey(47))` or a raw set) is yielded only after some per-backend key
+// (`DispatchKeySet(CPU, UnknownUnknown)`); otherwise reaching it *is* the end state and the set
+// prints without it (`DispatchKeySet(Negative)`, `DispatchKeySet()`). Bit 63 (functionality 48,
+// printed `Undefined`) is yielded when bit 62 is clear; PyTorch then fails an internal assert on
+// the next step, where we stop.
+
 /// Iterator over a [`DispatchKeySet`]: functionality bits from low to high; a per-backend
 /// functionality yields one runtime key per backend bit (low to high), none without backend bits.
+/// The out-of-range bits 62 and 63 follow PyTorch's iterator (Note [The end of a key set's
+/// iteration]).
 #[derive(Clone, Debug)]
 pub struct Iter {
     raw: u64,
     next_functionality: u32,
     next_backend: u32,
+    /// Whether a per-backend runtime key was yielded (PyTorch's current backend is set).
+    after_per_backend: bool,
 }
 
 /// One past the last bit the iterator visits (`end_iter_mask_val`): PyTorch stops at bit 63.
@@ -377,6 +393,11 @@ impl Iterator for Iter {
             let bit = funcs.trailing_zeros();
             // Bit 63 maps to value 48 (printed `Undefined`), which is not per-backend.
             let key = DispatchKey::ALL[(bit + 1 - NUM_BACKENDS as u32) as usize];
+            if key == DispatchKey::EndOfFunctionalityKeys && !self.after_per_backend {
+                // The state equals the end iterator's (Note [The end of a key set's iteration]).
+                self.next_functionality = 64;
+                return None;
+            }
             if !key.is_per_backend_functionality() {
                 self.next_functionality = bit + 1;
                 return Some(key);
@@ -389,6 +410,7 @@ impl Iterator for Iter {
             }
             let b = backends.trailing_zeros();
             self.next_backend = b + 1;
+            self.after_per_backend = true;
             let bc = BackendComponent::ALL[b as usize + 1];
             return Some(DispatchKey::to_runtime_per_backend_functionality_key(
                 key, bc,

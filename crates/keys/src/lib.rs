@@ -22,11 +22,13 @@ mod backend;
 mod device;
 mod key;
 mod keyset;
+mod private_use;
 
 pub use alias::*;
 pub use backend::{BackendComponent, FULL_BACKEND_MASK, NUM_BACKENDS};
-pub use device::DeviceType;
+pub use device::{parse_device, DeviceType};
 pub use key::{DispatchKey, KeyError, NUM_FUNCTIONALITY_KEYS, PER_BACKEND_FUNCTIONALITIES};
 pub use keyset::{
     DispatchKeySet, FunctionalityOffsetAndMask, Iter, NUM_RUNTIME_ENTRIES, OFFSETS_AND_MASKS,
 };
+pub use private_use::rename_privateuse1_backend;

@@ -128,13 +128,11 @@ pub fn lookup<A: ArgList, R: KernelReturn>(name: &str) -> TypedOperatorHandle<A,
 }
 
 /// The key set a factory's BackendSelect kernel redispatches to: the dense backend key of
-/// `device` (CPU when `None`), as PyTorch's `computeDispatchKey`. A device type without a
-/// dense backend gives the empty set, so the call fails with the dispatcher's "no kernel"
-/// error naming the operator.
-pub fn backend_select_keys(device: Option<Device>) -> DispatchKeySet {
-    device
-        .unwrap_or_default()
-        .ty
-        .dense_key()
-        .map_or(DispatchKeySet::EMPTY, DispatchKeySet::from_key)
+/// `device` (CPU when `None`), as PyTorch's `computeDispatchKey`. The grandfathered Caffe2
+/// device types (`mkldnn`, `opengl`, `opencl`, `ideep`) have none: PyTorch's error.
+pub fn backend_select_keys(device: Option<Device>) -> Result<DispatchKeySet> {
+    match device.unwrap_or_default().ty.dense_key() {
+        Ok(key) => Ok(DispatchKeySet::from_key(key)),
+        Err(e) => Err(switchboard_tensor::TensorError::invalid(e.message()).into()),
+    }
 }

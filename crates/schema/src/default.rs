@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use switchboard_keys::{parse_device, DeviceType};
+
 use crate::number::write_ivalue_double;
 
 /// A parsed default value (the `IValue` PyTorch stores).
@@ -126,97 +128,44 @@ pub(crate) fn write_quoted(out: &mut String, bytes: &[u8]) {
     out.push('"');
 }
 
-/// A device, as `c10::Device` parses and prints it (`cpu`, `cuda:1`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A device, as `c10::Device` parses and prints it (`cpu`, `cuda:1`), with the device-string
+/// rules of [`switchboard_keys::parse_device`]: PyTorch's device types and the renamed
+/// PrivateUse1 backend, and its 8-bit device index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Device {
-    kind: &'static str,
-    index: i8,
+    ty: DeviceType,
+    index: Option<i8>,
 }
-
-/// Device type names `c10::Device` accepts, in the order of its error text.
-const DEVICE_TYPES: [&str; 20] = [
-    "cpu",
-    "cuda",
-    "ipu",
-    "xpu",
-    "mkldnn",
-    "opengl",
-    "opencl",
-    "ideep",
-    "hip",
-    "ve",
-    "fpga",
-    "maia",
-    "xla",
-    "lazy",
-    "vulkan",
-    "mps",
-    "meta",
-    "hpu",
-    "mtia",
-    "privateuseone",
-];
 
 impl Device {
     /// Parses a device string like `c10::Device(std::string)`:
     /// `([a-zA-Z_]+)(?::([1-9]\d*|0))?` with a known device type.  The error
     /// is PyTorch's message.
     pub fn parse(s: &str) -> Result<Device, String> {
-        if s.is_empty() {
-            return Err("Device string must not be empty".to_string());
-        }
-        let (name, index) = match s.split_once(':') {
-            Some((n, i)) => (n, Some(i)),
-            None => (s, None),
-        };
-        let name_ok =
-            !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphabetic() || c == b'_');
-        let index_ok = match index {
-            None => true,
-            Some(i) => {
-                !i.is_empty()
-                    && i.bytes().all(|c| c.is_ascii_digit())
-                    && (i == "0" || !i.starts_with('0'))
-            }
-        };
-        if !name_ok || !index_ok {
-            return Err(format!("Invalid device string: '{s}'"));
-        }
-        let index = match index {
-            None => -1,
-            Some(i) => match i.parse::<i32>() {
-                // `static_cast<DeviceIndex>` (int8) of `std::stoi`.
-                Ok(v) => v as i8,
-                Err(_) => {
-                    return Err(format!(
-                        "Could not parse device index '{i}' in device string '{s}'"
-                    ));
-                }
-            },
-        };
-        match DEVICE_TYPES.iter().find(|&&t| t == name) {
-            Some(kind) => Ok(Device { kind, index }),
-            None => Err(format!(
-                "Expected one of {} device type at start of device string: {name}",
-                DEVICE_TYPES.join(", ")
-            )),
-        }
+        parse_device(s)
+            .map(|(ty, index)| Device { ty, index })
+            .map_err(|e| e.message().to_string())
+    }
+
+    /// The device type.
+    pub fn device_type(&self) -> DeviceType {
+        self.ty
     }
 
     /// The device type name (`cpu`, `cuda`, ...).
     pub fn type_name(&self) -> &'static str {
-        self.kind
+        self.ty.name()
     }
 
     /// The device index, if one was given.
     pub fn index(&self) -> Option<i8> {
-        (self.index != -1).then_some(self.index)
+        self.index
     }
 }
 
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.kind)?;
+        f.write_str(self.type_name())?;
         if let Some(i) = self.index() {
             write!(f, ":{i}")?;
         }

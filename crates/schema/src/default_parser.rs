@@ -11,10 +11,23 @@
 //! and an `int` via `stoll` otherwise.  Lists convert their elements to
 //! the element kind afterwards, with PyTorch's internal-assert failures for
 //! elements of the wrong kind.
+//!
+//! // Note [Named defaults]
+//! A name as a default is an integer constant: `float` (6), `complex` (9),
+//! `long` (4), `strided` (0), `Mean` (1) and `contiguous_format` (0) for an
+//! argument of any type, and for a `ScalarType` or `ScalarType?` argument
+//! (its *real* type; also a list's elements) every dtype name PyTorch knows,
+//! sized or legacy (`int` 3, `bfloat16` 15, `cdouble` 10; `dtype_names`).
+//! Enum-like defaults may also be written as the integers themselves
+//! (`MemoryFormat memory_format=0`), and all of them print as integers, so
+//! `ScalarType s=int` prints `ScalarType s=3`.  A string default of a
+//! `ScalarType` prints unquoted (`s="int"` prints `s=int`), which therefore
+//! reparses as the dtype, as PyTorch's print does.
 
 use std::borrow::Cow;
 
 use crate::default::{DefaultValue, Device};
+use crate::dtype_names::scalar_type_value;
 use crate::error::{ErrorKind, SchemaParseError};
 use crate::number::stod;
 use crate::parser::{ch, conv_error, PResult, SchemaParser};
@@ -51,7 +64,7 @@ impl SchemaParser<'_> {
             | Type::Int
             | Type::Bool
             | Type::Float
-            | Type::Complex => self.parse_single_constant(&fake),
+            | Type::Complex => self.parse_single_constant(&fake, ty),
             Type::Device => {
                 let t = self.lex.expect(token::STRINGLITERAL)?;
                 let text = self.parse_string_literal(start.range(), self.lex.text(t))?;
@@ -65,11 +78,12 @@ impl SchemaParser<'_> {
                 })
             }
             Type::List(elem) => {
+                let real_elem = ty.list_element().unwrap_or(elem);
                 if self.lex.cur().kind == token::IDENT {
                     self.lex.expect(token::NONE)?;
                     Ok(DefaultValue::None)
                 } else if let (Some(n), false) = (n, self.lex.cur().kind == ch(b'[')) {
-                    let v = self.parse_single_constant(elem)?;
+                    let v = self.parse_single_constant(elem, real_elem)?;
                     let len = usize::try_from(n).map_err(|_| {
                         Box::new(SchemaParseError::plain(
                             ErrorKind::Length,
@@ -86,14 +100,16 @@ impl SchemaParser<'_> {
                     }
                     self.convert_to_list(elem, start.range(), vec![v; len])
                 } else {
-                    self.parse_constant_list(elem)
+                    self.parse_constant_list(elem, real_elem)
                 }
             }
             _ => Err(self.error_at(start.range(), "unexpected type, file a bug report")),
         }
     }
 
-    fn parse_single_constant(&mut self, ty: &Type) -> PResult<DefaultValue> {
+    /// One constant; `ty` is the fake type that picks the number grammar, `real` the real type
+    /// (a `ScalarType` or `ScalarType?` also takes dtype names, Note [Named defaults]).
+    fn parse_single_constant(&mut self, ty: &Type, real: &Type) -> PResult<DefaultValue> {
         let cur = self.lex.cur();
         match cur.kind {
             k if k == token::TRUE => {
@@ -116,18 +132,22 @@ impl SchemaParser<'_> {
             }
             k if k == token::IDENT => {
                 self.lex.next()?;
-                let value = match self.lex.text(cur) {
+                let text = self.lex.text(cur);
+                let value = match text {
                     "float" => 6,             // ScalarType::Float
                     "complex" => 9,           // ScalarType::ComplexFloat
                     "long" => 4,              // ScalarType::Long
                     "strided" => 0,           // Layout::Strided
                     "Mean" => 1,              // Reduction::Mean
                     "contiguous_format" => 0, // MemoryFormat::Contiguous
-                    _ => {
-                        // PyTorch points at the token *after* the name.
-                        let at = self.lex.cur().range();
-                        return Err(self.error_at(at, "invalid numeric default value"));
-                    }
+                    _ => match scalar_type_value(text).filter(|_| is_scalar_type(real)) {
+                        Some(value) => value,
+                        None => {
+                            // PyTorch points at the token *after* the name.
+                            let at = self.lex.cur().range();
+                            return Err(self.error_at(at, "invalid numeric default value"));
+                        }
+                    },
                 };
                 Ok(DefaultValue::Int(value))
             }
@@ -157,12 +177,12 @@ impl SchemaParser<'_> {
         }
     }
 
-    fn parse_constant_list(&mut self, elem: &Type) -> PResult<DefaultValue> {
+    fn parse_constant_list(&mut self, elem: &Type, real_elem: &Type) -> PResult<DefaultValue> {
         let open = self.lex.expect(ch(b'['))?;
         let mut values = Vec::new();
         if self.lex.cur().kind != ch(b']') {
             loop {
-                values.push(self.parse_single_constant(elem)?);
+                values.push(self.parse_single_constant(elem, real_elem)?);
                 if !self.lex.next_if(ch(b','))? {
                     break;
                 }
@@ -273,6 +293,15 @@ impl SchemaParser<'_> {
             i += width;
         }
         Ok(out)
+    }
+}
+
+/// PyTorch's `isPossiblyOptionalScalarType`: `ScalarType`, or an optional of one.
+fn is_scalar_type(real: &Type) -> bool {
+    match real {
+        Type::ScalarType => true,
+        Type::Optional(inner) => is_scalar_type(inner),
+        _ => false,
     }
 }
 

@@ -40,8 +40,9 @@
 //! `strtod` numbers), unknown lowercase identifiers are type variables,
 //! `int[1.5]` means `int[1]`, `complex c=1.5` is `1j`, defaults print as
 //! PyTorch's `IValue` printer prints them.  Deviations are documented where
-//! they are made: alias sets print in the order written, custom classes
-//! need no registry, broadcast default lists are capped in size.
+//! they are made: alias sets print in the order written, broadcast default
+//! lists are capped in size.  Custom classes must be registered, as in
+//! PyTorch (Note [Custom class registry]).
 //!
 //! Parsing never panics, whatever the input.
 
@@ -50,8 +51,10 @@
 
 mod alias;
 mod argument;
+mod custom_class;
 mod default;
 mod default_parser;
+mod dtype_names;
 mod error;
 mod highlight;
 mod lexer;
@@ -70,6 +73,7 @@ mod union;
 
 pub use alias::{AliasInfo, WILDCARD};
 pub use argument::Argument;
+pub use custom_class::{is_custom_class_registered, register_custom_class, CustomClassError};
 pub use default::{DefaultValue, Device};
 pub use default_parser::MAX_BROADCAST_LEN;
 pub use error::{ErrorKind, SchemaParseError};

@@ -1,14 +1,13 @@
 //! Parsing types and alias annotations (PyTorch's `SchemaTypeParser`).
 
 use crate::alias::{AliasInfo, WILDCARD};
+use crate::custom_class::{is_custom_class_registered, qualified_name};
 use crate::error::SchemaParseError;
 use crate::lexer::Token;
 use crate::parser::{ch, PResult, SchemaParser};
 use crate::token;
 use crate::types::Type;
 use crate::union::{create_optional, create_union, UnionError};
-
-const CUSTOM_CLASS_PREFIX: &str = "__torch__.torch.classes.";
 
 fn union_error(e: UnionError, at: Token) -> Box<SchemaParseError> {
     Box::new(SchemaParseError::internal_assert(
@@ -147,10 +146,8 @@ impl SchemaParser<'_> {
         Ok((value, alias_info))
     }
 
-    /// `__torch__.torch.classes.<ns>.<Class>`.
-    ///
-    /// PyTorch also requires the class to be registered; this crate has no
-    /// class registry, so every well-formed name is accepted.
+    /// `__torch__.torch.classes.<ns>.<Class>`, which must be registered (Note [Custom class
+    /// registry]).
     fn parse_custom_class(&mut self) -> PResult<Type> {
         self.lex.next()?;
         self.lex.expect(ch(b'.'))?;
@@ -168,14 +165,15 @@ impl SchemaParser<'_> {
         let ns = self.lex.expect(token::IDENT)?;
         let ns = self.lex.text(ns);
         self.lex.expect(ch(b'.'))?;
-        let class = self.lex.expect(token::IDENT)?;
-        let class = self.lex.text(class);
-        let mut name =
-            String::with_capacity(CUSTOM_CLASS_PREFIX.len() + ns.len() + class.len() + 1);
-        name.push_str(CUSTOM_CLASS_PREFIX);
-        name.push_str(ns);
-        name.push('.');
-        name.push_str(class);
+        let class_tok = self.lex.expect(token::IDENT)?;
+        let class = self.lex.text(class_tok);
+        let name = qualified_name(ns, class);
+        if !is_custom_class_registered(&name) {
+            return Err(self.error_at(
+                class_tok.range(),
+                format!("Unknown custom class type {ns}.{class}. Please ensure it is registered."),
+            ));
+        }
         Ok(Type::CustomClass(name))
     }
 

@@ -26,6 +26,8 @@ pub enum Type {
     Int,
     /// `SymInt`.
     SymInt,
+    /// `SymBool` (a symbolic `bool`; unlike `SymInt`, its fake type is itself).
+    SymBool,
     /// `float` (a C++ `double`).
     Float,
     /// `complex`.
@@ -113,7 +115,10 @@ impl Type {
                 b'c' => ("Scalar", Type::Scalar),
                 _ => ("SymInt", Type::SymInt),
             },
-            (7, b'S') => ("Storage", Type::Storage),
+            (7, b'S') => match b[1] {
+                b'y' => ("SymBool", Type::SymBool),
+                _ => ("Storage", Type::Storage),
+            },
             (7, b'Q') => ("QScheme", Type::QScheme),
             (7, b'c') => ("complex", Type::Complex),
             (7, b'C') => ("Capsule", Type::Capsule),
@@ -219,6 +224,7 @@ impl Type {
             Type::MemoryFormat => 32,
             Type::AnyClassType => 35,
             Type::SymInt => 36,
+            Type::SymBool => 38,
             Type::Union(_) => 39,
         }
     }
@@ -246,6 +252,7 @@ impl Type {
         };
         match self {
             Type::SymInt => out.push_str("int"),
+            Type::SymBool => out.push_str("bool"),
             Type::Scalar => out.push_str("number"),
             Type::List(t) => wrap(out, "List", &[t]),
             Type::Optional(t) => wrap(out, "Optional", &[t]),
@@ -273,6 +280,7 @@ impl Type {
             Type::Tensor => "Tensor",
             Type::Int => "int",
             Type::SymInt => "SymInt",
+            Type::SymBool => "SymBool",
             Type::Float => "float",
             Type::Complex => "complex",
             Type::Bool => "bool",
@@ -397,6 +405,15 @@ mod tests {
         );
     }
 
+    #[test]
+    fn sym_bool_is_its_own_fake_type() {
+        assert_eq!(Type::from_base_name("SymBool"), Some(Type::SymBool));
+        assert_eq!(Type::SymBool.fake(), Type::SymBool);
+        assert_eq!(Type::SymBool.to_string(), "SymBool");
+        assert_eq!(list(Type::SymBool).annotation_str(), "List[bool]");
+        assert_eq!(Type::from_base_name("SymFloat"), None);
+    }
+
     /// The table `from_base_name` must agree with (PyTorch's `parseBaseType`).
     const BASE_NAMES: &[(&str, Type)] = &[
         ("Generator", Type::Generator),
@@ -417,6 +434,7 @@ mod tests {
         ("complex", Type::Complex),
         ("SymInt", Type::SymInt),
         ("bool", Type::Bool),
+        ("SymBool", Type::SymBool),
         ("None", Type::NoneType),
         ("NoneType", Type::NoneType),
         ("Capsule", Type::Capsule),

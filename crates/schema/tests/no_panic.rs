@@ -9,11 +9,13 @@
 //! Printing is faithful to PyTorch, and some of PyTorch's prints do not
 //! parse back: complex defaults (`0.+1.j`), the fresh alias set of the
 //! `Tensor!` shorthand (`$0`), string defaults of non-string type and device
-//! defaults (printed unquoted), `int[]` defaults shortened to one element
+//! defaults (printed unquoted; a dtype name given as a string to a
+//! `ScalarType` then reads back as that dtype), `int[]` defaults shortened to one element
 //! without a size, non-printable bytes in strings, a wrapped negative list
 //! size, annotations nested in lists of lists or optional elements, and
 //! `Union` prints that fold numbers into `Scalar`.  For those the property
-//! is only "no panic".
+//! is only "no panic"; `tests/reparse.rs` pins what PyTorch's parser does
+//! with each of them, case by case.
 
 use proptest::prelude::*;
 use switchboard_schema::{Argument, DefaultValue, FunctionSchema, Type};

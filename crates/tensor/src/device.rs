@@ -96,36 +96,24 @@ impl fmt::Display for Device {
 
 impl FromStr for Device {
     type Err = TensorError;
-    /// Parses `type` or `type:index` as `torch.device` does.
+    /// Parses `type` or `type:index` as `torch.device` does ([`switchboard_keys::parse_device`]:
+    /// PyTorch's device types and the renamed PrivateUse1 backend, its syntax, index and
+    /// messages). A CPU index other than 0 is refused, as PyTorch's debug builds do: a CPU tensor
+    /// has no device index that could tell it from another.
     fn from_str(s: &str) -> Result<Device> {
-        let invalid = || TensorError::Parse(format!("Invalid device string: '{s}'"));
-        let (ty, index) = match s.split_once(':') {
-            Some((ty, index)) => (ty, Some(index)),
-            None => (s, None),
-        };
-        let ty: DeviceType = ty
-            .parse()
-            .map_err(|e: switchboard_keys::KeyError| TensorError::Parse(e.message().into()))?;
-        let index = match index {
-            None => None,
-            Some(ix) => {
-                if ix.is_empty()
-                    || !ix.bytes().all(|b| b.is_ascii_digit())
-                    || (ix.len() > 1 && ix.starts_with('0'))
-                {
-                    return Err(invalid());
-                }
-                Some(ix.parse::<i16>().map_err(|_| invalid())?)
-            }
-        };
+        let (ty, index) = switchboard_keys::parse_device(s)
+            .map_err(|e| TensorError::Parse(e.message().into()))?;
         if ty == DeviceType::CPU {
-            if let Some(i) = index.filter(|i| *i > 0) {
+            if let Some(i) = index.filter(|i| *i != 0) {
                 return Err(TensorError::Parse(format!(
                     "CPU device index must be -1 or zero, got {i}"
                 )));
             }
         }
-        Ok(Device { ty, index })
+        Ok(Device {
+            ty,
+            index: index.map(i16::from),
+        })
     }
 }
 
@@ -145,6 +133,12 @@ mod tests {
         assert!("cuda:".parse::<Device>().is_err());
         assert!("cuda:01".parse::<Device>().is_err());
         assert!("cpu:1".parse::<Device>().is_err());
+        assert!("metal".parse::<Device>().is_err());
+        assert_eq!(
+            "".parse::<Device>().unwrap_err().to_string(),
+            "Device string must not be empty"
+        );
+        assert_eq!("cuda:300".parse::<Device>().unwrap().to_string(), "cuda:44");
         assert!("gpu"
             .parse::<Device>()
             .unwrap_err()

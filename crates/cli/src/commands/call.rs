@@ -223,7 +223,7 @@ pub enum CallError {
 }
 
 /// Joins the lines of a (possibly multi-line) message into one.
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
@@ -363,7 +363,7 @@ fn resolve(
 
 /// A schema parser message in one line: `expected eof but found ':' here:\n<input>\n  ~ <--- HERE`
 /// becomes `expected eof but found ':' at column 3`.
-fn parse_error_reason(message: &str) -> String {
+pub(crate) fn parse_error_reason(message: &str) -> String {
     let mut lines = message.lines();
     let first = lines.next().unwrap_or_default();
     let Some(what) = first.strip_suffix(" here:") else {
@@ -375,7 +375,11 @@ fn parse_error_reason(message: &str) -> String {
     }
 }
 
-fn unknown_operator(d: &Dispatcher, full: &OperatorName, e: Option<DispatchError>) -> CallError {
+pub(crate) fn unknown_operator(
+    d: &Dispatcher,
+    full: &OperatorName,
+    e: Option<DispatchError>,
+) -> CallError {
     let all = d.list_operators();
     let overloads: Vec<String> = all
         .iter()

@@ -2,4 +2,6 @@
 
 pub mod call;
 pub mod keys;
+pub mod ops;
+pub mod table;
 pub mod train;
