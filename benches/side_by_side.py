@@ -4,17 +4,19 @@ Switchboard (`examples/compute_bench`) runs of the same workloads and prints the
 
     cargo build --release -p switchboard-cli --example compute_bench
     python3 benches/side_by_side.py [--rounds 5] [--steps 50] [--threads 2] \
-        [--python /work/venv-torch/bin/python]
+        [--python /work/venv-torch/bin/python] [--readme]
 
 Each round runs both sides once (the order alternates between rounds); a side's figure is the
 median over rounds of its per-run median step time (and the minimum of its per-run minima).
 The load average before and after is printed with the table: the figures mean something only
-on an otherwise idle machine. Run by hand, not by CI (it needs PyTorch).
+on an otherwise idle machine. With `--readme`, the table also replaces the one between the
+README's `side_by_side.py` markers. Run by hand, not by CI (it needs PyTorch).
 """
 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -35,6 +37,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--python", default="/work/venv-torch/bin/python")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/examples/compute_bench"))
+    ap.add_argument("--readme", action="store_true", help="write the table into README.md")
     ap.add_argument("benches", nargs="*", default=BENCHES)
     a = ap.parse_args()
     common = [str(a.steps), str(a.threads), *a.benches]
@@ -61,15 +64,47 @@ def main():
         mins = [x[bench]["ms_per_step_min"] for x in runs[side]]
         return statistics.median(meds), min(mins)
 
-    print(f"{a.threads} threads, {a.steps} steps per run, {a.rounds} alternated runs per side; "
-          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
-    print()
-    print(f"| workload | PyTorch {version} (median / min) | Switchboard (median / min) | ratio |")
-    print("|---|---|---|---|")
+    lines = [
+        f"{cpu_model()}, {os.cpu_count()} cores; {a.threads} threads, {a.steps} steps per run, "
+        f"{a.rounds} alternated runs per side; load average {load_before[0]:.2f} before, "
+        f"{load_after[0]:.2f} after.",
+        "",
+        f"| workload | PyTorch {version} (median / min) | Switchboard (median / min) | ratio |",
+        "|---|---|---|---|",
+    ]
     for b in a.benches:
         (pm, pn), (sm, sn) = figures("pytorch", b), figures("switchboard", b)
-        print(f"| `{b}` | {pm:.2f} / {pn:.2f} ms | {sm:.2f} / {sn:.2f} ms | {sm / pm:.2f}× |")
+        lines.append(f"| `{b}` | {pm:.2f} / {pn:.2f} ms | {sm:.2f} / {sn:.2f} ms | {sm / pm:.2f}× |")
+    table = "\n".join(lines)
+    print(table)
+    if a.readme:
+        write_readme(table)
 
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+BEGIN, END = "<!-- side_by_side.py: begin -->", "<!-- side_by_side.py: end -->"
+
+
+def write_readme(table):
+    path = os.path.join(ROOT, "README.md")
+    with open(path) as f:
+        text = f.read()
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        sys.exit(f"README.md has no {BEGIN} ... {END} block")
+    text = pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", text)
+    with open(path, "w") as f:
+        f.write(text)
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,7 @@ while read -r scenario budget _; do
         echo "dispatch-budget: could not measure $scenario: $line" >&2
         exit 1
     fi
-    if python3 -c "import sys; sys.exit(0 if $per_call <= $budget else 1)"; then
+    if awk -v x="$per_call" -v b="$budget" 'BEGIN { exit !(x <= b) }'; then
         printf '%-26s %8s instructions per call (budget %s): ok\n' "$scenario" "$per_call" "$budget"
     else
         printf '%-26s %8s instructions per call (budget %s): OVER BUDGET\n' "$scenario" "$per_call" "$budget"
