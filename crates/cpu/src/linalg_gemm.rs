@@ -61,17 +61,6 @@ impl MatPtr {
         }
     }
 
-    /// The submatrix starting at row `r`, column `c` (elements of `T`).
-    fn offset<T>(self, r: isize, c: isize) -> MatPtr {
-        let elems = r * self.rs + c * self.cs;
-        MatPtr {
-            ptr: self
-                .ptr
-                .wrapping_add((elems * std::mem::size_of::<T>() as isize) as usize),
-            ..self
-        }
-    }
-
     /// The transpose (same memory, strides swapped).
     pub(crate) fn t(self) -> MatPtr {
         MatPtr {
@@ -133,48 +122,6 @@ pub(crate) unsafe fn gemm_float<T: GemmFloat>(
         }
         return;
     }
-    let par = parallelism(m, n, k);
-    if let (Parallelism::Rayon(threads), true) = (par, split_enabled()) {
-        // Note [One fork per product]: each thread computes its own block of `dst`.
-        let (along_n, len) = if n >= m { (true, n) } else { (false, m) };
-        let part = len.div_ceil(threads).next_multiple_of(16);
-        let parts = len.div_ceil(part);
-        use rayon::prelude::*;
-        (0..parts).into_par_iter().for_each(|t| {
-            let (start, end) = (t * part, ((t + 1) * part).min(len));
-            let off = start as isize;
-            // SAFETY: the block `start..end` of rows or columns is in bounds (caller); blocks
-            // are disjoint, so each `dst` element is written by one thread.
-            unsafe {
-                if along_n {
-                    gemm_block::<T>(
-                        m,
-                        end - start,
-                        k,
-                        dst.offset::<T>(0, off),
-                        a,
-                        b.offset::<T>(0, off),
-                        alpha,
-                        beta,
-                        read_dst,
-                    )
-                } else {
-                    gemm_block::<T>(
-                        end - start,
-                        n,
-                        k,
-                        dst.offset::<T>(off, 0),
-                        a.offset::<T>(off, 0),
-                        b,
-                        alpha,
-                        beta,
-                        read_dst,
-                    )
-                }
-            }
-        });
-        return;
-    }
     gemm::gemm(
         m,
         n,
@@ -194,51 +141,7 @@ pub(crate) unsafe fn gemm_float<T: GemmFloat>(
         false,
         false,
         false,
-        par,
-    );
-}
-
-fn split_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("SWITCHBOARD_GEMM_SPLIT").is_some_and(|v| v == "1"))
-}
-
-/// One block of a product on the calling thread.
-///
-/// # Safety
-/// As for [`gemm_float`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_block<T: GemmFloat>(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: MatPtr,
-    a: MatPtr,
-    b: MatPtr,
-    alpha: T,
-    beta: T,
-    read_dst: bool,
-) {
-    gemm::gemm(
-        m,
-        n,
-        k,
-        dst.ptr as *mut T,
-        dst.cs,
-        dst.rs,
-        read_dst,
-        a.ptr as *const T,
-        a.cs,
-        a.rs,
-        b.ptr as *const T,
-        b.cs,
-        b.rs,
-        beta,
-        alpha,
-        false,
-        false,
-        false,
-        Parallelism::None,
+        parallelism(m, n, k),
     );
 }
 
