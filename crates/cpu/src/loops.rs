@@ -366,7 +366,7 @@ pub unsafe fn row2<O: Copy + Default, A: Copy + Default, B: Copy + Default>(
         }
         return;
     }
-    if so == 1 && sa == 1 && po as usize == pa as usize && size_of::<O>() == size_of::<A>() {
+    if so == 1 && sa == 1 && std::ptr::addr_eq(po, pa) && size_of::<O>() == size_of::<A>() {
         // In place over a dense row (`a op= b`, `a op= s`): Note [Blocked rows].
         // SAFETY: the caller's guarantee, and the output is the first input element for
         // element (same address, same element size).
