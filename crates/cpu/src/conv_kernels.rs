@@ -344,7 +344,7 @@ pub(super) fn backward_impl<T: GemmFloat>(
                         )
                     };
                     if !g.pointwise() {
-                        gxg.fill(zero);
+                        gxg.fill(<T as Num>::ZERO);
                         col2im_add(&dcols, gxg, g);
                     }
                 }
