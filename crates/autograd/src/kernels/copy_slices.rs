@@ -150,8 +150,15 @@ pub(crate) fn inplace_on_view(
     for &i in &idx {
         mask[i as usize] = true;
     }
-    let mask = Tensor::from_vec(mask, base.sizes())?;
-    let idx_t = Tensor::from_vec(idx.clone(), &[idx.len() as i64])?;
+    // The formula combines them with gradients on the base's device.
+    let on_base_device = |t: Tensor| -> Result<Tensor> {
+        if t.device() == base.device() {
+            return Ok(t);
+        }
+        ops::_to_copy_with(&t, ops::ToCopyOptions::default().device(base.device()))
+    };
+    let mask = on_base_device(Tensor::from_vec(mask, base.sizes())?)?;
+    let idx_t = on_base_device(Tensor::from_vec(idx.clone(), &[idx.len() as i64])?)?;
     let st = || State {
         mask,
         idx: idx_t,

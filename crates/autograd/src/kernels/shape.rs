@@ -29,8 +29,13 @@ fn zeros(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
     )
 }
 
-fn index_tensor(v: Vec<i64>) -> Result<Tensor> {
-    Ok(Tensor::from_vec(v.clone(), &[v.len() as i64])?)
+/// The indices `v` as a tensor on `like`'s device (the gradients it indexes are there).
+fn index_tensor(v: Vec<i64>, like: &Tensor) -> Result<Tensor> {
+    let t = Tensor::from_vec(v.clone(), &[v.len() as i64])?;
+    if like.device() == t.device() {
+        return Ok(t);
+    }
+    ops::_to_copy_with(&t, ops::ToCopyOptions::default().device(like.device()))
 }
 
 /// A view kernel: `view!(fn name(params) => redispatch(args); "Name", params, formula)`.
@@ -87,7 +92,7 @@ view!(select(x, d: i64, i: i64) => select(d, i); "SelectBackward0", {
 },
 |(s, d, i), _, g, _, _| -> Grads {
     let z = zeros(s, g)?;
-    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(vec![*i])?, &ops::unsqueeze(g, *d)?)?)])
+    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(vec![*i], g)?, &ops::unsqueeze(g, *d)?)?)])
 });
 view!(slice(x, d: i64, start: Option<i64>, end: Option<i64>, step: i64) => slice(d, start, end, step);
 "SliceBackward0", {
@@ -100,7 +105,7 @@ view!(slice(x, d: i64, start: Option<i64>, end: Option<i64>, step: i64) => slice
 },
 |(s, d, idx), _, g, _, _| -> Grads {
     let z = zeros(s, g)?;
-    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(idx.clone())?, g)?)])
+    Ok(vec![Some(ops::index_add(&z, *d, &index_tensor(idx.clone(), g)?, g)?)])
 });
 
 /// Flat storage positions of every element of a geometry, relative to `base`.
@@ -154,10 +159,10 @@ fn as_strided_recording(
             let buf = ops::index_add(
                 &zeros(&[*len], g)?,
                 0,
-                &index_tensor(pout.clone())?,
+                &index_tensor(pout.clone(), g)?,
                 &ops::reshape(g, &[-1])?,
             )?;
-            let r = ops::index_select(&buf, 0, &index_tensor(pin.clone())?)?;
+            let r = ops::index_select(&buf, 0, &index_tensor(pin.clone(), g)?)?;
             Ok(vec![Some(ops::reshape(&r, xs)?)])
         },
     );
