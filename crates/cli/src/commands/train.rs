@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use switchboard_cli::train::{self, OptimizerKind, TrainConfig};
+use switchboard_tensor::Device;
 
 /// The options of `switchboard train`.
 #[derive(clap::Args, Debug)]
@@ -53,6 +54,10 @@ pub struct TrainArgs {
     /// No dispatch summary (and no observer overhead).
     #[arg(long)]
     pub no_summary: bool,
+    /// The device to train on: cpu, or an out-of-tree backend this build links (npu with
+    /// --features npu).
+    #[arg(long, default_value = "cpu", value_parser = switchboard_cli::devices::parse_device)]
+    pub device: Device,
 }
 
 /// `--optimizer` values.
@@ -85,6 +90,7 @@ impl TrainArgs {
             trace: self.trace,
             progress: !self.no_progress,
             summary: !self.no_summary,
+            device: self.device,
         }
     }
 }
