@@ -23,7 +23,9 @@ fn log_and_redispatch(op: &OperatorHandle, keys: DispatchKeySet, stack: &mut Sta
     let schema = op.schema().expect("operators called here have schemas");
     let args = &stack[stack.len() - schema.schema.arguments().len()..];
     let shown: Vec<String> = args.iter().map(IValue::to_string).collect();
-    LOG.lock().unwrap().push(format!("{}({})", op.name(), shown.join(", ")));
+    LOG.lock()
+        .unwrap()
+        .push(format!("{}({})", op.name(), shown.join(", ")));
     op.redispatch_boxed(keys & DispatchKeySet::full_after(LOGGING), stack)
 }
 

@@ -18,11 +18,13 @@ library!(DEF myops, |lib| {
 
 fn check_same_sizes(a: &Tensor, b: &Tensor) -> Result<()> {
     if a.sizes() != b.sizes() {
-        return Err(DispatchError::from(switchboard::tensor::TensorError::invalid(format!(
-            "myadd: sizes {:?} and {:?} differ",
-            a.sizes(),
-            b.sizes()
-        ))));
+        return Err(DispatchError::from(
+            switchboard::tensor::TensorError::invalid(format!(
+                "myadd: sizes {:?} and {:?} differ",
+                a.sizes(),
+                b.sizes()
+            )),
+        ));
     }
     Ok(())
 }
@@ -99,7 +101,10 @@ fn main() -> Result<()> {
     // Typed: Autograd -> CPU, recorded.
     let z = myadd(&x, &y)?;
     assert_eq!(z.to_vec::<f32>()?, [11., 22., 33.]);
-    assert_eq!(z.grad_fn().map(|f| f.name().to_string()).as_deref(), Some("MyAddFunctionBackward"));
+    assert_eq!(
+        z.grad_fn().map(|f| f.name().to_string()).as_deref(),
+        Some("MyAddFunctionBackward")
+    );
     z.sum()?.backward()?;
     assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [1., 1., 1.]);
     println!("myadd(x, y) = {z}; x.grad = {}", x.grad().unwrap());
@@ -117,8 +122,15 @@ fn main() -> Result<()> {
     // Meta: shapes without data, and the same errors.
     let m = Tensor::empty_on(&[128, 64], ScalarType::Float, Device::META)?;
     let out = myadd(&m, &m)?;
-    assert_eq!((out.sizes(), out.device()), (&[128i64, 64][..], Device::META));
-    let err = myadd(&m, &Tensor::empty_on(&[2], ScalarType::Float, Device::META)?).unwrap_err();
+    assert_eq!(
+        (out.sizes(), out.device()),
+        (&[128i64, 64][..], Device::META)
+    );
+    let err = myadd(
+        &m,
+        &Tensor::empty_on(&[2], ScalarType::Float, Device::META)?,
+    )
+    .unwrap_err();
     assert_eq!(err.to_string(), "myadd: sizes [128, 64] and [2] differ");
     println!("on meta: {out}");
     Ok(())

@@ -6,7 +6,15 @@ use std::process::{Command, Output};
 
 fn train(device: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["train", "--epochs", "1", "--hidden", "16", "--no-progress", "--no-summary"])
+        .args([
+            "train",
+            "--epochs",
+            "1",
+            "--hidden",
+            "16",
+            "--no-progress",
+            "--no-summary",
+        ])
         .args(["--device", device])
         .output()
         .unwrap()
@@ -31,7 +39,10 @@ fn trains_on_cpu_and_refuses_unknown_devices() {
     let bad = train("cuda");
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("this build cannot train on cuda: available devices are cpu"), "{err}");
+    assert!(
+        err.contains("this build cannot train on cuda: available devices are cpu"),
+        "{err}"
+    );
 }
 
 #[cfg(not(feature = "npu"))]

@@ -82,20 +82,18 @@ impl BackendComponent {
             if current.given == name {
                 return Ok(());
             }
-            return Err(KeyError::new(
-                if self == BackendComponent::PrivateUse1Bit {
-                    format!(
-                        "torch.register_privateuse1_backend() has already been set! Current \
+            return Err(KeyError::new(if self == BackendComponent::PrivateUse1Bit {
+                format!(
+                    "torch.register_privateuse1_backend() has already been set! Current \
                          backend: {}",
-                        current.given
-                    )
-                } else {
-                    format!(
-                        "the {self} backend has already been named! Current backend: {}",
-                        current.given
-                    )
-                },
-            ));
+                    current.given
+                )
+            } else {
+                format!(
+                    "the {self} backend has already been named! Current backend: {}",
+                    current.given
+                )
+            }));
         }
         if IN_TREE_DEVICE_NAMES.contains(&name) {
             return Err(KeyError::new(format!(
@@ -116,9 +114,9 @@ impl BackendComponent {
                 )));
             }
         }
-        let holder = PRIVATE_USE.into_iter().find(|other| {
-            *other != self && other.renamed() == Some(lower.as_str())
-        });
+        let holder = PRIVATE_USE
+            .into_iter()
+            .find(|other| *other != self && other.renamed() == Some(lower.as_str()));
         if let Some(other) = holder {
             return Err(KeyError::new(format!(
                 "Cannot name the {backend} backend '{name}': the {} backend already has that name",

@@ -15,9 +15,8 @@ fn three_named_private_use_backends_side_by_side() {
     assert_eq!(DeviceType::PrivateUse3.to_string(), "privateusethree");
     let err = parse_device("privateusetwo").unwrap_err();
     assert!(
-        err.message().ends_with(
-            "mtia, privateuseone device type at start of device string: privateusetwo"
-        ),
+        err.message()
+            .ends_with("mtia, privateuseone device type at start of device string: privateusetwo"),
         "{err}"
     );
 
@@ -26,7 +25,11 @@ fn three_named_private_use_backends_side_by_side() {
 
     // No two backends share a name, compared lower-cased (as devices print and parse); the
     // error names the backend holding it, and the claimant stays unnamed.
-    for (claim, holder) in [("npu", "PrivateUse1"), ("NPU", "PrivateUse1"), ("apu", "PrivateUse3")] {
+    for (claim, holder) in [
+        ("npu", "PrivateUse1"),
+        ("NPU", "PrivateUse1"),
+        ("apu", "PrivateUse3"),
+    ] {
         let err = BackendComponent::PrivateUse2Bit.rename(claim).unwrap_err();
         assert_eq!(
             err.message(),
@@ -50,7 +53,10 @@ fn three_named_private_use_backends_side_by_side() {
         );
     }
     assert_eq!(
-        BackendComponent::PrivateUse2Bit.rename("cuda").unwrap_err().message(),
+        BackendComponent::PrivateUse2Bit
+            .rename("cuda")
+            .unwrap_err()
+            .message(),
         "Cannot register privateuse1 backend with in-tree device name: cuda"
     );
     assert_eq!(BackendComponent::PrivateUse2Bit.renamed(), None);
@@ -80,7 +86,10 @@ fn three_named_private_use_backends_side_by_side() {
         "torch.register_privateuse1_backend() has already been set! Current backend: npu"
     );
     assert_eq!(
-        BackendComponent::PrivateUse2Bit.rename("xpu2").unwrap_err().message(),
+        BackendComponent::PrivateUse2Bit
+            .rename("xpu2")
+            .unwrap_err()
+            .message(),
         "the PrivateUse2Bit backend has already been named! Current backend: Dpu"
     );
     BackendComponent::PrivateUse2Bit.rename("Dpu").unwrap();

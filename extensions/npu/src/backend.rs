@@ -84,9 +84,9 @@ pub fn install(component: BackendComponent, name: &str) -> Result<&'static Backe
     if let Some(backend) = BACKENDS[index].get() {
         return Ok(backend);
     }
-    let device_type = component.device_type().ok_or_else(|| {
-        registration_error(format!("{component} has no device type"))
-    })?;
+    let device_type = component
+        .device_type()
+        .ok_or_else(|| registration_error(format!("{component} has no device type")))?;
     let backend = Backend {
         component,
         device_type,
@@ -169,9 +169,8 @@ impl Backend {
 
     /// What its kernels ran so far.
     pub fn stats(&self) -> Stats {
-        let read = |m: &Mutex<BTreeMap<String, u64>>| {
-            m.lock().unwrap_or_else(|e| e.into_inner()).clone()
-        };
+        let read =
+            |m: &Mutex<BTreeMap<String, u64>>| m.lock().unwrap_or_else(|e| e.into_inner()).clone();
         Stats {
             native: read(&self.native),
             fallback: read(&self.fallback),

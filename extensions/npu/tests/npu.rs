@@ -24,7 +24,10 @@ fn device_names_print_and_keys() {
     let npu = npu();
     assert_eq!(npu, "npu:0".parse::<Device>().unwrap());
     assert_eq!(npu.ty, DeviceType::PrivateUse1);
-    assert_eq!(DispatchKey::for_device("npu").unwrap(), DispatchKey::PrivateUse1);
+    assert_eq!(
+        DispatchKey::for_device("npu").unwrap(),
+        DispatchKey::PrivateUse1
+    );
     let x = ops::zeros_with(&[2], ops::ZerosOptions::default().device(npu)).unwrap();
     assert_eq!(x.device(), npu);
     assert_eq!(x.to_string(), "tensor([0., 0.], device='npu:0')");
@@ -33,13 +36,22 @@ fn device_names_print_and_keys() {
         "DispatchKeySet(PrivateUse1, ADInplaceOrView, AutogradPrivateUse1, AutocastPrivateUse1)"
     );
     // A device without an index is device 0; an index past the backend's devices is refused.
-    let y = ops::empty_with(&[1], ops::EmptyOptions::default().device("npu".parse().unwrap()))
-        .unwrap();
+    let y = ops::empty_with(
+        &[1],
+        ops::EmptyOptions::default().device("npu".parse().unwrap()),
+    )
+    .unwrap();
     assert_eq!(y.device().to_string(), "npu:0");
-    let on_1 = ops::ones_with(&[1], ops::OnesOptions::default().device("npu:1".parse().unwrap()));
+    let on_1 = ops::ones_with(
+        &[1],
+        ops::OnesOptions::default().device("npu:1".parse().unwrap()),
+    );
     assert_eq!(on_1.unwrap().device().to_string(), "npu:1");
-    let err = ops::empty_with(&[1], ops::EmptyOptions::default().device("npu:7".parse().unwrap()))
-        .unwrap_err();
+    let err = ops::empty_with(
+        &[1],
+        ops::EmptyOptions::default().device("npu:7".parse().unwrap()),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("Invalid device index 7"), "{err}");
     // Installing again under the same name is fine; another name for PrivateUse1 is not.
     assert_eq!(init().unwrap(), npu);
@@ -56,7 +68,10 @@ fn transfers_keep_values_layout_and_dtype() {
     let cpu = Tensor::from_vec((0..6).map(|i| i as f32).collect(), &[2, 3]).unwrap();
     let on_npu = to(&cpu, npu);
     assert_eq!(on_npu.device(), npu);
-    assert!(!Storage::ptr_eq(on_npu.storage(), cpu.storage()), "its own storage");
+    assert!(
+        !Storage::ptr_eq(on_npu.storage(), cpu.storage()),
+        "its own storage"
+    );
     assert_eq!(on_npu.storage().device(), npu);
     assert_eq!(values(&on_npu), [0., 1., 2., 3., 4., 5.]);
     // Non-contiguous sources keep their layout (empty_like preserves strides).
@@ -96,7 +111,10 @@ fn native_kernels_and_the_fallback() {
     let sum = ops::add_with(&a, &b, ops::AddOptions::default().alpha(2)).unwrap();
     assert_eq!(sum.device(), npu);
     assert_eq!(values(&sum), [2., 0., 7., -3., 7., -2.]);
-    assert_eq!(values(&ops::mul(&a, &b).unwrap()), [0.5, -2., 6., -2., 5., -12.]);
+    assert_eq!(
+        values(&ops::mul(&a, &b).unwrap()),
+        [0.5, -2., 6., -2., 5., -12.]
+    );
     let prod = ops::mm(&a, &ops::t(&a).unwrap()).unwrap();
     assert_eq!(values(&prod), [14., -32., -32., 77.]);
     assert_eq!(values(&ops::relu(&a).unwrap()), [1., 0., 3., 0., 5., 0.]);
@@ -104,14 +122,26 @@ fn native_kernels_and_the_fallback() {
     assert_eq!((s.dim(), s.device()), (0, npu));
     assert_eq!(s.item().unwrap().to_f64(), -3.0);
     let after = backend.stats();
-    for op in ["aten::add.Tensor", "aten::mul.Tensor", "aten::mm", "aten::relu", "aten::sum"] {
-        assert!(n(&after, op) > n(&before, op), "{op} ran natively: {after:?}");
+    for op in [
+        "aten::add.Tensor",
+        "aten::mul.Tensor",
+        "aten::mm",
+        "aten::relu",
+        "aten::sum",
+    ] {
+        assert!(
+            n(&after, op) > n(&before, op),
+            "{op} ran natively: {after:?}"
+        );
     }
 
     // The fallback: results equal the CPU kernel's, on npu.
     let e = ops::exp(&a).unwrap();
     assert_eq!(e.device(), npu);
-    assert_eq!(values(&e), ops::exp(&a_cpu).unwrap().to_vec::<f32>().unwrap());
+    assert_eq!(
+        values(&e),
+        ops::exp(&a_cpu).unwrap().to_vec::<f32>().unwrap()
+    );
     // Two returns.
     let (vals, idx) = ops::max_dim(&a, 1).unwrap();
     assert_eq!((vals.device(), idx.device()), (npu, npu));
@@ -133,12 +163,23 @@ fn native_kernels_and_the_fallback() {
     assert_eq!(values(&ops::div(&a, &scalar).unwrap())[0], 0.5);
     // Natives hand other dtypes to the fallback.
     let ints = to(&Tensor::from_vec(vec![1i64, 2], &[2]).unwrap(), npu);
-    assert_eq!(to(&ops::add(&ints, &ints).unwrap(), Device::CPU).to_vec::<i64>().unwrap(), [2, 4]);
+    assert_eq!(
+        to(&ops::add(&ints, &ints).unwrap(), Device::CPU)
+            .to_vec::<i64>()
+            .unwrap(),
+        [2, 4]
+    );
     // Views are composite: they stay on npu and share its memory.
     let row = ops::select(&a, 0, 1).unwrap();
     assert!(row.is_alias_of(&a) && row.device() == npu);
     let stats = backend.stats();
-    for op in ["aten::exp", "aten::max.dim", "aten::mul_.Scalar", "aten::sub.out", "aten::cat"] {
+    for op in [
+        "aten::exp",
+        "aten::max.dim",
+        "aten::mul_.Scalar",
+        "aten::sub.out",
+        "aten::cat",
+    ] {
         assert!(f(&stats, op) > f(&before, op), "{op} fell back: {stats:?}");
     }
     assert!(f(&stats, "aten::add.Tensor") > f(&before, "aten::add.Tensor"));
@@ -158,10 +199,16 @@ fn errors_name_the_operator_and_devices() {
     );
     // Native kernels pass bad calls on: the CPU kernel's messages.
     let v = to(&Tensor::ones(&[3], ScalarType::Float).unwrap(), npu);
-    let err = ops::mm(&a, &ops::ones_with(&[3, 2], ops::OnesOptions::default().device(npu)).unwrap())
-        .unwrap_err();
+    let err = ops::mm(
+        &a,
+        &ops::ones_with(&[3, 2], ops::OnesOptions::default().device(npu)).unwrap(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("cannot be multiplied"), "{err}");
-    assert!(ops::add(&a, &v).unwrap_err().to_string().contains("must match"));
+    assert!(ops::add(&a, &v)
+        .unwrap_err()
+        .to_string()
+        .contains("must match"));
 }
 
 #[test]

@@ -28,7 +28,10 @@ fn three_named_backends_side_by_side() {
     assert_eq!("dpu:0".parse::<Device>().unwrap(), dpu0);
     assert_eq!(dpu0.ty, DeviceType::PrivateUse2);
     assert_eq!(apu1.to_string(), "apu:1");
-    assert_eq!(DispatchKey::for_device("apu").unwrap(), DispatchKey::PrivateUse3);
+    assert_eq!(
+        DispatchKey::for_device("apu").unwrap(),
+        DispatchKey::PrivateUse3
+    );
     assert_eq!(
         dpu0.dense_key_set().unwrap().to_string(),
         "DispatchKeySet(PrivateUse2, ADInplaceOrView, AutogradPrivateUse2)"
@@ -44,23 +47,34 @@ fn three_named_backends_side_by_side() {
         let loss = ops::tanh(&y).unwrap().sum().unwrap();
         loss.backward().unwrap();
         assert_eq!((y.device(), w.grad().unwrap().device()), (device, device));
-        (y.to_string(), to(&w.grad().unwrap(), Device::CPU).to_vec::<f32>().unwrap())
+        (
+            y.to_string(),
+            to(&w.grad().unwrap(), Device::CPU).to_vec::<f32>().unwrap(),
+        )
     };
     apu.reset_stats();
     let (on_cpu, grad_cpu) = run(Device::CPU);
     for device in [npu, dpu0, apu1] {
         let (printed, grad) = run(device);
         assert_eq!(grad, grad_cpu, "{device}");
-        assert_eq!(printed, on_cpu.replace(")", &format!(", device='{device}')")).replacen(
-            &format!(", device='{device}'), device='{device}')"),
-            &format!("), device='{device}')"),
-            1,
-        ));
+        assert_eq!(
+            printed,
+            on_cpu
+                .replace(")", &format!(", device='{device}')"))
+                .replacen(
+                    &format!(", device='{device}'), device='{device}')"),
+                    &format!("), device='{device}')"),
+                    1,
+                )
+        );
     }
     let apu_stats = apu.stats();
     assert_eq!(apu_stats.native["aten::mm"], 2, "{apu_stats:?}"); // forward, and w's gradient
     assert_eq!(apu_stats.fallback["aten::tanh"], 1, "{apu_stats:?}");
-    assert_eq!(apu_stats.fallback["aten::tanh_backward"], 1, "{apu_stats:?}");
+    assert_eq!(
+        apu_stats.fallback["aten::tanh_backward"], 1,
+        "{apu_stats:?}"
+    );
     assert!(Backend::for_device_type(DeviceType::PrivateUse2).is_some());
 
     // Tensors move between backends through the CPU; a direct copy says so.
@@ -70,7 +84,9 @@ fn three_named_backends_side_by_side() {
     let err = ops::to_device(&on_npu, dpu0, ScalarType::Float).unwrap_err();
     assert!(err.to_string().contains("go through the CPU"), "{err}");
     // Mixing them in one call is the fallback's device error.
-    let err = ops::exp(&on_npu).and_then(|e| ops::sub(&e, &on_dpu)).unwrap_err();
+    let err = ops::exp(&on_npu)
+        .and_then(|e| ops::sub(&e, &on_dpu))
+        .unwrap_err();
     assert!(
         err.to_string().starts_with(
             "Expected all tensors to be on the same device, but found at least two devices"

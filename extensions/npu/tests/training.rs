@@ -49,11 +49,16 @@ fn the_default_model_trains_on_npu_as_on_cpu() {
     let d = on_npu.dispatch.as_ref().unwrap();
     assert!(d.per_key.contains_key("PrivateUse1"), "{:?}", d.per_key);
     assert!(
-        d.layer_hops.keys().any(|(from, _)| from == "AutogradPrivateUse1"),
+        d.layer_hops
+            .keys()
+            .any(|(from, _)| from == "AutogradPrivateUse1"),
         "{:?}",
         d.layer_hops
     );
     let stats = backend.stats();
     assert!(stats.native.contains_key("aten::mm"), "{stats:?}");
-    assert!(stats.fallback.contains_key("aten::_log_softmax"), "{stats:?}");
+    assert!(
+        stats.fallback.contains_key("aten::_log_softmax"),
+        "{stats:?}"
+    );
 }
