@@ -232,3 +232,31 @@ fn autograd_through_autograd_private_use1() {
     };
     assert_eq!(grads(npu), grads(Device::CPU));
 }
+
+#[test]
+fn autograd_through_views_and_in_place_updates() {
+    // View backward formulas build index tensors: they must be on the gradient's device
+    // (select, narrow/slice), and an in-place update of a view rebases its base's history
+    // (CopySlices) with masks on the base's device.
+    let npu = npu();
+    let w_cpu = Tensor::from_vec((1..=6).map(|i| i as f32).collect(), &[2, 3]).unwrap();
+    let grads = |device: Device| {
+        let w = to(&w_cpu, device).requires_grad_(true).unwrap();
+        let row = ops::select(&w, 0, 1).unwrap();
+        let cols = ops::narrow(&w, 1, 1, 2).unwrap();
+        let y = ops::mul(&w, &w).unwrap();
+        let part = ops::select(&y, 1, 0).unwrap();
+        ops::mul_scalar_(&part, 10).unwrap();
+        let loss = ops::add(
+            &ops::add(&ops::mul(&row, &row).unwrap().sum().unwrap(), &cols.sum().unwrap())
+                .unwrap(),
+            &y.sum().unwrap(),
+        )
+        .unwrap();
+        loss.backward().unwrap();
+        let g = w.grad().unwrap();
+        assert_eq!(g.device(), device);
+        values(&g)
+    };
+    assert_eq!(grads(npu), grads(Device::CPU));
+}
