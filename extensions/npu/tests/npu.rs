@@ -156,6 +156,17 @@ fn native_kernels_and_the_fallback() {
     let r = ops::sub_out(&a, &a, &out).unwrap();
     assert!(r.is_same(&out));
     assert_eq!(values(&out), [0.; 6]);
+    // An out= tensor of another size: whatever the CPU kernel does with it, the fallback does.
+    let small = ops::empty_with(&[0], ops::EmptyOptions::default().device(npu)).unwrap();
+    let small_cpu = Tensor::zeros(&[0], ScalarType::Float).unwrap();
+    match (ops::add_out(&a, &b, &small), ops::add_out(&a_cpu, &b_cpu, &small_cpu)) {
+        (Ok(r), Ok(r_cpu)) => {
+            assert_eq!((r.sizes(), r.device()), (r_cpu.sizes(), npu));
+            assert_eq!(values(&r), r_cpu.to_vec::<f32>().unwrap());
+        }
+        (Err(e), Err(e_cpu)) => assert_eq!(e.to_string(), e_cpu.to_string()),
+        (r, r_cpu) => panic!("npu {r:?} vs cpu {r_cpu:?}"),
+    }
     // A list argument (cat) and a 0-dim CPU scalar mixed in (allowed, as in PyTorch).
     let cat = ops::cat(&[a.clone(), a.clone()]).unwrap();
     assert_eq!((cat.sizes(), cat.device()), (&[4i64, 3][..], npu));
