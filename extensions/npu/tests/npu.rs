@@ -159,7 +159,10 @@ fn native_kernels_and_the_fallback() {
     // An out= tensor of another size: whatever the CPU kernel does with it, the fallback does.
     let small = ops::empty_with(&[0], ops::EmptyOptions::default().device(npu)).unwrap();
     let small_cpu = Tensor::zeros(&[0], ScalarType::Float).unwrap();
-    match (ops::add_out(&a, &b, &small), ops::add_out(&a_cpu, &b_cpu, &small_cpu)) {
+    match (
+        ops::add_out(&a, &b, &small),
+        ops::add_out(&a_cpu, &b_cpu, &small_cpu),
+    ) {
         (Ok(r), Ok(r_cpu)) => {
             assert_eq!((r.sizes(), r.device()), (r_cpu.sizes(), npu));
             assert_eq!(values(&r), r_cpu.to_vec::<f32>().unwrap());
@@ -259,8 +262,11 @@ fn autograd_through_views_and_in_place_updates() {
         let part = ops::select(&y, 1, 0).unwrap();
         ops::mul_scalar_(&part, 10).unwrap();
         let loss = ops::add(
-            &ops::add(&ops::mul(&row, &row).unwrap().sum().unwrap(), &cols.sum().unwrap())
-                .unwrap(),
+            &ops::add(
+                &ops::mul(&row, &row).unwrap().sum().unwrap(),
+                &cols.sum().unwrap(),
+            )
+            .unwrap(),
             &y.sum().unwrap(),
         )
         .unwrap();
