@@ -2,4 +2,5 @@
 //! `switchboard train` and `examples/compute_bench.rs` run. The subcommands themselves live in
 //! the binary (`src/main.rs`, `src/commands/`).
 
+pub mod devices;
 pub mod train;

@@ -3,7 +3,7 @@
 use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
-use switchboard_tensor::{Generator, ScalarType, Tensor};
+use switchboard_tensor::{Device, Generator, ScalarType, Tensor};
 
 /// A layer or a model (`torch.nn.Module`): a function of one tensor with trainable
 /// parameters.
@@ -32,6 +32,28 @@ pub trait Module: Send + Sync {
 
     /// A short description, as PyTorch prints modules.
     fn describe(&self) -> String;
+
+    /// Moves the parameters to `device` (`module.to(device)`): each becomes a new leaf on
+    /// that device with the same values and `requires_grad`, and gradients are dropped. Make
+    /// optimizers after moving, over the moved parameters. Modules without parameters keep
+    /// this default, which does nothing.
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        let _ = device;
+        Ok(())
+    }
+}
+
+/// `p` on `device`, as a new leaf with the same values and `requires_grad`.
+fn moved(p: &Tensor, device: Device) -> Result<Tensor> {
+    if p.device() == device {
+        return Ok(p.clone());
+    }
+    let requires_grad = p.requires_grad();
+    let t = {
+        let _guard = no_grad();
+        ops::_to_copy_with(p, ops::ToCopyOptions::default().device(device))?
+    };
+    t.requires_grad_(requires_grad)
 }
 
 /// `nn.Linear`: `y = x W^T + b`, with `W` of shape `[out_features, in_features]`.
@@ -127,6 +149,14 @@ impl Module for Linear {
             .collect()
     }
 
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        self.weight = moved(&self.weight, device)?;
+        if let Some(b) = &self.bias {
+            self.bias = Some(moved(b, device)?);
+        }
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         format!(
             "Linear(in_features={}, out_features={}, bias={})",
@@ -207,6 +237,10 @@ impl Module for Sequential {
                     .map(move |(n, p)| (format!("{i}.{n}"), p))
             })
             .collect()
+    }
+
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        self.layers.iter_mut().try_for_each(|m| m.to_device(device))
     }
 
     fn describe(&self) -> String {

@@ -67,8 +67,10 @@
 #![warn(missing_docs)]
 
 pub mod composite;
+mod cpu_fallback;
 mod lazy_handle;
 
+pub use cpu_fallback::cpu_fallback;
 pub use lazy_handle::LazyHandle;
 
 // Generated code: long signatures are PyTorch's schemas.

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use switchboard_cli::train::{self, options, OptimizerKind, TrainConfig};
+use switchboard_tensor::Device;
 
 // Note [Command-line numbers]
 // Every numeric option takes negative numbers as values (`--lr -1` is the value -1, refused by
@@ -111,6 +112,10 @@ pub struct TrainArgs {
     /// No dispatch summary (and no observer overhead).
     #[arg(long)]
     pub no_summary: bool,
+    /// The device to train on: cpu, or an out-of-tree backend this build links (npu with
+    /// --features npu).
+    #[arg(long, default_value = "cpu", value_parser = switchboard_cli::devices::parse_device)]
+    pub device: Device,
 }
 
 /// `--optimizer` values.
@@ -143,6 +148,7 @@ impl TrainArgs {
             trace: self.trace,
             progress: !self.no_progress,
             summary: !self.no_summary,
+            device: self.device,
             max_data_bytes: self.max_data_mib << 20,
         }
     }

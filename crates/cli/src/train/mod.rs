@@ -16,7 +16,7 @@ use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_dispatcher::{set_dispatch_trace, DispatchError};
 use switchboard_nn::{mlp, Adam, Module, Optimizer, Sequential, Sgd};
 use switchboard_ops as ops;
-use switchboard_tensor::{Generator, Tensor};
+use switchboard_tensor::{Device, Generator, Tensor};
 
 // The CPU kernels must be linked for the operators to have a backend.
 use switchboard_cpu as _;
@@ -70,6 +70,8 @@ pub struct TrainConfig {
     pub progress: bool,
     /// Records the dispatcher's calls for the summary.
     pub summary: bool,
+    /// Where the model and the data live (`--device`; see [`crate::devices`]).
+    pub device: Device,
     /// At most this many bytes of CSV text are read from `data` (after decompression).
     pub max_data_bytes: u64,
 }
@@ -91,6 +93,7 @@ impl Default for TrainConfig {
             trace: false,
             progress: true,
             summary: true,
+            device: Device::CPU,
             max_data_bytes: data::MAX_CSV_BYTES,
         }
     }
@@ -254,12 +257,18 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     let (train_set, test_set) = data.split(cfg.test_fraction, cfg.seed)?;
     let (n_features, n_classes, n_samples) = (data.n_features, data.n_classes, data.len());
     drop(data);
+    let on_device = |t: Tensor| -> Result<Tensor, TrainError> {
+        Ok(ops::to_device(&t, cfg.device, t.dtype())?)
+    };
     let n_train = train_set.len();
     let n_test = test_set.len();
     let (x_train, y_train) = tensors(train_set)?;
+    let (x_train, y_train) = (on_device(x_train)?, on_device(y_train)?);
     let (x_test, y_test) = tensors(test_set)?;
+    let (x_test, y_test) = (on_device(x_test)?, on_device(y_test)?);
 
-    let model = mlp(&[n_features, cfg.hidden, n_classes], cfg.seed)?;
+    let mut model = mlp(&[n_features, cfg.hidden, n_classes], cfg.seed)?;
+    model.to_device(cfg.device)?;
     let lr = cfg.learning_rate();
     let mut opt: Box<dyn Optimizer> = match cfg.optimizer {
         OptimizerKind::Sgd => Box::new(
@@ -292,11 +301,12 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     )?;
     writeln!(
         out,
-        "model: MLP {} -> {} -> {} (ReLU), {} parameters; {opt_name}, batch {}, {} epochs, {} threads",
+        "model: MLP {} -> {} -> {} (ReLU), {} parameters on {}; {opt_name}, batch {}, {} epochs, {} threads",
         n_features,
         cfg.hidden,
         n_classes,
         model.parameters().iter().map(|p| p.numel()).sum::<i64>(),
+        cfg.device,
         cfg.batch_size,
         cfg.epochs,
         rayon::current_num_threads()
@@ -318,10 +328,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         let perm = data::permutation(n_train, &shuffle);
         let (mut loss_sum, mut hits) = (0.0, 0i64);
         for batch in perm.chunks(cfg.batch_size) {
-            let idx = Tensor::from_vec(
+            let idx = on_device(Tensor::from_vec(
                 batch.iter().map(|&i| i as i64).collect(),
                 &[batch.len() as i64],
-            )?;
+            )?)?;
             let xb = ops::index_select(&x_train, 0, &idx)?;
             let yb = ops::index_select(&y_train, 0, &idx)?;
             let tracing = cfg.trace && steps == 0;

@@ -1,7 +1,9 @@
-//! Conversions and copies: `to`, `clone`.
+//! Conversions and copies: `to`, `_to_copy`, `clone`.
 
-use switchboard_dispatcher::Result;
-use switchboard_tensor::{Device, MemoryFormat, ScalarType, Tensor};
+use switchboard_dispatcher::{AutoDispatchBelowADInplaceOrView, Result};
+use switchboard_tensor::{Device, Layout, MemoryFormat, ScalarType, Tensor};
+
+use super::error;
 
 fn needs_copy(
     self_: &Tensor,
@@ -62,6 +64,43 @@ pub fn to_device(
             ..Default::default()
         },
     )
+}
+
+/// `_to_copy` (CompositeExplicitAutograd, as in PyTorch): an empty tensor of the target dtype
+/// and device laid out like `self` (`empty_like`: the same strides with the preserve format,
+/// the default), then `copy_`. The copy dispatches on both tensors, so moving data between
+/// devices is the business of the copy kernel of the backend with the higher priority (an
+/// out-of-tree backend's `copy_` copies to and from its memory), and a new backend gets
+/// `to(device)` both ways by implementing `empty_strided`, `empty.memory_format` and `copy_`.
+#[allow(clippy::too_many_arguments)]
+pub fn _to_copy(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    non_blocking: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    if pin_memory == Some(true) {
+        return Err(error(
+            "Only dense CPU tensors can be pinned, and pinning needs an accelerator",
+        ));
+    }
+    // Below ADInplaceOrView, as PyTorch's autograd kernels call composites: the fresh
+    // result's version stays 0 (the copy is part of `_to_copy`, not an in-place op on it).
+    let _below = AutoDispatchBelowADInplaceOrView::new();
+    let out = crate::empty_like_with(
+        self_,
+        crate::EmptyLikeOptions {
+            dtype,
+            layout,
+            device,
+            memory_format,
+            ..Default::default()
+        },
+    )?;
+    crate::copy_with_(&out, self_, crate::CopyInplaceOptions { non_blocking })
 }
 
 /// `clone` (CompositeExplicitAutograd): `empty_like` in `memory_format` (preserve by
