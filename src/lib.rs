@@ -1,7 +1,7 @@
 //! Switchboard: PyTorch's operator dispatcher rebuilt in Rust.
 //!
 //! This facade re-exports the public API of the workspace's crates and links the CPU and Meta
-//! backends and the autograd layer (their kernels register themselves in
+//! backends and the autograd and autocast layers (their kernels register themselves in
 //! [`Dispatcher::global()`](dispatcher::Dispatcher::global) at start-up); most users only
 //! need [`prelude`].
 //!
@@ -25,6 +25,7 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+pub use switchboard_autocast as autocast;
 pub use switchboard_autograd as autograd;
 pub use switchboard_cpu as cpu;
 pub use switchboard_dispatcher as dispatcher;
@@ -46,6 +47,7 @@ pub mod prelude {
     pub use switchboard_schema::{FunctionSchema, OperatorName};
     pub use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
+    pub use switchboard_autocast::{autocast, is_autocast_enabled, AutocastGuard, AutocastOptions};
     pub use switchboard_autograd::{
         enable_grad, no_grad, AutogradTensor, InferenceMode, NoGradGuard,
     };

@@ -53,6 +53,8 @@ pub struct TrainArgs {
     /// No dispatch summary (and no observer overhead).
     #[arg(long)]
     pub no_summary: bool,
+    #[command(flatten)]
+    pub layers: switchboard_cli::layers::LayerOptions,
 }
 
 /// `--optimizer` values.
@@ -85,6 +87,7 @@ impl TrainArgs {
             trace: self.trace,
             progress: !self.no_progress,
             summary: !self.no_summary,
+            layers: self.layers.clone(),
         }
     }
 }

@@ -69,6 +69,8 @@ pub struct TrainConfig {
     pub progress: bool,
     /// Records the dispatcher's calls for the summary.
     pub summary: bool,
+    /// The dispatch layers to run the steps under (autocast, FLOP counting).
+    pub layers: crate::layers::LayerOptions,
 }
 
 impl Default for TrainConfig {
@@ -88,6 +90,7 @@ impl Default for TrainConfig {
             trace: false,
             progress: true,
             summary: true,
+            layers: Default::default(),
         }
     }
 }
@@ -312,8 +315,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 set_dispatch_trace(true);
             }
             let step = (|| -> Result<Tensor, TrainError> {
+                let region = crate::layers::autocast_region(cfg.layers.autocast)?;
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
+                drop(region);
                 opt.zero_grad();
                 loss.backward()?;
                 opt.step()?;
