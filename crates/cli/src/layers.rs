@@ -2,8 +2,11 @@
 //! `switchboard train`: `--autocast DTYPE` (a CPU autocast region) and, for training,
 //! `--count-flops` (a FLOP-counting dispatch mode over one step).
 
+use std::rc::Rc;
+
 use switchboard::autocast::AutocastGuard;
 use switchboard::dispatcher::DispatchError;
+use switchboard::modes::{push_mode, FlopCounterMode, ModeGuard};
 use switchboard::tensor::{Device, ScalarType};
 
 /// `--autocast` values: the lower-precision dtype of a CPU autocast region.
@@ -41,4 +44,34 @@ pub struct LayerOptions {
     /// region of this dtype; backward and the optimizer run after it, as PyTorch recommends.
     #[arg(long, value_enum, value_name = "DTYPE")]
     pub autocast: Option<AutocastDtype>,
+    /// Counts the FLOPs of the first training step (forward, backward, optimizer) with a
+    /// FLOP-counting dispatch mode and prints them per operator.
+    #[arg(long)]
+    pub count_flops: bool,
+}
+
+/// A FLOP counter pushed as a dispatch mode over one training step, when asked for.
+pub struct StepFlops {
+    counter: Rc<FlopCounterMode>,
+    _mode: ModeGuard,
+}
+
+impl StepFlops {
+    /// Starts counting if `options.count_flops` and this is the first step.
+    pub fn start(options: &LayerOptions, step: usize) -> Option<StepFlops> {
+        (options.count_flops && step == 0).then(|| {
+            let counter = FlopCounterMode::new();
+            StepFlops {
+                _mode: push_mode(counter.clone()),
+                counter,
+            }
+        })
+    }
+
+    /// Stops counting; the per-operator table.
+    pub fn finish(self) -> String {
+        let StepFlops { counter, _mode } = self;
+        drop(_mode);
+        format!("FLOPs of one training step:\n{}", counter.table())
+    }
 }

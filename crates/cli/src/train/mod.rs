@@ -314,6 +314,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 bar.suspend(|| eprintln!("dispatch trace of the first training step:"));
                 set_dispatch_trace(true);
             }
+            let flops = crate::layers::StepFlops::start(&cfg.layers, steps);
             let step = (|| -> Result<Tensor, TrainError> {
                 let region = crate::layers::autocast_region(cfg.layers.autocast)?;
                 let logits = model.forward(&xb)?;
@@ -327,6 +328,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             })();
             if tracing {
                 set_dispatch_trace(false);
+            }
+            if let Some(flops) = flops {
+                let table = flops.finish();
+                bar.suspend(|| write!(out, "{table}"))?;
             }
             let loss = step?.item()?.to_f64();
             if !loss.is_finite() {
