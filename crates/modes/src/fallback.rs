@@ -79,8 +79,7 @@ pub(crate) fn python_fallback(
     let _above = ExcludeDispatchKeyGuard::new(ABOVE_PYTHON);
     match stack::pop() {
         Some(mode) => {
-            let unpop = Unpop(Some(mode));
-            let mode = unpop.0.as_ref().expect("just set").clone();
+            let _unpop = Unpop(Some(mode.clone()));
             mode.dispatch(op, keys, stack)
         }
         None => {
