@@ -31,8 +31,20 @@ enum Command {
     Train(commands::train::TrainArgs),
 }
 
+/// The environment variables the tool reads, checked before anything runs: a value they do
+/// not accept is an error, not silently taken for something else.
+fn check_environment() -> Result<(), String> {
+    use switchboard_dispatcher::{env_flag, DISPATCH_TRACE_ENV};
+    env_flag(DISPATCH_TRACE_ENV)?;
+    switchboard_cli::train::options::check_rayon_env()
+}
+
 fn main() {
     let cli = Cli::parse();
+    if let Err(e) = check_environment() {
+        commands::report_error(&e);
+        std::process::exit(2);
+    }
     match cli.command {
         Command::Keys => commands::keys::run(&mut std::io::stdout().lock()),
         Command::Call(args) => std::process::exit(commands::call::main(&args)),

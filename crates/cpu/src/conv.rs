@@ -3,7 +3,7 @@
 //! ([`gemm_float`](crate::linalg)). Transposed convolutions are not implemented.
 
 use switchboard_tensor::RawOps;
-use switchboard_tensor::{Device, ScalarType, Tensor};
+use switchboard_tensor::{CheckedSize, Device, ScalarType, Tensor};
 
 use crate::copy::cast;
 use crate::error::{check_cpu_or_meta, invalid, not_implemented, same_device, shape_str, Result};
@@ -116,12 +116,13 @@ fn prepare(
         )));
     }
     let is = input.sizes();
-    if is[1] != ws[1] * groups {
+    let channels = (CheckedSize::new(ws[1]) * groups)
+        .get(|| format!("{op}: the input channels of weight {wstr} with groups={groups}"))?;
+    if is[1] != channels {
         return Err(invalid(format!(
-            "Given groups={groups}, weight of size {wstr}, expected input{} to have {} \
+            "Given groups={groups}, weight of size {wstr}, expected input{} to have {channels} \
              channels, but got {} channels instead",
             shape_str(is),
-            ws[1] * groups,
             is[1]
         )));
     }
@@ -135,10 +136,29 @@ fn prepare(
             )));
         }
     }
-    let padded: Vec<i64> = (0..dim).map(|i| is[i + 2] + 2 * padding[i]).collect();
-    let kernel: Vec<i64> = (0..dim)
-        .map(|i| dilation[i] * (ws[i + 2] - 1) + 1)
-        .collect();
+    // Sizes from user input: checked (Note [Checked size arithmetic]).
+    let padded = (0..dim)
+        .map(|i| {
+            (CheckedSize::new(is[i + 2]) + CheckedSize::new(padding[i]) * 2).get(|| {
+                format!(
+                    "{op}: the padded input size ({} + 2 * padding {})",
+                    is[i + 2],
+                    padding[i]
+                )
+            })
+        })
+        .collect::<Result<Vec<i64>>>()?;
+    let kernel = (0..dim)
+        .map(|i| {
+            (CheckedSize::new(dilation[i]) * (CheckedSize::new(ws[i + 2]) - 1) + 1).get(|| {
+                format!(
+                    "{op}: the dilated kernel size (dilation {} * ({} - 1) + 1)",
+                    dilation[i],
+                    ws[i + 2]
+                )
+            })
+        })
+        .collect::<Result<Vec<i64>>>()?;
     if padded.iter().zip(&kernel).any(|(p, k)| p < k) {
         let join = |v: &[i64]| {
             v.iter()
@@ -176,11 +196,20 @@ fn prepare(
              {dim}-d one"
         )));
     }
+    // In range: padded >= kernel >= 1 and stride >= 1.
     let out_sp: Vec<i64> = (0..dim)
         .map(|i| (padded[i] - kernel[i]) / stride[i] + 1)
         .collect();
     let mut out_shape = vec![is[0], ws[0]];
     out_shape.extend(&out_sp);
+    // The im2col buffer of one image and group (`K x L`, Note [Convolution as im2col +
+    // GEMM]) is sized by the user's shapes: its size must fit, and it is allocated fallibly.
+    let cols = CheckedSize::product(
+        std::iter::once(ws[1])
+            .chain(ws[2..].iter().copied())
+            .chain(out_sp.iter().copied()),
+    )
+    .get(|| format!("{op}: the im2col buffer size"))?;
     // A 1-d convolution is a 2-d one of height 1 (Note [Convolution as im2col + GEMM]).
     let two = |v: &[i64], one: i64| -> [usize; 2] {
         if dim == 1 {
@@ -212,6 +241,7 @@ fn prepare(
         oh,
         ow,
         groups: groups as usize,
+        cols: cols as usize,
     };
     Ok(Conv {
         input,
@@ -291,7 +321,7 @@ pub fn convolution(
             let (xs, ws) = (x.data::<$t>()?, wt.data::<$t>()?);
             let bv = b.as_ref().map(|b| b.to_vec::<$t>()).transpose()?;
             let mut os = out_c.data_mut::<$t>()?;
-            forward_impl::<$t>(&xs, &ws, bv.as_deref(), &mut os, &conv.geom);
+            forward_impl::<$t>(&xs, &ws, bv.as_deref(), &mut os, &conv.geom)?;
         }};
     }
     if compute == ScalarType::Double {
@@ -417,7 +447,7 @@ pub fn convolution_backward(
                     output_mask[1].then_some(&mut *gws),
                     output_mask[2].then_some(&mut *gbs),
                     &conv.geom,
-                );
+                )?;
             }};
         }
         if compute == ScalarType::Double {

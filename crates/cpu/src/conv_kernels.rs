@@ -3,7 +3,10 @@
 
 use rayon::prelude::*;
 
+use switchboard_tensor::TensorError;
+
 use crate::dispatch_dtype::Num;
+use crate::error::Result;
 use crate::linalg::{gemm_float, GemmFloat, MatPtr};
 use crate::loops::in_parallel_region;
 
@@ -40,6 +43,8 @@ pub(super) struct Geom {
     pub(super) oh: usize,
     pub(super) ow: usize,
     pub(super) groups: usize,
+    /// Elements of the im2col buffer `K x L` (checked to fit when the geometry was built).
+    pub(super) cols: usize,
 }
 
 impl Geom {
@@ -67,6 +72,20 @@ impl Geom {
     fn pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1 && self.ph == 0 && self.pw == 0
     }
+}
+
+/// A zeroed buffer of `len` elements, allocated fallibly: its size comes from the user's
+/// shapes, so running out of memory is an error, not an abort (PyTorch's allocator message).
+fn zeroed<T: Num>(len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        TensorError::invalid(format!(
+            "DefaultCPUAllocator: not enough memory: you tried to allocate {} bytes.",
+            len.saturating_mul(std::mem::size_of::<T>())
+        ))
+    })?;
+    v.resize(len, T::ZERO);
+    Ok(v)
 }
 
 /// The output positions `o < out` whose input position `o*s + off - p` lies in `0..size`, as
@@ -158,16 +177,12 @@ pub(super) fn forward_impl<T: GemmFloat>(
     bias: Option<&[T]>,
     out: &mut [T],
     g: &Geom,
-) {
+) -> Result<()> {
     let (k, l, cin_g, cout_g) = (g.k(), g.l(), g.cin_g(), g.cout_g());
     let chunks = image_chunks(g.n);
     let per = g.n.div_ceil(chunks).max(1);
-    let task = |c: usize, out: &mut [T]| {
-        let mut cols = if g.pointwise() {
-            Vec::new()
-        } else {
-            vec![<T as Num>::ZERO; k * l]
-        };
+    let task = |c: usize, out: &mut [T]| -> Result<()> {
+        let mut cols = zeroed::<T>(if g.pointwise() { 0 } else { g.cols })?;
         for (i, o) in out.chunks_mut(g.out_image()).enumerate() {
             let x_img = &x[(c * per + i) * g.in_image()..][..g.in_image()];
             if let Some(b) = bias {
@@ -203,14 +218,15 @@ pub(super) fn forward_impl<T: GemmFloat>(
                 };
             }
         }
+        Ok(())
     };
     let span = per * g.out_image();
     if chunks == 1 || span == 0 {
-        task(0, out);
+        task(0, out)
     } else {
         out.par_chunks_mut(span)
             .enumerate()
-            .for_each(|(c, o)| task(c, o));
+            .try_for_each(|(c, o)| task(c, o))
     }
 }
 
@@ -224,34 +240,22 @@ pub(super) fn backward_impl<T: GemmFloat>(
     gw: Option<&mut [T]>,
     gb: Option<&mut [T]>,
     g: &Geom,
-) {
+) -> Result<()> {
     let (k, l, cin_g, cout_g) = (g.k(), g.l(), g.cin_g(), g.cout_g());
     let (need_w, need_b) = (gw.is_some(), gb.is_some());
     let chunks = image_chunks(g.n);
     let per = g.n.div_ceil(chunks).max(1);
-    let zero = <T as Num>::ZERO;
     // One task: images `c*per ..` (as many as `gx_chunk` holds, or up to `per`); returns its
     // partial weight and bias gradients.
-    let task = |c: usize, mut gx_chunk: Option<&mut [T]>| -> (Vec<T>, Vec<T>) {
-        let mut pw = if need_w {
-            vec![zero; g.c_out * k]
+    let task = |c: usize, mut gx_chunk: Option<&mut [T]>| -> Result<(Vec<T>, Vec<T>)> {
+        let mut pw = zeroed::<T>(if need_w { g.c_out * k } else { 0 })?;
+        let mut pb = zeroed::<T>(if need_b { g.c_out } else { 0 })?;
+        let mut cols = zeroed::<T>(if g.pointwise() { 0 } else { g.cols })?;
+        let mut dcols = zeroed::<T>(if gx_chunk.is_some() && !g.pointwise() {
+            g.cols
         } else {
-            Vec::new()
-        };
-        let mut pb = if need_b {
-            vec![zero; g.c_out]
-        } else {
-            Vec::new()
-        };
-        let mut cols = vec![zero; if g.pointwise() { 0 } else { k * l }];
-        let mut dcols = vec![
-            zero;
-            if gx_chunk.is_some() && !g.pointwise() {
-                k * l
-            } else {
-                0
-            }
-        ];
+            0
+        })?;
         let first = c * per;
         let last = (first + per).min(g.n);
         for n in first..last {
@@ -321,17 +325,20 @@ pub(super) fn backward_impl<T: GemmFloat>(
                 }
             }
         }
-        (pw, pb)
+        Ok((pw, pb))
     };
     let partials: Vec<(Vec<T>, Vec<T>)> = match gx {
         Some(gx) if chunks > 1 && g.in_image() > 0 => gx
             .par_chunks_mut(per * g.in_image())
             .enumerate()
             .map(|(c, s)| task(c, Some(s)))
-            .collect(),
-        Some(gx) => vec![task(0, Some(gx))],
-        None if chunks > 1 => (0..chunks).into_par_iter().map(|c| task(c, None)).collect(),
-        None => vec![task(0, None)],
+            .collect::<Result<_>>()?,
+        Some(gx) => vec![task(0, Some(gx))?],
+        None if chunks > 1 => (0..chunks)
+            .into_par_iter()
+            .map(|c| task(c, None))
+            .collect::<Result<_>>()?,
+        None => vec![task(0, None)?],
     };
     let add_all = |dst: &mut [T], which: usize| {
         for p in &partials {
@@ -347,4 +354,5 @@ pub(super) fn backward_impl<T: GemmFloat>(
     if let Some(gb) = gb {
         add_all(gb, 1);
     }
+    Ok(())
 }

@@ -408,3 +408,66 @@ fn backward_masks_meta_and_errors() {
     .to_string()
     .contains("expected grad_output of size [2, 4, 3, 3]"));
 }
+
+#[test]
+fn sizes_from_huge_arguments_are_checked() {
+    let x = ramp(&[1, 1, 5, 5], ScalarType::Float);
+    let w = ramp(&[1, 1, 3, 3], ScalarType::Float);
+    let meta = |t: &Tensor| Tensor::empty_on(t.sizes(), t.dtype(), Device::META).unwrap();
+    let err = |x: &Tensor, w: &Tensor, p: &[i64], d: &[i64]| {
+        convolution(x, w, None, &[1], p, d, false, &[0], 1)
+            .unwrap_err()
+            .to_string()
+    };
+    // A padding near i64::MAX used to wrap and give a 1x1 zero tensor (issue #22).
+    let e = "convolution: the padded input size (5 + 2 * padding 9223372036854775806) overflows \
+             int64";
+    assert_eq!(err(&x, &w, &[i64::MAX - 1], &[1]), e);
+    assert_eq!(err(&meta(&x), &meta(&w), &[i64::MAX - 1], &[1]), e);
+    assert_eq!(
+        err(&x, &w, &[0, 1 << 62], &[1]),
+        e.replace("9223372036854775806", "4611686018427387904")
+    );
+    // A huge dilation used to overflow the kernel extent and panic in the kernel.
+    assert_eq!(
+        err(&x, &w, &[0], &[i64::MAX]),
+        "convolution: the dilated kernel size (dilation 9223372036854775807 * (3 - 1) + 1) \
+         overflows int64"
+    );
+    assert_eq!(
+        err(&x, &w, &[0], &[1 << 61]),
+        "Calculated padded input size per channel: (5 x 5). Kernel size: (4611686018427387905 x \
+         4611686018427387905). Kernel size can't be greater than actual input size"
+    );
+    let x1 = ramp(&[1, 2, 7], ScalarType::Float);
+    let w1 = ramp(&[3, 2, 2], ScalarType::Float);
+    assert!(err(&x1, &w1, &[0], &[i64::MAX]).contains("overflows int64"));
+    assert!(err(&x1, &w1, &[0], &[1 << 40]).contains("Kernel size can't be greater"));
+    // A 1-tap kernel ignores the dilation: any value works.
+    let w1x1 = ramp(&[3, 2, 1], ScalarType::Float);
+    let y = convolution(&x1, &w1x1, None, &[1], &[0], &[i64::MAX], false, &[0], 1).unwrap();
+    let y1 = convolution(&x1, &w1x1, None, &[1], &[0], &[1], false, &[0], 1).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), y1.to_vec::<f32>().unwrap());
+    // Outputs too large for memory (or for a size) are errors, not aborts.
+    let tiny = ramp(&[1, 1, 1, 1], ScalarType::Float);
+    assert!(convolution(&tiny, &tiny, None, &[1], &[1 << 30], &[1], false, &[0], 1).is_err());
+    let e = err(&tiny, &tiny, &[1 << 40], &[1]);
+    assert!(e.contains("overflow"), "{e}");
+    // The backward pass shares the checks.
+    let g = ramp(&[1, 1, 3, 3], ScalarType::Float);
+    let e = convolution_backward(
+        &g,
+        &x,
+        &w,
+        None,
+        &[1],
+        &[i64::MAX - 1],
+        &[1],
+        false,
+        &[0],
+        1,
+        &[true, true, true],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("overflows int64"), "{e}");
+}

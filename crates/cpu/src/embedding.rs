@@ -1,6 +1,8 @@
 //! `embedding_dense_backward`: the gradient of an embedding lookup with respect to its
 //! weight table.
 
+use std::collections::HashMap;
+
 use rayon::prelude::*;
 use switchboard_tensor::RawOps;
 use switchboard_tensor::{ScalarType, Tensor};
@@ -79,15 +81,14 @@ pub fn embedding_dense_backward(
             "embedding_dense_backward: index {bad} is out of range for {num_weights} weights"
         )));
     }
-    let counts = if scale_grad_by_freq {
-        let mut c = vec![0u32; num_weights as usize];
+    // Counted per index given, not per weight: `num_weights` is the caller's number, and
+    // with an embedding dimension of 0 nothing else bounds it.
+    let mut counts: HashMap<i64, u32> = HashMap::new();
+    if scale_grad_by_freq {
         for &i in idx.iter().filter(|&&i| i != padding_idx) {
-            c[i as usize] += 1;
+            *counts.entry(i).or_default() += 1;
         }
-        c
-    } else {
-        Vec::new()
-    };
+    }
     let g = grad_output.contiguous()?;
     let d = d as usize;
     dispatch_floating_types!(g.dtype(), "embedding_backward", T => {
@@ -103,7 +104,7 @@ pub fn embedding_dense_backward(
                     continue;
                 }
                 let scale = if scale_grad_by_freq {
-                    1.0 / counts[r] as f64
+                    1.0 / counts[&i] as f64
                 } else {
                     1.0
                 };
@@ -199,5 +200,15 @@ mod tests {
         assert!(w.is_meta());
         assert_eq!(w.sizes(), &[11, 8]);
         assert_eq!(w.dtype(), ScalarType::BFloat16);
+    }
+
+    #[test]
+    fn huge_weight_counts_allocate_by_the_indices() {
+        // An embedding dimension of 0: the output is empty whatever num_weights is, and the
+        // per-weight counts of scale_grad_by_freq must not be allocated per weight.
+        let g = Tensor::zeros(&[3, 0], ScalarType::Float).unwrap();
+        let idx = Tensor::from_vec(vec![0i64, 1 << 61, 1 << 61], &[3]).unwrap();
+        let w = embedding_dense_backward(&g, &idx, 1 << 62, -1, true).unwrap();
+        assert_eq!(w.sizes(), &[1 << 62, 0]);
     }
 }

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 use switchboard_tensor::RawOps;
-use switchboard_tensor::{Device, ScalarType, Tensor};
+use switchboard_tensor::{to_int32, CheckedSize, Device, ScalarType, Tensor};
 
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
@@ -31,12 +31,19 @@ fn parse_window(
     padding: &[i64],
     dilation: &[i64],
 ) -> Result<Window> {
+    // PyTorch narrows every window parameter to a C++ `int` as it reads it (`safe_downcast`),
+    // which bounds all the window arithmetic below: with parameters under 2^31, the
+    // output-size formula and the window bounds cannot overflow `i64` for any input size
+    // (Note [Checked size arithmetic]).
     let pair = |v: &[i64], name: &str, msg: &str| -> Result<(i64, i64)> {
-        match v {
-            [a] => Ok((*a, *a)),
-            [a, b] => Ok((*a, *b)),
-            _ => Err(invalid(format!("max_pool2d: {name} {msg}"))),
-        }
+        let (a, b) = match v {
+            [a] => (*a, *a),
+            [a, b] => (*a, *b),
+            _ => return Err(invalid(format!("max_pool2d: {name} {msg}"))),
+        };
+        to_int32(a)?;
+        to_int32(b)?;
+        Ok((a, b))
     };
     let (kh, kw) = pair(
         kernel_size,
@@ -90,13 +97,27 @@ fn pooling_output_shape(size: i64, k: i64, pad: i64, s: i64, d: i64, ceil: bool)
              kernel_size={k} and dilation={d}"
         )));
     }
-    let num = size + 2 * pad - d * (k - 1) - 1 + if ceil { s - 1 } else { 0 };
-    let mut out = num.div_euclid(s) + 1;
+    let size = CheckedSize::new(size);
+    let extra = if ceil { s - 1 } else { 0 };
+    let what = || "max_pool2d: the output size".to_string();
+    let mut out = ((size + pad * 2 - (CheckedSize::new(k) - 1) * d - 1 + extra).div_floor(s) + 1)
+        .get(what)?;
     // The last window must start inside the input (or its left padding).
-    if ceil && (out - 1) * s >= size + pad {
+    if ceil && (CheckedSize::new(out - 1) * s).get(what)? >= (size + pad).get(what)? {
         out -= 1;
     }
     Ok(out)
+}
+
+/// The first input position `>= 0` of a window starting at `start` (possibly in the padding)
+/// and stepping by `dilation`: `start` moved up by whole steps, in closed form (a loop would
+/// take `padding / dilation` steps).
+fn first_inside(start: i64, dilation: i64) -> i64 {
+    if start >= 0 {
+        start
+    } else {
+        start + (-start + dilation - 1) / dilation * dilation
+    }
 }
 
 /// The checked geometry of one pooling: planes (`N*C`), input and output plane sizes, and
@@ -104,6 +125,10 @@ fn pooling_output_shape(size: i64, k: i64, pad: i64, s: i64, d: i64, ceil: bool)
 struct Pool {
     win: Window,
     planes: usize,
+    /// Elements of an input and an output plane (exact whenever there is a plane: a tensor
+    /// with elements has a numel that fits; saturated otherwise, as they are then unused).
+    plane_in: usize,
+    plane_out: usize,
     h: i64,
     w: i64,
     oh: i64,
@@ -179,7 +204,9 @@ fn prepare(
     out_shape.extend([oh, ow]);
     Ok(Pool {
         win,
-        planes: (n * c) as usize,
+        planes: saturated_usize(n.saturating_mul(c)),
+        plane_in: saturated_usize(h.saturating_mul(w)),
+        plane_out: saturated_usize(oh.saturating_mul(ow)),
         h,
         w,
         oh,
@@ -187,6 +214,10 @@ fn prepare(
         out_shape,
         device,
     })
+}
+
+fn saturated_usize(v: i64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
 }
 
 /// Runs `f(plane, a, b)` over matching per-plane chunks of two output buffers, in parallel
@@ -204,7 +235,7 @@ fn for_planes<A: Send, B: Send>(
     }
     let planes = a.len() / la;
     let parallel = planes > 1
-        && planes * work_per_plane > GRAIN_SIZE
+        && planes.saturating_mul(work_per_plane) > GRAIN_SIZE
         && !in_parallel_region()
         && rayon::current_num_threads() > 1;
     if parallel {
@@ -223,52 +254,50 @@ fn for_planes<A: Send, B: Send>(
 fn max_pool_planes<T: CpuElement>(x: &[T], out: &mut [T], idx: &mut [i64], p: &Pool) {
     let (h, w, oh, ow) = (p.h, p.w, p.oh, p.ow);
     let win = p.win;
-    let plane_in = (h * w) as usize;
-    let work = (oh * ow * win.kh * win.kw) as usize;
-    for_planes(
-        out,
-        (oh * ow) as usize,
-        idx,
-        (oh * ow) as usize,
-        work,
-        |pl, o, ix| {
-            let xp = &x[pl * plane_in..][..plane_in];
-            for oy in 0..oh {
-                let mut y0 = oy * win.sh - win.ph;
-                let y1 = (y0 + (win.kh - 1) * win.dh + 1).min(h);
-                while y0 < 0 {
-                    y0 += win.dh;
-                }
-                for ox in 0..ow {
-                    let mut x0 = ox * win.sw - win.pw;
-                    let x1 = (x0 + (win.kw - 1) * win.dw + 1).min(w);
-                    while x0 < 0 {
-                        x0 += win.dw;
-                    }
-                    let mut best = y0 * w + x0;
-                    let mut maxv = <T::Acc as Num>::LOWEST;
-                    let mut iy = y0;
-                    while iy < y1 {
-                        let mut jx = x0;
-                        while jx < x1 {
-                            let i = iy * w + jx;
-                            let v = xp[i as usize].to_acc();
-                            // NaN wins, as in PyTorch.
-                            if v > maxv || v.is_nan() {
-                                maxv = v;
-                                best = i;
-                            }
-                            jx += win.dw;
-                        }
-                        iy += win.dh;
-                    }
-                    let k = (oy * ow + ox) as usize;
-                    o[k] = T::from_acc(maxv);
-                    ix[k] = best;
-                }
-            }
-        },
+    let plane_in = p.plane_in;
+    // Only a scheduling hint: saturate rather than overflow for huge windows.
+    let work = saturated_usize(
+        [ow, win.kh, win.kw]
+            .iter()
+            .fold(oh, |acc, &v| acc.saturating_mul(v)),
     );
+    for_planes(out, p.plane_out, idx, p.plane_out, work, |pl, o, ix| {
+        let xp = &x[pl * plane_in..][..plane_in];
+        for oy in 0..oh {
+            // In range: `prepare` bounds the window parameters by 2^31 and the output by
+            // the input (Note [Checked size arithmetic]).
+            let y0 = oy * win.sh - win.ph;
+            let y1 = (y0 + (win.kh - 1) * win.dh + 1).min(h);
+            let y0 = first_inside(y0, win.dh);
+            for ox in 0..ow {
+                let x0 = ox * win.sw - win.pw;
+                let x1 = (x0 + (win.kw - 1) * win.dw + 1).min(w);
+                let x0 = first_inside(x0, win.dw);
+                // PyTorch's index for a window that covers no input element (all of it
+                // in the padding); wrapping, as it is then arbitrary.
+                let mut best = y0.wrapping_mul(w).wrapping_add(x0);
+                let mut maxv = <T::Acc as Num>::LOWEST;
+                let mut iy = y0;
+                while iy < y1 {
+                    let mut jx = x0;
+                    while jx < x1 {
+                        let i = iy * w + jx;
+                        let v = xp[i as usize].to_acc();
+                        // NaN wins, as in PyTorch.
+                        if v > maxv || v.is_nan() {
+                            maxv = v;
+                            best = i;
+                        }
+                        jx += win.dw;
+                    }
+                    iy += win.dh;
+                }
+                let k = (oy * ow + ox) as usize;
+                o[k] = T::from_acc(maxv);
+                ix[k] = best;
+            }
+        }
+    });
 }
 
 /// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2]
@@ -382,8 +411,7 @@ pub fn max_pool2d_with_indices_backward(
         return Ok(gi);
     }
     let (go, ix) = (grad_output.contiguous()?, indices.contiguous()?);
-    let plane_in = (p.h * p.w) as usize;
-    let plane_out = (p.oh * p.ow) as usize;
+    let (plane_in, plane_out) = (p.plane_in, p.plane_out);
     dispatch_floating_types!(self_.dtype(), "max_pool2d_backward", T => {
         let (gos, ixs) = (go.data::<T>()?, ix.data::<i64>()?);
         let mut gis = gi.data_mut::<T>()?;

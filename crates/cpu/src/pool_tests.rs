@@ -199,3 +199,51 @@ fn backward_matches_finite_differences() {
     assert!(gm.is_meta());
     assert_eq!(gm.sizes(), &[2, 4, 4]);
 }
+
+#[test]
+fn huge_windows_fail_or_finish_at_once() {
+    let x = Tensor::from_vec((0..9).map(|v| v as f32).collect(), &[1, 1, 3, 3]).unwrap();
+    let overflow = "value cannot be converted to type int without overflow";
+    // Parameters beyond a C++ int are refused, as PyTorch narrows them (issue #22: this used
+    // to loop for a time proportional to the padding).
+    for (k, s, p, d) in [
+        (vec![1i64 << 40], vec![], vec![1i64 << 39], vec![1]),
+        (vec![2], vec![i64::MAX], vec![0], vec![1]),
+        (vec![2], vec![], vec![0], vec![i64::MIN]),
+        (vec![3, 1 << 31], vec![], vec![0], vec![1]),
+    ] {
+        let e = max_pool2d_with_indices(&x, &k, &s, &p, &d, false).unwrap_err();
+        assert_eq!(e.to_string(), overflow, "{k:?} {s:?} {p:?} {d:?}");
+        let meta = Tensor::empty_on(&[1, 1, 3, 3], ScalarType::Float, Device::META).unwrap();
+        let e = max_pool2d_with_indices(&meta, &k, &s, &p, &d, true).unwrap_err();
+        assert_eq!(e.to_string(), overflow);
+    }
+    // The largest windows a C++ int allows: the window start is found in closed form, not by
+    // stepping through the padding one dilation at a time.
+    let (y, i) = max_pool2d_with_indices(&x, &[1 << 30], &[], &[1 << 29], &[1], false).unwrap();
+    assert_eq!(y.sizes(), &[1, 1, 1, 1]);
+    assert_eq!(y.to_vec::<f32>().unwrap(), [8.0]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [8]);
+    let (y, _) = max_pool2d_with_indices(
+        &x,
+        &[i32::MAX as i64],
+        &[1],
+        &[(i32::MAX / 2) as i64],
+        &[1],
+        true,
+    )
+    .unwrap();
+    assert_eq!(y.sizes(), &[1, 1, 3, 3]);
+    // A dilation that puts every tap but the first outside the input.
+    let e = max_pool2d_with_indices(&x, &[2], &[1], &[1], &[1 << 30], false).unwrap_err();
+    assert!(e.to_string().contains("Output size is too small"), "{e}");
+    // Only the centre tap (1, 1) of the dilated 3x3 window lands inside the input.
+    let (y, i) = max_pool2d_with_indices(&x, &[3], &[1], &[1], &[2], false).unwrap();
+    assert_eq!(y.sizes(), &[1, 1, 1, 1]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [4]);
+    // The backward pass checks the same geometry.
+    let g = Tensor::zeros(&[1, 1, 1, 1], ScalarType::Float).unwrap();
+    let e = max_pool2d_with_indices_backward(&g, &x, &[1 << 40], &[], &[0], &[1], false, &i)
+        .unwrap_err();
+    assert_eq!(e.to_string(), overflow);
+}

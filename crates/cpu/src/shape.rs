@@ -1,7 +1,7 @@
 //! Joining tensors: `cat` and `stack` (with `out=`), with PyTorch's type promotion across the
 //! inputs and its legacy rule that 1-D empty tensors (size `[0]`) are skipped by `cat`.
 
-use switchboard_tensor::{wrap_dim, DimVec, MemoryFormat, RawOps, Tensor};
+use switchboard_tensor::{wrap_dim, CheckedSize, DimVec, MemoryFormat, RawOps, Tensor};
 
 use crate::copy::copy_into;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
@@ -115,15 +115,16 @@ fn cat_impl(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<Tensor
             )));
         }
         let dim = dim as usize;
-        let mut total = 0i64;
+        // Checked: the sizes of tensors without elements can be as large as an int64.
+        let mut total = CheckedSize::new(0);
         for (i, t) in tensors.iter().enumerate() {
             if !skipped(t) {
                 check_shape_except_dim(first, t, dim, i)?;
-                total += t.sizes()[dim];
+                total = total + t.sizes()[dim];
             }
         }
         sizes = DimVec::from_slice(first.sizes());
-        sizes[dim] = total;
+        sizes[dim] = total.get(|| format!("torch.cat(): the size of dimension {dim}"))?;
     }
 
     let result = match out {
@@ -391,5 +392,16 @@ mod tests {
             "stack expects a non-empty TensorList"
         );
         assert!(stack(std::slice::from_ref(&a), 3).is_err());
+    }
+
+    #[test]
+    fn cat_sizes_are_checked() {
+        // Tensors without elements (here on Meta) can have sizes near int64's limit.
+        let big = Tensor::empty_on(&[0, 1 << 62], ScalarType::Float, Device::META).unwrap();
+        let parts = [big.clone(), big.clone(), big.clone(), big];
+        let e = cat(&parts, 1).unwrap_err().to_string();
+        assert_eq!(e, "torch.cat(): the size of dimension 1 overflows int64");
+        let two = cat(&parts[..1], 1).unwrap();
+        assert_eq!(two.sizes(), &[0, 1 << 62]);
     }
 }

@@ -167,6 +167,12 @@ fn clamp_scalar_loop<T: CpuElement>(
 ) -> Result<()> {
     let lo = min.map(scalar_acc::<T>);
     let hi = max.map(scalar_acc::<T>);
+    // A NaN bound makes every element NaN, as in PyTorch (`clamp_out` fills the result with
+    // NaN, `clamp_min_out`/`clamp_max_out` with the bound); a NaN bound is a float, so the
+    // result dtype is floating.
+    if let Some(nan) = [lo, hi].into_iter().flatten().find(|b| b.is_nan()) {
+        return iter.for_each1(move |_: T| T::from_acc(nan));
+    }
     match (lo, hi) {
         (Some(lo), Some(hi)) => iter.for_each1(move |x: T| {
             let x = x.to_acc();
@@ -214,7 +220,7 @@ fn clamp_impl(
 }
 
 /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None)`: `min(max(x, min), max)` (NaN
-/// stays NaN; the dtype promotes with the bounds).
+/// stays NaN, a NaN bound makes every element NaN; the dtype promotes with the bounds).
 pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     clamp_impl(self_, min, max, None)
 }
@@ -302,6 +308,45 @@ pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clamp_propagates_nan_bounds() {
+        let x = Tensor::from_vec(vec![-2.0f32, 0.5, 3.0, f32::NAN], &[4]).unwrap();
+        let nan = Scalar::Float(f64::NAN);
+        let all_nan = |t: Tensor| t.to_vec_as::<f64>().unwrap().iter().all(|v| v.is_nan());
+        // Issue #22: a NaN bound was ignored; PyTorch returns NaN everywhere.
+        assert!(all_nan(clamp(&x, Some(nan), None).unwrap()));
+        assert!(all_nan(clamp(&x, None, Some(nan)).unwrap()));
+        assert!(all_nan(clamp(&x, Some(Scalar::Int(0)), Some(nan)).unwrap()));
+        assert!(all_nan(clamp(&x, Some(nan), Some(Scalar::Int(1))).unwrap()));
+        assert!(all_nan(clamp_min(&x, nan).unwrap()));
+        assert!(all_nan(clamp_max(&x, nan).unwrap()));
+        let y = clone(&x, None).unwrap();
+        clamp_(&y, None, Some(nan)).unwrap();
+        assert!(all_nan(y));
+        // An integer tensor promotes with the float bound.
+        let i = Tensor::from_vec(vec![1i64, 5], &[2]).unwrap();
+        let r = clamp_max(&i, nan).unwrap();
+        assert_eq!(r.dtype(), ScalarType::Float);
+        assert!(all_nan(r));
+        // Finite bounds keep NaN elements NaN and clamp the rest.
+        let r = clamp(&x, Some(Scalar::Int(0)), Some(Scalar::Int(1))).unwrap();
+        let v = r.to_vec::<f32>().unwrap();
+        assert_eq!(v[..3], [0.0, 0.5, 1.0]);
+        assert!(v[3].is_nan());
+        // Tensor bounds: NaN propagates from any operand, elementwise.
+        let lo = Tensor::from_vec(vec![f32::NAN, 0.0, 0.0, 0.0], &[4]).unwrap();
+        let hi = Tensor::from_vec(vec![1.0f32, f32::NAN, 1.0, 1.0], &[4]).unwrap();
+        let v = clamp_tensor(&x, Some(&lo), Some(&hi))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert!(v[0].is_nan() && v[1].is_nan() && v[3].is_nan());
+        assert_eq!(v[2], 1.0);
+        let n0 = Tensor::from_vec(vec![f32::NAN], &[]).unwrap();
+        assert!(all_nan(clamp_tensor(&x, Some(&n0), None).unwrap()));
+        assert!(all_nan(clamp_tensor(&x, None, Some(&n0)).unwrap()));
+    }
 
     #[test]
     fn where_overloads() {

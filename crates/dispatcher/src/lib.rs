@@ -63,7 +63,10 @@ pub use ivalue::{IValue, Stack};
 pub use kernel::Invoke;
 pub use kernel::{ArgList, BoxedKernelFn, KernelFn, KernelFnWithKeys, KernelFunction, KernelKind};
 pub use library::{static_registration_errors, Library, LibraryKind, StaticLibrary};
-pub use observe::{add_observer, set_dispatch_trace, CallEvent, ObserverGuard};
+pub use observe::{
+    add_observer, env_flag, parse_env_flag, set_dispatch_trace, CallEvent, ObserverGuard,
+    DISPATCH_TRACE_ENV,
+};
 pub use operator::{AliasAnalysisKind, SchemaRecord};
 pub use packed_scalar::PackedScalar;
 pub use push::{push, PushValues};

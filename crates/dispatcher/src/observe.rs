@@ -1,7 +1,9 @@
-//! Observing calls: the dispatch trace (`SWITCHBOARD_SHOW_DISPATCH_TRACE=1`) and observer hooks
+//! Observing calls: the dispatch trace (`SWITCHBOARD_SHOW_DISPATCH_TRACE=1`, or `true`, `yes`,
+//! `on`) and observer hooks
 //! (like PyTorch's RecordFunction).
 
 use std::cell::Cell;
+use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
@@ -88,10 +90,56 @@ pub fn set_dispatch_trace(on: bool) {
     recompute(&obs);
 }
 
+/// The environment variable that turns the dispatch trace on (read when the first dispatcher
+/// is made; see [`env_flag`] for the values it takes).
+pub const DISPATCH_TRACE_ENV: &str = "SWITCHBOARD_SHOW_DISPATCH_TRACE";
+
+/// Reads a boolean environment flag: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off`
+/// (in any case, blanks around ignored); `Ok(None)` when it is unset or empty, an error naming
+/// the variable and the accepted words for anything else.
+///
+/// ```
+/// use switchboard_dispatcher::parse_env_flag;
+/// assert_eq!(parse_env_flag("V", "Yes".as_ref()), Ok(Some(true)));
+/// assert_eq!(parse_env_flag("V", "0".as_ref()), Ok(Some(false)));
+/// assert_eq!(parse_env_flag("V", "".as_ref()), Ok(None));
+/// assert!(parse_env_flag("V", "maybe".as_ref()).unwrap_err().contains("V=maybe"));
+/// ```
+pub fn env_flag(name: &str) -> Result<Option<bool>, String> {
+    match std::env::var_os(name) {
+        Some(v) => parse_env_flag(name, &v),
+        None => Ok(None),
+    }
+}
+
+/// The value of a boolean environment flag (see [`env_flag`]).
+pub fn parse_env_flag(name: &str, value: &std::ffi::OsStr) -> Result<Option<bool>, String> {
+    let text = value.to_string_lossy();
+    match text.trim().to_ascii_lowercase().as_str() {
+        "" => Ok(None),
+        "1" | "true" | "yes" | "on" => Ok(Some(true)),
+        "0" | "false" | "no" | "off" => Ok(Some(false)),
+        _ => Err(format!(
+            "{name}={text} is not a boolean: use 1, true, yes, on (or 0, false, no, off)"
+        )),
+    }
+}
+
 fn trace_enabled() -> bool {
+    static FROM_ENV: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     match TRACE_FORCED.load(Ordering::Relaxed) {
-        UNKNOWN => std::env::var_os("SWITCHBOARD_SHOW_DISPATCH_TRACE")
-            .is_some_and(|v| v != "0" && !v.is_empty()),
+        // Read once per process; a program that wants to refuse a bad value (the CLI) checks
+        // `env_flag` itself first.
+        UNKNOWN => *FROM_ENV.get_or_init(|| match env_flag(DISPATCH_TRACE_ENV) {
+            Ok(on) => on.unwrap_or(false),
+            Err(message) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "warning: {message}; the dispatch trace stays off"
+                );
+                false
+            }
+        }),
         v => v == ON,
     }
 }
@@ -160,18 +208,22 @@ impl<'a> Scope<'a> {
             v
         });
         if trace_enabled() {
+            // Written, not `eprintln!`ed: a closed stderr must not turn a traced call into a
+            // panic; the trace is then lost, the call is not.
             let indent = "  ".repeat(depth);
-            eprintln!(
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(
+                err,
                 "{indent}[call] op=[{}], key=[{}]",
                 op.name(),
                 ks.highest_priority_type_id()
             );
             for (i, v) in args.unwrap_or_default().iter().enumerate() {
                 if let IValue::Tensor(t) = v {
-                    eprintln!("{indent}  arg {i}: {}", t.key_set());
+                    let _ = writeln!(err, "{indent}  arg {i}: {}", t.key_set());
                 }
             }
-            eprintln!("{indent}  kernel: {}", kernel.debug);
+            let _ = writeln!(err, "{indent}  kernel: {}", kernel.debug);
         }
         let scope = Scope {
             op,

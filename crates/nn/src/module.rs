@@ -52,7 +52,17 @@ impl Linear {
         bias: bool,
         generator: &Generator,
     ) -> Result<Linear> {
-        let (fan_in, fan_out) = (in_features as i64, out_features as i64);
+        // A feature count is a tensor dimension: it must fit an int64 (not wrap to a
+        // negative size).
+        let dim = |n: usize| {
+            i64::try_from(n).map_err(|_| {
+                switchboard_tensor::TensorError::invalid(format!(
+                    "Linear: {n} features: value cannot be converted to type int64_t without \
+                     overflow"
+                ))
+            })
+        };
+        let (fan_in, fan_out) = (dim(in_features)?, dim(out_features)?);
         // Note [Linear init]
         // kaiming_uniform_ with a = sqrt(5): gain = sqrt(2 / (1 + a^2)) = sqrt(1/3),
         // std = gain / sqrt(fan_in), bound = sqrt(3) * std = 1 / sqrt(fan_in). The bias uses
@@ -227,6 +237,23 @@ pub fn mlp(sizes: &[usize], seed: u64) -> Result<Sequential> {
 mod tests {
     use super::*;
     use switchboard_cpu as _;
+
+    #[test]
+    fn linear_sizes_must_be_dimensions() {
+        let gen = Generator::new(0);
+        let e = Linear::new(usize::MAX, 4, true, &gen)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("without overflow"), "{e}");
+        let e = Linear::new(4, 1 << 63, true, &gen)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("without overflow"), "{e}");
+        // Too large for memory: an error, not an abort.
+        assert!(Linear::new(1 << 40, 1 << 20, false, &gen).is_err());
+    }
 
     #[test]
     fn linear_init_bounds_shapes_and_determinism() {

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
 
+use crate::checked_size::CheckedSize;
 use crate::device::Device;
 use crate::dtype::ScalarType;
 use crate::error::{list, Result, TensorError};
@@ -388,36 +389,85 @@ impl TensorBuilder {
     }
 }
 
-/// Sizes must be non-negative and their product must fit in an `i64`.
+// Note [Sizes whose every product fits]
+// c10 refuses sizes whose running product overflows (`safe_compute_numel`: "numel: integer
+// multiplication overflow"), so `[2^40, 2^40, 0]` is refused, but it accepts `[0, 2^40,
+// 2^40]`: its running product is 0 at once. Kernels then multiply subsets of those sizes (a
+// plane `h * w`, the dims after a softmax dim, a matmul's batch) and overflow on a tensor
+// with no element. Here the product of the *non-zero* sizes must fit in an `i64`, which makes
+// every product of any subset of a tensor's sizes fit, whatever kernel computes it (Note
+// [Checked size arithmetic]). It costs the same loop; it refuses only zero-element shapes
+// that no real program builds.
+
+/// Sizes must be non-negative and the product of the non-zero ones must fit in an `i64`
+/// (Note [Sizes whose every product fits]); returns the numel.
 #[inline]
 pub(crate) fn check_sizes(sizes: &[i64]) -> Result<i64> {
-    let mut numel: i64 = 1;
+    let mut nonzero: i64 = 1;
+    let mut empty = false;
     for &s in sizes {
-        match numel.checked_mul(s) {
-            Some(n) if s >= 0 => numel = n,
+        if s == 0 {
+            empty = true;
+            continue;
+        }
+        match nonzero.checked_mul(s) {
+            Some(n) if s > 0 => nonzero = n,
             _ => return Err(bad_sizes(sizes)),
         }
     }
-    Ok(numel)
+    Ok(if empty { 0 } else { nonzero })
 }
 
-/// The error for sizes [`check_sizes`] refused: the first negative size or overflow.
+/// The error for sizes [`check_sizes`] refused: the first negative size, or the overflow.
 #[cold]
 fn bad_sizes(sizes: &[i64]) -> TensorError {
-    let mut numel: i64 = 1;
-    for &s in sizes {
-        if s < 0 {
-            return TensorError::invalid(format!(
-                "Trying to create tensor with negative dimension {s}: {}",
-                list(sizes)
-            ));
-        }
-        match numel.checked_mul(s) {
-            Some(n) => numel = n,
-            None => break,
-        }
+    match sizes.iter().find(|s| **s < 0) {
+        Some(s) => TensorError::invalid(format!(
+            "Trying to create tensor with negative dimension {s}: {}",
+            list(sizes)
+        )),
+        None => TensorError::invalid(format!(
+            "numel: integer multiplication overflow for sizes {}",
+            list(sizes)
+        )),
     }
-    TensorError::invalid(format!("numel overflows for sizes {}", list(sizes)))
+}
+
+fn check_strides(strides: &[i64]) -> Result<()> {
+    if strides.iter().any(|s| *s < 0) {
+        return Err(TensorError::invalid(format!(
+            "as_strided: Negative strides are not supported at the moment, got strides: {}",
+            list(strides)
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes a tensor of these sizes, strides and storage offset addresses, from the start
+/// of its storage (c10's `computeStorageNbytes`); `None` when it has no elements. Computed
+/// with checked arithmetic (Note [Checked size arithmetic]), failing as c10 does.
+pub(crate) fn storage_extent(
+    sizes: &[i64],
+    strides: &[i64],
+    offset: i64,
+    elem: usize,
+) -> Result<Option<u64>> {
+    check_strides(strides)?;
+    if sizes.contains(&0) {
+        return Ok(None);
+    }
+    let mut last = CheckedSize::new(offset);
+    for (&size, &stride) in sizes.iter().zip(strides) {
+        last = last + (CheckedSize::new(size) - 1) * stride;
+    }
+    match ((last + 1) * elem as i64).value() {
+        Some(n) if n >= 0 => Ok(Some(n as u64)),
+        _ => Err(TensorError::invalid(format!(
+            "Storage size calculation overflowed with sizes={} and strides={}",
+            list(sizes),
+            list(strides)
+        ))),
+    }
 }
 
 /// Checks Note [Tensor bounds invariant] (PyTorch's `checkInBoundsForStorage`).
@@ -428,32 +478,15 @@ pub(crate) fn check_in_bounds(
     elem: usize,
     nbytes: usize,
 ) -> Result<()> {
-    if let Some(s) = strides.iter().find(|s| **s < 0) {
-        let _ = s;
-        return Err(TensorError::invalid(format!(
-            "as_strided: Negative strides are not supported at the moment, got strides: {}",
-            list(strides)
-        )));
-    }
+    check_strides(strides)?;
     if offset < 0 {
         return Err(TensorError::invalid(format!(
             "Tensor: invalid storage offset {offset}"
         )));
     }
-    if sizes.contains(&0) {
+    let Some(needed) = storage_extent(sizes, strides, offset, elem)? else {
         return Ok(());
-    }
-    let overflow = || TensorError::invalid("storage size calculation overflowed");
-    let mut last = offset;
-    for (&size, &stride) in sizes.iter().zip(strides) {
-        last = (size - 1)
-            .checked_mul(stride)
-            .and_then(|x| x.checked_add(last))
-            .ok_or_else(overflow)?;
-    }
-    let needed = (last as u64 + 1)
-        .checked_mul(elem as u64)
-        .ok_or_else(overflow)?;
+    };
     if needed > nbytes as u64 {
         return Err(TensorError::invalid(format!(
             "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {elem} \

@@ -2,10 +2,12 @@
 //! `arange`, `scalar_tensor`, `*_like`, on CPU (real data) and other devices (metadata only).
 
 use crate::builder::{
-    check_in_bounds, check_sizes, default_key_set, TensorBuilder, ValidParts, CPU_KEY_SET,
+    check_in_bounds, check_sizes, default_key_set, storage_extent, TensorBuilder, ValidParts,
+    CPU_KEY_SET,
 };
 use switchboard_keys::DispatchKeySet;
 
+use crate::checked_size::CheckedSize;
 use crate::device::Device;
 use crate::dispatch_dtype;
 use crate::dtype::{Element, ScalarType};
@@ -23,26 +25,33 @@ pub(crate) fn storage_nbytes(
     elem: usize,
 ) -> Result<usize> {
     check_sizes(sizes)?;
-    if sizes.contains(&0) {
-        return Ok(0);
-    }
-    let overflow = || TensorError::invalid("storage size calculation overflowed");
-    let mut last = offset;
-    for (&size, &stride) in sizes.iter().zip(strides) {
-        last = (size - 1)
-            .checked_mul(stride)
-            .and_then(|x| x.checked_add(last))
-            .ok_or_else(overflow)?;
-    }
-    let n = (last as u64 + 1)
-        .checked_mul(elem as u64)
-        .ok_or_else(overflow)?;
-    usize::try_from(n).map_err(|_| overflow())
+    let n = storage_extent(sizes, strides, offset, elem)?.unwrap_or(0);
+    usize::try_from(n).map_err(|_| {
+        TensorError::invalid(format!("Trying to create tensor with {n} bytes: too large"))
+    })
 }
 
 fn numel_usize(sizes: &[i64]) -> Result<usize> {
     let n = check_sizes(sizes)?;
     usize::try_from(n).map_err(|_| TensorError::invalid("numel overflows usize"))
+}
+
+/// Bytes of a contiguous tensor of these sizes (`computeStorageNbytesContiguous`), checked.
+#[inline]
+fn contiguous_nbytes(sizes: &[i64], dtype: ScalarType) -> Result<usize> {
+    let numel = check_sizes(sizes)?;
+    (CheckedSize::new(numel) * dtype.element_size() as i64)
+        .value()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| nbytes_overflow(sizes))
+}
+
+#[cold]
+fn nbytes_overflow(sizes: &[i64]) -> TensorError {
+    TensorError::invalid(format!(
+        "Storage size calculation overflowed with sizes={}",
+        crate::error::list(sizes)
+    ))
 }
 
 /// A contiguous CPU tensor over `storage`, whose sizes were checked and which holds exactly
@@ -164,10 +173,7 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<i32>().unwrap(), [1, 2]);
     /// ```
     pub unsafe fn empty_uninit(sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
-        let numel = numel_usize(sizes)?;
-        let nbytes = numel
-            .checked_mul(dtype.element_size())
-            .ok_or_else(|| TensorError::invalid("storage size calculation overflowed"))?;
+        let nbytes = contiguous_nbytes(sizes, dtype)?;
         // SAFETY: the caller's obligation, passed on.
         let storage = unsafe { Storage::uninit_cpu(nbytes, dtype)? };
         Ok(contiguous_tensor(storage, sizes, dtype))
@@ -246,10 +252,7 @@ impl Tensor {
 
     /// A contiguous tensor of zeros on `device` (metadata only off the CPU).
     pub fn zeros_on(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
-        let numel = numel_usize(sizes)?;
-        let nbytes = numel
-            .checked_mul(dtype.element_size())
-            .ok_or_else(|| TensorError::invalid("storage size calculation overflowed"))?;
+        let nbytes = contiguous_nbytes(sizes, dtype)?;
         let key_set = default_key_set(device)?;
         let storage = Storage::zeros_for(device, nbytes, dtype)?;
         Ok(contiguous_on(storage, sizes, dtype, device, key_set))
@@ -267,10 +270,7 @@ impl Tensor {
     /// assert_eq!(t.to_string(), "tensor([1., 0.], device='privateuseone:0')");
     /// ```
     pub fn zeros_host_backed(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
-        let numel = numel_usize(sizes)?;
-        let nbytes = numel
-            .checked_mul(dtype.element_size())
-            .ok_or_else(|| TensorError::invalid("storage size calculation overflowed"))?;
+        let nbytes = contiguous_nbytes(sizes, dtype)?;
         let storage = Storage::zeros_host_backed(device, nbytes, dtype)?;
         TensorBuilder::new(storage, dtype)
             .sizes(sizes)

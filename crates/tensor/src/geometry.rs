@@ -2,6 +2,7 @@
 //! a view of a strided tensor ([`compute_view_stride`], PyTorch's `computeStride`).
 
 use crate::builder::check_sizes;
+use crate::checked_size::CheckedSize;
 use crate::error::{list, Result, TensorError};
 use crate::DimVec;
 
@@ -15,7 +16,7 @@ use crate::DimVec;
 /// ```
 pub fn infer_view_size(shape: &[i64], numel: i64) -> Result<DimVec> {
     let mut res = DimVec::from_slice(shape);
-    let mut newsize: i64 = 1;
+    let mut product = CheckedSize::new(1);
     let mut infer_dim = None;
     for (d, &s) in shape.iter().enumerate() {
         if s == -1 {
@@ -24,11 +25,19 @@ pub fn infer_view_size(shape: &[i64], numel: i64) -> Result<DimVec> {
             }
             infer_dim = Some(d);
         } else if s >= 0 {
-            newsize = newsize.saturating_mul(s);
+            product = product * s;
         } else {
             return Err(TensorError::invalid(format!("invalid shape dimension {s}")));
         }
     }
+    // A product that overflows matches no tensor's element count (Note [Checked size
+    // arithmetic]).
+    let Some(newsize) = product.value() else {
+        return Err(TensorError::ShapeNumel {
+            shape: shape.to_vec(),
+            numel,
+        });
+    };
     if numel == newsize || (infer_dim.is_some() && newsize > 0 && numel % newsize == 0) {
         if let Some(d) = infer_dim {
             if newsize == 0 {

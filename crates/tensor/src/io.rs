@@ -12,15 +12,17 @@ use crate::builder::TensorBuilder;
 use crate::dtype::ScalarType;
 use crate::error::{Result, TensorError};
 use crate::storage::{Storage, StorageBorrow};
-use crate::tensor::{Tensor, VersionCounter};
+use crate::tensor::Tensor;
 
 // Note [Zero-copy safetensors]
 // Loading reads the whole file (or copies the given bytes) once into one 64-byte-aligned CPU
-// storage; each tensor whose data offset is a multiple of its element size is then a view of
-// that storage at the right offset: no per-tensor copy, no per-element conversion. Each gets
-// its own version counter (they are not views of each other). Bool tensors, and tensors at
-// misaligned offsets, are copied into their own storage (bools after checking every byte is
-// 0 or 1, Note [Element bit patterns]). The loaded tensors keep the whole file buffer alive.
+// storage, which is then split (Note [Storage slices]) into one storage per tensor over that
+// tensor's bytes: no per-tensor copy, no per-element conversion, and each tensor has the
+// storage bounds of its own data, as in PyTorch (an `as_strided` beyond it fails instead of
+// reading the next tensor or the header). Each has its own version counter (they are not
+// views of each other). Bool tensors, and tensors at offsets misaligned for their element
+// type, are copied into storages of their own (bools after checking every byte is 0 or 1,
+// Note [Element bit patterns]). The file buffer lives as long as one of its tensors does.
 // Saving passes each contiguous tensor's storage bytes straight to the serializer (a
 // non-contiguous tensor is made contiguous first). Safetensors data is little-endian, as is
 // every target Switchboard runs on; big-endian targets are refused.
@@ -86,7 +88,7 @@ fn io_err(e: impl std::fmt::Display) -> TensorError {
 pub fn load_safetensors(bytes: &[u8]) -> Result<BTreeMap<String, Tensor>> {
     check_endian()?;
     let storage = Storage::cpu_with(bytes.len(), |d| d.copy_from_slice(bytes))?;
-    tensors_from_storage(&storage)
+    tensors_from_storage(storage)
 }
 
 /// Reads named tensors from a safetensors file: one read into an aligned storage, then views
@@ -102,40 +104,54 @@ pub fn load_safetensors_file(path: impl AsRef<Path>) -> Result<BTreeMap<String, 
         file.read_exact(buf)
             .map_err(|e| TensorError::Io(format!("cannot read {}: {e}", path.display())))
     })?;
-    tensors_from_storage(&storage)
+    tensors_from_storage(storage)
 }
 
-fn tensors_from_storage(storage: &Storage) -> Result<BTreeMap<String, Tensor>> {
-    let borrow = storage.try_borrow()?;
-    let bytes = storage.bytes(&borrow)?;
-    let st = SafeTensors::deserialize(bytes).map_err(io_err)?;
-    let base = bytes.as_ptr() as usize;
+/// Where a tensor's storage comes from: a slice of the file buffer, or a copy of its own.
+enum Source {
+    /// Index into the slices of the file buffer.
+    Slice(usize),
+    Own(Storage),
+}
+
+fn tensors_from_storage(storage: Storage) -> Result<BTreeMap<String, Tensor>> {
+    // Read the header under a borrow, then split the buffer once it is released.
+    let mut entries = Vec::new();
+    let mut ranges = Vec::new();
+    {
+        let borrow = storage.try_borrow()?;
+        let bytes = storage.bytes(&borrow)?;
+        let st = SafeTensors::deserialize(bytes).map_err(io_err)?;
+        let base = bytes.as_ptr() as usize;
+        for (name, view) in st.iter() {
+            let dtype = from_safetensors(view.dtype())?;
+            let sizes = view
+                .shape()
+                .iter()
+                .map(|&s| i64::try_from(s).map_err(io_err))
+                .collect::<Result<Vec<i64>>>()?;
+            let data = view.data();
+            let offset = data.as_ptr() as usize - base;
+            let source = if dtype == ScalarType::Bool {
+                Source::Own(Storage::bool_from_bytes(data)?)
+            } else if offset % dtype.element_size() == 0 {
+                ranges.push(offset..offset + data.len());
+                Source::Slice(ranges.len() - 1)
+            } else {
+                Source::Own(Storage::cpu_with(data.len(), |d| d.copy_from_slice(data))?)
+            };
+            entries.push((name.to_string(), dtype, sizes, source));
+        }
+    }
+    let mut slices: Vec<Option<Storage>> = storage.split(&ranges)?.into_iter().map(Some).collect();
     let mut out = BTreeMap::new();
-    for (name, view) in st.iter() {
-        let dtype = from_safetensors(view.dtype())?;
-        let sizes = view
-            .shape()
-            .iter()
-            .map(|&s| i64::try_from(s).map_err(io_err))
-            .collect::<Result<Vec<i64>>>()?;
-        let data = view.data();
-        let offset = data.as_ptr() as usize - base;
-        let elem = dtype.element_size();
-        let tensor = if dtype == ScalarType::Bool {
-            TensorBuilder::new(Storage::bool_from_bytes(data)?, dtype)
-                .sizes(&sizes)
-                .build()?
-        } else if offset % elem == 0 {
-            TensorBuilder::new(storage.clone(), dtype)
-                .sizes(&sizes)
-                .storage_offset((offset / elem) as i64)
-                .version_counter(VersionCounter::new())
-                .build()?
-        } else {
-            let own = Storage::cpu_with(data.len(), |d| d.copy_from_slice(data))?;
-            TensorBuilder::new(own, dtype).sizes(&sizes).build()?
+    for (name, dtype, sizes, source) in entries {
+        let own = match source {
+            Source::Own(s) => s,
+            Source::Slice(i) => slices[i].take().expect("each slice is used once"),
         };
-        out.insert(name.to_string(), tensor);
+        let tensor = TensorBuilder::new(own, dtype).sizes(&sizes).build()?;
+        out.insert(name, tensor);
     }
     Ok(out)
 }
@@ -203,7 +219,10 @@ pub fn save_safetensors(
     safetensors::serialize(views.iter().map(|(n, v)| (n.as_str(), v)), metadata).map_err(io_err)
 }
 
-/// [`save_safetensors`] to a file.
+/// [`save_safetensors`] to a file, atomically: the bytes go to a new temporary file beside
+/// `path`, which then replaces `path` by a rename. A failure at any point (a full disk, an
+/// unsavable tensor, a crash) leaves whatever was at `path` intact, so a file can be both a
+/// computation's input and its output.
 pub fn save_safetensors_file(
     path: impl AsRef<Path>,
     tensors: &[(&str, &Tensor)],
@@ -211,8 +230,41 @@ pub fn save_safetensors_file(
 ) -> Result<()> {
     let bytes = save_safetensors(tensors, metadata)?;
     let path = path.as_ref();
-    std::fs::write(path, bytes)
+    write_atomically(path, &bytes)
         .map_err(|e| TensorError::Io(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Writes `bytes` to a fresh temporary file in `path`'s directory, flushes it to disk and
+/// renames it over `path`; the temporary file is removed on failure.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp = path.with_file_name(tmp_name);
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The string metadata (`__metadata__`) of safetensors bytes, if any.
@@ -268,11 +320,43 @@ mod tests {
                 "{name}"
             );
         }
-        // Aligned non-bool tensors share one storage.
-        assert!(loaded["i32"].is_alias_of(&loaded["f64"]));
+        // Every tensor has a storage of its own, with its own version counter.
+        assert!(!loaded["i32"].is_alias_of(&loaded["f64"]));
         assert!(!loaded["b"].is_alias_of(&loaded["f64"]));
         loaded["i32"].bump_version();
         assert_eq!(loaded["f64"].version(), 0);
+    }
+
+    #[test]
+    fn each_tensor_has_its_own_storage_bounds() {
+        use crate::RawOps;
+        let a = Tensor::from_vec((0..20).map(|v| v as f32).collect(), &[20]).unwrap();
+        let b = Tensor::from_vec(vec![7.0f32; 30], &[30]).unwrap();
+        let bytes = save_safetensors(&[("a", &a), ("b", &b)], None).unwrap();
+        let l = load_safetensors(&bytes).unwrap();
+        for (name, n) in [("a", 20usize), ("b", 30)] {
+            let t = &l[name];
+            assert_eq!(t.storage().nbytes(), n * 4, "{name}");
+            assert_eq!(t.storage_offset(), 0);
+            // Issue #22: a larger as_strided used to read the neighbouring tensor or the
+            // header; PyTorch's message instead.
+            let e = t.as_strided(&[n as i64 + 1], &[1], 0).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "setStorage: sizes [{}], strides [1], storage offset 0, and itemsize 4 \
+                     requiring a storage size of {} are out of bounds for storage of size {}",
+                    n + 1,
+                    4 * (n + 1),
+                    4 * n
+                )
+            );
+            assert!(t.as_strided(&[1], &[1], n as i64).is_err());
+            assert!(t.as_strided(&[n as i64], &[1], 0).is_ok());
+        }
+        // No copy: the tensors view the one buffer the file was read into.
+        let (pa, pb) = (l["a"].storage().data_ptr(), l["b"].storage().data_ptr());
+        assert_eq!(pb as usize - pa as usize, 80);
     }
 
     #[test]
@@ -334,6 +418,32 @@ mod tests {
         let l = load_safetensors_file(&path).unwrap();
         assert_eq!(l["t"].to_vec::<i64>().unwrap(), t.to_vec::<i64>().unwrap());
         assert!(load_safetensors_file(dir.join("missing")).is_err());
+        // Saving over the file that was read replaces it whole; a failed save leaves it intact
+        // and no temporary file behind.
+        let doubled = Tensor::from_vec(vec![2i64; 3], &[3]).unwrap();
+        save_safetensors_file(&path, &[("t", &doubled)], None).unwrap();
+        assert_eq!(
+            load_safetensors_file(&path).unwrap()["t"]
+                .to_vec::<i64>()
+                .unwrap(),
+            [2; 3]
+        );
+        let m = Tensor::zeros_on(&[2], ScalarType::Float, Device::META).unwrap();
+        assert!(save_safetensors_file(&path, &[("m", &m)], None).is_err());
+        assert!(
+            save_safetensors_file(dir.join("no/such/dir/x"), &[("t", &doubled)], None).is_err()
+        );
+        assert_eq!(
+            load_safetensors_file(&path).unwrap()["t"]
+                .to_vec::<i64>()
+                .unwrap(),
+            [2; 3]
+        );
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["t.safetensors"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

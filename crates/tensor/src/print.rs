@@ -186,28 +186,143 @@ fn values(t: &Tensor) -> Result<Vec<Value>> {
     })
 }
 
-/// The elements PyTorch's `get_summarized_data` keeps, in order.
-fn summarized(t: &Tensor, summarize: bool, edge: i64, out: &mut Vec<Value>) -> Result<()> {
-    if t.dim() == 0 {
-        out.extend(values(t)?);
-        return Ok(());
+// Note [Printing without recursion]
+// PyTorch's `_tensor_str` recurses once per dimension, each level holding a sliced view of
+// the level above and building its string from its children's. A tensor of very high rank (a
+// 20,000-dim `[1, 1, ...]` tensor is 60 KB of safetensors) would then overflow the stack and
+// copy its nested strings once per level (memory and time in the square of the rank). Here the
+// nesting is walked with one index per dimension (`Walk`): each row (a 1-d fiber along the
+// last dimension) is a view made from the tensor's strides, and everything is written into one
+// string, so memory is linear in the rank and in the output.
+
+/// One step of the walk over the printed (possibly summarised) nesting of a tensor of two
+/// dimensions or more, in print order.
+enum Step {
+    /// `[` of a sub-tensor at dimension `d`.
+    Open,
+    /// `]` of the innermost open sub-tensor.
+    Close,
+    /// The separator before the next item at dimension `d`.
+    Sep(usize),
+    /// The `...` standing for the skipped items of a summarised dimension.
+    Ellipsis,
+    /// A row: the last dimension at the current index (a 1-d view).
+    Row(Tensor),
+}
+
+/// The items shown along a dimension of size `n`: `n` indices, or (summarised) `edge` at each
+/// end around an ellipsis. `item(k)` is `None` for the ellipsis.
+struct Items {
+    n: i64,
+    split: bool,
+    edge: i64,
+}
+
+impl Items {
+    fn new(n: i64, summarize: bool, edge: i64) -> Items {
+        Items {
+            n,
+            split: summarize && n > 2 * edge,
+            edge,
+        }
     }
-    let n = t.sizes()[0];
-    if summarize && n > 2 * edge {
-        if t.dim() == 1 {
-            out.extend(values(&t.narrow(0, 0, edge)?)?);
-            out.extend(values(&t.narrow(0, n - edge, edge)?)?);
+    fn count(&self) -> i64 {
+        if self.split {
+            2 * self.edge + 1
         } else {
-            for i in (0..edge).chain(n - edge..n) {
-                summarized(&t.select(0, i)?, summarize, edge, out)?;
+            self.n
+        }
+    }
+    fn item(&self, k: i64) -> Option<i64> {
+        match self.split {
+            false => Some(k),
+            true if k < self.edge => Some(k),
+            true if k == self.edge => None,
+            true => Some(self.n - 2 * self.edge - 1 + k),
+        }
+    }
+}
+
+/// Walks `t` (two dimensions or more) as Note [Printing without recursion] says, calling
+/// `step` for each step.
+fn walk(
+    t: &Tensor,
+    summarize: bool,
+    edge: i64,
+    mut step: impl FnMut(Step) -> Result<()>,
+) -> Result<()> {
+    let (sizes, strides) = (t.sizes(), t.strides());
+    let last = sizes.len() - 1;
+    let items: Vec<Items> = sizes[..last]
+        .iter()
+        .map(|&n| Items::new(n, summarize, edge))
+        .collect();
+    // The position in each dimension's items, and the storage offset of the current index
+    // up to each dimension (`base[d]`: before dimension d's index is added).
+    let mut pos = vec![0i64; last];
+    let mut base = vec![t.storage_offset(); last + 1];
+    let mut d = 0;
+    step(Step::Open)?;
+    loop {
+        if pos[d] == items[d].count() {
+            step(Step::Close)?;
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            pos[d] += 1;
+            continue;
+        }
+        if pos[d] > 0 {
+            step(Step::Sep(d))?;
+        }
+        match items[d].item(pos[d]) {
+            None => {
+                step(Step::Ellipsis)?;
+                pos[d] += 1;
+            }
+            Some(i) => {
+                // In bounds: `i` indexes an existing dimension (Note [Tensor bounds invariant]).
+                base[d + 1] = base[d] + i * strides[d];
+                if d + 1 == last {
+                    step(Step::Row(t.as_strided(
+                        &sizes[last..],
+                        &strides[last..],
+                        base[last],
+                    )?))?;
+                    pos[d] += 1;
+                } else {
+                    d += 1;
+                    pos[d] = 0;
+                    step(Step::Open)?;
+                }
             }
         }
-    } else if t.dim() == 1 || !summarize {
-        out.extend(values(t)?);
+    }
+}
+
+/// The values of one row that PyTorch's `get_summarized_data` keeps.
+fn row_values(row: &Tensor, summarize: bool, edge: i64, out: &mut Vec<Value>) -> Result<()> {
+    let n = row.sizes()[0];
+    if summarize && n > 2 * edge {
+        out.extend(values(&row.narrow(0, 0, edge)?)?);
+        out.extend(values(&row.narrow(0, n - edge, edge)?)?);
     } else {
-        for i in 0..n {
-            summarized(&t.select(0, i)?, summarize, edge, out)?;
-        }
+        out.extend(values(row)?);
+    }
+    Ok(())
+}
+
+/// The elements PyTorch's `get_summarized_data` keeps, in order.
+fn summarized(t: &Tensor, summarize: bool, edge: i64, out: &mut Vec<Value>) -> Result<()> {
+    match t.dim() {
+        0 => out.extend(values(t)?),
+        _ if !summarize => out.extend(values(t)?),
+        1 => row_values(t, summarize, edge, out)?,
+        _ => walk(t, summarize, edge, |step| match step {
+            Step::Row(row) => row_values(&row, summarize, edge, out),
+            _ => Ok(()),
+        })?,
     }
     Ok(())
 }
@@ -218,7 +333,8 @@ fn vector_str(
     summarize: bool,
     f: &Formatter,
     opts: &PrintOptions,
-) -> Result<String> {
+    out: &mut String,
+) -> Result<()> {
     let element_length = f.max_width + 2;
     let per_line = (opts.linewidth.saturating_sub(indent) / element_length).max(1);
     let n = t.sizes()[0];
@@ -240,62 +356,54 @@ fn vector_str(
     } else {
         values(t)?.into_iter().map(|v| f.format(v)).collect()
     };
-    let lines: Vec<String> = data.chunks(per_line).map(|c| c.join(", ")).collect();
-    Ok(format!(
-        "[{}]",
-        lines.join(&format!(",\n{}", " ".repeat(indent + 1)))
-    ))
+    out.push('[');
+    for (i, line) in data.chunks(per_line).enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+            push_repeated(out, ' ', indent + 1);
+        }
+        out.push_str(&line.join(", "));
+    }
+    out.push(']');
+    Ok(())
 }
 
+fn push_repeated(out: &mut String, c: char, n: usize) {
+    out.extend(std::iter::repeat_n(c, n));
+}
+
+/// Writes the nested lists of `t` (without the `tensor(` prefix), starting at column `indent`.
 fn tensor_str_with(
     t: &Tensor,
     indent: usize,
     summarize: bool,
     f: &Formatter,
     opts: &PrintOptions,
-) -> Result<String> {
-    match t.dim() {
-        0 => Ok(f.format(values(t)?[0])),
-        1 => vector_str(t, indent, summarize, f, opts),
-        dim => {
-            let n = t.sizes()[0];
-            let edge = opts.edgeitems;
-            let mut slices = Vec::new();
-            if summarize && n > 2 * edge {
-                for i in 0..edge {
-                    slices.push(tensor_str_with(
-                        &t.select(0, i)?,
-                        indent + 1,
-                        summarize,
-                        f,
-                        opts,
-                    )?);
+    out: &mut String,
+) -> Result<()> {
+    let dim = t.dim();
+    match dim {
+        0 => out.push_str(&f.format(values(t)?[0])),
+        1 => vector_str(t, indent, summarize, f, opts, out)?,
+        _ => walk(t, summarize, opts.edgeitems, |step| {
+            match step {
+                Step::Open => out.push('['),
+                Step::Close => out.push(']'),
+                // A sub-tensor at dimension `d` has `dim - d` dimensions and starts at column
+                // `indent + d`: PyTorch's separator is `,`, one newline per dimension below
+                // the items, and the column of the items.
+                Step::Sep(d) => {
+                    out.push(',');
+                    push_repeated(out, '\n', dim - d - 1);
+                    push_repeated(out, ' ', indent + d + 1);
                 }
-                slices.push("...".into());
-                for i in n - edge..n {
-                    slices.push(tensor_str_with(
-                        &t.select(0, i)?,
-                        indent + 1,
-                        summarize,
-                        f,
-                        opts,
-                    )?);
-                }
-            } else {
-                for i in 0..n {
-                    slices.push(tensor_str_with(
-                        &t.select(0, i)?,
-                        indent + 1,
-                        summarize,
-                        f,
-                        opts,
-                    )?);
-                }
+                Step::Ellipsis => out.push_str("..."),
+                Step::Row(row) => vector_str(&row, indent + dim - 1, summarize, f, opts, out)?,
             }
-            let sep = format!(",{}{}", "\n".repeat(dim - 1), " ".repeat(indent + 1));
-            Ok(format!("[{}]", slices.join(&sep)))
-        }
+            Ok(())
+        })?,
     }
+    Ok(())
 }
 
 fn tensor_str(t: &Tensor, indent: usize, opts: &PrintOptions) -> Result<String> {
@@ -306,7 +414,9 @@ fn tensor_str(t: &Tensor, indent: usize, opts: &PrintOptions) -> Result<String> 
     let mut vals = Vec::new();
     summarized(t, summarize, opts.edgeitems, &mut vals)?;
     let f = Formatter::new(&vals, t.dtype().is_floating_point(), opts);
-    tensor_str_with(t, indent, summarize, &f, opts)
+    let mut out = String::new();
+    tensor_str_with(t, indent, summarize, &f, opts, &mut out)?;
+    Ok(out)
 }
 
 fn shape_tuple(sizes: &[i64]) -> String {
@@ -504,6 +614,52 @@ mod tests {
         assert!(sci
             .to_string()
             .starts_with("tensor([0.0000e+00, 1.0000e+00,"));
+    }
+
+    #[test]
+    fn high_rank_prints_in_linear_time_and_memory() {
+        // Issue #22: a 20,000-dim tensor overflowed the stack.
+        let rank = 20_000;
+        let t = Tensor::from_vec(vec![7i64], &vec![1; rank]).unwrap();
+        let s = t.to_string();
+        assert_eq!(
+            s,
+            format!("tensor({}7{})", "[".repeat(rank), "]".repeat(rank))
+        );
+        // Two items at the top: the separator has one newline per dimension below.
+        let t = Tensor::from_vec(vec![1i64, 2], &[vec![2], vec![1; 999]].concat()).unwrap();
+        let s = t.to_string();
+        let sep = format!(",{}{}", "\n".repeat(999), " ".repeat(8));
+        assert!(
+            s.contains(&format!("1{}{sep}{}2", "]".repeat(999), "[".repeat(999))),
+            "{s:.40}"
+        );
+        // Summarised along a high-rank shape.
+        let t = Tensor::arange(0, 2000, 1, None)
+            .unwrap()
+            .view(&[vec![2000], vec![1; 500]].concat())
+            .unwrap();
+        let s = t.to_string();
+        assert!(s.contains(",\n"), "{s:.40}");
+        assert_eq!(s.matches("...").count(), 1);
+    }
+
+    #[test]
+    fn views_print_their_own_elements() {
+        let t = Tensor::arange(0, 24, 1, None)
+            .unwrap()
+            .view(&[2, 3, 4])
+            .unwrap();
+        let v = t.permute(&[2, 0, 1]).unwrap().select(1, 1).unwrap();
+        assert_eq!(
+            v.to_string(),
+            "tensor([[12, 16, 20],\n        [13, 17, 21],\n        [14, 18, 22],\n        [15, 19, 23]])"
+        );
+        let s = t.slice(2, Some(1), None, 2).unwrap();
+        assert_eq!(
+            s.to_string(),
+            "tensor([[[ 1,  3],\n         [ 5,  7],\n         [ 9, 11]],\n\n        [[13, 15],\n         [17, 19],\n         [21, 23]]])"
+        );
     }
 
     #[test]

@@ -3,8 +3,10 @@
 use std::alloc::{self, Layout};
 use std::cell::UnsafeCell;
 use std::fmt;
+use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::device::Device;
 use crate::dtype::{Element, ScalarType};
@@ -60,7 +62,45 @@ enum Buffer {
     Inline(InlineBuf),
     /// A heap allocation made with `layout` by the global allocator.
     Heap { ptr: NonNull<u8>, layout: Layout },
+    /// `nbytes` bytes from `start` inside an allocation shared with other storages over
+    /// disjoint ranges of it (Note [Storage slices]).
+    Slice {
+        start: NonNull<u8>,
+        owner: Arc<SharedAllocation>,
+    },
 }
+
+// Note [Storage slices]
+// A loader that reads one buffer holding many tensors (a safetensors file) wants each tensor
+// to have storage bounds of its own, as PyTorch's do (its loader makes a storage per tensor),
+// so that `as_strided` past a tensor's data fails ("out of bounds for storage of size N")
+// instead of reading its neighbours or the file header, and without copying the data.
+// `Storage::split` turns a storage that nobody else holds into storages over disjoint byte
+// ranges of its allocation: the allocation moves into a reference-counted `SharedAllocation`,
+// freed with the last slice, and each slice is an ordinary storage with its own size, borrow
+// flag and version counter. The borrow flags stay sound because the ranges are checked to be
+// disjoint and the original storage is consumed, so no handle covers two slices' bytes.
+
+/// A heap allocation shared by the slices [`Storage::split`] made of it (Note [Storage
+/// slices]): freed when the last of them is dropped.
+struct SharedAllocation {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl Drop for SharedAllocation {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` was allocated by the global allocator with exactly `layout` (it was a
+        // storage's `Buffer::Heap`), ownership moved here, and it is freed only here, once.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+// SAFETY: the allocation is owned (freed only in Drop); its bytes are only reached through
+// the slices' storages, each under its own borrow flag over a disjoint range.
+unsafe impl Send for SharedAllocation {}
+// SAFETY: as for Send; a shared reference only reads the pointer and the layout.
+unsafe impl Sync for SharedAllocation {}
 
 /// The shared part of a [`Storage`]: bytes (or none), their device, the borrow flag and the
 /// default version counter of the tensors viewing it.
@@ -244,6 +284,72 @@ impl Storage {
         Ok(Self::cpu_with(bytes.len(), |d| d.copy_from_slice(bytes))?.mark_bool(true))
     }
 
+    /// Splits this storage into storages over disjoint byte `ranges` of its bytes, without
+    /// copying (Note [Storage slices]): each is an ordinary storage of `range.len()` bytes,
+    /// with its own bounds, borrow flag and version counter. No other handle may share this
+    /// storage; the ranges must lie in it and must not overlap. Small (inline) buffers are
+    /// copied into new storages instead.
+    ///
+    /// ```
+    /// use switchboard_tensor::Storage;
+    /// let s = Storage::cpu_with(256, |b| b[128] = 7).unwrap();
+    /// let parts = s.split(&[0..100, 128..256]).unwrap();
+    /// assert_eq!(parts[1].nbytes(), 128);
+    /// let b = parts[1].try_borrow().unwrap();
+    /// assert_eq!(parts[1].bytes(&b).unwrap()[0], 7);
+    /// ```
+    pub fn split(mut self, ranges: &[Range<usize>]) -> Result<Vec<Storage>> {
+        let nbytes = self.nbytes();
+        let mut order: Vec<&Range<usize>> = ranges.iter().collect();
+        order.sort_by_key(|r| (r.start, r.end));
+        let mut covered = 0;
+        for r in &order {
+            if r.start > r.end || r.end > nbytes || r.start < covered {
+                return Err(TensorError::invalid(format!(
+                    "Storage::split: the byte range {r:?} is reversed, overlaps another or lies                      outside the storage of {nbytes} bytes"
+                )));
+            }
+            covered = r.end;
+        }
+        let (device, holds_bool) = (self.device(), self.holds_bool());
+        let inner = Shared::get_mut(&mut self.0).ok_or_else(|| {
+            TensorError::invalid("Storage::split: the storage is shared by another handle")
+        })?;
+        let (base, owner) = match std::mem::replace(&mut inner.buf, Buffer::None) {
+            Buffer::Heap { ptr, layout } => (ptr, Arc::new(SharedAllocation { ptr, layout })),
+            Buffer::Slice { start, owner } => (start, owner),
+            Buffer::Inline(buf) => {
+                // Small: copy each range (an inline buffer cannot be shared).
+                let bytes = &buf.0.into_inner()[..nbytes];
+                return ranges
+                    .iter()
+                    .map(|r| {
+                        Self::cpu_with(r.len(), |d| d.copy_from_slice(&bytes[r.clone()]))
+                            .map(|s| s.mark_bool(holds_bool))
+                    })
+                    .collect();
+            }
+            Buffer::None => {
+                return Err(TensorError::invalid(
+                    "Storage::split: the storage holds no data",
+                ))
+            }
+        };
+        Ok(ranges
+            .iter()
+            .map(|r| {
+                // SAFETY: `r.start <= nbytes` (checked above), inside (or one past the end
+                // of) the allocation `base` points into.
+                let start = unsafe { base.add(r.start) };
+                let buf = Buffer::Slice {
+                    start,
+                    owner: owner.clone(),
+                };
+                Self::from_parts(buf, r.len(), device, holds_bool)
+            })
+            .collect())
+    }
+
     /// Whether this storage holds bool elements (then only bool tensors can view it).
     pub fn holds_bool(&self) -> bool {
         self.0.holds_bool
@@ -312,6 +418,7 @@ impl Storage {
             Buffer::None => std::ptr::null_mut(),
             Buffer::Inline(b) => b.0.get() as *mut u8,
             Buffer::Heap { ptr, .. } => ptr.as_ptr(),
+            Buffer::Slice { start, .. } => start.as_ptr(),
         }
     }
 
@@ -408,6 +515,12 @@ impl StorageImpl {
             // handle exists, so no other reference to them can be alive.
             Buffer::Heap { ptr, .. } => unsafe {
                 std::slice::from_raw_parts_mut(ptr.as_ptr(), self.nbytes)
+            },
+            // SAFETY: the slice's `nbytes` bytes from `start` lie in the shared allocation and
+            // no other storage covers them (Note [Storage slices]); `&mut self` proves no
+            // other handle to this storage exists.
+            Buffer::Slice { start, .. } => unsafe {
+                std::slice::from_raw_parts_mut(start.as_ptr(), self.nbytes)
             },
         }
     }
@@ -561,6 +674,60 @@ mod tests {
         let other = Storage::zeros(Device::CPU, 8).unwrap();
         let b = other.try_borrow().unwrap();
         assert!(s.bytes(&b).is_err());
+    }
+
+    #[test]
+    fn split_into_disjoint_slices() {
+        for n in [40usize, 300] {
+            let s = Storage::cpu_with(n, |b| {
+                b.iter_mut().enumerate().for_each(|(i, x)| *x = i as u8)
+            })
+            .unwrap();
+            let ptr = s.data_ptr() as usize;
+            let parts = s.split(&[20..30, 0..8, 30..30, 8..20]).unwrap();
+            assert_eq!(
+                parts.iter().map(Storage::nbytes).collect::<Vec<_>>(),
+                [10, 8, 0, 12]
+            );
+            if n > INLINE_BYTES {
+                assert_eq!(parts[0].data_ptr() as usize, ptr + 20, "no copy");
+            }
+            for (p, first) in parts.iter().zip([20u8, 0, 0, 8]) {
+                let b = p.try_borrow().unwrap();
+                let bytes = p.bytes(&b).unwrap();
+                assert!(bytes.iter().enumerate().all(|(i, x)| *x == first + i as u8));
+            }
+            // Disjoint slices are borrowed independently; a slice's writes stay in it.
+            let w = parts[0].try_borrow_mut().unwrap();
+            let r = parts[3].try_borrow().unwrap();
+            drop((w, r));
+            let mut first = parts.into_iter().next().unwrap();
+            Shared::get_mut(&mut first.0).unwrap().bytes_mut_unique()[0] = 99;
+            // Slices of a slice share the allocation, which outlives the first slice.
+            let sub = first.split(&[1..3, 0..1]).unwrap();
+            let b = sub[1].try_borrow().unwrap();
+            assert_eq!(sub[1].bytes(&b).unwrap(), [99]);
+        }
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // ranges of bytes, not vectors of indices
+    fn split_refuses_bad_ranges() {
+        let mk = || Storage::zeros(Device::CPU, 100).unwrap();
+        for ranges in [vec![0..10, 5..20], vec![90..101], vec![10..20, 19..19]] {
+            assert!(mk().split(&ranges).is_err(), "{ranges:?}");
+        }
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = [5..4];
+        assert!(mk().split(&reversed).is_err());
+        let s = mk();
+        let other = s.clone();
+        assert!(s.split(&[0..1]).unwrap_err().to_string().contains("shared"));
+        drop(other);
+        assert!(Storage::zeros(Device::META, 8)
+            .unwrap()
+            .split(&[0..8])
+            .is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! `narrow`, `t`, `flatten`, `as_strided`), with PyTorch's stride rules and messages.
 
 use crate::builder::{check_in_bounds, check_sizes, ValidParts};
+use crate::checked_size::CheckedSize;
 use crate::error::{list, wrap_dim, wrap_dim_exact, Result, TensorError};
 use crate::geometry::{compute_view_stride, infer_view_size};
 use crate::tensor::Tensor;
@@ -330,10 +331,8 @@ impl RawOps for Tensor {
             )));
         }
         let index = if index < 0 { index + size } else { index };
-        let offset = index
-            .checked_mul(self.strides()[d])
-            .and_then(|x| x.checked_add(self.storage_offset()))
-            .ok_or_else(|| TensorError::invalid("select: storage offset overflowed"))?;
+        let offset = (CheckedSize::new(index) * self.strides()[d] + self.storage_offset())
+            .get(|| "select: the storage offset".into())?;
         let (mut sizes, mut strides) = (
             DimVec::from_slice(self.sizes()),
             DimVec::from_slice(self.strides()),
@@ -364,12 +363,9 @@ impl RawOps for Tensor {
         }
         start = start.clamp(0, size);
         end = end.clamp(start, size);
-        let overflow = || TensorError::invalid("slice: storage offset or stride overflowed");
         let stride = self.strides()[d];
-        let offset = start
-            .checked_mul(stride)
-            .and_then(|x| x.checked_add(self.storage_offset()))
-            .ok_or_else(overflow)?;
+        let offset = (CheckedSize::new(start) * stride + self.storage_offset())
+            .get(|| "slice: the storage offset".into())?;
         let (mut sizes, mut strides) = (
             DimVec::from_slice(self.sizes()),
             DimVec::from_slice(self.strides()),
@@ -379,7 +375,7 @@ impl RawOps for Tensor {
         } else {
             (end - start - 1) / step + 1
         };
-        strides[d] = stride.checked_mul(step).ok_or_else(overflow)?;
+        strides[d] = (CheckedSize::new(stride) * step).get(|| "slice: the stride".into())?;
         Ok(self.make_view(sizes, strides, offset))
     }
 

@@ -249,7 +249,7 @@ pub fn main(args: &CallArgs) -> i32 {
         // `switchboard call ... | head` closing the pipe early is not an error.
         Err(CallError::Stdout(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("error: {}", one_line(&e.to_string()));
+            super::report_error(&one_line(&e.to_string()));
             2
         }
     }

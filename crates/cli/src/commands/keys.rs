@@ -65,7 +65,7 @@ pub fn run(out: &mut impl Write) {
     // A closed pipe (`switchboard keys | head`) is not an error worth a panic.
     if let Err(e) = result {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("switchboard: {e}");
+            super::report_error(&e);
             std::process::exit(1);
         }
     }

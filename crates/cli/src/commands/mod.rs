@@ -5,3 +5,9 @@ pub mod keys;
 pub mod ops;
 pub mod table;
 pub mod train;
+
+/// Prints `error: MESSAGE` on stderr; a closed stderr is ignored (`eprintln!` would panic).
+pub fn report_error(message: &dyn std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "error: {message}");
+}

@@ -4,44 +4,102 @@
 
 use std::path::PathBuf;
 
-use switchboard_cli::train::{self, OptimizerKind, TrainConfig};
+use switchboard_cli::train::{self, options, OptimizerKind, TrainConfig};
 
-/// The options of `switchboard train`.
+// Note [Command-line numbers]
+// Every numeric option takes negative numbers as values (`--lr -1` is the value -1, refused by
+// the option's check, not an unknown flag `-1`), is read by its type (an integer option reads
+// any integer literal, so `-1` or `1e3` gets a message about the value, not about a digit), and
+// is checked by the option's own check of `switchboard_cli::train::options`, the same one
+// `TrainConfig::validate` runs. clap prints the message as `error: invalid value '-1' for
+// '--lr <LR>': must be a positive finite number, got -1` and exits with status 2.
+
+/// Reads an integer option: any integer literal is read, then converted to `T` and checked.
+fn int_option<T: TryFrom<i128> + Copy + 'static>(
+    check: fn(T) -> Result<(), String>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |text: &str| {
+        let v: i128 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("expected a whole number, got {text:?}"))?;
+        let t = T::try_from(v).map_err(|_| {
+            if v < 0 {
+                format!("must not be negative, got {v}")
+            } else {
+                format!("is too large, got {v}")
+            }
+        })?;
+        check(t).map(|()| t)
+    }
+}
+
+/// Reads a float option and checks it.
+fn float_option(
+    check: fn(f64) -> Result<(), String>,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |text: &str| {
+        let v: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("expected a number, got {text:?}"))?;
+        check(v).map(|()| v)
+    }
+}
+
+/// A seed: any integer from 0 to 2^64 - 1.
+fn seed_option(text: &str) -> Result<u64, String> {
+    int_option::<u64>(|_| Ok(()))(text)
+        .map_err(|e| format!("{e} (a seed is from 0 to {})", u64::MAX))
+}
+
+/// The options of `switchboard train` (Note [Command-line numbers]).
 #[derive(clap::Args, Debug)]
 pub struct TrainArgs {
     /// A CSV file to learn instead of the embedded digits: numeric features, the integer
     /// class label in the last column, optional header row; may be gzip-compressed.
     #[arg(long, value_name = "FILE.csv")]
     pub data: Option<PathBuf>,
+    /// At most this many MiB of CSV text are read from --data (after decompression).
+    #[arg(long, default_value_t = 1024, value_name = "MIB", allow_negative_numbers = true,
+          value_parser = int_option::<u64>(options::check_max_data_mib))]
+    pub max_data_mib: u64,
     /// Passes over the training set.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, allow_negative_numbers = true,
+          value_parser = int_option::<usize>(options::check_epochs))]
     pub epochs: usize,
     /// Learning rate [default: 0.05 for SGD, 0.001 for Adam].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = float_option(options::check_lr))]
     pub lr: Option<f64>,
     /// Width of the hidden layer.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, allow_negative_numbers = true,
+          value_parser = int_option::<usize>(options::check_hidden))]
     pub hidden: usize,
     /// Samples per minibatch.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, allow_negative_numbers = true,
+          value_parser = int_option::<usize>(options::check_batch_size))]
     pub batch_size: usize,
     /// Seeds the initialization, the train/test split and the shuffling.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = seed_option)]
     pub seed: u64,
-    /// Threads of the kernels (rayon's global pool) [default: all cores].
-    #[arg(long)]
+    /// Threads of the kernels (rayon's global pool), at most 1024 [default: all cores].
+    #[arg(long, allow_negative_numbers = true,
+          value_parser = int_option::<usize>(options::check_threads))]
     pub threads: Option<usize>,
     /// The optimizer.
     #[arg(long, value_enum, default_value_t = Opt::Sgd)]
     pub optimizer: Opt,
-    /// SGD momentum.
-    #[arg(long, default_value_t = 0.9)]
+    /// SGD momentum, in [0, 1).
+    #[arg(long, default_value_t = 0.9, allow_negative_numbers = true,
+          value_parser = float_option(options::check_momentum))]
     pub momentum: f64,
-    /// L2 weight decay.
-    #[arg(long, default_value_t = 5e-4)]
+    /// L2 weight decay, at least 0.
+    #[arg(long, default_value_t = 5e-4, allow_negative_numbers = true,
+          value_parser = float_option(options::check_weight_decay))]
     pub weight_decay: f64,
-    /// Fraction of the samples held out as the test set.
-    #[arg(long, default_value_t = 0.2)]
+    /// Fraction of the samples held out as the test set, between 0 and 1.
+    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true,
+          value_parser = float_option(options::check_test_fraction))]
     pub test_fraction: f64,
     /// Print the dispatch trace of the first training step (every operator call with its
     /// key set, chosen key and kernel) to stderr.
@@ -88,6 +146,7 @@ impl TrainArgs {
             progress: !self.no_progress,
             summary: !self.no_summary,
             layers: self.layers.clone(),
+            max_data_bytes: self.max_data_mib << 20,
         }
     }
 }
@@ -96,8 +155,10 @@ impl TrainArgs {
 pub fn main(args: &TrainArgs) -> i32 {
     match train::train(&args.config(), &mut std::io::stdout()) {
         Ok(_) => 0,
+        // `switchboard train | head` closing the pipe early is not an error.
+        Err(train::TrainError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("error: {e}");
+            super::report_error(&e);
             2
         }
     }

@@ -2,7 +2,7 @@
 //! column (optionally gzip-compressed), by default the UCI handwritten digits embedded in the
 //! binary (see `data/README.md`).
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use switchboard_tensor::Generator;
@@ -10,6 +10,19 @@ use switchboard_tensor::Generator;
 /// The UCI 8x8 handwritten digits (1797 samples, 64 features 0..16, label 0..9), as
 /// scikit-learn ships them (`data/digits.csv.gz`).
 pub const DIGITS_CSV_GZ: &[u8] = include_bytes!("../../data/digits.csv.gz");
+
+/// By default, at most this many bytes of CSV text are read from a data file, after
+/// decompression (1 GiB): a bound on the memory the data can take, so that a gzip bomb or a
+/// runaway file ends in an error rather than an abort (Note [Reading untrusted data]).
+pub const MAX_CSV_BYTES: u64 = 1 << 30;
+
+// Note [Reading untrusted data]
+// A data file decides how much is read and allocated, so nothing it says is trusted: the text
+// is streamed (never read whole), through a reader that fails once more than a limit
+// (`MAX_CSV_BYTES` by default, `--max-data-mib`) of text (decompressed) has gone by, which also bounds the csv reader's buffers (a line is
+// never longer than the text); the growing feature and label vectors reserve fallibly and
+// report "out of memory" as an error; every cell must be a finite number and every label an
+// exact non-negative integer (no rounding through `f32`, no silent cap).
 
 /// A classification data set held in memory, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,9 +43,71 @@ pub enum DataError {
     /// Reading the file failed.
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
-    /// The CSV is malformed (or its gzip stream is).
+    /// The CSV is malformed (or its gzip stream is, or it is too large).
     #[error("{0}")]
     Csv(String),
+}
+
+/// A reader that fails once more than `left` bytes are available (Note [Reading untrusted
+/// data]).
+struct Limited<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // At the limit: the end of the data is fine, one more byte is not.
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(std::io::Error::other(format!(
+                    "the data is larger than {} of CSV text (decompressed); refusing to read \
+                     more",
+                    mib(self.limit)
+                ))),
+            };
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// `n` bytes in MiB, for messages.
+fn mib(n: u64) -> String {
+    if n & ((1 << 20) - 1) == 0 {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// Appends `values` to `v`, failing instead of aborting when memory runs out.
+fn try_extend<T: Copy>(v: &mut Vec<T>, values: &[T], name: &str) -> Result<(), DataError> {
+    v.try_reserve(values.len()).map_err(|_| {
+        DataError::Csv(format!(
+            "{name}: out of memory holding the data ({} values read)",
+            v.len()
+        ))
+    })?;
+    v.extend_from_slice(values);
+    Ok(())
+}
+
+/// A label cell: an exact non-negative integer (`3`, or `3.0` as some writers print it).
+fn parse_label(text: &str) -> Option<i64> {
+    if let Ok(v) = text.parse::<i64>() {
+        return (v >= 0).then_some(v);
+    }
+    // Integers a float literal holds exactly: up to 2^53.
+    let f = text.parse::<f64>().ok()?;
+    (f >= 0.0 && f.fract() == 0.0 && f <= (1u64 << 53) as f64).then_some(f as i64)
 }
 
 impl Dataset {
@@ -42,21 +117,40 @@ impl Dataset {
     }
 
     /// Reads a CSV file (gzip-compressed when it starts with the gzip magic bytes, whatever
-    /// its name).
-    pub fn from_path(path: &Path) -> Result<Dataset, DataError> {
+    /// its name), streamed, at most `limit` bytes of text (Note [Reading untrusted data]).
+    pub fn from_path(path: &Path, limit: u64) -> Result<Dataset, DataError> {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| DataError::Io(name.clone(), e))?;
-        Dataset::from_csv_bytes(&bytes, &name)
+        let file = std::fs::File::open(path).map_err(|e| DataError::Io(name.clone(), e))?;
+        Dataset::from_reader(BufReader::new(file), &name, limit)
     }
 
-    /// Parses CSV bytes, plain or gzip-compressed. Every row holds the same number of
-    /// numeric fields, the last one the label (a non-negative integer); a first row that
-    /// does not parse as numbers is taken for a header and skipped. `name` is for messages.
+    /// Parses CSV bytes, plain or gzip-compressed, at most [`MAX_CSV_BYTES`] of text (see
+    /// [`from_reader`](Self::from_reader)).
     pub fn from_csv_bytes(bytes: &[u8], name: &str) -> Result<Dataset, DataError> {
-        let text: Box<dyn Read + '_> = if bytes.starts_with(&[0x1f, 0x8b]) {
-            Box::new(flate2::read::MultiGzDecoder::new(bytes))
+        Dataset::from_reader(bytes, name, MAX_CSV_BYTES)
+    }
+
+    /// Parses CSV text, plain or gzip-compressed (when it starts with the gzip magic bytes),
+    /// reading at most `limit` bytes of text (decompressed). Every row holds the same number of fields:
+    /// finite numbers, the last one the label (a non-negative integer); a first row that does
+    /// not parse as numbers is taken for a header and skipped. `name` is for messages.
+    pub fn from_reader(
+        mut input: impl BufRead,
+        name: &str,
+        limit: u64,
+    ) -> Result<Dataset, DataError> {
+        let head = input
+            .fill_buf()
+            .map_err(|e| DataError::Io(name.to_owned(), e))?;
+        let text: Box<dyn Read + '_> = if head.starts_with(&[0x1f, 0x8b]) {
+            Box::new(flate2::bufread::MultiGzDecoder::new(input))
         } else {
-            Box::new(bytes)
+            Box::new(input)
+        };
+        let text = Limited {
+            inner: text,
+            left: limit,
+            limit,
         };
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
@@ -76,7 +170,10 @@ impl Dataset {
                     record.len()
                 )));
             }
-            let parsed: Result<Vec<f32>, _> = record.iter().map(str::parse::<f32>).collect();
+            let d = record.len() - 1;
+            let parsed: Result<Vec<f32>, _> =
+                record.iter().take(d).map(str::parse::<f32>).collect();
+            let label = parse_label(&record[d]);
             let values = match parsed {
                 Ok(v) => v,
                 Err(_) if i == 0 => continue, // a header row
@@ -87,7 +184,24 @@ impl Dataset {
                     )))
                 }
             };
-            let d = values.len() - 1;
+            if let Some(c) = values.iter().position(|v| !v.is_finite()) {
+                return Err(DataError::Csv(format!(
+                    "{name}:{line}: column {} is {:?}, which is not a finite float32: features \
+                     must be finite numbers",
+                    c + 1,
+                    &record[c]
+                )));
+            }
+            let Some(label) = label else {
+                if i == 0 && record[d].parse::<f64>().is_err() {
+                    continue; // a header row whose feature names read as numbers
+                }
+                return Err(DataError::Csv(format!(
+                    "{name}:{line}: the label (last column) must be a non-negative integer, got \
+                     {:?}",
+                    &record[d]
+                )));
+            };
             match n_features {
                 None => n_features = Some(d),
                 Some(n) if n != d => {
@@ -99,25 +213,33 @@ impl Dataset {
                 }
                 Some(_) => {}
             }
-            let label = values[d];
-            if !(label >= 0.0 && label.fract() == 0.0 && label < 1e9) {
-                return Err(DataError::Csv(format!(
-                    "{name}:{line}: the label (last column) must be a non-negative integer, got {label}"
-                )));
-            }
-            features.extend_from_slice(&values[..d]);
-            labels.push(label as i64);
+            try_extend(&mut features, &values, name)?;
+            try_extend(&mut labels, &[label], name)?;
         }
         let Some(n_features) = n_features else {
             return Err(DataError::Csv(format!("{name}: no data rows")));
         };
-        let n_classes = labels.iter().max().map_or(0, |m| *m as usize + 1);
+        let n_classes = labels
+            .iter()
+            .max()
+            .and_then(|m| usize::try_from(*m).ok()?.checked_add(1))
+            .unwrap_or(0);
         Ok(Dataset {
             features,
             labels,
             n_features,
             n_classes,
         })
+    }
+
+    /// Number of distinct labels present (at most 2 are counted: enough to know whether there
+    /// is something to learn).
+    pub fn distinct_labels_up_to_two(&self) -> usize {
+        match self.labels.first() {
+            None => 0,
+            Some(&l0) if self.labels.iter().any(|&l| l != l0) => 2,
+            Some(_) => 1,
+        }
     }
 
     /// Number of samples.
@@ -130,19 +252,26 @@ impl Dataset {
         self.labels.is_empty()
     }
 
-    /// The samples at `indices`, in that order.
-    pub fn subset(&self, indices: &[usize]) -> Dataset {
+    /// The samples at `indices`, in that order (fails when memory runs out).
+    pub fn subset(&self, indices: &[usize]) -> Result<Dataset, DataError> {
         let d = self.n_features;
-        let mut features = Vec::with_capacity(indices.len() * d);
+        let mut features = Vec::new();
+        let mut labels = Vec::new();
+        let oom = |_| DataError::Csv("out of memory splitting the data".into());
+        features
+            .try_reserve_exact(indices.len().saturating_mul(d))
+            .map_err(oom)?;
+        labels.try_reserve_exact(indices.len()).map_err(oom)?;
         for &i in indices {
             features.extend_from_slice(&self.features[i * d..(i + 1) * d]);
+            labels.push(self.labels[i]);
         }
-        Dataset {
+        Ok(Dataset {
             features,
-            labels: indices.iter().map(|&i| self.labels[i]).collect(),
+            labels,
             n_features: d,
             n_classes: self.n_classes,
-        }
+        })
     }
 
     /// Scales every feature by `1 / max |value|` over the whole set (digits: 1/16), so that
@@ -156,7 +285,7 @@ impl Dataset {
 
     /// A seeded shuffled split: `(train, test)` with `round(len * test_fraction)` test
     /// samples (at least one of each when there are two samples or more).
-    pub fn split(&self, test_fraction: f64, seed: u64) -> (Dataset, Dataset) {
+    pub fn split(&self, test_fraction: f64, seed: u64) -> Result<(Dataset, Dataset), DataError> {
         let perm = permutation(self.len(), &Generator::new(seed));
         let n = self.len();
         let mut n_test = (n as f64 * test_fraction).round() as usize;
@@ -164,7 +293,7 @@ impl Dataset {
             n_test = n_test.clamp(1, n - 1);
         }
         let (test, train) = perm.split_at(n_test.min(n));
-        (self.subset(train), self.subset(test))
+        Ok((self.subset(train)?, self.subset(test)?))
     }
 }
 
@@ -179,6 +308,10 @@ pub fn permutation(n: usize, gen: &Generator) -> Vec<usize> {
     }
     p
 }
+
+#[cfg(test)]
+#[path = "data_fuzz.rs"]
+mod fuzz;
 
 #[cfg(test)]
 mod tests {
@@ -211,13 +344,99 @@ mod tests {
     }
 
     #[test]
+    fn cells_must_be_finite_and_labels_exact() {
+        let err = |csv: &[u8]| Dataset::from_csv_bytes(csv, "t").unwrap_err().to_string();
+        for (cell, shown) in [
+            ("nan", "\"nan\""),
+            ("NaN", "\"NaN\""),
+            ("inf", "\"inf\""),
+            ("-infinity", "\"-infinity\""),
+            ("1e39", "\"1e39\""),
+        ] {
+            let csv = format!("1,2,0\n3,{cell},1\n");
+            assert_eq!(
+                err(csv.as_bytes()),
+                format!(
+                    "t:2: column 2 is {shown}, which is not a finite float32: features must be \
+                     finite numbers"
+                )
+            );
+        }
+        // Labels are read exactly: no rounding through f32, no cap.
+        let d = Dataset::from_csv_bytes(b"1,16777217\n2,3.0\n", "t").unwrap();
+        assert_eq!(d.labels, [16777217, 3]);
+        assert_eq!(d.n_classes, 16777218);
+        for bad in ["-1", "1.5", "1e300", "nan", "x"] {
+            let csv = format!("1,0\n2,{bad}\n");
+            assert!(
+                err(csv.as_bytes()).contains("must be a non-negative integer"),
+                "{bad}"
+            );
+        }
+        let d = Dataset::from_csv_bytes(b"1,9223372036854775807\n", "t").unwrap();
+        assert_eq!(d.n_classes, 9223372036854775808);
+        // Distinct labels, whichever they are.
+        let count = |csv: &[u8]| {
+            Dataset::from_csv_bytes(csv, "t")
+                .unwrap()
+                .distinct_labels_up_to_two()
+        };
+        assert_eq!(count(b"1,0\n2,0\n"), 1);
+        assert_eq!(count(b"1,1\n2,1\n"), 1);
+        assert_eq!(count(b"1,1\n2,0\n3,5\n"), 2);
+    }
+
+    /// `copies` gzip members of `block` each: a cheap bomb (MultiGzDecoder reads them all).
+    pub(super) fn gzip_bomb(block: &[u8], copies: usize) -> Vec<u8> {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(block).unwrap();
+        let member = gz.finish().unwrap();
+        member.repeat(copies)
+    }
+
+    #[test]
+    fn oversized_input_is_an_error_not_an_abort() {
+        // 16 MiB of mostly blank lines from 16 KiB of gzip, against a 1 MiB limit: refused
+        // once the limit is reached, after reading only that much.
+        let mut block = b"1,0\n2,1\n".to_vec();
+        block.resize(1 << 20, b'\n');
+        let bomb = gzip_bomb(&block, 16);
+        assert!(bomb.len() < 32 << 10, "{}", bomb.len());
+        let e = Dataset::from_reader(&bomb[..], "bomb.csv.gz", 1 << 20).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bomb.csv.gz: the data is larger than 1 MiB of CSV text (decompressed); refusing to \
+             read more"
+        );
+        assert_eq!(
+            Dataset::from_reader(&bomb[..], "b", 16 << 20)
+                .unwrap()
+                .len(),
+            32
+        );
+        // Exactly at the limit is fine.
+        let read = |text: &[u8], limit| {
+            let mut r = Limited {
+                inner: text,
+                left: limit,
+                limit,
+            };
+            r.read_to_end(&mut Vec::new())
+        };
+        assert_eq!(read(b"abc", 3).unwrap(), 3);
+        assert!(read(b"abcd", 3).is_err());
+        assert_eq!(read(b"", 0).unwrap(), 0);
+    }
+
+    #[test]
     fn split_is_seeded_and_disjoint() {
         let d = Dataset::digits().unwrap();
-        let (tr, te) = d.split(0.2, 7);
+        let (tr, te) = d.split(0.2, 7).unwrap();
         assert_eq!((tr.len(), te.len()), (1438, 359));
-        let (tr2, te2) = d.split(0.2, 7);
+        let (tr2, te2) = d.split(0.2, 7).unwrap();
         assert_eq!((tr.clone(), te.clone()), (tr2, te2));
-        let (tr3, _) = d.split(0.2, 8);
+        let (tr3, _) = d.split(0.2, 8).unwrap();
         assert_ne!(tr.labels, tr3.labels);
         let mut p = permutation(100, &Generator::new(1));
         p.sort();

@@ -22,6 +22,7 @@ use switchboard_tensor::{Generator, Tensor};
 use switchboard_cpu as _;
 
 pub mod data;
+pub mod options;
 pub mod summary;
 
 pub use data::{DataError, Dataset};
@@ -71,6 +72,8 @@ pub struct TrainConfig {
     pub summary: bool,
     /// The dispatch layers to run the steps under (autocast, FLOP counting).
     pub layers: crate::layers::LayerOptions,
+    /// At most this many bytes of CSV text are read from `data` (after decompression).
+    pub max_data_bytes: u64,
 }
 
 impl Default for TrainConfig {
@@ -91,11 +94,43 @@ impl Default for TrainConfig {
             progress: true,
             summary: true,
             layers: Default::default(),
+            max_data_bytes: data::MAX_CSV_BYTES,
         }
     }
 }
 
 impl TrainConfig {
+    /// Checks every option (see [`options`]) and the environment's thread count, naming the
+    /// option and what it accepts.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        let named = |flag: &str, r: Result<(), String>| {
+            r.map_err(|e| TrainError::Config(format!("{flag} {e}")))
+        };
+        named("--epochs", options::check_epochs(self.epochs))?;
+        named("--batch-size", options::check_batch_size(self.batch_size))?;
+        named("--hidden", options::check_hidden(self.hidden))?;
+        named("--lr", options::check_lr(self.learning_rate()))?;
+        named("--momentum", options::check_momentum(self.momentum))?;
+        named(
+            "--weight-decay",
+            options::check_weight_decay(self.weight_decay),
+        )?;
+        named(
+            "--test-fraction",
+            options::check_test_fraction(self.test_fraction),
+        )?;
+        if let Some(n) = self.threads {
+            named("--threads", options::check_threads(n))?;
+        }
+        options::check_rayon_env().map_err(TrainError::Config)?;
+        if self.max_data_bytes == 0 {
+            return Err(TrainError::Config(
+                "the data size limit must be at least 1 byte".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The learning rate in use.
     pub fn learning_rate(&self) -> f64 {
         self.lr.unwrap_or(match self.optimizer {
@@ -167,10 +202,8 @@ impl From<switchboard_tensor::TensorError> for TrainError {
 /// With `cfg.threads`, the kernels run on a rayon pool of that size: the global pool when it
 /// can still be configured, else a private pool for the duration of the call.
 pub fn train(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
+    cfg.validate()?;
     if let Some(n) = cfg.threads {
-        if n == 0 {
-            return Err(TrainError::Config("--threads must be at least 1".into()));
-        }
         let global = rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build_global()
@@ -186,32 +219,11 @@ pub fn train(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainRep
     run(cfg, out)
 }
 
-fn check(cfg: &TrainConfig) -> Result<(), TrainError> {
-    let bad = |m: &str| Err(TrainError::Config(m.to_string()));
-    if cfg.epochs == 0 {
-        return bad("--epochs must be at least 1");
-    }
-    if cfg.batch_size == 0 {
-        return bad("--batch-size must be at least 1");
-    }
-    if cfg.hidden == 0 {
-        return bad("--hidden must be at least 1");
-    }
-    let lr = cfg.learning_rate();
-    if !(lr.is_finite() && lr > 0.0) {
-        return bad("--lr must be a positive number");
-    }
-    if !(cfg.test_fraction > 0.0 && cfg.test_fraction < 1.0) {
-        return bad("the test fraction must be between 0 and 1");
-    }
-    Ok(())
-}
-
-/// Inputs and labels as tensors.
-fn tensors(d: &Dataset) -> Result<(Tensor, Tensor), TrainError> {
+/// Inputs and labels as tensors (taking the vectors over, no copy).
+fn tensors(d: Dataset) -> Result<(Tensor, Tensor), TrainError> {
     let n = d.len() as i64;
-    let x = Tensor::from_vec(d.features.clone(), &[n, d.n_features as i64])?;
-    let y = Tensor::from_vec(d.labels.clone(), &[n])?;
+    let x = Tensor::from_vec(d.features, &[n, d.n_features as i64])?;
+    let y = Tensor::from_vec(d.labels, &[n])?;
     Ok((x, y))
 }
 
@@ -230,23 +242,27 @@ pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, Train
 }
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
-    check(cfg)?;
     let mut data = match &cfg.data {
-        Some(p) => Dataset::from_path(p)?,
+        Some(p) => Dataset::from_path(p, cfg.max_data_bytes)?,
         None => Dataset::digits()?,
     };
-    if data.n_classes < 2 {
-        return Err(TrainError::Config(
-            "the data needs at least two classes".into(),
-        ));
+    // Classes are the labels present, whatever their values: all 0s and all 1s alike are one.
+    if data.distinct_labels_up_to_two() < 2 {
+        return Err(TrainError::Config(format!(
+            "the data needs at least two classes, but every label is {}",
+            data.labels.first().copied().unwrap_or_default()
+        )));
     }
     data.normalize_max_abs();
-    let (train_set, test_set) = data.split(cfg.test_fraction, cfg.seed);
-    let (x_train, y_train) = tensors(&train_set)?;
-    let (x_test, y_test) = tensors(&test_set)?;
+    let (train_set, test_set) = data.split(cfg.test_fraction, cfg.seed)?;
+    let (n_features, n_classes, n_samples) = (data.n_features, data.n_classes, data.len());
+    drop(data);
     let n_train = train_set.len();
+    let n_test = test_set.len();
+    let (x_train, y_train) = tensors(train_set)?;
+    let (x_test, y_test) = tensors(test_set)?;
 
-    let model = mlp(&[data.n_features, cfg.hidden, data.n_classes], cfg.seed)?;
+    let model = mlp(&[n_features, cfg.hidden, n_classes], cfg.seed)?;
     let lr = cfg.learning_rate();
     let mut opt: Box<dyn Optimizer> = match cfg.optimizer {
         OptimizerKind::Sgd => Box::new(
@@ -265,24 +281,24 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     writeln!(
         out,
         "data: {} samples x {} features, {} classes ({}); train {}, test {} (seed {})",
-        data.len(),
-        data.n_features,
-        data.n_classes,
+        n_samples,
+        n_features,
+        n_classes,
         cfg.data
             .as_ref()
             .map_or("embedded UCI digits".to_string(), |p| p
                 .display()
                 .to_string()),
         n_train,
-        test_set.len(),
+        n_test,
         cfg.seed
     )?;
     writeln!(
         out,
         "model: MLP {} -> {} -> {} (ReLU), {} parameters; {opt_name}, batch {}, {} epochs, {} threads",
-        data.n_features,
+        n_features,
         cfg.hidden,
-        data.n_classes,
+        n_classes,
         model.parameters().iter().map(|p| p.numel()).sum::<i64>(),
         cfg.batch_size,
         cfg.epochs,
@@ -294,7 +310,9 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     let shuffle = Generator::new(cfg.seed.wrapping_add(0x5eed));
     let recorder = cfg.summary.then(Recorder::start);
     let start = Instant::now();
-    let mut epochs = Vec::with_capacity(cfg.epochs);
+    // Grows with the epochs actually run: nothing is allocated in proportion to a count the
+    // user gave.
+    let mut epochs = Vec::new();
     let mut steps = 0;
     for epoch in 1..=cfg.epochs {
         let t0 = Instant::now();
@@ -311,7 +329,12 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             let yb = ops::index_select(&y_train, 0, &idx)?;
             let tracing = cfg.trace && steps == 0;
             if tracing {
-                bar.suspend(|| eprintln!("dispatch trace of the first training step:"));
+                bar.suspend(|| {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "dispatch trace of the first training step:"
+                    );
+                });
                 set_dispatch_trace(true);
             }
             let flops = crate::layers::StepFlops::start(&cfg.layers, steps);
@@ -364,7 +387,6 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     let seconds = start.elapsed().as_secs_f64();
     let dispatch = recorder.map(Recorder::finish);
     let test_accuracy = evaluate(&model, &x_test, &y_test)?;
-    let n_test = test_set.len();
     writeln!(
         out,
         "final test accuracy: {test_accuracy:.4} ({}/{n_test}), {steps} steps in {seconds:.2} s ({:.2} ms/step)",

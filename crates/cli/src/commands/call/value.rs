@@ -2,6 +2,7 @@
 //! type of the argument.
 
 use std::collections::BTreeMap;
+use std::num::IntErrorKind;
 
 use switchboard::dispatcher::{IValue, ThinVec};
 use switchboard::schema::{DefaultValue, Type};
@@ -73,8 +74,17 @@ fn tensor_ref(text: &str, inputs: &Inputs) -> Result<Tensor> {
         .ok_or_else(|| ValueError::UnknownTensor(key.to_owned()))
 }
 
+/// An int literal. One beyond `i64` is an overflow, as in PyTorch's argument parser
+/// ("Overflow when unpacking long"), never read as something else.
 fn parse_int(text: &str) -> Result<i64> {
-    text.parse::<i64>().or_else(|_| expected("an int"))
+    text.parse::<i64>().map_err(|e| match e.kind() {
+        IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => int_overflow(),
+        _ => ValueError::Type("expected an int".into()),
+    })
+}
+
+fn int_overflow() -> ValueError {
+    ValueError::Type("Overflow when unpacking long (an int must fit in int64)".into())
 }
 
 fn parse_float(text: &str) -> Result<f64> {
@@ -95,13 +105,22 @@ fn parse_scalar(text: &str) -> Result<IValue> {
     if let Ok(b) = parse_bool(text) {
         return Ok(IValue::Bool(b));
     }
-    if let Ok(i) = text.parse::<i64>() {
-        return Ok(IValue::Int(i));
+    match parse_int(text) {
+        Ok(i) => return Ok(IValue::Int(i)),
+        // An int literal too large for int64 is an error, not a float.
+        Err(e) if is_int_literal(text) => return Err(e),
+        Err(_) => {}
     }
     match text.parse::<f64>() {
         Ok(f) => Ok(IValue::Double(f)),
         Err(_) => expected("a number (an int, a float, true or false)"),
     }
+}
+
+/// Whether `text` is written as an integer (an optional sign, then digits).
+fn is_int_literal(text: &str) -> bool {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Strips one pair of matching quotes, so that `mode="floor"` and `mode=floor` are the same.
@@ -118,7 +137,12 @@ fn unquote(text: &str) -> &str {
 fn parse_seed(text: &str) -> Result<u64> {
     text.parse::<u64>()
         .or_else(|_| text.parse::<i64>().map(|s| s as u64))
-        .or_else(|_| expected("a seed (an int) for a fresh CPU generator"))
+        .or_else(|_| match is_int_literal(text) {
+            true => Err(ValueError::Type(
+                "Overflow when unpacking long (a seed must fit in uint64)".into(),
+            )),
+            false => expected("a seed (an int) for a fresh CPU generator"),
+        })
 }
 
 fn parse_dtype(text: &str) -> Result<ScalarType> {
@@ -175,8 +199,10 @@ fn parse_list(text: &str, elem: &Type, n: Option<i32>, inputs: &Inputs) -> Resul
         Some(items) => items,
         // PyTorch's Python API takes one int for a sized int list: `stride=2` is `[2, 2]`.
         None if is_int && n.is_some() => {
-            let v =
-                parse_int(text).or_else(|_| expected("an int or a list of ints like [1, 2]"))?;
+            let v = match parse_int(text) {
+                Err(overflow) if is_int_literal(text) => return Err(overflow),
+                r => r.or_else(|_| expected("an int or a list of ints like [1, 2]"))?,
+            };
             let len = usize::try_from(n.unwrap_or(1)).unwrap_or(0);
             return Ok(IValue::IntList(vec![v; len].into()));
         }

@@ -89,6 +89,66 @@ fn argument_errors_name_the_argument() {
 }
 
 #[test]
+fn int_literals_beyond_int64_overflow() {
+    let f = fixture();
+    let overflow = "Overflow when unpacking long (an int must fit in int64)";
+    // Issue #22: a Scalar literal beyond int64 used to become a float silently.
+    let add = |alpha: &str| {
+        f.err(&[
+            "test::add",
+            "--in",
+            "IN",
+            "self=@a",
+            "other=@b",
+            &format!("alpha={alpha}"),
+        ])
+    };
+    for big in [
+        "9223372036854775808",
+        "-9223372036854775809",
+        "+99999999999999999999",
+    ] {
+        assert_eq!(
+            add(big),
+            format!("argument 'alpha' (Scalar): cannot read \"{big}\": {overflow}")
+        );
+    }
+    let echo = |extra: &str| f.err(&["test::echo", "--in", "IN", "self=@a", extra]);
+    assert_eq!(
+        echo("pad=9223372036854775808"),
+        format!("argument 'pad' (int[2]): cannot read \"9223372036854775808\": {overflow}")
+    );
+    assert_eq!(
+        echo("pad=[1, -9223372036854775809]"),
+        format!("argument 'pad' (int[2]): cannot read \"[1, -9223372036854775809]\": {overflow}")
+    );
+    assert_eq!(
+        echo("generator=18446744073709551616"),
+        "argument 'generator' (Generator?): cannot read \"18446744073709551616\": Overflow \
+         when unpacking long (a seed must fit in uint64)"
+    );
+    // The extremes of int64 and float literals beyond it still read.
+    let ok = |alpha: &str| {
+        f.run(&[
+            "test::add",
+            "--in",
+            "IN",
+            "self=@a",
+            "other=@b",
+            &format!("alpha={alpha}"),
+        ])
+    };
+    for fine in [
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808.0",
+        "1e19",
+    ] {
+        assert!(ok(fine).is_ok(), "{fine}");
+    }
+}
+
+#[test]
 fn file_errors() {
     let f = fixture();
     let missing = f.path("missing.safetensors");

@@ -16,6 +16,7 @@ use super::output::json_object;
 use super::*;
 
 mod errors;
+mod fuzz;
 
 /// A kernel's tensor error as a dispatcher error.
 fn k<T>(r: switchboard::tensor::Result<T>) -> DResult<T> {
