@@ -1,6 +1,9 @@
 //! The CPU policy against PyTorch 2.15's `torch.autocast("cpu")`: each list kind, nesting,
 //! the region state, autograd through the casts.
 
+// The expected values are PyTorch's, printed in full (exact in bfloat16 and float16).
+#![allow(clippy::excessive_precision)]
+
 use switchboard_autocast::{
     autocast, autocast_with, get_autocast_dtype, is_autocast_enabled, AutocastGuard,
     AutocastOptions,
