@@ -86,6 +86,10 @@ pub struct CallArgs {
     /// inputs as `grad.NAME`, for the outputs weighted by `@grad_outI` (else ones).
     #[arg(long)]
     pub backward: bool,
+    /// Runs the call in a CPU autocast region of this dtype (`torch.autocast("cpu", dtype=...)`);
+    /// with --backward, the reduction and backward run after the region, as PyTorch recommends.
+    #[arg(long, value_enum, value_name = "DTYPE")]
+    pub autocast: Option<switchboard_cli::layers::AutocastDtype>,
     /// The operator's arguments by schema name, NAME=VALUE.
     #[arg(value_name = "NAME=VALUE")]
     pub args: Vec<String>,
@@ -319,6 +323,11 @@ fn run_unguarded(
         None => None,
     };
     let mut stack = build_stack(schema, &given, &inputs, args.input.as_deref())?;
+    let region =
+        switchboard_cli::layers::autocast_region(args.autocast).map_err(|e| CallError::Kernel {
+            op: op_name.clone(),
+            message: one_line(&e.to_string()),
+        })?;
     if !args.backward {
         let returns = call(&op, schema, &op_name, stack, false)?;
         return write_outputs(
@@ -333,6 +342,7 @@ fn run_unguarded(
     let _grad_mode = switchboard::autograd::enable_grad();
     let leaves = backward::make_leaves(schema, &op_name, &mut stack)?;
     let returns = call(&op, schema, &op_name, stack, true)?;
+    drop(region);
     let grads = backward::gradients(&op_name, &returns, &leaves, inputs.as_ref(), stderr)?;
     write_outputs(&op_name, returns, grads, args.output.as_deref(), stdout)
 }

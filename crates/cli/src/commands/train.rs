@@ -116,6 +116,8 @@ pub struct TrainArgs {
     /// --features npu).
     #[arg(long, default_value = "cpu", value_parser = switchboard_cli::devices::parse_device)]
     pub device: Device,
+    #[command(flatten)]
+    pub layers: switchboard_cli::layers::LayerOptions,
 }
 
 /// `--optimizer` values.
@@ -149,6 +151,7 @@ impl TrainArgs {
             progress: !self.no_progress,
             summary: !self.no_summary,
             device: self.device,
+            layers: self.layers.clone(),
             max_data_bytes: self.max_data_mib << 20,
         }
     }

@@ -72,6 +72,8 @@ pub struct TrainConfig {
     pub summary: bool,
     /// Where the model and the data live (`--device`; see [`crate::devices`]).
     pub device: Device,
+    /// The dispatch layers to run the steps under (autocast, FLOP counting).
+    pub layers: crate::layers::LayerOptions,
     /// At most this many bytes of CSV text are read from `data` (after decompression).
     pub max_data_bytes: u64,
 }
@@ -94,6 +96,7 @@ impl Default for TrainConfig {
             progress: true,
             summary: true,
             device: Device::CPU,
+            layers: Default::default(),
             max_data_bytes: data::MAX_CSV_BYTES,
         }
     }
@@ -344,9 +347,12 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 });
                 set_dispatch_trace(true);
             }
+            let flops = crate::layers::StepFlops::start(&cfg.layers, steps);
             let step = (|| -> Result<Tensor, TrainError> {
+                let region = crate::layers::autocast_region(cfg.layers.autocast)?;
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
+                drop(region);
                 opt.zero_grad();
                 loss.backward()?;
                 opt.step()?;
@@ -355,6 +361,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             })();
             if tracing {
                 set_dispatch_trace(false);
+            }
+            if let Some(flops) = flops {
+                let table = flops.finish();
+                bar.suspend(|| write!(out, "{table}"))?;
             }
             let loss = step?.item()?.to_f64();
             if !loss.is_finite() {

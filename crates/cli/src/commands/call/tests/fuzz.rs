@@ -101,6 +101,7 @@ proptest! {
             output: None,
             backward,
             args: args.iter().map(|(n, v)| format!("{n}={v}")).collect(),
+            ..CallArgs::default()
         };
         let r = run(&f.d, &args, &mut Vec::new(), &mut Vec::new());
         prop_assert!(!matches!(r, Err(CallError::Panic { .. })), "{args:?}: {r:?}");
@@ -208,6 +209,7 @@ proptest! {
             output: None,
             backward: false,
             args,
+            ..CallArgs::default()
         };
         let r = run(Dispatcher::global(), &call, &mut Vec::new(), &mut Vec::new());
         prop_assert!(!matches!(r, Err(CallError::Panic { .. })), "{call:?}: {r:?}");
