@@ -7,8 +7,8 @@ mod convert;
 mod factories;
 mod nn;
 mod overloads;
-mod properties;
 mod pointwise;
+mod properties;
 mod reduction;
 mod shape;
 
@@ -16,8 +16,8 @@ pub use convert::*;
 pub use factories::*;
 pub use nn::*;
 pub use overloads::*;
-pub use properties::*;
 pub use pointwise::*;
+pub use properties::*;
 pub use reduction::*;
 pub use shape::*;
 
