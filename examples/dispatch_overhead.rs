@@ -11,9 +11,12 @@
 //! dispatcher with the real operators: `add_1elem` (`ops::add` of two 1-element CPU tensors:
 //! autograd kernel, nothing requires grad), `add_1elem_below_autograd` (the same with the
 //! Autograd keys excluded: the difference is the autograd layer's cost) and
-//! `add_1elem_requires_grad` (both require grad: the node is built and attached), and
-//! `lazy_add_1elem` (`ops::add` of two 1-element lazy tensors: the call is captured, its
-//! metadata computed by the Meta kernel, a lazy tensor returned; nothing runs).
+//! `add_1elem_requires_grad` (both require grad: the node is built and attached);
+//! `add_1elem_autocast` (the same inside a CPU autocast region: `add` falls through the
+//! AutocastCPU key) and `add_1elem_empty_mode` (under a dispatch mode that only runs the call:
+//! the PythonTLSSnapshot and Python fallbacks, the boxing and the mode); `lazy_add_1elem` (`ops::add` of two 1-element lazy tensors: the
+//! call is captured, its metadata computed by the Meta kernel, a lazy tensor returned; nothing
+//! runs).
 
 use std::hint::black_box;
 
@@ -116,7 +119,11 @@ fn main() {
                 black_box(&lib);
             }
         }
-        "add_1elem" | "add_1elem_below_autograd" | "add_1elem_requires_grad" => {
+        "add_1elem"
+        | "add_1elem_below_autograd"
+        | "add_1elem_requires_grad"
+        | "add_1elem_autocast"
+        | "add_1elem_empty_mode" => {
             use switchboard_autograd::AutogradTensor;
             let a = Tensor::ones(&[1], ScalarType::Float).unwrap();
             let b = Tensor::ones(&[1], ScalarType::Float).unwrap();
@@ -126,6 +133,19 @@ fn main() {
             }
             let _below = (scenario == "add_1elem_below_autograd")
                 .then(|| ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET));
+            let _autocast = (scenario == "add_1elem_autocast").then(|| {
+                switchboard::autocast::AutocastGuard::new(
+                    switchboard::tensor::Device::CPU,
+                    ScalarType::BFloat16,
+                )
+                .unwrap()
+            });
+            let _mode = (scenario == "add_1elem_empty_mode").then(|| {
+                let empty = |op: &switchboard::dispatcher::OperatorHandle,
+                             _keys: DispatchKeySet,
+                             stack: &mut Stack| op.call_boxed(stack);
+                switchboard::modes::push_mode(std::rc::Rc::new(empty))
+            });
             for _ in 0..n {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
             }
@@ -162,7 +182,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, lazy_add_1elem");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, lazy_add_1elem");
             std::process::exit(2);
         }
     }

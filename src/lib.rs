@@ -1,7 +1,7 @@
 //! Switchboard: PyTorch's operator dispatcher rebuilt in Rust.
 //!
 //! This facade re-exports the public API of the workspace's crates and links the CPU, Meta and
-//! lazy backends and the autograd layer (their kernels register themselves in
+//! lazy backends and the autograd, autocast and mode layers (their kernels register themselves in
 //! [`Dispatcher::global()`](dispatcher::Dispatcher::global) at start-up); most users only
 //! need [`prelude`].
 //!
@@ -25,6 +25,7 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+pub use switchboard_autocast as autocast;
 pub use switchboard_autograd as autograd;
 pub use switchboard_cpu as cpu;
 pub use switchboard_dispatcher as dispatcher;
@@ -32,6 +33,7 @@ pub use switchboard_graph as graph;
 pub use switchboard_keys as keys;
 pub use switchboard_lazy as lazy;
 pub use switchboard_meta as meta;
+pub use switchboard_modes as modes;
 pub use switchboard_nn as nn;
 pub use switchboard_ops as ops;
 pub use switchboard_schema as schema;
@@ -48,8 +50,10 @@ pub mod prelude {
     pub use switchboard_schema::{FunctionSchema, OperatorName};
     pub use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
+    pub use switchboard_autocast::{autocast, is_autocast_enabled, AutocastGuard, AutocastOptions};
     pub use switchboard_autograd::{
         enable_grad, no_grad, AutogradTensor, InferenceMode, NoGradGuard,
     };
+    pub use switchboard_modes::{push_mode, DispatchMode, FlopCounterMode, LoggingMode};
     pub use switchboard_ops::{self as ops, TensorOps};
 }

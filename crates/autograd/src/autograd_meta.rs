@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 
 use switchboard_tensor::{Tensor, TensorImpl};
 
+use crate::engine::AccumulateGrad;
 use crate::node::{lock, Hook, Node};
-use crate::ops_impl::AccumulateGrad;
 
 // Note [Autograd metadata]
 // The slot of a TensorImpl holds an `Arc<AutogradMeta>` (as `Arc<dyn Any>`), created on
@@ -92,7 +92,7 @@ pub(crate) fn grad_fn_of(t: &Tensor) -> Option<(Arc<dyn Node>, u32)> {
             return g.grad_fn.clone().map(|f| (f, g.output_nr));
         }
     }
-    crate::kernels::copy_slices::regenerate(t);
+    crate::copy_slices::regenerate(t);
     let g = lock(&m.inner);
     g.grad_fn.clone().map(|f| (f, g.output_nr))
 }
@@ -176,7 +176,7 @@ pub(crate) fn gradient_edge(t: &Tensor) -> crate::Edge {
     let mut g = lock(&m.inner);
     if g.stale(t) {
         drop(g);
-        crate::kernels::copy_slices::regenerate(t);
+        crate::copy_slices::regenerate(t);
         g = lock(&m.inner);
     }
     if let Some(f) = &g.grad_fn {

@@ -9,9 +9,9 @@ use switchboard_ops as ops;
 use switchboard_tensor::{Tensor, WeakTensor};
 
 use crate::autograd_meta;
+use crate::formulas::sum_to;
 use crate::grad_mode::{no_grad, GradModeGuard};
 use crate::node::{err, lock, Node, NodeMeta};
-use crate::recording::{sizes_str, sum_to};
 
 /// Adds the gradient it receives into its leaf's `.grad` (`AccumulateGrad`).
 ///
@@ -60,6 +60,51 @@ impl Node for AccumulateGrad {
     }
 }
 
+// Note [Gradient layout contract]
+// As PyTorch's AccumulateGrad: a leaf's `.grad` has the leaf's strides when the leaf is
+// non-overlapping and dense, and is contiguous otherwise. A gradient that already has that
+// layout (and no other handle) is kept as it is; any other is copied into it. The optimizer's
+// elementwise updates (`p.add_(buf)`, `buf.mul_(m).add_(g)`) then see operands of one layout
+// and run over dense rows; a gradient stored transposed would make each of them a strided
+// loop.
+
+/// Whether `g` has the layout `var`'s gradient must have (Note [Gradient layout contract]):
+/// `var`'s strides (on the dims of size above 1) for a non-overlapping and dense `var`, else
+/// contiguous.
+fn obeys_layout_contract(g: &Tensor, var: &Tensor) -> bool {
+    if g.sizes() != var.sizes() {
+        return false;
+    }
+    if var.is_non_overlapping_and_dense() {
+        g.sizes()
+            .iter()
+            .zip(g.strides().iter().zip(var.strides()))
+            .all(|(&n, (gs, vs))| n <= 1 || gs == vs)
+    } else {
+        g.is_contiguous()
+    }
+}
+
+/// A copy of `g` in the layout `var`'s gradient must have (Note [Gradient layout contract]).
+fn clone_obey_contract(g: &Tensor, var: &Tensor) -> Result<Tensor> {
+    if var.is_non_overlapping_and_dense() && g.sizes() == var.sizes() {
+        let out = ops::empty_strided_with(
+            var.sizes(),
+            var.strides(),
+            ops::EmptyStridedOptions::default()
+                .dtype(g.dtype())
+                .device(g.device()),
+        )?;
+        ops::copy_(&out, g)
+    } else {
+        ops::clone_with(
+            g,
+            ops::CloneOptions::default()
+                .memory_format(switchboard_tensor::MemoryFormat::Contiguous),
+        )
+    }
+}
+
 /// `tensor.grad += g` the way AccumulateGrad does it.
 pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
     let create_graph = crate::is_grad_enabled();
@@ -68,10 +113,10 @@ pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
         None if create_graph => g,
         None => {
             let _ng = no_grad();
-            if g.is_contiguous() && g.use_count() == 1 {
+            if g.use_count() == 1 && obeys_layout_contract(&g, var) {
                 g
             } else {
-                ops::clone(&g)?
+                clone_obey_contract(&g, var)?
             }
         }
         Some(old) if create_graph => ops::add(&old, &g)?,
@@ -83,6 +128,14 @@ pub(crate) fn accumulate_into(var: &Tensor, g: Tensor) -> Result<()> {
     };
     autograd_meta::with(var, |m| m.grad = Some(new));
     Ok(())
+}
+
+/// `[2, 3]` -> `2, 3`.
+fn sizes_str(s: &[i64]) -> String {
+    s.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The synthetic root: hands the initial gradients to the roots' edges.
@@ -254,7 +307,9 @@ pub(crate) fn run_backward(
         let outs = if grads.iter().all(Option::is_none) && !is_root(&node) {
             vec![None; node.next_edges().len()]
         } else {
-            materialize(&node, &mut grads)?;
+            if node.materialize_grads() {
+                materialize(&node, &mut grads)?;
+            }
             node.apply(&node, grads)?
         };
         if !keep_graph {

@@ -130,6 +130,10 @@ impl<F: Function> Node for CustomNode<F> {
     fn release_variables(&self) {
         lock(&self.ctx).take();
     }
+
+    fn materialize_grads(&self) -> bool {
+        true
+    }
 }
 
 /// Runs a custom function on `inputs` and records it (`Function.apply`).

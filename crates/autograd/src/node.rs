@@ -161,6 +161,13 @@ pub trait Node: Send + Sync + 'static {
     fn next_edges(&self) -> &[Edge] {
         self.meta().next_edges()
     }
+
+    /// Whether the engine replaces the missing gradients of the node's inputs by zeros before
+    /// calling it (custom functions', as PyTorch's `materialize_grads`); generated nodes
+    /// take them missing (`None`), as PyTorch's undefined tensors.
+    fn materialize_grads(&self) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for dyn Node {
@@ -286,7 +293,7 @@ impl<S: Send + 'static> FnNode<S> {
         name: &'static str,
         next_edges: Edges,
         inputs: Inputs,
-        saved: impl FnOnce() -> S,
+        saved: impl FnOnce(&[Edge]) -> S,
         formula: Formula<S>,
     ) -> Arc<Self> {
         let mut node = Arc::<Self>::new_uninit();
@@ -306,7 +313,10 @@ impl<S: Send + 'static> FnNode<S> {
             std::ptr::addr_of_mut!((*m).retained).write(Mutex::new(Vec::new()));
             std::ptr::addr_of_mut!((*m).sequence_nr)
                 .write(NEXT_SEQUENCE_NR.fetch_add(1, Ordering::Relaxed));
-            std::ptr::addr_of_mut!((*slot).saved).write(Mutex::new(Some(saved())));
+            // The state may depend on which edges are valid (which inputs need a gradient);
+            // the edges are initialised just above.
+            let edges: &[Edge] = &*std::ptr::addr_of!((*m).next_edges);
+            std::ptr::addr_of_mut!((*slot).saved).write(Mutex::new(Some(saved(edges))));
             std::ptr::addr_of_mut!((*slot).formula).write(formula);
             node.assume_init()
         }
@@ -329,6 +339,14 @@ impl<S: Send + 'static> FnNode<S> {
             saved: _,
             formula: _,
         } = self;
+    }
+
+    /// Changes the saved state (an in-place operator saves its output after the call, once the
+    /// node exists). Does nothing once the state is freed.
+    pub(crate) fn with_saved(&self, f: impl FnOnce(&mut S)) {
+        if let Some(s) = lock(&self.saved).as_mut() {
+            f(s);
+        }
     }
 
     /// A node with its metadata built.
@@ -398,7 +416,7 @@ mod tests {
             "TestBackward0",
             edges,
             inputs,
-            || (7u32, vec![1u8, 2, 3]),
+            |_| (7u32, vec![1u8, 2, 3]),
             formula,
         );
         assert_eq!((Arc::strong_count(&node), Arc::weak_count(&node)), (1, 0));

@@ -1,14 +1,15 @@
-//! Recording autograd nodes from kernels (`fresh`, `record_with`, `grad_at`), the key sets
-//! below the autograd layers, and the helpers formulas share (`sum_to`, `scale`).
+//! The recorder: what the generated Autograd and ADInplaceOrView kernels call to record nodes,
+//! rebase the history of tensors modified in place, and make views (PyTorch's
+//! `VariableTypeUtils.h` and `functions/utils.h`).
 
 use std::sync::Arc;
 
-use switchboard_dispatcher::{DispatchKey, DispatchKeySet, PackedScalar, Result};
-use switchboard_ops as ops;
-use switchboard_tensor::{Scalar, Tensor};
+use smallvec::SmallVec;
+use switchboard_dispatcher::{DispatchKey, DispatchKeySet, Result};
+use switchboard_tensor::Tensor;
 
 use crate::autograd_meta;
-use crate::node::{err, Edges, FnNode, Formula, InputMeta, Inputs, Node};
+use crate::node::{err, Edge, Edges, FnNode, Formula, InputMeta, Inputs, Node, SavedTensor};
 
 /// The keys below autograd (ADInplaceOrView and the backends).
 pub(crate) const AFTER_AD: DispatchKeySet = DispatchKeySet::full_after(DispatchKey::AutogradOther);
@@ -16,99 +17,51 @@ pub(crate) const AFTER_AD: DispatchKeySet = DispatchKeySet::full_after(DispatchK
 pub(crate) const AFTER_ADIV: DispatchKeySet =
     DispatchKeySet::full_after(DispatchKey::ADInplaceOrView);
 
-/// A kernel parameter as derivative formulas use it: a scalar unpacked (kernels that mostly
-/// pass their scalars on take them packed, Note [Packed scalars]), everything else as it is.
-pub(crate) trait Unpack {
-    type Out;
-    fn unpack(self) -> Self::Out;
-}
+/// Sizes or strides kept by a node (inline up to five dimensions: no allocation).
+pub(crate) type SavedInts = SmallVec<[i64; 5]>;
 
-impl Unpack for PackedScalar {
-    type Out = Scalar;
-    #[inline(always)]
-    fn unpack(self) -> Scalar {
-        self.get()
-    }
-}
+// Note [Autograd fast path]
+// Dense tensors carry the Autograd keys, so every call runs an autograd kernel, and almost
+// always nothing requires grad. The generated kernel tests the inputs' `requires_grad_hint`
+// flags (one relaxed load each, combined without branches; the grad-mode thread-local is not
+// read at all when no flag is set) and redispatches with `ks & AFTER_AD`: the key set itself
+// skips the Autograd keys, so no exclusion guard (two TLS writes) is set. That is sound
+// because nothing below can record anything: kernels below that call other ops re-enter
+// autograd for those calls (they are not excluded), but the inner calls see inputs that do not
+// require grad either and pass through the same way. The recording path keeps PyTorch's
+// AutoDispatchBelowADInplaceOrView guard, because there inner calls on inputs that require
+// grad must not record. The recording code lives in a separate `#[inline(never)]` function so
+// the pass-through path does not pay for its stack frame; it also reads the grad-mode
+// thread-local (a thread-local read in a library crate compiles to a call, and a call with
+// arguments live across it would cost the whole fast path a frame of callee-saved
+// registers). The redispatch goes through a `LazyHandle` for the same reason (Note [Lazy
+// handles keep the first call out of line]). The kernel is inlined into its entry point, its
+// scalars arrive and leave packed in registers (Note [Packed scalars]) and the redispatch ends
+// in a jump (Note [Typed calls end in one jump]): with nothing requiring grad, the layer is the
+// flags test, a table look-up and a jump, with no stack frame. switchboard-codegen gives every
+// generated kernel this shape (Note [Generated kernel shape]).
 
-macro_rules! unpack_as_is {
-    ($($t:ty),*) => {$(
-        impl<'a> Unpack for $t {
-            type Out = $t;
-            #[inline(always)]
-            fn unpack(self) -> $t {
-                self
-            }
-        }
-    )*};
-}
-unpack_as_is!(&'a Tensor, &'a str, Option<&'a str>, Option<Scalar>, i64);
-
-/// `[2, 3]` -> `2, 3`.
-pub(crate) fn sizes_str(s: &[i64]) -> String {
-    s.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Whether one of `ts` requires grad and grad mode is on (`compute_requires_grad`). The
-/// tensors' flags come first: they are one relaxed load each from memory the call already
-/// touched, and when none is set (almost every call) the thread-local is not read at all.
+/// Whether `t` may require grad (its flag only, see Note [Autograd fast path]).
 #[inline(always)]
-pub(crate) fn any_rg(ts: &[&Tensor]) -> bool {
-    any_hint(ts) && crate::is_grad_enabled()
+pub(crate) fn hint(t: &Tensor) -> bool {
+    t.requires_grad_hint()
 }
 
-/// Whether one of `ts` may require grad (their flags only; grad mode is not read). For fast
-/// paths that leave the rest to an out-of-line function (Note [Autograd fast path]).
+/// [`hint`] of an optional tensor.
 #[inline(always)]
-pub(crate) fn any_hint(ts: &[&Tensor]) -> bool {
-    // Or-ed without short-circuit: the flags are loaded and combined, and tested once (one
-    // branch instead of one per input; the loads are from memory the call already touched).
-    ts.iter().fold(false, |any, t| any | t.requires_grad_hint())
+pub(crate) fn hint_optional(t: Option<&Tensor>) -> bool {
+    t.is_some_and(|t| t.requires_grad_hint())
 }
 
-/// Whether `t` may get a gradient (floating point or complex).
+/// [`hint`] of a tensor list.
+#[inline(always)]
+pub(crate) fn hint_list(ts: &[Tensor]) -> bool {
+    ts.iter().any(|t| t.requires_grad_hint())
+}
+
+/// Whether `t` may get a gradient (floating point).
 pub(crate) fn differentiable(t: &Tensor) -> bool {
     t.dtype().is_floating_point()
-}
-
-/// Sums `g` down to `sizes` (`sum_to_size`), through ops so that it is differentiable.
-pub fn sum_to(g: &Tensor, sizes: &[i64]) -> Result<Tensor> {
-    if g.sizes() == sizes {
-        return Ok(g.clone());
-    }
-    let lead = g.dim() - sizes.len().min(g.dim());
-    let mut dims: Vec<i64> = (0..lead as i64).collect();
-    for (i, &s) in sizes.iter().enumerate() {
-        if s == 1 && g.sizes()[lead + i] != 1 {
-            dims.push((lead + i) as i64);
-        }
-    }
-    let r = if dims.is_empty() {
-        g.clone()
-    } else {
-        ops::sum_dim_int_list_with(
-            g,
-            Some(&dims),
-            ops::SumDimIntListOptions::default().keepdim(true),
-        )?
-    };
-    if r.sizes() == sizes {
-        Ok(r)
-    } else {
-        ops::view(&r, sizes)
-    }
-}
-
-/// The gradient `i` (the engine fills missing ones with zeros before calling formulas).
-pub(crate) fn grad_at(grads: &[Option<Tensor>], i: usize) -> Result<Tensor> {
-    grads
-        .get(i)
-        .cloned()
-        .flatten()
-        .ok_or_else(|| err("autograd internal error: missing gradient"))
 }
 
 /// An output that is not the same tensor as one of the inputs (so giving it a grad_fn cannot
@@ -121,40 +74,40 @@ pub(crate) fn fresh(out: Tensor, inputs: &[&Tensor]) -> Tensor {
     }
 }
 
+/// The edges of a node's inputs (`collect_next_edges`): `None` is an input that takes no part.
+pub(crate) fn collect_edges(inputs: &[Option<&Tensor>]) -> Edges {
+    let mut edges = Edges::new();
+    for t in inputs {
+        edges.push(t.map(autograd_meta::gradient_edge).unwrap_or_default());
+    }
+    edges
+}
+
 // Note [Recording cost]
 // Recording runs on every op whose inputs require grad, so it is kept to what the graph needs.
 // The edges (a leaf's AccumulateGrad is made once and cached in its metadata, which is locked
 // once per edge) and the input metadata are computed first; then the node is one allocation
 // whose fields are written straight into it (`FnNode::new_arc`), the saved state included:
-// `record_with` takes a closure making it, because a state of a few hundred bytes passed by
-// value was copied five times on its way into the `Arc` (a third of the recording's
-// instructions); every kernel family records through it (`rec`/`rec_multi` keep up to two
-// saved tensors inline in the node, no Vec allocation). Node names are `&'static str` (no
+// `record_function` takes a closure making it, because a state of a few hundred bytes passed
+// by value was copied five times on its way into the `Arc`. Node names are `&'static str` (no
 // String per node or per saved tensor); a fresh output's metadata is built with the grad_fn
 // already in place instead of being created empty, locked and filled. What remains per op on
 // two leaves (see examples/autograd_overhead.rs): two allocations (node, output metadata) and
-// their frees when the output dies, and the slot read of each input (a RwLock and an Arc clone
-// inside switchboard-tensor).
+// their frees when the output dies, and the slot read of each input.
 
-/// Builds the node of an op: edges to `inputs` (None: not differentiable there), the saved
-/// state made by `saved` once the node's memory is allocated, so that it is built in place
-/// rather than moved there (see Note [Recording cost]), and makes the node the grad_fn of the
-/// differentiable `outputs`. Outputs given as `None` take no part in autograd: they get no
-/// grad_fn and their gradient stays `None` in the formula.
+/// Records the node of an out-of-place call: edges to `inputs`, the saved state made by
+/// `saved` in the node's memory (it sees which edges are valid, so that a value only one
+/// input's formula reads is saved only when that input needs a gradient), and makes the node
+/// the grad_fn of the differentiable `outputs` (`None`: an output that takes no part).
 #[inline(always)]
-pub(crate) fn record_with<S: Send + 'static>(
+pub(crate) fn record_function<S: Send + 'static>(
     name: &'static str,
     inputs: &[Option<&Tensor>],
     outputs: &[Option<&Tensor>],
-    saved: impl FnOnce() -> S,
+    saved: impl FnOnce(&[Edge]) -> S,
     formula: Formula<S>,
-) -> Arc<dyn Node> {
-    // Edges and input metadata are built before the node, so it is made in one allocation
-    // and its input metadata needs no lock.
-    let mut edges = Edges::new();
-    for t in inputs {
-        edges.push(t.map(autograd_meta::gradient_edge).unwrap_or_default());
-    }
+) {
+    let edges = collect_edges(inputs);
     let mut metas = Inputs::new();
     for o in outputs {
         metas.push(o.filter(|o| differentiable(o)).map(InputMeta::of));
@@ -165,20 +118,137 @@ pub(crate) fn record_with<S: Send + 'static>(
             autograd_meta::set_grad_fn(o, node.clone(), i as u32);
         }
     }
-    node
 }
 
-/// `grad * s` skipping the multiply by one.
-pub(crate) fn scale(g: &Tensor, s: switchboard_tensor::Scalar) -> Result<Tensor> {
-    let one = match s {
-        switchboard_tensor::Scalar::Int(1) => true,
-        switchboard_tensor::Scalar::Float(f) => f == 1.0,
-        switchboard_tensor::Scalar::Bool(b) => b,
-        _ => false,
-    };
-    if one {
-        Ok(g.clone())
-    } else {
-        ops::mul_scalar(g, s)
+/// PyTorch's `check_inplace`: with grad mode on and a call that records (`requires_grad`), a
+/// leaf that requires grad, or a view of one, cannot be written in place; nor can a view made
+/// with grad mode off.
+pub(crate) fn check_inplace(t: &Tensor, requires_grad: bool) -> Result<()> {
+    if !requires_grad || !crate::is_grad_enabled() {
+        return Ok(());
     }
+    if let Some((base, bw_view)) =
+        autograd_meta::read(t, |m| (m.base.clone(), m.bw_view)).and_then(|(b, v)| b.map(|b| (b, v)))
+    {
+        if !bw_view {
+            return Err(err(
+                "A view was created in no_grad mode and is being modified inplace with grad mode \
+                 enabled. Given that this use case is ambiguous and error-prone, it is \
+                 forbidden. You can clarify your code by moving both the view and the inplace \
+                 either both inside the no_grad block (if you don't want the inplace to be \
+                 tracked) or both outside (if you want the inplace to be tracked).",
+            ));
+        }
+        if t.requires_grad_hint() && autograd_meta::grad_fn_of(&base).is_none() {
+            return Err(err(
+                "a view of a leaf Variable that requires grad is being used in an in-place \
+                 operation.",
+            ));
+        }
+    }
+    if t.requires_grad_hint() && autograd_meta::grad_fn_of(t).is_none() {
+        return Err(err(
+            "a leaf Variable that requires grad is being used in an in-place operation.",
+        ));
+    }
+    Ok(())
+}
+
+/// Builds the node of an in-place call on `self_` before the call (PyTorch's order: inputs are
+/// saved before they can change); the caller runs the operator, saves the output with
+/// `FnNode::with_saved` if the formulas read it, then calls [`rebase_history`].
+#[inline(always)]
+pub(crate) fn record_inplace_begin<S: Send + 'static>(
+    name: &'static str,
+    inputs: &[Option<&Tensor>],
+    self_: &Tensor,
+    saved: impl FnOnce(&[Edge]) -> S,
+    formula: Formula<S>,
+) -> Arc<FnNode<S>> {
+    let edges = collect_edges(inputs);
+    let mut metas = Inputs::new();
+    metas.push(differentiable(self_).then(|| InputMeta::of(self_)));
+    FnNode::new_arc(name, edges, metas, saved, formula)
+}
+
+/// Makes `node` the history of `t`, which was just written in place (PyTorch's
+/// `rebase_history`): a view's base gets a `CopySlices` node around `node` (Note [CopySlices]),
+/// any other tensor gets `node` itself.
+pub(crate) fn rebase_history(t: &Tensor, node: Arc<dyn Node>) {
+    if !differentiable(t) {
+        return;
+    }
+    let view_base = autograd_meta::read(t, |m| m.base.clone().filter(|_| m.bw_view)).flatten();
+    match view_base {
+        Some(base) => crate::copy_slices::rebase_view(t, &base, node),
+        None => autograd_meta::set_grad_fn(t, node, 0),
+    }
+}
+
+/// PyTorch's `check_no_requires_grad`: a tensor argument without a formula (and not declared
+/// `non_differentiable`) may not require grad.
+pub(crate) fn check_no_requires_grad(t: Option<&Tensor>, name: &str, op: &str) -> Result<()> {
+    if t.is_some_and(|t| t.requires_grad_hint()) {
+        return Err(err(format!(
+            "The function '{op}' is not differentiable with respect to argument '{name}'. This \
+             input cannot have requires_grad True."
+        )));
+    }
+    Ok(())
+}
+
+/// PyTorch's message for an `out=` call whose arguments require grad (`name`: the operator's
+/// base name, `add` for `add.out`).
+pub(crate) fn out_requires_grad_error(name: &str) -> switchboard_dispatcher::DispatchError {
+    err(format!(
+        "{name}(): functions with out=... arguments don't support automatic differentiation, \
+         but one of the arguments requires grad."
+    ))
+}
+
+/// Makes `out` a view of `base`'s base (or of `base`): PyTorch's `as_view`, called by the
+/// ADInplaceOrView kernels of view operators.
+pub(crate) fn as_view(base: &Tensor, out: Tensor) -> Tensor {
+    let out = fresh(out, &[base]);
+    let root = autograd_meta::read(base, |m| m.base.clone())
+        .flatten()
+        .unwrap_or_else(|| base.clone());
+    let grad_mode = crate::is_grad_enabled();
+    let version = out.version();
+    autograd_meta::with(&out, |m| {
+        m.base = Some(root);
+        m.bw_view = grad_mode;
+        m.attr_version = version;
+    });
+    out
+}
+
+/// The gradient of the first output, which a formula reading `grad` needs.
+#[inline]
+pub(crate) fn grad_of(grads: &[Option<Tensor>]) -> Result<&Tensor> {
+    grads
+        .first()
+        .and_then(Option::as_ref)
+        .ok_or_else(|| err("autograd internal error: missing gradient"))
+}
+
+/// A value saved only when the formula reading it would run (see [`record_function`]).
+#[inline]
+pub(crate) fn guarded<T>(v: &Option<T>) -> Result<&T> {
+    v.as_ref()
+        .ok_or_else(|| err("autograd internal error: a saved value was not saved"))
+}
+
+/// An optional saved tensor, unpacked.
+pub(crate) fn unpack_optional(
+    v: &Option<SavedTensor>,
+    node: &Arc<dyn Node>,
+) -> Result<Option<Tensor>> {
+    v.as_ref().map(|s| s.unpack(node)).transpose()
+}
+
+/// A saved tensor list, unpacked (for a formula that reads a tensor list; none does yet).
+#[allow(dead_code)]
+pub(crate) fn unpack_list(v: &[SavedTensor], node: &Arc<dyn Node>) -> Result<Vec<Tensor>> {
+    v.iter().map(|s| s.unpack(node)).collect()
 }

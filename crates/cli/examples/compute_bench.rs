@@ -1,38 +1,100 @@
-//! Compute benchmark: milliseconds per training step of an MLP 784-512-512-10 (ReLU) on a
-//! batch of 128 synthetic samples: forward, cross-entropy, backward and an SGD step, all
-//! through the dispatcher, on 2 rayon threads. Prints one JSON object.
+//! Compute benchmark: milliseconds per training step, every operator through the dispatcher
+//! and the autograd layer, on 2 rayon threads by default. One step is forward + loss +
+//! backward + `SGD(lr=0.01, momentum=0.9).step()` + `zero_grad` (grads set to none). Workloads:
+//! - `mlp_train_step`: MLP 784-512-512-10 (ReLU), batch 128, cross-entropy;
+//! - `cnn_train_step`: PyTorch's MNIST example network without its dropouts: conv2d(1→32, 3×3),
+//!   ReLU, conv2d(32→64, 3×3), ReLU, max_pool2d(2), flatten, linear(9216→128), ReLU,
+//!   linear(128→10), log_softmax + nll_loss; batch 64 of 1×28×28 inputs uniform in [0, 1).
 //!
-//! The same training on the lazy backend follows, from the same initial model (its
-//! `lazy` object): each step is captured, then run by the CPU executor when the loss is read,
-//! with the step's plan from the graph cache after the first; `lazy_over_eager` is the ratio of
-//! the median step times, `same_losses` whether every lazy step's loss equals eager's.
+//! Prints one JSON object per workload. `benches/pytorch_train_step.py` runs the same steps
+//! with PyTorch and prints the same lines.
 //!
-//! `cargo run --release --example compute_bench [-- STEPS [THREADS]]`
+//! `cargo run --release --example compute_bench [-- STEPS [THREADS [BENCH...]]]`; with
+//! `COMPUTE_BENCH_PROFILE=1`, also the time of each operator's kernels by dispatch key (stderr).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use switchboard::lazy;
-use switchboard_autograd::AutogradTensor;
-use switchboard_cli::train::evaluate;
+use switchboard_dispatcher::{add_observer, CallEvent};
+
+use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_cpu as _;
-use switchboard_nn::{mlp, Module, Optimizer, Sgd};
+use switchboard_nn::{mlp, Linear, Module, Optimizer, Sgd};
 use switchboard_ops as ops;
-use switchboard_tensor::{Device, Generator, ScalarType, Tensor};
+use switchboard_tensor::{Generator, ScalarType, Tensor};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let steps: usize = args.next().map_or(Ok(50), |s| s.parse())?;
-    let threads: usize = args.next().map_or(Ok(2), |s| s.parse())?;
-    switchboard_tensor::tune_allocator();
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()?;
+type BoxError = Box<dyn std::error::Error>;
 
-    let (batch, sizes) = (128i64, [784usize, 512, 512, 10]);
-    // Synthetic data: uniform inputs, labels from the generator.
+/// The CNN of `cnn_train_step`, initialized as PyTorch's modules are (kaiming-uniform with
+/// `a = sqrt(5)`: `U(-1/sqrt(fan_in), 1/sqrt(fan_in))` for weights and biases).
+struct Cnn {
+    conv1: (Tensor, Tensor),
+    conv2: (Tensor, Tensor),
+    fc1: Linear,
+    fc2: Linear,
+}
+
+impl Cnn {
+    fn new(seed: u64) -> Result<Cnn, BoxError> {
+        let gen = Generator::new(seed);
+        let conv = |cin: i64, cout: i64| -> Result<(Tensor, Tensor), BoxError> {
+            let bound = 1.0 / ((cin * 9) as f64).sqrt();
+            let _g = no_grad();
+            let uniform = |sizes: &[i64]| -> Result<Tensor, BoxError> {
+                let t =
+                    ops::empty_with(sizes, ops::EmptyOptions::default().dtype(ScalarType::Float))?;
+                ops::uniform_with_(
+                    &t,
+                    ops::UniformInplaceOptions::default()
+                        .from(-bound)
+                        .to(bound)
+                        .generator(&gen),
+                )?;
+                Ok(t.requires_grad_(true)?)
+            };
+            Ok((uniform(&[cout, cin, 3, 3])?, uniform(&[cout])?))
+        };
+        Ok(Cnn {
+            conv1: conv(1, 32)?,
+            conv2: conv(32, 64)?,
+            fc1: Linear::new(9216, 128, true, &gen)?,
+            fc2: Linear::new(128, 10, true, &gen)?,
+        })
+    }
+
+    /// The log-probabilities of the classes.
+    fn forward(&self, x: &Tensor) -> Result<Tensor, BoxError> {
+        let conv = |x: &Tensor, (w, b): &(Tensor, Tensor)| {
+            ops::conv2d_with(x, w, ops::Conv2dOptions::default().bias(b))
+        };
+        let x = ops::relu(&conv(x, &self.conv1)?)?;
+        let x = ops::relu(&conv(&x, &self.conv2)?)?;
+        let x = ops::max_pool2d(&x, &[2])?;
+        let x = ops::flatten_with(&x, ops::FlattenOptions::default().start_dim(1))?;
+        let x = ops::relu(&self.fc1.forward(&x)?)?;
+        Ok(ops::log_softmax(&self.fc2.forward(&x)?, 1)?)
+    }
+
+    fn parameters(&self) -> Vec<Tensor> {
+        let (c1, c2) = (&self.conv1, &self.conv2);
+        [&c1.0, &c1.1, &c2.0, &c2.1]
+            .into_iter()
+            .cloned()
+            .chain(self.fc1.parameters())
+            .chain(self.fc2.parameters())
+            .collect()
+    }
+}
+
+/// Synthetic data: `batch` inputs of `shape` uniform in [0, 1) and labels in 0..10.
+fn data(batch: i64, shape: &[i64]) -> Result<(Tensor, Tensor), BoxError> {
     let gen = Generator::new(1);
+    let sizes: Vec<i64> = std::iter::once(batch)
+        .chain(shape.iter().copied())
+        .collect();
     let x = ops::empty_with(
-        &[batch, 784],
+        &sizes,
         ops::EmptyOptions::default().dtype(ScalarType::Float),
     )?;
     ops::uniform_with_(&x, ops::UniformInplaceOptions::default().generator(&gen))?;
@@ -46,105 +108,216 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(10),
         ops::RandomInplaceOptions::default().generator(&gen),
     )?;
+    Ok((x, y))
+}
 
-    let eager = run(Device::CPU, &sizes, &x, &y, steps)?;
-    let (first_loss, last_loss, acc) = (
-        eager.losses[0],
-        *eager.losses.last().unwrap(),
-        eager.accuracy,
-    );
-    let (mean, median, mut times) = (eager.mean(), eager.median(), eager.times.clone());
-    times.sort_by(f64::total_cmp);
-    lazy::reset_stats();
-    let on_lazy = run(lazy::DEVICE, &sizes, &x, &y, steps)?;
-    let stats = lazy::stats();
-    let json = serde_json::json!({
-        "bench": "mlp_train_step",
-        "model": "MLP 784-512-512-10 ReLU",
-        "batch": batch,
-        "loss": "cross_entropy",
-        "optimizer": "SGD(lr=0.01, momentum=0.9)",
-        "threads": threads,
-        "steps": steps,
-        "ms_per_step": (mean * 1e3).round() / 1e3,
-        "ms_per_step_median": (median * 1e3).round() / 1e3,
-        "ms_per_step_min": (times[0] * 1e3).round() / 1e3,
-        "first_loss": first_loss,
-        "last_loss": last_loss,
-        "train_accuracy": acc,
-        "lazy": {
-            "ms_per_step": (on_lazy.mean() * 1e3).round() / 1e3,
-            "ms_per_step_median": (on_lazy.median() * 1e3).round() / 1e3,
-            "lazy_over_eager": (on_lazy.median() / median * 1e3).round() / 1e3,
-            "same_losses": on_lazy.losses == eager.losses,
-            "train_accuracy": on_lazy.accuracy,
-            "graph_cache_hits": stats.cache_hits,
-            "graph_cache_misses": stats.cache_misses,
-            "nodes_per_step": stats.nodes_captured / (steps as u64 + 5).max(1),
-            "sync_ms": (stats.sync_ms * 1e3).round() / 1e3,
-        },
+/// The phases of a step, in milliseconds: forward (with the loss), backward, optimizer (with
+/// `zero_grad`).
+#[derive(Default)]
+struct Phases {
+    start: Option<Instant>,
+    ms: [Vec<f64>; 3],
+}
+
+impl Phases {
+    const NAMES: [&'static str; 3] = ["forward", "backward", "optimizer"];
+
+    fn start(&mut self) {
+        self.start = Some(Instant::now());
+    }
+
+    /// Ends phase `i` and starts the next.
+    fn end(&mut self, i: usize) {
+        let now = Instant::now();
+        if let Some(s) = self.start.replace(now) {
+            self.ms[i].push((now - s).as_secs_f64() * 1e3);
+        }
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// With `COMPUTE_BENCH_PROFILE=1`: the time of each operator's kernel by dispatch key over
+/// `steps` more steps, printed to stderr per step (the kernels of one key nest in those of
+/// the keys above it: Autograd includes CPU).
+fn profile(
+    bench: &str,
+    steps: usize,
+    step: &mut impl FnMut(&mut Phases) -> Result<f64, BoxError>,
+) -> Result<(), BoxError> {
+    type Totals = HashMap<(String, String), (f64, usize)>;
+    let totals: Arc<Mutex<Totals>> = Arc::default();
+    let sink = totals.clone();
+    thread_local! {
+        static OPEN: std::cell::RefCell<Vec<Instant>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let guard = add_observer(move |e: &CallEvent<'_>| {
+        if e.before {
+            OPEN.with(|o| o.borrow_mut().push(Instant::now()));
+            return;
+        }
+        let Some(t) = OPEN.with(|o| o.borrow_mut().pop()) else {
+            return;
+        };
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let mut m = sink.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = m
+            .entry((e.op.name().to_string(), format!("{:?}", e.key)))
+            .or_default();
+        entry.0 += ms;
+        entry.1 += 1;
     });
-    println!("{json}");
+    let mut phases = Phases::default();
+    let t = Instant::now();
+    for _ in 0..steps {
+        step(&mut phases)?;
+    }
+    let per_step = t.elapsed().as_secs_f64() * 1e3 / steps as f64;
+    drop(guard);
+    let mut rows: Vec<_> = totals
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain()
+        .collect();
+    rows.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
+    eprintln!("{bench}: {per_step:.3} ms per observed step; ms per step by operator and key:");
+    for ((op, key), (ms, n)) in rows.iter().take(40) {
+        eprintln!(
+            "  {:>8.3} ms {:>5} calls  {op} [{key}]",
+            ms / steps as f64,
+            n / steps
+        );
+    }
     Ok(())
 }
 
-/// Step times (ms, after the warm-up), losses (warm-up included) and final accuracy of one
-/// training run.
-struct Run {
-    times: Vec<f64>,
-    losses: Vec<f64>,
-    accuracy: f64,
-}
-
-impl Run {
-    fn mean(&self) -> f64 {
-        self.times.iter().sum::<f64>() / self.times.len() as f64
-    }
-
-    fn median(&self) -> f64 {
-        let mut t = self.times.clone();
-        t.sort_by(f64::total_cmp);
-        t[t.len() / 2]
-    }
-}
-
-/// Trains a fresh model (seed 0) on `device` for 5 warm-up steps and `steps` timed ones. On
-/// the lazy device, reading the loss (`item`) runs the step's captured graph.
-fn run(
-    device: Device,
-    sizes: &[usize],
-    x: &Tensor,
-    y: &Tensor,
+/// Times `steps` training steps after 5 warm-up steps (first-call handle lookups, allocator,
+/// rayon pool start) and prints the JSON line of `bench`.
+fn measure(
+    bench: &str,
+    describe: serde_json::Value,
     steps: usize,
-) -> Result<Run, Box<dyn std::error::Error>> {
-    let mut model = mlp(sizes, 0)?;
-    model.to_device(device)?;
-    let to = |t: &Tensor| ops::_to_copy_with(t, ops::ToCopyOptions::default().device(device));
-    let (x, y) = (to(x)?, to(y)?);
-    let mut opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
-    let mut step = || -> Result<f64, Box<dyn std::error::Error>> {
-        let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y)?;
-        opt.zero_grad();
-        loss.backward()?;
-        opt.step()?;
-        Ok(loss.item()?.to_f64())
-    };
-    // Warm-up: first-call handle lookups, allocator, rayon pool start (and on lazy, the
-    // first captures and plans).
-    let mut losses = Vec::with_capacity(steps + 5);
-    for _ in 0..5 {
-        losses.push(step()?);
+    threads: usize,
+    mut step: impl FnMut(&mut Phases) -> Result<f64, BoxError>,
+) -> Result<(), BoxError> {
+    let mut phases = Phases::default();
+    let first_loss = step(&mut phases)?;
+    for _ in 0..4 {
+        step(&mut phases)?;
     }
+    let mut phases = Phases::default();
     let mut times = Vec::with_capacity(steps);
+    let mut last_loss = first_loss;
     for _ in 0..steps {
         let t = Instant::now();
-        losses.push(step()?);
+        last_loss = step(&mut phases)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let accuracy = evaluate(&model, &x, &y)?;
-    Ok(Run {
-        times,
-        losses,
-        accuracy,
+    let phase_ms: serde_json::Map<String, serde_json::Value> = Phases::NAMES
+        .iter()
+        .zip(&mut phases.ms)
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                serde_json::json!((median(v) * 1e3).round() / 1e3),
+            )
+        })
+        .collect();
+    let mean = times.iter().sum::<f64>() / times.len().max(1) as f64;
+    times.sort_by(f64::total_cmp);
+    let round = |x: f64| (x * 1e3).round() / 1e3;
+    let mut json = serde_json::json!({
+        "bench": bench,
+        "impl": "switchboard",
+        "threads": threads,
+        "steps": steps,
+        "ms_per_step": round(mean),
+        "ms_per_step_median": round(times.get(times.len() / 2).copied().unwrap_or(f64::NAN)),
+        "ms_per_step_min": round(times.first().copied().unwrap_or(f64::NAN)),
+        "first_loss": first_loss,
+        "last_loss": last_loss,
+        "phases_ms_median": phase_ms,
+    });
+    if let (Some(obj), serde_json::Value::Object(extra)) = (json.as_object_mut(), describe) {
+        obj.extend(extra);
+    }
+    println!("{json}");
+    if std::env::var_os("COMPUTE_BENCH_PROFILE").is_some_and(|v| v != "0") {
+        profile(bench, steps, &mut step)?;
+    }
+    Ok(())
+}
+
+fn mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
+    let model = mlp(&[784, 512, 512, 10], 0)?;
+    let mut opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
+    let (x, y) = data(128, &[784])?;
+    let describe = serde_json::json!({
+        "model": "MLP 784-512-512-10 ReLU",
+        "batch": 128,
+        "loss": "cross_entropy",
+        "optimizer": "SGD(lr=0.01, momentum=0.9)",
+    });
+    measure("mlp_train_step", describe, steps, threads, |ph| {
+        ph.start();
+        let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y)?;
+        ph.end(0);
+        loss.backward()?;
+        ph.end(1);
+        opt.step()?;
+        opt.zero_grad();
+        ph.end(2);
+        Ok(loss.item()?.to_f64())
     })
+}
+
+fn cnn_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
+    let model = Cnn::new(0)?;
+    let mut opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
+    let (x, y) = data(64, &[1, 28, 28])?;
+    let describe = serde_json::json!({
+        "model": "MNIST CNN conv32-conv64-maxpool-fc128-fc10 (no dropout)",
+        "batch": 64,
+        "loss": "log_softmax + nll_loss",
+        "optimizer": "SGD(lr=0.01, momentum=0.9)",
+    });
+    measure("cnn_train_step", describe, steps, threads, |ph| {
+        ph.start();
+        let loss = ops::nll_loss(&model.forward(&x)?, &y)?;
+        ph.end(0);
+        loss.backward()?;
+        ph.end(1);
+        opt.step()?;
+        opt.zero_grad();
+        ph.end(2);
+        Ok(loss.item()?.to_f64())
+    })
+}
+
+fn main() -> Result<(), BoxError> {
+    let mut args = std::env::args().skip(1);
+    let steps: usize = args.next().map_or(Ok(50), |s| s.parse())?;
+    let threads: usize = args.next().map_or(Ok(2), |s| s.parse())?;
+    let benches: Vec<String> = args.collect();
+    switchboard_tensor::tune_allocator();
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()?;
+    let all = ["mlp_train_step", "cnn_train_step"];
+    let chosen: Vec<&str> = if benches.is_empty() {
+        all.to_vec()
+    } else {
+        benches.iter().map(String::as_str).collect()
+    };
+    for bench in chosen {
+        match bench {
+            "mlp_train_step" => mlp_train_step(steps, threads)?,
+            "cnn_train_step" => cnn_train_step(steps, threads)?,
+            other => return Err(format!("unknown bench {other}; one of {all:?}").into()),
+        }
+    }
+    Ok(())
 }

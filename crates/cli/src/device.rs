@@ -9,6 +9,12 @@
 //! device without a backend in this build (`cuda`) fails at the first move with the
 //! dispatcher's "no kernel" error. Non-tensor arguments are left as they are: a `Device`
 //! argument of a factory still says where the factory allocates.
+//!
+//! Out-of-tree backends linked into this build behind cargo features (`--features npu`: the
+//! `npu` backend of `extensions/npu`, PrivateUse1 renamed) are installed when their device is
+//! named, so a build that links one behaves as one without until then. `train` runs only where
+//! a whole training step can: the CPU, `lazy` and the linked backends
+//! ([`parse_train_device`]).
 
 use std::str::FromStr;
 
@@ -29,6 +35,8 @@ use switchboard::tensor::{Device, Tensor};
 /// assert!(parse_device("gpu").unwrap_err().contains("gpu"));
 /// ```
 pub fn parse_device(text: &str) -> std::result::Result<Device, String> {
+    let ty = text.trim().split(':').next().unwrap_or_default();
+    install_linked(ty)?;
     let d = Device::from_str(text.trim()).map_err(|e| format!("--device {text:?}: {e}"))?;
     Ok(match d.ty {
         DeviceType::Lazy if d.index.is_none_or(|i| i == 0) => lazy::DEVICE,
@@ -39,6 +47,38 @@ pub fn parse_device(text: &str) -> std::result::Result<Device, String> {
         }
         _ => d,
     })
+}
+
+/// The out-of-tree backends this build links, by device name.
+pub const LINKED_BACKENDS: &[&str] = &[
+    #[cfg(feature = "npu")]
+    "npu",
+];
+
+/// Installs the linked backend of device type name `ty`, if there is one.
+fn install_linked(ty: &str) -> std::result::Result<(), String> {
+    #[cfg(feature = "npu")]
+    if ty == switchboard_npu::NAME {
+        switchboard_npu::init().map_err(|e| e.to_string())?;
+    }
+    let _ = ty;
+    Ok(())
+}
+
+/// Parses `train`'s `--device`: [`parse_device`], limited to the devices a whole training
+/// step runs on (the CPU, `lazy`, and the linked out-of-tree backends); the error names them.
+pub fn parse_train_device(text: &str) -> std::result::Result<Device, String> {
+    let device = parse_device(text)?;
+    if device.is_cpu() || is_lazy(device) || LINKED_BACKENDS.contains(&device.ty.name()) {
+        return Ok(device);
+    }
+    let mut available = vec!["cpu", "lazy"];
+    available.extend(LINKED_BACKENDS);
+    Err(format!(
+        "this build cannot train on {device}: available devices are {} (out-of-tree backends \
+         are linked with cargo features, e.g. --features npu)",
+        available.join(", ")
+    ))
 }
 
 /// Whether `device` is the lazy backend's.

@@ -227,3 +227,60 @@ fn plain_calls_of_aten_operators() {
         "out0 = tensor([[ 70., 100.],\n        [150., 220.]])\n"
     );
 }
+
+/// Runs `switchboard call OP --in IN ARGS...` without `--out` and returns stdout (exit 0).
+fn printed(d: &Dir, op: &str, args: &[&str]) -> String {
+    let input = d.path("in.safetensors");
+    let mut argv = vec![op, "--in", &input];
+    argv.extend_from_slice(args);
+    let out = call(&argv);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{argv:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn non_tensor_results_print_as_json() {
+    let d = dir_with(
+        "json",
+        &[
+            ("one", f32s(&[2.5], &[1, 1])),
+            ("n", Tensor::from_vec(vec![7i64], &[]).unwrap()),
+        ],
+    );
+    assert_eq!(printed(&d, "numel", &["self=@a"]), "{\"out0\":4}\n");
+    assert_eq!(
+        printed(&d, "size.int", &["self=@a", "dim=-1"]),
+        "{\"out0\":2}\n"
+    );
+    assert_eq!(printed(&d, "item", &["self=@one"]), "{\"out0\":2.5}\n");
+    assert_eq!(printed(&d, "item", &["self=@n"]), "{\"out0\":7}\n");
+    assert_eq!(
+        printed(&d, "equal", &["self=@a", "other=@a"]),
+        "{\"out0\":true}\n"
+    );
+    assert_eq!(
+        printed(&d, "equal", &["self=@a", "other=@b"]),
+        "{\"out0\":false}\n"
+    );
+    assert_eq!(
+        printed(&d, "arange.start", &["start=2", "end=5"]),
+        "out0 = tensor([2, 3, 4])\n"
+    );
+    let e = error_line(&["item", "--in", &d.path("in.safetensors"), "self=@a"]);
+    assert!(
+        e.contains("a Tensor with 4 elements cannot be converted to Scalar"),
+        "{e}"
+    );
+    let e = error_line(&[
+        "size.int",
+        "--in",
+        &d.path("in.safetensors"),
+        "self=@a",
+        "dim=2",
+    ]);
+    assert!(
+        e.contains("Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+        "{e}"
+    );
+}

@@ -44,7 +44,7 @@ fn lazy_training_gives_the_eager_numbers_and_a_metrics_report() {
     assert_eq!(eager.test_accuracy, lazy_run.test_accuracy);
     assert!(eager.lazy.is_none());
 
-    assert!(text.contains(", on lazy:0"), "{text}");
+    assert!(text.contains("parameters on lazy:0;"), "{text}");
     assert!(
         text.contains("Lazy backend metrics (executor: cpu, lazy mode: on)"),
         "{text}"

@@ -138,7 +138,13 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
                 crate::types::rust_ident(&name)
             }
             _ => {
-                let suffix = snake(&overload);
+                // The default overload listed after another one is `default` (`random_` after
+                // `random_.from`: `random_default_`).
+                let suffix = if overload.is_empty() {
+                    "default".to_owned()
+                } else {
+                    snake(&overload)
+                };
                 if inplace {
                     format!("{stem}_{suffix}_")
                 } else {

@@ -148,6 +148,32 @@ comparison!(
     ge_scalar_
 );
 
+/// `equal(Tensor self, Tensor other) -> bool`: whether the tensors have the same sizes and
+/// equal elements, compared in their promoted dtype (so a NaN is never equal). PyTorch's
+/// `cpu_equal`; both tensors must be on one device.
+///
+/// ```
+/// use switchboard_tensor::{RawOps, Tensor};
+/// let a = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+/// let b = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+/// assert!(switchboard_cpu::equal(&a, &b).unwrap());
+/// assert!(!switchboard_cpu::equal(&a, &b.view(&[1, 2]).unwrap()).unwrap());
+/// ```
+pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
+    if self_.device() != other.device() {
+        return Err(crate::error::invalid(format!(
+            "Cannot compare two tensors on different devices. Got: {} and {}",
+            self_.device(),
+            other.device()
+        )));
+    }
+    if self_.sizes() != other.sizes() {
+        return Ok(false);
+    }
+    let same = compare(Cmp::Eq, self_, other, None)?;
+    Ok(same.to_vec::<bool>()?.iter().all(|&b| b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -412,7 +412,13 @@ pub fn convolution_backward(
             Tensor::empty_on(&[0], dtype, device)
         }
     };
-    let gx = make(output_mask[0], conv.input.sizes())?;
+    // The input gradient is written in full by `backward_impl` (each image zeroed where it
+    // is accumulated, while in cache), so it starts uninitialised.
+    let gx = if output_mask[0] {
+        Tensor::empty_on(conv.input.sizes(), dtype, device)?
+    } else {
+        make(false, &[0])?
+    };
     let gw = make(output_mask[1], weight.sizes())?;
     let gb = make(output_mask[2], &[c_out])?;
     if !device.is_meta() && output_mask.iter().any(|&m| m) {

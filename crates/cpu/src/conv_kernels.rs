@@ -148,6 +148,15 @@ fn col2im_add<T: Num>(cols: &[T], gx: &mut [T], g: &Geom) {
                     let r = &row[oy * g.ow..][..g.ow];
                     let iy = oy * g.sh + i * g.dh - g.ph;
                     let dst = &mut gx[c * hw + iy * g.w..][..g.w];
+                    if g.sw == 1 {
+                        // Unit stride: a slice add, which vectorises.
+                        let ix0 = xlo + j * g.dw - g.pw;
+                        let d = &mut dst[ix0..ix0 + (xhi - xlo)];
+                        for (d, &v) in d.iter_mut().zip(&r[xlo..xhi]) {
+                            *d = d.add(v);
+                        }
+                        continue;
+                    }
                     for (ox, &v) in r.iter().enumerate().take(xhi).skip(xlo) {
                         let d = &mut dst[ox * g.sw + j * g.dw - g.pw];
                         *d = d.add(v);
@@ -156,6 +165,21 @@ fn col2im_add<T: Num>(cols: &[T], gx: &mut [T], g: &Geom) {
             }
         }
     }
+}
+
+/// The sum of `v` in eight interleaved partial sums (one SIMD register of f32), so that the
+/// loop vectorises instead of waiting on one add's latency per element.
+fn lane_sum<T: Num>(v: &[T]) -> T {
+    const LANES: usize = 8;
+    let mut acc = [T::ZERO; LANES];
+    let mut chunks = v.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a = a.add(x);
+        }
+    }
+    let tail = chunks.remainder().iter().fold(T::ZERO, |a, &x| a.add(x));
+    acc.iter().fold(tail, |a, &x| a.add(x))
 }
 
 /// Splits `0..n` images into contiguous chunks to run in parallel (one chunk when there is a
@@ -230,8 +254,8 @@ pub(super) fn forward_impl<T: GemmFloat>(
     }
 }
 
-/// The backward pass on contiguous data; returns nothing, writing `gx` (zeroed, when given),
-/// `gw` and `gb` (when given).
+/// The backward pass on contiguous data; returns nothing, overwriting `gx` and adding to `gw`
+/// and `gb` (each when given).
 pub(super) fn backward_impl<T: GemmFloat>(
     go: &[T],
     x: &[T],
@@ -263,7 +287,7 @@ pub(super) fn backward_impl<T: GemmFloat>(
             let x_img = &x[n * g.in_image()..][..g.in_image()];
             if need_b {
                 for (co, row) in go_img.chunks(l).enumerate() {
-                    pb[co] = row.iter().fold(pb[co], |a, &v| a.add(v));
+                    pb[co] = pb[co].add(lane_sum(row));
                 }
             }
             for gi in 0..g.groups {
@@ -320,6 +344,7 @@ pub(super) fn backward_impl<T: GemmFloat>(
                         )
                     };
                     if !g.pointwise() {
+                        gxg.fill(<T as Num>::ZERO);
                         col2im_add(&dcols, gxg, g);
                     }
                 }

@@ -78,6 +78,20 @@ pub(crate) fn type_meta_name(dtype: ScalarType) -> &'static str {
     }
 }
 
+/// A fresh output of a matrix product, which `addmm_into` writes entirely: uninitialised on
+/// CPU (sparing the zero fill of a buffer the GEMM overwrites), metadata only elsewhere.
+fn product_output(shape: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+    if device.is_cpu() {
+        // SAFETY: the tensor stays private to the op until `addmm_into` has written every
+        // element (the GEMM writes all m×n elements of each batch, with `read_dst` false or
+        // after `copy_into` wrote the input; an empty sum writes zeros; Half and BFloat16 copy
+        // their f32 result over all of it); on an error it is dropped unread.
+        Ok(unsafe { Tensor::empty_uninit(shape, dtype)? })
+    } else {
+        Ok(Tensor::empty_on(shape, dtype, device)?)
+    }
+}
+
 /// The device of a matrix op (every tensor on one device, CPU or meta).
 fn op_device(op: &str, tensors: &[&Tensor]) -> Result<Device> {
     let device = same_device(tensors)?;
@@ -144,7 +158,7 @@ fn mm_check(self_: &Tensor, mat2: &Tensor) -> Result<[i64; 2]> {
 pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let device = op_device("mm", &[self_, mat2])?;
     let shape = mm_check(self_, mat2)?;
-    let out = Tensor::empty_on(&shape, self_.dtype(), device)?;
+    let out = product_output(&shape, self_.dtype(), device)?;
     addmm_into(
         &out,
         None,
@@ -206,7 +220,7 @@ fn bmm_check(self_: &Tensor, mat2: &Tensor) -> Result<[i64; 3]> {
 pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let device = op_device("bmm", &[self_, mat2])?;
     let shape = bmm_check(self_, mat2)?;
-    let out = Tensor::empty_on(&shape, self_.dtype(), device)?;
+    let out = product_output(&shape, self_.dtype(), device)?;
     addmm_into(
         &out,
         None,
@@ -292,7 +306,7 @@ pub fn addmm(
     let device = op_device("addmm", &[self_, mat1, mat2])?;
     let shape = addmm_check(self_, mat1, mat2)?;
     let input = self_.expand(&shape)?;
-    let out = Tensor::empty_on(&shape, mat1.dtype(), device)?;
+    let out = product_output(&shape, mat1.dtype(), device)?;
     addmm_into(
         &out,
         Some(&input),

@@ -366,6 +366,13 @@ pub unsafe fn row2<O: Copy + Default, A: Copy + Default, B: Copy + Default>(
         }
         return;
     }
+    if so == 1 && sa == 1 && std::ptr::addr_eq(po, pa) && size_of::<O>() == size_of::<A>() {
+        // In place over a dense row (`a op= b`, `a op= s`): Note [Blocked rows].
+        // SAFETY: the caller's guarantee, and the output is the first input element for
+        // element (same address, same element size).
+        unsafe { in_place_row2(n, po, (pb, sb), f) };
+        return;
+    }
     let dense = so == 1 && sa == 1 && sb == 1;
     if dense && stream && !overlaps(po, n, pa, n) && !overlaps(po, n, pb, n) {
         // SAFETY: the inputs are valid for reads (caller) and not written here (the output is
@@ -412,6 +419,39 @@ pub unsafe fn row2<O: Copy + Default, A: Copy + Default, B: Copy + Default>(
         // SAFETY: as above; the inputs of this block were read before this write.
         unsafe { store_block(po.offset(off * so), so, m, &bo) };
         i += m;
+    }
+}
+
+/// `out[i] = f(out[i], b[i])` over a dense row whose first input is the output (same address):
+/// the input is read through the output's pointer, so the compiler sees one array read and
+/// written at the same index and vectorises the loop (through two pointers it could not tell
+/// the read from a conflicting one). `b` is a dense row (`sb == 1`), which may be the output
+/// itself or disjoint from it, or one value (`sb == 0`).
+///
+/// # Safety
+/// As [`row2`], with `pa == po`, `A` of `O`'s size, and `sb` 0 or 1.
+#[inline(always)]
+unsafe fn in_place_row2<O: Copy, A: Copy, B: Copy>(
+    n: usize,
+    po: *mut O,
+    (pb, sb): (*const B, isize),
+    f: &impl Fn(A, B) -> O,
+) {
+    let pa = po as *const A;
+    if sb == 0 {
+        // SAFETY: `pb` is readable (caller) and not written in the loop unless it is the
+        // output's first element, which is read here before any write.
+        let b = unsafe { *pb };
+        for i in 0..n {
+            // SAFETY: i < n: element i is readable and writable (caller), read before written.
+            unsafe { *po.add(i) = f(*pa.add(i), b) };
+        }
+    } else {
+        for i in 0..n {
+            // SAFETY: as above; `b`'s element i is the output's element i or disjoint from
+            // the output (caller), and is read before the output's element i is written.
+            unsafe { *po.add(i) = f(*pa.add(i), *pb.add(i)) };
+        }
     }
 }
 
@@ -558,6 +598,54 @@ mod tests {
             }
             assert!(o[..off].iter().all(|x| *x == 0.0));
             assert!(o[off + n..].iter().all(|x| *x == 0.0));
+        }
+    }
+
+    #[test]
+    fn in_place_rows_match_the_formula() {
+        // `a op= b` with b disjoint, b the output itself, and b one value; rows around the
+        // vector width and the small-row bound.
+        for n in [5usize, 7, 8, 9, 31, 1000] {
+            let init: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let other: Vec<f32> = (0..n).map(|i| 1.0 - i as f32 * 0.25).collect();
+            let f = |x: f32, y: f32| x + 0.1 * y;
+            let mut a = init.clone();
+            let p = a.as_mut_ptr();
+            // SAFETY: n elements of each vector; `other` is distinct from `a`.
+            unsafe {
+                row2(
+                    n,
+                    (p, 1),
+                    (p as *const f32, 1),
+                    (other.as_ptr(), 1),
+                    &f,
+                    false,
+                )
+            };
+            let want: Vec<f32> = init.iter().zip(&other).map(|(&x, &y)| f(x, y)).collect();
+            assert_eq!(a, want);
+            let mut a = init.clone();
+            let p = a.as_mut_ptr();
+            // SAFETY: n elements; the second input is the output element for element.
+            unsafe {
+                row2(
+                    n,
+                    (p, 1),
+                    (p as *const f32, 1),
+                    (p as *const f32, 1),
+                    &f,
+                    false,
+                )
+            };
+            let want: Vec<f32> = init.iter().map(|&x| f(x, x)).collect();
+            assert_eq!(a, want);
+            let mut a = init.clone();
+            let p = a.as_mut_ptr();
+            let s = [2.5f32];
+            // SAFETY: n elements; the scalar is read with stride 0.
+            unsafe { row2(n, (p, 1), (p as *const f32, 1), (s.as_ptr(), 0), &f, false) };
+            let want: Vec<f32> = init.iter().map(|&x| f(x, 2.5)).collect();
+            assert_eq!(a, want);
         }
     }
 }

@@ -446,6 +446,60 @@ pub fn random_from_(
     Ok(self_.clone())
 }
 
+/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)`: integers
+/// uniform in `[0, to)`, as `random_.from` with `from=0`.
+///
+/// ```
+/// use switchboard_cpu::random_to_;
+/// use switchboard_tensor::{Generator, ScalarType, Tensor};
+/// let t = Tensor::zeros(&[5], ScalarType::Float).unwrap();
+/// random_to_(&t, 10, Some(&Generator::new(0))).unwrap();
+/// assert_eq!(t.to_vec::<f32>().unwrap(), [4.0, 9.0, 3.0, 0.0, 3.0]); // torch, seed 0
+/// ```
+pub fn random_to_(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+    random_from_(self_, 0, Some(to), generator)
+}
+
+/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)`: integers uniform over
+/// the dtype's range as PyTorch's `random_kernel` draws them: `[0, max]` for integer types (a
+/// 64-bit draw for int64, 32-bit otherwise), `[0, 2^digits]` for floating types (the
+/// integers the type holds exactly; a 64-bit draw for double), a random bit for bool.
+///
+/// ```
+/// use switchboard_cpu::random_;
+/// use switchboard_tensor::{Generator, ScalarType, Tensor};
+/// let t = Tensor::zeros(&[3], ScalarType::Float).unwrap();
+/// random_(&t, Some(&Generator::new(0))).unwrap();
+/// assert_eq!(t.to_vec::<f32>().unwrap(), [8325664.0, 12888472.0, 1484222.0]); // torch, seed 0
+/// ```
+pub fn random_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    check_cpu_or_meta("random_", self_.device())?;
+    if !self_.has_data() || self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    let dtype = self_.dtype();
+    let gen = generator_or_default(generator);
+    let mut g = gen.lock();
+    dispatch_all_types_and_bool!(dtype, "random_kernel_cpu", T => {
+        serial_fill::<T>(self_, || {
+            use ScalarType::*;
+            let wide = matches!(dtype, Long | Double);
+            let v: u64 = if wide { g.random64() } else { g.random() as u64 };
+            let bound: u64 = match dtype {
+                Bool => 2,
+                Half | BFloat16 | Float | Double => (1u64 << float_digits(dtype)) + 1,
+                Byte => 1 << 8,
+                Char => 1 << 7,
+                Short => 1 << 15,
+                Int => 1 << 31,
+                _ => 1 << 63,
+            };
+            int_to::<T>((v % bound) as i64)
+        })
+    })?;
+    Ok(self_.clone())
+}
+
 /// `static_cast<T>(int64_t)`: wrapping for integers, rounding for floats, `!= 0` for bool.
 #[inline]
 fn int_to<T: Element>(v: i64) -> T {

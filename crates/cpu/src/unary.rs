@@ -218,6 +218,21 @@ impl NumUnary for Abs {
     }
 }
 
+struct Sgn;
+impl NumUnary for Sgn {
+    #[inline(always)]
+    fn apply<N: Num>(&self, x: N) -> N {
+        // (0 < x) - (x < 0): NaN and both zeros give 0, bool is unchanged.
+        if x > N::ZERO {
+            N::ONE
+        } else if x < N::ZERO {
+            N::ONE.neg()
+        } else {
+            N::ZERO
+        }
+    }
+}
+
 struct Relu;
 impl NumUnary for Relu {
     #[inline(always)]
@@ -271,6 +286,21 @@ pub fn abs_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `abs_(Tensor(a!) self)`.
 pub fn abs_(self_: &Tensor) -> Result<Tensor> {
     abs_out(self_, self_)
+}
+
+/// `sgn(Tensor self)`: the sign of `x` (-1, 0 or 1; 0 for NaN; identity on bool).
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    num_unary("sgn_cpu", self_, None, &Sgn, true)
+}
+
+/// `sgn.out(Tensor self, *, Tensor(a!) out)`.
+pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    num_unary("sgn_cpu", self_, Some(out), &Sgn, true)
+}
+
+/// `sgn_(Tensor(a!) self)`.
+pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
+    sgn_out(self_, self_)
 }
 
 /// `relu(Tensor self)`: `max(x, 0)` (NaN stays NaN; bool is not supported).
@@ -355,6 +385,13 @@ mod tests {
             [3, 0, -5, i8::MIN]
         );
         assert_eq!(abs(&t).unwrap().to_vec::<i8>().unwrap(), [3, 0, 5, i8::MIN]);
+        assert_eq!(sgn(&t).unwrap().to_vec::<i8>().unwrap(), [-1, 0, 1, -1]);
+        let f =
+            Tensor::from_vec(vec![f32::NAN, -0.0, 0.0, -2.0, 3.0, f32::INFINITY], &[6]).unwrap();
+        assert_eq!(
+            sgn(&f).unwrap().to_vec::<f32>().unwrap(),
+            [0.0, 0.0, 0.0, -1.0, 1.0, 1.0]
+        );
         relu_(&t).unwrap();
         assert_eq!(t.to_vec::<i8>().unwrap(), [0, 0, 5, 0]);
         let b = Tensor::from_vec(vec![true], &[1]).unwrap();

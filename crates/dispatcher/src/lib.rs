@@ -52,6 +52,7 @@ mod schema_check;
 mod stack_cache;
 mod table;
 mod tls;
+mod warning;
 
 pub use arg::{Arg, KernelParam};
 pub use call::{OperatorHandle, TypedOperatorHandle};
@@ -73,6 +74,7 @@ pub use push::{push, PushValues};
 pub use ret::{KernelReturn, ReturnValue};
 pub use table::{runtime_keys, Provenance, RUNTIME_KEYS};
 pub use tls::*;
+pub use warning::{set_warning_handler, warn, WarningHandler, WarningHandlerGuard};
 
 pub use switchboard_keys::{DispatchKey, DispatchKeySet};
 pub use switchboard_schema::{FunctionSchema, OperatorName};

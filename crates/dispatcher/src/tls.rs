@@ -101,6 +101,32 @@ pub fn tls_is_dispatch_key_excluded(k: DispatchKey) -> bool {
     tls_local_dispatch_key_set().excluded.has(k)
 }
 
+/// Adds `k` to this thread's included set, or removes it (`c10::impl::tls_set_dispatch_key_included`).
+/// For state that outlives a scope, such as a mode stack that includes its keys while it is not
+/// empty; a scope uses [`IncludeDispatchKeyGuard`].
+pub fn tls_set_dispatch_key_included(k: DispatchKey, included: bool) {
+    let mut state = tls_local_dispatch_key_set();
+    state.included = if included {
+        state.included.add(k)
+    } else {
+        state.included.remove(k)
+    };
+    set_tls_local_dispatch_key_set(state);
+}
+
+/// Adds `k` to this thread's excluded set, or removes it (`c10::impl::tls_set_dispatch_key_excluded`):
+/// how autocast is switched on and off (its keys are excluded by default). A scope uses
+/// [`ExcludeDispatchKeyGuard`].
+pub fn tls_set_dispatch_key_excluded(k: DispatchKey, excluded: bool) {
+    let mut state = tls_local_dispatch_key_set();
+    state.excluded = if excluded {
+        state.excluded.add(k)
+    } else {
+        state.excluded.remove(k)
+    };
+    set_tls_local_dispatch_key_set(state);
+}
+
 /// Adds keys to this thread's included set until dropped (`IncludeDispatchKeyGuard`). Only the
 /// keys that were not already included are removed again, so guards nest.
 #[must_use = "the keys are included only while the guard lives"]
@@ -335,6 +361,19 @@ mod tests {
             let _s = ThreadLocalStateGuard::new(captured);
             assert_eq!(tls_local_dispatch_key_set(), captured);
         }
+        assert_eq!(tls_local_dispatch_key_set(), start);
+    }
+
+    #[test]
+    fn set_included_and_excluded_flip_one_key() {
+        let start = tls_local_dispatch_key_set();
+        tls_set_dispatch_key_excluded(DispatchKey::AutocastCPU, false);
+        assert!(!tls_is_dispatch_key_excluded(DispatchKey::AutocastCPU));
+        assert!(tls_is_dispatch_key_excluded(DispatchKey::AutocastCUDA));
+        tls_set_dispatch_key_included(DispatchKey::Python, true);
+        assert!(tls_is_dispatch_key_included(DispatchKey::Python));
+        tls_set_dispatch_key_included(DispatchKey::Python, false);
+        tls_set_dispatch_key_excluded(DispatchKey::AutocastCPU, true);
         assert_eq!(tls_local_dispatch_key_set(), start);
     }
 

@@ -5,7 +5,8 @@ use std::fmt;
 use crate::backend::BackendComponent;
 use crate::key::{DispatchKey, KeyError};
 
-/// A device type, with PyTorch's names (`cpu`, `cuda`, `meta`, `privateuseone`, ...).
+/// A device type, with PyTorch's names (`cpu`, `cuda`, `meta`, `privateuseone`, ...), and
+/// Switchboard's two more private-use types (Note [Devices of PrivateUse2 and PrivateUse3]).
 ///
 /// ```
 /// use switchboard_keys::{DeviceType, DispatchKey};
@@ -36,12 +37,27 @@ pub enum DeviceType {
     IPU,
     MTIA,
     PrivateUse1,
+    /// Switchboard's: the device of the PrivateUse2 backend (Note [Devices of PrivateUse2 and
+    /// PrivateUse3]).
+    PrivateUse2,
+    /// Switchboard's: the device of the PrivateUse3 backend.
+    PrivateUse3,
 }
+
+// Note [Devices of PrivateUse2 and PrivateUse3]
+// PyTorch reserves three private-use backends in its key sets (PrivateUse1..3, with their
+// Autograd, Sparse, Quantized... keys) but gives only PrivateUse1 a device type, so only one
+// out-of-tree backend can have tensors of its own at a time. Switchboard gives PrivateUse2 and
+// PrivateUse3 device types too, so up to three out-of-tree backends work side by side, each
+// named as PrivateUse1 is (`BackendComponent::rename`, Note [Renaming a private-use backend]).
+// Their built-in names (`privateusetwo`, `privateusethree`) only print: PyTorch has no such
+// device strings, so until a name is given they are not device strings (PyTorch's parse error
+// and its type list are unchanged); once named, the name parses like PrivateUse1's.
 
 impl DeviceType {
     /// Every device type: first the ones a device string may name, in the order PyTorch
     /// lists them in its parse error, then `Metal`, which no device string names.
-    pub const ALL: [DeviceType; 21] = [
+    pub const ALL: [DeviceType; 23] = [
         Self::CPU,
         Self::CUDA,
         Self::IPU,
@@ -63,10 +79,12 @@ impl DeviceType {
         Self::MTIA,
         Self::PrivateUse1,
         Self::Metal,
+        Self::PrivateUse2,
+        Self::PrivateUse3,
     ];
 
     /// The device types a device string may name, by their built-in names (`parse_type`'s
-    /// table): every type but `Metal`.
+    /// table): PyTorch's types but `Metal`.
     pub const PARSEABLE: &'static [DeviceType] = {
         let (parseable, _metal) = Self::ALL.split_at(20);
         parseable
@@ -74,15 +92,23 @@ impl DeviceType {
 
     /// The lower-case name used in device strings (`DeviceTypeName(type, true)`). PrivateUse1
     /// prints its registered name once renamed (see [`rename_privateuse1_backend`]), and
-    /// `privateuseone` before.
+    /// `privateuseone` before; PrivateUse2 and PrivateUse3 likewise.
     ///
     /// [`rename_privateuse1_backend`]: crate::rename_privateuse1_backend
     pub fn name(self) -> &'static str {
+        match self.private_use_backend() {
+            Some(backend) => backend.renamed().unwrap_or(self.builtin_name()),
+            None => self.builtin_name(),
+        }
+    }
+
+    /// The private-use backend whose device this is (PrivateUse1..3), if it is one.
+    pub const fn private_use_backend(self) -> Option<BackendComponent> {
         match self {
-            Self::PrivateUse1 => BackendComponent::PrivateUse1Bit
-                .renamed()
-                .unwrap_or(self.builtin_name()),
-            _ => self.builtin_name(),
+            Self::PrivateUse1 => Some(BackendComponent::PrivateUse1Bit),
+            Self::PrivateUse2 => Some(BackendComponent::PrivateUse2Bit),
+            Self::PrivateUse3 => Some(BackendComponent::PrivateUse3Bit),
+            _ => None,
         }
     }
 
@@ -110,6 +136,8 @@ impl DeviceType {
             Self::IPU => "ipu",
             Self::MTIA => "mtia",
             Self::PrivateUse1 => "privateuseone",
+            Self::PrivateUse2 => "privateusetwo",
+            Self::PrivateUse3 => "privateusethree",
         }
     }
 
@@ -139,6 +167,8 @@ impl DeviceType {
             Self::MTIA => DispatchKey::MTIA,
             Self::MAIA => DispatchKey::MAIA,
             Self::PrivateUse1 => DispatchKey::PrivateUse1,
+            Self::PrivateUse2 => DispatchKey::PrivateUse2,
+            Self::PrivateUse3 => DispatchKey::PrivateUse3,
             Self::Meta => DispatchKey::Meta,
             Self::FPGA => DispatchKey::FPGA,
             Self::Vulkan => DispatchKey::Vulkan,
@@ -155,6 +185,40 @@ impl DeviceType {
     }
 }
 
+impl BackendComponent {
+    /// The device type whose dense tensors carry this backend bit: `CPUBit` -> `cpu`,
+    /// `PrivateUse2Bit` -> PrivateUse2's device (Note [Devices of PrivateUse2 and
+    /// PrivateUse3]), `MetaBit` -> `meta`; `None` for `InvalidBit`.
+    ///
+    /// ```
+    /// use switchboard_keys::{BackendComponent, DeviceType};
+    /// assert_eq!(BackendComponent::PrivateUse2Bit.device_type(), Some(DeviceType::PrivateUse2));
+    /// assert_eq!(DeviceType::PrivateUse2.dense_key().unwrap().to_backend_component(),
+    ///            BackendComponent::PrivateUse2Bit);
+    /// ```
+    pub const fn device_type(self) -> Option<DeviceType> {
+        Some(match self {
+            Self::InvalidBit => return None,
+            Self::CPUBit => DeviceType::CPU,
+            Self::CUDABit => DeviceType::CUDA,
+            Self::HIPBit => DeviceType::HIP,
+            Self::XLABit => DeviceType::XLA,
+            Self::MPSBit => DeviceType::MPS,
+            Self::IPUBit => DeviceType::IPU,
+            Self::XPUBit => DeviceType::XPU,
+            Self::HPUBit => DeviceType::HPU,
+            Self::VEBit => DeviceType::VE,
+            Self::LazyBit => DeviceType::Lazy,
+            Self::MTIABit => DeviceType::MTIA,
+            Self::MAIABit => DeviceType::MAIA,
+            Self::PrivateUse1Bit => DeviceType::PrivateUse1,
+            Self::PrivateUse2Bit => DeviceType::PrivateUse2,
+            Self::PrivateUse3Bit => DeviceType::PrivateUse3,
+            Self::MetaBit => DeviceType::Meta,
+        })
+    }
+}
+
 impl fmt::Display for DeviceType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -164,13 +228,16 @@ impl fmt::Display for DeviceType {
 impl std::str::FromStr for DeviceType {
     type Err = KeyError;
     /// Parses a device type name as PyTorch's `parse_type` does: a built-in name, else the
-    /// renamed PrivateUse1 backend's name, else an error listing the built-in names.
+    /// renamed PrivateUse1 backend's name (or PrivateUse2's, PrivateUse3's: Note [Devices of
+    /// PrivateUse2 and PrivateUse3]), else an error listing the built-in names.
     fn from_str(s: &str) -> Result<Self, KeyError> {
         if let Some(ty) = Self::PARSEABLE.iter().find(|d| d.builtin_name() == s) {
             return Ok(*ty);
         }
-        if BackendComponent::PrivateUse1Bit.renamed() == Some(s) {
-            return Ok(Self::PrivateUse1);
+        for ty in [Self::PrivateUse1, Self::PrivateUse2, Self::PrivateUse3] {
+            if ty.private_use_backend().and_then(BackendComponent::renamed) == Some(s) {
+                return Ok(ty);
+            }
         }
         let names: Vec<&str> = Self::PARSEABLE.iter().map(|d| d.builtin_name()).collect();
         Err(KeyError::new(format!(

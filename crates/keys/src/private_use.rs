@@ -1,8 +1,9 @@
 //! Names for the private-use backends: PyTorch's `rename_privateuse1_backend`.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::backend::BackendComponent;
+use crate::device::DeviceType;
 use crate::key::KeyError;
 
 // Note [Renaming a private-use backend]
@@ -14,9 +15,15 @@ use crate::key::KeyError;
 // Dispatch key names do not change (`PrivateUse1`, `AutogradPrivateUse1`).
 // As in PyTorch: naming it again with the same name is accepted, with another name is an error,
 // and the in-tree device names `cpu, cuda, hip, mps, xpu, mtia` are refused. Names are kept per
-// backend component, so PrivateUse2 and PrivateUse3 take names the same way; only PrivateUse1
-// has a device type, so only its name is a device string. A name is stored once and lives for
-// the process (at most three small strings), so it can be handed out as `&'static str`.
+// backend component, so PrivateUse2 and PrivateUse3 take names the same way, and have devices
+// of their own (Note [Devices of PrivateUse2 and PrivateUse3]): up to three out-of-tree
+// backends side by side, which PyTorch does not allow. So that a device string names one
+// backend, two private-use backends cannot share a name (compared lower-cased, as devices are
+// printed and parsed): the second claim is an error naming the backend that holds it. And
+// PrivateUse2 and PrivateUse3, which PyTorch does not constrain, may not take any built-in
+// device type name, which would never parse as theirs. A name is stored once and lives for the
+// process (at most three small strings), so it can be handed out as `&'static str`; names are
+// read without locking, claims are serialised.
 
 /// A registered name: as given (for messages), and lower-cased (the device name).
 struct BackendName {
@@ -26,8 +33,17 @@ struct BackendName {
 
 static NAMES: [OnceLock<BackendName>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
 
+/// Held while a name is claimed, so that two backends cannot take one name at once.
+static CLAIMS: Mutex<()> = Mutex::new(());
+
 /// The device names a private-use backend may not take (PyTorch's list).
 const IN_TREE_DEVICE_NAMES: [&str; 6] = ["cpu", "cuda", "hip", "mps", "xpu", "mtia"];
+
+const PRIVATE_USE: [BackendComponent; 3] = [
+    BackendComponent::PrivateUse1Bit,
+    BackendComponent::PrivateUse2Bit,
+    BackendComponent::PrivateUse3Bit,
+];
 
 fn slot(backend: BackendComponent) -> Option<&'static OnceLock<BackendName>> {
     match backend {
@@ -45,9 +61,14 @@ impl BackendComponent {
     /// use switchboard_keys::{BackendComponent, DeviceType};
     /// BackendComponent::PrivateUse3Bit.rename("my_accel").unwrap();
     /// assert_eq!(BackendComponent::PrivateUse3Bit.renamed(), Some("my_accel"));
-    /// // Once named, a private-use backend keeps its name.
+    /// assert_eq!("my_accel:0".parse::<DeviceType>().is_err(), true); // a device string, not a type
+    /// assert_eq!("my_accel".parse::<DeviceType>().unwrap(), DeviceType::PrivateUse3);
+    /// // Once named, a private-use backend keeps its name, and no other backend can take it.
     /// assert!(BackendComponent::PrivateUse3Bit.rename("other").is_err());
     /// assert!(BackendComponent::PrivateUse3Bit.rename("my_accel").is_ok());
+    /// let err = BackendComponent::PrivateUse2Bit.rename("my_accel").unwrap_err();
+    /// assert_eq!(err.message(), "Cannot name the PrivateUse2 backend 'my_accel': the \
+    ///                            PrivateUse3 backend already has that name");
     /// ```
     pub fn rename(self, name: &str) -> Result<(), KeyError> {
         let slot = slot(self).ok_or_else(|| {
@@ -56,42 +77,59 @@ impl BackendComponent {
                  can be renamed, not {self}"
             ))
         })?;
-        let already = |current: &str| {
-            if self == BackendComponent::PrivateUse1Bit {
+        let _claiming = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(current) = slot.get() {
+            if current.given == name {
+                return Ok(());
+            }
+            return Err(KeyError::new(if self == BackendComponent::PrivateUse1Bit {
                 format!(
                     "torch.register_privateuse1_backend() has already been set! Current \
-                     backend: {current}"
+                         backend: {}",
+                    current.given
                 )
             } else {
-                format!("the {self} backend has already been named! Current backend: {current}")
-            }
-        };
-        if let Some(current) = slot.get() {
-            return if current.given == name {
-                Ok(())
-            } else {
-                Err(KeyError::new(already(current.given)))
-            };
+                format!(
+                    "the {self} backend has already been named! Current backend: {}",
+                    current.given
+                )
+            }));
         }
         if IN_TREE_DEVICE_NAMES.contains(&name) {
             return Err(KeyError::new(format!(
                 "Cannot register privateuse1 backend with in-tree device name: {name}"
             )));
         }
-        let mut won = false;
-        let current = slot.get_or_init(|| {
-            won = true;
-            BackendName {
-                given: Box::leak(name.into()),
-                lower: Box::leak(name.to_ascii_lowercase().into_boxed_str()),
+        let lower = name.to_ascii_lowercase();
+        let backend = self.backend_name();
+        if self != BackendComponent::PrivateUse1Bit {
+            if let Some(ty) = DeviceType::PARSEABLE
+                .iter()
+                .find(|d| d.builtin_name() == lower)
+            {
+                return Err(KeyError::new(format!(
+                    "Cannot name the {backend} backend '{name}': it is the name of the built-in \
+                     device type {}",
+                    ty.builtin_name()
+                )));
             }
-        });
-        // Another thread may have named it first, with another name.
-        if won || current.given == name {
-            Ok(())
-        } else {
-            Err(KeyError::new(already(current.given)))
         }
+        let holder = PRIVATE_USE
+            .into_iter()
+            .find(|other| *other != self && other.renamed() == Some(lower.as_str()));
+        if let Some(other) = holder {
+            return Err(KeyError::new(format!(
+                "Cannot name the {backend} backend '{name}': the {} backend already has that name",
+                other.backend_name()
+            )));
+        }
+        let named = BackendName {
+            given: Box::leak(name.into()),
+            lower: Box::leak(lower.into_boxed_str()),
+        };
+        // Claims are serialised and the slot was empty: this value is the one set.
+        let _ = slot.set(named);
+        Ok(())
     }
 
     /// The name a private-use backend was given, lower-cased as PyTorch prints it

@@ -107,6 +107,17 @@ impl Optimizer for Sgd {
             if self.momentum != 0.0 {
                 let b = match buf {
                     None => buf.insert(ops::clone(&g)?.detach()),
+                    Some(b) if self.dampening == 0.0 => {
+                        // buf = g + momentum * buf: one pass over the buffer where
+                        // `buf.mul_(momentum).add_(g)` makes two (the same products and sums).
+                        ops::add_out_with(
+                            &g,
+                            b,
+                            b,
+                            ops::AddOutOptions::default().alpha(self.momentum),
+                        )?;
+                        b
+                    }
                     Some(b) => {
                         ops::mul_scalar_(b, self.momentum)?;
                         ops::add_with_(

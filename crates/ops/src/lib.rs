@@ -67,8 +67,10 @@
 #![warn(missing_docs)]
 
 pub mod composite;
+mod cpu_fallback;
 mod lazy_handle;
 
+pub use cpu_fallback::cpu_fallback;
 pub use lazy_handle::LazyHandle;
 
 // Generated code: long signatures are PyTorch's schemas.
@@ -104,12 +106,44 @@ library!(IMPL aten, BackendSelect, generated::register_backend_select);
 
 // Note [Autograd fallback]
 // Tensors carry their backend's Autograd key whether or not they require grad (as in
-// PyTorch), so every call reaches an Autograd slot first. Operators with an autograd kernel
-// (registered by switchboard-autograd on the Autograd alias) run it; for the others
-// (non-differentiable operators, or no autograd crate linked) this fallthrough fallback
-// skips the key and the call goes on to the backend, like PyTorch's autograd fallback does
-// when no input requires grad.
-library!(IMPL _, Autograd, |lib| lib.fallback(None, KernelFunction::fallthrough()));
+// PyTorch), so every call reaches an Autograd slot first. Operators with an Autograd kernel
+// (switchboard-autograd generates one for every operator of native_functions.yaml) run it;
+// CompositeImplicitAutograd operators use their decomposition. Every other operator (an
+// operator of another crate with only backend kernels) reaches this fallback. As in PyTorch,
+// where ATen's fallback calls into libtorch's autograd through `VariableHooks`, the fallback's
+// implementation is the autograd crate's (`basicAutogradNotImplementedFallback`, which
+// makes the outputs of a call with inputs that require grad fail in backward) when that crate
+// is linked: it submits an `AutogradFallback`. Without autograd, the fallback is a
+// fallthrough: the key is skipped and the call goes on to the backend.
+
+/// The implementation of the Autograd key's fallback (see Note [Autograd fallback]): a crate
+/// that implements autograd submits one with `switchboard_dispatcher::inventory::submit!`.
+/// Only one may be submitted.
+pub struct AutogradFallback(
+    pub  fn(
+        &switchboard_dispatcher::OperatorHandle,
+        DispatchKeySet,
+        &mut switchboard_dispatcher::Stack,
+    ) -> Result<()>,
+);
+
+switchboard_dispatcher::inventory::collect!(AutogradFallback);
+
+library!(IMPL _, Autograd, |lib| {
+    let mut provided = switchboard_dispatcher::inventory::iter::<AutogradFallback>.into_iter();
+    let kernel = match (provided.next(), provided.next()) {
+        (Some(f), None) => KernelFunction::from_boxed(f.0),
+        (None, _) => KernelFunction::fallthrough(),
+        (Some(_), Some(_)) => {
+            return Err(switchboard_dispatcher::DispatchErrorKind::Kernel(
+                "two crates provide the Autograd fallback (switchboard_ops::AutogradFallback)"
+                    .into(),
+            )
+            .into())
+        }
+    };
+    lib.fallback(None, kernel)
+});
 
 /// The typed handle of an `aten` operator of the global dispatcher (the generated functions
 /// call this once each and cache the result).

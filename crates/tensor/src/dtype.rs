@@ -109,6 +109,23 @@ impl ScalarType {
         }
     }
 
+    /// The C++ element type's name as PyTorch's `TypeMeta::name()` prints it (`dtype().name()`
+    /// in messages such as conv's bias check): `float`, `long int`, `c10::Half`, ...
+    pub const fn type_meta_name(self) -> &'static str {
+        match self {
+            Self::Byte => "unsigned char",
+            Self::Char => "signed char",
+            Self::Short => "short int",
+            Self::Int => "int",
+            Self::Long => "long int",
+            Self::Half => "c10::Half",
+            Self::Float => "float",
+            Self::Double => "double",
+            Self::Bool => "bool",
+            Self::BFloat16 => "c10::BFloat16",
+        }
+    }
+
     /// The C++ name (`c10::toString`): `Float`, `Long`, `BFloat16`, ...
     pub const fn c10_name(self) -> &'static str {
         match self {

@@ -93,6 +93,10 @@ pub struct CallArgs {
     /// first and the tensor outputs (and gradients) moved back to the CPU to be written.
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<String>,
+    /// Runs the call in a CPU autocast region of this dtype (`torch.autocast("cpu", dtype=...)`);
+    /// with --backward, the reduction and backward run after the region, as PyTorch recommends.
+    #[arg(long, value_enum, value_name = "DTYPE")]
+    pub autocast: Option<switchboard_cli::layers::AutocastDtype>,
     /// The operator's arguments by schema name, NAME=VALUE.
     #[arg(value_name = "NAME=VALUE")]
     pub args: Vec<String>,
@@ -331,6 +335,11 @@ fn run_unguarded(
     let mut stack = build_stack(schema, &given, &inputs, args.input.as_deref())?;
     let on_device = device::OnDevice::new(args.device.as_deref(), &op_name)?;
     on_device.inputs(&mut stack)?;
+    let region =
+        switchboard_cli::layers::autocast_region(args.autocast).map_err(|e| CallError::Kernel {
+            op: op_name.clone(),
+            message: one_line(&e.to_string()),
+        })?;
     if !args.backward {
         let mut returns = call(&op, schema, &op_name, stack, false)?;
         on_device.outputs(&mut returns, &mut [])?;
@@ -346,6 +355,7 @@ fn run_unguarded(
     let _grad_mode = switchboard::autograd::enable_grad();
     let leaves = backward::make_leaves(schema, &op_name, &mut stack)?;
     let mut returns = call(&op, schema, &op_name, stack, true)?;
+    drop(region);
     let mut grads = backward::gradients(&op_name, &returns, &leaves, inputs.as_ref(), stderr)?;
     on_device.outputs(&mut returns, &mut grads)?;
     write_outputs(&op_name, returns, grads, args.output.as_deref(), stdout)

@@ -77,6 +77,8 @@ pub struct TrainConfig {
     /// Writes the graph of the first training step to this file (`.dot` or `.json`; needs
     /// the lazy device).
     pub graph_out: Option<PathBuf>,
+    /// The dispatch layers to run the steps under (autocast, FLOP counting).
+    pub layers: crate::layers::LayerOptions,
     /// At most this many bytes of CSV text are read from `data` (after decompression).
     pub max_data_bytes: u64,
 }
@@ -100,6 +102,7 @@ impl Default for TrainConfig {
             summary: true,
             device: Device::CPU,
             graph_out: None,
+            layers: Default::default(),
             max_data_bytes: data::MAX_CSV_BYTES,
         }
     }
@@ -306,18 +309,15 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     )?;
     writeln!(
         out,
-        "model: MLP {} -> {} -> {} (ReLU), {} parameters; {opt_name}, batch {}, {} epochs, {} threads{}",
+        "model: MLP {} -> {} -> {} (ReLU), {} parameters on {}; {opt_name}, batch {}, {} epochs, {} threads",
         n_features,
         cfg.hidden,
         n_classes,
         model.parameters().iter().map(|p| p.numel()).sum::<i64>(),
+        placement.device(),
         cfg.batch_size,
         cfg.epochs,
         rayon::current_num_threads(),
-        match placement.device() {
-            Device::CPU => String::new(),
-            d => format!(", on {d}"),
-        }
     )?;
 
     let batches_per_epoch = n_train.div_ceil(cfg.batch_size);
@@ -352,9 +352,12 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 });
                 set_dispatch_trace(true);
             }
+            let flops = crate::layers::StepFlops::start(&cfg.layers, steps);
             let step = (|| -> Result<Tensor, TrainError> {
+                let region = crate::layers::autocast_region(cfg.layers.autocast)?;
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
+                drop(region);
                 opt.zero_grad();
                 loss.backward()?;
                 opt.step()?;
@@ -364,6 +367,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             })();
             if tracing {
                 set_dispatch_trace(false);
+            }
+            if let Some(flops) = flops {
+                let table = flops.finish();
+                bar.suspend(|| write!(out, "{table}"))?;
             }
             let loss = step?.item()?.to_f64();
             if !loss.is_finite() {

@@ -70,9 +70,9 @@ pub fn to_device(
 /// and device laid out like `self` (`empty_like`: the same strides with the preserve format,
 /// the default), then `copy_`. The copy dispatches on both tensors, so moving data between
 /// devices is the business of the copy kernel of the backend with the higher priority (the
-/// lazy backend's `copy_` materialises a lazy source or captures a CPU one), and a new backend
-/// gets `to(device)` both ways by implementing `empty_strided`, `empty.memory_format` and
-/// `copy_`.
+/// lazy backend's `copy_` materialises a lazy source or captures a CPU one; an out-of-tree
+/// backend's `copy_` copies to and from its memory), and a new backend gets `to(device)` both
+/// ways by implementing `empty_strided`, `empty.memory_format` and `copy_`.
 #[allow(clippy::too_many_arguments)]
 pub fn _to_copy(
     self_: &Tensor,

@@ -120,6 +120,31 @@ pub fn arange_start_step(
     )
 }
 
+/// `arange.start`: `arange.start_step(start, end, 1)`.
+pub fn arange_start(
+    start: Scalar,
+    end: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    arange_start_step(
+        start,
+        end,
+        Scalar::Int(1),
+        dtype,
+        layout,
+        device,
+        pin_memory,
+    )
+}
+
+/// `arange.out`: `arange.start_out(0, end, 1, out)`.
+pub fn arange_out(end: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::arange_start_out(Scalar::Int(0), end, out)
+}
+
 /// `rand`: uniform on [0, 1).
 pub fn rand(
     size: &[i64],

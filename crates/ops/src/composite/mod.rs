@@ -6,11 +6,19 @@
 mod convert;
 mod factories;
 mod nn;
+mod overloads;
+mod pointwise;
+mod properties;
+mod reduction;
 mod shape;
 
 pub use convert::*;
 pub use factories::*;
 pub use nn::*;
+pub use overloads::*;
+pub use pointwise::*;
+pub use properties::*;
+pub use reduction::*;
 pub use shape::*;
 
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind};

@@ -110,9 +110,41 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
     }
 }
 
+/// PyTorch's `batchify`: `conv1d`/`conv2d` take a batched input (`num_spatial + 2` dims) or
+/// an unbatched one (`num_spatial + 1` dims, given a batch dimension of 1); the flag says
+/// whether the input was batched.
+fn batchify(input: &Tensor, num_spatial: usize, op: &str) -> Result<(Tensor, bool)> {
+    let (unbatched, batched) = (num_spatial + 1, num_spatial + 2);
+    match input.dim() {
+        d if d == batched => Ok((input.clone(), true)),
+        d if d == unbatched => Ok((crate::unsqueeze(input, 0)?, false)),
+        _ => Err(error(format!(
+            "Expected {unbatched}D (unbatched) or {batched}D (batched) input to {op}, but got \
+             input of size: {}",
+            shape_str(input.sizes())
+        ))),
+    }
+}
+
+/// `[2, 3]`: a size as PyTorch prints an `IntArrayRef`.
+fn shape_str(sizes: &[i64]) -> String {
+    let parts: Vec<String> = sizes.iter().map(i64::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// Drops the batch dimension `batchify` added.
+fn unbatchify(output: Tensor, batched: bool) -> Result<Tensor> {
+    if batched {
+        Ok(output)
+    } else {
+        crate::squeeze_dim(&output, 0)
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn conv_nd(
     n: usize,
+    op: &str,
     input: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,
@@ -121,11 +153,21 @@ fn conv_nd(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
+    if let Some(b) = bias {
+        if b.dtype() != input.dtype() {
+            return Err(error(format!(
+                "Input type ({}) and bias type ({}) should be the same",
+                input.dtype().type_meta_name(),
+                b.dtype().type_meta_name()
+            )));
+        }
+    }
+    let (input, batched) = batchify(input, n, op)?;
     let stride = expand_param("stride", stride, n)?;
     let padding = expand_param("padding", padding, n)?;
     let dilation = expand_param("dilation", dilation, n)?;
-    crate::convolution(
-        input,
+    let out = crate::convolution(
+        &input,
         weight,
         bias,
         &stride,
@@ -134,10 +176,11 @@ fn conv_nd(
         false,
         &vec![0; n],
         groups,
-    )
+    )?;
+    unbatchify(out, batched)
 }
 
-/// `conv1d`: `convolution` with one spatial dimension.
+/// `conv1d`: `convolution` with one spatial dimension (input `(N, C, L)` or `(C, L)`).
 pub fn conv1d(
     input: &Tensor,
     weight: &Tensor,
@@ -147,10 +190,12 @@ pub fn conv1d(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
-    conv_nd(1, input, weight, bias, stride, padding, dilation, groups)
+    conv_nd(
+        1, "conv1d", input, weight, bias, stride, padding, dilation, groups,
+    )
 }
 
-/// `conv2d`: `convolution` with two spatial dimensions.
+/// `conv2d`: `convolution` with two spatial dimensions (input `(N, C, H, W)` or `(C, H, W)`).
 pub fn conv2d(
     input: &Tensor,
     weight: &Tensor,
@@ -160,7 +205,164 @@ pub fn conv2d(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
-    conv_nd(2, input, weight, bias, stride, padding, dilation, groups)
+    conv_nd(
+        2, "conv2d", input, weight, bias, stride, padding, dilation, groups,
+    )
+}
+
+/// `conv1d.padding`: `conv1d` with `padding="same"` or `"valid"` (see `_convolution_mode`).
+pub fn conv1d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let (input, batched) = batchify(input, 1, "conv1d")?;
+    let out = _convolution_mode(&input, weight, bias, stride, padding, dilation, groups)?;
+    unbatchify(out, batched)
+}
+
+/// `conv2d.padding`: `conv2d` with `padding="same"` or `"valid"` (see `_convolution_mode`).
+pub fn conv2d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let (input, batched) = batchify(input, 2, "conv2d")?;
+    let out = _convolution_mode(&input, weight, bias, stride, padding, dilation, groups)?;
+    unbatchify(out, batched)
+}
+
+/// `_convolution_mode`: a convolution whose padding is named. `"valid"` is no padding;
+/// `"same"` pads so that the output has the input's spatial size (stride 1 only).
+pub fn _convolution_mode(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    match padding {
+        "same" => convolution_same(input, weight, bias, stride, dilation, groups),
+        "valid" => crate::convolution(
+            input,
+            weight,
+            bias,
+            stride,
+            &[0],
+            dilation,
+            false,
+            &[0],
+            groups,
+        ),
+        other => Err(error(format!("Invalid padding string: '{other}'"))),
+    }
+}
+
+// Note [padding='same']
+// A convolution of stride 1 keeps a spatial size L when the dimension gets
+// `total = dilation * (kernel - 1)` zeros in all: `total / 2` on the left and the rest on the
+// right (PyTorch's `pooling_same_mode_padding_lr`). When `total` is odd (an even kernel with
+// odd dilation) the two sides differ by one, which `convolution` cannot express: as PyTorch
+// does, the input gets the extra zero on its right first (PyTorch pads with
+// `constant_pad_nd`; here a `cat` with zeros, differentiable without a formula of its own) and
+// the convolution pads both sides by `total / 2`.
+fn convolution_same(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let k = weight.dim();
+    if k <= 2 {
+        return Err(error("weight should have at least three dimensions"));
+    }
+    if groups <= 0 {
+        return Err(error("non-positive groups is not supported"));
+    }
+    let dim = k - 2;
+    if k != input.dim() {
+        return Err(error(format!(
+            "Expected {k}-dimensional input for {k}-dimensional weight{}, but got {}-dimensional \
+             input of size {} instead",
+            shape_str(weight.sizes()),
+            input.dim(),
+            shape_str(input.sizes())
+        )));
+    }
+    if stride.len() != dim && stride.len() != 1 {
+        return Err(error(format!(
+            "stride cannot broadcast to {dim} dimensions"
+        )));
+    }
+    if dilation.len() != dim && dilation.len() != 1 {
+        return Err(error(format!(
+            "dilation cannot broadcast to {dim} dimensions"
+        )));
+    }
+    if stride.iter().any(|&s| s != 1) {
+        return Err(error(
+            "padding='same' is not supported for strided convolutions",
+        ));
+    }
+    let mut padded = input.clone();
+    let mut padding = Vec::with_capacity(dim);
+    for i in 0..dim {
+        let d = if dilation.len() == 1 {
+            dilation[0]
+        } else {
+            dilation[i]
+        };
+        let total = d
+            .checked_mul(weight.sizes()[i + 2] - 1)
+            .ok_or_else(|| error("padding='same': the padding overflows"))?;
+        let left = total / 2;
+        let right = total - left;
+        if right > left {
+            padded = pad_end(&padded, i + 2, right - left)?;
+        }
+        padding.push(left);
+    }
+    crate::convolution(
+        &padded,
+        weight,
+        bias,
+        stride,
+        &padding,
+        dilation,
+        false,
+        &vec![0; dim],
+        groups,
+    )
+}
+
+/// `t` with `extra` zeros appended along `dim`.
+fn pad_end(t: &Tensor, dim: usize, extra: i64) -> Result<Tensor> {
+    let mut shape = t.sizes().to_vec();
+    shape[dim] = extra;
+    let zeros = crate::zeros_with(
+        &shape,
+        crate::ZerosOptions {
+            dtype: Some(t.dtype()),
+            device: Some(t.device()),
+            ..Default::default()
+        },
+    )?;
+    crate::cat_with(
+        &[t.clone(), zeros],
+        crate::CatOptions::default().dim(dim as i64),
+    )
 }
 
 /// `max_pool2d`: the values of `max_pool2d_with_indices`.
@@ -201,7 +403,8 @@ pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Resul
     crate::_log_softmax(&cast_for_softmax(self_, dtype)?, dim, false)
 }
 
-/// `nll_loss`: the output of `nll_loss_forward`.
+/// `nll_loss`: the output of `nll_loss_forward` (1-d or 2-d input; `nll_loss_nd` takes the
+/// spatial ones).
 pub fn nll_loss(
     self_: &Tensor,
     target: &Tensor,
@@ -212,20 +415,148 @@ pub fn nll_loss(
     Ok(crate::nll_loss_forward(self_, target, weight, reduction, ignore_index)?.0)
 }
 
-const REDUCTION_NONE: i64 = 0;
-const REDUCTION_MEAN: i64 = 1;
+// Note [Spatial nll_loss]
+// PyTorch's `nll_loss2d` is the output of `nll_loss2d_forward`, whose gradient is a formula
+// of its own (`nll_loss2d_backward`). Until the autograd layer has that formula, `nll_loss2d`
+// here takes the route of the same numbers through differentiable operators: the class
+// dimension moved last (`permute`) and the pixels flattened into the batch of a 2-d
+// `nll_loss_forward` (`reshape`), whose reductions, total weight and `ignore_index` are the
+// 2-d kernel's per pixel. The `nll_loss2d_forward` / `nll_loss2d_backward` operators exist
+// with CPU and Meta kernels for direct calls; once their derivatives are registered,
+// `nll_loss2d` can call `nll_loss2d_forward` as PyTorch does.
 
-fn reduce(t: &Tensor, reduction: i64) -> Result<Tensor> {
-    match reduction {
-        REDUCTION_NONE => Ok(t.clone()),
-        REDUCTION_MEAN => t.mean(),
-        _ => t.sum(),
+/// `nll_loss2d`: the loss of `(N, C, H, W)` log-probabilities at `(N, H, W)` class indices
+/// (see Note [Spatial nll_loss]).
+pub fn nll_loss2d(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    if target.dim() != 3 {
+        return Err(error(format!(
+            "only batches of spatial targets supported (3D tensors) but got targets of \
+             dimension: {}",
+            target.dim()
+        )));
     }
+    if self_.dim() != 4 {
+        return Err(error(format!(
+            "only batches of spatial inputs supported (4D tensors), but got input of dimension: \
+             {}",
+            self_.dim()
+        )));
+    }
+    let (i, t) = (self_.sizes(), target.sizes());
+    if weight.is_some_and(|w| w.numel() != i[1]) {
+        return Err(error(
+            "weight tensor should be defined either for all or no classes",
+        ));
+    }
+    if i[0] != t[0] || i[2] != t[1] || i[3] != t[2] {
+        return Err(error(format!(
+            "size mismatch (got input: {} , target: {}",
+            shape_str(i),
+            shape_str(t)
+        )));
+    }
+    let rows = crate::reshape(&crate::permute(self_, &[0, 2, 3, 1])?, &[-1, i[1]])?;
+    let out = crate::nll_loss_forward(
+        &rows,
+        &crate::reshape(target, &[-1])?,
+        weight,
+        reduction,
+        ignore_index,
+    )?
+    .0;
+    if reduction == REDUCTION_NONE {
+        return crate::reshape(&out, t);
+    }
+    Ok(out)
 }
 
-/// `cross_entropy_loss`: `nll_loss(log_softmax(self, class_dim))` for class-index targets,
-/// `-(target * log_softmax).sum(class_dim)` reduced for class-probability targets (a
-/// floating target of the input's shape), with PyTorch's label smoothing.
+/// `nll_loss_nd`: `nll_loss` for input `(C)` or `(N, C)`, `nll_loss2d` for `(N, C, H, W)`,
+/// and for `(N, C, d1, ...)` of other ranks `nll_loss2d` over the spatial dimensions
+/// flattened into one (`(N, C, 1, d1 * ...)`), its unreduced output shaped `(N, d1, ...)`.
+pub fn nll_loss_nd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    if self_.dim() < 1 {
+        return Err(error(format!(
+            "Expected 1 or more dimensions (got {})",
+            self_.dim()
+        )));
+    }
+    let target_batch = target.sizes().first().copied();
+    if self_.dim() != 1 && Some(self_.sizes()[0]) != target_batch {
+        return Err(error(format!(
+            "Expected input batch_size ({}) to match target batch_size ({}).",
+            self_.sizes()[0],
+            // A 0-d target has no batch size: PyTorch reads past its sizes.
+            target_batch.map_or_else(|| "?".to_owned(), |b| b.to_string())
+        )));
+    }
+    match self_.dim() {
+        1 | 2 => return nll_loss(self_, target, weight, reduction, ignore_index),
+        4 => return nll_loss2d(self_, target, weight, reduction, ignore_index),
+        _ => {}
+    }
+    let (n, c) = (self_.sizes()[0], self_.sizes()[1]);
+    let mut out_size = vec![n];
+    out_size.extend_from_slice(&self_.sizes()[2..]);
+    if target.sizes()[1..] != self_.sizes()[2..] {
+        return Err(error(format!(
+            "Expected target size {}, got {}",
+            shape_str(&out_size),
+            shape_str(target.sizes())
+        )));
+    }
+    let input = if self_.numel() > 0 {
+        crate::reshape(self_, &[n, c, 1, -1])?
+    } else {
+        crate::reshape(self_, &[n, c, 0, 0])?
+    };
+    let target = if target.numel() > 0 {
+        crate::reshape(target, &[n, 1, -1])?
+    } else {
+        crate::reshape(target, &[n, 0, 0])?
+    };
+    let out = nll_loss2d(&input, &target, weight, reduction, ignore_index)?;
+    if reduction == REDUCTION_NONE {
+        return crate::reshape(&out, &out_size);
+    }
+    Ok(out)
+}
+
+const REDUCTION_NONE: i64 = 0;
+const REDUCTION_MEAN: i64 = 1;
+const REDUCTION_SUM: i64 = 2;
+
+fn invalid_reduction(reduction: i64) -> switchboard_dispatcher::DispatchError {
+    error(format!(
+        "Invalid reduction type encountered in cross_entropy: {reduction}"
+    ))
+}
+
+/// `weight` viewed to broadcast along `class_dim` of a `rank`-dimensional tensor.
+fn class_weight_view(w: &Tensor, rank: usize, class_dim: usize) -> Result<Tensor> {
+    if rank <= 1 {
+        return Ok(w.clone());
+    }
+    let mut shape = vec![1i64; rank];
+    shape[class_dim] = w.sizes().first().copied().unwrap_or(1);
+    crate::view(w, &shape)
+}
+
+/// `cross_entropy_loss`, as PyTorch's: class probabilities when `target` has the input's
+/// shape, else class indices through `nll_loss_nd(log_softmax(self, class_dim))`, with label
+/// smoothing mixing in the mean of `-log p` over the classes. Inputs `(C)`, `(N, C)` and
+/// `(N, C, d1, ...)`.
 pub fn cross_entropy_loss(
     self_: &Tensor,
     target: &Tensor,
@@ -234,83 +565,115 @@ pub fn cross_entropy_loss(
     ignore_index: i64,
     label_smoothing: f64,
 ) -> Result<Tensor> {
-    if !(0.0..=1.0).contains(&label_smoothing) {
+    let class_dim = if self_.dim() == 1 { 0 } else { 1 };
+    if self_.sizes() == target.sizes() {
+        if !target.dtype().is_floating_point() {
+            return Err(error(format!(
+                "Expected floating point type for target with class probabilities, got {}",
+                target.dtype().c10_name()
+            )));
+        }
+        if ignore_index >= 0 {
+            return Err(error(
+                "ignore_index is not supported for floating point target",
+            ));
+        }
+        return cross_entropy_prob_target(self_, target, weight, reduction, label_smoothing);
+    }
+    let logp = log_softmax(self_, class_dim as i64, Some(self_.dtype()))?;
+    if label_smoothing <= 0.0 {
+        return nll_loss_nd(&logp, target, weight, reduction, ignore_index);
+    }
+    if label_smoothing > 1.0 {
         return Err(error(format!(
             "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
         )));
     }
-    let class_dim = if self_.dim() == 1 { 0 } else { 1 };
-    let logp = log_softmax(self_, class_dim, None)?;
-    let n_classes = self_.sizes().get(class_dim as usize).copied().unwrap_or(1);
-    if target.dtype().is_floating_point() && target.sizes() == self_.sizes() {
-        // Class probabilities.
-        let mut tgt = target.clone();
-        if label_smoothing > 0.0 {
-            tgt = crate::add_scalar(
-                &crate::mul_scalar(target, 1.0 - label_smoothing)?,
-                label_smoothing / n_classes as f64,
-            )?;
-        }
-        let mut prod = crate::mul(&logp, &tgt)?;
-        if let Some(w) = weight {
-            let mut shape = vec![1i64; self_.dim()];
-            shape[class_dim as usize] = n_classes;
-            prod = crate::mul(&prod, &crate::view(w, &shape)?)?;
-        }
-        let per = crate::neg(&crate::sum_dim_int_list(&prod, Some(&[class_dim]))?)?;
-        return match reduction {
-            REDUCTION_MEAN => {
-                let n = (self_.numel() / n_classes.max(1)).max(1);
-                crate::div_scalar(&per.sum()?, n)
-            }
-            r => reduce(&per, r),
-        };
-    }
-    let nll = crate::nll_loss_with(
-        &logp,
-        target,
-        crate::NllLossOptions {
-            weight,
-            reduction,
-            ignore_index,
-        },
-    )?;
-    if label_smoothing <= 0.0 {
-        return Ok(nll);
-    }
-    // Smoothing term: -sum over classes of log p (weighted), ignoring ignore_index targets.
-    let mut lp = logp.clone();
-    if let Some(w) = weight {
-        let mut shape = vec![1i64; self_.dim()];
-        shape[class_dim as usize] = n_classes;
-        lp = crate::mul(&lp, &crate::view(w, &shape)?)?;
-    }
-    let smooth = crate::neg(&crate::sum_dim_int_list(&lp, Some(&[class_dim]))?)?;
+    let nll = nll_loss_nd(&logp, target, weight, reduction, ignore_index)?;
+    let n_classes = logp.sizes()[class_dim];
+    let weighted = match weight {
+        Some(w) => crate::mul(&logp, &class_weight_view(w, logp.dim(), class_dim)?)?,
+        None => logp.clone(),
+    };
+    let smooth = crate::neg(&crate::sum_dim_int_list(
+        &weighted,
+        Some(&[class_dim as i64]),
+    )?)?;
     let ignore = crate::eq_scalar(target, ignore_index)?;
-    let smooth = crate::masked_fill(&smooth, &ignore, 0)?;
+    let smooth = crate::masked_fill(&smooth, &ignore, 0.0)?;
     let smooth = match reduction {
-        REDUCTION_MEAN => match weight {
-            Some(w) => {
-                let safe_target = crate::masked_fill(target, &ignore, 0)?;
-                let wsum = crate::masked_fill(
-                    &crate::index_select(w, 0, &crate::reshape(&safe_target, &[-1])?)?,
-                    &crate::reshape(&ignore, &[-1])?,
-                    0,
-                )?
-                .sum()?;
-                crate::div(&smooth.sum()?, &wsum)?
-            }
-            None => {
-                let kept = crate::ne_scalar(target, ignore_index)?.sum()?;
-                crate::div(&smooth.sum()?, &kept)?
-            }
-        },
-        r => reduce(&smooth, r)?,
+        REDUCTION_MEAN => {
+            let denominator = match weight {
+                // The weights of the targets that count, as `nll_loss_nd`'s mean divides by.
+                Some(w) => {
+                    let kept = crate::masked_fill(target, &ignore, 0)?;
+                    let picked = crate::index_select(w, 0, &crate::reshape(&kept, &[-1])?)?;
+                    crate::masked_fill(&picked, &crate::reshape(&ignore, &[-1])?, 0)?.sum()?
+                }
+                None => crate::ne_scalar(target, ignore_index)?.sum()?,
+            };
+            crate::div(&smooth.sum()?, &denominator)?
+        }
+        REDUCTION_SUM => smooth.sum()?,
+        REDUCTION_NONE => smooth,
+        r => return Err(invalid_reduction(r)),
     };
     crate::add(
         &crate::mul_scalar(&nll, 1.0 - label_smoothing)?,
         &crate::mul_scalar(&smooth, label_smoothing / n_classes as f64)?,
     )
+}
+
+/// PyTorch's `cross_entropy_loss_prob_target`: `-(log_softmax(self) * target * weight)`
+/// summed over the classes and reduced, the mean taken over the samples (`numel / C`).
+fn cross_entropy_prob_target(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let class_dim = if self_.dim() == 1 { 0 } else { 1 };
+    let n_classes = self_.sizes()[class_dim];
+    if let Some(w) = weight {
+        if w.dim() != 1 || w.numel() != n_classes {
+            return Err(error(format!(
+                "cross_entropy: weight tensor should be defined either for all {n_classes} \
+                 classes or no classes but got weight tensor of shape: {}",
+                shape_str(w.sizes())
+            )));
+        }
+    }
+    let logp = log_softmax(self_, class_dim as i64, Some(self_.dtype()))?;
+    let target = if label_smoothing > 0.0 {
+        if label_smoothing > 1.0 {
+            return Err(error(format!(
+                "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+            )));
+        }
+        crate::add_scalar(
+            &crate::mul_scalar(target, 1.0 - label_smoothing)?,
+            label_smoothing / n_classes as f64,
+        )?
+    } else {
+        target.clone()
+    };
+    let mut prod = crate::mul(&logp, &target)?;
+    if let Some(w) = weight {
+        prod = crate::mul(&prod, &class_weight_view(w, logp.dim(), class_dim)?)?;
+    }
+    match reduction {
+        REDUCTION_MEAN => {
+            let total = crate::neg(&prod.sum()?)?;
+            if logp.numel() == 0 {
+                return crate::fill_(&total, f64::NAN);
+            }
+            crate::div_scalar(&total, logp.numel() / n_classes)
+        }
+        REDUCTION_SUM => crate::neg(&prod.sum()?),
+        REDUCTION_NONE => crate::neg(&crate::sum_dim_int_list(&prod, Some(&[class_dim as i64]))?),
+        r => Err(invalid_reduction(r)),
+    }
 }
 
 /// `dropout`: as PyTorch's CPU path (`_dropout_impl`): the input itself when not training

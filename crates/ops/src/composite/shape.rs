@@ -149,3 +149,49 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let parts: Result<Vec<Tensor>> = tensors.iter().map(|t| crate::unsqueeze(t, dim)).collect();
     crate::cat_with(&parts?, crate::CatOptions::default().dim(dim))
 }
+
+/// Zeros of `sizes` with `like`'s dtype and device (PyTorch's `at::zeros(sizes, grad.options())`).
+fn zeros_as(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
+    crate::zeros_with(
+        sizes,
+        crate::ZerosOptions::default()
+            .dtype(like.dtype())
+            .device(like.device()),
+    )
+}
+
+/// `select_backward` (CompositeExplicitAutograd): zeros of `input_sizes` with `grad_output`
+/// copied into the selected slice, the gradient of `select.int`.
+pub fn select_backward(
+    grad_output: &Tensor,
+    input_sizes: &[i64],
+    dim: i64,
+    index: i64,
+) -> Result<Tensor> {
+    let grad_input = zeros_as(input_sizes, grad_output)?;
+    crate::copy_(&crate::select(&grad_input, dim, index)?, grad_output)?;
+    Ok(grad_input)
+}
+
+/// `slice_backward` (CompositeExplicitAutograd): zeros of `input_sizes` with `grad_output`
+/// copied into the slice, the gradient of `slice.Tensor`.
+pub fn slice_backward(
+    grad_output: &Tensor,
+    input_sizes: &[i64],
+    dim: i64,
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Result<Tensor> {
+    let grad_input = zeros_as(input_sizes, grad_output)?;
+    let region = crate::slice_with(
+        &grad_input,
+        crate::SliceOptions::default()
+            .dim(dim)
+            .start(start)
+            .end(end)
+            .step(step),
+    )?;
+    crate::copy_(&region, grad_output)?;
+    Ok(grad_input)
+}

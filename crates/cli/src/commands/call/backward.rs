@@ -2,7 +2,8 @@
 //!
 //! // Note [switchboard call --backward]
 //! Before the call, every floating-point tensor argument (also inside `Tensor[]` and
-//! `Tensor?[]`) is replaced by a fresh leaf that requires grad: a `detach` of the loaded tensor,
+//! `Tensor?[]`) that the operator's derivative formulas differentiate (for an aten operator
+//! with a derivatives.yaml entry; every one otherwise) is replaced by a fresh leaf that requires grad: a `detach` of the loaded tensor,
 //! so the loaded tensors keep no autograd state, and one leaf per argument, so that
 //! `mul(self=@a, other=@a)` has a gradient for `self` and one for `other` (not their sum, as
 //! one shared leaf would give). Integer and bool tensors (indices, masks) are passed as they
@@ -47,6 +48,20 @@ fn leaf(t: &Tensor) -> Result<Option<Tensor>, DispatchError> {
     Ok(Some(leaf))
 }
 
+/// The inputs an aten operator's derivatives.yaml entry differentiates, if it has one.
+fn aten_differentiable_inputs(schema: &FunctionSchema) -> Option<&'static [&'static str]> {
+    if schema.namespace() != Some("aten") {
+        return None;
+    }
+    let name = match schema.overload_name() {
+        "" => schema.base_name().to_owned(),
+        o => format!("{}.{o}", schema.base_name()),
+    };
+    switchboard::autograd::operator_autograd(&name)
+        .filter(|o| o.is_differentiable())
+        .map(|o| o.differentiable_inputs)
+}
+
 /// Replaces the floating-point tensor arguments of `stack` (in schema order) by fresh leaves
 /// requiring grad (see Note [switchboard call --backward]) and returns them by name.
 pub(super) fn make_leaves(
@@ -59,8 +74,20 @@ pub(super) fn make_leaves(
         op: op_name.to_owned(),
         message: one_line(&e.to_string()),
     };
+    // An aten operator with a derivatives.yaml entry gets leaves only for the arguments its
+    // formulas differentiate: PyTorch refuses the others if they require grad (`weight` of
+    // `nll_loss_forward`). They are passed as they are, and reported as receiving no gradient.
+    let differentiable = aten_differentiable_inputs(schema);
     for (arg, v) in schema.arguments().iter().zip(stack.iter_mut()) {
         let name = arg.name();
+        if differentiable.is_some_and(|d| !d.contains(&name)) {
+            if let IValue::Tensor(t) = v {
+                if t.dtype().is_floating_point() {
+                    leaves.push((name.to_owned(), AutogradTensor::detach(t)));
+                }
+            }
+            continue;
+        }
         match v {
             IValue::Tensor(t) => {
                 if let Some(l) = leaf(t).map_err(fail)? {

@@ -1,0 +1,41 @@
+//! The code switchboard-codegen generates from switchboard-ops' `native_functions.yaml` and
+//! `derivatives.yaml` (see `build.rs`): the backward nodes, the Autograd and ADInplaceOrView
+//! kernels and their registrations, and [`OPERATORS`].
+
+// Generated code: PyTorch's signatures and formulas, written out.
+#![allow(
+    clippy::too_many_arguments,
+    clippy::needless_borrow,
+    clippy::needless_borrows_for_generic_args,
+    clippy::redundant_closure,
+    clippy::redundant_field_names,
+    clippy::type_complexity,
+    clippy::let_and_return,
+    clippy::unnecessary_lazy_evaluations,
+    clippy::useless_conversion,
+    unused_parens
+)]
+
+use std::sync::Arc;
+
+use switchboard_dispatcher::{
+    AutoDispatchBelowADInplaceOrView, AutoDispatchBelowAutograd, DispatchKeySet, KernelFunction,
+    Library, PackedScalar, Result,
+};
+#[allow(unused_imports)]
+use switchboard_ops::{self as ops, redispatch as rd};
+#[allow(unused_imports)]
+use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
+
+use crate::node::{Edge, Node, SavedTensor};
+#[allow(unused_imports)]
+use crate::not_implemented::{record_not_implemented, record_not_implemented_inplace};
+#[allow(unused_imports)]
+use crate::recording::{
+    as_view, check_inplace, check_no_requires_grad, fresh, grad_of, guarded, hint, hint_list,
+    hint_optional, out_requires_grad_error, rebase_history, record_function, record_inplace_begin,
+    unpack_list, unpack_optional, SavedInts, AFTER_AD, AFTER_ADIV,
+};
+use crate::{is_grad_enabled, AutogradKind, OperatorAutograd};
+
+include!(concat!(env!("OUT_DIR"), "/autograd_generated.rs"));

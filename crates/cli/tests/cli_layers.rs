@@ -1,0 +1,125 @@
+//! The layer options of the `switchboard` binary: `call --autocast` against values recorded
+//! from PyTorch 2.15 (`torch.autocast("cpu", dtype=...)`, then backward outside the region).
+
+// The expected values are PyTorch's, printed in full (exact in bfloat16 and float16).
+#![allow(clippy::excessive_precision)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use switchboard::ops;
+use switchboard::tensor::{load_safetensors_file, save_safetensors_file, ScalarType, Tensor};
+
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `a = arange(6).view(2, 3) / 7 - 0.3`, `b = arange(12).view(3, 4) / 5 - 1.1`.
+fn inputs(name: &str) -> Dir {
+    let dir = std::env::temp_dir().join(format!(
+        "switchboard-cli-layers-{}-{name}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = |n: i64, rows: i64, div: f32, sub: f32| {
+        let v: Vec<f32> = (0..n).map(|i| i as f32 / div - sub).collect();
+        Tensor::from_vec(v, &[rows, n / rows]).unwrap()
+    };
+    let (a, b) = (f(6, 2, 7.0, 0.3), f(12, 3, 5.0, 1.1));
+    save_safetensors_file(dir.join("in.safetensors"), &[("a", &a), ("b", &b)], None).unwrap();
+    Dir(dir)
+}
+
+fn call(dir: &Dir, args: &[&str]) -> BTreeMap<String, Tensor> {
+    let input = dir.0.join("in.safetensors").display().to_string();
+    let output = dir.0.join("out.safetensors").display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["call", "--in", &input, "--out", &output])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    load_safetensors_file(&output).unwrap()
+}
+
+fn f32s(t: &Tensor) -> Vec<f32> {
+    ops::_to_copy_with(t, ops::ToCopyOptions::default().dtype(ScalarType::Float))
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+}
+
+#[test]
+fn call_autocast_matches_pytorch() {
+    let dir = inputs("mm");
+    #[rustfmt::skip]
+    let cases = [
+        ("bfloat16", ScalarType::BFloat16,
+         [0.37109375, 0.275390625, 0.181640625, 0.08740234375, -0.0166015625, 0.146484375, 0.30859375, 0.47265625],
+         [-3.203125, 0.0, 3.203125, -3.203125, 0.0, 3.203125],
+         [-0.171875, 0.1142578125, 0.400390625]),
+        ("float16", ScalarType::Half,
+         [0.369873046875, 0.275634765625, 0.1815185546875, 0.087158203125, -0.015655517578125, 0.1473388671875, 0.31005859375, 0.47265625],
+         [-3.19921875, 0.0, 3.19921875, -3.19921875, 0.0, 3.19921875],
+         [-0.1715087890625, 0.1143798828125, 0.39990234375]),
+    ];
+    for (name, dtype, out, grad_a, grad_b_rows) in cases {
+        let plain = call(&dir, &["mm", "self=@a", "mat2=@b", "--autocast", name]);
+        assert_eq!(plain["out0"].dtype(), dtype);
+        assert_eq!(f32s(&plain["out0"]), out);
+
+        let back = call(
+            &dir,
+            &["mm", "self=@a", "mat2=@b", "--autocast", name, "--backward"],
+        );
+        assert_eq!(back["out0"].dtype(), dtype);
+        assert_eq!(f32s(&back["out0"]), out);
+        // The gradients reach the float32 inputs through the casts, in float32.
+        assert_eq!(back["grad.self"].dtype(), ScalarType::Float);
+        assert_eq!(f32s(&back["grad.self"]), grad_a);
+        let expected_b: Vec<f32> = grad_b_rows.iter().flat_map(|&v| [v; 4]).collect();
+        assert_eq!(f32s(&back["grad.mat2"]), expected_b);
+    }
+    // Without the flag, float32.
+    assert_eq!(
+        call(&dir, &["mm", "self=@a", "mat2=@b"])["out0"].dtype(),
+        ScalarType::Float
+    );
+}
+
+/// `switchboard train --count-flops`: the FLOPs of one step (forward, backward, SGD) per
+/// operator, equal to PyTorch 2.15's `FlopCounterMode` over the same step of the same MLP
+/// (64 -> 128 -> 10, batch 32): addmm 606208, mm 688128.
+#[test]
+fn train_counts_the_flops_of_one_step() {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "train",
+            "--count-flops",
+            "--epochs",
+            "1",
+            "--no-progress",
+            "--no-summary",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let row = |name: &str| -> Vec<String> {
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row: {stdout}"));
+        line.split_whitespace().map(str::to_owned).collect()
+    };
+    assert_eq!(row("Global")[1], "1294336");
+    assert_eq!(row("aten::addmm")[1], "606208");
+    assert_eq!(row("aten::mm")[1], "688128");
+    assert_eq!(stdout.matches("FLOPs of one training step").count(), 1);
+}

@@ -1,0 +1,73 @@
+//! The ADInplaceOrView kernels (PyTorch's `gen_inplace_or_view_type.py`), read from the
+//! schema's alias annotations.
+
+use super::*;
+
+/// The ADInplaceOrView kernel of a function, if it writes an argument or returns a view.
+pub(super) fn emit_inplace_or_view(
+    w: &mut String,
+    reg: &mut String,
+    f: &NativeFunction,
+) -> Result<(), String> {
+    let written: Vec<usize> = f.schema.written_arguments();
+    let view = f
+        .schema
+        .returns()
+        .iter()
+        .any(|r| r.alias_info().is_some_and(|a| !a.is_write()));
+    if written.is_empty() && !view {
+        return Ok(());
+    }
+    if view && f.schema.returns().len() != 1 {
+        return Err(format!(
+            "{}: a view operator must return one tensor",
+            f.schema_text
+        ));
+    }
+    let sig = Sig::of(f)?;
+    let stem = &sig.stem;
+    let call = sig.call(f, "ks & AFTER_ADIV");
+    writeln!(
+        w,
+        "pub(super) fn {stem}_inplace_or_view(ks: DispatchKeySet{}) -> Result<{}> {{\n    let result = {{\n        let _guard = AutoDispatchBelowADInplaceOrView::new();\n        {call}?\n    }};",
+        sig.params(),
+        sig.ret
+    )
+    .unwrap();
+    for i in &written {
+        let a = &sig.args[*i];
+        if a.param == "&Tensor" {
+            writeln!(w, "    {}.bump_version();", a.name).unwrap();
+        } else if a.param == "&[Tensor]" {
+            writeln!(
+                w,
+                "    for t in {} {{\n        t.bump_version();\n    }}",
+                a.name
+            )
+            .unwrap();
+        } else {
+            return Err(format!(
+                "{}: written argument of type {}",
+                f.schema_text, a.param
+            ));
+        }
+    }
+    if view {
+        let base = f
+            .schema
+            .arguments()
+            .iter()
+            .position(|a| a.alias_info().is_some_and(|i| !i.is_write()))
+            .ok_or_else(|| format!("{}: a view without an aliased input", f.schema_text))?;
+        writeln!(w, "    Ok(as_view({}, result))\n}}\n", sig.args[base].name).unwrap();
+    } else {
+        writeln!(w, "    Ok(result)\n}}\n").unwrap();
+    }
+    writeln!(
+        reg,
+        "    lib.impl_with_static_debug({:?}, None, KernelFunction::from_fn_with_keys(inplace_or_view_kernels::{stem}_inplace_or_view), \"switchboard_autograd::{stem} [ADInplaceOrView]\")?;",
+        f.qualified()
+    )
+    .unwrap();
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! Tensor properties as operators (CompositeImplicitAutograd): `item`, `numel`, `size.int`.
+//! They return plain values, so autograd has nothing to record.
+
+use switchboard_dispatcher::Result;
+use switchboard_tensor::{wrap_dim, Scalar, Tensor};
+
+use super::error;
+
+/// `item`: the value of a one-element tensor, read by `_local_scalar_dense`.
+pub fn item(self_: &Tensor) -> Result<Scalar> {
+    let numel = self_.numel();
+    if numel != 1 {
+        return Err(error(format!(
+            "a Tensor with {numel} elements cannot be converted to Scalar"
+        )));
+    }
+    crate::_local_scalar_dense(self_)
+}
+
+/// `numel`: the number of elements.
+pub fn numel(self_: &Tensor) -> Result<i64> {
+    Ok(self_.numel())
+}
+
+/// `size.int`: the size of dimension `dim` (negative counts from the end).
+pub fn size(self_: &Tensor, dim: i64) -> Result<i64> {
+    if self_.dim() == 0 {
+        return Err(error(format!(
+            "dimension specified as {dim} but tensor has no dimensions"
+        )));
+    }
+    Ok(self_.sizes()[wrap_dim(dim, self_.dim())?])
+}
