@@ -605,12 +605,6 @@ pub fn full_out(size: &[i64], fill_value: Scalar, out: &Tensor) -> Result<Tensor
     crate::fill_scalar_(&out.resize_output(size)?, fill_value)
 }
 
-/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None)`: integers uniform on
-/// `[0, to)`.
-pub fn random_to_(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
-    crate::random_from_(self_, 0, Some(to), generator)
-}
-
 /// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out)`.
 pub fn clone_out(
     self_: &Tensor,
