@@ -9,7 +9,7 @@
 //! be cast to (`OutDtype::Castable`: TensorIterator ops); it is resized when its shape differs
 //! (`resize_output`, Note [Functional resize]) and the resized tensor is returned.
 
-use switchboard_tensor::{can_cast, Generator, MemoryFormat, Scalar, ScalarType, Tensor};
+use switchboard_tensor::{can_cast, MemoryFormat, Scalar, ScalarType, Tensor};
 
 use crate::copy::copy_into;
 use crate::error::{invalid, Result};
