@@ -9,7 +9,7 @@
 //! be cast to (`OutDtype::Castable`: TensorIterator ops); it is resized when its shape differs
 //! (`resize_output`, Note [Functional resize]) and the resized tensor is returned.
 
-use switchboard_tensor::{can_cast, Generator, MemoryFormat, Scalar, ScalarType, Tensor};
+use switchboard_tensor::{can_cast, MemoryFormat, Scalar, ScalarType, Tensor};
 
 use crate::copy::copy_into;
 use crate::error::{invalid, Result};
@@ -603,12 +603,6 @@ pub fn ones_out(size: &[i64], out: &Tensor) -> Result<Tensor> {
 /// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out)`.
 pub fn full_out(size: &[i64], fill_value: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::fill_scalar_(&out.resize_output(size)?, fill_value)
-}
-
-/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None)`: integers uniform on
-/// `[0, to)`.
-pub fn random_to_(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
-    crate::random_from_(self_, 0, Some(to), generator)
 }
 
 /// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out)`.
