@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use switchboard_cli::train::{self, options, OptimizerKind, TrainConfig};
-use switchboard_tensor::Device;
 
 // Note [Command-line numbers]
 // Every numeric option takes negative numbers as values (`--lr -1` is the value -1, refused by
