@@ -76,6 +76,8 @@ pub static CPU: BackendPolicy = BackendPolicy {
         // lower_precision_fp
         ("conv1d", LowerPrecisionFp),
         ("conv2d", LowerPrecisionFp),
+        ("conv1d.padding", LowerPrecisionFp),
+        ("conv2d.padding", LowerPrecisionFp),
         ("bmm", LowerPrecisionFp),
         ("mm", LowerPrecisionFp),
         ("addmm", LowerPrecisionFp),
@@ -84,6 +86,7 @@ pub static CPU: BackendPolicy = BackendPolicy {
         // fp32
         ("mse_loss", Fp32),
         ("nll_loss", Fp32),
+        ("nll_loss2d", Fp32),
         ("cross_entropy_loss", Fp32),
         // promote
         ("stack", Promote),
@@ -119,6 +122,7 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("layer_norm", Fp32),
         ("native_layer_norm", Fp32),
         ("nll_loss", Fp32),
+        ("nll_loss2d", Fp32),
         ("mse_loss", Fp32),
         // fp32_set_opt_dtype
         ("softmax.int", Fp32SetOptDtype),
