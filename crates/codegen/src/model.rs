@@ -24,6 +24,8 @@ pub struct NativeFunction {
     pub name: String,
     /// The overload name (`Tensor`).
     pub overload: String,
+    /// PyTorch's `tags:` (`generated`: a function torchgen writes from another's `autogen:`).
+    pub tags: Vec<String>,
 }
 
 impl NativeFunction {
@@ -124,6 +126,16 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
             }
             _ => return Err(format!("{func}: `dispatch:` must be a map")),
         }
+        let tags = match &e["tags"] {
+            Yaml::BadValue => Vec::new(),
+            Yaml::String(t) => t.split(',').map(|t| t.trim().to_owned()).collect(),
+            Yaml::Array(items) => items
+                .iter()
+                .map(|t| t.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("{func}: `tags:` takes names"))?,
+            _ => return Err(format!("{func}: bad `tags:`")),
+        };
         let inplace = name.ends_with('_') && !name.ends_with("__");
         let stem = if inplace {
             &name[..name.len() - 1]
@@ -173,6 +185,7 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
             api_name,
             name,
             overload,
+            tags,
         });
     }
     Ok(out)

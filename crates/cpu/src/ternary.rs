@@ -73,16 +73,6 @@ pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: Scalar) -> 
     where_impl(condition, self_, &Tensor::wrapped_scalar(other), None)
 }
 
-/// `where.Scalar(Tensor condition, Scalar self, Scalar other)`.
-pub fn where_scalar(condition: &Tensor, self_: Scalar, other: Scalar) -> Result<Tensor> {
-    where_impl(
-        condition,
-        &Tensor::wrapped_scalar(self_),
-        &Tensor::wrapped_scalar(other),
-        None,
-    )
-}
-
 fn masked_fill_loop<T: CpuElement>(iter: &TensorIter, value: Scalar) -> Result<()> {
     let v = value.to::<T>();
     iter.for_each2(move |x: T, m: bool| if m { v } else { x })

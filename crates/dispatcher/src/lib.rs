@@ -44,6 +44,7 @@ mod observe;
 mod op_map;
 mod operator;
 mod packed_scalar;
+mod schema_default;
 mod push;
 #[cfg(test)]
 mod refresh_tests;
