@@ -242,11 +242,12 @@ fn addmm_errors() {
             .to_string(),
         "Bad in-place call: input tensor size [2, 1] and output tensor size [2, 2] should match"
     );
+    // An out tensor of another shape is resized (Note [Functional resize]): the returned
+    // tensor holds the product.
     let out = Tensor::zeros(&[2, 3], ScalarType::Float).unwrap();
-    assert!(mm_out(&m, &m, &out)
-        .unwrap_err()
-        .to_string()
-        .contains("shape [2, 2]"));
+    let r = mm_out(&m, &m, &out).unwrap();
+    assert_eq!(r.sizes(), &[2, 2]);
+    assert_eq!(r.to_vec::<f32>().unwrap(), mm(&m, &m).unwrap().to_vec::<f32>().unwrap());
     let out = Tensor::zeros(&[2, 2], ScalarType::Double).unwrap();
     assert_eq!(
         mm_out(&m, &m, &out).unwrap_err().to_string(),

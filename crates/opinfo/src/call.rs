@@ -206,6 +206,17 @@ impl Prepared {
             .collect()
     }
 
+    /// Reseeds the sample's own generators (`generator=` arguments) and the default one, so
+    /// that two calls of a random operator draw the same values.
+    pub fn reseed(&self, seed: u64) {
+        switchboard_tensor::manual_seed(seed);
+        for s in &self.slots {
+            if let Slot::Value(IValue::Generator(g)) = s {
+                g.manual_seed(seed);
+            }
+        }
+    }
+
     /// The index of the sample tensor that is argument `name` (its first, for a list).
     pub fn tensor_of(&self, name: &str) -> Option<usize> {
         self.tensors.iter().position(|t| t.arg == name)

@@ -56,6 +56,9 @@ pub enum Promotion {
     /// `torch.result_type`, integers (and bool) promoted to the default float dtype (`div`,
     /// `exp`, `sigmoid`).
     IntToFloat,
+    /// `div` with a `rounding_mode`: `IntToFloat` for true division (`None`), `Default` for
+    /// `"trunc"` and `"floor"`.
+    Division,
     /// Computed in `torch.result_type`, returned as bool (comparisons).
     Bool,
     /// The dtype of `self` (`where` keeps its value arguments' promotion: see `Default`).

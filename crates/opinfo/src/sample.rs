@@ -74,6 +74,12 @@ pub struct Sample {
     pub no_grad: Option<&'static str>,
     /// The call is expected to fail (on every device, with the same message).
     pub error: bool,
+    /// The call fails because of the values (an index out of range): on the CPU only, as in
+    /// PyTorch (a Meta tensor has no values to check).
+    pub error_from_data: bool,
+    /// The call reads values to decide its result's shape (`narrow.Tensor`'s start): it fails
+    /// on Meta, as PyTorch's does.
+    pub needs_data: bool,
 }
 
 impl Sample {
@@ -101,6 +107,8 @@ impl Sample {
             kwargs,
             no_grad: None,
             error: false,
+            error_from_data: false,
+            needs_data: false,
         }
     }
 
@@ -113,6 +121,19 @@ impl Sample {
     /// Expected to fail.
     pub fn error(mut self) -> Sample {
         self.error = true;
+        self
+    }
+
+    /// Expected to fail on the CPU because of its values (Meta runs it).
+    pub fn error_from_data(mut self) -> Sample {
+        self.error = true;
+        self.error_from_data = true;
+        self
+    }
+
+    /// Reads values to decide its result's shape (fails on Meta).
+    pub fn needs_data(mut self) -> Sample {
+        self.needs_data = true;
         self
     }
 

@@ -16,7 +16,7 @@ pub fn register(r: &mut Registry) {
         product("mm")
             .samples(vec![
                 sample![t(&[2, 3]), t(&[3, 4])],
-                sample![t(&[3, 2]).transposed(), t(&[4, 3]).transposed()],
+                sample![t(&[2, 3]).transposed(), t(&[3, 4]).transposed()],
                 sample![t(&[2, 3]).strided(), t(&[3, 2])],
                 sample![t(&[1, 3]).f64(), t(&[3, 1]).f64()],
                 sample![t(&[0, 3]), t(&[3, 2])],
@@ -31,7 +31,7 @@ pub fn register(r: &mut Registry) {
         product("bmm")
             .samples(vec![
                 sample![t(&[2, 2, 3]), t(&[2, 3, 2])],
-                sample![t(&[2, 3, 2]).transposed(), t(&[2, 3, 4])],
+                sample![t(&[2, 2, 3]).transposed(), t(&[2, 3, 4])],
                 sample![t(&[1, 2, 2]).f64(), t(&[1, 2, 3]).f64()],
                 sample![t(&[0, 2, 3]), t(&[0, 3, 1])],
                 sample![t(&[2, 2, 3]), t(&[3, 3, 2])].error(),
@@ -44,7 +44,7 @@ pub fn register(r: &mut Registry) {
             .samples(vec![
                 sample![t(&[4]), t(&[2, 3]), t(&[3, 4])],
                 sample![t(&[2, 4]), t(&[2, 3]), t(&[3, 4]); beta = 0.5, alpha = 2i64],
-                sample![t(&[2, 1]), t(&[3, 2]).transposed(), t(&[3, 1]); beta = 0i64],
+                sample![t(&[2, 1]), t(&[2, 3]).transposed(), t(&[3, 1]); beta = 0i64],
                 sample![t(&[]).f64(), t(&[2, 2]).f64(), t(&[2, 2]).f64()],
                 sample![t(&[3]), t(&[2, 3]), t(&[3, 4])].error(),
             ])

@@ -190,7 +190,7 @@ fn losses(r: &mut Registry) {
             sample![t(&[3, 4]), target(), weight(); reduction = 0i64, ignore_index = 1i64],
             sample![t(&[4]), index(&[], 4)],
             sample![t(&[3, 4]).f64(), target()],
-            sample![t(&[3, 4]), longs(&[0, 4, 1])].error(),
+            sample![t(&[3, 4]), longs(&[0, 4, 1])].error_from_data(),
         ]
     };
     let spatial_target = || index(&[2, 2, 3], 3);
@@ -344,7 +344,7 @@ fn others(r: &mut Registry) {
         sample![t(&[4, 3]), longs(&[1, 3, 1]); scale_grad_by_freq = true],
         sample![t(&[4, 3]), index(&[], 4)],
         sample![t(&[3, 4]).transposed().f64(), longs(&[2, 0])],
-        sample![t(&[4, 3]), longs(&[4])].error(),
+        sample![t(&[4, 3]), longs(&[4])].error_from_data(),
     ]));
     r.add(
         nn("embedding_dense_backward")

@@ -169,7 +169,7 @@ pub fn register(r: &mut Registry) {
     }
     modes.push(sample![t(&[2, 3]), t(&[3]).pos(); rounding_mode = NONE]);
     modes.push(sample![t(&[4]).dtype(Long), t(&[4]).dtype(Long).range(1.0, 4.0); rounding_mode = NONE]);
-    r.add(tt("div.Tensor_mode", modes, Promotion::Default).inplace().out());
+    r.add(tt("div.Tensor_mode", modes, Promotion::Division).inplace().out());
     let mut pow = binary_samples(any, false);
     for s in &mut pow {
         if let Some(crate::Arg::Tensor(base)) = s.args.first_mut() {
@@ -238,7 +238,7 @@ pub fn register(r: &mut Registry) {
         }
     }
     modes.push(sample![t(&[2, 3]), 2.5; rounding_mode = NONE]);
-    r.add(ts("div.Scalar_mode", modes, Promotion::Default).inplace().out());
+    r.add(ts("div.Scalar_mode", modes, Promotion::Division).inplace().out());
     r.add(
         ts(
             "pow.Tensor_Scalar",
