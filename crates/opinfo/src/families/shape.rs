@@ -26,7 +26,7 @@ fn views(r: &mut Registry) {
         sample![t(&[2, 3, 4]), [-1i64]],
         sample![t(&[]), [1i64]],
         sample![t(&[0, 3]), [3i64, 0]],
-        sample![t(&[2, 6]).strided(), [2i64, 3, 1]],
+        sample![t(&[2, 6]).strided(), [2i64, 3, 2]],
         sample![t(&[3, 4]).transposed(), [12i64]].error(),
         sample![t(&[2, 3]), [4i64, -1]].error(),
     ]));
@@ -34,7 +34,7 @@ fn views(r: &mut Registry) {
         sample![t(&[2, 3, 4]), [4i64, 6]],
         sample![t(&[3, 4]).transposed(), [-1i64]],
         sample![t(&[]), [1i64, 1]],
-        sample![t(&[0, 3]), [0i64, -1]],
+        sample![t(&[0, 3]), [0i64, -1]].error(),
         sample![t(&[4]).f64(), [2i64, 2]],
         sample![t(&[2, 3]), [4i64]].error(),
     ]));
@@ -221,7 +221,8 @@ fn indexing(r: &mut Registry) {
     ]).meta().out());
     r.add(shape("scatter_add").samples(vec![
         sample![t(&[2, 3]), 1i64, gidx(), t(&[2, 3])],
-        sample![t(&[3, 3]), 0i64, gidx(), t(&[2, 4])],
+        // A source larger than the index: PyTorch's backward fails on it too.
+        sample![t(&[3, 3]), 0i64, gidx(), t(&[2, 4])].no_grad("src larger than index"),
         sample![t(&[2, 3]).transposed(), 1i64, gidx(), t(&[2, 3])],
         sample![t(&[]), 0i64, longs(&[0]).shape(&[]), t(&[])],
         sample![t(&[2, 3]).f64(), -1i64, gidx(), t(&[2, 3]).f64()],
@@ -231,8 +232,8 @@ fn indexing(r: &mut Registry) {
         sample![t(&[3, 2]), 0i64, longs(&[2, 0, 2]), t(&[3, 2])],
         sample![t(&[3, 2]), 0i64, longs(&[2, 0, 2]), t(&[3, 2]); alpha = 2i64],
         sample![t(&[2, 4]), 1i64, longs(&[3]), t(&[2, 1])],
-        sample![t(&[2, 3]).transposed(), -1i64, longs(&[1, 1]), t(&[3, 2])],
-        sample![t(&[3]), 0i64, longs(&[1]), t(&[])],
+        sample![t(&[2, 3]).transposed(), -1i64, longs(&[1, 1]), t(&[2, 2])],
+        sample![t(&[3]), 0i64, longs(&[1]), t(&[])].error(),
         sample![t(&[3, 2]).f64(), 0i64, longs(&[0]), t(&[1, 2]).f64(); alpha = -1.5],
         sample![t(&[3, 2]), 0i64, longs(&[3]), t(&[1, 2])].error_from_data(),
     ]).meta().inplace().out());
@@ -243,15 +244,15 @@ fn conversions(r: &mut Registry) {
     let conv = |name| OpInfo::new(name, Family::Shape).differentiable();
     r.add(conv("to.dtype").samples(vec![
         sample![t(&[2, 3]), Double],
-        sample![t(&[2, 3]), Float],
-        sample![t(&[2, 3]), Float; copy = true],
+        sample![t(&[2, 3]), Float].no_grad("a float32 result: too coarse for finite differences"),
+        sample![t(&[2, 3]), Float; copy = true].no_grad("a float32 result"),
         sample![t(&[3, 4]).transposed(), Double],
         sample![t(&[3]).range(-3.0, 3.0), Long].no_grad("integer result"),
         sample![t(&[3]).dtype(Long), Float].no_grad("integer input"),
     ]));
     r.add(conv("to.device").samples(vec![
         sample![t(&[2, 3]), Device::CPU, Double],
-        sample![t(&[2, 3]), Device::CPU, Float; copy = true],
+        sample![t(&[2, 3]), Device::CPU, Float; copy = true].no_grad("a float32 result"),
     ]));
     r.add(conv("to.dtype_layout").samples(vec![
         sample![t(&[2, 3]); dtype = Double],
@@ -260,7 +261,7 @@ fn conversions(r: &mut Registry) {
     ]));
     r.add(conv("to.other").samples(vec![
         sample![t(&[2, 3]), t(&[1]).f64().no_grad()],
-        sample![t(&[2, 3]), t(&[1]).no_grad()],
+        sample![t(&[2, 3]), t(&[1]).no_grad()].no_grad("a float32 result"),
     ]));
     r.add(conv("_to_copy").samples(vec![
         sample![t(&[2, 3])],
