@@ -116,16 +116,19 @@ fn out_for(out: &Tensor, sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
 /// `mm`'s checks (PyTorch's `TORCH_META_FUNC(mm)` and `addmm_impl_cpu_`); returns the
 /// result's shape.
 fn mm_check(self_: &Tensor, mat2: &Tensor) -> Result<[i64; 2]> {
-    if self_.dim() != 2 {
-        return Err(invalid("self must be a matrix"));
-    }
-    if mat2.dim() != 2 {
-        return Err(invalid("mat2 must be a matrix"));
+    // PyTorch 2.15's messages name the operator.
+    for (name, t) in [("self", self_), ("mat2", mat2)] {
+        if t.dim() != 2 {
+            return Err(invalid(format!(
+                "mm: {name} must be a matrix, got {}-D tensor",
+                t.dim()
+            )));
+        }
     }
     let (a, b) = (self_.sizes(), mat2.sizes());
     if a[1] != b[0] {
         return Err(invalid(format!(
-            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
             a[0], a[1], b[0], b[1]
         )));
     }
@@ -259,10 +262,11 @@ fn addmm_check(self_: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<[i64; 2]>
             mat2.dtype().c10_name()
         )));
     }
-    for (name, t) in [("mat1", mat1), ("mat2", mat2)] {
+    // PyTorch 2.15's messages (its ADDMM_META calls mat1 `self`).
+    for (name, t) in [("self", mat1), ("mat2", mat2)] {
         if t.dim() != 2 {
             return Err(invalid(format!(
-                "{name} must be a matrix, got {}-D tensor",
+                "addmm: {name} must be a matrix, got {}-D tensor",
                 t.dim()
             )));
         }
@@ -270,7 +274,7 @@ fn addmm_check(self_: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<[i64; 2]>
     let (a, b) = (mat1.sizes(), mat2.sizes());
     if a[1] != b[0] {
         return Err(invalid(format!(
-            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
             a[0], a[1], b[0], b[1]
         )));
     }

@@ -313,10 +313,9 @@ pub fn var_correction(
     keepdim: bool,
 ) -> Result<Tensor> {
     if !self_.dtype().is_floating_point() {
-        return Err(invalid(format!(
-            "std and var only support floating point and complex dtypes, but got: {}",
-            self_.dtype().c10_name()
-        )));
+        return Err(invalid(
+            "std and var only support floating point and complex dtypes",
+        ));
     }
     let correction = correction.map(|c| c.to_f64()).unwrap_or(1.0);
     let mask = reduction_mask(dim, self_.dim())?;

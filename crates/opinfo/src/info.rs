@@ -205,11 +205,9 @@ impl OpInfo {
         self
     }
 
-    /// The samples gradcheck may run: expected to succeed, no NaN or kink.
+    /// The samples gradcheck may run (see [`Sample::for_gradcheck`]).
     pub fn grad_samples(&self) -> impl Iterator<Item = &Sample> {
-        self.samples
-            .iter()
-            .filter(|s| !s.error && s.no_grad.is_none())
+        self.samples.iter().filter(|s| s.for_gradcheck())
     }
 
     /// The `aten::` name.

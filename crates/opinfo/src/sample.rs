@@ -137,6 +137,16 @@ impl Sample {
         self
     }
 
+    /// Whether gradcheck may run the sample: expected to succeed, no NaN or kink, and no
+    /// reduced-precision float (gradcheck runs in float64, where it is a sample already run).
+    pub fn for_gradcheck(&self) -> bool {
+        !self.error
+            && self.no_grad.is_none()
+            && !self
+                .tensors()
+                .any(|t| t.dtype.is_floating_point() && t.dtype.element_size() < 4)
+    }
+
     /// The tensor specs of the sample, in argument order (lists flattened).
     pub fn tensors(&self) -> impl Iterator<Item = &TensorSpec> {
         self.args

@@ -1,11 +1,11 @@
 //! Elementwise operators: unary, tensor-tensor and tensor-scalar, comparisons, `where`,
 //! `clamp`, `masked_fill`.
 
-use switchboard_tensor::ScalarType::{Bool, Double, Int, Long};
+use switchboard_tensor::ScalarType::{BFloat16, Byte, Char, Float, Half, Int, Long, Short};
 
 use crate::info::{Family, Grad, OpInfo, Promotion};
 use crate::sample::{Sample, NONE};
-use crate::spec::{mask, t, TensorSpec};
+use crate::spec::{longs, mask, t, TensorSpec};
 use crate::{sample, Registry};
 
 /// The values a unary operator is sampled in.
@@ -36,9 +36,14 @@ fn unary_samples(d: Domain, ints: bool) -> Vec<Sample> {
         sample![x(&[4], d).f64()],
         sample![x(&[3], d).nan()].no_grad("NaN"),
     ];
+    // Reduced-precision floats.
+    s.push(sample![x(&[2, 3], d).dtype(Half)]);
+    s.push(sample![x(&[3], d).dtype(BFloat16)]);
     if ints {
         s.push(sample![t(&[5]).dtype(Long).range(1.0, 5.0)]);
         s.push(sample![t(&[2, 2]).dtype(Int).range(-3.0, 4.0)]);
+        s.push(sample![t(&[4]).dtype(Byte).range(1.0, 9.0)]);
+        s.push(sample![t(&[4]).dtype(Short).range(1.0, 9.0)]);
     }
     s
 }
@@ -59,8 +64,17 @@ fn binary_samples(rhs: fn(&[i64]) -> TensorSpec, ints: bool) -> Vec<Sample> {
         sample![t(&[3]).nan(), rhs(&[3])].no_grad("NaN"),
         sample![t(&[2, 3]), rhs(&[4])].error(),
     ];
+    // Reduced precision, and their promotion.
+    s.push(sample![t(&[2, 3]).dtype(Half), rhs(&[2, 3]).dtype(Half)]);
+    s.push(sample![t(&[3]).dtype(Half), rhs(&[3]).dtype(BFloat16)]);
+    s.push(sample![t(&[3]).dtype(BFloat16), rhs(&[]).dtype(Float)]);
     if ints {
         s.push(sample![t(&[3]).dtype(Long).range(1.0, 6.0), rhs(&[3])]);
+        s.push(sample![
+            t(&[4]).dtype(Byte).range(1.0, 9.0),
+            t(&[4]).dtype(Char).range(1.0, 5.0)
+        ]);
+        s.push(sample![t(&[3]).dtype(Long).range(1.0, 6.0), rhs(&[3]).dtype(Half)]);
         s.push(sample![
             t(&[3]).dtype(Int).range(1.0, 6.0),
             t(&[3]).dtype(Long).range(1.0, 4.0)
@@ -83,10 +97,12 @@ fn scalar_samples(ints: bool) -> Vec<Sample> {
         sample![t(&[3]).f64(), 1.5],
         sample![t(&[3]).nan(), 2.0].no_grad("NaN"),
     ];
+    s.push(sample![t(&[3]).dtype(Half), 1.5]);
     if ints {
         s.push(sample![t(&[4]).dtype(Long).range(1.0, 6.0), 2i64]);
         s.push(sample![t(&[4]).dtype(Long).range(1.0, 6.0), 2.5]);
         s.push(sample![t(&[2, 2]).dtype(Int).range(1.0, 6.0), 3i64]);
+        s.push(sample![t(&[4]).dtype(Byte).range(1.0, 9.0), 3i64]);
     }
     s
 }
@@ -168,6 +184,13 @@ pub fn register(r: &mut Registry) {
         }
     }
     modes.push(sample![t(&[2, 3]), t(&[3]).pos(); rounding_mode = NONE]);
+    // Integer division by zero: PyTorch's "ZeroDivisionError" (a CPU check of the values).
+    modes.push(
+        sample![t(&[3]).dtype(Long), longs(&[1, 0, 2]); rounding_mode = "floor"].error_from_data(),
+    );
+    modes.push(
+        sample![t(&[3]).dtype(Long), longs(&[1, 0, 2]); rounding_mode = "trunc"].error_from_data(),
+    );
     modes.push(sample![t(&[4]).dtype(Long), t(&[4]).dtype(Long).range(1.0, 4.0); rounding_mode = NONE]);
     r.add(tt("div.Tensor_mode", modes, Promotion::Division).inplace().out());
     let mut pow = binary_samples(any, false);
@@ -425,5 +448,4 @@ pub fn register(r: &mut Registry) {
             .out()
             .promotion(Promotion::SameAsSelf),
     );
-    let _ = (Bool, Double);
 }
