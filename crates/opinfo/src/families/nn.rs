@@ -1,7 +1,7 @@
 //! Neural-network operators: convolutions, pooling, softmax, losses, dropout, embedding, layer
 //! norm, and the backward helpers autograd calls.
 
-use switchboard_tensor::ScalarType::{Bool, Double, Float};
+use switchboard_tensor::ScalarType::{BFloat16, Double, Float, Half, Int};
 
 use crate::info::{Family, Grad, OpInfo, Promotion, Stats};
 use crate::sample::NONE;
@@ -130,6 +130,8 @@ fn pooling_and_softmax(r: &mut Registry) {
             sample![t(&[0, 3]), 1i64],
             sample![t(&[3, 4]).transposed(), 1i64],
             sample![t(&[4]).f64(), 0i64],
+            sample![t(&[2, 3]).dtype(Half), 1i64],
+            sample![t(&[3]).dtype(BFloat16), 0i64],
             sample![t(&[2, 3]), 2i64].error(),
         ]
     };
@@ -341,6 +343,7 @@ fn others(r: &mut Registry) {
             .no_grad("scale_grad_by_freq"),
         sample![t(&[4, 3]), index(&[], 4)],
         sample![t(&[3, 4]).transposed().f64(), longs(&[2, 0])],
+        sample![t(&[4, 3]), longs(&[1, 3]).dtype(Int)],
         sample![t(&[4, 3]), longs(&[4])].error_from_data(),
     ]));
     r.add(
@@ -440,5 +443,4 @@ fn others(r: &mut Registry) {
         backward("silu_backward", false)
             .grad(Grad::NotImplemented("PyTorch 2.15 records a NotImplemented node for silu_backward too")),
     );
-    let _ = Bool;
 }

@@ -1,13 +1,13 @@
 //! Reductions: sums, means, extrema, arg-extrema, variance.
 
-use switchboard_tensor::ScalarType::{Double, Int, Long};
+use switchboard_tensor::ScalarType::{BFloat16, Double, Half, Int, Long};
 
 use crate::info::{Family, Grad, OpInfo, Promotion};
 use crate::sample::{Sample, NONE};
 use crate::spec::{mask, t};
 use crate::{sample, Registry};
 
-/// Whole-tensor reductions: plain, 0-dim, non-contiguous, float64, NaN.
+/// Whole-tensor reductions: plain, 0-dim, non-contiguous, float64, reduced precision, NaN.
 fn full_samples() -> Vec<Sample> {
     vec![
         sample![t(&[2, 3, 4])],
@@ -15,6 +15,8 @@ fn full_samples() -> Vec<Sample> {
         sample![t(&[3, 4]).transposed()],
         sample![t(&[2, 6]).strided()],
         sample![t(&[5]).f64()],
+        sample![t(&[2, 3]).dtype(Half)],
+        sample![t(&[5]).dtype(BFloat16)],
         sample![t(&[4]).nan()].no_grad("NaN"),
     ]
 }
@@ -32,7 +34,9 @@ fn dims_samples() -> Vec<Sample> {
         sample![t(&[3, 4]).transposed(), [0i64]; keepdim = true],
         sample![t(&[0, 3]), [0i64]],
         sample![t(&[4, 2]).f64(), [1i64]],
+        sample![t(&[2, 3]).dtype(Half), [0i64]; keepdim = true],
         sample![t(&[2, 3]), [2i64]].error(),
+        sample![t(&[2, 3]), [0i64, 0]].error(),
     ]
 }
 

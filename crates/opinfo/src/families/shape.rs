@@ -1,7 +1,7 @@
 //! Views, reshapes, copies, joins, indexing and conversions.
 
 use switchboard_tensor::Device;
-use switchboard_tensor::ScalarType::{Double, Float, Int, Long};
+use switchboard_tensor::ScalarType::{Bool, Double, Float, Half, Int, Long};
 
 use crate::info::{Family, OpInfo, Promotion};
 use crate::sample::NONE;
@@ -180,7 +180,9 @@ fn copies_and_joins(r: &mut Registry) {
             sample![vec![t(&[3, 4]).transposed(), t(&[1, 4])]],
             sample![vec![t(&[2]).f64(), t(&[3]).f64()], -1i64],
             sample![vec![t(&[2]), t(&[2]).dtype(Long)]],
+            sample![vec![t(&[2]).dtype(Half), t(&[2]).dtype(Bool)]],
             sample![vec![t(&[2, 3]), t(&[2, 4])], 0i64].error(),
+            sample![vec![t(&[]), t(&[])]].error(),
         ]
     };
     r.add(shape("cat").samples({
@@ -207,6 +209,8 @@ fn indexing(r: &mut Registry) {
         sample![t(&[3, 4]).transposed(), 0i64, longs(&[1])],
         sample![t(&[3, 2]).f64(), -1i64, longs(&[0]).shape(&[])],
         sample![t(&[3]).dtype(Long), 0i64, longs(&[])],
+        sample![t(&[4, 2]), 0i64, longs(&[3, 1]).dtype(Int)],
+        sample![t(&[4, 2]), 0i64, longs(&[1]).dtype(Float)].error(),
         sample![t(&[3]), 0i64, longs(&[3])].error_from_data(),
     ]).meta().out());
     let gidx = || longs(&[0, 1, 1, 0, 2, 2]).shape(&[2, 3]);
@@ -217,6 +221,8 @@ fn indexing(r: &mut Registry) {
         sample![t(&[]), 0i64, longs(&[0]).shape(&[])],
         sample![t(&[2, 3]).transposed(), 1i64, gidx()],
         sample![t(&[2, 3]).f64(), -1i64, gidx()],
+        sample![t(&[2, 3]), 1i64, gidx().dtype(Int)].error(),
+        sample![t(&[2, 3]), 1i64, longs(&[0, 1]).shape(&[2])].error(),
         sample![t(&[2, 3]), 1i64, longs(&[3]).shape(&[1, 1])].error_from_data(),
     ]).meta().out());
     r.add(shape("scatter_add").samples(vec![
