@@ -14,7 +14,9 @@
 //! `add_1elem_requires_grad` (both require grad: the node is built and attached);
 //! `add_1elem_autocast` (the same inside a CPU autocast region: `add` falls through the
 //! AutocastCPU key) and `add_1elem_empty_mode` (under a dispatch mode that only runs the call:
-//! the PythonTLSSnapshot and Python fallbacks, the boxing and the mode).
+//! the PythonTLSSnapshot and Python fallbacks, the boxing and the mode); `lazy_add_1elem` (`ops::add` of two 1-element lazy tensors: the
+//! call is captured, its metadata computed by the Meta kernel, a lazy tensor returned; nothing
+//! runs).
 
 use std::hint::black_box;
 
@@ -148,6 +150,24 @@ fn main() {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
             }
         }
+        "lazy_add_1elem" => {
+            use switchboard::lazy;
+            let cpu = Tensor::ones(&[1], ScalarType::Float).unwrap();
+            let to_lazy = |t: &Tensor| {
+                switchboard::ops::_to_copy_with(
+                    t,
+                    switchboard::ops::ToCopyOptions::default().device(lazy::DEVICE),
+                )
+                .unwrap()
+            };
+            let (a, b) = (to_lazy(&cpu), to_lazy(&cpu));
+            lazy::sync().unwrap();
+            for _ in 0..n {
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
+            }
+            // Not synced: the captured calls are dead (their results were dropped), and the
+            // difference of two runs is the cost of capturing one call.
+        }
         "startup" => {
             // The global dispatcher's start-up registration: every operator of the ops crate
             // with its CPU, Meta, composite, BackendSelect and autograd kernels.
@@ -162,7 +182,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, lazy_add_1elem");
             std::process::exit(2);
         }
     }

@@ -1,7 +1,7 @@
 //! Switchboard: PyTorch's operator dispatcher rebuilt in Rust.
 //!
-//! This facade re-exports the public API of the workspace's crates and links the CPU and Meta
-//! backends and the autograd, autocast and mode layers (their kernels register themselves in
+//! This facade re-exports the public API of the workspace's crates and links the CPU, Meta and
+//! lazy backends and the autograd, autocast and mode layers (their kernels register themselves in
 //! [`Dispatcher::global()`](dispatcher::Dispatcher::global) at start-up); most users only
 //! need [`prelude`].
 //!
@@ -29,7 +29,9 @@ pub use switchboard_autocast as autocast;
 pub use switchboard_autograd as autograd;
 pub use switchboard_cpu as cpu;
 pub use switchboard_dispatcher as dispatcher;
+pub use switchboard_graph as graph;
 pub use switchboard_keys as keys;
+pub use switchboard_lazy as lazy;
 pub use switchboard_meta as meta;
 pub use switchboard_modes as modes;
 pub use switchboard_nn as nn;
