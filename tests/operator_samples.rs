@@ -52,12 +52,16 @@ fn every_registered_aten_operator_has_an_entry_whose_flags_hold() {
         let q = info.qualified();
         flag(
             info.meta,
-            d.has_kernel_for_dispatch_key(&q, DispatchKey::Meta).unwrap(),
+            d.has_kernel_for_dispatch_key(&q, DispatchKey::Meta)
+                .unwrap(),
             "Meta kernel",
         );
         for (_, v) in inplace.iter().chain(out.iter()) {
             if let Some(prev) = covered.insert(short_name(v), name.to_owned()) {
-                problems.push(format!("{}: a variant of {name} and of {prev}", short_name(v)));
+                problems.push(format!(
+                    "{}: a variant of {name} and of {prev}",
+                    short_name(v)
+                ));
             }
         }
         if info.samples.is_empty() {
@@ -95,7 +99,9 @@ fn every_registered_aten_operator_has_an_entry_whose_flags_hold() {
             (AutogradKind::Composite, _) => {}
             (kind, g) => {
                 if g.checks() {
-                    problems.push(format!("{name}: gradcheck declared, but autograd kind {kind:?}"));
+                    problems.push(format!(
+                        "{name}: gradcheck declared, but autograd kind {kind:?}"
+                    ));
                 }
             }
         }
@@ -106,7 +112,9 @@ fn every_registered_aten_operator_has_an_entry_whose_flags_hold() {
         }
         // The in-place form of a differentiable operator is differentiable too.
         if let Some((_, v)) = inplace {
-            let vk = operator_autograd(&short_name(v)).expect("in the table").kind;
+            let vk = operator_autograd(&short_name(v))
+                .expect("in the table")
+                .kind;
             if autograd.is_differentiable() && vk != AutogradKind::Inplace {
                 problems.push(format!(
                     "{}: the in-place form of differentiable {name} is {vk:?}",
@@ -118,7 +126,9 @@ fn every_registered_aten_operator_has_an_entry_whose_flags_hold() {
     for (op, _) in &all {
         let n = short_name(&op.schema().unwrap().schema);
         if !covered.contains_key(&n) {
-            problems.push(format!("{n}: registered, but neither an entry nor a variant of one"));
+            problems.push(format!(
+                "{n}: registered, but neither an entry nor a variant of one"
+            ));
         }
     }
     for (n, _) in special::UNSAMPLED {

@@ -125,7 +125,8 @@ impl Checker {
     fn run(&mut self, what: &str, p: &Prepared, grad: &[usize], form: Form, second: bool) {
         let keep = match differentiable_outputs(p, grad, form) {
             Ok(k) if k.is_empty() => {
-                self.failures.push(format!("{what}: no output requires grad"));
+                self.failures
+                    .push(format!("{what}: no output requires grad"));
                 return;
             }
             Ok(k) => k,

@@ -253,7 +253,10 @@ fn addmm_errors() {
     let out = Tensor::zeros(&[2, 3], ScalarType::Float).unwrap();
     let r = mm_out(&m, &m, &out).unwrap();
     assert_eq!(r.sizes(), &[2, 2]);
-    assert_eq!(r.to_vec::<f32>().unwrap(), mm(&m, &m).unwrap().to_vec::<f32>().unwrap());
+    assert_eq!(
+        r.to_vec::<f32>().unwrap(),
+        mm(&m, &m).unwrap().to_vec::<f32>().unwrap()
+    );
     let out = Tensor::zeros(&[2, 2], ScalarType::Double).unwrap();
     assert_eq!(
         mm_out(&m, &m, &out).unwrap_err().to_string(),

@@ -658,7 +658,16 @@ mod tests {
             let mut a = init.clone();
             let p = a.as_mut_ptr();
             // SAFETY: n elements of `a`; `wide` holds 2n elements read with stride 2.
-            unsafe { row2(n, (p, 1), (p as *const f32, 1), (wide.as_ptr(), 2), &f, false) };
+            unsafe {
+                row2(
+                    n,
+                    (p, 1),
+                    (p as *const f32, 1),
+                    (wide.as_ptr(), 2),
+                    &f,
+                    false,
+                )
+            };
             let want: Vec<f32> = init
                 .iter()
                 .enumerate()

@@ -4,7 +4,7 @@
 
 use switchboard_dispatcher::{DispatchError, IValue, OperatorHandle, Result};
 use switchboard_opinfo::{
-    aten_operators, assert_close, operator, registry, result_type, returned_tensors, variants_of,
+    assert_close, aten_operators, operator, registry, result_type, returned_tensors, variants_of,
     Arg, OpInfo, Operand, Prepared, Promotion, Sample, Unsampled,
 };
 use switchboard_ops as ops;
@@ -61,7 +61,9 @@ fn check_inplace(
         Err(_) => {
             return match got {
                 Err(_) => Ok(()),
-                Ok(_) => Err(format!("{what}: the functional form fails, the in-place one runs")),
+                Ok(_) => Err(format!(
+                    "{what}: the functional form fails, the in-place one runs"
+                )),
             }
         }
         Ok(v) => returned_tensors(v).remove(0),
@@ -83,7 +85,10 @@ fn check_inplace(
     };
     match (expect, got) {
         (Some(m), Err(e)) if e.to_string().contains(m) => Ok(()),
-        (Some(m), r) => Err(format!("{what}: expected an error with `{m}`, got {}", message(&r))),
+        (Some(m), r) => Err(format!(
+            "{what}: expected an error with `{m}`, got {}",
+            message(&r)
+        )),
         (None, Err(e)) => Err(format!("{what}: the in-place form fails: {e}")),
         (None, Ok(r)) => {
             let out = returned_tensors(&r);
@@ -115,7 +120,9 @@ fn check_out(
             let outs = vec![out; op.schema().unwrap().schema.out_arguments().len()];
             return match p.call_variant(op, &inputs, &outs) {
                 Err(_) => Ok(()),
-                Ok(_) => Err(format!("{what}: the functional form fails, the out= one runs")),
+                Ok(_) => Err(format!(
+                    "{what}: the functional form fails, the out= one runs"
+                )),
             };
         }
     };
@@ -145,7 +152,9 @@ fn check_out(
                 return Err(format!("{what}: out= does not return its out tensor {i}"));
             }
             if resized && !got.is_alias_of(o) && o.numel() > 0 {
-                return Err(format!("{what}: the resized out tensor {i} lost its storage"));
+                return Err(format!(
+                    "{what}: the resized out tensor {i} lost its storage"
+                ));
             }
             if info.unsampled != Some(Unsampled::Uninitialized) {
                 assert_close(got, y, &format!("{what} out {i}"))?;
@@ -315,7 +324,9 @@ fn random_operators_have_their_distributions() {
         let std = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
         let (lo, hi) = v
             .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            });
         checked += 1;
         // Bounds are checked with float32's rounding of them.
         let slack = |b: f64| 1e-6 * b.abs().max(1.0);
@@ -338,7 +349,11 @@ fn random_operators_have_their_distributions() {
 fn report(failures: &[String]) {
     let lines: Vec<String> = failures
         .iter()
-        .take(if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() { usize::MAX } else { 80 })
+        .take(if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() {
+            usize::MAX
+        } else {
+            80
+        })
         .map(|f| f.chars().take(300).collect())
         .collect();
     assert!(

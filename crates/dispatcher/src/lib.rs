@@ -44,12 +44,12 @@ mod observe;
 mod op_map;
 mod operator;
 mod packed_scalar;
-mod schema_default;
 mod push;
 #[cfg(test)]
 mod refresh_tests;
 mod ret;
 mod schema_check;
+mod schema_default;
 mod stack_cache;
 mod table;
 mod tls;

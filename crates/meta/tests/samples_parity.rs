@@ -3,10 +3,10 @@
 //! one) gives the same sizes, strides and dtypes there as on CPU, produces no data, and fails
 //! exactly when the CPU fails, with the same message; its in-place and `out=` forms too.
 
-use switchboard_dispatcher::{DispatchError, Dispatcher, IValue, Result};
 use switchboard_dispatcher::DispatchKey;
+use switchboard_dispatcher::{DispatchError, Dispatcher, IValue, Result};
 use switchboard_opinfo::{
-    aten_operators, assert_same_metadata, registry, returned_tensors, variants_of, OpInfo,
+    assert_same_metadata, aten_operators, registry, returned_tensors, variants_of, OpInfo,
     Prepared, Sample, Unsampled,
 };
 use switchboard_ops as ops;
@@ -23,7 +23,9 @@ fn compare(what: &str, s: &Sample, cpu: Outcome, meta: Outcome, failures: &mut V
     // run what reads them (`narrow` with a Tensor start).
     if s.error_from_data {
         if cpu.is_ok() || meta.is_err() {
-            failures.push(format!("{what}: expected a CPU error from the values and Meta to run"));
+            failures.push(format!(
+                "{what}: expected a CPU error from the values and Meta to run"
+            ));
         }
         return;
     }
@@ -37,14 +39,20 @@ fn compare(what: &str, s: &Sample, cpu: Outcome, meta: Outcome, failures: &mut V
         (Ok(c), Ok(m)) => {
             let (ct, mt) = (returned_tensors(&c), returned_tensors(&m));
             if ct.len() != mt.len() {
-                failures.push(format!("{what}: {} outputs on CPU, {} on Meta", ct.len(), mt.len()));
+                failures.push(format!(
+                    "{what}: {} outputs on CPU, {} on Meta",
+                    ct.len(),
+                    mt.len()
+                ));
             }
             for (i, (c, m)) in ct.iter().zip(&mt).enumerate() {
                 if let Err(e) = assert_same_metadata(m, c, &format!("{what}: output {i}")) {
                     failures.push(e);
                 }
                 if !m.is_meta() || m.has_data() {
-                    failures.push(format!("{what}: output {i} is not a meta tensor without data"));
+                    failures.push(format!(
+                        "{what}: output {i} is not a meta tensor without data"
+                    ));
                 }
             }
             // Non-tensor returns (numel, size) are the same values.
@@ -92,7 +100,10 @@ fn every_sample_runs_alike_on_meta_and_cpu() {
             continue;
         }
         let q = info.qualified();
-        if !d.has_computed_kernel_for_dispatch_key(&q, DispatchKey::Meta).unwrap() {
+        if !d
+            .has_computed_kernel_for_dispatch_key(&q, DispatchKey::Meta)
+            .unwrap()
+        {
             continue;
         }
         let schema = switchboard_opinfo::operator(info.name).unwrap().1;
@@ -110,7 +121,10 @@ fn every_sample_runs_alike_on_meta_and_cpu() {
                     let outs = dtypes
                         .iter()
                         .map(|&dt| {
-                            ops::empty_with(&[0], ops::EmptyOptions::default().dtype(dt).device(dev))
+                            ops::empty_with(
+                                &[0],
+                                ops::EmptyOptions::default().dtype(dt).device(dev),
+                            )
                         })
                         .collect::<Result<Vec<_>>>()?;
                     p.call_variant(op, t, &outs)?;

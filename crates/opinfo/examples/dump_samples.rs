@@ -14,7 +14,11 @@ fn values(t: &Tensor) -> Value {
     match t.to_vec_as::<f64>() {
         Ok(v) => json!(v
             .into_iter()
-            .map(|x| if x.is_finite() { json!(x) } else { json!(x.to_string()) })
+            .map(|x| if x.is_finite() {
+                json!(x)
+            } else {
+                json!(x.to_string())
+            })
             .collect::<Vec<_>>()),
         Err(_) => Value::Null,
     }
@@ -41,7 +45,9 @@ fn value_json(v: &IValue, next: &mut dyn FnMut() -> Value) -> Value {
     match v {
         IValue::None => json!({ "kind": "none" }),
         IValue::Tensor(_) => next(),
-        IValue::TensorList(ts) => json!({ "kind": "tensors", "items": ts.iter().map(|_| next()).collect::<Vec<_>>() }),
+        IValue::TensorList(ts) => {
+            json!({ "kind": "tensors", "items": ts.iter().map(|_| next()).collect::<Vec<_>>() })
+        }
         IValue::Int(i) => json!({ "kind": "int", "value": i }),
         IValue::Double(d) => json!({ "kind": "float", "value": d }),
         IValue::Bool(b) => json!({ "kind": "bool", "value": b }),
@@ -67,7 +73,9 @@ fn output_json(v: &IValue, compare_values: bool) -> Value {
             "strides": t.strides(),
             "values": if compare_values { values(t) } else { Value::Null },
         }),
-        IValue::TensorList(ts) => json!({ "kind": "tensors", "items": ts.iter().map(|t| output_json(&IValue::Tensor(t.clone()), compare_values)).collect::<Vec<_>>() }),
+        IValue::TensorList(ts) => {
+            json!({ "kind": "tensors", "items": ts.iter().map(|t| output_json(&IValue::Tensor(t.clone()), compare_values)).collect::<Vec<_>>() })
+        }
         IValue::Int(i) => json!({ "kind": "int", "value": i }),
         IValue::Double(d) => json!({ "kind": "float", "value": d }),
         IValue::Bool(b) => json!({ "kind": "bool", "value": b }),
@@ -105,7 +113,9 @@ fn main() {
             p.reseed(0);
             let compare_values = info.unsampled.is_none() && info.stats.is_none();
             let result = match p.call(&inputs) {
-                Ok(outs) => json!({ "ok": true, "outputs": outs.iter().map(|o| output_json(o, compare_values)).collect::<Vec<_>>() }),
+                Ok(outs) => {
+                    json!({ "ok": true, "outputs": outs.iter().map(|o| output_json(o, compare_values)).collect::<Vec<_>>() })
+                }
                 Err(e) => json!({ "ok": false, "error": e.to_string() }),
             };
             let line = json!({

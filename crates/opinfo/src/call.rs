@@ -12,7 +12,9 @@ use crate::spec::TensorSpec;
 
 /// An error of the harness itself (a sample that does not fit its schema), as a dispatch error.
 pub fn harness_error(msg: impl Into<String>) -> DispatchError {
-    DispatchError::from(switchboard_dispatcher::DispatchErrorKind::Schema(msg.into()))
+    DispatchError::from(switchboard_dispatcher::DispatchErrorKind::Schema(
+        msg.into(),
+    ))
 }
 
 /// The operator `aten::name` and its schema.
@@ -88,26 +90,27 @@ impl Prepared {
         }
         for (i, a) in inputs.iter().enumerate() {
             let given = sample.args.get(i).or_else(|| sample.kwarg(a.name()));
-            let slot = match given {
-                Some(Arg::Tensor(t)) => Slot::Tensor(make(t, a.name())?),
-                Some(Arg::Tensors(ts)) => Slot::Tensors(
-                    ts.iter()
-                        .map(|t| make(t, a.name()))
-                        .collect::<Result<_>>()?,
-                ),
-                // A sample written for the CPU runs on the device of the run.
-                Some(Arg::Value(IValue::Device(d))) if d.is_cpu() => Slot::Value(device.into()),
-                Some(Arg::Value(v)) => Slot::Value(v.clone()),
-                None if a.name() == "device" && device.is_meta() => Slot::Value(device.into()),
-                None => {
-                    let d = a.default_value().ok_or_else(|| {
-                        harness_error(format!("{name}: the sample gives no `{}`", a.name()))
-                    })?;
-                    Slot::Value(IValue::from_schema_default(d, a.ty(), a.n()).ok_or_else(
-                        || harness_error(format!("{name}: `{}`'s default", a.name())),
-                    )?)
-                }
-            };
+            let slot =
+                match given {
+                    Some(Arg::Tensor(t)) => Slot::Tensor(make(t, a.name())?),
+                    Some(Arg::Tensors(ts)) => Slot::Tensors(
+                        ts.iter()
+                            .map(|t| make(t, a.name()))
+                            .collect::<Result<_>>()?,
+                    ),
+                    // A sample written for the CPU runs on the device of the run.
+                    Some(Arg::Value(IValue::Device(d))) if d.is_cpu() => Slot::Value(device.into()),
+                    Some(Arg::Value(v)) => Slot::Value(v.clone()),
+                    None if a.name() == "device" && device.is_meta() => Slot::Value(device.into()),
+                    None => {
+                        let d = a.default_value().ok_or_else(|| {
+                            harness_error(format!("{name}: the sample gives no `{}`", a.name()))
+                        })?;
+                        Slot::Value(IValue::from_schema_default(d, a.ty(), a.n()).ok_or_else(
+                            || harness_error(format!("{name}: `{}`'s default", a.name())),
+                        )?)
+                    }
+                };
             slots.push(slot);
         }
         for (k, _) in &sample.kwargs {

@@ -218,6 +218,9 @@ impl OpInfo {
     /// Whether the entry is an in-place operator with no functional form of its own
     /// (`copy_`, `random_`): its samples are applied to a fresh `self`.
     pub fn is_inplace_only(&self) -> bool {
-        self.name.split('.').next().is_some_and(|b| b.ends_with('_'))
+        self.name
+            .split('.')
+            .next()
+            .is_some_and(|b| b.ends_with('_'))
     }
 }

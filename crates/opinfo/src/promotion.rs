@@ -74,10 +74,7 @@ pub fn promote_types(a: ScalarType, b: ScalarType) -> ScalarType {
 /// number makes an integer tensor's result the default float dtype, float32).
 pub fn result_type(operands: &[Operand]) -> ScalarType {
     let fold = |pick: &dyn Fn(&Operand) -> Option<ScalarType>| {
-        operands
-            .iter()
-            .filter_map(pick)
-            .reduce(promote_types)
+        operands.iter().filter_map(pick).reduce(promote_types)
     };
     let dim = fold(&|o| match o {
         Operand::Dimensioned(t) => Some(*t),

@@ -243,7 +243,12 @@ impl TensorSpec {
     }
 
     /// The tensor: base and view.
-    pub fn make(&self, device: Device, float_dtype: Option<ScalarType>, salt: u64) -> Result<Tensor> {
+    pub fn make(
+        &self,
+        device: Device,
+        float_dtype: Option<ScalarType>,
+        salt: u64,
+    ) -> Result<Tensor> {
         self.view(&self.base(device, float_dtype, salt)?)
     }
 }

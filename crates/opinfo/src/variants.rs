@@ -18,11 +18,9 @@ fn same_arguments<'a>(
     let a: Vec<_> = a.into_iter().collect();
     let b: Vec<_> = b.into_iter().collect();
     a.len() == b.len()
-        && a.iter()
-            .zip(&b)
-            .all(|(x, y)| {
-                x.name() == y.name() && x.ty() == y.ty() && x.default_value() == y.default_value()
-            })
+        && a.iter().zip(&b).all(|(x, y)| {
+            x.name() == y.name() && x.ty() == y.ty() && x.default_value() == y.default_value()
+        })
 }
 
 /// The registered `aten` operators with a schema.

@@ -164,9 +164,11 @@ pub(super) fn emit_differentiable(
         }
         // An output that `bool[N] output_mask` does not ask for is PyTorch's undefined tensor
         // (an empty placeholder here): it gets no history.
-        let masked = f.schema.arguments().iter().any(|a| {
-            a.name() == "output_mask" && a.n() == Some(results.len() as i32)
-        });
+        let masked = f
+            .schema
+            .arguments()
+            .iter()
+            .any(|a| a.name() == "output_mask" && a.n() == Some(results.len() as i32));
         let outs: Vec<String> = results
             .iter()
             .enumerate()

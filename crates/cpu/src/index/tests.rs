@@ -263,9 +263,15 @@ fn index_add_values_and_errors() {
         "index 3 is out of bounds for dimension 0 with size 3"
     );
     assert_eq!(
-        index_add(&v, 0, &longs(&[4]), &s.narrow(0, 0, 1).unwrap(), Scalar::Int(1))
-            .unwrap_err()
-            .to_string(),
+        index_add(
+            &v,
+            0,
+            &longs(&[4]),
+            &s.narrow(0, 0, 1).unwrap(),
+            Scalar::Int(1)
+        )
+        .unwrap_err()
+        .to_string(),
         "index out of range in self"
     );
     assert_eq!(

@@ -53,7 +53,6 @@ pub fn register(r: &mut Registry) {
                 sample![[3i64], 2.5; dtype = Long],
             ])
             .grad(NO_TENSORS)
-            
             .out(),
     );
     r.add(
@@ -67,7 +66,6 @@ pub fn register(r: &mut Registry) {
                 sample![-1i64].error(),
             ])
             .grad(NO_TENSORS)
-            
             .out(),
     );
     r.add(
@@ -82,7 +80,6 @@ pub fn register(r: &mut Registry) {
                 sample![0i64, 5i64, -1i64].error(),
             ])
             .grad(NO_TENSORS)
-            
             .out(),
     );
     r.add(
@@ -92,8 +89,7 @@ pub fn register(r: &mut Registry) {
                 sample![-1.5, 2.0],
                 sample![2i64, 2i64; dtype = Double],
             ])
-            .grad(NO_TENSORS)
-            ,
+            .grad(NO_TENSORS),
     );
     for name in ["zeros_like", "ones_like", "empty_like"] {
         r.add(
@@ -120,7 +116,6 @@ pub fn register(r: &mut Registry) {
                 sample![t(&[3]).f64(), 2.0],
             ])
             .differentiable()
-            
             .inplace()
             .promotion(Promotion::SameAsSelf),
     );
@@ -135,7 +130,6 @@ pub fn register(r: &mut Registry) {
                 sample![t(&[3]), t(&[2])].error(),
             ])
             .differentiable()
-            
             .inplace()
             .promotion(Promotion::SameAsSelf),
     );
@@ -148,7 +142,6 @@ pub fn register(r: &mut Registry) {
                 sample![t(&[3]).dtype(Long)],
             ])
             .differentiable()
-            
             .inplace()
             .promotion(Promotion::SameAsSelf),
     );
@@ -168,13 +161,21 @@ pub fn register(r: &mut Registry) {
     );
     r.add(
         scalar("_local_scalar_dense")
-            .samples(vec![sample![t(&[])], sample![longs(&[7])], sample![t(&[2])].error()])
+            .samples(vec![
+                sample![t(&[])],
+                sample![longs(&[7])],
+                sample![t(&[2])].error(),
+            ])
             .grad(read)
             .meta(),
     );
     r.add(
         scalar("numel")
-            .samples(vec![sample![t(&[2, 3])], sample![t(&[])], sample![t(&[0, 3])]])
+            .samples(vec![
+                sample![t(&[2, 3])],
+                sample![t(&[])],
+                sample![t(&[0, 3])],
+            ])
             .grad(Grad::None("a non-tensor result")),
     );
     r.add(

@@ -24,7 +24,15 @@ fn convolutions(r: &mut Registry) {
     r.add(nn("conv1d").samples(vec![
         sample![t(&[1, 2, 5]), t(&[3, 2, 2])],
         sample![t(&[2, 2, 5]), t(&[3, 2, 3]), t(&[3]), [2i64], [1i64]],
-        sample![t(&[1, 4, 6]), t(&[2, 2, 2]), NONE, [1i64], [0i64], [2i64], 2i64],
+        sample![
+            t(&[1, 4, 6]),
+            t(&[2, 2, 2]),
+            NONE,
+            [1i64],
+            [0i64],
+            [2i64],
+            2i64
+        ],
         sample![t(&[2, 5]), t(&[3, 2, 2])],
         sample![t(&[1, 3, 5]), t(&[3, 2, 2])].error(),
     ]));
@@ -47,27 +55,71 @@ fn convolutions(r: &mut Registry) {
         ]));
     }
     r.add(nn("_convolution_mode").samples(vec![
-        sample![t(&[1, 2, 5]), t(&[3, 2, 2]), NONE, [1i64], "same", [2i64], 1i64],
-        sample![t(&[1, 2, 4, 4]), t(&[2, 2, 3, 3]), t(&[2]), [1i64, 1], "valid", [1i64, 1], 1i64],
+        sample![
+            t(&[1, 2, 5]),
+            t(&[3, 2, 2]),
+            NONE,
+            [1i64],
+            "same",
+            [2i64],
+            1i64
+        ],
+        sample![
+            t(&[1, 2, 4, 4]),
+            t(&[2, 2, 3, 3]),
+            t(&[2]),
+            [1i64, 1],
+            "valid",
+            [1i64, 1],
+            1i64
+        ],
     ]));
     r.add(
         nn("convolution")
             .samples(vec![
                 sample![
-                    t(&[1, 2, 4, 3]), t(&[3, 2, 2, 2]), t(&[3]),
-                    [1i64, 1], [1i64, 0], [1i64, 1], false, [0i64, 0], 1i64
+                    t(&[1, 2, 4, 3]),
+                    t(&[3, 2, 2, 2]),
+                    t(&[3]),
+                    [1i64, 1],
+                    [1i64, 0],
+                    [1i64, 1],
+                    false,
+                    [0i64, 0],
+                    1i64
                 ],
                 sample![
-                    t(&[2, 2, 5]), t(&[4, 1, 3]), NONE,
-                    [2i64], [1i64], [1i64], false, [0i64], 2i64
+                    t(&[2, 2, 5]),
+                    t(&[4, 1, 3]),
+                    NONE,
+                    [2i64],
+                    [1i64],
+                    [1i64],
+                    false,
+                    [0i64],
+                    2i64
                 ],
                 sample![
-                    t(&[1, 2, 4]).f64(), t(&[2, 2, 2]).f64(), NONE,
-                    [1i64], [0i64], [2i64], false, [0i64], 1i64
+                    t(&[1, 2, 4]).f64(),
+                    t(&[2, 2, 2]).f64(),
+                    NONE,
+                    [1i64],
+                    [0i64],
+                    [2i64],
+                    false,
+                    [0i64],
+                    1i64
                 ],
                 sample![
-                    t(&[1, 3, 4, 4]), t(&[2, 2, 2, 2]), NONE,
-                    [1i64, 1], [0i64, 0], [1i64, 1], false, [0i64, 0], 1i64
+                    t(&[1, 3, 4, 4]),
+                    t(&[2, 2, 2, 2]),
+                    NONE,
+                    [1i64, 1],
+                    [0i64, 0],
+                    [1i64, 1],
+                    false,
+                    [0i64, 0],
+                    1i64
                 ]
                 .error(),
             ])
@@ -78,15 +130,35 @@ fn convolutions(r: &mut Registry) {
         nn("convolution_backward")
             .samples(vec![
                 sample![
-                    t(&[1, 3, 5, 2]), t(&[1, 2, 4, 3]), t(&[3, 2, 2, 2]), [3i64],
-                    [1i64, 1], [1i64, 0], [1i64, 1], false, [0i64, 0], 1i64, [true, true, true]
+                    t(&[1, 3, 5, 2]),
+                    t(&[1, 2, 4, 3]),
+                    t(&[3, 2, 2, 2]),
+                    [3i64],
+                    [1i64, 1],
+                    [1i64, 0],
+                    [1i64, 1],
+                    false,
+                    [0i64, 0],
+                    1i64,
+                    [true, true, true]
                 ],
                 sample![
-                    t(&[2, 4, 3]), t(&[2, 2, 5]), t(&[4, 1, 3]), NONE,
-                    [2i64], [1i64], [1i64], false, [0i64], 2i64, [true, true, false]
+                    t(&[2, 4, 3]),
+                    t(&[2, 2, 5]),
+                    t(&[4, 1, 3]),
+                    NONE,
+                    [2i64],
+                    [1i64],
+                    [1i64],
+                    false,
+                    [0i64],
+                    2i64,
+                    [true, true, false]
                 ],
             ])
-            .grad(Grad::CheckOnce("the sample covers first derivatives; gradgradcheck runs on convolution's"))
+            .grad(Grad::CheckOnce(
+                "the sample covers first derivatives; gradgradcheck runs on convolution's",
+            ))
             .meta(),
     );
 }
@@ -97,7 +169,14 @@ fn pooling_and_softmax(r: &mut Registry) {
             sample![t(&[1, 2, 4, 4]), [2i64, 2]],
             sample![t(&[1, 2, 4, 4]), [2i64, 2], [2i64, 2]],
             sample![t(&[2, 5, 5]), [3i64, 3], [2i64, 2], [1i64, 1]],
-            sample![t(&[1, 1, 5, 4]), [2i64, 2], [2i64, 2], [0i64, 0], [1i64, 1], true],
+            sample![
+                t(&[1, 1, 5, 4]),
+                [2i64, 2],
+                [2i64, 2],
+                [0i64, 0],
+                [1i64, 1],
+                true
+            ],
             sample![t(&[1, 1, 5, 5]), [2i64, 2], [1i64, 1], [0i64, 0], [2i64, 2]],
             sample![t(&[1, 1, 4, 4]).transposed(), [2i64, 2]],
             sample![t(&[1, 1, 3, 3]).f64(), [2i64, 2], [1i64, 1]],
@@ -111,12 +190,24 @@ fn pooling_and_softmax(r: &mut Registry) {
         nn("max_pool2d_with_indices_backward")
             .samples(vec![
                 sample![
-                    t(&[1, 1, 1, 1]), t(&[1, 1, 2, 2]), [2i64, 2], [2i64, 2], [0i64, 0],
-                    [1i64, 1], false, longs(&[3]).shape(&[1, 1, 1, 1])
+                    t(&[1, 1, 1, 1]),
+                    t(&[1, 1, 2, 2]),
+                    [2i64, 2],
+                    [2i64, 2],
+                    [0i64, 0],
+                    [1i64, 1],
+                    false,
+                    longs(&[3]).shape(&[1, 1, 1, 1])
                 ],
                 sample![
-                    t(&[1, 2, 2]), t(&[1, 3, 3]), [2i64, 2], [1i64, 1], [0i64, 0],
-                    [1i64, 1], false, longs(&[0, 4, 4, 8]).shape(&[1, 2, 2])
+                    t(&[1, 2, 2]),
+                    t(&[1, 3, 3]),
+                    [2i64, 2],
+                    [1i64, 1],
+                    [0i64, 0],
+                    [1i64, 1],
+                    false,
+                    longs(&[0, 4, 4, 8]).shape(&[1, 2, 2])
                 ],
             ])
             .meta(),
@@ -149,7 +240,13 @@ fn pooling_and_softmax(r: &mut Registry) {
                 s
             })
             .collect();
-        r.add(nn(name).samples(s).meta().out().promotion(Promotion::Default));
+        r.add(
+            nn(name)
+                .samples(s)
+                .meta()
+                .out()
+                .promotion(Promotion::Default),
+        );
     }
     for name in ["_softmax_backward_data", "_log_softmax_backward_data"] {
         let output = if name.starts_with("_log") {
@@ -222,15 +319,44 @@ fn losses(r: &mut Registry) {
             .collect::<Vec<_>>()
     };
     r.add(nn("nll_loss_forward").samples(forward(nll())).meta().out());
-    r.add(nn("nll_loss2d_forward").samples(forward(nll2d())).meta().out());
+    r.add(
+        nn("nll_loss2d_forward")
+            .samples(forward(nll2d()))
+            .meta()
+            .out(),
+    );
     r.add(
         nn("nll_loss_backward")
             .samples(vec![
                 // Mean reduction divides by total_weight, which the formula takes to be the sum of the
                 // targets' weights: 3 here.
-                sample![t(&[]), t(&[3, 4]), target(), NONE, 1i64, -100i64, t(&[]).literal(&[3.0]).no_grad()],
-                sample![t(&[3]), t(&[3, 4]), target(), weight(), 0i64, -100i64, t(&[]).no_grad()],
-                sample![t(&[]), t(&[3, 4]), target(), weight(), 2i64, 1i64, t(&[]).no_grad()],
+                sample![
+                    t(&[]),
+                    t(&[3, 4]),
+                    target(),
+                    NONE,
+                    1i64,
+                    -100i64,
+                    t(&[]).literal(&[3.0]).no_grad()
+                ],
+                sample![
+                    t(&[3]),
+                    t(&[3, 4]),
+                    target(),
+                    weight(),
+                    0i64,
+                    -100i64,
+                    t(&[]).no_grad()
+                ],
+                sample![
+                    t(&[]),
+                    t(&[3, 4]),
+                    target(),
+                    weight(),
+                    2i64,
+                    1i64,
+                    t(&[]).no_grad()
+                ],
             ])
             .meta()
             .out(),
@@ -238,8 +364,24 @@ fn losses(r: &mut Registry) {
     r.add(
         nn("nll_loss2d_backward")
             .samples(vec![
-                sample![t(&[]), t(&[2, 3, 2, 3]), spatial_target(), NONE, 1i64, -100i64, t(&[]).literal(&[12.0]).no_grad()],
-                sample![t(&[2, 2, 3]), t(&[2, 3, 2, 3]), spatial_target(), t(&[3]).pos().no_grad(), 0i64, -100i64, t(&[]).no_grad()],
+                sample![
+                    t(&[]),
+                    t(&[2, 3, 2, 3]),
+                    spatial_target(),
+                    NONE,
+                    1i64,
+                    -100i64,
+                    t(&[]).literal(&[12.0]).no_grad()
+                ],
+                sample![
+                    t(&[2, 2, 3]),
+                    t(&[2, 3, 2, 3]),
+                    spatial_target(),
+                    t(&[3]).pos().no_grad(),
+                    0i64,
+                    -100i64,
+                    t(&[]).no_grad()
+                ],
             ])
             .meta()
             .out(),
@@ -350,7 +492,13 @@ fn others(r: &mut Registry) {
         nn("embedding_dense_backward")
             .samples(vec![
                 sample![t(&[3, 3]), longs(&[1, 3, 1]), 4i64, -1i64, false],
-                sample![t(&[2, 2, 3]), longs(&[0, 2, 3, 2]).shape(&[2, 2]), 4i64, 2i64, false],
+                sample![
+                    t(&[2, 2, 3]),
+                    longs(&[0, 2, 3, 2]).shape(&[2, 2]),
+                    4i64,
+                    2i64,
+                    false
+                ],
                 sample![t(&[3, 3]), longs(&[1, 3, 1]), 4i64, -1i64, true],
             ])
             .meta(),
@@ -386,16 +534,34 @@ fn others(r: &mut Registry) {
         nn("native_layer_norm_backward")
             .samples(vec![
                 sample![
-                    t(&[2, 3]), t(&[2, 3]).no_grad(), [3i64], t(&[2, 1]).no_grad(), t(&[2, 1]).pos().no_grad(),
-                    t(&[3]), t(&[3]), [true, true, true]
+                    t(&[2, 3]),
+                    t(&[2, 3]).no_grad(),
+                    [3i64],
+                    t(&[2, 1]).no_grad(),
+                    t(&[2, 1]).pos().no_grad(),
+                    t(&[3]),
+                    t(&[3]),
+                    [true, true, true]
                 ],
                 sample![
-                    t(&[2, 3]), t(&[2, 3]).no_grad(), [3i64], t(&[2, 1]).no_grad(), t(&[2, 1]).pos().no_grad(),
-                    NONE, NONE, [true, false, false]
+                    t(&[2, 3]),
+                    t(&[2, 3]).no_grad(),
+                    [3i64],
+                    t(&[2, 1]).no_grad(),
+                    t(&[2, 1]).pos().no_grad(),
+                    NONE,
+                    NONE,
+                    [true, false, false]
                 ],
                 sample![
-                    t(&[2, 2, 2]).f64(), t(&[2, 2, 2]).f64().no_grad(), [2i64, 2], t(&[2, 1, 1]).f64().no_grad(),
-                    t(&[2, 1, 1]).f64().pos().no_grad(), t(&[2, 2]).f64(), NONE, [true, true, false]
+                    t(&[2, 2, 2]).f64(),
+                    t(&[2, 2, 2]).f64().no_grad(),
+                    [2i64, 2],
+                    t(&[2, 1, 1]).f64().no_grad(),
+                    t(&[2, 1, 1]).f64().pos().no_grad(),
+                    t(&[2, 2]).f64(),
+                    NONE,
+                    [true, true, false]
                 ],
             ])
             .meta()
@@ -422,7 +588,11 @@ fn others(r: &mut Registry) {
                 }
             }
         }
-        nn(name).samples(s).meta().out().promotion(Promotion::Default)
+        nn(name)
+            .samples(s)
+            .meta()
+            .out()
+            .promotion(Promotion::Default)
     };
     r.add(
         nn("threshold_backward")
@@ -439,8 +609,7 @@ fn others(r: &mut Registry) {
     r.add(backward("sigmoid_backward", false));
     r.add(backward("tanh_backward", false));
     r.add(backward("gelu_backward", true));
-    r.add(
-        backward("silu_backward", false)
-            .grad(Grad::NotImplemented("PyTorch 2.15 records a NotImplemented node for silu_backward too")),
-    );
+    r.add(backward("silu_backward", false).grad(Grad::NotImplemented(
+        "PyTorch 2.15 records a NotImplemented node for silu_backward too",
+    )));
 }

@@ -74,7 +74,10 @@ fn binary_samples(rhs: fn(&[i64]) -> TensorSpec, ints: bool) -> Vec<Sample> {
             t(&[4]).dtype(Byte).range(1.0, 9.0),
             t(&[4]).dtype(Char).range(1.0, 5.0)
         ]);
-        s.push(sample![t(&[3]).dtype(Long).range(1.0, 6.0), rhs(&[3]).dtype(Half)]);
+        s.push(sample![
+            t(&[3]).dtype(Long).range(1.0, 6.0),
+            rhs(&[3]).dtype(Half)
+        ]);
         s.push(sample![
             t(&[3]).dtype(Int).range(1.0, 6.0),
             t(&[3]).dtype(Long).range(1.0, 4.0)
@@ -169,11 +172,46 @@ pub fn register(r: &mut Registry) {
             .meta()
             .promotion(promotion)
     };
-    r.add(tt("add.Tensor", alpha(binary_samples(any, true), 2), Promotion::Default).inplace().out());
-    r.add(tt("sub.Tensor", alpha(binary_samples(any, true), 3), Promotion::Default).inplace().out());
-    r.add(tt("rsub.Tensor", alpha(binary_samples(any, true), 2), Promotion::Default).out());
-    r.add(tt("mul.Tensor", binary_samples(any, true), Promotion::Default).inplace().out());
-    r.add(tt("div.Tensor", binary_samples(positive, true), Promotion::IntToFloat).inplace().out());
+    r.add(
+        tt(
+            "add.Tensor",
+            alpha(binary_samples(any, true), 2),
+            Promotion::Default,
+        )
+        .inplace()
+        .out(),
+    );
+    r.add(
+        tt(
+            "sub.Tensor",
+            alpha(binary_samples(any, true), 3),
+            Promotion::Default,
+        )
+        .inplace()
+        .out(),
+    );
+    r.add(
+        tt(
+            "rsub.Tensor",
+            alpha(binary_samples(any, true), 2),
+            Promotion::Default,
+        )
+        .out(),
+    );
+    r.add(
+        tt("mul.Tensor", binary_samples(any, true), Promotion::Default)
+            .inplace()
+            .out(),
+    );
+    r.add(
+        tt(
+            "div.Tensor",
+            binary_samples(positive, true),
+            Promotion::IntToFloat,
+        )
+        .inplace()
+        .out(),
+    );
     let mut modes = Vec::new();
     for mode in ["trunc", "floor"] {
         for s in binary_samples(positive, true) {
@@ -191,8 +229,14 @@ pub fn register(r: &mut Registry) {
     modes.push(
         sample![t(&[3]).dtype(Long), longs(&[1, 0, 2]); rounding_mode = "trunc"].error_from_data(),
     );
-    modes.push(sample![t(&[4]).dtype(Long), t(&[4]).dtype(Long).range(1.0, 4.0); rounding_mode = NONE]);
-    r.add(tt("div.Tensor_mode", modes, Promotion::Division).inplace().out());
+    modes.push(
+        sample![t(&[4]).dtype(Long), t(&[4]).dtype(Long).range(1.0, 4.0); rounding_mode = NONE],
+    );
+    r.add(
+        tt("div.Tensor_mode", modes, Promotion::Division)
+            .inplace()
+            .out(),
+    );
     let mut pow = binary_samples(any, false);
     for s in &mut pow {
         if let Some(crate::Arg::Tensor(base)) = s.args.first_mut() {
@@ -200,8 +244,15 @@ pub fn register(r: &mut Registry) {
             base.values = crate::Values::Uniform(0.5, 2.0);
         }
     }
-    pow.push(sample![t(&[3]).dtype(Long).range(0.0, 4.0), t(&[3]).dtype(Long).range(0.0, 3.0)]);
-    r.add(tt("pow.Tensor_Tensor", pow, Promotion::Default).inplace().out());
+    pow.push(sample![
+        t(&[3]).dtype(Long).range(0.0, 4.0),
+        t(&[3]).dtype(Long).range(0.0, 3.0)
+    ]);
+    r.add(
+        tt("pow.Tensor_Tensor", pow, Promotion::Default)
+            .inplace()
+            .out(),
+    );
     for name in ["maximum", "minimum"] {
         r.add(tt(name, binary_samples(any, true), Promotion::Default).out());
     }
@@ -216,7 +267,14 @@ pub fn register(r: &mut Registry) {
                 .promotion(Promotion::Default),
         );
     }
-    for name in ["eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor"] {
+    for name in [
+        "eq.Tensor",
+        "ne.Tensor",
+        "lt.Tensor",
+        "le.Tensor",
+        "gt.Tensor",
+        "ge.Tensor",
+    ] {
         let mut s = binary_samples(any, true);
         s.push(sample![mask(&[4]), mask(&[4])]);
         r.add(
@@ -231,7 +289,11 @@ pub fn register(r: &mut Registry) {
     }
     // The Tensor bounds of clamp_min / clamp_max.
     for name in ["clamp_min.Tensor", "clamp_max.Tensor"] {
-        r.add(tt(name, binary_samples(any, true), Promotion::Default).inplace().out());
+        r.add(
+            tt(name, binary_samples(any, true), Promotion::Default)
+                .inplace()
+                .out(),
+        );
     }
 
     // Tensor-scalar.
@@ -246,11 +308,42 @@ pub fn register(r: &mut Registry) {
         s.push(sample![t(&[2, 3]), 1.5; alpha = 2i64]);
         s
     };
-    r.add(ts("add.Scalar", with_alpha(scalar_samples(true)), Promotion::Default).inplace().out());
-    r.add(ts("sub.Scalar", with_alpha(scalar_samples(true)), Promotion::Default).inplace().out());
-    r.add(ts("rsub.Scalar", with_alpha(scalar_samples(true)), Promotion::Default).out());
-    r.add(ts("mul.Scalar", scalar_samples(true), Promotion::Default).inplace().out());
-    r.add(ts("div.Scalar", scalar_samples(true), Promotion::IntToFloat).inplace().out());
+    r.add(
+        ts(
+            "add.Scalar",
+            with_alpha(scalar_samples(true)),
+            Promotion::Default,
+        )
+        .inplace()
+        .out(),
+    );
+    r.add(
+        ts(
+            "sub.Scalar",
+            with_alpha(scalar_samples(true)),
+            Promotion::Default,
+        )
+        .inplace()
+        .out(),
+    );
+    r.add(
+        ts(
+            "rsub.Scalar",
+            with_alpha(scalar_samples(true)),
+            Promotion::Default,
+        )
+        .out(),
+    );
+    r.add(
+        ts("mul.Scalar", scalar_samples(true), Promotion::Default)
+            .inplace()
+            .out(),
+    );
+    r.add(
+        ts("div.Scalar", scalar_samples(true), Promotion::IntToFloat)
+            .inplace()
+            .out(),
+    );
     let mut modes = Vec::new();
     for mode in ["trunc", "floor"] {
         for s in scalar_samples(true) {
@@ -261,7 +354,11 @@ pub fn register(r: &mut Registry) {
         }
     }
     modes.push(sample![t(&[2, 3]), 2.5; rounding_mode = NONE]);
-    r.add(ts("div.Scalar_mode", modes, Promotion::Division).inplace().out());
+    r.add(
+        ts("div.Scalar_mode", modes, Promotion::Division)
+            .inplace()
+            .out(),
+    );
     r.add(
         ts(
             "pow.Tensor_Scalar",
@@ -299,7 +396,14 @@ pub fn register(r: &mut Registry) {
         )
         .out(),
     );
-    for name in ["eq.Scalar", "ne.Scalar", "lt.Scalar", "le.Scalar", "gt.Scalar", "ge.Scalar"] {
+    for name in [
+        "eq.Scalar",
+        "ne.Scalar",
+        "lt.Scalar",
+        "le.Scalar",
+        "gt.Scalar",
+        "ge.Scalar",
+    ] {
         let mut s = scalar_samples(true);
         s.push(sample![mask(&[4]), true]);
         r.add(
@@ -313,7 +417,11 @@ pub fn register(r: &mut Registry) {
         );
     }
     for name in ["clamp_min", "clamp_max"] {
-        r.add(ts(name, scalar_samples(true), Promotion::Default).inplace().out());
+        r.add(
+            ts(name, scalar_samples(true), Promotion::Default)
+                .inplace()
+                .out(),
+        );
     }
     r.add(
         ts(

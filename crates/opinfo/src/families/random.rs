@@ -34,10 +34,7 @@ const UNIFORM_STD: f64 = 0.288_675_134_594_812_9; // 1 / sqrt(12)
 
 /// The random family.
 pub fn register(r: &mut Registry) {
-    let factory = |name| {
-        OpInfo::new(name, Family::Random)
-            .grad(Grad::None("no tensor input"))
-    };
+    let factory = |name| OpInfo::new(name, Family::Random).grad(Grad::None("no tensor input"));
     let sizes = || {
         vec![
             sample![[2i64, 3]],
@@ -46,20 +43,16 @@ pub fn register(r: &mut Registry) {
             sample![[3i64]; dtype = Double],
         ]
     };
-    r.add(factory("rand").samples(sizes()).stats(stats(
-        sample![[N]],
-        0.5,
-        UNIFORM_STD,
-        0.0,
-        1.0,
-    )));
-    r.add(factory("randn").samples(sizes()).stats(stats(
-        sample![[N]],
-        0.0,
-        1.0,
-        -10.0,
-        10.0,
-    )));
+    r.add(
+        factory("rand")
+            .samples(sizes())
+            .stats(stats(sample![[N]], 0.5, UNIFORM_STD, 0.0, 1.0)),
+    );
+    r.add(
+        factory("randn")
+            .samples(sizes())
+            .stats(stats(sample![[N]], 0.0, 1.0, -10.0, 10.0)),
+    );
     let with_generator = |s: Vec<Sample>| -> Vec<Sample> {
         s.into_iter()
             .map(|mut s| {
@@ -68,20 +61,28 @@ pub fn register(r: &mut Registry) {
             })
             .collect()
     };
-    r.add(factory("rand.generator").samples(with_generator(sizes())).stats(stats(
-        sample![[N]; generator = generator(5)],
-        0.5,
-        UNIFORM_STD,
-        0.0,
-        1.0,
-    )));
-    r.add(factory("randn.generator").samples(with_generator(sizes())).stats(stats(
-        sample![[N]; generator = generator(5)],
-        0.0,
-        1.0,
-        -10.0,
-        10.0,
-    )));
+    r.add(
+        factory("rand.generator")
+            .samples(with_generator(sizes()))
+            .stats(stats(
+                sample![[N]; generator = generator(5)],
+                0.5,
+                UNIFORM_STD,
+                0.0,
+                1.0,
+            )),
+    );
+    r.add(
+        factory("randn.generator")
+            .samples(with_generator(sizes()))
+            .stats(stats(
+                sample![[N]; generator = generator(5)],
+                0.0,
+                1.0,
+                -10.0,
+                10.0,
+            )),
+    );
     let ints = || {
         vec![
             sample![10i64, [2i64, 3]],
@@ -99,13 +100,17 @@ pub fn register(r: &mut Registry) {
         0.0,
         9.0,
     )));
-    r.add(factory("randint.generator").samples(with_generator(ints())).stats(stats(
-        sample![10i64, [N]; generator = generator(5)],
-        4.5,
-        int_std,
-        0.0,
-        9.0,
-    )));
+    r.add(
+        factory("randint.generator")
+            .samples(with_generator(ints()))
+            .stats(stats(
+                sample![10i64, [N]; generator = generator(5)],
+                4.5,
+                int_std,
+                0.0,
+                9.0,
+            )),
+    );
     let low = || {
         vec![
             sample![-5i64, 5i64, [2i64, 3]],
@@ -121,13 +126,17 @@ pub fn register(r: &mut Registry) {
         -5.0,
         4.0,
     )));
-    r.add(factory("randint.low_generator").samples(with_generator(low())).stats(stats(
-        sample![-5i64, 5i64, [N]; generator = generator(5)],
-        -0.5,
-        int_std,
-        -5.0,
-        4.0,
-    )));
+    r.add(
+        factory("randint.low_generator")
+            .samples(with_generator(low()))
+            .stats(stats(
+                sample![-5i64, 5i64, [N]; generator = generator(5)],
+                -0.5,
+                int_std,
+                -5.0,
+                4.0,
+            )),
+    );
 
     // Samplers of a tensor's shape: gradients are zero (PyTorch's formulas), or not
     // implemented where PyTorch 2.15 has none.
@@ -165,7 +174,13 @@ pub fn register(r: &mut Registry) {
                 s
             })
             .inplace()
-            .stats(stats(sample![big(), -2.0, 3.0], 0.5, 5.0 * UNIFORM_STD, -2.0, 3.0)),
+            .stats(stats(
+                sample![big(), -2.0, 3.0],
+                0.5,
+                5.0 * UNIFORM_STD,
+                -2.0,
+                3.0,
+            )),
     );
     r.add(
         sampler(
@@ -201,7 +216,13 @@ pub fn register(r: &mut Registry) {
                 s.push(sample![t(&[3]).dtype(Long), 100i64]);
                 s
             })
-            .stats(stats(sample![big(), 5i64], 2.0, (24.0f64 / 12.0).sqrt(), 0.0, 4.0)),
+            .stats(stats(
+                sample![big(), 5i64],
+                2.0,
+                (24.0f64 / 12.0).sqrt(),
+                0.0,
+                4.0,
+            )),
     );
     // float32's random_ draws integers in [0, 2^24].
     let m = (1u64 << 24) as f64;

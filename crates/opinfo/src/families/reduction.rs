@@ -65,7 +65,12 @@ pub fn register(r: &mut Registry) {
     sum.push(sample![mask(&[5])]);
     sum.push(sample![t(&[3]); dtype = Double]);
     sum.push(sample![t(&[3]).dtype(Long); dtype = Double]);
-    r.add(reduction("sum").samples(sum).out().promotion(Promotion::IntToLong));
+    r.add(
+        reduction("sum")
+            .samples(sum)
+            .out()
+            .promotion(Promotion::IntToLong),
+    );
     let mut sum_dim = dims_samples();
     sum_dim.push(sample![t(&[2, 3]).dtype(Long), [1i64]]);
     sum_dim.push(sample![mask(&[2, 3]), [0i64]; keepdim = true]);
@@ -82,34 +87,64 @@ pub fn register(r: &mut Registry) {
     // "mean(): could not infer output dtype. Input dtype must be either a floating point or
     // complex dtype."
     mean.push(sample![t(&[3]).dtype(Long)].error());
-    r.add(reduction("mean").samples(mean).out().promotion(Promotion::Default));
+    r.add(
+        reduction("mean")
+            .samples(mean)
+            .out()
+            .promotion(Promotion::Default),
+    );
     let mut mean_dim = dims_samples();
     mean_dim.push(sample![t(&[2, 3]), [1i64]; dtype = Double]);
     mean_dim.push(sample![t(&[2, 3]).dtype(Long), [1i64]].error());
-    r.add(reduction("mean.dim").samples(mean_dim).out().promotion(Promotion::Default));
+    r.add(
+        reduction("mean.dim")
+            .samples(mean_dim)
+            .out()
+            .promotion(Promotion::Default),
+    );
 
     for name in ["amax", "amin"] {
         let mut s = dims_samples();
-        s.retain(|s| !matches!(s.args.get(1), Some(crate::Arg::Value(switchboard_dispatcher::IValue::None))));
+        s.retain(|s| {
+            !matches!(
+                s.args.get(1),
+                Some(crate::Arg::Value(switchboard_dispatcher::IValue::None))
+            )
+        });
         s.push(sample![t(&[2, 3])]);
         s.push(sample![t(&[2, 3]).dtype(Long), [1i64]]);
         s.push(sample![mask(&[2, 3]), [1i64]]);
         // Reducing an empty dimension has no identity.
         s.retain(|s| !s.tensors().any(|t| t.shape == [0, 3]));
         s.push(sample![t(&[0, 3]), [0i64]].error());
-        r.add(reduction(name).samples(s).out().promotion(Promotion::Default));
+        r.add(
+            reduction(name)
+                .samples(s)
+                .out()
+                .promotion(Promotion::Default),
+        );
     }
     for name in ["max", "min"] {
         let mut s = full_samples();
         s.push(sample![t(&[4]).dtype(Long)]);
         s.push(sample![mask(&[3])]);
         s.push(sample![t(&[0, 3])].error());
-        r.add(reduction(name).samples(s).out().promotion(Promotion::Default));
+        r.add(
+            reduction(name)
+                .samples(s)
+                .out()
+                .promotion(Promotion::Default),
+        );
     }
     for name in ["max.dim", "min.dim"] {
         let mut s = dim_samples();
         s.push(sample![t(&[2, 3]).dtype(Long), 1i64]);
-        r.add(reduction(name).samples(s).out().promotion(Promotion::Default));
+        r.add(
+            reduction(name)
+                .samples(s)
+                .out()
+                .promotion(Promotion::Default),
+        );
     }
     for name in ["argmax", "argmin"] {
         r.add(

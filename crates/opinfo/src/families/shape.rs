@@ -185,64 +185,97 @@ fn copies_and_joins(r: &mut Registry) {
             sample![vec![t(&[]), t(&[])]].error(),
         ]
     };
-    r.add(shape("cat").samples({
-        let mut s = lists();
-        s.push(sample![vec![t(&[2, 3]), t(&[0])]]);
-        s
-    }).meta().out().promotion(Promotion::Default));
-    r.add(shape("stack").samples(vec![
-        sample![vec![t(&[2, 3]), t(&[2, 3])]],
-        sample![vec![t(&[2, 3]), t(&[2, 3]), t(&[2, 3])], 1i64],
-        sample![vec![t(&[2]), t(&[2])], -1i64],
-        sample![vec![t(&[]), t(&[])]],
-        sample![vec![t(&[3, 4]).transposed(), t(&[3, 4])], 2i64],
-        sample![vec![t(&[2]), t(&[2]).dtype(Long)]],
-        sample![vec![t(&[2, 3]), t(&[3, 2])]].error(),
-    ]).out().promotion(Promotion::Default));
+    r.add(
+        shape("cat")
+            .samples({
+                let mut s = lists();
+                s.push(sample![vec![t(&[2, 3]), t(&[0])]]);
+                s
+            })
+            .meta()
+            .out()
+            .promotion(Promotion::Default),
+    );
+    r.add(
+        shape("stack")
+            .samples(vec![
+                sample![vec![t(&[2, 3]), t(&[2, 3])]],
+                sample![vec![t(&[2, 3]), t(&[2, 3]), t(&[2, 3])], 1i64],
+                sample![vec![t(&[2]), t(&[2])], -1i64],
+                sample![vec![t(&[]), t(&[])]],
+                sample![vec![t(&[3, 4]).transposed(), t(&[3, 4])], 2i64],
+                sample![vec![t(&[2]), t(&[2]).dtype(Long)]],
+                sample![vec![t(&[2, 3]), t(&[3, 2])]].error(),
+            ])
+            .out()
+            .promotion(Promotion::Default),
+    );
 }
 
 fn indexing(r: &mut Registry) {
-    r.add(shape("index_select").samples(vec![
-        sample![t(&[2, 3, 4]), 1i64, longs(&[2, 0, 2])],
-        sample![t(&[5]), 0i64, longs(&[4, 0])],
-        sample![t(&[]), 0i64, longs(&[0])],
-        sample![t(&[3, 4]).transposed(), 0i64, longs(&[1])],
-        sample![t(&[3, 2]).f64(), -1i64, longs(&[0]).shape(&[])],
-        sample![t(&[3]).dtype(Long), 0i64, longs(&[])],
-        sample![t(&[4, 2]), 0i64, longs(&[3, 1]).dtype(Int)],
-        sample![t(&[4, 2]), 0i64, longs(&[1]).dtype(Float)].error(),
-        sample![t(&[3]), 0i64, longs(&[3])].error_from_data(),
-    ]).meta().out());
+    r.add(
+        shape("index_select")
+            .samples(vec![
+                sample![t(&[2, 3, 4]), 1i64, longs(&[2, 0, 2])],
+                sample![t(&[5]), 0i64, longs(&[4, 0])],
+                sample![t(&[]), 0i64, longs(&[0])],
+                sample![t(&[3, 4]).transposed(), 0i64, longs(&[1])],
+                sample![t(&[3, 2]).f64(), -1i64, longs(&[0]).shape(&[])],
+                sample![t(&[3]).dtype(Long), 0i64, longs(&[])],
+                sample![t(&[4, 2]), 0i64, longs(&[3, 1]).dtype(Int)],
+                sample![t(&[4, 2]), 0i64, longs(&[1]).dtype(Float)].error(),
+                sample![t(&[3]), 0i64, longs(&[3])].error_from_data(),
+            ])
+            .meta()
+            .out(),
+    );
     let gidx = || longs(&[0, 1, 1, 0, 2, 2]).shape(&[2, 3]);
-    r.add(shape("gather").samples(vec![
-        sample![t(&[2, 3]), 1i64, gidx()],
-        sample![t(&[3, 3]), 0i64, gidx()],
-        sample![t(&[4, 3]), 1i64, longs(&[2, 0]).shape(&[2, 1])],
-        sample![t(&[]), 0i64, longs(&[0]).shape(&[])],
-        sample![t(&[2, 3]).transposed(), 1i64, gidx()],
-        sample![t(&[2, 3]).f64(), -1i64, gidx()],
-        sample![t(&[2, 3]), 1i64, gidx().dtype(Int)].error(),
-        sample![t(&[2, 3]), 1i64, longs(&[0, 1]).shape(&[2])].error(),
-        sample![t(&[2, 3]), 1i64, longs(&[3]).shape(&[1, 1])].error_from_data(),
-    ]).meta().out());
-    r.add(shape("scatter_add").samples(vec![
-        sample![t(&[2, 3]), 1i64, gidx(), t(&[2, 3])],
-        // A source larger than the index: PyTorch's backward fails on it too.
-        sample![t(&[3, 3]), 0i64, gidx(), t(&[2, 4])].no_grad("src larger than index"),
-        sample![t(&[2, 3]).transposed(), 1i64, gidx(), t(&[2, 3])],
-        sample![t(&[]), 0i64, longs(&[0]).shape(&[]), t(&[])],
-        sample![t(&[2, 3]).f64(), -1i64, gidx(), t(&[2, 3]).f64()],
-        sample![t(&[2, 3]), 1i64, longs(&[3]).shape(&[1, 1]), t(&[1, 1])].error_from_data(),
-    ]).meta().inplace().out());
-    r.add(shape("index_add").samples(vec![
-        sample![t(&[3, 2]), 0i64, longs(&[2, 0, 2]), t(&[3, 2])],
-        sample![t(&[3, 2]), 0i64, longs(&[2, 0, 2]), t(&[3, 2]); alpha = 2i64],
-        sample![t(&[2, 4]), 1i64, longs(&[3]), t(&[2, 1])],
-        sample![t(&[2, 3]).transposed(), -1i64, longs(&[1, 1]), t(&[2, 2])],
-        sample![t(&[3]), 0i64, longs(&[1]), t(&[])].error(),
-        sample![t(&[3, 2]).f64(), 0i64, longs(&[0]), t(&[1, 2]).f64(); alpha = -1.5],
-        sample![t(&[3, 2]), 0i64, longs(&[3]), t(&[1, 2])].error_from_data(),
-    ]).meta().inplace().out());
+    r.add(
+        shape("gather")
+            .samples(vec![
+                sample![t(&[2, 3]), 1i64, gidx()],
+                sample![t(&[3, 3]), 0i64, gidx()],
+                sample![t(&[4, 3]), 1i64, longs(&[2, 0]).shape(&[2, 1])],
+                sample![t(&[]), 0i64, longs(&[0]).shape(&[])],
+                sample![t(&[2, 3]).transposed(), 1i64, gidx()],
+                sample![t(&[2, 3]).f64(), -1i64, gidx()],
+                sample![t(&[2, 3]), 1i64, gidx().dtype(Int)].error(),
+                sample![t(&[2, 3]), 1i64, longs(&[0, 1]).shape(&[2])].error(),
+                sample![t(&[2, 3]), 1i64, longs(&[3]).shape(&[1, 1])].error_from_data(),
+            ])
+            .meta()
+            .out(),
+    );
+    r.add(
+        shape("scatter_add")
+            .samples(vec![
+                sample![t(&[2, 3]), 1i64, gidx(), t(&[2, 3])],
+                // A source larger than the index: PyTorch's backward fails on it too.
+                sample![t(&[3, 3]), 0i64, gidx(), t(&[2, 4])].no_grad("src larger than index"),
+                sample![t(&[2, 3]).transposed(), 1i64, gidx(), t(&[2, 3])],
+                sample![t(&[]), 0i64, longs(&[0]).shape(&[]), t(&[])],
+                sample![t(&[2, 3]).f64(), -1i64, gidx(), t(&[2, 3]).f64()],
+                sample![t(&[2, 3]), 1i64, longs(&[3]).shape(&[1, 1]), t(&[1, 1])].error_from_data(),
+            ])
+            .meta()
+            .inplace()
+            .out(),
+    );
+    r.add(
+        shape("index_add")
+            .samples(vec![
+                sample![t(&[3, 2]), 0i64, longs(&[2, 0, 2]), t(&[3, 2])],
+                sample![t(&[3, 2]), 0i64, longs(&[2, 0, 2]), t(&[3, 2]); alpha = 2i64],
+                sample![t(&[2, 4]), 1i64, longs(&[3]), t(&[2, 1])],
+                sample![t(&[2, 3]).transposed(), -1i64, longs(&[1, 1]), t(&[2, 2])],
+                sample![t(&[3]), 0i64, longs(&[1]), t(&[])].error(),
+                sample![t(&[3, 2]).f64(), 0i64, longs(&[0]), t(&[1, 2]).f64(); alpha = -1.5],
+                sample![t(&[3, 2]), 0i64, longs(&[3]), t(&[1, 2])].error_from_data(),
+            ])
+            .meta()
+            .inplace()
+            .out(),
+    );
     let _ = index;
 }
 

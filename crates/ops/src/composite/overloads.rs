@@ -150,8 +150,7 @@ pub fn normal_functional(
 /// probability `p`.
 pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     // PyTorch's: a contiguous result (LEGACY_CONTIGUOUS_MEMORY_FORMAT), whatever `self`'s layout.
-    let contiguous =
-        crate::EmptyLikeOptions::default().memory_format(MemoryFormat::Contiguous);
+    let contiguous = crate::EmptyLikeOptions::default().memory_format(MemoryFormat::Contiguous);
     crate::bernoulli_with_(
         &crate::empty_like_with(self_, contiguous)?,
         crate::BernoulliInplaceOptions { p, generator },
