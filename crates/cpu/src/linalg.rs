@@ -110,7 +110,7 @@ fn out_for(out: &Tensor, sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
             type_meta_name(out.dtype())
         )));
     }
-    Ok(out.resize_output(sizes)?)
+    out.resize_output(sizes)
 }
 
 /// `mm`'s checks (PyTorch's `TORCH_META_FUNC(mm)` and `addmm_impl_cpu_`); returns the

@@ -53,7 +53,7 @@ pub use info::{Family, Grad, OpInfo, Promotion, Stats, Unsampled};
 pub use promotion::{promote_types, result_type, Operand};
 pub use sample::{Arg, Sample, NONE};
 pub use spec::{index, longs, mask, t, Layout, TensorSpec, Values};
-pub use variants::{aten_operators, is_inplace_of, is_out_of, short_name, variants_of};
+pub use variants::{aten_operators, is_inplace_of, is_out_of, short_name, variants_of, Registered};
 
 /// The entries, built by the families.
 #[derive(Default)]

@@ -24,7 +24,7 @@ fn same_arguments<'a>(
 }
 
 /// The registered `aten` operators with a schema.
-pub fn aten_operators() -> Vec<(OperatorHandle, FunctionSchema)> {
+pub fn aten_operators() -> Vec<Registered> {
     let d = Dispatcher::global();
     d.list_operators()
         .iter()
@@ -69,14 +69,14 @@ pub fn is_out_of(candidate: &FunctionSchema, functional: &FunctionSchema) -> boo
     same_arguments(kept, candidate.arguments().iter().filter(|a| !a.is_out()))
 }
 
+/// A registered operator and its schema.
+pub type Registered = (OperatorHandle, FunctionSchema);
+
 /// The in-place and `out=` variants of `functional` among `all`.
 pub fn variants_of<'a>(
     functional: &FunctionSchema,
-    all: &'a [(OperatorHandle, FunctionSchema)],
-) -> (
-    Option<&'a (OperatorHandle, FunctionSchema)>,
-    Option<&'a (OperatorHandle, FunctionSchema)>,
-) {
+    all: &'a [Registered],
+) -> (Option<&'a Registered>, Option<&'a Registered>) {
     (
         all.iter().find(|(_, s)| is_inplace_of(s, functional)),
         all.iter().find(|(_, s)| is_out_of(s, functional)),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::num::IntErrorKind;
 
-use switchboard::dispatcher::{IValue, ThinVec};
+use switchboard::dispatcher::IValue;
 use switchboard::schema::Type;
 use switchboard::tensor::{Device, Generator, Layout, MemoryFormat, ScalarType, Tensor};
 
