@@ -48,14 +48,9 @@ pub fn promote_types(a: ScalarType, b: ScalarType) -> ScalarType {
                 y
             }
         }
-        (x, y) if x.is_floating_point() => {
-            let _ = y;
-            x
-        }
-        (x, y) if y.is_floating_point() => {
-            let _ = x;
-            y
-        }
+        // A floating type wins over an integral one.
+        (x, _) if x.is_floating_point() => x,
+        (_, y) if y.is_floating_point() => y,
         // Both integral. uint8 with a signed type needs the next wider signed type.
         (Byte, Char) | (Char, Byte) => Short,
         (Byte, x) | (x, Byte) => x,
@@ -90,19 +85,13 @@ pub fn result_type(operands: &[Operand]) -> ScalarType {
         Operand::Number(t) => Some(*t),
         _ => None,
     });
-    // c10's combine_categories(higher, lower).
+    // c10's combine_categories(higher, lower): the lower class counts only when its category
+    // is higher.
     let combine = |higher: Option<ScalarType>, lower: Option<ScalarType>| match (higher, lower) {
         (None, l) => l,
         (h, None) => h,
-        (Some(h), Some(l)) => Some(if category(h) >= category(l) {
-            if h == ScalarType::Bool {
-                promote_types(h, l)
-            } else {
-                h
-            }
-        } else {
-            promote_types(h, l)
-        }),
+        (Some(h), Some(l)) if category(h) >= category(l) => Some(h),
+        (Some(h), Some(l)) => Some(promote_types(h, l)),
     };
     combine(dim, combine(zero, number)).unwrap_or(ScalarType::Float)
 }

@@ -5,7 +5,7 @@ use switchboard_tensor::ScalarType::{Bool, Double, Float, Half, Int, Long};
 
 use crate::info::{Family, OpInfo, Promotion};
 use crate::sample::NONE;
-use crate::spec::{index, longs, t};
+use crate::spec::{longs, t};
 use crate::{sample, Registry};
 
 fn shape(name: &'static str) -> OpInfo {
@@ -276,7 +276,6 @@ fn indexing(r: &mut Registry) {
             .inplace()
             .out(),
     );
-    let _ = index;
 }
 
 fn conversions(r: &mut Registry) {
