@@ -30,6 +30,8 @@ pub struct NativeFunction {
     /// For an `out=` overload named by another entry's `autogen:`, that functional entry's
     /// index in the list: its kernel is generated (Note [Generated out= kernels]).
     pub out_of: Option<usize>,
+    /// PyTorch's `tags:` (`generated`: a function torchgen writes from another's `autogen:`).
+    pub tags: Vec<String>,
 }
 
 impl NativeFunction {
@@ -130,6 +132,16 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
             }
             _ => return Err(format!("{func}: `dispatch:` must be a map")),
         }
+        let tags = match &e["tags"] {
+            Yaml::BadValue => Vec::new(),
+            Yaml::String(t) => t.split(',').map(|t| t.trim().to_owned()).collect(),
+            Yaml::Array(items) => items
+                .iter()
+                .map(|t| t.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("{func}: `tags:` takes names"))?,
+            _ => return Err(format!("{func}: bad `tags:`")),
+        };
         let inplace = name.ends_with('_') && !name.ends_with("__");
         let stem = if inplace {
             &name[..name.len() - 1]
@@ -190,6 +202,7 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
             overload,
             autogen,
             out_of: None,
+            tags,
         });
     }
     resolve_autogen(&mut out)?;

@@ -34,6 +34,10 @@ pub fn zeros(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
+    // PyTorch 2.15's zeros checks first, with a message of its own.
+    if size.iter().any(|&s| s < 0) {
+        return Err(error("zeros: Dimension size must be non-negative."));
+    }
     crate::zero_(&empty(size, dtype, layout, device, pin_memory)?)
 }
 

@@ -8,6 +8,17 @@ use switchboard_tensor::{ScalarType, Tensor};
 use super::{error, expand_param};
 use crate::TensorOps;
 
+/// PyTorch's matmul multiplies a matrix (or folded batch) by a vector with `mv`, whose shape
+/// check and message come first.
+fn mv_check(rows: i64, cols: i64, len: i64) -> Result<()> {
+    if cols != len {
+        return Err(error(format!(
+            "size mismatch, got input ({rows}), mat ({rows}x{cols}), vec ({len})"
+        )));
+    }
+    Ok(())
+}
+
 /// `matmul`: PyTorch's rules by rank: dot (1-D x 1-D), matrix-vector, vector-matrix, `mm`,
 /// folding a batched left operand into `mm` when the right one is a matrix or vector, and
 /// `bmm` over broadcast batch dimensions otherwise.
@@ -32,7 +43,10 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
             }
             crate::mul(self_, other)?.sum()
         }
-        (2, 1) => crate::squeeze_dim(&crate::mm(self_, &crate::unsqueeze(other, 1)?)?, -1),
+        (2, 1) => {
+            mv_check(self_.sizes()[0], self_.sizes()[1], other.sizes()[0])?;
+            crate::squeeze_dim(&crate::mm(self_, &crate::unsqueeze(other, 1)?)?, -1)
+        }
         (1, 2) => crate::squeeze_dim(&crate::mm(&crate::unsqueeze(self_, 0)?, other)?, 0),
         (2, 2) => crate::mm(self_, other),
         (_, 1 | 2) if d1 >= 3 => {
@@ -42,6 +56,7 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
             let rows: i64 = sizes[..d1 - 1].iter().product();
             let folded = crate::reshape(self_, &[rows, k])?;
             let rhs = if d2 == 1 {
+                mv_check(rows, k, other.sizes()[0])?;
                 crate::unsqueeze(other, 1)?
             } else {
                 other.clone()
