@@ -15,6 +15,21 @@
 //!
 //! Scalars: Python's `x.mul_(0.9)` passes a wrapped-number tensor to the `.Tensor` overload;
 //! the programs below do the same with `Tensor::wrapped_scalar`.
+//!
+//! Besides whole training steps, single operators are compared (`single:*`: `f(x)` and the
+//! backward of its sum). Operators whose traces still differ are left out of that list:
+//! - `matmul` with a vector operand: PyTorch calls `dot` and `mv`, which Switchboard lacks
+//!   (`mul` + `sum`, `unsqueeze` + `mm` + `squeeze` compute the same values);
+//! - `max.dim`'s and `index_select`'s backward: PyTorch's `new_zeros` + `scatter.src` /
+//!   `index_add`, here `zeros` + `scatter_add` / `index_add`;
+//! - `clamp`'s backward: PyTorch's `scalar_tensor`, `gt`, `lt`, `logical_and_`, `where`, here
+//!   `gt`, `lt`, `where`, `where` (the same values);
+//! - `amax`'s backward: the same calls in another order (C++ evaluates the arguments of
+//!   `scale_grad_by_count` right to left);
+//! - `cross_entropy` with label smoothing: PyTorch's in-place `masked_fill_` and `bitwise_not`
+//!   against `masked_fill` and `ne`.
+//! Python-only calls are not compared either: `torch.tensor([...])` inside a traced function
+//! is a `lift_fresh_copy` call; in Rust a tensor made from data is a constant of the graph.
 
 use std::collections::HashMap;
 
@@ -174,5 +189,79 @@ fn mse_tanh_step_traces_to_make_fx_operators() -> Result<()> {
         Ok(vec![loss, t[2].grad().unwrap()])
     })?;
     check("mse_tanh_step", &traced);
+    Ok(())
+}
+
+/// `f(x)` and the backward of its sum, on an `x` of `sizes` that requires grad.
+fn single(program: &str, sizes: &[i64], f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<()> {
+    let traced = trace(&[requires_grad(sizes)?], |t| {
+        let y = f(&t[0])?;
+        y.sum()?.backward()?;
+        Ok(vec![y, t[0].grad().unwrap()])
+    })?;
+    check(&format!("single:{program}"), &traced);
+    Ok(())
+}
+
+fn w(v: f64) -> Tensor {
+    Tensor::wrapped_scalar(v)
+}
+
+#[test]
+fn single_operators_trace_to_make_fx_operators() -> Result<()> {
+    single("softmax", &[3, 4], |x| ops::softmax(x, 1))?;
+    single("log_softmax", &[3, 4], |x| ops::log_softmax(x, 1))?;
+    single("matmul_3d_2d", &[2, 3, 4], |x| {
+        ops::matmul(x, &ops::ones(&[4, 5])?)
+    })?;
+    single("linear_3d", &[2, 3, 4], |x| {
+        let (w, b) = (ops::ones(&[5, 4])?, ops::ones(&[5])?);
+        ops::linear_with(x, &w, bias(&b))
+    })?;
+    single("bmm", &[2, 3, 4], |x| ops::bmm(x, &ops::ones(&[2, 4, 2])?))?;
+    single("mean_dim", &[3, 4], |x| ops::mean_dim(x, Some(&[1])))?;
+    single("sum_dim_keepdim", &[3, 4], |x| {
+        let keep = ops::SumDimIntListOptions::default().keepdim(true);
+        ops::sum_dim_int_list_with(x, Some(&[1]), keep)
+    })?;
+    single("var_dim", &[3, 4], |x| {
+        ops::var_correction_with(x, ops::VarCorrectionOptions::default().dim(&[1]))
+    })?;
+    single("flatten", &[3, 4], ops::flatten)?;
+    single("squeeze_unsqueeze", &[3, 4], |x| {
+        ops::squeeze_dim(&ops::unsqueeze(x, 0)?, 0)
+    })?;
+    single("permute_contiguous", &[3, 4], |x| {
+        ops::contiguous(&ops::permute(x, &[1, 0])?)
+    })?;
+    single("expand", &[3, 4], |x| ops::expand(x, &[2, 3, 4]))?;
+    single("narrow", &[3, 4], |x| ops::narrow(x, 1, 1, 2))?;
+    single("stack", &[3, 4], |x| {
+        ops::stack(&[x.clone(), ops::mul(x, &w(2.0))?])
+    })?;
+    single("gelu", &[3, 4], ops::gelu)?;
+    single("sigmoid", &[3, 4], ops::sigmoid)?;
+    single("tanh", &[3, 4], ops::tanh)?;
+    single("silu", &[3, 4], ops::silu)?;
+    single("abs", &[3, 4], ops::abs)?;
+    single("pow", &[3, 4], |x| ops::pow_tensor_scalar(x, 2))?;
+    single("div", &[3, 4], |x| ops::div(x, &w(3.0)))?;
+    single("sub", &[3, 4], |x| ops::sub(x, &x.exp()?))?;
+    single("sqrt", &[3, 4], |x| {
+        ops::sqrt(&ops::add(&ops::mul(x, x)?, &w(1.0))?)
+    })?;
+    single("layer_norm", &[3, 4], |x| ops::layer_norm(x, &[4]))?;
+    single("mse_loss_sum", &[3, 4], |x| {
+        let sum = ops::MseLossOptions::default().reduction(2);
+        ops::mse_loss_with(x, &ops::zeros(&[3, 4])?, sum)
+    })?;
+    single("cross_entropy_probs", &[3, 4], |x| {
+        ops::cross_entropy_loss(x, &ops::softmax(&ops::ones(&[3, 4])?, 1)?)
+    })?;
+    single("conv1d", &[1, 3, 5], |x| {
+        ops::conv1d(x, &ops::ones(&[2, 3, 2])?)
+    })?;
+    single("max_pool2d", &[1, 1, 4, 4], |x| ops::max_pool2d(x, &[2]))?;
+    single("dropout_eval", &[3, 4], |x| ops::dropout(x, 0.5, false))?;
     Ok(())
 }

@@ -1,6 +1,8 @@
 """Records the operators PyTorch's make_fx traces for the programs of
 crates/trace/tests/pytorch_ops.rs, into make_fx_reference.txt.
 
+The programs of SINGLE are traced as `single(fn)`: `fn(x)`, then backward of its sum.
+
 Run: /work/venv-torch/bin/python crates/trace/tests/data/make_fx_reference.py > crates/trace/tests/data/make_fx_reference.txt
 
 Each program is traced with `make_fx(f)(*inputs)` (tracing_mode="real", no decomposition
@@ -77,6 +79,51 @@ def programs():
     yield "mse_tanh_step", mse_tanh_step, (torch.randn(6, 4), torch.randn(6, 2), req(4, 2))
 
 
+def single(fn):
+    """`fn(x)` and the backward of its sum: one operator's forward and backward calls."""
+    def f(x):
+        y = fn(x)
+        y.sum().backward()
+        return y, x.grad
+    return f
+
+
+# One operator (or a small composite) at a time, each on a [3, 4] (or given) input that
+# requires grad. Constant tensors are made with factories (`torch.ones`), which trace as
+# calls in both libraries.
+SINGLE = [
+    ("softmax", (3, 4), lambda x: F.softmax(x, 1)),
+    ("log_softmax", (3, 4), lambda x: F.log_softmax(x, 1)),
+    ("matmul_3d_2d", (2, 3, 4), lambda x: x @ torch.ones(4, 5)),
+    ("linear_3d", (2, 3, 4), lambda x: F.linear(x, torch.ones(5, 4), torch.ones(5))),
+    ("bmm", (2, 3, 4), lambda x: torch.bmm(x, torch.ones(2, 4, 2))),
+    ("mean_dim", (3, 4), lambda x: x.mean(1)),
+    ("sum_dim_keepdim", (3, 4), lambda x: x.sum(1, keepdim=True)),
+    ("var_dim", (3, 4), lambda x: x.var(1)),
+    ("flatten", (3, 4), lambda x: x.flatten()),
+    ("squeeze_unsqueeze", (3, 4), lambda x: x.unsqueeze(0).squeeze(0)),
+    ("permute_contiguous", (3, 4), lambda x: x.permute(1, 0).contiguous()),
+    ("expand", (3, 4), lambda x: x.expand(2, 3, 4)),
+    ("narrow", (3, 4), lambda x: x.narrow(1, 1, 2)),
+    ("stack", (3, 4), lambda x: torch.stack([x, x * 2])),
+    ("gelu", (3, 4), lambda x: F.gelu(x)),
+    ("sigmoid", (3, 4), lambda x: torch.sigmoid(x)),
+    ("tanh", (3, 4), lambda x: torch.tanh(x)),
+    ("silu", (3, 4), lambda x: F.silu(x)),
+    ("abs", (3, 4), lambda x: x.abs()),
+    ("pow", (3, 4), lambda x: x.pow(2)),
+    ("div", (3, 4), lambda x: x / 3),
+    ("sub", (3, 4), lambda x: x - x.exp()),
+    ("sqrt", (3, 4), lambda x: (x * x + 1).sqrt()),
+    ("layer_norm", (3, 4), lambda x: F.layer_norm(x, (4,))),
+    ("mse_loss_sum", (3, 4), lambda x: F.mse_loss(x, torch.zeros(3, 4), reduction="sum")),
+    ("cross_entropy_probs", (3, 4), lambda x: F.cross_entropy(x, torch.softmax(torch.ones(3, 4), 1))),
+    ("conv1d", (1, 3, 5), lambda x: F.conv1d(x, torch.ones(2, 3, 2))),
+    ("max_pool2d", (1, 1, 4, 4), lambda x: F.max_pool2d(x, 2)),
+    ("dropout_eval", (3, 4), lambda x: F.dropout(x, 0.5, training=False)),
+]
+
+
 def name(target):
     overload = target._overloadname
     base = target._schema.name
@@ -84,7 +131,12 @@ def name(target):
 
 
 print(f"# make_fx operator lists, torch {torch.__version__}; produced by make_fx_reference.py")
-for title, f, inputs in programs():
+def single_programs():
+    for title, sizes, fn in SINGLE:
+        yield f"single:{title}", single(fn), (torch.randn(*sizes, requires_grad=True),)
+
+
+for title, f, inputs in list(programs()) + list(single_programs()):
     gm = make_fx(f)(*inputs)
     print(f"[{title}]")
     for n in gm.graph.nodes:
