@@ -329,6 +329,7 @@ pub const DONT_REQUIRE_DERIVATIVE: &[&str] = &[
     "zeros_like",
     "rand_like",
     "randn_like",
+    "new_empty_strided",
     "argmax",
     "argmin",
     "argsort",

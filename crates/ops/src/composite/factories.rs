@@ -190,6 +190,29 @@ pub fn randint(
     crate::random_(&t, 0, Some(high))
 }
 
+/// `new_empty_strided`: an uninitialised tensor of `size` and `stride`, with `self`'s dtype
+/// and device unless given (`Tensor.new_empty_strided`).
+pub fn new_empty_strided(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::empty_strided_with(
+        size,
+        stride,
+        crate::EmptyStridedOptions {
+            dtype: Some(dtype.unwrap_or(self_.dtype())),
+            layout,
+            device: Some(device.unwrap_or(self_.device())),
+            pin_memory,
+        },
+    )
+}
+
 /// `empty_like`: the same sizes; with the preserve format (the default), the same strides
 /// when `self` is non-overlapping and dense, else its suggested memory format.
 pub fn empty_like(
