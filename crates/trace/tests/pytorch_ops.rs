@@ -28,6 +28,7 @@
 //!   `scale_grad_by_count` right to left);
 //! - `cross_entropy` with label smoothing: PyTorch's in-place `masked_fill_` and `bitwise_not`
 //!   against `masked_fill` and `ne`.
+//!
 //! Python-only calls are not compared either: `torch.tensor([...])` inside a traced function
 //! is a `lift_fresh_copy` call; in Rust a tensor made from data is a constant of the graph.
 

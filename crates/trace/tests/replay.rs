@@ -191,7 +191,7 @@ fn a_training_step_replays_on_another_model_with_the_same_state() -> Result<()> 
     tracer.input(&x)?;
     tracer.input(&y)?;
     let loss = train_step(&traced_model, &mut traced_opt, &x, &y)?;
-    let traced = tracer.finish(&[loss.clone()])?;
+    let traced = tracer.finish(std::slice::from_ref(&loss))?;
     let eager_loss = train_step(&eager_model, &mut eager_opt, &x, &y)?;
     // The momentum buffers were made before the trace: they are its constants.
     assert_eq!(traced.constants().count(), 4);
