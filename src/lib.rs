@@ -1,9 +1,9 @@
 //! Switchboard: PyTorch's operator dispatcher rebuilt in Rust.
 //!
 //! This facade re-exports the public API of the workspace's crates and links the CPU, Meta and
-//! lazy backends and the autograd, autocast and mode layers (their kernels register themselves in
-//! [`Dispatcher::global()`](dispatcher::Dispatcher::global) at start-up); most users only
-//! need [`prelude`].
+//! lazy backends and the autograd, autocast, mode and tracing layers (their kernels register
+//! themselves in [`Dispatcher::global()`](dispatcher::Dispatcher::global) at start-up); most
+//! users only need [`prelude`].
 //!
 //! ```
 //! use switchboard::prelude::*;
@@ -38,6 +38,7 @@ pub use switchboard_nn as nn;
 pub use switchboard_ops as ops;
 pub use switchboard_schema as schema;
 pub use switchboard_tensor as tensor;
+pub use switchboard_trace as trace;
 
 /// The names most programs need.
 pub mod prelude {
@@ -56,4 +57,5 @@ pub mod prelude {
     };
     pub use switchboard_modes::{push_mode, DispatchMode, FlopCounterMode, LoggingMode};
     pub use switchboard_ops::{self as ops, TensorOps};
+    pub use switchboard_trace::{trace, Traced, Tracer};
 }

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use switchboard::dispatcher::{
-    AutoDispatchBelowADInplaceOrView, DispatchError, DispatchErrorKind, Dispatcher, OperatorHandle,
-    SchemaRecord, Stack,
+    AutoDispatchBelowADInplaceOrView, DispatchError, DispatchErrorKind, Dispatcher, IValue,
+    OperatorHandle, SchemaRecord, Stack,
 };
 use switchboard::schema::{Argument, FunctionSchema, OperatorName};
 use switchboard::tensor::load_safetensors_file;
@@ -530,7 +530,7 @@ fn build_stack(
                         missing: format!("'{}' ({})", arg.name(), arg.type_string()),
                         schema: schema.to_string(),
                     })?;
-                value::default_value(d, arg.ty(), arg.n()).map_err(|_| {
+                IValue::from_schema_default(d, arg.ty(), arg.n()).ok_or_else(|| {
                     CallError::UnsupportedDefault {
                         name: name(),
                         default: arg.default_string().unwrap_or_default(),

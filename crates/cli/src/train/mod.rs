@@ -131,6 +131,9 @@ impl TrainConfig {
         if let Some(n) = self.threads {
             named("--threads", options::check_threads(n))?;
         }
+        if let Some(path) = &self.layers.trace_graph {
+            crate::layers::trace_graph_format(path).map_err(TrainError::Config)?;
+        }
         options::check_rayon_env().map_err(TrainError::Config)?;
         if self.max_data_bytes == 0 {
             return Err(TrainError::Config(
@@ -354,6 +357,9 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             }
             let flops = crate::layers::StepFlops::start(&cfg.layers, steps);
             let step = (|| -> Result<Tensor, TrainError> {
+                let params = model.parameters();
+                let traced =
+                    crate::layers::StepTrace::start(&cfg.layers, steps, &params, &[&xb, &yb])?;
                 let region = crate::layers::autocast_region(cfg.layers.autocast)?;
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
@@ -361,6 +367,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 opt.zero_grad();
                 loss.backward()?;
                 opt.step()?;
+                if let Some(traced) = traced {
+                    let written = traced.finish(&loss, &params)?;
+                    bar.suspend(|| write!(out, "{written}"))?;
+                }
                 placement.step_captured(steps)?;
                 hits += correct(&logits, &yb)?;
                 Ok(loss)
