@@ -166,7 +166,7 @@ pub(crate) struct NodeEntry {
 }
 
 /// A node of a graph (an input or an operator call, with its outputs' metadata), as
-/// [`Graph::node`] and [`Graph::nodes`] show it: a view into the graph's stores.
+/// [`Graph::node`](crate::Graph::node) and [`Graph::nodes`](crate::Graph::nodes) show it: a view into the graph's stores.
 #[derive(Clone, Copy)]
 pub struct Node<'g> {
     pub(crate) entry: &'g NodeEntry,
