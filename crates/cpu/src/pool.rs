@@ -267,7 +267,10 @@ fn for_planes<A: Send, B: Send>(
 // that offset. Each output still sees its window's elements in PyTorch's order (row by row,
 // left to right, the first maximum winning), but the inner loop is a plain strided pass
 // with no per-window set-up, where computing one window at a time spent more on the loops
-// around a 2x2 window than on its four comparisons.
+// around a 2x2 window than on its four comparisons. Which outputs of a block each window
+// column reaches (its `Span`) depends on the columns only, so the spans are planned once
+// per call, not per row: computing them per row (a few integer divisions per window column)
+// cost as much as the comparisons.
 
 /// Outputs of one row pooled together (Note [Pooling a row of windows at once]).
 const ROW_BLOCK: usize = 64;
@@ -283,6 +286,40 @@ fn inside_range(out: i64, size: i64, s: i64, off: i64) -> (i64, i64) {
         0
     };
     (lo.min(hi), hi)
+}
+
+/// Block spans planned up front at most (`blocks * kw`): beyond, a window wider than any
+/// real input, each row computes its own, so that nothing is allocated in proportion to a
+/// user-given kernel size.
+const MAX_PLANNED_SPANS: i64 = 4096;
+
+/// One window column offset `kx` as seen by a block of outputs: the input column `off =
+/// kx*dw - pw` relative to each output's `ox*sw`, and the outputs `lo..hi` of the block for
+/// which it lies inside the input.
+#[derive(Clone, Copy)]
+struct Span {
+    off: i64,
+    lo: i64,
+    hi: i64,
+}
+
+/// The spans of the outputs `c0..c1` of a row, in window order (`kx` ascending), those inside
+/// the input for no output left out; replaces the contents of `spans`. The same for every
+/// row and plane: it depends on the columns only.
+fn block_spans(c0: i64, c1: i64, win: &Window, w: i64, ow: i64, spans: &mut Vec<Span>) {
+    spans.clear();
+    // Only the window offsets inside the input for some output of the block: a window may
+    // be far larger than the input (Note [Checked size arithmetic]).
+    let (kx0, _) = inside_range(win.kw, w, win.dw, (c1 - 1) * win.sw - win.pw);
+    let (_, kx1) = inside_range(win.kw, w, win.dw, c0 * win.sw - win.pw);
+    for kx in kx0..kx1 {
+        let off = kx * win.dw - win.pw;
+        let (lo, hi) = inside_range(ow, w, win.sw, off);
+        let (lo, hi) = (lo.max(c0), hi.min(c1));
+        if lo < hi {
+            spans.push(Span { off, lo, hi });
+        }
+    }
 }
 
 /// The forward kernel over contiguous planes; writes every element of `out` and `idx`.
@@ -301,8 +338,23 @@ fn max_pool_planes<T: CpuElement>(
             .iter()
             .fold(oh, |acc, &v| acc.saturating_mul(v)),
     );
+    // The column spans of every block, when they are few (Note [Pooling a row of windows at
+    // once]); else each row computes its own.
+    let blocks = (ow + ROW_BLOCK as i64 - 1) / ROW_BLOCK as i64;
+    let plans: Option<Vec<Vec<Span>>> =
+        (blocks.saturating_mul(win.kw) <= MAX_PLANNED_SPANS).then(|| {
+            (0..blocks)
+                .map(|b| {
+                    let c0 = b * ROW_BLOCK as i64;
+                    let mut spans = Vec::new();
+                    block_spans(c0, (c0 + ROW_BLOCK as i64).min(ow), &win, w, ow, &mut spans);
+                    spans
+                })
+                .collect()
+        });
     for_planes(out, p.plane_out, idx, p.plane_out, work, |pl, o, ix| {
         let xp = &x[pl * plane_in..][..plane_in];
+        let mut scratch = Vec::new();
         let mut maxv = [<T::Acc as Num>::LOWEST; ROW_BLOCK];
         let mut best = [0i64; ROW_BLOCK];
         for oy in 0..oh {
@@ -321,21 +373,18 @@ fn max_pool_planes<T: CpuElement>(
                     *i = first_y.wrapping_mul(w).wrapping_add(x0);
                     *m = <T::Acc as Num>::LOWEST;
                 }
-                // Only the window offsets inside the input for some output of the block: a
-                // window may be far larger than the input (Note [Checked size arithmetic]).
+                let spans = match &plans {
+                    Some(plans) => &plans[(c0 / ROW_BLOCK as i64) as usize],
+                    None => {
+                        block_spans(c0, c1, &win, w, ow, &mut scratch);
+                        &scratch
+                    }
+                };
                 let (ky0, ky1) = inside_range(win.kh, h, win.dh, y0);
-                let (kx0, _) = inside_range(win.kw, w, win.dw, (c1 - 1) * win.sw - win.pw);
-                let (_, kx1) = inside_range(win.kw, w, win.dw, c0 * win.sw - win.pw);
                 for ky in ky0..ky1 {
                     let iy = y0 + ky * win.dh;
                     let row = &xp[(iy * w) as usize..][..w as usize];
-                    for kx in kx0..kx1 {
-                        let off = kx * win.dw - win.pw;
-                        let (lo, hi) = inside_range(ow, w, win.sw, off);
-                        let (lo, hi) = (lo.max(c0), hi.min(c1));
-                        if lo >= hi {
-                            continue;
-                        }
+                    for &Span { off, lo, hi } in spans {
                         let first = (lo * win.sw + off) as usize;
                         let inputs = row[first..].iter().step_by(win.sw as usize);
                         let span = (lo - c0) as usize..(hi - c0) as usize;

@@ -142,6 +142,24 @@ fn rows_wider_than_a_block_ties_and_nans_match_reference() {
 }
 
 #[test]
+fn rows_with_spans_computed_per_row_match_reference() {
+    // More block spans than are planned up front (`blocks * kw > MAX_PLANNED_SPANS`): each
+    // row computes its own.
+    let (h, w) = (3i64, 5000i64);
+    let v: Vec<f32> = (0..(h * w) as usize)
+        .map(|i| ((i * 7919) % 101) as f32)
+        .collect();
+    let x = Tensor::from_vec(v, &[1, 1, h, w]).unwrap();
+    let (k, s, p, d) = ([2, 70], [1, 1], [1, 3], [1, 1]);
+    let (y, i) = max_pool2d_with_indices(&x, &k, &s, &p, &d, false).unwrap();
+    let (oh, ow) = (y.sizes()[2], y.sizes()[3]);
+    assert!((ow as usize).div_ceil(ROW_BLOCK) as i64 * 70 > MAX_PLANNED_SPANS);
+    let (want, wi) = reference(&x, k, s, p, d, oh, ow);
+    assert_eq!(y.to_vec_as::<f64>().unwrap(), want);
+    assert_eq!(i.to_vec::<i64>().unwrap(), wi);
+}
+
+#[test]
 fn forward_errors() {
     let x = ramp(&[1, 2, 4, 4], ScalarType::Float);
     let e = |k: &[i64], s: &[i64], p: &[i64], d: &[i64]| {
