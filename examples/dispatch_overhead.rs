@@ -14,7 +14,11 @@
 //! `add_1elem_requires_grad` (both require grad: the node is built and attached);
 //! `add_1elem_autocast` (the same inside a CPU autocast region: `add` falls through the
 //! AutocastCPU key) and `add_1elem_empty_mode` (under a dispatch mode that only runs the call:
-//! the PythonTLSSnapshot and Python fallbacks, the boxing and the mode).
+//! the PythonTLSSnapshot and Python fallbacks, the boxing and the mode), `add_1elem_traced`
+//! (under a trace, `switchboard::trace::Tracer`: the call runs and becomes a graph node with its
+//! arguments' values and its output's metadata); `lazy_add_1elem` (`ops::add` of two 1-element
+//! lazy tensors: the call is captured, its metadata computed by the Meta kernel, a lazy tensor
+//! returned; nothing runs).
 
 use std::hint::black_box;
 
@@ -121,7 +125,8 @@ fn main() {
         | "add_1elem_below_autograd"
         | "add_1elem_requires_grad"
         | "add_1elem_autocast"
-        | "add_1elem_empty_mode" => {
+        | "add_1elem_empty_mode"
+        | "add_1elem_traced" => {
             use switchboard_autograd::AutogradTensor;
             let a = Tensor::ones(&[1], ScalarType::Float).unwrap();
             let b = Tensor::ones(&[1], ScalarType::Float).unwrap();
@@ -144,9 +149,37 @@ fn main() {
                              stack: &mut Stack| op.call_boxed(stack);
                 switchboard::modes::push_mode(std::rc::Rc::new(empty))
             });
+            let tracer = (scenario == "add_1elem_traced").then(|| {
+                let tracer = switchboard::trace::Tracer::start();
+                tracer.input(&a).unwrap();
+                tracer.input(&b).unwrap();
+                tracer
+            });
             for _ in 0..n {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
             }
+            if let Some(tracer) = tracer {
+                let traced = tracer.finish(&[]).unwrap();
+                assert_eq!(traced.graph().num_calls() as u64, n);
+            }
+        }
+        "lazy_add_1elem" => {
+            use switchboard::lazy;
+            let cpu = Tensor::ones(&[1], ScalarType::Float).unwrap();
+            let to_lazy = |t: &Tensor| {
+                switchboard::ops::_to_copy_with(
+                    t,
+                    switchboard::ops::ToCopyOptions::default().device(lazy::DEVICE),
+                )
+                .unwrap()
+            };
+            let (a, b) = (to_lazy(&cpu), to_lazy(&cpu));
+            lazy::sync().unwrap();
+            for _ in 0..n {
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
+            }
+            // Not synced: the captured calls are dead (their results were dropped), and the
+            // difference of two runs is the cost of capturing one call.
         }
         "startup" => {
             // The global dispatcher's start-up registration: every operator of the ops crate
@@ -162,7 +195,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, lazy_add_1elem");
             std::process::exit(2);
         }
     }

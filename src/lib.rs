@@ -1,9 +1,9 @@
 //! Switchboard: PyTorch's operator dispatcher rebuilt in Rust.
 //!
-//! This facade re-exports the public API of the workspace's crates and links the CPU and Meta
-//! backends and the autograd, autocast and mode layers (their kernels register themselves in
-//! [`Dispatcher::global()`](dispatcher::Dispatcher::global) at start-up); most users only
-//! need [`prelude`].
+//! This facade re-exports the public API of the workspace's crates and links the CPU, Meta and
+//! lazy backends and the autograd, autocast, mode and tracing layers (their kernels register
+//! themselves in [`Dispatcher::global()`](dispatcher::Dispatcher::global) at start-up); most
+//! users only need [`prelude`].
 //!
 //! ```
 //! use switchboard::prelude::*;
@@ -29,13 +29,16 @@ pub use switchboard_autocast as autocast;
 pub use switchboard_autograd as autograd;
 pub use switchboard_cpu as cpu;
 pub use switchboard_dispatcher as dispatcher;
+pub use switchboard_graph as graph;
 pub use switchboard_keys as keys;
+pub use switchboard_lazy as lazy;
 pub use switchboard_meta as meta;
 pub use switchboard_modes as modes;
 pub use switchboard_nn as nn;
 pub use switchboard_ops as ops;
 pub use switchboard_schema as schema;
 pub use switchboard_tensor as tensor;
+pub use switchboard_trace as trace;
 
 /// The names most programs need.
 pub mod prelude {
@@ -54,4 +57,5 @@ pub mod prelude {
     };
     pub use switchboard_modes::{push_mode, DispatchMode, FlopCounterMode, LoggingMode};
     pub use switchboard_ops::{self as ops, TensorOps};
+    pub use switchboard_trace::{trace, Traced, Tracer};
 }

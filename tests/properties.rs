@@ -40,7 +40,7 @@ fn arange_start_and_out() {
     assert_eq!(m.sizes(), &[10]);
     let e = ops::arange_start(5, 1).unwrap_err().to_string();
     assert!(
-        e.contains("upper bound and larger bound inconsistent with step sign"),
+        e.contains("upper bound and lower bound inconsistent with step sign"),
         "{e}"
     );
 }

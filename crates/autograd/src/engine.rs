@@ -5,7 +5,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use switchboard_dispatcher::Result;
-use switchboard_ops as ops;
+use switchboard_ops::{self as ops, TensorOps};
 use switchboard_tensor::{Tensor, WeakTensor};
 
 use crate::autograd_meta;
@@ -88,13 +88,8 @@ fn obeys_layout_contract(g: &Tensor, var: &Tensor) -> bool {
 /// A copy of `g` in the layout `var`'s gradient must have (Note [Gradient layout contract]).
 fn clone_obey_contract(g: &Tensor, var: &Tensor) -> Result<Tensor> {
     if var.is_non_overlapping_and_dense() && g.sizes() == var.sizes() {
-        let out = ops::empty_strided_with(
-            var.sizes(),
-            var.strides(),
-            ops::EmptyStridedOptions::default()
-                .dtype(g.dtype())
-                .device(g.device()),
-        )?;
+        // PyTorch's calls: `new_empty_strided` + `copy_` (a trace records them).
+        let out = g.new_empty_strided(var.sizes(), var.strides())?;
         ops::copy_(&out, g)
     } else {
         ops::clone_with(

@@ -402,3 +402,22 @@ fn fill_and_zero_cut_the_old_history() {
         .to_string()
         .contains("leaf Variable"));
 }
+
+/// PyTorch 2.15: with number bounds, an element equal to a bound gets no gradient (`clamp`'s
+/// mask is `(self > min) & (self < max)`, as `clamp_min`'s and `clamp_max`'s).
+#[test]
+fn clamp_with_number_bounds_passes_no_gradient_at_the_bounds() {
+    let grad_of = |options: switchboard_ops::ClampOptions| {
+        let x = Tensor::from_vec(vec![-0.5f32, 0.0, 0.5, 0.7], &[4])
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let y = switchboard_ops::clamp_with(&x, options).unwrap();
+        switchboard_ops::sum(&y).unwrap().backward().unwrap();
+        x.grad().unwrap().to_vec::<f32>().unwrap()
+    };
+    let o = switchboard_ops::ClampOptions::default;
+    assert_eq!(grad_of(o().min(-0.5).max(0.5)), [0.0, 1.0, 0.0, 0.0]);
+    assert_eq!(grad_of(o().min(-0.5)), [0.0, 1.0, 1.0, 1.0]);
+    assert_eq!(grad_of(o().max(0.5)), [1.0, 1.0, 0.0, 0.0]);
+}

@@ -375,6 +375,16 @@ fn linalg_and_nn() {
 fn shapes_and_indexing() {
     let a = x(&[2, 3, 4], 71);
     check("view", |t| ops::view(&t[0], &[6, 4]), &[a.clone()]);
+    check(
+        "_unsafe_view",
+        |t| ops::_unsafe_view(&t[0], &[6, 4]),
+        &[a.clone()],
+    );
+    check(
+        "reshape (a copy: clone, _unsafe_view)",
+        |t| ops::reshape(&ops::transpose(&t[0], 0, 2)?, &[-1]),
+        &[a.clone()],
+    );
     check("transpose", |t| ops::transpose(&t[0], 0, 2), &[a.clone()]);
     check("t", |t| ops::t(&t[0]), &[x(&[2, 3], 72)]);
     check("permute", |t| ops::permute(&t[0], &[2, 0, 1]), &[a.clone()]);

@@ -1,13 +1,18 @@
 //! The command-line options of the dispatch layers, shared by `switchboard call` and
 //! `switchboard train`: `--autocast DTYPE` (a CPU autocast region) and, for training,
-//! `--count-flops` (a FLOP-counting dispatch mode over one step).
+//! `--count-flops` (a FLOP-counting dispatch mode over one step) and `--trace-graph FILE` (the
+//! traced graph of one step).
 
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use switchboard::autocast::AutocastGuard;
 use switchboard::dispatcher::DispatchError;
 use switchboard::modes::{push_mode, FlopCounterMode, ModeGuard};
-use switchboard::tensor::{Device, ScalarType};
+use switchboard::tensor::{Device, ScalarType, Tensor};
+use switchboard::trace::Tracer;
+
+use crate::train::TrainError;
 
 /// `--autocast` values: the lower-precision dtype of a CPU autocast region.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +53,85 @@ pub struct LayerOptions {
     /// FLOP-counting dispatch mode and prints them per operator.
     #[arg(long)]
     pub count_flops: bool,
+    /// Traces the first training step (forward, loss, backward, optimizer update) and writes
+    /// its graph, every operator call in execution order: JSON for a .json file, Graphviz DOT
+    /// for .dot.
+    #[arg(long, value_name = "FILE.json|FILE.dot")]
+    pub trace_graph: Option<PathBuf>,
+}
+
+/// The formats `--trace-graph` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphFormat {
+    /// `Traced::to_json`.
+    Json,
+    /// `Traced::to_dot`.
+    Dot,
+}
+
+/// The format of a `--trace-graph` file, from its extension, or the error naming the option.
+pub fn trace_graph_format(path: &Path) -> Result<GraphFormat, String> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("json") => Ok(GraphFormat::Json),
+        Some(e) if e.eq_ignore_ascii_case("dot") => Ok(GraphFormat::Dot),
+        _ => Err(format!(
+            "--trace-graph {}: the file name must end in .json or .dot (Graphviz)",
+            path.display()
+        )),
+    }
+}
+
+/// A trace of one training step, when asked for: its inputs are the parameters and the
+/// batch, its outputs the loss and the updated parameters.
+pub struct StepTrace {
+    tracer: Tracer,
+    path: PathBuf,
+    format: GraphFormat,
+}
+
+impl StepTrace {
+    /// Starts tracing if `options.trace_graph` and this is the first step.
+    pub fn start(
+        options: &LayerOptions,
+        step: usize,
+        parameters: &[Tensor],
+        batch: &[&Tensor],
+    ) -> Result<Option<StepTrace>, TrainError> {
+        let Some(path) = options.trace_graph.as_ref().filter(|_| step == 0) else {
+            return Ok(None);
+        };
+        let format = trace_graph_format(path).map_err(TrainError::Config)?;
+        let tracer = Tracer::start();
+        for t in parameters.iter().chain(batch.iter().copied()) {
+            tracer.input(t)?;
+        }
+        Ok(Some(StepTrace {
+            tracer,
+            path: path.clone(),
+            format,
+        }))
+    }
+
+    /// Stops tracing and writes the graph; a line saying what was written.
+    pub fn finish(self, loss: &Tensor, parameters: &[Tensor]) -> Result<String, TrainError> {
+        let mut outputs = vec![loss.clone()];
+        outputs.extend(parameters.iter().cloned());
+        let traced = self.tracer.finish(&outputs)?;
+        let text = match self.format {
+            GraphFormat::Json => {
+                serde_json::to_string_pretty(&traced.to_json()).expect("a JSON value serializes")
+            }
+            GraphFormat::Dot => traced.to_dot(),
+        };
+        std::fs::write(&self.path, text).map_err(|e| {
+            TrainError::Config(format!("--trace-graph {}: {e}", self.path.display()))
+        })?;
+        Ok(format!(
+            "graph of one training step ({} operator calls) written to {}\n",
+            traced.op_names().len(),
+            self.path.display()
+        ))
+    }
 }
 
 /// A FLOP counter pushed as a dispatch mode over one training step, when asked for.

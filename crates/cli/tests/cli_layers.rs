@@ -123,3 +123,94 @@ fn train_counts_the_flops_of_one_step() {
     assert_eq!(row("aten::mm")[1], "688128");
     assert_eq!(stdout.matches("FLOPs of one training step").count(), 1);
 }
+
+/// `switchboard train --trace-graph step.json|step.dot`: the graph of the first training step
+/// (forward, loss, backward, SGD update), every operator call in execution order.
+#[test]
+fn train_writes_the_traced_graph_of_one_step() {
+    let dir = inputs("trace-graph");
+    let run = |file: &str| {
+        let path = dir.0.join(file);
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["train", "--epochs", "1", "--no-progress", "--no-summary"])
+            .arg("--trace-graph")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        (out.status.code(), stdout, stderr, path)
+    };
+    let (code, stdout, stderr, path) = run("step.json");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout.matches("graph of one training step").count(),
+        1,
+        "{stdout}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let nodes = json["nodes"].as_array().unwrap();
+    let ops: Vec<&str> = nodes.iter().map(|n| n["op"].as_str().unwrap()).collect();
+    // Forward and loss, as PyTorch's make_fx traces `linear, relu, linear, cross_entropy`.
+    assert_eq!(
+        ops[..7],
+        [
+            "aten::t",
+            "aten::addmm",
+            "aten::relu",
+            "aten::t",
+            "aten::addmm",
+            "aten::_log_softmax",
+            "aten::nll_loss_forward"
+        ]
+    );
+    // Backward, in the engine's order.
+    let backward = [
+        "aten::ones_like",
+        "aten::nll_loss_backward",
+        "aten::_log_softmax_backward_data",
+        "aten::t",
+        "aten::mm",
+        "aten::t",
+        "aten::mm",
+        "aten::t",
+        "aten::sum.dim_IntList",
+        "aten::view",
+        "aten::t",
+        "aten::threshold_backward",
+        "aten::t",
+        "aten::mm",
+        "aten::t",
+        "aten::sum.dim_IntList",
+        "aten::view",
+        "aten::t",
+    ];
+    assert_eq!(ops[7..7 + backward.len()], backward);
+    // SGD with weight decay and momentum (its buffers made at this first step), per
+    // parameter: g + wd * p, the buffer, p -= lr * buf.
+    assert_eq!(
+        ops[7 + backward.len()..],
+        ["aten::add.Tensor", "aten::clone", "aten::add_.Tensor"].repeat(4)
+    );
+    // Each node: its inputs (values or constants) and its outputs' shapes and dtypes.
+    let addmm = &nodes[1];
+    assert_eq!(addmm["inputs"][0]["name"], "self");
+    assert_eq!(addmm["inputs"][0]["value"], "arg1"); // the first layer's bias
+    assert_eq!(addmm["inputs"][1]["value"], "arg4"); // the batch, after the 4 parameters
+    assert_eq!(addmm["outputs"][0]["shape"], serde_json::json!([32, 128]));
+    assert_eq!(addmm["outputs"][0]["dtype"], "float32");
+    assert_eq!(json["inputs"].as_array().unwrap().len(), 6);
+    assert_eq!(json["outputs"].as_array().unwrap().len(), 5); // the loss, the parameters
+
+    let (code, _, stderr, path) = run("step.dot");
+    assert_eq!(code, Some(0), "{stderr}");
+    let dot = std::fs::read_to_string(path).unwrap();
+    assert!(dot.starts_with("digraph graph {"), "{dot}");
+    assert!(dot.contains("aten::threshold_backward"));
+
+    let (code, _, stderr, _) = run("step.txt");
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--trace-graph"), "{stderr}");
+    assert!(stderr.contains("must end in .json or .dot"), "{stderr}");
+}

@@ -107,6 +107,16 @@ fn names_of(key: &str) -> Vec<String> {
     key.split(',').map(|s| s.trim().to_owned()).collect()
 }
 
+// Note [Backward node names]
+// A backward node is named as PyTorch's codegen names it: the operator's base name in
+// CamelCase with `Backward` appended (`node_prefix`), numbered by the entries of that prefix
+// that come before it in derivatives.yaml and compute a gradient (`eq_.Scalar` is
+// `EqBackward0` although `eq.Scalar`, whose output is never differentiable, has an entry). An
+// in-place form without an entry of its own records its functional form's node, and a
+// `generated` functional form (`zero`) its in-place form's. `node:` names a node PyTorch
+// numbers with entries we do not have (`BernoulliBackward2`) or writes by hand
+// (`CopyBackwards`); it takes no number.
+
 /// Parses `derivatives.yaml`. Node names follow PyTorch's rule (Note [Backward node names]);
 /// `node:` overrides one.
 pub fn parse_derivatives(text: &str) -> Result<Vec<Derivative>, String> {
@@ -129,10 +139,7 @@ pub fn parse_derivatives(text: &str) -> Result<Vec<Derivative>, String> {
             format!("aten::{name}")
         };
         let schema = FunctionSchema::parse(&text).map_err(|e| format!("{name}: {e}"))?;
-        let prefix = node_prefix(schema.base_name());
-        let n = counters.entry(prefix.clone()).or_default();
-        let mut node = format!("{prefix}{n}");
-        *n += 1;
+        let mut node = None;
         let mut formulas = Vec::new();
         let mut non_differentiable = Vec::new();
         let mut output_differentiability = None;
@@ -143,10 +150,11 @@ pub fn parse_derivatives(text: &str) -> Result<Vec<Derivative>, String> {
             match key {
                 "name" => {}
                 "node" => {
-                    node = v
-                        .as_str()
-                        .ok_or_else(|| format!("{name}: `node:` must be a string"))?
-                        .to_owned();
+                    node = Some(
+                        v.as_str()
+                            .ok_or_else(|| format!("{name}: `node:` must be a string"))?
+                            .to_owned(),
+                    );
                 }
                 "output_differentiability" => {
                     let Yaml::Array(items) = v else {
@@ -198,6 +206,19 @@ pub fn parse_derivatives(text: &str) -> Result<Vec<Derivative>, String> {
                 }
             }
         }
+        // PyTorch numbers only the entries that compute a gradient (load_derivatives.py: "only
+        // assign an op name if we are actually going to calculate a derivative"); a `node:`
+        // override takes no number.
+        let node = match node {
+            Some(n) => n,
+            None if formulas.is_empty() => String::new(),
+            None => {
+                let prefix = node_prefix(schema.base_name());
+                let n = counters.entry(prefix.clone()).or_default();
+                *n += 1;
+                format!("{prefix}{}", *n - 1)
+            }
+        };
         let mut d = Derivative {
             schema,
             node,
@@ -308,6 +329,7 @@ pub const DONT_REQUIRE_DERIVATIVE: &[&str] = &[
     "zeros_like",
     "rand_like",
     "randn_like",
+    "new_empty_strided",
     "argmax",
     "argmin",
     "argsort",
@@ -402,6 +424,14 @@ pub fn plan<'a>(
                 None if DONT_REQUIRE_DERIVATIVE.contains(&stem) => AutogradKind::NonDifferentiable,
                 None => AutogradKind::NotImplemented,
             }
+        } else if let Some(d) = generated_functional_entry(f, derivs) {
+            // A functional form torchgen generates from an in-place one (`zero` from `zero_`'s
+            // `autogen:`) takes the in-place form's formulas (gen_variable_type.py's
+            // match_differentiability_info, case 3).
+            AutogradKind::Differentiable {
+                derivative: d,
+                inplace: false,
+            }
         } else if DONT_REQUIRE_DERIVATIVE.contains(&f.name.as_str()) {
             AutogradKind::NonDifferentiable
         } else {
@@ -410,6 +440,22 @@ pub fn plan<'a>(
         kinds.push((f, kind));
     }
     Ok(AutogradPlan { kinds })
+}
+
+/// The entry of the in-place form of `f`, when `f` is a `generated` functional form.
+fn generated_functional_entry<'a>(
+    f: &NativeFunction,
+    derivs: &'a [Derivative],
+) -> Option<&'a Derivative> {
+    if !f.tags.iter().any(|t| t == "generated") {
+        return None;
+    }
+    let inplace = format!("{}_", f.name);
+    derivs.iter().find(|d| {
+        d.schema.base_name() == inplace
+            && !d.is_non_differentiable()
+            && same_signature(&d.schema, &f.schema)
+    })
 }
 
 /// Whether the function's only kernel is CompositeImplicitAutograd.

@@ -341,17 +341,28 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
         writeln!(w, "#[allow(unused_variables)]\npub(crate) fn register_{}(lib: &mut Library) -> Result<()> {{", snake_key(key)).unwrap();
         for f in funcs {
             for (k, kernel) in &f.dispatch {
-                if k == key {
-                    writeln!(
-                        w,
-                        "    lib.impl_with_static_debug({:?}, None, KernelFunction::from_fn(crate::composite::{kernel}), \"switchboard_ops::composite::{kernel}\")?;",
-                        f.qualified()
-                    )
-                    .unwrap();
+                if k != key {
+                    continue;
                 }
+                let path = if f.out_of.is_some() {
+                    kernel.clone()
+                } else {
+                    format!("crate::composite::{kernel}")
+                };
+                writeln!(
+                    w,
+                    "    lib.impl_with_static_debug({:?}, None, KernelFunction::from_fn({path}), \"switchboard_ops::{kernel}\")?;",
+                    f.qualified()
+                )
+                .unwrap();
             }
         }
         writeln!(w, "    Ok(())\n}}\n").unwrap();
+    }
+    for (f, s) in funcs.iter().zip(&sigs) {
+        if let Some(functional) = f.out_of {
+            autogen_out_kernel(w, f, s, &funcs[functional]);
+        }
     }
     writeln!(
         w,
@@ -384,6 +395,36 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     }
     writeln!(w, "pub(crate) fn register_backend_select(lib: &mut Library) -> Result<()> {{\n{bs}    Ok(())\n}}").unwrap();
     Ok(o)
+}
+
+/// The kernel of an `out=` overload named by `functional`'s `autogen:` (Note [Generated out=
+/// kernels]): the functional operator's result written into the `out` arguments.
+fn autogen_out_kernel(w: &mut String, f: &NativeFunction, s: &Sig, functional: &NativeFunction) {
+    let outs = s.args.len() - functional.schema.arguments().len();
+    let (inputs, out_args) = s.args.split_at(s.args.len() - outs);
+    let names = call_args(inputs, "{}");
+    let result = if outs == 1 {
+        format!("crate::write_out(&result, {})", out_args[0].name)
+    } else {
+        let written: Vec<String> = out_args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("crate::write_out(&result.{i}, {})?", a.name))
+            .collect();
+        format!("Ok({})", tuple_of(&written))
+    };
+    writeln!(
+        w,
+        "/// `{}`: `{}` written into the `out` arguments.\nfn {}({}) -> Result<{}> {{\n    let result = handles::{}().call({})?;\n    {result}\n}}\n",
+        doc_schema(f),
+        functional.qualified(),
+        f.dispatch[0].1,
+        plain_params(&s.args, "PackedScalar"),
+        s.ret,
+        functional.api_name,
+        tuple_of(&names)
+    )
+    .unwrap();
 }
 
 /// Fails when a generated `_with` function or options struct would take a name another item
@@ -486,5 +527,22 @@ mod tests {
         )
         .unwrap();
         assert!(api(&f).unwrap_err().contains("`sum_with` is already taken"));
+    }
+
+    /// Note [Generated out= kernels]: the kernel calls the functional operator and writes each
+    /// result into its out argument; it is registered as CompositeExplicitAutograd.
+    #[test]
+    fn autogen_out_kernels() {
+        let f = parse_yaml(
+            "- func: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)\n  dispatch:\n    CPU: max_dim\n  autogen: max.dim_max\n- func: max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)\n",
+        )
+        .unwrap();
+        let code = api(&f).unwrap();
+        for expected in [
+            "fn max_dim_max_autogen(self_: &Tensor, dim: i64, keepdim: bool, max: &Tensor, max_values: &Tensor) -> Result<(Tensor, Tensor)> {\n    let result = handles::max().call((self_, dim, keepdim))?;\n    Ok((crate::write_out(&result.0, max)?, crate::write_out(&result.1, max_values)?))",
+            "lib.impl_with_static_debug(\"max.dim_max\", None, KernelFunction::from_fn(max_dim_max_autogen)",
+        ] {
+            assert!(code.contains(expected), "{expected}\n----\n{code}");
+        }
     }
 }

@@ -24,6 +24,14 @@ pub struct NativeFunction {
     pub name: String,
     /// The overload name (`Tensor`).
     pub overload: String,
+    /// The `out=` overloads this functional entry's `autogen:` line names (Note [Generated
+    /// out= kernels]).
+    pub autogen: Vec<String>,
+    /// For an `out=` overload named by another entry's `autogen:`, that functional entry's
+    /// index in the list: its kernel is generated (Note [Generated out= kernels]).
+    pub out_of: Option<usize>,
+    /// PyTorch's `tags:` (`generated`: a function torchgen writes from another's `autogen:`).
+    pub tags: Vec<String>,
 }
 
 impl NativeFunction {
@@ -124,6 +132,16 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
             }
             _ => return Err(format!("{func}: `dispatch:` must be a map")),
         }
+        let tags = match &e["tags"] {
+            Yaml::BadValue => Vec::new(),
+            Yaml::String(t) => t.split(',').map(|t| t.trim().to_owned()).collect(),
+            Yaml::Array(items) => items
+                .iter()
+                .map(|t| t.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("{func}: `tags:` takes names"))?,
+            _ => return Err(format!("{func}: bad `tags:`")),
+        };
         let inplace = name.ends_with('_') && !name.ends_with("__");
         let stem = if inplace {
             &name[..name.len() - 1]
@@ -159,6 +177,15 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
                 api_name.trim_start_matches("r#").to_owned(),
             ));
         }
+        let autogen = match &e["autogen"] {
+            Yaml::BadValue => Vec::new(),
+            Yaml::String(names) => names.split(',').map(|n| n.trim().to_owned()).collect(),
+            _ => {
+                return Err(format!(
+                    "{func}: `autogen:` must be a list of overload names"
+                ))
+            }
+        };
         if let Some(prev) = api_names.insert(api_name.clone(), func.to_owned()) {
             return Err(format!(
                 "{func}: generated name `{api_name}` is already taken by {prev}"
@@ -173,9 +200,73 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
             api_name,
             name,
             overload,
+            autogen,
+            out_of: None,
+            tags,
         });
     }
+    resolve_autogen(&mut out)?;
     Ok(out)
+}
+
+// Note [Generated out= kernels]
+// PyTorch's native_functions.yaml writes `autogen: NAME.out` on a functional entry, and
+// torchgen generates the `out=` overload's kernel for every backend at once
+// (CompositeExplicitAutograd): call the functional operator, resize each `out` argument to the
+// result (`resize_output`), check the dtype and device match exactly, and copy. We do the same,
+// with one difference: the `out=` overload is still declared as an entry of its own, because
+// PyTorch's own `out=` schemas name their outputs (`output`, `total_weight`, `grad_input`,
+// `max`, `max_values`) and ours must be PyTorch's; the entry takes no `dispatch:`. Kernels
+// whose `out=` rules differ (TensorIterator ops cast into an `out` of another dtype) stay
+// hand-written.
+fn resolve_autogen(funcs: &mut [NativeFunction]) -> Result<(), String> {
+    let index: HashMap<String, usize> = funcs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.qualified(), i))
+        .collect();
+    for functional in 0..funcs.len() {
+        for name in funcs[functional].autogen.clone() {
+            let owner = &funcs[functional];
+            let Some(&i) = index.get(&name) else {
+                return Err(format!(
+                    "{}: `autogen: {name}` names no declared overload",
+                    owner.schema_text
+                ));
+            };
+            let out = &funcs[i];
+            let outs = out.schema.arguments().iter().filter(|a| a.is_out()).count();
+            let inputs = &out.schema.arguments()[..out.schema.arguments().len() - outs];
+            let same_inputs = outs > 0
+                && out.name == owner.name
+                && outs == owner.schema.returns().len()
+                && inputs.len() == owner.schema.arguments().len()
+                && inputs
+                    .iter()
+                    .zip(owner.schema.arguments())
+                    .all(|(a, b)| a.name() == b.name() && a.ty() == b.ty());
+            if !same_inputs {
+                return Err(format!(
+                    "{}: `autogen: {name}` must name an out= overload with the same inputs and one out argument per return",
+                    owner.schema_text
+                ));
+            }
+            let declared_default = out.dispatch.len() == 1
+                && out.dispatch[0].0 == "CompositeImplicitAutograd"
+                && out.dispatch[0].1 == out.api_name.trim_start_matches("r#");
+            if !declared_default || out.out_of.is_some() {
+                return Err(format!(
+                    "{}: an autogen'd out= overload takes no `dispatch:`",
+                    out.schema_text
+                ));
+            }
+            let kernel = format!("{}_autogen", out.api_name.trim_start_matches("r#"));
+            let out = &mut funcs[i];
+            out.dispatch = vec![("CompositeExplicitAutograd".to_owned(), kernel)];
+            out.out_of = Some(functional);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -224,5 +315,39 @@ mod tests {
             .contains("add("));
         let dup = "- func: a(Tensor x) -> Tensor\n- func: a.b(Tensor x) -> Tensor\n- func: a_b(Tensor x) -> Tensor\n";
         assert!(parse_yaml(dup).unwrap_err().contains("already taken"));
+    }
+
+    /// Note [Generated out= kernels]: the out= overload named by `autogen:` gets a
+    /// CompositeExplicitAutograd kernel; a mismatched or dispatched one is an error.
+    #[test]
+    fn autogen_out_overloads() {
+        let y = "
+- func: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+  dispatch:
+    CPU: max_dim
+  autogen: max.dim_max
+- func: max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
+";
+        let f = parse_yaml(y).unwrap();
+        assert_eq!(f[1].out_of, Some(0));
+        assert_eq!(
+            f[1].dispatch,
+            [(
+                "CompositeExplicitAutograd".into(),
+                "max_dim_max_autogen".into()
+            )]
+        );
+        let missing = "- func: a(Tensor x) -> Tensor\n  autogen: a.out\n";
+        assert!(parse_yaml(missing)
+            .unwrap_err()
+            .contains("names no declared overload"));
+        let other_inputs = "- func: a(Tensor x) -> Tensor\n  autogen: a.out\n- func: a.out(Tensor y, *, Tensor(a!) out) -> Tensor(a!)\n";
+        assert!(parse_yaml(other_inputs)
+            .unwrap_err()
+            .contains("same inputs"));
+        let dispatched = "- func: a(Tensor x) -> Tensor\n  autogen: a.out\n- func: a.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    CPU: a_out\n";
+        assert!(parse_yaml(dispatched)
+            .unwrap_err()
+            .contains("takes no `dispatch:`"));
     }
 }

@@ -451,9 +451,13 @@ pub fn pow_tensor_scalar_out(self_: &Tensor, exponent: Scalar, out: &Tensor) -> 
     pow_tensor_tensor_out(self_, &Tensor::wrapped_scalar(exponent), out)
 }
 
-/// `pow.Scalar(Scalar self, Tensor exponent)`.
+/// `pow.Scalar(Scalar self, Tensor exponent)`: a contiguous result (PyTorch's meta function
+/// does not follow the exponent's layout), of the promoted dtype.
 pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
-    pow_tensor_tensor(&Tensor::wrapped_scalar(self_), exponent)
+    let base = Tensor::wrapped_scalar(self_);
+    let dtype = crate::promote::result_type(&[exponent], &[self_]).unwrap_or(exponent.dtype());
+    let out = Tensor::empty_on(exponent.sizes(), dtype, exponent.device())?;
+    pow_tensor_tensor_out(&base, exponent, &out)
 }
 
 /// `pow_.Scalar(Tensor(a!) self, Scalar exponent)`.

@@ -1,10 +1,9 @@
 //! Copies and conversions: `copy_`, `clone`, `contiguous`, `_to_copy`, and the dtype cast the
 //! iterator uses for promoted inputs.
 
-use switchboard_tensor::RawOps;
 use switchboard_tensor::{convert, Device, Layout, MemoryFormat, ScalarType, Tensor, TensorError};
 
-use crate::error::{check_cpu_or_meta, Result};
+use crate::error::{check_cpu_or_meta, shape_str, Result};
 use crate::iter::{reorder_dims, strides_for_perm, IterConfig};
 use crate::{dispatch_all_types_and_bool, dispatch_dtype::CpuElement};
 
@@ -97,8 +96,16 @@ pub fn copy_(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor>
         ));
     }
     if !self_.has_data() {
-        // A copy into a tensor without data only checks that `src` broadcasts.
-        src.expand(self_.sizes())?;
+        // A copy into a tensor without data only checks that `src` broadcasts to it, with the
+        // messages of the CPU's iterator (PyTorch's meta copy_ gives the CPU's).
+        let shape = switchboard_tensor::infer_size(self_.sizes(), src.sizes())?;
+        if &shape[..] != self_.sizes() {
+            return Err(TensorError::invalid(format!(
+                "output with shape {} doesn't match the broadcast shape {}",
+                shape_str(self_.sizes()),
+                shape_str(&shape)
+            )));
+        }
         return Ok(self_.clone());
     }
     copy_into(self_, src)?;
@@ -177,6 +184,7 @@ pub fn scalar_value<T: CpuElement>(t: &Tensor) -> Result<T::Acc> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_tensor::RawOps;
 
     #[test]
     fn conversions_and_layouts() {

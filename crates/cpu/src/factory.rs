@@ -250,10 +250,15 @@ fn arange_len(dtype: ScalarType, start: Scalar, end: Scalar, step: Scalar) -> Re
     }
     if !((xst > 0.0 && xe >= xs) || (xst < 0.0 && xe <= xs)) {
         return Err(invalid(
-            "upper bound and larger bound inconsistent with step sign",
+            "upper bound and lower bound inconsistent with step sign",
         ));
     }
-    let size = if dtype == ScalarType::Long {
+    // Integer arithmetic when every bound is an integer (exact for large ones); PyTorch 2.15
+    // sizes `arange(2.5, dtype=torch.int64)` from the doubles: 3 elements.
+    let integral = [start, end, step]
+        .iter()
+        .all(|s| matches!(s, Scalar::Int(_) | Scalar::Bool(_)));
+    let size = if dtype == ScalarType::Long && integral {
         let (s, e, st) = (
             start.to_i64() as i128,
             end.to_i64() as i128,
@@ -440,7 +445,7 @@ mod tests {
             arange_start_out(Scalar::Int(0), Scalar::Int(10), Scalar::Int(-1), &f)
                 .unwrap_err()
                 .to_string(),
-            "upper bound and larger bound inconsistent with step sign"
+            "upper bound and lower bound inconsistent with step sign"
         );
         assert_eq!(
             arange_start_out(Scalar::Int(0), Scalar::Int(1), Scalar::Int(0), &f)

@@ -96,9 +96,10 @@ fn op_device(op: &str, tensors: &[&Tensor]) -> Result<Device> {
     Ok(device)
 }
 
-/// Checks a user's `out` against the result's shape and dtype (out tensors are not resized:
-/// `Tensor` metadata is immutable here, unlike PyTorch's `resize_output`).
-fn check_out(out: &Tensor, sizes: &[i64], dtype: ScalarType) -> Result<()> {
+/// A user's `out` for a result of `sizes` and `dtype`: its dtype must be the result's; it is
+/// resized to `sizes` when its shape differs (`resize_output`, Note [Functional resize]), and
+/// the resized tensor is the one to write and return.
+fn out_for(out: &Tensor, sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
     if out.dtype() != dtype {
         return Err(invalid(format!(
             "Expected out tensor to have dtype {}, but got {} instead",
@@ -106,30 +107,25 @@ fn check_out(out: &Tensor, sizes: &[i64], dtype: ScalarType) -> Result<()> {
             type_meta_name(out.dtype())
         )));
     }
-    if out.sizes() != sizes {
-        return Err(invalid(format!(
-            "Expected out tensor to have shape {}, but got {} instead (out tensors are not \
-             resized)",
-            shape_str(sizes),
-            shape_str(out.sizes())
-        )));
-    }
-    Ok(())
+    out.resize_output(sizes)
 }
 
 /// `mm`'s checks (PyTorch's `TORCH_META_FUNC(mm)` and `addmm_impl_cpu_`); returns the
 /// result's shape.
 fn mm_check(self_: &Tensor, mat2: &Tensor) -> Result<[i64; 2]> {
-    if self_.dim() != 2 {
-        return Err(invalid("self must be a matrix"));
-    }
-    if mat2.dim() != 2 {
-        return Err(invalid("mat2 must be a matrix"));
+    // PyTorch 2.15's messages name the operator.
+    for (name, t) in [("self", self_), ("mat2", mat2)] {
+        if t.dim() != 2 {
+            return Err(invalid(format!(
+                "mm: {name} must be a matrix, got {}-D tensor",
+                t.dim()
+            )));
+        }
     }
     let (a, b) = (self_.sizes(), mat2.sizes());
     if a[1] != b[0] {
         return Err(invalid(format!(
-            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
             a[0], a[1], b[0], b[1]
         )));
     }
@@ -168,14 +164,14 @@ pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`: `out` must already
-/// have the result's shape and dtype.
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`: `out` must have the
+/// result's dtype; it is resized to the result's shape (Note [Functional resize]).
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     op_device("mm", &[self_, mat2, out])?;
     let shape = mm_check(self_, mat2)?;
-    check_out(out, &shape, self_.dtype())?;
+    let out = out_for(out, &shape, self_.dtype())?;
     addmm_into(
-        out,
+        &out,
         None,
         self_,
         mat2,
@@ -183,7 +179,7 @@ pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
         Scalar::Int(1),
         "addmm_impl_cpu_",
     )?;
-    Ok(out.clone())
+    Ok(out)
 }
 
 /// `bmm`'s checks (`common_checks_baddbmm_bmm`); returns the result's shape.
@@ -234,9 +230,9 @@ pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     op_device("bmm", &[self_, mat2, out])?;
     let shape = bmm_check(self_, mat2)?;
-    check_out(out, &shape, self_.dtype())?;
+    let out = out_for(out, &shape, self_.dtype())?;
     addmm_into(
-        out,
+        &out,
         None,
         self_,
         mat2,
@@ -244,7 +240,7 @@ pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
         Scalar::Int(1),
         "bmm",
     )?;
-    Ok(out.clone())
+    Ok(out)
 }
 
 /// `addmm`'s checks (PyTorch's `ADDMM_META`); returns the result's shape.
@@ -263,10 +259,11 @@ fn addmm_check(self_: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<[i64; 2]>
             mat2.dtype().c10_name()
         )));
     }
-    for (name, t) in [("mat1", mat1), ("mat2", mat2)] {
+    // PyTorch 2.15's messages (its ADDMM_META calls mat1 `self`).
+    for (name, t) in [("self", mat1), ("mat2", mat2)] {
         if t.dim() != 2 {
             return Err(invalid(format!(
-                "{name} must be a matrix, got {}-D tensor",
+                "addmm: {name} must be a matrix, got {}-D tensor",
                 t.dim()
             )));
         }
@@ -274,7 +271,7 @@ fn addmm_check(self_: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<[i64; 2]>
     let (a, b) = (mat1.sizes(), mat2.sizes());
     if a[1] != b[0] {
         return Err(invalid(format!(
-            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
             a[0], a[1], b[0], b[1]
         )));
     }
@@ -328,10 +325,10 @@ pub fn addmm_out(
 ) -> Result<Tensor> {
     op_device("addmm", &[self_, mat1, mat2, out])?;
     let shape = addmm_check(self_, mat1, mat2)?;
-    check_out(out, &shape, mat1.dtype())?;
+    let out = out_for(out, &shape, mat1.dtype())?;
     let input = self_.expand(&shape)?;
     addmm_into(
-        out,
+        &out,
         Some(&input),
         mat1,
         mat2,
@@ -339,7 +336,7 @@ pub fn addmm_out(
         alpha,
         "addmm_impl_cpu_",
     )?;
-    Ok(out.clone())
+    Ok(out)
 }
 
 /// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) ->

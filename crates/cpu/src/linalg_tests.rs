@@ -108,11 +108,17 @@ fn mm_errors_and_meta() {
     let b = ramp(&[4, 5], ScalarType::Float);
     assert_eq!(
         mm(&a, &b).unwrap_err().to_string(),
-        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
+        "mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
     );
     let v = ramp(&[3], ScalarType::Float);
-    assert_eq!(mm(&v, &a).unwrap_err().to_string(), "self must be a matrix");
-    assert_eq!(mm(&a, &v).unwrap_err().to_string(), "mat2 must be a matrix");
+    assert_eq!(
+        mm(&v, &a).unwrap_err().to_string(),
+        "mm: self must be a matrix, got 1-D tensor"
+    );
+    assert_eq!(
+        mm(&a, &v).unwrap_err().to_string(),
+        "mm: mat2 must be a matrix, got 1-D tensor"
+    );
     let d = ramp(&[3, 2], ScalarType::Double);
     assert_eq!(
         mm(&a, &d).unwrap_err().to_string(),
@@ -225,7 +231,7 @@ fn addmm_errors() {
         addmm(&m, &v, &m, Scalar::Int(1), Scalar::Int(1))
             .unwrap_err()
             .to_string(),
-        "mat1 must be a matrix, got 1-D tensor"
+        "addmm: self must be a matrix, got 1-D tensor"
     );
     assert!(addmm(
         &ramp(&[3], ScalarType::Float),
@@ -242,11 +248,15 @@ fn addmm_errors() {
             .to_string(),
         "Bad in-place call: input tensor size [2, 1] and output tensor size [2, 2] should match"
     );
+    // An out tensor of another shape is resized (Note [Functional resize]): the returned
+    // tensor holds the product.
     let out = Tensor::zeros(&[2, 3], ScalarType::Float).unwrap();
-    assert!(mm_out(&m, &m, &out)
-        .unwrap_err()
-        .to_string()
-        .contains("shape [2, 2]"));
+    let r = mm_out(&m, &m, &out).unwrap();
+    assert_eq!(r.sizes(), &[2, 2]);
+    assert_eq!(
+        r.to_vec::<f32>().unwrap(),
+        mm(&m, &m).unwrap().to_vec::<f32>().unwrap()
+    );
     let out = Tensor::zeros(&[2, 2], ScalarType::Double).unwrap();
     assert_eq!(
         mm_out(&m, &m, &out).unwrap_err().to_string(),

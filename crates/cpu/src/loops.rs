@@ -366,7 +366,14 @@ pub unsafe fn row2<O: Copy + Default, A: Copy + Default, B: Copy + Default>(
         }
         return;
     }
-    if so == 1 && sa == 1 && std::ptr::addr_eq(po, pa) && size_of::<O>() == size_of::<A>() {
+    // `b` must be dense or one value there: a strided `b` (`x.add_(y[:, ::2])`) takes the
+    // general loop below.
+    if so == 1
+        && sa == 1
+        && (sb == 0 || sb == 1)
+        && std::ptr::addr_eq(po, pa)
+        && size_of::<O>() == size_of::<A>()
+    {
         // In place over a dense row (`a op= b`, `a op= s`): Note [Blocked rows].
         // SAFETY: the caller's guarantee, and the output is the first input element for
         // element (same address, same element size).
@@ -645,6 +652,27 @@ mod tests {
             // SAFETY: n elements; the scalar is read with stride 0.
             unsafe { row2(n, (p, 1), (p as *const f32, 1), (s.as_ptr(), 0), &f, false) };
             let want: Vec<f32> = init.iter().map(|&x| f(x, 2.5)).collect();
+            assert_eq!(a, want);
+            // A strided second input (`x.add_(y[::2])`): every other element of `wide`.
+            let wide: Vec<f32> = (0..2 * n).map(|i| i as f32).collect();
+            let mut a = init.clone();
+            let p = a.as_mut_ptr();
+            // SAFETY: n elements of `a`; `wide` holds 2n elements read with stride 2.
+            unsafe {
+                row2(
+                    n,
+                    (p, 1),
+                    (p as *const f32, 1),
+                    (wide.as_ptr(), 2),
+                    &f,
+                    false,
+                )
+            };
+            let want: Vec<f32> = init
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| f(x, 2.0 * i as f32))
+                .collect();
             assert_eq!(a, want);
         }
     }

@@ -3,28 +3,21 @@
 //! thin layer over the functional kernel, so the numbers are the functional form's.
 //!
 //! Note [out= forms of functional kernels]
-//! An `out=` form computes the functional result, then writes it into `out`, as PyTorch's
-//! structured kernels do: `out` must be on the result's device; its dtype must be the
-//! result's (`OutDtype::Exact`: reductions, matrix and loss kernels) or one the result can
-//! be cast to (`OutDtype::Castable`: TensorIterator ops); it is resized when its shape differs
-//! (`resize_output`, Note [Functional resize]) and the resized tensor is returned.
+//! Most `out=` forms whose result must have `out`'s dtype exactly are generated for every
+//! backend from an `autogen:` line (Note [Generated out= kernels] in switchboard-codegen). The
+//! ones here are TensorIterator ops, as PyTorch's structured kernels are: they compute the
+//! functional result, then write it into `out`, which must be on the result's device and of a
+//! dtype the result can be cast to; it is resized when its shape differs (`resize_output`, Note
+//! [Functional resize]) and the resized tensor is returned.
 
-use switchboard_tensor::{can_cast, MemoryFormat, Scalar, ScalarType, Tensor};
+use switchboard_tensor::{can_cast, Scalar, ScalarType, Tensor};
 
 use crate::copy::copy_into;
 use crate::error::{invalid, Result};
 
-/// How an `out=` form checks the dtype of `out` (Note [out= forms of functional kernels]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum OutDtype {
-    /// `out` must have the result's dtype.
-    Exact,
-    /// The result must cast to `out`'s dtype.
-    Castable,
-}
-
-/// Writes `result` into `out` (resized to its shape); returns the resized `out`.
-fn write_out(result: &Tensor, out: &Tensor, rule: OutDtype) -> Result<Tensor> {
+/// Writes `result` into `out` (resized to its shape), casting to `out`'s dtype; returns the
+/// resized `out` (Note [out= forms of functional kernels]).
+fn write_out(result: &Tensor, out: &Tensor) -> Result<Tensor> {
     if out.device() != result.device() {
         return Err(invalid(format!(
             "Expected out tensor to have device {}, but got {} instead",
@@ -32,40 +25,18 @@ fn write_out(result: &Tensor, out: &Tensor, rule: OutDtype) -> Result<Tensor> {
             out.device()
         )));
     }
-    match rule {
-        OutDtype::Exact if out.dtype() != result.dtype() => {
-            return Err(invalid(format!(
-                "Expected out tensor to have dtype {}, but got {} instead",
-                result.dtype().type_meta_name(),
-                out.dtype().type_meta_name()
-            )));
-        }
-        OutDtype::Castable if !can_cast(result.dtype(), out.dtype()) => {
-            return Err(invalid(format!(
-                "result type {} can't be cast to the desired output type {}",
-                result.dtype().c10_name(),
-                out.dtype().c10_name()
-            )));
-        }
-        _ => {}
+    if !can_cast(result.dtype(), out.dtype()) {
+        return Err(invalid(format!(
+            "result type {} can't be cast to the desired output type {}",
+            result.dtype().c10_name(),
+            out.dtype().c10_name()
+        )));
     }
     let out = out.resize_output(result.sizes())?;
     if out.has_data() && result.has_data() {
         copy_into(&out, result)?;
     }
     Ok(out)
-}
-
-/// The two-output form of [`write_out`] (`max.dim_max`, `nll_loss_forward.output`, ...).
-fn write_outs(
-    results: (Tensor, Tensor),
-    outs: (&Tensor, &Tensor),
-    rule: OutDtype,
-) -> Result<(Tensor, Tensor)> {
-    Ok((
-        write_out(&results.0, outs.0, rule)?,
-        write_out(&results.1, outs.1, rule)?,
-    ))
 }
 
 // ------------------------------------------------------------------ pointwise
@@ -131,35 +102,7 @@ pub fn pow_scalar_out(self_: Scalar, exponent: &Tensor, out: &Tensor) -> Result<
 
 /// `relu.out(Tensor self, *, Tensor(a!) out)`.
 pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::relu(self_)?, out, OutDtype::Castable)
-}
-
-/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out)`.
-pub fn masked_fill_scalar_out(
-    self_: &Tensor,
-    mask: &Tensor,
-    value: Scalar,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::masked_fill_scalar(self_, mask, value)?,
-        out,
-        OutDtype::Exact,
-    )
-}
-
-/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out)`.
-pub fn masked_fill_tensor_out(
-    self_: &Tensor,
-    mask: &Tensor,
-    value: &Tensor,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::masked_fill_tensor(self_, mask, value)?,
-        out,
-        OutDtype::Exact,
-    )
+    write_out(&crate::relu(self_)?, out)
 }
 
 /// `clamp_min.Tensor(Tensor self, Tensor min)`.
@@ -224,256 +167,7 @@ pub fn mean_dtype_out(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -
     crate::mean_out(self_, None, false, dtype, out)
 }
 
-/// `amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out)`.
-pub fn amax_out(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::amax(self_, dim, keepdim)?, out, OutDtype::Exact)
-}
-
-/// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out)`.
-pub fn amin_out(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::amin(self_, dim, keepdim)?, out, OutDtype::Exact)
-}
-
-/// `max.unary_out(Tensor self, *, Tensor(a!) out)`.
-pub fn max_unary_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::max(self_)?, out, OutDtype::Exact)
-}
-
-/// `min.unary_out(Tensor self, *, Tensor(a!) out)`.
-pub fn min_unary_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::min(self_)?, out, OutDtype::Exact)
-}
-
-/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!)
-/// max_values) -> (Tensor(a!) values, Tensor(b!) indices)`.
-pub fn max_dim_max(
-    self_: &Tensor,
-    dim: i64,
-    keepdim: bool,
-    max: &Tensor,
-    max_values: &Tensor,
-) -> Result<(Tensor, Tensor)> {
-    write_outs(
-        crate::max_dim(self_, dim, keepdim)?,
-        (max, max_values),
-        OutDtype::Exact,
-    )
-}
-
-/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!)
-/// min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`.
-pub fn min_dim_min(
-    self_: &Tensor,
-    dim: i64,
-    keepdim: bool,
-    min: &Tensor,
-    min_indices: &Tensor,
-) -> Result<(Tensor, Tensor)> {
-    write_outs(
-        crate::min_dim(self_, dim, keepdim)?,
-        (min, min_indices),
-        OutDtype::Exact,
-    )
-}
-
-/// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out)`.
-pub fn argmax_out(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::argmax(self_, dim, keepdim)?, out, OutDtype::Exact)
-}
-
-/// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out)`.
-pub fn argmin_out(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
-    write_out(&crate::argmin(self_, dim, keepdim)?, out, OutDtype::Exact)
-}
-
-/// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!)
-/// out)`.
-pub fn var_out(
-    self_: &Tensor,
-    dim: Option<&[i64]>,
-    unbiased: bool,
-    keepdim: bool,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::var_dim(self_, dim, unbiased, keepdim)?,
-        out,
-        OutDtype::Exact,
-    )
-}
-
-/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool
-/// keepdim=False, Tensor(a!) out)`.
-pub fn var_correction_out(
-    self_: &Tensor,
-    dim: Option<&[i64]>,
-    correction: Option<Scalar>,
-    keepdim: bool,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::var_correction(self_, dim, correction, keepdim)?,
-        out,
-        OutDtype::Exact,
-    )
-}
-
 // ------------------------------------------------------------------ nn
-
-/// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)`.
-pub fn _softmax_out(self_: &Tensor, dim: i64, half_to_float: bool, out: &Tensor) -> Result<Tensor> {
-    write_out(
-        &crate::_softmax(self_, dim, half_to_float)?,
-        out,
-        OutDtype::Exact,
-    )
-}
-
-/// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)`.
-pub fn _log_softmax_out(
-    self_: &Tensor,
-    dim: i64,
-    half_to_float: bool,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::_log_softmax(self_, dim, half_to_float)?,
-        out,
-        OutDtype::Exact,
-    )
-}
-
-/// `_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType
-/// input_dtype, *, Tensor(a!) grad_input)`.
-pub fn _softmax_backward_data_out(
-    grad_output: &Tensor,
-    output: &Tensor,
-    dim: i64,
-    input_dtype: ScalarType,
-    grad_input: &Tensor,
-) -> Result<Tensor> {
-    let r = crate::_softmax_backward_data(grad_output, output, dim, input_dtype)?;
-    write_out(&r, grad_input, OutDtype::Exact)
-}
-
-/// `_log_softmax_backward_data.out(Tensor grad_output, Tensor output, int dim, ScalarType
-/// input_dtype, *, Tensor(a!) out)`.
-pub fn _log_softmax_backward_data_out(
-    grad_output: &Tensor,
-    output: &Tensor,
-    dim: i64,
-    input_dtype: ScalarType,
-    out: &Tensor,
-) -> Result<Tensor> {
-    let r = crate::_log_softmax_backward_data(grad_output, output, dim, input_dtype)?;
-    write_out(&r, out, OutDtype::Exact)
-}
-
-/// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt
-/// ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`.
-pub fn nll_loss_forward_output(
-    self_: &Tensor,
-    target: &Tensor,
-    weight: Option<&Tensor>,
-    reduction: i64,
-    ignore_index: i64,
-    output: &Tensor,
-    total_weight: &Tensor,
-) -> Result<(Tensor, Tensor)> {
-    let r = crate::nll_loss_forward(self_, target, weight, reduction, ignore_index)?;
-    write_outs(r, (output, total_weight), OutDtype::Exact)
-}
-
-/// `nll_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, Tensor?
-/// weight, int reduction, SymInt ignore_index, Tensor total_weight, *, Tensor(a!) grad_input)`.
-#[allow(clippy::too_many_arguments)]
-pub fn nll_loss_backward_grad_input(
-    grad_output: &Tensor,
-    self_: &Tensor,
-    target: &Tensor,
-    weight: Option<&Tensor>,
-    reduction: i64,
-    ignore_index: i64,
-    total_weight: &Tensor,
-    grad_input: &Tensor,
-) -> Result<Tensor> {
-    let r = crate::nll_loss_backward(
-        grad_output,
-        self_,
-        target,
-        weight,
-        reduction,
-        ignore_index,
-        total_weight,
-    )?;
-    write_out(&r, grad_input, OutDtype::Exact)
-}
-
-/// `nll_loss2d_forward.output(...)`: as [`nll_loss_forward_output`] for spatial inputs.
-pub fn nll_loss2d_forward_output(
-    self_: &Tensor,
-    target: &Tensor,
-    weight: Option<&Tensor>,
-    reduction: i64,
-    ignore_index: i64,
-    output: &Tensor,
-    total_weight: &Tensor,
-) -> Result<(Tensor, Tensor)> {
-    let r = crate::nll_loss2d_forward(self_, target, weight, reduction, ignore_index)?;
-    write_outs(r, (output, total_weight), OutDtype::Exact)
-}
-
-/// `nll_loss2d_backward.grad_input(...)`: as [`nll_loss_backward_grad_input`] for spatial
-/// inputs.
-#[allow(clippy::too_many_arguments)]
-pub fn nll_loss2d_backward_grad_input(
-    grad_output: &Tensor,
-    self_: &Tensor,
-    target: &Tensor,
-    weight: Option<&Tensor>,
-    reduction: i64,
-    ignore_index: i64,
-    total_weight: &Tensor,
-    grad_input: &Tensor,
-) -> Result<Tensor> {
-    let r = crate::nll_loss2d_backward(
-        grad_output,
-        self_,
-        target,
-        weight,
-        reduction,
-        ignore_index,
-        total_weight,
-    )?;
-    write_out(&r, grad_input, OutDtype::Exact)
-}
-
-/// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out)`.
-pub fn mse_loss_out(
-    self_: &Tensor,
-    target: &Tensor,
-    reduction: i64,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::mse_loss(self_, target, reduction)?,
-        out,
-        OutDtype::Exact,
-    )
-}
-
-/// `mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int
-/// reduction, *, Tensor(a!) grad_input)`.
-pub fn mse_loss_backward_grad_input(
-    grad_output: &Tensor,
-    self_: &Tensor,
-    target: &Tensor,
-    reduction: i64,
-    grad_input: &Tensor,
-) -> Result<Tensor> {
-    let r = crate::mse_loss_backward(grad_output, self_, target, reduction)?;
-    write_out(&r, grad_input, OutDtype::Exact)
-}
 
 /// `threshold_backward.grad_input(Tensor grad_output, Tensor self, Scalar threshold, *,
 /// Tensor(a!) grad_input)`.
@@ -484,7 +178,7 @@ pub fn threshold_backward_grad_input(
     grad_input: &Tensor,
 ) -> Result<Tensor> {
     let r = crate::threshold_backward(grad_output, self_, threshold)?;
-    write_out(&r, grad_input, OutDtype::Castable)
+    write_out(&r, grad_input)
 }
 
 /// `sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input)`.
@@ -493,11 +187,7 @@ pub fn sigmoid_backward_grad_input(
     output: &Tensor,
     grad_input: &Tensor,
 ) -> Result<Tensor> {
-    write_out(
-        &crate::sigmoid_backward(grad_output, output)?,
-        grad_input,
-        OutDtype::Castable,
-    )
+    write_out(&crate::sigmoid_backward(grad_output, output)?, grad_input)
 }
 
 /// `tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input)`.
@@ -506,11 +196,7 @@ pub fn tanh_backward_grad_input(
     output: &Tensor,
     grad_input: &Tensor,
 ) -> Result<Tensor> {
-    write_out(
-        &crate::tanh_backward(grad_output, output)?,
-        grad_input,
-        OutDtype::Castable,
-    )
+    write_out(&crate::tanh_backward(grad_output, output)?, grad_input)
 }
 
 /// `gelu_backward.grad_input(Tensor grad_output, Tensor self, *, str approximate='none',
@@ -522,7 +208,7 @@ pub fn gelu_backward_grad_input(
     grad_input: &Tensor,
 ) -> Result<Tensor> {
     let r = crate::gelu_backward(grad_output, self_, approximate)?;
-    write_out(&r, grad_input, OutDtype::Castable)
+    write_out(&r, grad_input)
 }
 
 /// `silu_backward.grad_input(Tensor grad_output, Tensor self, *, Tensor(a!) grad_input)`.
@@ -531,61 +217,7 @@ pub fn silu_backward_grad_input(
     self_: &Tensor,
     grad_input: &Tensor,
 ) -> Result<Tensor> {
-    write_out(
-        &crate::silu_backward(grad_output, self_)?,
-        grad_input,
-        OutDtype::Castable,
-    )
-}
-
-// ------------------------------------------------------------------ indexing
-
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!)
-/// out)`.
-pub fn gather_out(
-    self_: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    sparse_grad: bool,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::gather(self_, dim, index, sparse_grad)?,
-        out,
-        OutDtype::Exact,
-    )
-}
-
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out)`.
-pub fn scatter_add_out(
-    self_: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    src: &Tensor,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::scatter_add(self_, dim, index, src)?,
-        out,
-        OutDtype::Exact,
-    )
-}
-
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1,
-/// Tensor(a!) out)`.
-pub fn index_add_out(
-    self_: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    source: &Tensor,
-    alpha: Scalar,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(
-        &crate::index_add(self_, dim, index, source, alpha)?,
-        out,
-        OutDtype::Exact,
-    )
+    write_out(&crate::silu_backward(grad_output, self_)?, grad_input)
 }
 
 // ------------------------------------------------------------------ factories and filling
@@ -603,13 +235,4 @@ pub fn ones_out(size: &[i64], out: &Tensor) -> Result<Tensor> {
 /// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out)`.
 pub fn full_out(size: &[i64], fill_value: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::fill_scalar_(&out.resize_output(size)?, fill_value)
-}
-
-/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out)`.
-pub fn clone_out(
-    self_: &Tensor,
-    memory_format: Option<MemoryFormat>,
-    out: &Tensor,
-) -> Result<Tensor> {
-    write_out(&crate::clone(self_, memory_format)?, out, OutDtype::Exact)
 }

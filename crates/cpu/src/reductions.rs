@@ -73,15 +73,14 @@ pub(crate) fn reduction_out(
     )
 }
 
-/// Checks a user-given `out` of a reduction against the expected shape and dtype.
+/// Checks the dtype of a user-given `out` of a reduction (its shape is resized: see
+/// [`finish_out`]).
 fn check_out(out: &Tensor, expected: &Tensor) -> Result<()> {
-    if out.sizes() != expected.sizes() || out.dtype() != expected.dtype() {
+    if out.dtype() != expected.dtype() {
         return Err(invalid(format!(
-            "Expected out tensor to have dtype {} and shape {}, but got dtype {} and shape {}",
-            expected.dtype().c10_name(),
-            crate::error::shape_str(expected.sizes()),
-            out.dtype().c10_name(),
-            crate::error::shape_str(out.sizes())
+            "Expected out tensor to have dtype {}, but got {} instead",
+            expected.dtype().type_meta_name(),
+            out.dtype().type_meta_name()
         )));
     }
     Ok(())
@@ -115,14 +114,16 @@ fn sum_impl(
     finish_out(result, out)
 }
 
-/// Copies a result into a user's `out` (already checked) and returns it.
+/// Copies a result into a user's `out` (its dtype checked), resized to the result's shape
+/// (`resize_output`, Note [Functional resize]); returns the resized `out`.
 fn finish_out(result: Tensor, out: Option<&Tensor>) -> Result<Tensor> {
     match out {
         Some(o) => {
+            let o = o.resize_output(result.sizes())?;
             if o.has_data() {
-                crate::copy::copy_into(o, &result)?;
+                crate::copy::copy_into(&o, &result)?;
             }
-            Ok(o.clone())
+            Ok(o)
         }
         None => Ok(result),
     }
@@ -312,10 +313,9 @@ pub fn var_correction(
     keepdim: bool,
 ) -> Result<Tensor> {
     if !self_.dtype().is_floating_point() {
-        return Err(invalid(format!(
-            "std and var only support floating point and complex dtypes, but got: {}",
-            self_.dtype().c10_name()
-        )));
+        return Err(invalid(
+            "std and var only support floating point and complex dtypes",
+        ));
     }
     let correction = correction.map(|c| c.to_f64()).unwrap_or(1.0);
     let mask = reduction_mask(dim, self_.dim())?;

@@ -73,16 +73,6 @@ pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: Scalar) -> 
     where_impl(condition, self_, &Tensor::wrapped_scalar(other), None)
 }
 
-/// `where.Scalar(Tensor condition, Scalar self, Scalar other)`.
-pub fn where_scalar(condition: &Tensor, self_: Scalar, other: Scalar) -> Result<Tensor> {
-    where_impl(
-        condition,
-        &Tensor::wrapped_scalar(self_),
-        &Tensor::wrapped_scalar(other),
-        None,
-    )
-}
-
 fn masked_fill_loop<T: CpuElement>(iter: &TensorIter, value: Scalar) -> Result<()> {
     let v = value.to::<T>();
     iter.for_each2(move |x: T, m: bool| if m { v } else { x })
@@ -98,7 +88,7 @@ fn check_mask(mask: &Tensor) -> Result<()> {
     Ok(())
 }
 
-fn value_of(value: &Tensor) -> Result<Scalar> {
+fn value_of(self_: &Tensor, value: &Tensor) -> Result<Scalar> {
     if value.dim() != 0 {
         return Err(invalid(format!(
             "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} \
@@ -107,7 +97,11 @@ fn value_of(value: &Tensor) -> Result<Scalar> {
         )));
     }
     if !value.has_data() {
-        return Err(invalid("masked_fill_: the value tensor has no data"));
+        if self_.has_data() {
+            return Err(invalid("masked_fill_: the value tensor has no data"));
+        }
+        // Meta tensors (PyTorch's meta masked_fill takes a meta value): nothing is written.
+        return Ok(Scalar::Int(0));
     }
     value.item()
 }
@@ -131,7 +125,7 @@ pub fn masked_fill_scalar_(self_: &Tensor, mask: &Tensor, value: Scalar) -> Resu
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value)`: `value` must be
 /// zero-dim.
 pub fn masked_fill_tensor_(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
-    let v = value_of(value)?;
+    let v = value_of(self_, value)?;
     masked_fill_scalar_(self_, mask, v)
 }
 
@@ -156,7 +150,7 @@ pub fn masked_fill_scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> Resul
 
 /// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value)`.
 pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
-    let v = value_of(value)?;
+    let v = value_of(self_, value)?;
     masked_fill_scalar(self_, mask, v)
 }
 
@@ -351,10 +345,12 @@ mod tests {
     #[test]
     fn where_overloads() {
         let c = Tensor::from_vec(vec![true, false, true], &[3, 1]).unwrap();
-        let r = where_scalar(&c, Scalar::Int(1), Scalar::Int(0)).unwrap();
+        // where.Scalar (a composite in switchboard-ops): both values wrapped numbers.
+        let w = |v: Scalar| Tensor::wrapped_scalar(v);
+        let r = where_self(&c, &w(Scalar::Int(1)), &w(Scalar::Int(0))).unwrap();
         assert_eq!(r.dtype(), ScalarType::Long);
         assert_eq!(r.to_vec::<i64>().unwrap(), [1, 0, 1]);
-        let r = where_scalar(&c, Scalar::Float(1.0), Scalar::Int(0)).unwrap();
+        let r = where_self(&c, &w(Scalar::Float(1.0)), &w(Scalar::Int(0))).unwrap();
         assert_eq!(r.dtype(), ScalarType::Float);
         let a = Tensor::from_vec(vec![5u8, 6], &[2]).unwrap();
         let r = where_scalar_other(&c, &a, Scalar::Int(9)).unwrap();

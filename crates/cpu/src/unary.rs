@@ -39,10 +39,13 @@ fn float_unary(
     out: Option<&Tensor>,
     op: &impl FloatUnary,
 ) -> Result<Tensor> {
+    // PyTorch's `build_borrowing_unary_float_op` computes integers in the default float
+    // dtype; silu is a plain unary op (`build_unary_op`), whose float-only kernel then refuses
+    // them ("silu_cpu" not implemented for 'Long').
     let iter = IterConfig::new(name)
         .maybe_out(out)
         .input(self_)
-        .int_to_float(true)
+        .int_to_float(name != "silu_cpu")
         .build()?;
     dispatch_floating_types!(iter.common_dtype(), name, T => float_unary_loop::<T>(&iter, op))?;
     iter.finish()

@@ -27,6 +27,22 @@ impl std::fmt::Debug for OperatorHandle {
     }
 }
 
+/// Handles are equal when they refer to the same operator ([`OperatorHandle::ptr_eq`]).
+impl PartialEq for OperatorHandle {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other)
+    }
+}
+
+impl Eq for OperatorHandle {}
+
+/// Hashes the operator's identity ([`OperatorHandle::id`]), consistently with `==`.
+impl std::hash::Hash for OperatorHandle {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.id());
+    }
+}
+
 /// The key set of a call: the arguments' keys with this thread's included keys added and its
 /// excluded keys removed, minus the operator's fallthrough keys.
 #[inline(always)]
@@ -48,6 +64,14 @@ impl OperatorHandle {
     /// True when both handles refer to the same operator.
     pub fn ptr_eq(&self, other: &OperatorHandle) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The operator's identity: equal for handles of the same registered operator, distinct
+    /// from every other operator alive (its entry's address). For caches keyed by operator
+    /// (graph caches, per-operator statistics) that must not hash names on every call.
+    #[inline]
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
     }
 
     /// A typed handle with calling convention `A -> R` (tuples of argument families, see

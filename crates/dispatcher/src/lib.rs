@@ -49,6 +49,7 @@ mod push;
 mod refresh_tests;
 mod ret;
 mod schema_check;
+mod schema_default;
 mod stack_cache;
 mod table;
 mod tls;

@@ -69,9 +69,11 @@
 pub mod composite;
 mod cpu_fallback;
 mod lazy_handle;
+mod out_arguments;
 
 pub use cpu_fallback::cpu_fallback;
 pub use lazy_handle::LazyHandle;
+pub use out_arguments::write_out;
 
 // Generated code: long signatures are PyTorch's schemas.
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]

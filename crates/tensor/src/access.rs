@@ -179,8 +179,12 @@ impl TensorImpl {
         })
     }
 
-    /// The elements in row-major order, for any strided CPU tensor of dtype `T`.
+    /// The elements in row-major order, for any strided CPU tensor of dtype `T` (and tensors
+    /// of devices that registered a host copy, Note [Host copies of tensors without data]).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if let Some(host) = crate::host::host_copy(self) {
+            return host?.to_vec::<T>();
+        }
         self.check_typed::<T>()?;
         let _borrow = self.storage.try_borrow()?;
         let base = self.data_ptr() as *const T;

@@ -292,22 +292,23 @@ impl TensorBuilder {
     }
 
     /// Checks the metadata against the storage (Note [Tensor bounds invariant]) and builds.
-    pub fn build(self) -> Result<Tensor> {
+    pub fn build(mut self) -> Result<Tensor> {
         let elem = self.dtype.element_size();
-        let sizes = match &self.sizes {
-            Some(s) => s.clone(),
+        // The sizes and strides move into the tensor (no copy).
+        let sizes = match self.sizes.take() {
+            Some(s) => s,
             None => DimVec::from_elem((self.storage.nbytes() / elem) as i64, 1),
         };
-        let strides = match &self.strides {
+        let strides = match self.strides.take() {
             Some(s) => {
                 if s.len() != sizes.len() {
                     return Err(TensorError::invalid(format!(
                         "mismatch in length of strides and shape: sizes {} and strides {}",
                         list(&sizes),
-                        list(s)
+                        list(&s)
                     )));
                 }
-                s.clone()
+                s
             }
             None => layout::contiguous_strides(&sizes),
         };

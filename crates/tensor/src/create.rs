@@ -222,10 +222,11 @@ impl Tensor {
         device: Device,
     ) -> Result<Tensor> {
         if sizes.len() != strides.len() {
+            // empty_strided's message (as_strided's is "mismatch in length of strides ...").
             return Err(TensorError::invalid(format!(
-                "mismatch in length of strides and shape: sizes {} and strides {}",
-                crate::error::list(sizes),
-                crate::error::list(strides)
+                "dimensionality of sizes ({}) must match dimensionality of strides ({})",
+                sizes.len(),
+                strides.len()
             )));
         }
         let elem = dtype.element_size();
@@ -352,7 +353,7 @@ impl Tensor {
         }
         if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
             return Err(TensorError::invalid(
-                "upper bound and larger bound inconsistent with step sign",
+                "upper bound and lower bound inconsistent with step sign",
             ));
         }
         let len = if all_int && dtype.is_integral(false) {
@@ -454,7 +455,7 @@ mod tests {
         assert!(Tensor::arange(0, 10, 0, None).is_err());
         assert_eq!(
             Tensor::arange(0, 10, -1, None).unwrap_err().to_string(),
-            "upper bound and larger bound inconsistent with step sign"
+            "upper bound and lower bound inconsistent with step sign"
         );
         let t = Tensor::arange(0, 3, 1, Some(ScalarType::Double)).unwrap();
         assert_eq!(t.to_vec::<f64>().unwrap(), [0.0, 1.0, 2.0]);

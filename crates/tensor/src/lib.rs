@@ -69,6 +69,7 @@ mod fixed_access;
 mod generator;
 mod geometry;
 mod handle;
+mod host;
 mod io;
 mod layout;
 mod print;
@@ -94,6 +95,7 @@ pub use generator::{manual_seed, Generator, GeneratorState, Mt19937, DEFAULT_RNG
 pub use geometry::{compute_view_stride, infer_view_size};
 pub use half::{bf16, f16};
 pub use handle::WeakTensor;
+pub use host::{register_host_copy, HostCopyFn};
 pub use io::{
     load_safetensors, load_safetensors_file, safetensors_metadata, save_safetensors,
     save_safetensors_file,

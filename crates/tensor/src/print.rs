@@ -466,7 +466,11 @@ impl Tensor {
             self.dtype(),
             ScalarType::Float | ScalarType::Long | ScalarType::Bool
         );
-        let body = if !self.has_data() {
+        // A device without data here may provide the values (Note [Host copies of tensors
+        // without data]); the suffixes still describe this tensor.
+        let host = crate::host::host_copy(self).transpose()?;
+        let data = host.as_ref().unwrap_or(self);
+        let body = if !data.has_data() {
             suffixes.push(format!("size={}", shape_tuple(self.sizes())));
             if self.dtype() != default_dtype {
                 suffixes.push(format!("dtype={}", self.dtype()));
@@ -487,7 +491,7 @@ impl Tensor {
             if !has_default_dtype {
                 suffixes.push(format!("dtype={}", self.dtype()));
             }
-            tensor_str(self, indent, opts)?
+            tensor_str(data, indent, opts)?
         };
         Ok(add_suffixes(
             format!("{prefix}{body}"),

@@ -7,34 +7,36 @@ use switchboard_tensor::{Device, Scalar, ScalarType, Tensor};
 use super::{logical_and, logical_or};
 
 /// A bound of `clamp` (a number, or a tensor for `clamp.Tensor`): PyTorch overloads
-/// `clamp_backward` on both.
+/// `clamp_backward` on both, and they differ at the bounds. With number bounds (PyTorch 2.15's
+/// `clamp_backward`: `(self > min).logical_and_(self < max)`) an element equal to a bound gets
+/// no gradient, as `clamp_min` and `clamp_max`; with tensor bounds the tie goes to `self`.
 pub(crate) trait ClampBound: Copy {
-    /// `self >= bound`.
-    fn ge(self, x: &Tensor) -> Result<Tensor>;
-    /// `self <= bound`.
-    fn le(self, x: &Tensor) -> Result<Tensor>;
+    /// Where `x` passes through a lower bound `self`.
+    fn passes_min(self, x: &Tensor) -> Result<Tensor>;
+    /// Where `x` passes through an upper bound `self`.
+    fn passes_max(self, x: &Tensor) -> Result<Tensor>;
 }
 
 impl ClampBound for Scalar {
-    fn ge(self, x: &Tensor) -> Result<Tensor> {
-        ops::ge_scalar(x, self)
+    fn passes_min(self, x: &Tensor) -> Result<Tensor> {
+        ops::gt_scalar(x, self)
     }
-    fn le(self, x: &Tensor) -> Result<Tensor> {
-        ops::le_scalar(x, self)
+    fn passes_max(self, x: &Tensor) -> Result<Tensor> {
+        ops::lt_scalar(x, self)
     }
 }
 
 impl ClampBound for &Tensor {
-    fn ge(self, x: &Tensor) -> Result<Tensor> {
+    fn passes_min(self, x: &Tensor) -> Result<Tensor> {
         ops::ge(x, self)
     }
-    fn le(self, x: &Tensor) -> Result<Tensor> {
+    fn passes_max(self, x: &Tensor) -> Result<Tensor> {
         ops::le(x, self)
     }
 }
 
-/// `clamp`'s gradient of `self`: `grad` where `min <= self <= max`, else 0 (the subgradient 1
-/// at the bounds).
+/// `clamp`'s gradient of `self`: `grad` where `self` passes through the bounds (see
+/// [`ClampBound`]), else 0.
 pub(crate) fn clamp_backward<B: ClampBound>(
     grad: &Tensor,
     self_: &Tensor,
@@ -43,9 +45,12 @@ pub(crate) fn clamp_backward<B: ClampBound>(
 ) -> Result<Tensor> {
     let keep = |mask: &Tensor| ops::where_scalar_other(mask, grad, 0.0);
     match (min, max) {
-        (Some(lo), Some(hi)) => keep(&logical_and(&lo.ge(self_)?, &hi.le(self_)?)?),
-        (Some(lo), None) => keep(&lo.ge(self_)?),
-        (None, Some(hi)) => keep(&hi.le(self_)?),
+        (Some(lo), Some(hi)) => keep(&logical_and(
+            &lo.passes_min(self_)?,
+            &hi.passes_max(self_)?,
+        )?),
+        (Some(lo), None) => keep(&lo.passes_min(self_)?),
+        (None, Some(hi)) => keep(&hi.passes_max(self_)?),
         (None, None) => Ok(grad.clone()),
     }
 }

@@ -156,10 +156,13 @@ pub(crate) fn var_backward(
                 grad.clone()
             };
             let n = reduced_count(self_.sizes(), d) as f64;
+            // `(2 / dof) * grad * (self - mean)`, the centred input first as PyTorch computes it
+            // (a trace records the same order).
             let mean =
                 ops::mean_dim_with(self_, Some(d), ops::MeanDimOptions::default().keepdim(true))?;
+            let centred = ops::sub(self_, &mean)?;
             let scaled = ops::mul_scalar(&grad, 2.0 / (n - correction))?;
-            ops::mul(&scaled, &ops::sub(self_, &mean)?)
+            ops::mul(&scaled, &centred)
         }
         _ => {
             let dof = self_.numel() as f64 - correction;
@@ -170,8 +173,9 @@ pub(crate) fn var_backward(
                 let factor = ops::where_scalar_self(&at_mean, f64::NAN, &inf)?;
                 return ops::mul(grad, &factor);
             }
+            let centred = ops::sub(self_, &ops::mean(self_)?)?;
             let scaled = ops::mul_scalar(grad, 2.0 / dof)?;
-            ops::mul(&scaled, &ops::sub(self_, &ops::mean(self_)?)?)
+            ops::mul(&scaled, &centred)
         }
     }
 }

@@ -2,7 +2,7 @@
 //! tensors read from a safetensors file and the other arguments written as literals.
 //!
 //! `switchboard call OPERATOR [--in INPUT.safetensors] [--out OUTPUT.safetensors] [--backward]
-//! [NAME=VALUE ...]`
+//! [--device DEVICE] [NAME=VALUE ...]`
 //!
 //! // Note [switchboard call]
 //! The operator is looked up by name (`aten::add.Tensor`; the namespace defaults to `aten`, a
@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use switchboard::dispatcher::{
-    AutoDispatchBelowADInplaceOrView, DispatchError, DispatchErrorKind, Dispatcher, OperatorHandle,
-    SchemaRecord, Stack,
+    AutoDispatchBelowADInplaceOrView, DispatchError, DispatchErrorKind, Dispatcher, IValue,
+    OperatorHandle, SchemaRecord, Stack,
 };
 use switchboard::schema::{Argument, FunctionSchema, OperatorName};
 use switchboard::tensor::load_safetensors_file;
@@ -35,6 +35,7 @@ use switchboard::tensor::load_safetensors_file;
 mod backward;
 #[cfg(test)]
 mod backward_tests;
+mod device;
 mod output;
 #[cfg(test)]
 mod tests;
@@ -67,6 +68,8 @@ are printed without --out; other returns are printed as one JSON object, e.g. {\
 reduced to sum(outI * grad_outI) (grad_outI from the --in file, else ones), backward runs and
 each input's gradient is output as grad.NAME (NAME: the argument; an input that gets no gradient
 is left out, with a note on stderr).
+--device DEVICE: the tensor arguments are moved to DEVICE first (lazy: the call is captured by
+the lazy backend and runs when its outputs are read), the outputs and gradients back to the CPU.
 Errors are one line on stderr, `error: ...`, with exit status 2.";
 
 /// The arguments of `switchboard call`.
@@ -86,6 +89,10 @@ pub struct CallArgs {
     /// inputs as `grad.NAME`, for the outputs weighted by `@grad_outI` (else ones).
     #[arg(long)]
     pub backward: bool,
+    /// Runs the call on DEVICE (`lazy`, `meta`, ...): the tensor arguments are moved there
+    /// first and the tensor outputs (and gradients) moved back to the CPU to be written.
+    #[arg(long, value_name = "DEVICE")]
+    pub device: Option<String>,
     /// Runs the call in a CPU autocast region of this dtype (`torch.autocast("cpu", dtype=...)`);
     /// with --backward, the reduction and backward run after the region, as PyTorch recommends.
     #[arg(long, value_enum, value_name = "DTYPE")]
@@ -210,6 +217,9 @@ pub enum CallError {
         /// The dispatcher's or kernel's message.
         message: String,
     },
+    /// A bad `--device`, or moving tensors to it or back failed.
+    #[error("{0}")]
+    Device(String),
     /// `--backward` cannot differentiate this call.
     #[error("--backward: {0}")]
     Backward(String),
@@ -323,13 +333,16 @@ fn run_unguarded(
         None => None,
     };
     let mut stack = build_stack(schema, &given, &inputs, args.input.as_deref())?;
+    let on_device = device::OnDevice::new(args.device.as_deref(), &op_name)?;
+    on_device.inputs(&mut stack)?;
     let region =
         switchboard_cli::layers::autocast_region(args.autocast).map_err(|e| CallError::Kernel {
             op: op_name.clone(),
             message: one_line(&e.to_string()),
         })?;
     if !args.backward {
-        let returns = call(&op, schema, &op_name, stack, false)?;
+        let mut returns = call(&op, schema, &op_name, stack, false)?;
+        on_device.outputs(&mut returns, &mut [])?;
         return write_outputs(
             &op_name,
             returns,
@@ -341,9 +354,10 @@ fn run_unguarded(
     // Autograd records the call, the reduction and runs backward with grad mode on.
     let _grad_mode = switchboard::autograd::enable_grad();
     let leaves = backward::make_leaves(schema, &op_name, &mut stack)?;
-    let returns = call(&op, schema, &op_name, stack, true)?;
+    let mut returns = call(&op, schema, &op_name, stack, true)?;
     drop(region);
-    let grads = backward::gradients(&op_name, &returns, &leaves, inputs.as_ref(), stderr)?;
+    let mut grads = backward::gradients(&op_name, &returns, &leaves, inputs.as_ref(), stderr)?;
+    on_device.outputs(&mut returns, &mut grads)?;
     write_outputs(&op_name, returns, grads, args.output.as_deref(), stdout)
 }
 
@@ -516,7 +530,7 @@ fn build_stack(
                         missing: format!("'{}' ({})", arg.name(), arg.type_string()),
                         schema: schema.to_string(),
                     })?;
-                value::default_value(d, arg.ty(), arg.n()).map_err(|_| {
+                IValue::from_schema_default(d, arg.ty(), arg.n()).ok_or_else(|| {
                     CallError::UnsupportedDefault {
                         name: name(),
                         default: arg.default_string().unwrap_or_default(),

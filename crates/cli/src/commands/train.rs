@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use switchboard_cli::train::{self, options, OptimizerKind, TrainConfig};
-use switchboard_tensor::Device;
 
 // Note [Command-line numbers]
 // Every numeric option takes negative numbers as values (`--lr -1` is the value -1, refused by
@@ -112,10 +111,15 @@ pub struct TrainArgs {
     /// No dispatch summary (and no observer overhead).
     #[arg(long)]
     pub no_summary: bool,
-    /// The device to train on: cpu, or an out-of-tree backend this build links (npu with
+    /// Where to train: cpu, lazy (the lazy backend captures every step and runs it; its metrics
+    /// report is printed at the end), or an out-of-tree backend this build links (npu with
     /// --features npu).
-    #[arg(long, default_value = "cpu", value_parser = switchboard_cli::devices::parse_device)]
-    pub device: Device,
+    #[arg(long, value_name = "DEVICE", default_value = "cpu", value_parser = switchboard_cli::device::parse_train_device)]
+    pub device: switchboard_tensor::Device,
+    /// Writes the graph of the first training step (needs --device lazy): Graphviz DOT for
+    /// a .dot file, JSON for .json.
+    #[arg(long, value_name = "FILE.dot|FILE.json")]
+    pub graph_out: Option<PathBuf>,
     #[command(flatten)]
     pub layers: switchboard_cli::layers::LayerOptions,
 }
@@ -151,6 +155,7 @@ impl TrainArgs {
             progress: !self.no_progress,
             summary: !self.no_summary,
             device: self.device,
+            graph_out: self.graph_out.clone(),
             layers: self.layers.clone(),
             max_data_bytes: self.max_data_mib << 20,
         }

@@ -22,6 +22,7 @@ use switchboard_tensor::{Device, Generator, Tensor};
 use switchboard_cpu as _;
 
 pub mod data;
+mod device;
 pub mod options;
 pub mod summary;
 
@@ -70,8 +71,12 @@ pub struct TrainConfig {
     pub progress: bool,
     /// Records the dispatcher's calls for the summary.
     pub summary: bool,
-    /// Where the model and the data live (`--device`; see [`crate::devices`]).
+    /// Where the model and the data live and the operators run (`lazy`: captured by the lazy
+    /// backend; its metrics report is printed at the end).
     pub device: Device,
+    /// Writes the graph of the first training step to this file (`.dot` or `.json`; needs
+    /// the lazy device).
+    pub graph_out: Option<PathBuf>,
     /// The dispatch layers to run the steps under (autocast, FLOP counting).
     pub layers: crate::layers::LayerOptions,
     /// At most this many bytes of CSV text are read from `data` (after decompression).
@@ -96,6 +101,7 @@ impl Default for TrainConfig {
             progress: true,
             summary: true,
             device: Device::CPU,
+            graph_out: None,
             layers: Default::default(),
             max_data_bytes: data::MAX_CSV_BYTES,
         }
@@ -124,6 +130,9 @@ impl TrainConfig {
         )?;
         if let Some(n) = self.threads {
             named("--threads", options::check_threads(n))?;
+        }
+        if let Some(path) = &self.layers.trace_graph {
+            crate::layers::trace_graph_format(path).map_err(TrainError::Config)?;
         }
         options::check_rayon_env().map_err(TrainError::Config)?;
         if self.max_data_bytes == 0 {
@@ -175,6 +184,8 @@ pub struct TrainReport {
     pub dispatch: Option<DispatchStats>,
     /// Wall time of the training loop.
     pub seconds: f64,
+    /// The lazy backend's statistics over the run (on the lazy device).
+    pub lazy: Option<switchboard::lazy::LazyStats>,
 }
 
 /// A failure of [`train`].
@@ -245,6 +256,7 @@ pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, Train
 }
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
+    let placement = device::Placement::new(cfg.device, cfg.graph_out.as_deref())?;
     let mut data = match &cfg.data {
         Some(p) => Dataset::from_path(p, cfg.max_data_bytes)?,
         None => Dataset::digits()?,
@@ -260,18 +272,14 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     let (train_set, test_set) = data.split(cfg.test_fraction, cfg.seed)?;
     let (n_features, n_classes, n_samples) = (data.n_features, data.n_classes, data.len());
     drop(data);
-    let on_device = |t: Tensor| -> Result<Tensor, TrainError> {
-        Ok(ops::to_device(&t, cfg.device, t.dtype())?)
-    };
     let n_train = train_set.len();
     let n_test = test_set.len();
     let (x_train, y_train) = tensors(train_set)?;
-    let (x_train, y_train) = (on_device(x_train)?, on_device(y_train)?);
     let (x_test, y_test) = tensors(test_set)?;
-    let (x_test, y_test) = (on_device(x_test)?, on_device(y_test)?);
+    let (x_test, y_test) = (placement.to_device(&x_test)?, placement.to_device(&y_test)?);
 
     let mut model = mlp(&[n_features, cfg.hidden, n_classes], cfg.seed)?;
-    model.to_device(cfg.device)?;
+    model.to_device(placement.device())?;
     let lr = cfg.learning_rate();
     let mut opt: Box<dyn Optimizer> = match cfg.optimizer {
         OptimizerKind::Sgd => Box::new(
@@ -309,10 +317,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         cfg.hidden,
         n_classes,
         model.parameters().iter().map(|p| p.numel()).sum::<i64>(),
-        cfg.device,
+        placement.device(),
         cfg.batch_size,
         cfg.epochs,
-        rayon::current_num_threads()
+        rayon::current_num_threads(),
     )?;
 
     let batches_per_epoch = n_train.div_ceil(cfg.batch_size);
@@ -331,12 +339,12 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         let perm = data::permutation(n_train, &shuffle);
         let (mut loss_sum, mut hits) = (0.0, 0i64);
         for batch in perm.chunks(cfg.batch_size) {
-            let idx = on_device(Tensor::from_vec(
+            let idx = Tensor::from_vec(
                 batch.iter().map(|&i| i as i64).collect(),
                 &[batch.len() as i64],
-            )?)?;
-            let xb = ops::index_select(&x_train, 0, &idx)?;
-            let yb = ops::index_select(&y_train, 0, &idx)?;
+            )?;
+            let xb = placement.to_device(&ops::index_select(&x_train, 0, &idx)?)?;
+            let yb = placement.to_device(&ops::index_select(&y_train, 0, &idx)?)?;
             let tracing = cfg.trace && steps == 0;
             if tracing {
                 bar.suspend(|| {
@@ -349,6 +357,9 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             }
             let flops = crate::layers::StepFlops::start(&cfg.layers, steps);
             let step = (|| -> Result<Tensor, TrainError> {
+                let params = model.parameters();
+                let traced =
+                    crate::layers::StepTrace::start(&cfg.layers, steps, &params, &[&xb, &yb])?;
                 let region = crate::layers::autocast_region(cfg.layers.autocast)?;
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
@@ -356,6 +367,11 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 opt.zero_grad();
                 loss.backward()?;
                 opt.step()?;
+                if let Some(traced) = traced {
+                    let written = traced.finish(&loss, &params)?;
+                    bar.suspend(|| write!(out, "{written}"))?;
+                }
+                placement.step_captured(steps)?;
                 hits += correct(&logits, &yb)?;
                 Ok(loss)
             })();
@@ -407,6 +423,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         writeln!(out)?;
         write!(out, "{}", d.render(12))?;
     }
+    let lazy = placement.report(out)?;
     Ok(TrainReport {
         epochs,
         test_accuracy,
@@ -415,6 +432,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         steps,
         dispatch,
         seconds,
+        lazy,
     })
 }
 

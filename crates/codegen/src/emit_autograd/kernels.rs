@@ -162,14 +162,23 @@ pub(super) fn emit_differentiable(
         for r in &results {
             writeln!(w, "    let {r} = fresh({r}, &[{}]);", ins.join(", ")).unwrap();
         }
+        // An output that `bool[N] output_mask` does not ask for is PyTorch's undefined tensor
+        // (an empty placeholder here): it gets no history.
+        let masked = f
+            .schema
+            .arguments()
+            .iter()
+            .any(|a| a.name() == "output_mask" && a.n() == Some(results.len() as i32));
         let outs: Vec<String> = results
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                if d.output_differentiable(i) {
-                    format!("Some(&{r})")
-                } else {
+                if !d.output_differentiable(i) {
                     "None".to_owned()
+                } else if masked {
+                    format!("output_mask[{i}].then_some(&{r})")
+                } else {
+                    format!("Some(&{r})")
                 }
             })
             .collect();

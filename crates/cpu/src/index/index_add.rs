@@ -105,8 +105,13 @@ fn index_add_impl(
     } else {
         result.numel()
     };
-    if idx.iter().any(|&i| i < 0 || i >= bound) {
-        return Err(invalid("index out of range in self"));
+    if let Some(&bad) = idx.iter().find(|&&i| i < 0 || i >= bound) {
+        // PyTorch's index_add_cpu_: the 1-D loop's message, or the other loop's.
+        return Err(invalid(if result.dim() > 1 {
+            format!("index {bad} is out of bounds for dimension {d} with size {bound}")
+        } else {
+            "index out of range in self".to_owned()
+        }));
     }
     if result.numel() == 0 {
         return Ok(result);

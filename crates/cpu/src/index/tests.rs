@@ -255,10 +255,23 @@ fn index_add_values_and_errors() {
     let bs = Tensor::ones(&[1], ScalarType::Bool).unwrap();
     let r = index_add(&b, 0, &longs(&[1]), &bs, Scalar::Bool(true)).unwrap();
     assert_eq!(r.to_vec::<bool>().unwrap(), [false, true]);
+    // PyTorch's messages: the 2-D loop's, and the 1-D one's.
     assert_eq!(
         index_add(&z, 0, &longs(&[3, 0, 0]), &src, Scalar::Int(1))
             .unwrap_err()
             .to_string(),
+        "index 3 is out of bounds for dimension 0 with size 3"
+    );
+    assert_eq!(
+        index_add(
+            &v,
+            0,
+            &longs(&[4]),
+            &s.narrow(0, 0, 1).unwrap(),
+            Scalar::Int(1)
+        )
+        .unwrap_err()
+        .to_string(),
         "index out of range in self"
     );
     assert_eq!(

@@ -53,7 +53,9 @@ impl<'a> IterConfig<'a> {
     }
 
     /// Writes into `out` (an `out=` tensor, or `self` of an in-place op) instead of allocating
-    /// the output. Its shape must be the broadcast shape (out tensors are not resized).
+    /// the output. An `out=` tensor of another shape is resized to the broadcast shape
+    /// (`resize_output`, Note [Functional resize]: [`TensorIter::finish`] returns the resized
+    /// tensor); one that is also an input (in place) must have it, as in PyTorch.
     pub fn out(mut self, out: &'a Tensor) -> Self {
         self.out = Some(out);
         self
@@ -203,19 +205,27 @@ impl<'a> IterConfig<'a> {
         for &(t, _) in &self.inputs {
             shape = infer_size(&shape, t.sizes())?;
         }
+        let mut resized = None;
         if let Some(o) = self.out {
             if o.sizes() != &shape[..] {
+                // PyTorch's mark_resize_outputs: an out= tensor is resized, one that is also
+                // read (in place, or broadcast into as copy_ does) is not.
+                let read_write =
+                    self.out_in_shape || self.inputs.iter().any(|(t, _)| t.is_alias_of(o));
                 if self.inputs.is_empty() {
                     shape = DimVec::from_slice(o.sizes());
-                } else {
+                } else if read_write {
                     return Err(TensorError::invalid(format!(
                         "output with shape {} doesn't match the broadcast shape {}",
                         shape_str(o.sizes()),
                         shape_str(&shape)
                     )));
+                } else {
+                    resized = Some(o.resize_output(&shape)?);
                 }
             }
         }
+        let out_given: Option<&Tensor> = resized.as_ref().or(self.out);
 
         // Dtypes.
         let mut promoted = ResultTypeState::default();
@@ -228,13 +238,13 @@ impl<'a> IterConfig<'a> {
         }
         let mut common = match (self.compute_dtype, promoted.result()) {
             (Some(d), _) | (None, Some(d)) => d,
-            (None, None) => self.out.map(|o| o.dtype()).unwrap_or(DEFAULT_FLOAT),
+            (None, None) => out_given.map(|o| o.dtype()).unwrap_or(DEFAULT_FLOAT),
         };
         if self.int_to_float && self.compute_dtype.is_none() && !common.is_floating_point() {
             common = DEFAULT_FLOAT;
         }
         let kernel_dtype = self.out_dtype.unwrap_or(common);
-        if let Some(o) = self.out {
+        if let Some(o) = out_given {
             if self.check_out_cast && self.out_dtype.is_none() && !can_cast(common, o.dtype()) {
                 return Err(TensorError::invalid(format!(
                     "result type {} can't be cast to the desired output type {}",
@@ -264,8 +274,8 @@ impl<'a> IterConfig<'a> {
             .map(|t| broadcast_strides(t, &shape))
             .collect();
         // The loops write a tensor allocated here unless `out` is given in the kernel dtype.
-        let private_out = !matches!(self.out, Some(o) if o.dtype() == kernel_dtype);
-        let (out, temp_out) = match self.out {
+        let private_out = !matches!(out_given, Some(o) if o.dtype() == kernel_dtype);
+        let (out, temp_out) = match out_given {
             Some(o) if o.dtype() == kernel_dtype => (o.clone(), None),
             given => {
                 let refs: SmallVec<[&[i64]; 4]> = in_strides.iter().map(|s| &s[..]).collect();

@@ -69,9 +69,10 @@ pub fn to_device(
 /// `_to_copy` (CompositeExplicitAutograd, as in PyTorch): an empty tensor of the target dtype
 /// and device laid out like `self` (`empty_like`: the same strides with the preserve format,
 /// the default), then `copy_`. The copy dispatches on both tensors, so moving data between
-/// devices is the business of the copy kernel of the backend with the higher priority (an
-/// out-of-tree backend's `copy_` copies to and from its memory), and a new backend gets
-/// `to(device)` both ways by implementing `empty_strided`, `empty.memory_format` and `copy_`.
+/// devices is the business of the copy kernel of the backend with the higher priority (the
+/// lazy backend's `copy_` materialises a lazy source or captures a CPU one; an out-of-tree
+/// backend's `copy_` copies to and from its memory), and a new backend gets `to(device)` both
+/// ways by implementing `empty_strided`, `empty.memory_format` and `copy_`.
 #[allow(clippy::too_many_arguments)]
 pub fn _to_copy(
     self_: &Tensor,
@@ -100,7 +101,11 @@ pub fn _to_copy(
             ..Default::default()
         },
     )?;
-    crate::copy_with_(&out, self_, crate::CopyInplaceOptions { non_blocking })
+    crate::copy_with_(
+        &out,
+        self_,
+        crate::CopyInplaceOptions::default().non_blocking(non_blocking),
+    )
 }
 
 /// `clone` (CompositeExplicitAutograd): `empty_like` in `memory_format` (preserve by

@@ -34,6 +34,10 @@ pub fn zeros(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
+    // PyTorch 2.15's zeros checks first, with a message of its own.
+    if size.iter().any(|&s| s < 0) {
+        return Err(error("zeros: Dimension size must be non-negative."));
+    }
     crate::zero_(&empty(size, dtype, layout, device, pin_memory)?)
 }
 
@@ -184,6 +188,29 @@ pub fn randint(
         pin_memory,
     )?;
     crate::random_(&t, 0, Some(high))
+}
+
+/// `new_empty_strided`: an uninitialised tensor of `size` and `stride`, with `self`'s dtype
+/// and device unless given (`Tensor.new_empty_strided`).
+pub fn new_empty_strided(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::empty_strided_with(
+        size,
+        stride,
+        crate::EmptyStridedOptions {
+            dtype: Some(dtype.unwrap_or(self_.dtype())),
+            layout,
+            device: Some(device.unwrap_or(self_.device())),
+            pin_memory,
+        },
+    )
 }
 
 /// `empty_like`: the same sizes; with the preserve format (the default), the same strides

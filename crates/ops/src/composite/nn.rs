@@ -8,9 +8,79 @@ use switchboard_tensor::{ScalarType, Tensor};
 use super::{error, expand_param};
 use crate::TensorOps;
 
-/// `matmul`: PyTorch's rules by rank: dot (1-D x 1-D), matrix-vector, vector-matrix, `mm`,
-/// folding a batched left operand into `mm` when the right one is a matrix or vector, and
-/// `bmm` over broadcast batch dimensions otherwise.
+/// PyTorch's matmul multiplies a matrix (or folded batch) by a vector with `mv`, whose shape
+/// check and message come first.
+fn mv_check(rows: i64, cols: i64, len: i64) -> Result<()> {
+    if cols != len {
+        return Err(error(format!(
+            "size mismatch, got input ({rows}), mat ({rows}x{cols}), vec ({len})"
+        )));
+    }
+    Ok(())
+}
+
+// Note [matmul as PyTorch decomposes it]
+// `matmul` and `linear` call the operators PyTorch's `_matmul_impl` and `linear` call, in the
+// same order, so that a trace (switchboard-trace, like make_fx) records the same graph and
+// autograd differentiates the same calls: `mm` for matrices; a batched operand folded into
+// the rows of one `mm` when that needs no copy, or when the other operand requires grad (so
+// that its gradient is one `mm`, not a broadcast `bmm` summed), ending with `_unsafe_view`
+// (`should_fold`); otherwise `expand`, `reshape` and `bmm` over the broadcast batch, again
+// ending with `_unsafe_view`. `linear` with a bias is `addmm` for a matrix input and, for a
+// contiguous input of 3 or more dims, `addmm` on the input flattened to a matrix. Two
+// differences remain: PyTorch calls `dot` (vector x vector) and `mv` (matrix x vector), which
+// this crate does not have; `mul` + `sum` and `unsqueeze` + `mm` + `squeeze` compute the same
+// values in their place.
+
+/// The sizes and strides of `t.mT()`, without a call.
+fn mt_layout(t: &Tensor) -> (Vec<i64>, Vec<i64>) {
+    let (mut sizes, mut strides) = (t.sizes().to_vec(), t.strides().to_vec());
+    let d = sizes.len();
+    if d >= 2 {
+        sizes.swap(d - 2, d - 1);
+        strides.swap(d - 2, d - 1);
+    }
+    (sizes, strides)
+}
+
+/// PyTorch's `should_fold`: whether the batched operand of a batched-by-matrix (or vector)
+/// product folds into the rows of one `mm` (Note [matmul as PyTorch decomposes it]).
+fn should_fold(tensor1: &Tensor, tensor2: &Tensor) -> bool {
+    let tensor1_larger = tensor1.dim() >= tensor2.dim();
+    let (sizes, strides) = if tensor1_larger {
+        (tensor1.sizes().to_vec(), tensor1.strides().to_vec())
+    } else {
+        mt_layout(tensor2)
+    };
+    let dim_t1 = sizes.len();
+    let dim_t2 = if tensor1_larger {
+        tensor2.dim()
+    } else {
+        tensor1.dim()
+    };
+    if !(dim_t1 >= 3 && dim_t2 <= 2) {
+        return false;
+    }
+    let t2_requires_grad = if tensor1_larger {
+        tensor2.requires_grad_hint()
+    } else {
+        tensor1.requires_grad_hint()
+    };
+    if t2_requires_grad {
+        return true;
+    }
+    if tensor1.dim() == 2 {
+        return false;
+    }
+    if sizes.iter().product::<i64>() == 0 {
+        return true;
+    }
+    (0..dim_t1 - 2).all(|i| strides[i] == strides[i + 1] * sizes[i + 1])
+}
+
+/// `matmul`: PyTorch's rules by rank (Note [matmul as PyTorch decomposes it]): dot (1-D x
+/// 1-D), matrix-vector, vector-matrix, `mm`, a batched operand folded into `mm`, and `bmm`
+/// over broadcast batch dimensions otherwise.
 pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let (d1, d2) = (self_.dim(), other.dim());
     if d1 == 0 || d2 == 0 {
@@ -32,63 +102,103 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
             }
             crate::mul(self_, other)?.sum()
         }
-        (2, 1) => crate::squeeze_dim(&crate::mm(self_, &crate::unsqueeze(other, 1)?)?, -1),
+        (2, 1) => {
+            mv_check(self_.sizes()[0], self_.sizes()[1], other.sizes()[0])?;
+            crate::squeeze_dim(&crate::mm(self_, &crate::unsqueeze(other, 1)?)?, -1)
+        }
         (1, 2) => crate::squeeze_dim(&crate::mm(&crate::unsqueeze(self_, 0)?, other)?, 0),
         (2, 2) => crate::mm(self_, other),
-        (_, 1 | 2) if d1 >= 3 => {
-            // Fold the batch dimensions of `self` into the rows of one `mm`.
-            let sizes = self_.sizes();
-            let k = sizes[d1 - 1];
-            let rows: i64 = sizes[..d1 - 1].iter().product();
-            let folded = crate::reshape(self_, &[rows, k])?;
-            let rhs = if d2 == 1 {
-                crate::unsqueeze(other, 1)?
-            } else {
-                other.clone()
-            };
-            let out = crate::mm(&folded, &rhs)?;
-            let mut shape = sizes[..d1 - 1].to_vec();
-            if d2 == 2 {
-                shape.push(other.sizes()[1]);
-            }
-            crate::view(&out, &shape)
-        }
+        _ if should_fold(self_, other) => folded_matmul(self_, other),
         _ => batched_matmul(self_, other),
     }
 }
 
-fn batched_matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let (d1, d2) = (a.dim(), b.dim());
-    let a2 = if d1 == 1 {
-        crate::unsqueeze(a, 0)?
+/// The folded case: the batched operand (transposed when it is the right one) as the rows
+/// of one `mm`.
+fn folded_matmul(tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
+    let (d1, d2) = (tensor1.dim(), tensor2.dim());
+    let transpose = d2 > d1;
+    let t1 = if transpose {
+        crate::transpose(tensor2, -2, -1)?
     } else {
-        a.clone()
+        tensor1.clone()
     };
-    let b2 = if d2 == 1 {
-        crate::unsqueeze(b, 1)?
+    let t2 = if !transpose {
+        tensor2.clone()
+    } else if d1 == 2 {
+        crate::t(tensor1)?
     } else {
-        b.clone()
+        tensor1.clone()
     };
-    let (sa, sb) = (a2.sizes().to_vec(), b2.sizes().to_vec());
-    let (n, m1) = (sa[sa.len() - 2], sa[sa.len() - 1]);
-    let (m2, p) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+    let sizes_1 = t1.sizes().to_vec();
+    let (last, batch) = sizes_1.split_last().expect("at least 3 dims");
+    let mut output_shape = batch.to_vec();
+    let folded: i64 = batch.iter().product();
+    let t2_is_matrix = t2.dim() == 2;
+    if t2_is_matrix {
+        output_shape.push(t2.sizes()[1]);
+    }
+    let t1_folded = crate::reshape(&t1, &[folded, *last])?;
+    if t2_is_matrix {
+        let output = crate::_unsafe_view(&crate::mm(&t1_folded, &t2)?, &output_shape)?;
+        if transpose {
+            crate::contiguous(&crate::transpose(&output, -2, -1)?)
+        } else {
+            Ok(output)
+        }
+    } else {
+        // PyTorch's `mv`.
+        mv_check(folded, *last, t2.sizes()[0])?;
+        let mv = crate::squeeze_dim(&crate::mm(&t1_folded, &crate::unsqueeze(&t2, 1)?)?, -1)?;
+        crate::_unsafe_view(&mv, &output_shape)
+    }
+}
+
+fn batched_matmul(tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
+    let (d1, d2) = (tensor1.dim(), tensor2.dim());
+    let (s1, s2) = (tensor1.sizes(), tensor2.sizes());
+    let n = if d1 > 1 { s1[d1 - 2] } else { 1 };
+    let m1 = s1[d1 - 1];
+    let batch1 = &s1[..d1.saturating_sub(2)];
+    let m2 = if d2 > 1 { s2[d2 - 2] } else { s2[0] };
+    let p = if d2 > 1 { s2[d2 - 1] } else { 1 };
+    let batch2 = &s2[..d2.saturating_sub(2)];
     if m1 != m2 {
         return Err(error(format!(
             "Expected size for first two dimensions of batch2 tensor to be: [{}, {m1}] but got: \
              [{}, {m2}].",
-            sb[..sb.len() - 2].iter().product::<i64>(),
-            sb[..sb.len() - 2].iter().product::<i64>(),
+            batch2.iter().product::<i64>(),
+            batch2.iter().product::<i64>(),
         )));
     }
-    let batch = switchboard_tensor::infer_size(&sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
+    // A batch of one against a larger one: the batch dimension is dropped rather than
+    // broadcast when that operand requires grad (its gradient needs no sum then).
+    if d1 == 3 && d2 == 3 && batch1[0] != batch2[0] {
+        if batch1[0] == 1 && tensor1.requires_grad_hint() {
+            return matmul(&crate::squeeze_dim(tensor1, 0)?, tensor2);
+        }
+        if batch2[0] == 1 && tensor2.requires_grad_hint() {
+            return matmul(tensor1, &crate::squeeze_dim(tensor2, 0)?);
+        }
+    }
+    let batch = switchboard_tensor::infer_size(batch1, batch2)?;
     let nb: i64 = batch.iter().product();
-    let mut ea = batch.to_vec();
-    ea.extend([n, m1]);
-    let mut eb = batch.to_vec();
-    eb.extend([m2, p]);
-    let a3 = crate::reshape(&crate::expand(&a2, &ea)?, &[nb, n, m1])?;
-    let b3 = crate::reshape(&crate::expand(&b2, &eb)?, &[nb, m2, p])?;
-    let out = crate::bmm(&a3, &b3)?;
+    let mut e1 = batch.to_vec();
+    e1.extend([n, m1]);
+    let t1 = crate::reshape(&crate::expand(tensor1, &e1)?, &[nb, n, m1])?;
+    let vector_rhs = d2 == 1;
+    let mut e2 = batch.to_vec();
+    if vector_rhs {
+        e2.push(m2);
+    } else {
+        e2.extend([m2, p]);
+    }
+    let t2 = crate::expand(tensor2, &e2)?;
+    let t2 = if vector_rhs {
+        crate::unsqueeze(&crate::reshape(&t2, &[nb, m2])?, 2)?
+    } else {
+        crate::reshape(&t2, &[nb, m2, p])?
+    };
     let mut shape = batch.to_vec();
     if d1 > 1 {
         shape.push(n);
@@ -96,17 +206,34 @@ fn batched_matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if d2 > 1 {
         shape.push(p);
     }
-    crate::view(&out, &shape)
+    let out = crate::bmm(&t1, &t2)?;
+    let out = if vector_rhs {
+        crate::squeeze_dim(&out, -1)?
+    } else {
+        out
+    };
+    crate::_unsafe_view(&out, &shape)
 }
 
-/// `linear`: `addmm(bias, input, weight.t())` for a matrix input with bias, else
-/// `matmul(input, weight.t())` (+ bias).
+/// `linear` (Note [matmul as PyTorch decomposes it]): `addmm(bias, input, weight.t())` for a
+/// matrix input with bias; for a contiguous input of 3 or more dims with bias, the same on the
+/// input flattened to a matrix, viewed back (`_unsafe_view`); else `matmul(input, weight.t())`
+/// (+ bias).
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    let wt = crate::t(weight)?;
     match bias {
-        Some(b) if input.dim() == 2 => crate::addmm(b, input, &wt),
-        Some(b) => crate::add(&matmul(input, &wt)?, b),
-        None => matmul(input, &wt),
+        Some(b) if input.dim() == 2 => crate::addmm(b, input, &crate::t(weight)?),
+        Some(b) if input.dim() >= 3 && input.is_contiguous() => {
+            let sizes = input.sizes();
+            let (last, batch) = sizes.split_last().expect("at least 3 dims");
+            let rows: i64 = batch.iter().product();
+            let flat = crate::reshape(input, &[rows, *last])?;
+            let result = crate::addmm(b, &flat, &crate::t(weight)?)?;
+            let mut shape = batch.to_vec();
+            shape.push(result.sizes()[1]);
+            crate::_unsafe_view(&result, &shape)
+        }
+        Some(b) => crate::add(&matmul(input, &crate::t(weight)?)?, b),
+        None => matmul(input, &crate::t(weight)?),
     }
 }
 

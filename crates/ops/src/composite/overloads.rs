@@ -149,8 +149,10 @@ pub fn normal_functional(
 /// `bernoulli.p` (CompositeExplicitAutograd): a tensor like `self` of 0/1 draws with
 /// probability `p`.
 pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    // PyTorch's: a contiguous result (LEGACY_CONTIGUOUS_MEMORY_FORMAT), whatever `self`'s layout.
+    let contiguous = crate::EmptyLikeOptions::default().memory_format(MemoryFormat::Contiguous);
     crate::bernoulli_with_(
-        &crate::empty_like(self_)?,
+        &crate::empty_like_with(self_, contiguous)?,
         crate::BernoulliInplaceOptions { p, generator },
     )
 }

@@ -74,8 +74,15 @@ pub fn as_strided(
     Ok(RawOps::as_strided(self_, size, stride, offset)?)
 }
 
-/// `reshape` (CompositeImplicitAutograd): a `view` when the strides allow it, else a
-/// contiguous `clone` viewed.
+/// `_unsafe_view` (CompositeExplicitAutograd): `view`'s result, which autograd does not
+/// treat as a view (its schema has no alias annotation): what `reshape` returns over the
+/// copy it made, whose memory nothing else can reach.
+pub fn _unsafe_view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    Ok(RawOps::view(self_, size)?)
+}
+
+/// `reshape` (CompositeImplicitAutograd): a `view` when the strides allow it, else, as
+/// PyTorch's, `_unsafe_view` of a contiguous `clone`.
 pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     if self_.reshape_view(shape)?.is_some() {
         crate::view(self_, shape)
@@ -84,7 +91,7 @@ pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
             self_,
             crate::CloneOptions::default().memory_format(MemoryFormat::Contiguous),
         )?;
-        crate::view(&c, shape)
+        crate::_unsafe_view(&c, shape)
     }
 }
 

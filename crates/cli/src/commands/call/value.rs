@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::num::IntErrorKind;
 
-use switchboard::dispatcher::{IValue, ThinVec};
-use switchboard::schema::{DefaultValue, Type};
+use switchboard::dispatcher::IValue;
+use switchboard::schema::Type;
 use switchboard::tensor::{Device, Generator, Layout, MemoryFormat, ScalarType, Tensor};
 
 /// The tensors of the `--in` file, if one was given.
@@ -238,89 +238,5 @@ fn parse_list(text: &str, elem: &Type, n: Option<i32>, inputs: &Inputs) -> Resul
                 .map(|s| parse_value(s, other, None, inputs))
                 .collect::<Result<_>>()?,
         ),
-    })
-}
-
-/// The boxed form of a schema default (see `switchboard_schema::DefaultValue`: dtypes, layouts
-/// and memory formats are stored as PyTorch's integers; `int[2] x=1` is already expanded).
-pub(super) fn default_value(d: &DefaultValue, ty: &Type, n: Option<i32>) -> Result<IValue> {
-    let unsupported = || Err(ValueError::Unsupported);
-    Ok(match (d, ty) {
-        (DefaultValue::None, _) => IValue::None,
-        (_, Type::Optional(inner)) => return default_value(d, inner, n),
-        (DefaultValue::Bool(b), _) => IValue::Bool(*b),
-        (DefaultValue::Int(i), Type::Float) => IValue::Double(*i as f64),
-        (DefaultValue::Int(i), Type::ScalarType) => {
-            match i8::try_from(*i).ok().and_then(ScalarType::from_i8) {
-                Some(t) => IValue::ScalarType(t),
-                None => return unsupported(),
-            }
-        }
-        (DefaultValue::Int(0), Type::Layout) => IValue::Layout(Layout::Strided),
-        (DefaultValue::Int(i), Type::MemoryFormat) => IValue::MemoryFormat(match i {
-            // c10::MemoryFormat's numbering.
-            0 => MemoryFormat::Contiguous,
-            1 => MemoryFormat::Preserve,
-            2 => MemoryFormat::ChannelsLast,
-            3 => MemoryFormat::ChannelsLast3d,
-            _ => return unsupported(),
-        }),
-        // `int[1]? dim=3`: an optional list takes a single constant (PyTorch broadcasts it).
-        (DefaultValue::Int(i), Type::List(elem)) if matches!(**elem, Type::Int | Type::SymInt) => {
-            IValue::IntList(vec![*i; usize::try_from(n.unwrap_or(1)).unwrap_or(1)].into())
-        }
-        (DefaultValue::Int(i), Type::Int | Type::SymInt | Type::Scalar) => IValue::Int(*i),
-        (DefaultValue::Float(f), Type::Float | Type::Scalar) => IValue::Double(*f),
-        (DefaultValue::Str(_), Type::Device) | (DefaultValue::Device(_), _) => {
-            let text = match d {
-                DefaultValue::Device(dev) => dev.to_string(),
-                other => other.as_str().unwrap_or_default().to_owned(),
-            };
-            match text.parse::<Device>() {
-                Ok(dev) => IValue::Device(dev),
-                Err(_) => return unsupported(),
-            }
-        }
-        (DefaultValue::Str(_), Type::Str) => match d.as_str() {
-            Some(s) => IValue::from(s),
-            None => return unsupported(),
-        },
-        (DefaultValue::List(items), Type::List(elem)) => {
-            let ints = || -> Option<ThinVec<i64>> {
-                items
-                    .iter()
-                    .map(|v| match v {
-                        DefaultValue::Int(i) => Some(*i),
-                        _ => None,
-                    })
-                    .collect()
-            };
-            let list = match &**elem {
-                Type::Int | Type::SymInt => ints().map(IValue::IntList),
-                Type::Float => items
-                    .iter()
-                    .map(|v| match v {
-                        DefaultValue::Float(f) => Some(*f),
-                        DefaultValue::Int(i) => Some(*i as f64),
-                        _ => None,
-                    })
-                    .collect::<Option<ThinVec<f64>>>()
-                    .map(IValue::DoubleList),
-                Type::Bool => items
-                    .iter()
-                    .map(|v| match v {
-                        DefaultValue::Bool(b) => Some(*b),
-                        _ => None,
-                    })
-                    .collect::<Option<ThinVec<bool>>>()
-                    .map(IValue::BoolList),
-                _ => None,
-            };
-            match list {
-                Some(l) => l,
-                None => return unsupported(),
-            }
-        }
-        _ => return unsupported(),
     })
 }

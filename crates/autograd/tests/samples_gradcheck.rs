@@ -1,0 +1,232 @@
+//! gradcheck and gradgradcheck of every differentiable entry of the operator-sample registry
+//! (Note [Operator samples] in switchboard-opinfo), on its float64 samples: the functional
+//! form, its in-place form (on a non-leaf copy of `self`), and the in-place operators with no
+//! functional form. Random operators are reseeded before every call, so they are checked too.
+
+use switchboard_autograd::{
+    gradcheck, gradgradcheck, operator_autograd, AutogradKind, AutogradTensor, Result,
+};
+use switchboard_cpu as _;
+use switchboard_dispatcher::OperatorHandle;
+use switchboard_opinfo::{
+    aten_operators, operator, registry, returned_tensors, variants_of, Grad, Layout, OpInfo,
+    Prepared, Sample,
+};
+use switchboard_ops as ops;
+use switchboard_tensor::{Device, ScalarType, Tensor};
+
+/// How a checked function calls the operator.
+#[derive(Clone, Copy)]
+enum Form<'a> {
+    /// The functional form.
+    Functional,
+    /// In place on a non-leaf copy of `self` (the first tensor), through `op` (the in-place
+    /// variant, or the entry itself when it has no functional form).
+    InPlace(&'a OperatorHandle),
+}
+
+/// The function gradcheck differentiates: the sample's tensors with the differentiable ones
+/// replaced by the leaves `t` (layouts applied inside), called in `form`; its differentiable
+/// floating outputs (`keep`), flattened and joined when there are several.
+fn call(p: &Prepared, grad: &[usize], form: Form, keep: &[usize], t: &[Tensor]) -> Result<Tensor> {
+    let mut tensors = Vec::with_capacity(p.tensors.len());
+    for (i, s) in p.tensors.iter().enumerate() {
+        let base = match grad.iter().position(|&g| g == i) {
+            Some(k) => t[k].clone(),
+            None => s.base.clone(),
+        };
+        tensors.push(s.spec.view(&base)?);
+    }
+    p.reseed(7);
+    let outs = match form {
+        Form::Functional => returned_tensors(&p.call(&tensors)?),
+        Form::InPlace(op) => {
+            tensors[0] = ops::mul_scalar(&tensors[0], 1.0)?;
+            p.call_variant(op, &tensors, &[])?;
+            vec![tensors[0].clone()]
+        }
+    };
+    let mut kept: Vec<Tensor> = keep.iter().map(|&i| outs[i].clone()).collect();
+    if kept.len() == 1 {
+        return Ok(kept.remove(0));
+    }
+    let flat = kept
+        .iter()
+        .map(|o| ops::reshape(o, &[-1]))
+        .collect::<Result<Vec<_>>>()?;
+    ops::cat(&flat)
+}
+
+/// The outputs that get gradients: floating ones with history, on one call with leaves.
+fn differentiable_outputs(p: &Prepared, grad: &[usize], form: Form) -> Result<Vec<usize>> {
+    let leaves = leaves(p, grad)?;
+    let mut tensors = Vec::new();
+    for (i, s) in p.tensors.iter().enumerate() {
+        let base = match grad.iter().position(|&g| g == i) {
+            Some(k) => leaves[k].clone(),
+            None => s.base.clone(),
+        };
+        tensors.push(s.spec.view(&base)?);
+    }
+    p.reseed(7);
+    let outs = match form {
+        Form::Functional => returned_tensors(&p.call(&tensors)?),
+        Form::InPlace(_) => return Ok(vec![0]),
+    };
+    Ok((0..outs.len())
+        .filter(|&i| outs[i].dtype().is_floating_point() && outs[i].requires_grad())
+        .collect())
+}
+
+/// Fresh float64 leaves for the differentiable tensors.
+fn leaves(p: &Prepared, grad: &[usize]) -> Result<Vec<Tensor>> {
+    grad.iter()
+        .map(|&i| {
+            let t = ops::clone(&p.tensors[i].base)?;
+            t.requires_grad_(true)?;
+            Ok(t)
+        })
+        .collect()
+}
+
+/// The differentiable inputs of an entry: its formula's, or any for a composite operator.
+fn differentiable_inputs(info: &OpInfo) -> Option<&'static [&'static str]> {
+    let a = operator_autograd(info.name).expect("in the generated table");
+    match a.kind {
+        AutogradKind::Composite => None,
+        _ => Some(a.differentiable_inputs),
+    }
+}
+
+/// Whether the in-place form can run the sample: the result has `self`'s shape, and `self`
+/// is not a broadcast view.
+fn inplace_fits(p: &Prepared, s: &Sample) -> bool {
+    let Some(first) = p.tensors.first() else {
+        return false;
+    };
+    if matches!(first.spec.layout, Layout::Expanded(_)) || s.error {
+        return false;
+    }
+    match p.fresh_inputs().and_then(|t| p.call(&t)) {
+        Ok(r) => returned_tensors(&r)
+            .first()
+            .is_some_and(|y| y.sizes() == first.spec.shape.as_slice()),
+        Err(_) => false,
+    }
+}
+
+struct Checker {
+    failures: Vec<String>,
+    gradchecks: usize,
+    gradgradchecks: usize,
+}
+
+impl Checker {
+    fn run(&mut self, what: &str, p: &Prepared, grad: &[usize], form: Form, second: bool) {
+        let keep = match differentiable_outputs(p, grad, form) {
+            Ok(k) if k.is_empty() => {
+                self.failures
+                    .push(format!("{what}: no output requires grad"));
+                return;
+            }
+            Ok(k) => k,
+            Err(e) => {
+                self.failures.push(format!("{what}: {e}"));
+                return;
+            }
+        };
+        let inputs = match leaves(p, grad) {
+            Ok(l) => l,
+            Err(e) => {
+                self.failures.push(format!("{what}: {e}"));
+                return;
+            }
+        };
+        let f = |t: &[Tensor]| call(p, grad, form, &keep, t);
+        self.gradchecks += 1;
+        match gradcheck(f, &inputs, 1e-6, 1e-5, 1e-3) {
+            Ok(true) => {}
+            Ok(false) => self.failures.push(format!("{what}: gradcheck false")),
+            Err(e) => self.failures.push(format!("{what}: {e}")),
+        }
+        if second {
+            self.gradgradchecks += 1;
+            match gradgradcheck(f, &inputs, 17, 1e-6, 1e-5, 1e-3) {
+                Ok(true) => {}
+                Ok(false) => self.failures.push(format!("{what}: gradgradcheck false")),
+                Err(e) => self.failures.push(format!("{what} (gradgradcheck): {e}")),
+            }
+        }
+    }
+}
+
+#[test]
+fn every_differentiable_entry_passes_gradcheck() {
+    let all = aten_operators();
+    let mut c = Checker {
+        failures: Vec::new(),
+        gradchecks: 0,
+        gradgradchecks: 0,
+    };
+    for info in registry() {
+        if !info.grad.checks() {
+            continue;
+        }
+        let differentiable = differentiable_inputs(&info);
+        let (own, schema) = operator(info.name).unwrap();
+        let (inplace, _) = variants_of(&schema, &all);
+        let mut second_left = match info.grad {
+            Grad::Check => info.gradgrad_samples,
+            _ => 0,
+        };
+        for (k, s) in info.samples.iter().enumerate() {
+            if !s.for_gradcheck() {
+                continue;
+            }
+            let p = match Prepared::new(info.name, s, Device::CPU, Some(ScalarType::Double)) {
+                Ok(p) => p,
+                Err(e) => {
+                    c.failures.push(format!("{} sample {k}: {e}", info.name));
+                    continue;
+                }
+            };
+            let grad = p.grad_inputs(differentiable);
+            if grad.is_empty() {
+                continue;
+            }
+            let what = format!("{} sample {k}", info.name);
+            if info.is_inplace_only() {
+                // An integer `self` (copy_ into int64) has no gradient.
+                if p.tensors[0].spec.dtype.is_floating_point() {
+                    c.run(&what, &p, &grad, Form::InPlace(&own), false);
+                }
+                continue;
+            }
+            let second = second_left > 0;
+            second_left -= usize::from(second);
+            c.run(&what, &p, &grad, Form::Functional, second);
+            if let Some((op, vs)) = inplace {
+                if inplace_fits(&p, s) && grad.contains(&0) {
+                    let what = format!("{} sample {k}", vs.name());
+                    c.run(&what, &p, &grad, Form::InPlace(op), false);
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{} gradchecks, {} gradgradchecks",
+        c.gradchecks, c.gradgradchecks
+    );
+    assert!(c.gradchecks > 400, "{} gradchecks", c.gradchecks);
+    let lines: Vec<String> = c
+        .failures
+        .iter()
+        .map(|f| f.chars().take(300).collect())
+        .collect();
+    assert!(
+        c.failures.is_empty(),
+        "{} failures:\n{}",
+        c.failures.len(),
+        lines.join("\n")
+    );
+}

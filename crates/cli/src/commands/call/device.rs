@@ -1,0 +1,59 @@
+//! `switchboard call --device DEVICE`: the call's tensors on another device (Note [The
+//! --device option] in `switchboard_cli::device`).
+
+use switchboard::dispatcher::{DispatchError, Stack};
+use switchboard::tensor::{Device, Tensor};
+use switchboard_cli::device::{parse_device, stack_to_cpu, stack_to_device, to_cpu};
+
+use super::{one_line, CallError};
+
+/// Where the call runs: the CPU (no `--device`, or `--device cpu`) or another device.
+pub(super) struct OnDevice<'a> {
+    device: Option<Device>,
+    op_name: &'a str,
+}
+
+impl<'a> OnDevice<'a> {
+    /// Reads `--device` (a bad device string is [`CallError::Device`]).
+    pub fn new(text: Option<&str>, op_name: &'a str) -> Result<OnDevice<'a>, CallError> {
+        let device = text
+            .map(parse_device)
+            .transpose()
+            .map_err(CallError::Device)?
+            .filter(|d| *d != Device::CPU);
+        Ok(OnDevice { device, op_name })
+    }
+
+    fn fail(&self, what: &str, e: DispatchError) -> CallError {
+        CallError::Device(format!(
+            "{}: {what}: {}",
+            self.op_name,
+            one_line(&e.to_string())
+        ))
+    }
+
+    /// Moves the tensor arguments of `stack` to the device.
+    pub fn inputs(&self, stack: &mut Stack) -> Result<(), CallError> {
+        match self.device {
+            Some(d) => stack_to_device(stack, d)
+                .map_err(|e| self.fail(&format!("moving the inputs to {d}"), e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Moves the tensor outputs and the gradients back to the CPU (on `lazy`, this runs the
+    /// captured graph: a failure of the call shows here).
+    pub fn outputs(
+        &self,
+        returns: &mut Stack,
+        grads: &mut [(String, Tensor)],
+    ) -> Result<(), CallError> {
+        let Some(d) = self.device else { return Ok(()) };
+        let what = format!("moving the outputs from {d} to cpu");
+        stack_to_cpu(returns).map_err(|e| self.fail(&what, e))?;
+        for (_, g) in grads.iter_mut() {
+            *g = to_cpu(g).map_err(|e| self.fail(&what, e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,141 @@
+//! `--device DEVICE`: where `switchboard call` and `switchboard train` run their operators.
+//!
+//! // Note [The --device option]
+//! Inputs are created on the CPU (read from a file, or built from the data set) and moved to
+//! the device with `_to_copy` through the dispatcher, as `tensor.to(device)` does in PyTorch;
+//! results are moved back to the CPU the same way before they are written. So on `lazy` every
+//! call is captured by the lazy backend (switchboard-lazy) and runs when a result is read, on
+//! `meta` only shapes are computed (reading a result is then the meta backend's error), and a
+//! device without a backend in this build (`cuda`) fails at the first move with the
+//! dispatcher's "no kernel" error. Non-tensor arguments are left as they are: a `Device`
+//! argument of a factory still says where the factory allocates.
+//!
+//! Out-of-tree backends linked into this build behind cargo features (`--features npu`: the
+//! `npu` backend of `extensions/npu`, PrivateUse1 renamed) are installed when their device is
+//! named, so a build that links one behaves as one without until then. `train` runs only where
+//! a whole training step can: the CPU, `lazy` and the linked backends
+//! ([`parse_train_device`]).
+
+use std::str::FromStr;
+
+use switchboard::autograd::no_grad;
+use switchboard::dispatcher::{IValue, Result, Stack};
+use switchboard::keys::DeviceType;
+use switchboard::lazy;
+use switchboard::ops;
+use switchboard::tensor::{Device, Tensor};
+
+/// Parses a `--device` value as `torch.device` does; `lazy` is the lazy backend's one device,
+/// `lazy:0`.
+///
+/// ```
+/// use switchboard_cli::device::parse_device;
+/// assert_eq!(parse_device("lazy").unwrap().to_string(), "lazy:0");
+/// assert_eq!(parse_device("cpu").unwrap().to_string(), "cpu");
+/// assert!(parse_device("gpu").unwrap_err().contains("gpu"));
+/// ```
+pub fn parse_device(text: &str) -> std::result::Result<Device, String> {
+    let ty = text.trim().split(':').next().unwrap_or_default();
+    install_linked(ty)?;
+    let d = Device::from_str(text.trim()).map_err(|e| format!("--device {text:?}: {e}"))?;
+    Ok(match d.ty {
+        DeviceType::Lazy if d.index.is_none_or(|i| i == 0) => lazy::DEVICE,
+        DeviceType::Lazy => {
+            return Err(format!(
+                "--device {text:?}: the lazy backend has one device, lazy:0"
+            ))
+        }
+        _ => d,
+    })
+}
+
+/// The out-of-tree backends this build links, by device name.
+pub const LINKED_BACKENDS: &[&str] = &[
+    #[cfg(feature = "npu")]
+    "npu",
+];
+
+/// Installs the linked backend of device type name `ty`, if there is one.
+fn install_linked(ty: &str) -> std::result::Result<(), String> {
+    #[cfg(feature = "npu")]
+    if ty == switchboard_npu::NAME {
+        switchboard_npu::init().map_err(|e| e.to_string())?;
+    }
+    let _ = ty;
+    Ok(())
+}
+
+/// Parses `train`'s `--device`: [`parse_device`], limited to the devices a whole training
+/// step runs on (the CPU, `lazy`, and the linked out-of-tree backends); the error names them.
+pub fn parse_train_device(text: &str) -> std::result::Result<Device, String> {
+    let device = parse_device(text)?;
+    if device.is_cpu() || is_lazy(device) || LINKED_BACKENDS.contains(&device.ty.name()) {
+        return Ok(device);
+    }
+    let mut available = vec!["cpu", "lazy"];
+    available.extend(LINKED_BACKENDS);
+    Err(format!(
+        "this build cannot train on {device}: available devices are {} (out-of-tree backends \
+         are linked with cargo features, e.g. --features npu)",
+        available.join(", ")
+    ))
+}
+
+/// Whether `device` is the lazy backend's.
+pub fn is_lazy(device: Device) -> bool {
+    device.ty == DeviceType::Lazy
+}
+
+/// `t` on `device`: `t` itself when it is there, else a copy (`_to_copy`, not recorded by
+/// autograd: the copy is a new tensor of its own).
+pub fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
+    if t.device() == device {
+        return Ok(t.clone());
+    }
+    let _no_grad = no_grad();
+    ops::_to_copy_with(t, ops::ToCopyOptions::default().device(device))
+}
+
+/// `to_device(t, Device::CPU)`: a result read back for writing (on `lazy`, this runs the
+/// pending graph).
+pub fn to_cpu(t: &Tensor) -> Result<Tensor> {
+    to_device(t, Device::CPU)
+}
+
+/// Moves every tensor in `v` (also inside lists and tuples) with `f`.
+pub fn map_tensors(v: &mut IValue, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<()> {
+    match v {
+        IValue::Tensor(t) => *t = f(t)?,
+        IValue::TensorList(ts) => {
+            for t in ts.iter_mut() {
+                *t = f(t)?;
+            }
+        }
+        IValue::OptionalTensorList(ts) => {
+            for t in ts.iter_mut().flatten() {
+                *t = f(t)?;
+            }
+        }
+        IValue::Tuple(vs) | IValue::GenericList(vs) => {
+            for v in vs.iter_mut() {
+                map_tensors(v, f)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Moves every tensor argument of `stack` to `device` (Note [The --device option]).
+pub fn stack_to_device(stack: &mut Stack, device: Device) -> Result<()> {
+    stack
+        .iter_mut()
+        .try_for_each(|v| map_tensors(v, &mut |t| to_device(t, device)))
+}
+
+/// Moves every tensor of `stack` back to the CPU.
+pub fn stack_to_cpu(stack: &mut Stack) -> Result<()> {
+    stack
+        .iter_mut()
+        .try_for_each(|v| map_tensors(v, &mut to_cpu))
+}

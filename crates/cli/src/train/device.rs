@@ -1,0 +1,105 @@
+//! `switchboard train --device DEVICE`: the training job on another device, and what the lazy
+//! backend adds to it (the graph of one step, `--graph-out`, and the metrics report).
+//!
+//! The model's parameters are moved to the device once (`Module::to_device`: leaves of their
+//! own there, as `model.to(device)` makes them), the test set once, each minibatch when it is
+//! drawn (Note [The --device option] in [`crate::device`]). On `lazy`, a step's forward,
+//! backward and optimizer update are captured and run when the step's accuracy and loss are
+//! read (`item`), with the prepared plan of the step's graph taken from the cache from the
+//! second step on; the per-epoch numbers are eager's, because the graph runs the same CPU
+//! kernels in the same order.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use switchboard::lazy;
+use switchboard_tensor::{Device, Tensor};
+
+use super::TrainError;
+use crate::device::{is_lazy, to_device};
+
+/// The format `--graph-out` writes, from its file name's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GraphFormat {
+    Dot,
+    Json,
+}
+
+/// Where the training runs, and what it writes about the lazy backend.
+pub(super) struct Placement {
+    device: Device,
+    graph_out: Option<(PathBuf, GraphFormat)>,
+}
+
+impl Placement {
+    /// Checks `--device` and `--graph-out` together: a graph is written only on `lazy`, as
+    /// `.dot` or `.json`.
+    pub fn new(device: Device, graph_out: Option<&Path>) -> Result<Placement, TrainError> {
+        let graph_out = match graph_out {
+            None => None,
+            Some(_) if !is_lazy(device) => {
+                return Err(TrainError::Config(format!(
+                    "--graph-out needs --device lazy (the graph of a step is the lazy \
+                     backend's; the device is {device})"
+                )))
+            }
+            Some(p) => {
+                let format = match p.extension().and_then(|e| e.to_str()) {
+                    Some(e) if e.eq_ignore_ascii_case("dot") => GraphFormat::Dot,
+                    Some(e) if e.eq_ignore_ascii_case("json") => GraphFormat::Json,
+                    _ => {
+                        return Err(TrainError::Config(format!(
+                            "--graph-out {}: the file name must end in .dot (Graphviz) or \
+                             .json",
+                            p.display()
+                        )))
+                    }
+                };
+                Some((p.to_path_buf(), format))
+            }
+        };
+        if is_lazy(device) {
+            // The report covers this run only.
+            lazy::reset_stats();
+        }
+        Ok(Placement { device, graph_out })
+    }
+
+    /// The device.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// `t` on the device.
+    pub fn to_device(&self, t: &Tensor) -> Result<Tensor, TrainError> {
+        Ok(to_device(t, self.device)?)
+    }
+
+    /// Called once a step's forward, backward and update are captured, before anything of
+    /// the step is read: writes the first step's graph (`--graph-out`).
+    pub fn step_captured(&self, step: usize) -> Result<(), TrainError> {
+        let Some((path, format)) = &self.graph_out else {
+            return Ok(());
+        };
+        if step != 0 {
+            return Ok(());
+        }
+        let graph = lazy::pending_graph();
+        let text = match format {
+            GraphFormat::Dot => graph.to_dot(),
+            GraphFormat::Json => graph.to_json().to_string(),
+        };
+        std::fs::write(path, text)
+            .map_err(|e| TrainError::Config(format!("--graph-out {}: {e}", path.display())))
+    }
+
+    /// The lazy backend's metrics report (on `lazy`), after the run.
+    pub fn report(&self, out: &mut dyn Write) -> Result<Option<lazy::LazyStats>, TrainError> {
+        if !is_lazy(self.device) {
+            return Ok(None);
+        }
+        writeln!(out)?;
+        write!(out, "{}", lazy::metrics_report())?;
+        Ok(Some(lazy::stats()))
+    }
+}

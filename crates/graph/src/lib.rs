@@ -1,0 +1,67 @@
+//! Switchboard's graph IR: a list of operator calls captured from real programs, shared by
+//! every component that records calls (the lazy backend; tracing).
+//!
+//! - [`Graph`]: input nodes and call nodes in execution order; a call holds its operator's
+//!   handle, its arguments in schema order (tensors as [`Value`]s, everything else as constant
+//!   `IValue`s) and the metadata of each tensor it produces (Note [Graph IR]).
+//! - Printing as code in the style of `torch.fx` (`Display`), [`Graph::to_json`] and
+//!   [`Graph::to_dot`] (Graphviz).
+//! - [`StructuralKey`]: the graph's structure, for caches of prepared graphs.
+//! - [`Plan`]: a graph prepared to run: dead nodes dropped, identical pure calls merged (Note
+//!   [Merging identical nodes]), every intermediate freed after its last use; it replays the
+//!   calls through the dispatcher ([`Graph::replay`] for a one-off run).
+//! - [`Aliasing`], [`is_pure`] and [`is_random`]: what a schema says about writes, views and
+//!   purity.
+//!
+//! ```
+//! use switchboard_dispatcher::{Dispatcher, IValue};
+//! use switchboard_graph::{Arg, Graph, Output, TensorMeta};
+//! use switchboard_tensor::Tensor;
+//! use switchboard_cpu as _;
+//! use switchboard_ops as _;
+//!
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+//! let mm = Dispatcher::global().find_schema_or_throw("aten::mm").unwrap();
+//! let mut g = Graph::new();
+//! let x = g.add_input(TensorMeta::of(&a));
+//! let n = g.add_call(mm, vec![Arg::Value(x), Arg::Value(x)], vec![Output::ret(0, TensorMeta::of(&a))]).unwrap();
+//! g.set_outputs(vec![g.value(n, 0)]).unwrap();
+//! println!("{g}");   // def graph(arg0: "f32[2, 2]"):  mm: "f32[2, 2]" = aten.mm.default(arg0, arg0) ...
+//! let y = g.replay(vec![a]).unwrap();
+//! assert_eq!(y[0].to_vec::<f32>().unwrap(), [7.0, 10.0, 15.0, 22.0]);
+//! assert!(g.to_dot().contains("aten::mm"));
+//! ```
+#![warn(missing_docs)]
+
+mod aliasing;
+mod export;
+mod graph;
+mod key;
+mod node;
+mod plan;
+mod print;
+
+pub use aliasing::{is_pure, is_random, Aliasing};
+pub use graph::{Graph, GraphError};
+pub use key::{constant_words, StructuralKey};
+pub use node::{Arg, Node, NodeId, NodeKind, Output, Source, TensorMeta, Value};
+pub use plan::{Plan, RunOptions};
+pub use print::{const_code, meta_annotation, op_path, short_dtype};
+
+use switchboard_dispatcher::{AutoDispatchBelowADInplaceOrView, Result};
+use switchboard_tensor::Tensor;
+
+impl Graph {
+    /// Runs the graph once on `inputs` through the dispatcher ([`Plan::new`] and
+    /// [`Plan::run`] with default options), below the autograd and ADInplaceOrView layers:
+    /// replaying records no gradient history and bumps no version.
+    pub fn replay(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        let _below = AutoDispatchBelowADInplaceOrView::new();
+        Plan::new(self.clone()).run(inputs, &RunOptions::default())
+    }
+
+    /// The graph's [`StructuralKey`].
+    pub fn structural_key(&self) -> StructuralKey {
+        StructuralKey::of(self, None)
+    }
+}

@@ -1,0 +1,194 @@
+//! The pieces of a graph: values, arguments, outputs and nodes.
+
+use std::sync::Arc;
+
+use switchboard_dispatcher::{IValue, OperatorHandle};
+use switchboard_tensor::{Device, DimVec, ScalarType, Tensor};
+
+/// The index of a node in its graph (nodes are numbered in the order they were added, which
+/// is a valid execution order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The index as a `usize`.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A tensor value of a graph: output `output` of node `node` (a graph input is the single
+/// output of its input node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value {
+    /// The node producing it.
+    pub node: NodeId,
+    /// Which of the node's outputs.
+    pub output: u32,
+}
+
+impl Value {
+    /// Output `output` of node `node`.
+    #[inline]
+    pub const fn new(node: NodeId, output: u32) -> Value {
+        Value { node, output }
+    }
+}
+
+/// The metadata of a tensor value: what eager code could read from it without its data.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorMeta {
+    /// Sizes.
+    pub sizes: DimVec,
+    /// Strides, in elements.
+    pub strides: DimVec,
+    /// Offset of the first element in the storage, in elements.
+    pub storage_offset: i64,
+    /// Element type.
+    pub dtype: ScalarType,
+    /// Device.
+    pub device: Device,
+}
+
+impl TensorMeta {
+    /// The metadata of `t`.
+    pub fn of(t: &Tensor) -> TensorMeta {
+        TensorMeta {
+            sizes: DimVec::from_slice(t.sizes()),
+            strides: DimVec::from_slice(t.strides()),
+            storage_offset: t.storage_offset(),
+            dtype: t.dtype(),
+            device: t.device(),
+        }
+    }
+
+    /// Whether `t` has these sizes, strides, offset and dtype (the device is not compared:
+    /// an executor may run a graph on another device than it was captured for).
+    pub fn matches_layout(&self, t: &Tensor) -> bool {
+        self.dtype == t.dtype()
+            && self.sizes.as_slice() == t.sizes()
+            && self.strides.as_slice() == t.strides()
+            && self.storage_offset == t.storage_offset()
+    }
+
+    /// Whether the strides are the contiguous ones for the sizes.
+    pub fn is_contiguous(&self) -> bool {
+        switchboard_tensor::is_contiguous(&self.sizes, &self.strides)
+    }
+}
+
+/// An argument of a call node, in schema order.
+#[derive(Clone, Debug)]
+pub enum Arg {
+    /// A tensor (`Tensor`, or a present `Tensor?`).
+    Value(Value),
+    /// A `Tensor[]`.
+    Values(Vec<Value>),
+    /// A `Tensor?[]`.
+    OptionalValues(Vec<Option<Value>>),
+    /// Any other argument (a number, a list of ints, a dtype, a device, `None`...). Never a
+    /// tensor: tensors are graph values.
+    Const(IValue),
+}
+
+impl Arg {
+    /// The values this argument reads.
+    pub fn values(&self) -> impl Iterator<Item = Value> + '_ {
+        let (one, many, opt): (Option<Value>, &[Value], &[Option<Value>]) = match self {
+            Arg::Value(v) => (Some(*v), &[], &[]),
+            Arg::Values(vs) => (None, vs, &[]),
+            Arg::OptionalValues(vs) => (None, &[], vs),
+            Arg::Const(_) => (None, &[], &[]),
+        };
+        one.into_iter()
+            .chain(many.iter().copied())
+            .chain(opt.iter().flatten().copied())
+    }
+}
+
+/// Where a call node's output comes from when the node runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// Return `i` (a `Tensor`).
+    Return(u32),
+    /// Item `j` of return `i` (a `Tensor[]`).
+    ReturnItem(u32, u32),
+    /// Argument `i` after the call: a tensor the operator writes in place (`Tensor(a!)`)
+    /// without returning it, whose new value later nodes read.
+    Argument(u32),
+}
+
+/// An output of a node: its metadata and where it comes from.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// The metadata the capture computed (an executor can check its results against it);
+    /// shared, as recorders often produce the same metadata many times.
+    pub meta: Arc<TensorMeta>,
+    /// Which return (or written argument) it is.
+    pub source: Source,
+}
+
+impl Output {
+    /// Return `i` with metadata `meta`.
+    pub fn ret(i: u32, meta: impl Into<Arc<TensorMeta>>) -> Output {
+        Output {
+            meta: meta.into(),
+            source: Source::Return(i),
+        }
+    }
+}
+
+/// What a node is.
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    /// Graph input number `index` (a placeholder: its tensor is given when the graph runs).
+    Input {
+        /// Its position among the graph's inputs.
+        index: u32,
+    },
+    /// A call of an operator.
+    Call {
+        /// The operator.
+        op: OperatorHandle,
+        /// Its arguments, in schema order (every argument, defaults included).
+        args: Vec<Arg>,
+    },
+}
+
+/// A node: an input or an operator call, with its outputs' metadata.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Input or call.
+    pub kind: NodeKind,
+    /// The tensors it produces.
+    pub outputs: Vec<Output>,
+}
+
+impl Node {
+    /// The operator of a call node.
+    pub fn op(&self) -> Option<&OperatorHandle> {
+        match &self.kind {
+            NodeKind::Call { op, .. } => Some(op),
+            NodeKind::Input { .. } => None,
+        }
+    }
+
+    /// The arguments of a call node (empty for an input).
+    pub fn args(&self) -> &[Arg] {
+        match &self.kind {
+            NodeKind::Call { args, .. } => args,
+            NodeKind::Input { .. } => &[],
+        }
+    }
+
+    /// The values the node reads.
+    pub fn inputs(&self) -> impl Iterator<Item = Value> + '_ {
+        self.args().iter().flat_map(Arg::values)
+    }
+
+    /// Whether this is an input node.
+    pub fn is_input(&self) -> bool {
+        matches!(self.kind, NodeKind::Input { .. })
+    }
+}

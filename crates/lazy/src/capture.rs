@@ -1,0 +1,420 @@
+//! Capturing a call on lazy tensors as a node of the pending graph (interception layers 1 and
+//! 2 share this path): output metadata from the operator's Meta kernel (through the shape
+//! cache, Note [Shape cache]), arguments as graph values and constants, writes and views as
+//! Note [Lazy mutations and views] says.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+use switchboard_dispatcher::{
+    DispatchError, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack, ThinVec,
+};
+use switchboard_graph::{constant_words, Arg, NodeId, Output, Source, TensorMeta, Value};
+use switchboard_keys::DeviceType;
+use switchboard_tensor::{Device, Storage, Tensor, TensorError, VersionCounter};
+
+use crate::context::{context, Context};
+use crate::op_info::OpInfo;
+use crate::shapes::{self, CachedReturn, OutMeta, Shapes};
+use crate::stats::STATS;
+use crate::storage::{lazy_meta, meta_like, storage_of, view_tensor, LazyStorage, DEVICE};
+
+/// The key set the shape functions run with.
+const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
+
+/// An argument as the capture sees it.
+enum ArgKind {
+    /// A lazy tensor and its storage.
+    Lazy(Tensor, Arc<LazyStorage>),
+    /// A host tensor, snapshotted (it becomes a graph input).
+    Host(Tensor),
+    /// A list of lazy or host tensors (`None` items of a `Tensor?[]`), and whether it is a
+    /// `Tensor?[]`.
+    List(Vec<Option<ArgKind>>, bool),
+    /// Anything else (a constant; lazy devices normalised to `lazy:0`).
+    Other(IValue),
+}
+
+/// Whether `t` may take part in a call on lazy tensors without being lazy: a zero-dim CPU
+/// tensor (PyTorch's rule for CPU scalars mixed with device tensors), or any CPU tensor for an
+/// operator that copies host data in (`copy_`'s source).
+fn host_ok(t: &Tensor, accepts_host: bool) -> bool {
+    t.is_cpu() && (t.dim() == 0 || accepts_host)
+}
+
+/// "Expected all tensors to be on the same device, but found at least two devices, lazy:0
+/// and cpu!", with the devices in argument order, as eager reports it.
+fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
+    let mut first: Option<Device> = None;
+    let mut visit = |t: &Tensor| -> Result<()> {
+        let d = if t.device().ty == DeviceType::Lazy {
+            DEVICE
+        } else if host_ok(t, accepts_host) {
+            return Ok(());
+        } else {
+            t.device()
+        };
+        match first {
+            None => first = Some(d),
+            Some(f) if f != d => {
+                return Err(TensorError::invalid(format!(
+                    "Expected all tensors to be on the same device, but found at least two \
+                     devices, {f} and {d}!"
+                ))
+                .into())
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    };
+    for a in args {
+        match a {
+            IValue::Tensor(t) => visit(t)?,
+            IValue::TensorList(ts) => ts.iter().try_for_each(&mut visit)?,
+            IValue::OptionalTensorList(ts) => ts.iter().flatten().try_for_each(&mut visit)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A copy of a host tensor that later writes to the original cannot change (eager would
+/// have read it now); wrapped numbers stay wrapped numbers.
+fn snapshot(t: &Tensor) -> Result<Tensor> {
+    let c = t.deep_clone()?;
+    Ok(if t.is_wrapped_number() {
+        c.to_builder().wrapped_number(true).build()?
+    } else {
+        c
+    })
+}
+
+fn classify_tensor(t: Tensor) -> Result<ArgKind> {
+    if t.device().ty == DeviceType::Lazy {
+        let ls = storage_of(&t)?;
+        Ok(ArgKind::Lazy(t, ls))
+    } else {
+        Ok(ArgKind::Host(snapshot(&t)?))
+    }
+}
+
+fn classify(v: IValue) -> Result<ArgKind> {
+    Ok(match v {
+        IValue::Tensor(t) => classify_tensor(t)?,
+        IValue::TensorList(ts) => ArgKind::List(
+            ts.into_iter()
+                .map(|t| classify_tensor(t).map(Some))
+                .collect::<Result<_>>()?,
+            false,
+        ),
+        IValue::OptionalTensorList(ts) => ArgKind::List(
+            ts.into_iter()
+                .map(|t| t.map(classify_tensor).transpose())
+                .collect::<Result<_>>()?,
+            true,
+        ),
+        IValue::Device(d) if d.ty == DeviceType::Lazy => ArgKind::Other(IValue::Device(DEVICE)),
+        other => ArgKind::Other(other),
+    })
+}
+
+fn ints(words: &mut Vec<u64>, v: &[i64]) {
+    words.push(v.len() as u64);
+    words.extend(v.iter().map(|x| *x as u64));
+}
+
+/// The shape-cache key of a call (Note [Shape cache]): the operator, and per argument its
+/// metadata (tensors, with the first argument sharing its storage) or its value (constants).
+fn shape_key(op: &OperatorHandle, kinds: &[ArgKind], words: &mut Vec<u64>) {
+    words.clear();
+    words.push(op.id() as u64);
+    let mut storages: SmallVec<[*const LazyStorage; 4]> = SmallVec::new();
+    let mut tensor = |words: &mut Vec<u64>, k: &ArgKind| match k {
+        ArgKind::Lazy(t, ls) => {
+            let p = Arc::as_ptr(ls);
+            let class = storages.iter().position(|s| *s == p).unwrap_or_else(|| {
+                storages.push(p);
+                storages.len() - 1
+            });
+            words.extend([1, t.dtype() as u64, ls.nbytes as u64, class as u64]);
+            ints(words, t.sizes());
+            ints(words, t.strides());
+            words.push(t.storage_offset() as u64);
+        }
+        ArgKind::Host(t) => {
+            words.extend([
+                2,
+                t.dtype() as u64,
+                t.storage().nbytes() as u64,
+                u64::from(t.is_wrapped_number()),
+            ]);
+            ints(words, t.sizes());
+            ints(words, t.strides());
+            words.push(t.storage_offset() as u64);
+        }
+        ArgKind::List(..) | ArgKind::Other(_) => {}
+    };
+    for k in kinds {
+        match k {
+            ArgKind::List(items, optional) => {
+                words.extend([3, u64::from(*optional), items.len() as u64]);
+                for item in items {
+                    match item {
+                        Some(k) => tensor(words, k),
+                        None => words.push(0),
+                    }
+                }
+            }
+            ArgKind::Other(v) => {
+                words.push(4);
+                constant_words(v, words);
+            }
+            k => tensor(words, k),
+        }
+    }
+}
+
+fn out_meta(t: &Tensor) -> OutMeta {
+    (Arc::new(lazy_meta(t)), t.storage().nbytes())
+}
+
+/// Runs the Meta kernel of the call on tensors standing for its arguments and records its
+/// returns (Note [Shape cache]).
+fn run_meta(op: &OperatorHandle, kinds: &[ArgKind], accepts_host: bool) -> Result<Shapes> {
+    let twin = |k: &ArgKind| -> Result<Tensor> {
+        match k {
+            ArgKind::Lazy(t, ls) => ls.meta_twin(t),
+            // A zero-dim CPU tensor stays itself (shape functions accept CPU scalars); a host
+            // tensor copied in gets a meta stand-in.
+            ArgKind::Host(t) if t.dim() == 0 && !accepts_host => Ok(t.clone()),
+            ArgKind::Host(t) => meta_like(t),
+            _ => unreachable!("tensor arguments only"),
+        }
+    };
+    let mut stack: Stack = Vec::with_capacity(kinds.len());
+    // The storage each top-level tensor argument's stand-in has, to find aliased returns.
+    let mut storages: SmallVec<[Option<Storage>; 6]> = SmallVec::new();
+    for k in kinds {
+        match k {
+            ArgKind::Lazy(..) | ArgKind::Host(_) => {
+                let t = twin(k)?;
+                storages.push(Some(t.storage().clone()));
+                stack.push(IValue::Tensor(t));
+            }
+            ArgKind::List(items, optional) => {
+                storages.push(None);
+                if *optional {
+                    let ts: ThinVec<Option<Tensor>> = items
+                        .iter()
+                        .map(|i| i.as_ref().map(twin).transpose())
+                        .collect::<Result<_>>()?;
+                    stack.push(IValue::OptionalTensorList(ts));
+                } else {
+                    let ts: ThinVec<Tensor> =
+                        items.iter().flatten().map(twin).collect::<Result<_>>()?;
+                    stack.push(IValue::TensorList(ts));
+                }
+            }
+            ArgKind::Other(IValue::Device(d)) if d.ty == DeviceType::Lazy => {
+                storages.push(None);
+                stack.push(IValue::Device(Device::META));
+            }
+            ArgKind::Other(v) => {
+                storages.push(None);
+                stack.push(v.clone());
+            }
+        }
+    }
+    op.redispatch_boxed(META, &mut stack).map_err(translate)?;
+    Ok(stack
+        .into_iter()
+        .map(|r| match r {
+            IValue::Tensor(t) => {
+                let alias = storages
+                    .iter()
+                    .position(|s| s.as_ref().is_some_and(|s| Storage::ptr_eq(s, t.storage())))
+                    .map(|k| k as u32);
+                CachedReturn::Tensor {
+                    meta: out_meta(&t),
+                    alias,
+                }
+            }
+            IValue::TensorList(ts) => CachedReturn::List(ts.iter().map(out_meta).collect()),
+            other => CachedReturn::Value(other),
+        })
+        .collect())
+}
+
+/// Shape functions report the devices of the meta tensors standing for lazy ones; say
+/// `lazy:0` as eager would.
+fn translate(e: DispatchError) -> DispatchError {
+    let msg = e.to_string();
+    if msg.contains("found at least two devices") && msg.contains("meta") {
+        let fixed = msg
+            .replace("devices, meta and", "devices, lazy:0 and")
+            .replace(" and meta!", " and lazy:0!");
+        return TensorError::invalid(fixed).into();
+    }
+    e
+}
+
+/// The graph argument of a classified argument.
+fn graph_arg(ctx: &mut Context, k: &ArgKind) -> Result<Arg> {
+    Ok(match k {
+        ArgKind::Lazy(t, ls) => Arg::Value(ctx.read(t, ls)?),
+        ArgKind::Host(t) => Arg::Value(ctx.host_input(t.clone())),
+        ArgKind::List(items, optional) => {
+            let mut values = Vec::with_capacity(items.len());
+            for item in items {
+                values.push(match item {
+                    Some(ArgKind::Lazy(t, ls)) => Some(ctx.read(t, ls)?),
+                    Some(ArgKind::Host(t)) => Some(ctx.host_input(t.clone())),
+                    _ => None,
+                });
+            }
+            if *optional {
+                Arg::OptionalValues(values)
+            } else {
+                Arg::Values(values.into_iter().flatten().collect())
+            }
+        }
+        ArgKind::Other(v) => Arg::Const(v.clone()),
+    })
+}
+
+/// A storage the call writes, the geometry it writes and the node output holding the result.
+type StorageWrite = (Arc<LazyStorage>, Arc<TensorMeta>, u32);
+
+/// How a return becomes a lazy tensor once the node exists.
+enum Pending {
+    /// Already final (a view, a passed-through value).
+    Done(IValue),
+    /// A fresh storage holding output `o`, with its own version counter or the given one.
+    Fresh(OutMeta, u32, Option<VersionCounter>),
+    /// A list of fresh storages.
+    FreshList(Vec<(OutMeta, u32)>),
+}
+
+thread_local! {
+    /// The shape-cache key buffer, reused across captures.
+    static KEY: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Captures a call of `op` whose arguments are on `stack`, leaving its returns there (see the
+/// module documentation). Errors of the shape function (shapes, dtypes, devices) are the
+/// call's errors, with eager's messages; nothing is recorded then.
+pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> Result<()> {
+    let accepts_host = info.name == "aten::copy_";
+    check_devices(stack, accepts_host)?;
+    let mut kinds: SmallVec<[ArgKind; 6]> = SmallVec::with_capacity(stack.len());
+    for v in stack.drain(..) {
+        kinds.push(classify(v)?);
+    }
+    let shapes = KEY.with(|key| -> Result<Arc<Shapes>> {
+        let mut key = key.borrow_mut();
+        shape_key(op, &kinds, &mut key);
+        if let Some(s) = shapes::lookup(&key) {
+            return Ok(s);
+        }
+        let s = Arc::new(run_meta(op, &kinds, accepts_host)?);
+        shapes::insert(&key, s.clone());
+        Ok(s)
+    })?;
+
+    let al = &info.aliasing;
+    let lazy_arg = |k: usize| match kinds.get(k) {
+        Some(ArgKind::Lazy(t, ls)) => Some((t, ls)),
+        _ => None,
+    };
+    let mut outputs: Vec<Output> = Vec::with_capacity(shapes.len());
+    let mut writes: SmallVec<[StorageWrite; 1]> = SmallVec::new();
+    let mut pending: SmallVec<[Pending; 2]> = SmallVec::with_capacity(shapes.len());
+    for (r, ret) in shapes.iter().enumerate() {
+        match ret {
+            CachedReturn::Tensor { meta, alias } => {
+                let write = al.return_writes.get(r).copied().unwrap_or(false);
+                match alias.and_then(|k| lazy_arg(k as usize)) {
+                    Some((t, ls)) => {
+                        if write {
+                            let o = outputs.len() as u32;
+                            outputs.push(Output::ret(r as u32, meta.0.clone()));
+                            writes.push((ls.clone(), meta.0.clone(), o));
+                        }
+                        pending.push(Pending::Done(IValue::Tensor(view_tensor(t, &meta.0)?)));
+                    }
+                    None => {
+                        let o = outputs.len() as u32;
+                        outputs.push(Output::ret(r as u32, meta.0.clone()));
+                        // An `out=` result in new memory (the out tensor grew, Note
+                        // [Functional resize]) keeps the out tensor's version counter.
+                        let version = match al.return_aliases.get(r).copied().flatten() {
+                            Some(k) if write => lazy_arg(k).map(|(t, _)| t.version_counter()),
+                            _ => None,
+                        };
+                        pending.push(Pending::Fresh(meta.clone(), o, version));
+                    }
+                }
+            }
+            CachedReturn::List(metas) => {
+                let mut list = Vec::with_capacity(metas.len());
+                for (j, m) in metas.iter().enumerate() {
+                    let o = outputs.len() as u32;
+                    outputs.push(Output {
+                        meta: m.0.clone(),
+                        source: Source::ReturnItem(r as u32, j as u32),
+                    });
+                    list.push((m.clone(), o));
+                }
+                pending.push(Pending::FreshList(list));
+            }
+            CachedReturn::Value(v) => pending.push(Pending::Done(v.clone())),
+        }
+    }
+    // Written arguments no return stands for: their new value is an output of the node too.
+    for &k in &al.written {
+        if al.return_aliases.contains(&Some(k)) {
+            continue;
+        }
+        if let Some((t, ls)) = lazy_arg(k) {
+            let o = outputs.len() as u32;
+            let m = Arc::new(lazy_meta(t));
+            outputs.push(Output {
+                meta: m.clone(),
+                source: Source::Argument(k as u32),
+            });
+            writes.push((ls.clone(), m, o));
+        }
+    }
+
+    let mut ctx = context();
+    let id = if outputs.is_empty() {
+        NodeId(u32::MAX) // views only: no node
+    } else {
+        let mut args = Vec::with_capacity(kinds.len());
+        for k in &kinds {
+            args.push(graph_arg(&mut ctx, k)?);
+        }
+        STATS.nodes_captured.inc();
+        ctx.graph.add_call_unchecked(op.clone(), args, outputs)
+    };
+    for (ls, g, o) in writes {
+        ctx.write(&ls, &g, Value::new(id, o));
+    }
+    for p in pending {
+        stack.push(match p {
+            Pending::Done(v) => v,
+            Pending::Fresh((m, nbytes), o, version) => {
+                IValue::Tensor(ctx.fresh(m, nbytes, Value::new(id, o), version)?)
+            }
+            Pending::FreshList(list) => {
+                let mut ts = ThinVec::with_capacity(list.len());
+                for (m, o) in list {
+                    ts.push(ctx.fresh(m.0, m.1, Value::new(id, o), None)?);
+                }
+                IValue::TensorList(ts)
+            }
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! The pending graph: every captured call of the current epoch, the tensors its inputs stand
+//! for, the storages waiting for its results; and running it (`sync`).
+
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::Instant;
+
+use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
+use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta, Value};
+use switchboard_tensor::{Tensor, TensorError, TensorImpl, VersionCounter};
+
+use crate::cache;
+use crate::stats::STATS;
+use crate::storage::{failed, fresh_tensor, lazy_meta, same_geometry, Contents, LazyStorage};
+
+/// The pending graph and what goes with it (one per process, behind [`context`]).
+pub(crate) struct Context {
+    /// The calls captured since the last sync, in program order.
+    pub graph: Graph,
+    /// The tensor each input of `graph` stands for (materialised data, host tensors).
+    pub inputs: Vec<Tensor>,
+    /// The storages given a pending value in this epoch (weakly: a storage nobody holds any
+    /// more needs no result, and the calls only it needed are dead).
+    pub pending: Vec<Weak<LazyStorage>>,
+    /// Counts syncs; a pending value is only valid in its epoch.
+    pub epoch: u64,
+}
+
+static CONTEXT: LazyLock<Mutex<Context>> = LazyLock::new(|| {
+    Mutex::new(Context {
+        graph: Graph::new(),
+        inputs: Vec::new(),
+        pending: Vec::new(),
+        epoch: 0,
+    })
+});
+
+/// The pending graph, locked. Lock order: this lock, then storage locks.
+pub(crate) fn context() -> MutexGuard<'static, Context> {
+    CONTEXT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn as_strided_op() -> &'static OperatorHandle {
+    static OP: OnceLock<OperatorHandle> = OnceLock::new();
+    OP.get_or_init(|| {
+        Dispatcher::global()
+            .find_schema_or_throw("aten::as_strided")
+            .expect("switchboard-ops defines aten::as_strided")
+    })
+}
+
+impl Context {
+    /// The graph value of lazy tensor `t`, whose storage is `ls` (Note [Lazy mutations and
+    /// views]): the storage's value when `t` has the storage's base geometry, else a view
+    /// (`as_strided`) of it.
+    pub fn read(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
+        let mut st = ls.lock();
+        let base = match &st.contents {
+            Contents::Pending { value, epoch } if *epoch == self.epoch => *value,
+            Contents::Pending { .. } => {
+                return Err(TensorError::invalid(
+                    "internal error: a lazy tensor holds a value of a graph that already ran",
+                )
+                .into())
+            }
+            Contents::Failed(e) => return Err(failed(e)),
+            Contents::Data(d) => match st.input {
+                Some((epoch, v)) if epoch == self.epoch => v,
+                _ => {
+                    let v = self.graph.add_input(TensorMeta::of(d));
+                    self.inputs.push(d.clone());
+                    st.input = Some((self.epoch, v));
+                    v
+                }
+            },
+        };
+        if same_geometry(&ls.base, t) {
+            return Ok(base);
+        }
+        if st.views_epoch != self.epoch {
+            st.views.clear();
+            st.views_epoch = self.epoch;
+        }
+        if let Some((_, v)) = st.views.iter().find(|(m, _)| same_geometry(m, t)) {
+            return Ok(*v);
+        }
+        let m = Arc::new(lazy_meta(t));
+        let v = self.as_strided(base, m.clone());
+        st.views.push((m, v));
+        Ok(v)
+    }
+
+    /// A graph input holding the host tensor `t` (a snapshot the caller made).
+    pub fn host_input(&mut self, t: Tensor) -> Value {
+        let v = self.graph.add_input(TensorMeta::of(&t));
+        self.inputs.push(t);
+        v
+    }
+
+    /// A call of `aten::as_strided` on `of` (a value with a storage's base geometry or a view
+    /// of that storage) giving the elements of geometry `m`.
+    fn as_strided(&mut self, of: Value, m: Arc<TensorMeta>) -> Value {
+        let args = vec![
+            Arg::Value(of),
+            Arg::Const(IValue::IntList(m.sizes.iter().copied().collect())),
+            Arg::Const(IValue::IntList(m.strides.iter().copied().collect())),
+            Arg::Const(IValue::Int(m.storage_offset)),
+        ];
+        let id =
+            self.graph
+                .add_call_unchecked(as_strided_op().clone(), args, vec![Output::ret(0, m)]);
+        STATS.nodes_captured.inc();
+        Value::new(id, 0)
+    }
+
+    /// Makes `v`, the new value of the elements of geometry `m` of storage `ls`, part of the
+    /// storage's contents (a write through a view updates the whole storage).
+    pub fn write(&mut self, ls: &Arc<LazyStorage>, m: &TensorMeta, v: Value) {
+        let same = m.storage_offset == ls.base.storage_offset
+            && m.sizes == ls.base.sizes
+            && m.strides == ls.base.strides;
+        let new = if same {
+            v
+        } else {
+            // The result of a write through a view aliases the whole storage: its base is an
+            // `as_strided` of it with the base geometry.
+            self.as_strided(v, ls.base.clone())
+        };
+        let mut st = ls.lock();
+        st.contents = Contents::Pending {
+            value: new,
+            epoch: self.epoch,
+        };
+        st.views.clear();
+        st.input = None;
+        if st.registered_epoch != self.epoch {
+            st.registered_epoch = self.epoch;
+            self.pending.push(Arc::downgrade(ls));
+        }
+    }
+
+    /// A new lazy tensor with metadata `meta` over `nbytes`, holding `v`, with a version
+    /// counter of its own or `version`.
+    pub fn fresh(
+        &mut self,
+        meta: Arc<TensorMeta>,
+        nbytes: usize,
+        v: Value,
+        version: Option<VersionCounter>,
+    ) -> Result<Tensor> {
+        let (t, ls) = fresh_tensor(
+            meta,
+            nbytes,
+            Contents::Pending {
+                value: v,
+                epoch: self.epoch,
+            },
+            version,
+        )?;
+        ls.lock().registered_epoch = self.epoch;
+        self.pending.push(Arc::downgrade(&ls));
+        Ok(t)
+    }
+
+    /// Runs the pending graph for every live storage waiting for a value, and starts a new
+    /// epoch. On failure the storages that were waiting hold the error.
+    pub fn sync(&mut self) -> Result<()> {
+        let mut live = Vec::new();
+        let mut outputs = Vec::new();
+        for w in std::mem::take(&mut self.pending) {
+            let Some(ls) = w.upgrade() else { continue };
+            let value = match ls.lock().contents {
+                Contents::Pending { value, epoch } if epoch == self.epoch => value,
+                _ => continue,
+            };
+            outputs.push(value);
+            live.push(ls);
+        }
+        let result = if outputs.is_empty() {
+            Ok(())
+        } else {
+            self.run(outputs, &live)
+        };
+        self.graph.clear();
+        self.inputs.clear();
+        self.epoch += 1;
+        result
+    }
+
+    fn run(&mut self, outputs: Vec<Value>, live: &[Arc<LazyStorage>]) -> Result<()> {
+        let start = Instant::now();
+        self.graph.set_outputs(outputs)?;
+        let keep = self.graph.live_nodes();
+        let key = StructuralKey::of(&self.graph, Some(&keep));
+        let inputs: Vec<Tensor> = self
+            .graph
+            .inputs()
+            .iter()
+            .filter(|id| keep[id.index()])
+            .map(|id| match self.graph.node(*id).kind {
+                NodeKind::Input { index } => self.inputs[index as usize].clone(),
+                NodeKind::Call { .. } => unreachable!("inputs are input nodes"),
+            })
+            .collect();
+        let dead = keep.iter().filter(|k| !**k).count();
+        let exe = cache::get_or_compile(key, || self.graph.compact(&keep).0);
+        let result = exe.and_then(|exe| {
+            let r = exe.run(inputs)?;
+            STATS.nodes_executed.add(exe.calls() as u64);
+            STATS.nodes_merged.add(exe.merged() as u64);
+            Ok(r)
+        });
+        STATS.syncs.inc();
+        STATS.nodes_dead.add(dead as u64);
+        STATS.sync_ns.add(start.elapsed().as_nanos() as u64);
+        match result {
+            Ok(results) if results.len() == live.len() => {
+                for (ls, r) in live.iter().zip(results) {
+                    let mut st = ls.lock();
+                    st.contents = Contents::Data(r);
+                    st.input = None;
+                }
+                Ok(())
+            }
+            Ok(results) => {
+                let e: switchboard_dispatcher::DispatchError = TensorError::invalid(format!(
+                    "the executor returned {} tensors for {} outputs",
+                    results.len(),
+                    live.len()
+                ))
+                .into();
+                fail(live, &e);
+                Err(e)
+            }
+            Err(e) => {
+                fail(live, &e);
+                Err(e)
+            }
+        }
+    }
+}
+
+fn fail(live: &[Arc<LazyStorage>], e: &switchboard_dispatcher::DispatchError) {
+    let msg: Arc<str> = e.to_string().into();
+    for ls in live {
+        ls.lock().contents = Contents::Failed(msg.clone());
+    }
+}

@@ -1,0 +1,141 @@
+//! Running a call eagerly on CPU (interception layer 3, and every call when lazy mode is
+//! off): the lazy arguments are materialised, the operator runs on their CPU data, and its
+//! results become lazy tensors again.
+
+use std::sync::Arc;
+
+use switchboard_dispatcher::{DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack};
+use switchboard_keys::DeviceType;
+use switchboard_tensor::{Device, RawOps, Storage, Tensor, TensorError, TensorImpl};
+
+use crate::context::context;
+use crate::stats::STATS;
+use crate::storage::{fresh_tensor, lazy_meta, storage_of, Contents, LazyStorage};
+
+const CPU: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::CPU);
+
+fn is_lazy_tensor(t: &Tensor) -> bool {
+    t.device().ty == DeviceType::Lazy
+}
+
+fn has_lazy(v: &IValue) -> bool {
+    match v {
+        IValue::Tensor(t) => is_lazy_tensor(t),
+        IValue::TensorList(ts) => ts.iter().any(is_lazy_tensor),
+        IValue::OptionalTensorList(ts) => ts.iter().flatten().any(is_lazy_tensor),
+        _ => false,
+    }
+}
+
+/// The CPU tensor holding `t`'s values (a view of its storage's data), running the pending
+/// graph first if it is not computed yet. Counts a materialisation.
+pub(crate) fn materialize(t: &TensorImpl) -> Result<Tensor> {
+    let ls = storage_of(t)?;
+    STATS.materializations.inc();
+    if let Some(d) = ls.data_of(t)? {
+        return Ok(d);
+    }
+    context().sync()?;
+    ls.data_of(t)?.ok_or_else(|| {
+        TensorError::invalid("internal error: a lazy tensor is still pending after a sync").into()
+    })
+}
+
+/// The host copy the tensor crate asks for when lazy values are read (`to_vec`, `item`,
+/// printing): see Note [Host copies of tensors without data] there.
+pub(crate) fn host_copy(t: &TensorImpl) -> switchboard_tensor::Result<Tensor> {
+    materialize(t).map_err(|e| TensorError::invalid(e.to_string()))
+}
+
+/// A lazy argument and its CPU stand-in.
+struct Replaced {
+    lazy: Tensor,
+    storage: Arc<LazyStorage>,
+    cpu: Tensor,
+}
+
+/// Runs `op` on the CPU data of its lazy arguments and wraps its results as lazy tensors.
+pub(crate) fn run_eagerly(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
+    if stack.iter().any(has_lazy) {
+        // Everything pending runs first: the call must see every earlier write, and may
+        // write data that pending calls read.
+        context().sync()?;
+    }
+    let mut replaced: Vec<Replaced> = Vec::new();
+    let mut to_cpu = |t: Tensor| -> Result<Tensor> {
+        if !is_lazy_tensor(&t) {
+            return Ok(t);
+        }
+        let cpu = materialize(&t)?;
+        let storage = storage_of(&t)?;
+        replaced.push(Replaced {
+            lazy: t,
+            storage,
+            cpu: cpu.clone(),
+        });
+        Ok(cpu)
+    };
+    for v in stack.iter_mut() {
+        let taken = std::mem::take(v);
+        *v = match taken {
+            IValue::Tensor(t) => IValue::Tensor(to_cpu(t)?),
+            IValue::TensorList(ts) => {
+                IValue::TensorList(ts.into_iter().map(&mut to_cpu).collect::<Result<_>>()?)
+            }
+            IValue::OptionalTensorList(ts) => IValue::OptionalTensorList(
+                ts.into_iter()
+                    .map(|t| t.map(&mut to_cpu).transpose())
+                    .collect::<Result<_>>()?,
+            ),
+            IValue::Device(d) if d.ty == DeviceType::Lazy => IValue::Device(Device::CPU),
+            other => other,
+        };
+    }
+    op.redispatch_boxed(CPU, stack)?;
+    for v in stack.iter_mut() {
+        let taken = std::mem::take(v);
+        *v = match taken {
+            IValue::Tensor(t) => IValue::Tensor(wrap(&replaced, t)?),
+            IValue::TensorList(ts) => IValue::TensorList(
+                ts.into_iter()
+                    .map(|t| wrap(&replaced, t))
+                    .collect::<Result<_>>()?,
+            ),
+            IValue::OptionalTensorList(ts) => IValue::OptionalTensorList(
+                ts.into_iter()
+                    .map(|t| t.map(|t| wrap(&replaced, t)).transpose())
+                    .collect::<Result<_>>()?,
+            ),
+            other => other,
+        };
+    }
+    Ok(())
+}
+
+/// A CPU result as a lazy tensor: the lazy argument itself (or a view of its storage) when
+/// the result is (a view of) that argument's data, else a new lazy tensor holding it.
+fn wrap(replaced: &[Replaced], t: Tensor) -> Result<Tensor> {
+    if !t.is_cpu() || !t.has_data() {
+        return Ok(t);
+    }
+    if let Some(r) = replaced
+        .iter()
+        .find(|r| Storage::ptr_eq(r.cpu.storage(), t.storage()))
+    {
+        let _ = &r.storage;
+        if r.cpu.sizes() == t.sizes()
+            && r.cpu.strides() == t.strides()
+            && r.cpu.storage_offset() == t.storage_offset()
+        {
+            return Ok(r.lazy.clone());
+        }
+        return Ok(RawOps::as_strided(
+            &r.lazy,
+            t.sizes(),
+            t.strides(),
+            t.storage_offset(),
+        )?);
+    }
+    let (meta, nbytes) = (Arc::new(lazy_meta(&t)), t.storage().nbytes());
+    Ok(fresh_tensor(meta, nbytes, Contents::Data(t), None)?.0)
+}

@@ -1,0 +1,100 @@
+//! The [`Executor`] trait (how a pending graph runs) and the CPU executor.
+
+use std::sync::{Arc, LazyLock, RwLock};
+
+use switchboard_dispatcher::{
+    AutoDispatchBelowADInplaceOrView, DispatchKey, DispatchKeySet, Result,
+};
+use switchboard_graph::{Graph, Plan, RunOptions};
+use switchboard_keys::DeviceType;
+use switchboard_tensor::{Device, Tensor};
+
+/// Runs the graphs the lazy backend captures. [`compile`](Executor::compile) prepares a graph
+/// once (on a miss of the graph cache); the [`Executable`] it returns runs every graph with
+/// the same structure (Note [Structural keys] in switchboard-graph): its inputs change, its
+/// calls and constants do not.
+///
+/// A graph's device constants name `lazy:0`; its inputs are CPU tensors (materialised data
+/// and host tensors copied in), in the order of the graph's inputs. An executable returns one
+/// CPU tensor per graph output, laid out as the output's recorded metadata says (the lazy
+/// storages keep them as their data, and views of them address the same elements).
+pub trait Executor: Send + Sync {
+    /// A short name for reports (`cpu`).
+    fn name(&self) -> &str;
+
+    /// Prepares `graph` (dead nodes already removed) to run.
+    fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>>;
+}
+
+/// A prepared graph (see [`Executor`]).
+pub trait Executable: Send + Sync {
+    /// Runs the graph on `inputs` and returns its outputs.
+    fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>>;
+
+    /// The calls one run makes (for the statistics).
+    fn calls(&self) -> usize;
+
+    /// The calls not made because an identical call was (for the statistics).
+    fn merged(&self) -> usize {
+        0
+    }
+}
+
+/// Runs graphs on CPU: each call through the dispatcher to its CPU kernel (so any operator
+/// with a CPU kernel works without more code), below the autograd and ADInplaceOrView
+/// layers, in capture order, identical pure calls once, each intermediate freed after its last
+/// use (a [`Plan`]), and every result checked against the metadata the capture recorded.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuExecutor;
+
+struct CpuPlan(Plan);
+
+const RUN_ON_CPU: RunOptions = RunOptions {
+    keys: Some(DispatchKeySet::from_key(DispatchKey::CPU)),
+    device_map: Some((DeviceType::Lazy, Device::CPU)),
+    check_metadata: true,
+};
+
+impl Executor for CpuExecutor {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
+        Ok(Arc::new(CpuPlan(Plan::new(graph))))
+    }
+}
+
+impl Executable for CpuPlan {
+    fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        let _below = AutoDispatchBelowADInplaceOrView::new();
+        self.0.run(inputs, &RUN_ON_CPU)
+    }
+
+    fn calls(&self) -> usize {
+        self.0.calls()
+    }
+
+    fn merged(&self) -> usize {
+        self.0.merged()
+    }
+}
+
+static EXECUTOR: LazyLock<RwLock<Arc<dyn Executor>>> =
+    LazyLock::new(|| RwLock::new(Arc::new(CpuExecutor)));
+
+/// The executor in use.
+pub fn current() -> Arc<dyn Executor> {
+    EXECUTOR.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Replaces the executor (the graph cache is emptied: its plans are the old executor's) and
+/// returns the previous one. Pending calls run with the new executor.
+pub fn set_executor(executor: Arc<dyn Executor>) -> Arc<dyn Executor> {
+    let old = std::mem::replace(
+        &mut *EXECUTOR.write().unwrap_or_else(|e| e.into_inner()),
+        executor,
+    );
+    crate::cache::clear();
+    old
+}

@@ -1,0 +1,129 @@
+//! The intercept log: one line per intercepted call, in Genie's format
+//! (`SWITCHBOARD_LOG_INTERCEPTS=1`).
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use switchboard_dispatcher::IValue;
+
+const UNKNOWN: u8 = 0;
+const OFF: u8 = 1;
+const ON: u8 = 2;
+
+/// Read from `SWITCHBOARD_LOG_INTERCEPTS` on first use, or set by [`set_log_intercepts`].
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+thread_local! {
+    /// Lines kept by [`capture_intercept_log`] on this thread, when it runs.
+    static BUFFER: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Whether intercepted calls are logged to stderr.
+#[inline]
+pub fn log_intercepts() -> bool {
+    match STATE.load(Ordering::Relaxed) {
+        ON => true,
+        OFF => false,
+        _ => {
+            let on = std::env::var("SWITCHBOARD_LOG_INTERCEPTS").is_ok_and(|v| v == "1");
+            STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
+            on
+        }
+    }
+}
+
+/// Turns the intercept log on or off (overriding `SWITCHBOARD_LOG_INTERCEPTS`).
+pub fn set_log_intercepts(on: bool) {
+    STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
+}
+
+/// Runs `f` and returns, with its result, the intercept log lines of the calls it made on this
+/// thread (whether or not the log is on; nothing goes to stderr for them).
+///
+/// ```
+/// use switchboard_lazy as lazy;
+/// use switchboard_ops as ops;
+/// use switchboard_tensor::{Device, ScalarType};
+/// let x = ops::ones_with(&[4, 4], ops::OnesOptions::default().device(lazy::DEVICE)).unwrap();
+/// let (y, lines) = lazy::capture_intercept_log(|| ops::mm(&x, &x).unwrap());
+/// assert!(lines[0].starts_with("[switchboard] Intercepted aten::mm -> id=lt_"));
+/// assert!(lines[0].ends_with(", in_shapes=[(4, 4), (4, 4)], out_shape=(4, 4)"));
+/// # drop(y);
+/// ```
+pub fn capture_intercept_log<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+    let previous = BUFFER.with(|b| b.borrow_mut().replace(Vec::new()));
+    let r = f();
+    let lines = BUFFER.with(|b| std::mem::replace(&mut *b.borrow_mut(), previous));
+    (r, lines.unwrap_or_default())
+}
+
+/// Whether a line must be produced for this call (the log is on, or a capture runs).
+#[inline]
+pub(crate) fn wanted() -> bool {
+    log_intercepts() || BUFFER.with(|b| b.borrow().is_some())
+}
+
+/// `(4, 4)`, `(4,)`, `()`: a shape as Python prints a tuple.
+pub(crate) fn shape(s: &[i64]) -> String {
+    match s {
+        [] => "()".into(),
+        [x] => format!("({x},)"),
+        _ => format!(
+            "({})",
+            s.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// The shapes of the tensors among `values`, in order (lists flattened).
+pub(crate) fn shapes(values: &[IValue]) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in values {
+        match v {
+            IValue::Tensor(t) => out.push(shape(t.sizes())),
+            IValue::TensorList(ts) => out.extend(ts.iter().map(|t| shape(t.sizes()))),
+            IValue::OptionalTensorList(ts) => {
+                out.extend(ts.iter().flatten().map(|t| shape(t.sizes())))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Writes the line of one intercepted call.
+pub(crate) fn emit(op: &str, id: Option<u64>, in_shapes: &[String], returns: &[IValue]) {
+    let outs = shapes(returns);
+    let out = match outs.len() {
+        0 => "None".to_string(),
+        1 => outs[0].clone(),
+        _ => format!("[{}]", outs.join(", ")),
+    };
+    let id = id.map_or("none".to_string(), |i| format!("lt_{i}"));
+    let line = format!(
+        "[switchboard] Intercepted {op} -> id={id}, in_shapes=[{}], out_shape={out}",
+        in_shapes.join(", ")
+    );
+    let kept = BUFFER.with(|b| match b.borrow_mut().as_mut() {
+        Some(buf) => {
+            buf.push(line.clone());
+            true
+        }
+        None => false,
+    });
+    if !kept && log_intercepts() {
+        eprintln!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_tuples() {
+        assert_eq!(shape(&[]), "()");
+        assert_eq!(shape(&[3]), "(3,)");
+        assert_eq!(shape(&[4, 4]), "(4, 4)");
+    }
+}

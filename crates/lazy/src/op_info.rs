@@ -1,0 +1,313 @@
+//! What the lazy backend knows about each operator it intercepts: whether it can be captured,
+//! its aliasing, whether interception is disabled for it, its counts.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, RwLock};
+
+use switchboard_dispatcher::{DispatchError, DispatchKey, Dispatcher, OperatorHandle};
+use switchboard_graph::{is_random, Aliasing};
+use switchboard_schema::{FunctionSchema, OperatorName, Type};
+use switchboard_tensor::TensorError;
+
+/// How calls of an operator are handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Handling {
+    /// Captured: a node of the pending graph, metadata from the Meta kernel.
+    Capture,
+    /// Run eagerly on CPU (interception layer 3), for this reason.
+    Eager(&'static str),
+}
+
+/// An operator as the lazy backend sees it (one per operator, made on its first call).
+pub(crate) struct OpInfo {
+    /// `aten::add.Tensor`.
+    pub name: String,
+    pub aliasing: Aliasing,
+    pub handling: Handling,
+    /// A dedicated kernel on `Lazy` (layer 1) rather than the boxed fallback.
+    pub registered: AtomicBool,
+    /// The filter generation this operator's `disabled` flag was computed for, and the flag
+    /// (`generation << 1 | disabled`).
+    filter: AtomicU64,
+    pub captures: AtomicU64,
+    pub fallback_captures: AtomicU64,
+    pub eager: AtomicU64,
+    pub profile_count: AtomicU64,
+    pub profile_ns: AtomicU64,
+}
+
+impl OpInfo {
+    fn new(op: &OperatorHandle) -> OpInfo {
+        let schema = op.schema();
+        let handling = match &schema {
+            None => Handling::Eager("the operator has no schema"),
+            Some(r) => handling_of(op, &r.schema),
+        };
+        OpInfo {
+            name: op.name().to_string(),
+            aliasing: Aliasing::of_op(op),
+            handling,
+            registered: AtomicBool::new(false),
+            filter: AtomicU64::new(u64::MAX),
+            captures: AtomicU64::new(0),
+            fallback_captures: AtomicU64::new(0),
+            eager: AtomicU64::new(0),
+            profile_count: AtomicU64::new(0),
+            profile_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether `disable_ops` turned interception off for this operator.
+    #[inline]
+    pub fn disabled(&self) -> bool {
+        let generation = FILTER_GENERATION.load(Ordering::Acquire);
+        if generation == 0 {
+            return false; // no filter was ever set
+        }
+        let cached = self.filter.load(Ordering::Relaxed);
+        if cached >> 1 == generation {
+            return cached & 1 == 1;
+        }
+        let disabled = FILTER
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_disabled(&self.name);
+        self.filter
+            .store(generation << 1 | u64::from(disabled), Ordering::Relaxed);
+        disabled
+    }
+
+    pub fn reset_counts(&self) {
+        for c in [
+            &self.captures,
+            &self.fallback_captures,
+            &self.eager,
+            &self.profile_count,
+            &self.profile_ns,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether calls of `op` can be captured (Genie's layer 2) or must run eagerly (layer 3).
+fn handling_of(op: &OperatorHandle, schema: &FunctionSchema) -> Handling {
+    for r in schema.returns() {
+        if !is_tensor_return(r.ty()) {
+            return Handling::Eager("it returns a host value");
+        }
+    }
+    if is_random(op) {
+        return Handling::Eager("its results are random: it runs eagerly so that they match eager");
+    }
+    let d = Dispatcher::global();
+    let meta = d
+        .computed_kernel(&op.name().to_string(), DispatchKey::Meta)
+        .map(|(_, why)| why);
+    match meta {
+        Some("kernel" | "default backend kernel" | "math kernel") => Handling::Capture,
+        _ => Handling::Eager("it has no Meta kernel to compute its output metadata"),
+    }
+}
+
+fn is_tensor_return(t: &Type) -> bool {
+    match t {
+        Type::Tensor => true,
+        Type::Optional(e) | Type::List(e) => matches!(**e, Type::Tensor),
+        _ => false,
+    }
+}
+
+static REGISTRY: LazyLock<RwLock<HashMap<usize, Arc<OpInfo>>>> =
+    LazyLock::new(|| RwLock::new(HashMap::new()));
+
+/// The information on `op` (made on first use).
+pub(crate) fn op_info(op: &OperatorHandle) -> Arc<OpInfo> {
+    if let Some(i) = REGISTRY
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&op.id())
+    {
+        return i.clone();
+    }
+    let info = Arc::new(OpInfo::new(op));
+    REGISTRY
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(op.id())
+        .or_insert(info)
+        .clone()
+}
+
+/// Every operator seen so far.
+pub(crate) fn all_op_infos() -> Vec<Arc<OpInfo>> {
+    REGISTRY
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .cloned()
+        .collect()
+}
+
+// Note [Selective interception]
+// `disable_ops(["aten::add", "mm"])` sends the calls of those operators to the eager path
+// (interception layer 3: inputs materialised, the operator run on CPU, its result wrapped);
+// `enable_ops` takes operators off that list again. A name without namespace means `aten::`;
+// a name without overload means every overload. Names must be registered operators. The
+// decision is cached per operator and invalidated by a generation counter, so an intercepted
+// call pays one atomic load when no filter was ever set.
+
+#[derive(Default)]
+struct Filter {
+    /// `aten::add` (all overloads) or `aten::add.Tensor`.
+    disabled: HashSet<String>,
+}
+
+impl Filter {
+    fn is_disabled(&self, full_name: &str) -> bool {
+        if self.disabled.is_empty() {
+            return false;
+        }
+        let base = full_name.split('.').next().unwrap_or(full_name);
+        self.disabled.contains(full_name) || self.disabled.contains(base)
+    }
+}
+
+static FILTER: LazyLock<RwLock<Filter>> = LazyLock::new(|| RwLock::new(Filter::default()));
+static FILTER_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// `aten::add` / `add` / `aten::add.Tensor` / `add.Tensor`, checked against the dispatcher's
+/// operators, as the filter stores it.
+fn normalize(name: &str) -> Result<String, DispatchError> {
+    let qualified = if name.contains("::") {
+        name.to_string()
+    } else {
+        format!("aten::{name}")
+    };
+    let (base, overload) = match qualified.split_once('.') {
+        Some((b, o)) => (b.to_string(), Some(o.to_string())),
+        None => (qualified.clone(), None),
+    };
+    let ops = Dispatcher::global().list_operators();
+    let known = ops.iter().any(|o: &OperatorName| {
+        o.name() == base && overload.as_deref().is_none_or(|ov| o.overload_name() == ov)
+    }) || (overload.as_deref() == Some("default")
+        && ops
+            .iter()
+            .any(|o| o.name() == base && o.overload_name().is_empty()));
+    if !known {
+        return Err(TensorError::invalid(format!(
+            "enable_ops/disable_ops: unknown operator '{name}'"
+        ))
+        .into());
+    }
+    Ok(match overload.as_deref() {
+        Some("default") => base,
+        _ => qualified,
+    })
+}
+
+fn update_filter(names: &[&str], disable: bool) -> Result<(), DispatchError> {
+    let names: Vec<String> = names
+        .iter()
+        .map(|n| normalize(n))
+        .collect::<Result<_, _>>()?;
+    let mut f = FILTER.write().unwrap_or_else(|e| e.into_inner());
+    for n in names {
+        if disable {
+            f.disabled.insert(n);
+        } else {
+            f.disabled.remove(&n);
+        }
+    }
+    FILTER_GENERATION.fetch_add(1, Ordering::Release);
+    Ok(())
+}
+
+/// Turns interception off for these operators: their calls on lazy tensors run eagerly on
+/// CPU (materialising their inputs) and their results are wrapped as lazy tensors (Note
+/// [Selective interception]).
+///
+/// ```
+/// # use switchboard_lazy as lazy;
+/// lazy::disable_ops(&["aten::mm", "relu"]).unwrap();
+/// assert_eq!(lazy::disabled_ops(), ["aten::mm", "aten::relu"]);
+/// lazy::enable_ops(&["mm", "aten::relu"]).unwrap();
+/// assert!(lazy::disabled_ops().is_empty());
+/// assert!(lazy::disable_ops(&["no_such_op"]).is_err());
+/// ```
+pub fn disable_ops(names: &[&str]) -> Result<(), DispatchError> {
+    update_filter(names, true)
+}
+
+/// Turns interception back on for these operators (see [`disable_ops`]).
+pub fn enable_ops(names: &[&str]) -> Result<(), DispatchError> {
+    update_filter(names, false)
+}
+
+/// The operators whose interception is turned off, sorted.
+pub fn disabled_ops() -> Vec<String> {
+    let mut v: Vec<String> = FILTER
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .disabled
+        .iter()
+        .cloned()
+        .collect();
+    v.sort();
+    v
+}
+
+/// How many of the dispatcher's operators each interception layer handles.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StaticCoverage {
+    /// Operators with a schema in the global dispatcher.
+    pub operators: usize,
+    /// With a dedicated lazy kernel (layer 1).
+    pub registered: usize,
+    /// Captured by the boxed fallback (layer 2): a Meta kernel, tensor results, not random.
+    pub fallback: usize,
+    /// Not intercepted themselves: a composite kernel decomposes them into operators that
+    /// are (their calls are captured as those).
+    pub composite: usize,
+    /// Run eagerly (layer 3): no Meta kernel, host-value results or random results.
+    pub eager_only: usize,
+}
+
+impl StaticCoverage {
+    /// The share of operators that layers 1 and 2 (and composite decompositions) capture
+    /// without an eager fallback, in percent.
+    pub fn percentage(&self) -> f64 {
+        if self.operators == 0 {
+            return 0.0;
+        }
+        100.0 * (self.registered + self.fallback + self.composite) as f64 / self.operators as f64
+    }
+}
+
+/// Classifies every operator of the global dispatcher by the kernel its `Lazy` slot holds.
+pub(crate) fn static_coverage() -> StaticCoverage {
+    let d = Dispatcher::global();
+    let mut c = StaticCoverage::default();
+    for name in d.list_operators() {
+        let Some(op) = d.find_op(&name) else { continue };
+        if op.schema().is_none() {
+            continue;
+        }
+        c.operators += 1;
+        let full = name.to_string();
+        match d
+            .computed_kernel(&full, DispatchKey::Lazy)
+            .map(|(_, why)| why)
+        {
+            Some("kernel") => c.registered += 1,
+            Some("default backend kernel" | "math kernel") => c.composite += 1,
+            _ => match op_info(&op).handling {
+                Handling::Capture => c.fallback += 1,
+                Handling::Eager(_) => c.eager_only += 1,
+            },
+        }
+    }
+    c
+}

@@ -1,0 +1,382 @@
+//! Counters and the statistics of the lazy backend: [`stats`], [`metrics_report`], the
+//! per-operator overhead profile.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::op_info::{all_op_infos, static_coverage, OpInfo, StaticCoverage};
+
+/// A relaxed event counter.
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    const fn new() -> Counter {
+        Counter(AtomicU64::new(0))
+    }
+    #[inline]
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn reset(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The process-wide counters.
+pub(crate) struct Counters {
+    pub operations: Counter,
+    pub registered_captures: Counter,
+    pub fallback_captures: Counter,
+    pub eager_fallbacks: Counter,
+    pub eager_mode_calls: Counter,
+    pub materializations: Counter,
+    pub syncs: Counter,
+    pub explicit_syncs: Counter,
+    pub nodes_captured: Counter,
+    pub nodes_executed: Counter,
+    pub nodes_merged: Counter,
+    pub nodes_dead: Counter,
+    pub cache_hits: Counter,
+    pub cache_misses: Counter,
+    pub sync_ns: Counter,
+}
+
+pub(crate) static STATS: Counters = Counters {
+    operations: Counter::new(),
+    registered_captures: Counter::new(),
+    fallback_captures: Counter::new(),
+    eager_fallbacks: Counter::new(),
+    eager_mode_calls: Counter::new(),
+    materializations: Counter::new(),
+    syncs: Counter::new(),
+    explicit_syncs: Counter::new(),
+    nodes_captured: Counter::new(),
+    nodes_executed: Counter::new(),
+    nodes_merged: Counter::new(),
+    nodes_dead: Counter::new(),
+    cache_hits: Counter::new(),
+    cache_misses: Counter::new(),
+    sync_ns: Counter::new(),
+};
+
+/// What the lazy backend has done since start-up (or the last [`reset_stats`]): Genie's
+/// statistics, and more. See [`metrics_report`] for a readable form.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LazyStats {
+    /// Operators with a dedicated kernel on the `Lazy` key (interception layer 1).
+    pub registered_ops: usize,
+    /// Calls that reached the lazy backend (all three layers).
+    pub operation_count: u64,
+    /// Calls captured by a dedicated kernel (layer 1).
+    pub registered_captures: u64,
+    /// Calls captured by the boxed fallback (layer 2), in total ...
+    pub fallback_capture_count: u64,
+    /// ... and per operator: the unique fallback-captured operators are the keys.
+    pub fallback_ops: BTreeMap<String, u64>,
+    /// Calls that ran eagerly on CPU because they cannot be captured or are disabled
+    /// (layer 3), in total ...
+    pub eager_fallback_count: u64,
+    /// ... and per operator.
+    pub eager_fallback_ops: BTreeMap<String, u64>,
+    /// Calls run at once because lazy mode was off.
+    pub eager_mode_calls: u64,
+    /// Times a lazy tensor's value was brought to the host (printing, `to_vec`, `item`,
+    /// `to(cpu)`, the inputs of an eager fallback).
+    pub materializations: u64,
+    /// Runs of the pending graph (materialisations that needed one, and explicit syncs).
+    pub syncs: u64,
+    /// Explicit [`sync`](crate::sync) / [`mark_step`](crate::mark_step) calls.
+    pub explicit_syncs: u64,
+    /// Nodes captured (calls, and the views and writes of Note [Lazy mutations and views]).
+    pub nodes_captured: u64,
+    /// Calls the executor ran.
+    pub nodes_executed: u64,
+    /// Calls not run because an identical pure call was (Note [Merging identical nodes]).
+    pub nodes_merged: u64,
+    /// Captured nodes not run because no live tensor needed them.
+    pub nodes_dead: u64,
+    /// Syncs whose graph was found in the cache ...
+    pub cache_hits: u64,
+    /// ... and those that prepared a new plan.
+    pub cache_misses: u64,
+    /// Plans in the cache.
+    pub cache_size: usize,
+    /// Whether lazy mode is on.
+    pub lazy_mode: bool,
+    /// The executor's name.
+    pub executor: String,
+    /// Milliseconds spent in syncs (planning and running graphs).
+    pub sync_ms: f64,
+    /// The share of intercepted calls captured without an eager fallback, in percent (100
+    /// when there was none).
+    pub coverage_percentage: f64,
+    /// Which registered operators the layers can capture (computed from the dispatcher's
+    /// tables).
+    pub static_coverage: StaticCoverage,
+}
+
+/// The lazy backend's statistics (see [`LazyStats`]).
+pub fn stats() -> LazyStats {
+    let mut fallback_ops = BTreeMap::new();
+    let mut eager_fallback_ops = BTreeMap::new();
+    for info in all_op_infos() {
+        let f = info.fallback_captures.load(Ordering::Relaxed);
+        if f > 0 {
+            fallback_ops.insert(info.name.clone(), f);
+        }
+        let e = info.eager.load(Ordering::Relaxed);
+        if e > 0 {
+            eager_fallback_ops.insert(info.name.clone(), e);
+        }
+    }
+    let s = &STATS;
+    let captured = s.registered_captures.get() + s.fallback_captures.get();
+    let eager = s.eager_fallbacks.get();
+    let coverage_percentage = if captured + eager == 0 {
+        100.0
+    } else {
+        100.0 * captured as f64 / (captured + eager) as f64
+    };
+    let coverage = static_coverage();
+    LazyStats {
+        registered_ops: coverage.registered,
+        operation_count: s.operations.get(),
+        registered_captures: s.registered_captures.get(),
+        fallback_capture_count: s.fallback_captures.get(),
+        fallback_ops,
+        eager_fallback_count: eager,
+        eager_fallback_ops,
+        eager_mode_calls: s.eager_mode_calls.get(),
+        materializations: s.materializations.get(),
+        syncs: s.syncs.get(),
+        explicit_syncs: s.explicit_syncs.get(),
+        nodes_captured: s.nodes_captured.get(),
+        nodes_executed: s.nodes_executed.get(),
+        nodes_merged: s.nodes_merged.get(),
+        nodes_dead: s.nodes_dead.get(),
+        cache_hits: s.cache_hits.get(),
+        cache_misses: s.cache_misses.get(),
+        cache_size: crate::cache::len(),
+        lazy_mode: crate::lazy_mode(),
+        executor: crate::executor::current().name().to_string(),
+        sync_ms: s.sync_ns.get() as f64 / 1e6,
+        coverage_percentage,
+        static_coverage: coverage,
+    }
+}
+
+/// Sets every counter (and the per-operator counts and profile) back to zero; the graph
+/// cache is kept.
+pub fn reset_stats() {
+    let s = &STATS;
+    for c in [
+        &s.operations,
+        &s.registered_captures,
+        &s.fallback_captures,
+        &s.eager_fallbacks,
+        &s.eager_mode_calls,
+        &s.materializations,
+        &s.syncs,
+        &s.explicit_syncs,
+        &s.nodes_captured,
+        &s.nodes_executed,
+        &s.nodes_merged,
+        &s.nodes_dead,
+        &s.cache_hits,
+        &s.cache_misses,
+        &s.sync_ns,
+    ] {
+        c.reset();
+    }
+    for info in all_op_infos() {
+        info.reset_counts();
+    }
+}
+
+/// The statistics as a readable report, in the style of torch_xla's metrics report:
+///
+/// ```text
+/// Lazy backend metrics (executor: cpu, lazy mode: on)
+/// Counter: OperationCount
+///   Value: 1845
+/// ...
+/// ```
+pub fn metrics_report() -> String {
+    let s = stats();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Lazy backend metrics (executor: {}, lazy mode: {})",
+        s.executor,
+        if s.lazy_mode { "on" } else { "off" }
+    );
+    let counter = |out: &mut String, name: &str, v: String| {
+        let _ = writeln!(out, "Counter: {name}\n  Value: {v}");
+    };
+    counter(&mut out, "RegisteredOps", s.registered_ops.to_string());
+    counter(&mut out, "OperationCount", s.operation_count.to_string());
+    counter(
+        &mut out,
+        "RegisteredCaptures",
+        s.registered_captures.to_string(),
+    );
+    counter(
+        &mut out,
+        "FallbackCaptures",
+        s.fallback_capture_count.to_string(),
+    );
+    counter(
+        &mut out,
+        "FallbackCapturedOps",
+        s.fallback_ops.len().to_string(),
+    );
+    counter(
+        &mut out,
+        "EagerFallbacks",
+        s.eager_fallback_count.to_string(),
+    );
+    counter(
+        &mut out,
+        "EagerFallbackOps",
+        s.eager_fallback_ops.len().to_string(),
+    );
+    counter(&mut out, "EagerModeCalls", s.eager_mode_calls.to_string());
+    counter(&mut out, "Materializations", s.materializations.to_string());
+    counter(
+        &mut out,
+        "Syncs",
+        format!("{} ({} explicit)", s.syncs, s.explicit_syncs),
+    );
+    counter(&mut out, "NodesCaptured", s.nodes_captured.to_string());
+    counter(&mut out, "NodesExecuted", s.nodes_executed.to_string());
+    counter(&mut out, "NodesDead", s.nodes_dead.to_string());
+    counter(&mut out, "NodesMerged", s.nodes_merged.to_string());
+    counter(
+        &mut out,
+        "GraphCache",
+        format!(
+            "{} hits, {} misses, {} plans",
+            s.cache_hits, s.cache_misses, s.cache_size
+        ),
+    );
+    let _ = writeln!(
+        out,
+        "Metric: SyncTime\n  TotalSamples: {}\n  Accumulator: {:.3} ms",
+        s.syncs, s.sync_ms
+    );
+    let _ = writeln!(
+        out,
+        "Coverage: {:.2}% of calls captured without an eager fallback",
+        s.coverage_percentage
+    );
+    let c = &s.static_coverage;
+    let _ = writeln!(
+        out,
+        "Static coverage: {:.1}% of {} operators capturable ({} registered, {} by the fallback, \
+         {} decomposed by composite kernels, {} eager only)",
+        c.percentage(),
+        c.operators,
+        c.registered,
+        c.fallback,
+        c.composite,
+        c.eager_only
+    );
+    if !s.fallback_ops.is_empty() {
+        let _ = writeln!(out, "Fallback-captured operators:");
+        for (k, v) in &s.fallback_ops {
+            let _ = writeln!(out, "  {k}: {v}");
+        }
+    }
+    if !s.eager_fallback_ops.is_empty() {
+        let _ = writeln!(out, "Eager-fallback operators:");
+        for (k, v) in &s.eager_fallback_ops {
+            let _ = writeln!(out, "  {k}: {v}");
+        }
+    }
+    out
+}
+
+// Note [Zero-cost profiling]
+// The per-operator overhead profile reads the clock twice per intercepted call. When it is
+// off, an interception pays one relaxed load of `PROFILING` and a not-taken branch; the clock
+// is never read.
+
+static PROFILING: AtomicBool = AtomicBool::new(false);
+
+/// Turns the per-operator overhead profile on or off (Note [Zero-cost profiling]); returns
+/// the previous setting.
+pub fn set_profiling(on: bool) -> bool {
+    PROFILING.swap(on, Ordering::Relaxed)
+}
+
+/// The start of a profiled interception, when profiling is on.
+#[inline(always)]
+pub(crate) fn profile_start() -> Option<Instant> {
+    if PROFILING.load(Ordering::Relaxed) {
+        Some(Instant::now())
+    } else {
+        None
+    }
+}
+
+#[inline]
+pub(crate) fn profile_end(info: &OpInfo, start: Option<Instant>) {
+    if let Some(t) = start {
+        info.profile_count.fetch_add(1, Ordering::Relaxed);
+        info.profile_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// One operator's line of the overhead profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpProfile {
+    /// Intercepted calls while profiling.
+    pub count: u64,
+    /// Mean time in the lazy backend per call, in nanoseconds (capture, or the eager run of
+    /// an eager fallback).
+    pub avg_overhead_ns: f64,
+}
+
+/// The per-operator overhead profile (operators intercepted while profiling was on).
+pub fn profile() -> BTreeMap<String, OpProfile> {
+    all_op_infos()
+        .into_iter()
+        .filter_map(|info| {
+            let count = info.profile_count.load(Ordering::Relaxed);
+            (count > 0).then(|| {
+                let ns = info.profile_ns.load(Ordering::Relaxed);
+                (
+                    info.name.clone(),
+                    OpProfile {
+                        count,
+                        avg_overhead_ns: ns as f64 / count as f64,
+                    },
+                )
+            })
+        })
+        .collect()
+}
+
+/// The profile as JSON: `{"aten::mm": {"count": 1000, "avg_overhead_ns": 150.0}, ...}`.
+pub fn profile_json() -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (k, p) in profile() {
+        m.insert(
+            k,
+            json!({ "count": p.count, "avg_overhead_ns": (p.avg_overhead_ns * 10.0).round() / 10.0 }),
+        );
+    }
+    serde_json::Value::Object(m)
+}

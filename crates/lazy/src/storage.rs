@@ -1,0 +1,244 @@
+//! [`LazyStorage`]: what a lazy tensor's storage holds (a pending graph value or materialised
+//! data), shared by the tensor and all its views as the tensors' backend payload.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use switchboard_dispatcher::Result;
+use switchboard_graph::{TensorMeta, Value};
+use switchboard_keys::DeviceType;
+use switchboard_tensor::{
+    Device, DimVec, RawOps, Storage, Tensor, TensorBuilder, TensorError, TensorImpl, VersionCounter,
+};
+
+/// The device of every lazy tensor: `lazy:0`.
+pub const DEVICE: Device = Device::with_index(DeviceType::Lazy, 0);
+
+/// Whether `t` has `m`'s sizes, strides and offset (where its elements are in its storage).
+#[inline]
+pub(crate) fn same_geometry(m: &TensorMeta, t: &TensorImpl) -> bool {
+    m.storage_offset == t.storage_offset()
+        && m.sizes.as_slice() == t.sizes()
+        && m.strides.as_slice() == t.strides()
+}
+
+/// The metadata of `t` as the graph records lazy values (device `lazy:0`).
+pub(crate) fn lazy_meta(t: &TensorImpl) -> TensorMeta {
+    TensorMeta {
+        sizes: DimVec::from_slice(t.sizes()),
+        strides: DimVec::from_slice(t.strides()),
+        storage_offset: t.storage_offset(),
+        dtype: t.dtype(),
+        device: DEVICE,
+    }
+}
+
+/// What a lazy storage holds (see Note [Lazy mutations and views] in lib.rs).
+#[derive(Clone)]
+pub(crate) enum Contents {
+    /// Materialised: a CPU tensor with the storage's base geometry, whose storage is laid out
+    /// as this one (views of the lazy storage are views of it at the same offsets).
+    Data(Tensor),
+    /// Not computed yet: this value of the pending graph of epoch `epoch`.
+    Pending { value: Value, epoch: u64 },
+    /// The graph that was to compute it failed with this error.
+    Failed(Arc<str>),
+}
+
+/// The mutable state of a lazy storage, guarded by its mutex (taken only while the context
+/// lock is held, or for a materialised storage, so the lock order is always context, then
+/// storage).
+pub(crate) struct StorageState {
+    pub contents: Contents,
+    /// The graph input standing for `Data` in an epoch.
+    pub input: Option<(u64, Value)>,
+    /// Views of the current contents already read in an epoch (geometry, value).
+    pub views: Vec<(Arc<TensorMeta>, Value)>,
+    pub views_epoch: u64,
+    /// The epoch whose pending list holds this storage.
+    pub registered_epoch: u64,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A lazy tensor's storage: the backend payload of every lazy tensor (a view carries its
+/// base's, so all of them see one state; Note [Lazy tensors]). It remembers the metadata of
+/// the tensor that created it ("base") and its size, and makes on demand the meta tensor that
+/// stands for it when shape functions run.
+pub struct LazyStorage {
+    pub(crate) id: u64,
+    pub(crate) base: Arc<TensorMeta>,
+    pub(crate) nbytes: usize,
+    /// A meta tensor with the base geometry over a meta storage of the same size (made on
+    /// first use: calls whose shapes are cached never need it).
+    meta: OnceLock<Tensor>,
+    pub(crate) state: Mutex<StorageState>,
+}
+
+impl std::fmt::Debug for LazyStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LazyStorage(lt_{}, {:?})", self.id, self.base)
+    }
+}
+
+impl LazyStorage {
+    /// A storage of `nbytes` whose base is `base`, holding `contents`.
+    pub(crate) fn new(base: Arc<TensorMeta>, nbytes: usize, contents: Contents) -> LazyStorage {
+        LazyStorage {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            base,
+            nbytes,
+            meta: OnceLock::new(),
+            state: Mutex::new(StorageState {
+                contents,
+                input: None,
+                views: Vec::new(),
+                views_epoch: u64::MAX,
+                registered_epoch: u64::MAX,
+            }),
+        }
+    }
+
+    /// The id the intercept log and the graph exports use (`lt_N`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, StorageState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The meta tensor with the base geometry (made on first use).
+    pub(crate) fn meta(&self) -> Result<&Tensor> {
+        if let Some(m) = self.meta.get() {
+            return Ok(m);
+        }
+        let dtype = self.base.dtype;
+        let m = TensorBuilder::new(Storage::zeros_for(Device::META, self.nbytes, dtype)?, dtype)
+            .sizes(&self.base.sizes)
+            .strides(&self.base.strides)
+            .storage_offset(self.base.storage_offset)
+            .build()?;
+        Ok(self.meta.get_or_init(|| m))
+    }
+
+    /// The meta tensor standing for a tensor of this storage with `t`'s geometry (all of
+    /// them share one meta storage, so shape functions see the aliasing).
+    pub(crate) fn meta_twin(&self, t: &TensorImpl) -> Result<Tensor> {
+        let meta = self.meta()?;
+        if same_geometry(&self.base, t) {
+            return Ok(meta.clone());
+        }
+        Ok(TensorBuilder::new(meta.storage().clone(), self.base.dtype)
+            .sizes(t.sizes())
+            .strides(t.strides())
+            .storage_offset(t.storage_offset())
+            .build()?)
+    }
+
+    /// The CPU tensor of `t` (a tensor of this storage) when the storage is materialised: the
+    /// data itself, or a view of it.
+    pub(crate) fn data_of(&self, t: &TensorImpl) -> Result<Option<Tensor>> {
+        let state = self.lock();
+        match &state.contents {
+            Contents::Data(d) => Ok(Some(view_of_data(&self.base, d, t)?)),
+            Contents::Failed(e) => Err(failed(e)),
+            Contents::Pending { .. } => Ok(None),
+        }
+    }
+}
+
+/// `t`'s elements in `data`, the CPU tensor of a storage whose base is `base`.
+pub(crate) fn view_of_data(base: &TensorMeta, data: &Tensor, t: &TensorImpl) -> Result<Tensor> {
+    if same_geometry(base, t) {
+        return Ok(data.clone());
+    }
+    Ok(RawOps::as_strided(
+        data,
+        t.sizes(),
+        t.strides(),
+        t.storage_offset(),
+    )?)
+}
+
+pub(crate) fn failed(e: &str) -> switchboard_dispatcher::DispatchError {
+    TensorError::invalid(format!(
+        "this lazy tensor has no value: the graph computing it failed: {e}"
+    ))
+    .into()
+}
+
+/// The lazy storage of `t`, if it is a lazy tensor made by this backend.
+#[inline]
+pub fn lazy_storage(t: &TensorImpl) -> Option<&LazyStorage> {
+    t.payload_as::<LazyStorage>()
+}
+
+/// Whether `t` is on the lazy device.
+#[inline]
+pub fn is_lazy(t: &TensorImpl) -> bool {
+    t.device().ty == DeviceType::Lazy
+}
+
+/// The storage of a tensor on the lazy device, or the error PyTorch-like code gets for a lazy
+/// tensor this backend did not make.
+pub(crate) fn storage_of(t: &TensorImpl) -> Result<Arc<LazyStorage>> {
+    match t
+        .payload()
+        .and_then(|p| p.clone().downcast::<LazyStorage>().ok())
+    {
+        Some(ls) => Ok(ls),
+        None => Err(TensorError::invalid(
+            "a tensor on the lazy device without a lazy value (made by the tensor crate \
+             directly?): create lazy tensors with a factory on device='lazy' or .to(lazy)",
+        )
+        .into()),
+    }
+}
+
+/// A new lazy tensor (on [`DEVICE`]) with metadata `base` over a new storage of `nbytes`
+/// holding `contents`, with its own version counter or `version`.
+pub(crate) fn fresh_tensor(
+    base: Arc<TensorMeta>,
+    nbytes: usize,
+    contents: Contents,
+    version: Option<VersionCounter>,
+) -> Result<(Tensor, Arc<LazyStorage>)> {
+    let dtype = base.dtype;
+    let ls = Arc::new(LazyStorage::new(base, nbytes, contents));
+    let mut b = TensorBuilder::new(Storage::zeros_for(DEVICE, nbytes, dtype)?, dtype)
+        .sizes(&ls.base.sizes)
+        .strides(&ls.base.strides)
+        .storage_offset(ls.base.storage_offset)
+        .payload(ls.clone());
+    if let Some(v) = version {
+        b = b.version_counter(v);
+    }
+    Ok((b.build()?, ls))
+}
+
+/// A lazy tensor of `base`'s storage (sharing its storage, version counter, key set and
+/// payload) with `m`'s geometry: a view.
+pub(crate) fn view_tensor(base: &Tensor, m: &TensorMeta) -> Result<Tensor> {
+    if same_geometry(m, base) {
+        return Ok(base.clone());
+    }
+    Ok(RawOps::as_strided(
+        base,
+        &m.sizes,
+        &m.strides,
+        m.storage_offset,
+    )?)
+}
+
+/// A meta tensor laid out as `t` over a meta storage as large as `t`'s.
+pub(crate) fn meta_like(t: &TensorImpl) -> Result<Tensor> {
+    Ok(TensorBuilder::new(
+        Storage::zeros_for(Device::META, t.storage().nbytes(), t.dtype())?,
+        t.dtype(),
+    )
+    .sizes(t.sizes())
+    .strides(t.strides())
+    .storage_offset(t.storage_offset())
+    .build()?)
+}

@@ -1,0 +1,22 @@
+//! The registry's entries, by kind of operator.
+
+mod factory;
+mod linalg;
+mod nn;
+mod pointwise;
+mod random;
+mod reduction;
+mod shape;
+
+use crate::Registry;
+
+/// Adds every family's entries.
+pub fn register(r: &mut Registry) {
+    pointwise::register(r);
+    reduction::register(r);
+    linalg::register(r);
+    nn::register(r);
+    shape::register(r);
+    factory::register(r);
+    random::register(r);
+}

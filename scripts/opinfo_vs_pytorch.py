@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Runs every sample of the operator-sample registry through PyTorch and reports where
+Switchboard's CPU kernels differ: errors, result dtypes, sizes, strides, values.
+
+    cargo run -p switchboard-opinfo --example dump_samples > samples.jsonl
+    /work/venv-torch/bin/python scripts/opinfo_vs_pytorch.py samples.jsonl
+
+Strides are compared on dimensions of size > 1 (PyTorch's own significant strides); values
+with float tolerances (NaN equal to NaN); random operators by metadata only. Exit status 1
+when anything differs.
+"""
+import json
+import math
+import sys
+
+import torch
+
+DTYPES = {
+    "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "float16": torch.float16, "float32": torch.float32,
+    "float64": torch.float64, "bool": torch.bool, "bfloat16": torch.bfloat16,
+}
+FORMATS = {
+    "Contiguous": torch.contiguous_format, "Preserve": torch.preserve_format,
+    "ChannelsLast": torch.channels_last, "ChannelsLast3d": torch.channels_last_3d,
+}
+
+
+def number(v):
+    return float(v) if isinstance(v, str) else v
+
+
+def make_tensor(a):
+    base = torch.tensor([number(v) for v in a["base"]], dtype=torch.float64)
+    base = base.reshape(a["base_shape"]).to(DTYPES[a["dtype"]])
+    layout = a["layout"]
+    if layout == "contiguous":
+        return base
+    if layout == "transposed":
+        return base.permute(*reversed(range(base.dim())))
+    if layout == "strided":
+        return base[..., ::2]
+    return base.expand(a["shape"])
+
+
+def make(a):
+    k = a["kind"]
+    if k == "tensor":
+        return make_tensor(a)
+    if k == "tensors":
+        return [make(i) for i in a["items"]]
+    if k == "none":
+        return None
+    if k == "dtype":
+        return DTYPES[a["value"]]
+    if k == "device":
+        return torch.device(a["value"])
+    if k == "memory_format":
+        return FORMATS[a["value"]]
+    if k == "generator":
+        return torch.Generator().manual_seed(a["value"])
+    if k == "layout":
+        return torch.strided
+    return a["value"]
+
+
+def flatten(out):
+    if isinstance(out, (tuple, list)):
+        r = []
+        for o in out:
+            r.extend(flatten(o))
+        return r
+    return [out]
+
+
+def same_values(t, want):
+    got = t.detach().to(torch.float64).reshape(-1).tolist()
+    want = [number(v) for v in want]
+    if len(got) != len(want):
+        return False
+    floating = t.dtype.is_floating_point
+    tol = 1e-2 if t.dtype in (torch.float16, torch.bfloat16) else 1e-5
+    for g, w in zip(got, want):
+        if math.isnan(g) and math.isnan(w):
+            continue
+        if g == w:
+            continue
+        if not floating or abs(g - w) > tol + 10 * tol * abs(w):
+            return False
+    return True
+
+
+def compare(rec):
+    name = rec["op"]
+    base, _, overload = name.partition(".")
+    packet = getattr(torch.ops.aten, base)
+    op = getattr(packet, overload or "default")
+    args, kwargs = [], {}
+    for a in rec["args"]:
+        v = make(a)
+        if a["kwarg_only"]:
+            kwargs[a["name"]] = v
+        else:
+            args.append(v)
+    torch.manual_seed(0)
+    ours = rec["result"]
+    try:
+        theirs = flatten(op(*args, **kwargs))
+    except Exception as e:  # noqa: BLE001 -- any PyTorch error is a result to compare
+        msg = str(e).splitlines()[0]
+        if ours["ok"]:
+            return [f"PyTorch fails ({msg}), Switchboard runs"]
+        if ours["error"].splitlines()[0] != msg:
+            return [f"errors differ: PyTorch `{msg}`, Switchboard `{ours['error'].splitlines()[0]}`"]
+        return []
+    if not ours["ok"]:
+        return [f"Switchboard fails ({ours['error'].splitlines()[0]}), PyTorch runs"]
+    problems = []
+    mine = []
+    for o in ours["outputs"]:
+        mine.extend(o["items"] if o["kind"] == "tensors" else [o])
+    if len(mine) != len(theirs):
+        return [f"{len(mine)} outputs, PyTorch {len(theirs)}"]
+    for i, (m, t) in enumerate(zip(mine, theirs)):
+        if m["kind"] != "tensor":
+            if not isinstance(t, torch.Tensor) and m.get("value") != t:
+                problems.append(f"output {i}: {m.get('value')}, PyTorch {t}")
+            continue
+        if t is None and m["sizes"] == [0]:
+            # An output the output_mask does not ask for: PyTorch's undefined tensor is an
+            # empty placeholder in Switchboard.
+            continue
+        if not isinstance(t, torch.Tensor):
+            problems.append(f"output {i}: a tensor, PyTorch {type(t).__name__}")
+            continue
+        if m["dtype"] != str(t.dtype).replace("torch.", ""):
+            problems.append(f"output {i}: dtype {m['dtype']}, PyTorch {t.dtype}")
+        if list(t.shape) != m["sizes"]:
+            problems.append(f"output {i}: sizes {m['sizes']}, PyTorch {list(t.shape)}")
+            continue
+        if t.numel() > 1 and any(
+            s > 1 and a != b for s, a, b in zip(t.shape, m["strides"], t.stride())
+        ):
+            problems.append(f"output {i}: strides {m['strides']}, PyTorch {list(t.stride())}")
+        if m["values"] is not None and not rec["random"] and not same_values(t, m["values"]):
+            problems.append(f"output {i}: values differ")
+    return problems
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "samples.jsonl"
+    total = bad = 0
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            total += 1
+            try:
+                problems = compare(rec)
+            except Exception as e:  # noqa: BLE001 -- a sample the script cannot express
+                problems = [f"not run: {e}"]
+            for p in problems:
+                print(f"{rec['op']} sample {rec['sample']}: {p}")
+            bad += bool(problems)
+    print(f"{total} samples, {bad} differ", file=sys.stderr)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
