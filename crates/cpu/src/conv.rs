@@ -7,6 +7,7 @@ use switchboard_tensor::{CheckedSize, Device, ScalarType, Tensor};
 
 use crate::copy::cast;
 use crate::error::{check_cpu_or_meta, invalid, not_implemented, same_device, shape_str, Result};
+use crate::fresh_output::{fresh_output, FreshData};
 
 #[path = "conv_kernels.rs"]
 mod kernels;
@@ -299,8 +300,8 @@ pub fn convolution(
         groups,
     )?;
     let dtype = input.dtype();
-    let out = Tensor::empty_on(&conv.out_shape, dtype, conv.device)?;
     if conv.device.is_meta() {
+        let out = Tensor::empty_on(&conv.out_shape, dtype, conv.device)?;
         return unbatch(out, conv.unbatched);
     }
     let compute = if dtype == ScalarType::Double {
@@ -311,16 +312,16 @@ pub fn convolution(
     let x = cast(&conv.input, compute)?.contiguous()?;
     let wt = cast(weight, compute)?.contiguous()?;
     let b = bias.map(|b| cast(b, compute)).transpose()?;
-    let out_c = if compute == dtype {
-        out.clone()
-    } else {
-        Tensor::empty_on(&conv.out_shape, compute, conv.device)?
-    };
+    // SAFETY: `forward_impl` writes every element (bias rows filled, or GEMMs that do not
+    // read their destination, over every image, group and output channel); on an error the
+    // tensor is dropped unread (Note [Fresh outputs]).
+    let out_c = unsafe { fresh_output(&conv.out_shape, compute, conv.device)? };
     macro_rules! run {
         ($t:ty) => {{
             let (xs, ws) = (x.data::<$t>()?, wt.data::<$t>()?);
             let bv = b.as_ref().map(|b| b.to_vec::<$t>()).transpose()?;
-            let mut os = out_c.data_mut::<$t>()?;
+            // SAFETY: a fresh output; only initialised values are stored through it.
+            let mut os = unsafe { FreshData::<$t>::new(&out_c)? };
             forward_impl::<$t>(&xs, &ws, bv.as_deref(), &mut os, &conv.geom)?;
         }};
     }
@@ -412,21 +413,26 @@ pub fn convolution_backward(
             Tensor::empty_on(&[0], dtype, device)
         }
     };
-    // The input gradient is written in full by `backward_impl` (each image zeroed where it
-    // is accumulated, while in cache), so it starts uninitialised.
-    let gx = if output_mask[0] {
-        Tensor::empty_on(conv.input.sizes(), dtype, device)?
+    let compute = if dtype == ScalarType::Double {
+        ScalarType::Double
     } else {
+        ScalarType::Float
+    };
+    // The input gradient is written in full by `backward_impl` (each image zeroed where it
+    // is accumulated, while in cache), so it starts uninitialised when the kernel writes it
+    // directly (Note [Fresh outputs]); Half and BFloat16 copy an f32 result into it.
+    let gx = if !output_mask[0] {
         make(false, &[0])?
+    } else if compute == dtype && !device.is_meta() {
+        // SAFETY: `backward_impl` writes every element of `gx` (below: the mask asks for it
+        // and the tensor is passed as the input gradient); on an error it is dropped unread.
+        unsafe { fresh_output(conv.input.sizes(), dtype, device)? }
+    } else {
+        make(true, conv.input.sizes())?
     };
     let gw = make(output_mask[1], weight.sizes())?;
     let gb = make(output_mask[2], &[c_out])?;
     if !device.is_meta() && output_mask.iter().any(|&m| m) {
-        let compute = if dtype == ScalarType::Double {
-            ScalarType::Double
-        } else {
-            ScalarType::Float
-        };
         let conv_to = |t: &Tensor| -> Result<Tensor> { cast(t, compute)?.contiguous() };
         let (go_c, x_c, w_c) = (conv_to(&go)?, conv_to(&conv.input)?, conv_to(weight)?);
         let outs: Vec<Tensor> = [&gx, &gw, &gb]
@@ -442,7 +448,9 @@ pub fn convolution_backward(
         macro_rules! run {
             ($t:ty) => {{
                 let (gos, xs, ws) = (go_c.data::<$t>()?, x_c.data::<$t>()?, w_c.data::<$t>()?);
-                let mut gxs = outs[0].data_mut::<$t>()?;
+                // SAFETY: `outs[0]` is the fresh `gx` or a zeroed f32 buffer; only initialised
+                // values are stored through it.
+                let mut gxs = unsafe { FreshData::<$t>::new(&outs[0])? };
                 let mut gws = outs[1].data_mut::<$t>()?;
                 let mut gbs = outs[2].data_mut::<$t>()?;
                 backward_impl::<$t>(

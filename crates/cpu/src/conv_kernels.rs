@@ -1,12 +1,15 @@
 //! The computational core of the convolutions (see Note [Convolution as im2col + GEMM]):
 //! the geometry, im2col / col2im, and the forward and backward passes over contiguous data.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use switchboard_tensor::TensorError;
 
 use crate::dispatch_dtype::Num;
 use crate::error::Result;
+use crate::fresh_output::fill;
 use crate::linalg::{gemm_float, GemmFloat, MatPtr};
 use crate::loops::in_parallel_region;
 
@@ -194,24 +197,26 @@ fn image_chunks(n: usize) -> usize {
 }
 
 /// The forward pass on contiguous data (`x`: `N x C_in x H x W`, `wt`: `C_out x K`, `out`:
-/// `N x C_out x L`).
+/// `N x C_out x L`); writes every element of `out`.
 pub(super) fn forward_impl<T: GemmFloat>(
     x: &[T],
     wt: &[T],
     bias: Option<&[T]>,
-    out: &mut [T],
+    out: &mut [MaybeUninit<T>],
     g: &Geom,
 ) -> Result<()> {
     let (k, l, cin_g, cout_g) = (g.k(), g.l(), g.cin_g(), g.cout_g());
     let chunks = image_chunks(g.n);
     let per = g.n.div_ceil(chunks).max(1);
-    let task = |c: usize, out: &mut [T]| -> Result<()> {
+    let task = |c: usize, out: &mut [MaybeUninit<T>]| -> Result<()> {
         let mut cols = zeroed::<T>(if g.pointwise() { 0 } else { g.cols })?;
         for (i, o) in out.chunks_mut(g.out_image()).enumerate() {
             let x_img = &x[(c * per + i) * g.in_image()..][..g.in_image()];
+            // With a bias, the rows start as the bias and the GEMMs add to them; without, the
+            // GEMMs overwrite them (`read_dst` false): either way every element is written.
             if let Some(b) = bias {
                 for (co, row) in o.chunks_mut(l).enumerate() {
-                    row.fill(b[co]);
+                    fill(row, b[co]);
                 }
             }
             for gi in 0..g.groups {
@@ -226,13 +231,13 @@ pub(super) fn forward_impl<T: GemmFloat>(
                 let wg = &wt[gi * cout_g * k..][..cout_g * k];
                 // SAFETY: the three matrices are row-major views of live slices of exactly
                 // `cout_g x l`, `cout_g x k` and `k x l` elements; `dst` is exclusive and
-                // disjoint from the others.
+                // disjoint from the others, and read only when the bias initialised it.
                 unsafe {
                     gemm_float(
                         cout_g,
                         l,
                         k,
-                        MatPtr::row_major(dst.as_mut_ptr(), l),
+                        MatPtr::row_major(dst.as_mut_ptr() as *mut T, l),
                         MatPtr::row_major(wg.as_ptr(), k),
                         MatPtr::row_major(b_ptr, l),
                         <T as Num>::ONE,
@@ -254,13 +259,13 @@ pub(super) fn forward_impl<T: GemmFloat>(
     }
 }
 
-/// The backward pass on contiguous data; returns nothing, overwriting `gx` and adding to `gw`
-/// and `gb` (each when given).
+/// The backward pass on contiguous data; returns nothing, writing every element of `gx` and
+/// adding to `gw` and `gb` (each when given).
 pub(super) fn backward_impl<T: GemmFloat>(
     go: &[T],
     x: &[T],
     wt: &[T],
-    gx: Option<&mut [T]>,
+    gx: Option<&mut [MaybeUninit<T>]>,
     gw: Option<&mut [T]>,
     gb: Option<&mut [T]>,
     g: &Geom,
@@ -271,87 +276,88 @@ pub(super) fn backward_impl<T: GemmFloat>(
     let per = g.n.div_ceil(chunks).max(1);
     // One task: images `c*per ..` (as many as `gx_chunk` holds, or up to `per`); returns its
     // partial weight and bias gradients.
-    let task = |c: usize, mut gx_chunk: Option<&mut [T]>| -> Result<(Vec<T>, Vec<T>)> {
-        let mut pw = zeroed::<T>(if need_w { g.c_out * k } else { 0 })?;
-        let mut pb = zeroed::<T>(if need_b { g.c_out } else { 0 })?;
-        let mut cols = zeroed::<T>(if g.pointwise() { 0 } else { g.cols })?;
-        let mut dcols = zeroed::<T>(if gx_chunk.is_some() && !g.pointwise() {
-            g.cols
-        } else {
-            0
-        })?;
-        let first = c * per;
-        let last = (first + per).min(g.n);
-        for n in first..last {
-            let go_img = &go[n * g.out_image()..][..g.out_image()];
-            let x_img = &x[n * g.in_image()..][..g.in_image()];
-            if need_b {
-                for (co, row) in go_img.chunks(l).enumerate() {
-                    pb[co] = pb[co].add(lane_sum(row));
+    let task =
+        |c: usize, mut gx_chunk: Option<&mut [MaybeUninit<T>]>| -> Result<(Vec<T>, Vec<T>)> {
+            let mut pw = zeroed::<T>(if need_w { g.c_out * k } else { 0 })?;
+            let mut pb = zeroed::<T>(if need_b { g.c_out } else { 0 })?;
+            let mut cols = zeroed::<T>(if g.pointwise() { 0 } else { g.cols })?;
+            let mut dcols = zeroed::<T>(if gx_chunk.is_some() && !g.pointwise() {
+                g.cols
+            } else {
+                0
+            })?;
+            let first = c * per;
+            let last = (first + per).min(g.n);
+            for n in first..last {
+                let go_img = &go[n * g.out_image()..][..g.out_image()];
+                let x_img = &x[n * g.in_image()..][..g.in_image()];
+                if need_b {
+                    for (co, row) in go_img.chunks(l).enumerate() {
+                        pb[co] = pb[co].add(lane_sum(row));
+                    }
                 }
-            }
-            for gi in 0..g.groups {
-                let go_g = MatPtr::row_major(go_img[gi * cout_g * l..].as_ptr(), l);
-                let xg = &x_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
-                let wg = &wt[gi * cout_g * k..][..cout_g * k];
-                if need_w {
-                    let cols_ptr = if g.pointwise() {
-                        xg.as_ptr()
-                    } else {
-                        im2col(xg, &mut cols, g);
-                        cols.as_ptr()
-                    };
-                    let dst = &mut pw[gi * cout_g * k..][..cout_g * k];
-                    // SAFETY: row-major views of live slices of the stated shapes
-                    // (`cout_g x k` dst, `cout_g x l` grad_out, `l x k` transposed cols);
-                    // `dst` is this task's own buffer.
-                    unsafe {
-                        gemm_float(
-                            cout_g,
-                            k,
-                            l,
-                            MatPtr::row_major(dst.as_mut_ptr(), k),
-                            go_g,
-                            MatPtr::row_major(cols_ptr, l).t(),
-                            <T as Num>::ONE,
-                            <T as Num>::ONE,
-                            true,
-                        )
-                    };
-                }
-                if let Some(gxc) = gx_chunk.as_deref_mut() {
-                    let gx_img = &mut gxc[(n - first) * g.in_image()..][..g.in_image()];
-                    let gxg = &mut gx_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
-                    let dst = if g.pointwise() {
-                        gxg.as_mut_ptr()
-                    } else {
-                        dcols.as_mut_ptr()
-                    };
-                    // SAFETY: `W_g^T` is the transposed row-major `cout_g x k` weight slice,
-                    // grad_out a `cout_g x l` slice, `dst` an exclusive `k x l` buffer (the
-                    // group's own input-gradient channels when pointwise).
-                    unsafe {
-                        gemm_float(
-                            k,
-                            l,
-                            cout_g,
-                            MatPtr::row_major(dst, l),
-                            MatPtr::row_major(wg.as_ptr(), k).t(),
-                            go_g,
-                            <T as Num>::ONE,
-                            <T as Num>::ZERO,
-                            false,
-                        )
-                    };
-                    if !g.pointwise() {
-                        gxg.fill(<T as Num>::ZERO);
-                        col2im_add(&dcols, gxg, g);
+                for gi in 0..g.groups {
+                    let go_g = MatPtr::row_major(go_img[gi * cout_g * l..].as_ptr(), l);
+                    let xg = &x_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
+                    let wg = &wt[gi * cout_g * k..][..cout_g * k];
+                    if need_w {
+                        let cols_ptr = if g.pointwise() {
+                            xg.as_ptr()
+                        } else {
+                            im2col(xg, &mut cols, g);
+                            cols.as_ptr()
+                        };
+                        let dst = &mut pw[gi * cout_g * k..][..cout_g * k];
+                        // SAFETY: row-major views of live slices of the stated shapes
+                        // (`cout_g x k` dst, `cout_g x l` grad_out, `l x k` transposed cols);
+                        // `dst` is this task's own buffer.
+                        unsafe {
+                            gemm_float(
+                                cout_g,
+                                k,
+                                l,
+                                MatPtr::row_major(dst.as_mut_ptr(), k),
+                                go_g,
+                                MatPtr::row_major(cols_ptr, l).t(),
+                                <T as Num>::ONE,
+                                <T as Num>::ONE,
+                                true,
+                            )
+                        };
+                    }
+                    if let Some(gxc) = gx_chunk.as_deref_mut() {
+                        let gx_img = &mut gxc[(n - first) * g.in_image()..][..g.in_image()];
+                        let gxg = &mut gx_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
+                        let dst = if g.pointwise() {
+                            gxg.as_mut_ptr() as *mut T
+                        } else {
+                            dcols.as_mut_ptr()
+                        };
+                        // SAFETY: `W_g^T` is the transposed row-major `cout_g x k` weight slice,
+                        // grad_out a `cout_g x l` slice, `dst` an exclusive `k x l` buffer (the
+                        // group's own input-gradient channels when pointwise, which the GEMM
+                        // overwrites without reading).
+                        unsafe {
+                            gemm_float(
+                                k,
+                                l,
+                                cout_g,
+                                MatPtr::row_major(dst, l),
+                                MatPtr::row_major(wg.as_ptr(), k).t(),
+                                go_g,
+                                <T as Num>::ONE,
+                                <T as Num>::ZERO,
+                                false,
+                            )
+                        };
+                        if !g.pointwise() {
+                            col2im_add(&dcols, fill(gxg, <T as Num>::ZERO), g);
+                        }
                     }
                 }
             }
-        }
-        Ok((pw, pb))
-    };
+            Ok((pw, pb))
+        };
     let partials: Vec<(Vec<T>, Vec<T>)> = match gx {
         Some(gx) if chunks > 1 && g.in_image() > 0 => gx
             .par_chunks_mut(per * g.in_image())

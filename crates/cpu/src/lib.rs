@@ -38,6 +38,7 @@ mod copy;
 mod embedding;
 mod extrema;
 mod factory;
+mod fresh_output;
 mod index;
 mod item;
 mod linalg;

@@ -7,6 +7,7 @@ use switchboard_tensor::{Device, Scalar, ScalarType, Tensor};
 
 use crate::copy::copy_into;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::fresh_output::fresh_output;
 use crate::iter::check_internal_overlap;
 
 #[path = "linalg_gemm.rs"]
@@ -78,18 +79,14 @@ pub(crate) fn type_meta_name(dtype: ScalarType) -> &'static str {
     }
 }
 
-/// A fresh output of a matrix product, which `addmm_into` writes entirely: uninitialised on
-/// CPU (sparing the zero fill of a buffer the GEMM overwrites), metadata only elsewhere.
+/// A fresh output of a matrix product, which `addmm_into` writes entirely (Note [Fresh
+/// outputs]).
 fn product_output(shape: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
-    if device.is_cpu() {
-        // SAFETY: the tensor stays private to the op until `addmm_into` has written every
-        // element (the GEMM writes all m×n elements of each batch, with `read_dst` false or
-        // after `copy_into` wrote the input; an empty sum writes zeros; Half and BFloat16 copy
-        // their f32 result over all of it); on an error it is dropped unread.
-        Ok(unsafe { Tensor::empty_uninit(shape, dtype)? })
-    } else {
-        Ok(Tensor::empty_on(shape, dtype, device)?)
-    }
+    // SAFETY: the tensor stays private to the op until `addmm_into` has written every element
+    // (the GEMM writes all m×n elements of each batch, with `read_dst` false or after
+    // `copy_into` wrote the input; an empty sum writes zeros; Half and BFloat16 copy their f32
+    // result over all of it); on an error it is dropped unread.
+    unsafe { fresh_output(shape, dtype, device) }
 }
 
 /// The device of a matrix op (every tensor on one device, CPU or meta).

@@ -2,6 +2,7 @@
 //! operands, the float path over the `gemm` crate, the integer loop, and the batched driver.
 
 use gemm::Parallelism;
+use rayon::prelude::*;
 use switchboard_tensor::{Access, Element, Scalar, ScalarType, Tensor};
 
 use crate::copy::{cast, copy_into};
@@ -20,9 +21,20 @@ use crate::scalar_acc;
 // when `beta == 0` (so NaNs in it do not propagate): that is `read_dst = false`.
 // Float and Double call the crate directly; Half and BFloat16 compute in f32 (PyTorch's
 // opmath type) by converting the operands; the integer types use a row loop in wrapping
-// arithmetic. Above `PAR_FLOPS` multiply-adds a product runs on all rayon threads
-// (`Parallelism::Rayon`); inside a parallel region (a batch of small products, a batch of
-// convolutions) it stays on the calling thread.
+// arithmetic. Above `PAR_FLOPS` multiply-adds a product runs on all rayon threads (Note
+// [Splitting a product over the threads]); inside a parallel region (a batch of small
+// products, a batch of convolutions) it stays on the calling thread.
+//
+// Note [Splitting a product over the threads]
+// A parallel product is cut into one block of output columns per thread (of rows when the
+// output is taller than wide), each computed by a serial `gemm::gemm` call, rather than
+// handed to the crate's own `Parallelism::Rayon`. The crate parallelises inside its packing
+// loops, which suits large square products but not the skinny ones of training: on 2
+// threads, the 64x128x9216 forward of the CNN's first linear layer took 6 ms that way and
+// 2.8 ms as two 64-column halves, and the 64x9216x128 input gradient 2.9 ms against 1.9 ms
+// (`examples/gemm_shapes.rs`). The blocks are multiples of `SPLIT_ALIGN` wide, so each
+// thread runs full micro-kernel tiles, and disjoint, so no synchronisation is needed beyond
+// the join.
 
 /// Multiply-adds (`m*n*k`) from which a single product uses every rayon thread.
 const PAR_FLOPS: usize = 1 << 17;
@@ -61,6 +73,19 @@ impl MatPtr {
         }
     }
 
+    /// The sub-matrix starting at element `(row, col)` of a matrix of `T`.
+    fn offset<T>(self, row: usize, col: usize) -> MatPtr {
+        let elems = (row as isize)
+            .wrapping_mul(self.rs)
+            .wrapping_add((col as isize).wrapping_mul(self.cs));
+        MatPtr {
+            ptr: self
+                .ptr
+                .wrapping_add_signed(elems.wrapping_mul(size_of::<T>() as isize)),
+            ..self
+        }
+    }
+
     /// The transpose (same memory, strides swapped).
     pub(crate) fn t(self) -> MatPtr {
         MatPtr {
@@ -76,14 +101,27 @@ pub(crate) trait GemmFloat: Float + Element {}
 impl GemmFloat for f32 {}
 impl GemmFloat for f64 {}
 
-/// The parallelism for one `m×k @ k×n` product (Note [GEMM through the gemm crate]).
-fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
+/// Rows or columns per block of a split product are a multiple of this (two AVX2 vectors of
+/// f32: the height of the crate's f32 micro-kernel; Note [Splitting a product over the
+/// threads]).
+const SPLIT_ALIGN: usize = 16;
+
+/// The threads one `m×k @ k×n` product runs on (Note [GEMM through the gemm crate]).
+fn threads_for(m: usize, n: usize, k: usize) -> usize {
     let threads = rayon::current_num_threads();
     if threads <= 1 || in_parallel_region() || m.saturating_mul(n).saturating_mul(k) < PAR_FLOPS {
-        Parallelism::None
+        1
     } else {
-        Parallelism::Rayon(threads)
+        threads
     }
+}
+
+/// The block of `0..len` that part `i` of `parts` computes: aligned starts, the last block
+/// taking the rest (empty blocks when `len` is short).
+pub(super) fn split_block(len: usize, parts: usize, i: usize) -> (usize, usize) {
+    let per = len.div_ceil(parts).next_multiple_of(SPLIT_ALIGN);
+    let start = (i * per).min(len);
+    (start, (start + per).min(len))
 }
 
 /// `dst = beta*dst + alpha*(a @ b)` for an `m×k` matrix `a` and a `k×n` matrix `b`; `dst` is
@@ -122,27 +160,73 @@ pub(crate) unsafe fn gemm_float<T: GemmFloat>(
         }
         return;
     }
-    gemm::gemm(
-        m,
-        n,
-        k,
-        dst.ptr as *mut T,
-        dst.cs,
-        dst.rs,
-        read_dst,
-        a.ptr as *const T,
-        a.cs,
-        a.rs,
-        b.ptr as *const T,
-        b.cs,
-        b.rs,
-        beta,
-        alpha,
-        false,
-        false,
-        false,
-        parallelism(m, n, k),
-    );
+    let threads = threads_for(m, n, k);
+    if threads <= 1 {
+        gemm_serial(m, n, k, dst, a, b, alpha, beta, read_dst);
+        return;
+    }
+    // Note [Splitting a product over the threads]: column blocks of `dst` and `b`, or row
+    // blocks of `dst` and `a`.
+    let by_columns = n >= m;
+    (0..threads).into_par_iter().for_each(|i| {
+        let (s, e) = split_block(if by_columns { n } else { m }, threads, i);
+        if s == e {
+            return;
+        }
+        // SAFETY: the blocks are disjoint sub-matrices of the caller's `dst` (rows or
+        // columns `s..e`) and of `a` or `b`, so the caller's guarantees hold for each.
+        unsafe {
+            if by_columns {
+                let (dst, b) = (dst.offset::<T>(0, s), b.offset::<T>(0, s));
+                gemm_serial(m, e - s, k, dst, a, b, alpha, beta, read_dst);
+            } else {
+                let (dst, a) = (dst.offset::<T>(s, 0), a.offset::<T>(s, 0));
+                gemm_serial(e - s, n, k, dst, a, b, alpha, beta, read_dst);
+            }
+        }
+    });
+}
+
+/// [`gemm_float`] on the calling thread, for `k > 0`.
+///
+/// # Safety
+/// As for [`gemm_float`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_serial<T: GemmFloat>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: MatPtr,
+    a: MatPtr,
+    b: MatPtr,
+    alpha: T,
+    beta: T,
+    read_dst: bool,
+) {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.ptr as *mut T,
+            dst.cs,
+            dst.rs,
+            read_dst,
+            a.ptr as *const T,
+            a.cs,
+            a.rs,
+            b.ptr as *const T,
+            b.cs,
+            b.rs,
+            beta,
+            alpha,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        )
+    }
 }
 
 /// The integer GEMM: the same contract as [`gemm_float`], in `T`'s wrapping arithmetic, rows

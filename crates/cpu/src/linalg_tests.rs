@@ -348,3 +348,53 @@ fn large_mm_is_parallel_and_correct() {
     let b = ramp(&[257, 129], ScalarType::Float);
     check_mm(&a, &b, 1e-3);
 }
+
+#[test]
+fn split_blocks_are_aligned_disjoint_and_cover_the_range() {
+    for (len, parts) in [(9216, 2), (129, 2), (17, 2), (5, 3), (64, 4), (1, 2)] {
+        let mut next = 0;
+        for i in 0..parts {
+            let (s, e) = gemm_core::split_block(len, parts, i);
+            assert_eq!(s, next, "{len} {parts} {i}");
+            assert!(s <= e && e <= len);
+            assert!(e == len || (e - s) % 16 == 0, "{len} {parts} {i}: {s}..{e}");
+            next = e;
+        }
+        assert_eq!(next, len, "{len} {parts}");
+    }
+}
+
+#[test]
+fn products_split_over_threads_match_naive() {
+    // Above PAR_FLOPS, so run as column blocks (wide outputs) or row blocks (tall ones) on
+    // a multi-threaded pool (Note [Splitting a product over the threads]), with transposed
+    // and sliced operands and an accumulating addmm.
+    for &(m, k, n) in &[(64, 300, 130), (131, 300, 40), (33, 1000, 33)] {
+        let a = ramp(&[m, k], ScalarType::Float);
+        let b = ramp(&[k, n], ScalarType::Float);
+        check_mm(&a, &b, 1e-3);
+        let at = ramp(&[k, m], ScalarType::Float).t().unwrap();
+        let bt = ramp(&[n, 2 * k], ScalarType::Float)
+            .slice(1, None, None, 2)
+            .unwrap()
+            .t()
+            .unwrap();
+        check_mm(&at, &bt, 1e-3);
+        let bias = ramp(&[n], ScalarType::Float);
+        let y = addmm(&bias, &at, &bt, Scalar::Int(1), Scalar::Float(0.5)).unwrap();
+        let prod = naive(
+            &at.to_vec_as::<f64>().unwrap(),
+            &bt.to_vec_as::<f64>().unwrap(),
+            m,
+            k,
+            n,
+        );
+        let bv = bias.to_vec_as::<f64>().unwrap();
+        let want: Vec<f64> = prod
+            .iter()
+            .enumerate()
+            .map(|(i, p)| bv[i % n] + 0.5 * p)
+            .collect();
+        assert_close(&y.to_vec_as::<f64>().unwrap(), &want, 1e-3);
+    }
+}

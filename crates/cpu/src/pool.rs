@@ -2,12 +2,15 @@
 //! `(N, C, H, W)` inputs, with PyTorch's output-size rules (`ceil_mode`, dilation) and
 //! messages. Indices are flat positions `h * W + w` within each input plane, as in PyTorch.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 use switchboard_tensor::RawOps;
 use switchboard_tensor::{to_int32, CheckedSize, Device, ScalarType, Tensor};
 
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::fresh_output::{fresh_output, zero_fill, FreshData};
 use crate::loops::{in_parallel_region, GRAIN_SIZE};
 use crate::{dispatch_all_types, dispatch_floating_types};
 
@@ -256,9 +259,76 @@ fn for_planes<A: Send, B: Send>(
 // element made `max_pool2d` of a 64x64x24x24 batch cost a third of a convolution. The value
 // and the index are selected separately (`maxss` and `cmov`; only the rare NaN case stays a
 // branch): one `if take { (v, i) }` is compiled back into a branch.
+//
+// Note [Pooling a row of windows at once]
+// The windows of one output row are computed together, window offset by window offset: for
+// each `(ky, kx)` of the window, one pass over the row's outputs (in blocks of `ROW_BLOCK`,
+// their running maxima and indices on the stack) compares each with the input element at
+// that offset. Each output still sees its window's elements in PyTorch's order (row by row,
+// left to right, the first maximum winning), but the inner loop is a plain strided pass
+// with no per-window set-up, where computing one window at a time spent more on the loops
+// around a 2x2 window than on its four comparisons. Which outputs of a block each window
+// column reaches (its `Span`) depends on the columns only, so the spans are planned once
+// per call, not per row: computing them per row (a few integer divisions per window column)
+// cost as much as the comparisons.
 
-/// The forward kernel over contiguous planes.
-fn max_pool_planes<T: CpuElement>(x: &[T], out: &mut [T], idx: &mut [i64], p: &Pool) {
+/// Outputs of one row pooled together (Note [Pooling a row of windows at once]).
+const ROW_BLOCK: usize = 64;
+
+/// The output positions `o < out` whose input position `o*s + off` lies in `0..size`
+/// (`off` may be negative), as a range `lo..hi`.
+fn inside_range(out: i64, size: i64, s: i64, off: i64) -> (i64, i64) {
+    // In range: `prepare` bounds the window parameters by 2^31 and the output by the input.
+    let lo = if off < 0 { (-off + s - 1) / s } else { 0 };
+    let hi = if size > off {
+        ((size - off + s - 1) / s).min(out)
+    } else {
+        0
+    };
+    (lo.min(hi), hi)
+}
+
+/// Block spans planned up front at most (`blocks * kw`): beyond, a window wider than any
+/// real input, each row computes its own, so that nothing is allocated in proportion to a
+/// user-given kernel size.
+const MAX_PLANNED_SPANS: i64 = 4096;
+
+/// One window column offset `kx` as seen by a block of outputs: the input column `off =
+/// kx*dw - pw` relative to each output's `ox*sw`, and the outputs `lo..hi` of the block for
+/// which it lies inside the input.
+#[derive(Clone, Copy)]
+struct Span {
+    off: i64,
+    lo: i64,
+    hi: i64,
+}
+
+/// The spans of the outputs `c0..c1` of a row, in window order (`kx` ascending), those inside
+/// the input for no output left out; replaces the contents of `spans`. The same for every
+/// row and plane: it depends on the columns only.
+fn block_spans(c0: i64, c1: i64, win: &Window, w: i64, ow: i64, spans: &mut Vec<Span>) {
+    spans.clear();
+    // Only the window offsets inside the input for some output of the block: a window may
+    // be far larger than the input (Note [Checked size arithmetic]).
+    let (kx0, _) = inside_range(win.kw, w, win.dw, (c1 - 1) * win.sw - win.pw);
+    let (_, kx1) = inside_range(win.kw, w, win.dw, c0 * win.sw - win.pw);
+    for kx in kx0..kx1 {
+        let off = kx * win.dw - win.pw;
+        let (lo, hi) = inside_range(ow, w, win.sw, off);
+        let (lo, hi) = (lo.max(c0), hi.min(c1));
+        if lo < hi {
+            spans.push(Span { off, lo, hi });
+        }
+    }
+}
+
+/// The forward kernel over contiguous planes; writes every element of `out` and `idx`.
+fn max_pool_planes<T: CpuElement>(
+    x: &[T],
+    out: &mut [MaybeUninit<T>],
+    idx: &mut [MaybeUninit<i64>],
+    p: &Pool,
+) {
     let (h, w, oh, ow) = (p.h, p.w, p.oh, p.ow);
     let win = p.win;
     let plane_in = p.plane_in;
@@ -268,41 +338,75 @@ fn max_pool_planes<T: CpuElement>(x: &[T], out: &mut [T], idx: &mut [i64], p: &P
             .iter()
             .fold(oh, |acc, &v| acc.saturating_mul(v)),
     );
+    // The column spans of every block, when they are few (Note [Pooling a row of windows at
+    // once]); else each row computes its own.
+    let blocks = (ow + ROW_BLOCK as i64 - 1) / ROW_BLOCK as i64;
+    let plans: Option<Vec<Vec<Span>>> =
+        (blocks.saturating_mul(win.kw) <= MAX_PLANNED_SPANS).then(|| {
+            (0..blocks)
+                .map(|b| {
+                    let c0 = b * ROW_BLOCK as i64;
+                    let mut spans = Vec::new();
+                    block_spans(c0, (c0 + ROW_BLOCK as i64).min(ow), &win, w, ow, &mut spans);
+                    spans
+                })
+                .collect()
+        });
     for_planes(out, p.plane_out, idx, p.plane_out, work, |pl, o, ix| {
         let xp = &x[pl * plane_in..][..plane_in];
+        let mut scratch = Vec::new();
+        let mut maxv = [<T::Acc as Num>::LOWEST; ROW_BLOCK];
+        let mut best = [0i64; ROW_BLOCK];
         for oy in 0..oh {
             // In range: `prepare` bounds the window parameters by 2^31 and the output by
             // the input (Note [Checked size arithmetic]).
             let y0 = oy * win.sh - win.ph;
-            let y1 = (y0 + (win.kh - 1) * win.dh + 1).min(h);
-            let y0 = first_inside(y0, win.dh);
-            for ox in 0..ow {
-                let x0 = ox * win.sw - win.pw;
-                let x1 = (x0 + (win.kw - 1) * win.dw + 1).min(w);
-                let x0 = first_inside(x0, win.dw);
-                // PyTorch's index for a window that covers no input element (all of it
-                // in the padding); wrapping, as it is then arbitrary.
-                let mut best = y0.wrapping_mul(w).wrapping_add(x0);
-                let mut maxv = <T::Acc as Num>::LOWEST;
-                let mut iy = y0;
-                while iy < y1 {
-                    let mut jx = x0;
-                    while jx < x1 {
-                        let i = iy * w + jx;
-                        let v = xp[i as usize].to_acc();
-                        // NaN wins, as in PyTorch. Selects, not a branch: Note
-                        // [Branchless window maxima].
-                        let take = (v > maxv) | v.is_nan();
-                        best = if take { i } else { best };
-                        let larger = if v > maxv { v } else { maxv };
-                        maxv = if v.is_nan() { v } else { larger };
-                        jx += win.dw;
-                    }
-                    iy += win.dh;
+            let first_y = first_inside(y0, win.dh);
+            let mut c0 = 0;
+            while c0 < ow {
+                let c1 = (c0 + ROW_BLOCK as i64).min(ow);
+                let n = (c1 - c0) as usize;
+                for (b, (m, i)) in maxv[..n].iter_mut().zip(&mut best[..n]).enumerate() {
+                    // PyTorch's index for a window that covers no input element (all of it
+                    // in the padding); wrapping, as it is then arbitrary.
+                    let x0 = first_inside((c0 + b as i64) * win.sw - win.pw, win.dw);
+                    *i = first_y.wrapping_mul(w).wrapping_add(x0);
+                    *m = <T::Acc as Num>::LOWEST;
                 }
-                let k = (oy * ow + ox) as usize;
-                o[k] = T::from_acc(maxv);
-                ix[k] = best;
+                let spans = match &plans {
+                    Some(plans) => &plans[(c0 / ROW_BLOCK as i64) as usize],
+                    None => {
+                        block_spans(c0, c1, &win, w, ow, &mut scratch);
+                        &scratch
+                    }
+                };
+                let (ky0, ky1) = inside_range(win.kh, h, win.dh, y0);
+                for ky in ky0..ky1 {
+                    let iy = y0 + ky * win.dh;
+                    let row = &xp[(iy * w) as usize..][..w as usize];
+                    for &Span { off, lo, hi } in spans {
+                        let first = (lo * win.sw + off) as usize;
+                        let inputs = row[first..].iter().step_by(win.sw as usize);
+                        let span = (lo - c0) as usize..(hi - c0) as usize;
+                        let outs = maxv[span.clone()].iter_mut().zip(&mut best[span]);
+                        for (((m, i), v), ox) in outs.zip(inputs).zip(lo..hi) {
+                            let v = v.to_acc();
+                            let at = iy * w + ox * win.sw + off;
+                            // NaN wins, as in PyTorch. Selects, not a branch: Note
+                            // [Branchless window maxima].
+                            let take = (v > *m) | v.is_nan();
+                            *i = if take { at } else { *i };
+                            let larger = if v > *m { v } else { *m };
+                            *m = if v.is_nan() { v } else { larger };
+                        }
+                    }
+                }
+                let k = (oy * ow + c0) as usize;
+                for (b, (&m, &i)) in maxv[..n].iter().zip(&best[..n]).enumerate() {
+                    o[k + b].write(T::from_acc(m));
+                    ix[k + b].write(i);
+                }
+                c0 = c1;
             }
         }
     });
@@ -337,16 +441,23 @@ pub fn max_pool2d_with_indices(
         dilation,
         ceil_mode,
     )?;
-    let out = Tensor::empty_on(&p.out_shape, self_.dtype(), p.device)?;
-    let idx = Tensor::empty_on(&p.out_shape, ScalarType::Long, p.device)?;
+    // SAFETY: `max_pool_planes` writes every element of both (each output of each plane);
+    // on an error they are dropped unread (Note [Fresh outputs]).
+    let (out, idx) = unsafe {
+        (
+            fresh_output(&p.out_shape, self_.dtype(), p.device)?,
+            fresh_output(&p.out_shape, ScalarType::Long, p.device)?,
+        )
+    };
     if p.device.is_meta() {
         return Ok((out, idx));
     }
     let x = self_.contiguous()?;
     dispatch_all_types!(self_.dtype(), "max_pool2d", T => {
         let xs = x.data::<T>()?;
-        let mut os = out.data_mut::<T>()?;
-        let mut is = idx.data_mut::<i64>()?;
+        // SAFETY: fresh outputs; only initialised values are stored through them.
+        let mut os = unsafe { FreshData::<T>::new(&out)? };
+        let mut is = unsafe { FreshData::<i64>::new(&idx)? };
         max_pool_planes::<T>(&xs, &mut os, &mut is, &p);
         Ok(())
     })?;
@@ -414,7 +525,9 @@ pub fn max_pool2d_with_indices_backward(
             grad_output.dtype().c10_name()
         )));
     }
-    let gi = Tensor::zeros_on(self_.sizes(), self_.dtype(), p.device)?;
+    // SAFETY: the loop below zeroes every plane before it scatters into it; on an error the
+    // tensor is dropped unread (Note [Fresh outputs]).
+    let gi = unsafe { fresh_output(self_.sizes(), self_.dtype(), p.device)? };
     if p.device.is_meta() {
         return Ok(gi);
     }
@@ -422,9 +535,12 @@ pub fn max_pool2d_with_indices_backward(
     let (plane_in, plane_out) = (p.plane_in, p.plane_out);
     dispatch_floating_types!(self_.dtype(), "max_pool2d_backward", T => {
         let (gos, ixs) = (go.data::<T>()?, ix.data::<i64>()?);
-        let mut gis = gi.data_mut::<T>()?;
+        // SAFETY: a fresh output; only initialised values are stored through it.
+        let mut gis = unsafe { FreshData::<T>::new(&gi)? };
         let mut bad = vec![false; p.planes];
         for_planes(&mut gis, plane_in, &mut bad, 1, plane_out, |pl, g, b| {
+            // Zeroed here, plane by plane, in parallel and while in cache.
+            let g = zero_fill(g);
             let (gp, ip) = (&gos[pl * plane_out..][..plane_out], &ixs[pl * plane_out..][..plane_out]);
             for (&v, &i) in gp.iter().zip(ip) {
                 if i < 0 || i as usize >= plane_in {

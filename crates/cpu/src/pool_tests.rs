@@ -108,6 +108,58 @@ fn forward_matches_reference() {
 }
 
 #[test]
+fn rows_wider_than_a_block_ties_and_nans_match_reference() {
+    // Rows of more than ROW_BLOCK outputs (blocked), values with many ties (the first
+    // maximum wins), NaNs, and windows hanging into the padding on both sides.
+    let (h, w) = (5i64, 2 * ROW_BLOCK as i64 + 23);
+    let n = (2 * h * w) as usize;
+    let v: Vec<f32> = (0..n)
+        .map(|i| match i % 97 {
+            13 => f32::NAN,
+            k => (k % 5) as f32,
+        })
+        .collect();
+    let x = Tensor::from_vec(v, &[1, 2, h, w]).unwrap();
+    for (k, s, p, d, ceil) in [
+        ([2, 2], [2, 2], [0, 0], [1, 1], false),
+        ([3, 3], [1, 1], [1, 1], [1, 1], false),
+        ([2, 3], [1, 3], [1, 1], [1, 1], true),
+        ([3, 3], [2, 2], [1, 1], [2, 2], true),
+    ] {
+        let (y, i) = max_pool2d_with_indices(&x, &k, &s, &p, &d, ceil).unwrap();
+        let (oh, ow) = (y.sizes()[2], y.sizes()[3]);
+        let (want, wi) = reference(&x, k, s, p, d, oh, ow);
+        let got = y.to_vec_as::<f64>().unwrap();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                g == w || (g.is_nan() && w.is_nan()),
+                "{g} vs {w} for {k:?} {s:?}"
+            );
+        }
+        assert_eq!(i.to_vec::<i64>().unwrap(), wi, "{k:?} {s:?} {p:?} {d:?}");
+    }
+}
+
+#[test]
+fn rows_with_spans_computed_per_row_match_reference() {
+    // More block spans than are planned up front (`blocks * kw > MAX_PLANNED_SPANS`): each
+    // row computes its own.
+    let (h, w) = (3i64, 5000i64);
+    let v: Vec<f32> = (0..(h * w) as usize)
+        .map(|i| ((i * 7919) % 101) as f32)
+        .collect();
+    let x = Tensor::from_vec(v, &[1, 1, h, w]).unwrap();
+    let (k, s, p, d) = ([2, 70], [1, 1], [1, 3], [1, 1]);
+    let (y, i) = max_pool2d_with_indices(&x, &k, &s, &p, &d, false).unwrap();
+    let (oh, ow) = (y.sizes()[2], y.sizes()[3]);
+    assert!((ow as usize).div_ceil(ROW_BLOCK) as i64 * 70 > MAX_PLANNED_SPANS);
+    let (want, wi) = reference(&x, k, s, p, d, oh, ow);
+    assert_eq!(y.to_vec_as::<f64>().unwrap(), want);
+    assert_eq!(i.to_vec::<i64>().unwrap(), wi);
+}
+
+#[test]
 fn forward_errors() {
     let x = ramp(&[1, 2, 4, 4], ScalarType::Float);
     let e = |k: &[i64], s: &[i64], p: &[i64], d: &[i64]| {
