@@ -106,6 +106,17 @@ pub fn register(r: &mut Registry) {
         );
     }
     r.add(
+        OpInfo::new("new_empty_strided", Family::Factory)
+            .samples(vec![
+                sample![t(&[2, 3]), [2i64, 3], [1i64, 2]],
+                sample![t(&[3]).dtype(Long), [2i64, 2], [2i64, 1]],
+                sample![t(&[]), [0i64; 0], [0i64; 0]],
+                sample![t(&[2, 3]), [3i64], [0i64]; dtype = Double],
+                sample![t(&[2, 3]), [2i64, 3], [1i64]].error(),
+            ])
+            .grad(Grad::None("its values do not depend on its input's")),
+    );
+    r.add(
         OpInfo::new("fill.Scalar", Family::Factory)
             .samples(vec![
                 sample![t(&[2, 3]), 1.5],

@@ -30,6 +30,13 @@ fn views(r: &mut Registry) {
         sample![t(&[3, 4]).transposed(), [12i64]].error(),
         sample![t(&[2, 3]), [4i64, -1]].error(),
     ]));
+    r.add(shape("_unsafe_view").samples(vec![
+        sample![t(&[2, 3, 4]), [6i64, 4]],
+        sample![t(&[2, 3, 4]), [-1i64]],
+        sample![t(&[]), [1i64]],
+        sample![t(&[0, 3]), [3i64, 0]],
+        sample![t(&[2, 3]), [4i64, -1]].error(),
+    ]));
     r.add(shape("reshape").samples(vec![
         sample![t(&[2, 3, 4]), [4i64, 6]],
         sample![t(&[3, 4]).transposed(), [-1i64]],
