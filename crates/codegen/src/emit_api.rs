@@ -412,7 +412,10 @@ fn autogen_out_kernel(w: &mut String, f: &NativeFunction, s: &Sig, functional: &
         .map(|a| match a.name() {
             _ if !crate::model::is_tensor_option(a) => {
                 let name = crate::types::rust_ident(a.name());
-                let input = inputs.iter().find(|i| i.name == name).expect("checked inputs");
+                let input = inputs
+                    .iter()
+                    .find(|i| i.name == name)
+                    .expect("checked inputs");
                 call_args(std::slice::from_ref(input), "{}").remove(0)
             }
             "dtype" => format!("Some({out}.dtype())"),

@@ -251,13 +251,14 @@ fn resolve_autogen(funcs: &mut [NativeFunction]) -> Result<(), String> {
                 && out.name == owner.name
                 && outs == owner.schema.returns().len()
                 && inputs.len() == functional_inputs.len()
-                && inputs
-                    .iter()
-                    .zip(functional_inputs)
-                    .all(|(a, b)| a.name() == b.name() && a.ty() == b.ty());
+                && inputs.iter().zip(functional_inputs).all(|(a, b)| {
+                    a.name() == b.name()
+                        && a.ty() == b.ty()
+                        && a.default_value() == b.default_value()
+                });
             if !same_inputs {
                 return Err(format!(
-                    "{}: `autogen: {name}` must name an out= overload with the same inputs and one out argument per return",
+                    "{}: `autogen: {name}` must name an out= overload with the same inputs (defaults included; a factory's TensorOptions aside) and one out argument per return",
                     owner.schema_text
                 ));
             }
@@ -278,7 +279,6 @@ fn resolve_autogen(funcs: &mut [NativeFunction]) -> Result<(), String> {
     }
     Ok(())
 }
-
 
 /// The TensorOptions arguments of a factory (`ScalarType? dtype`, `Layout? layout`,
 /// `Device? device`, `bool? pin_memory`), which its `out=` overload takes from `out`.
@@ -373,6 +373,10 @@ mod tests {
         assert_eq!(parse_yaml(options).unwrap()[1].out_of, Some(0));
         let dropped_other = "- func: a(int[] size, *, int dtype=1) -> Tensor\n  autogen: a.out\n- func: a.out(int[] size, *, Tensor(a!) out) -> Tensor(a!)\n";
         assert!(parse_yaml(dropped_other)
+            .unwrap_err()
+            .contains("same inputs"));
+        let other_default = "- func: a(Tensor x, float p) -> Tensor\n  autogen: a.out\n- func: a.out(Tensor x, float p=0.5, *, Tensor(a!) out) -> Tensor(a!)\n";
+        assert!(parse_yaml(other_default)
             .unwrap_err()
             .contains("same inputs"));
         let dispatched = "- func: a(Tensor x) -> Tensor\n  autogen: a.out\n- func: a.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    CPU: a_out\n";

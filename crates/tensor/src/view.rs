@@ -562,7 +562,10 @@ mod tests {
         assert_eq!(u.squeeze_dims(&[0, -2, 1]).unwrap().sizes(), &[2, 3]);
         assert_eq!(u.squeeze_dims(&[]).unwrap().sizes(), &[1, 2, 1, 3]);
         let twice = u.squeeze_dims(&[0, -4]).unwrap_err().to_string();
-        assert!(twice.contains("dim 0 appears multiple times in the list of dims"), "{twice}");
+        assert!(
+            twice.contains("dim 0 appears multiple times in the list of dims"),
+            "{twice}"
+        );
         assert!(u.squeeze_dims(&[4]).is_err());
         assert_eq!(s.squeeze_dims(&[-1]).unwrap().dim(), 0);
         assert_eq!(s.expand(&[2, 2]).unwrap().strides(), &[0, 0]);
