@@ -17,8 +17,8 @@
 //! the PythonTLSSnapshot and Python fallbacks, the boxing and the mode), `add_1elem_traced`
 //! (under a trace, `switchboard::trace::Tracer`: the call runs and becomes a graph node with its
 //! arguments' values and its output's metadata); `lazy_add_1elem` (`ops::add` of two 1-element
-//! lazy tensors: the call is captured, its metadata computed by the Meta kernel, a lazy tensor
-//! returned; nothing runs).
+//! lazy tensors: the call is captured, its metadata given by a shape rule (Note [Shape rules] in
+//! switchboard-lazy), a lazy tensor returned; nothing runs).
 
 use std::hint::black_box;
 

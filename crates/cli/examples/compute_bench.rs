@@ -4,7 +4,11 @@
 //! - `mlp_train_step`: MLP 784-512-512-10 (ReLU), batch 128, cross-entropy;
 //! - `cnn_train_step`: PyTorch's MNIST example network without its dropouts: conv2d(1→32, 3×3),
 //!   ReLU, conv2d(32→64, 3×3), ReLU, max_pool2d(2), flatten, linear(9216→128), ReLU,
-//!   linear(128→10), log_softmax + nll_loss; batch 64 of 1×28×28 inputs uniform in [0, 1).
+//!   linear(128→10), log_softmax + nll_loss; batch 64 of 1×28×28 inputs uniform in [0, 1);
+//! - `lazy_mlp_train_step`: `mlp_train_step` on the lazy backend (parameters and data on
+//!   `lazy`, each step captured then run by `lazy::mark_step()`, its prepared plan taken from
+//!   the graph cache from the second step on), its steps alternating with eager steps of the
+//!   same model so that both see the same machine; the JSON line gives both and their ratio.
 //!
 //! Prints one JSON object per workload. `benches/pytorch_train_step.py` runs the same steps
 //! with PyTorch and prints the same lines.
@@ -18,11 +22,12 @@ use std::time::Instant;
 
 use switchboard_dispatcher::{add_observer, CallEvent};
 
+use switchboard::lazy;
 use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_cpu as _;
-use switchboard_nn::{mlp, Linear, Module, Optimizer, Sgd};
+use switchboard_nn::{mlp, Linear, Module, Optimizer, Sequential, Sgd};
 use switchboard_ops as ops;
-use switchboard_tensor::{Generator, ScalarType, Tensor};
+use switchboard_tensor::{Device, Generator, ScalarType, Tensor};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -112,15 +117,15 @@ fn data(batch: i64, shape: &[i64]) -> Result<(Tensor, Tensor), BoxError> {
 }
 
 /// The phases of a step, in milliseconds: forward (with the loss), backward, optimizer (with
-/// `zero_grad`).
+/// `zero_grad`), and on the lazy backend the sync (`mark_step`) that runs the captured step.
 #[derive(Default)]
 struct Phases {
     start: Option<Instant>,
-    ms: [Vec<f64>; 3],
+    ms: [Vec<f64>; 4],
 }
 
 impl Phases {
-    const NAMES: [&'static str; 3] = ["forward", "backward", "optimizer"];
+    const NAMES: [&'static str; 4] = ["forward", "backward", "optimizer", "sync"];
 
     fn start(&mut self) {
         self.start = Some(Instant::now());
@@ -133,6 +138,20 @@ impl Phases {
             self.ms[i].push((now - s).as_secs_f64() * 1e3);
         }
     }
+
+    /// The median of each phase that was timed, in milliseconds.
+    fn medians(&mut self) -> serde_json::Map<String, serde_json::Value> {
+        Phases::NAMES
+            .iter()
+            .zip(&mut self.ms)
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(n, v)| (n.to_string(), serde_json::json!(round3(median(v)))))
+            .collect()
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -216,19 +235,10 @@ fn measure(
         last_loss = step(&mut phases)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let phase_ms: serde_json::Map<String, serde_json::Value> = Phases::NAMES
-        .iter()
-        .zip(&mut phases.ms)
-        .map(|(n, v)| {
-            (
-                n.to_string(),
-                serde_json::json!((median(v) * 1e3).round() / 1e3),
-            )
-        })
-        .collect();
+    let phase_ms = phases.medians();
     let mean = times.iter().sum::<f64>() / times.len().max(1) as f64;
     times.sort_by(f64::total_cmp);
-    let round = |x: f64| (x * 1e3).round() / 1e3;
+    let round = round3;
     let mut json = serde_json::json!({
         "bench": bench,
         "impl": "switchboard",
@@ -251,27 +261,127 @@ fn measure(
     Ok(())
 }
 
-fn mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
-    let model = mlp(&[784, 512, 512, 10], 0)?;
-    let mut opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
-    let (x, y) = data(128, &[784])?;
-    let describe = serde_json::json!({
-        "model": "MLP 784-512-512-10 ReLU",
-        "batch": 128,
-        "loss": "cross_entropy",
-        "optimizer": "SGD(lr=0.01, momentum=0.9)",
-    });
-    measure("mlp_train_step", describe, steps, threads, |ph| {
+/// The MLP of `mlp_train_step` with its optimizer and data, on `device`.
+struct MlpStep {
+    model: Sequential,
+    opt: Sgd,
+    x: Tensor,
+    y: Tensor,
+    device: Device,
+}
+
+impl MlpStep {
+    fn new(device: Device) -> Result<MlpStep, BoxError> {
+        let mut model = mlp(&[784, 512, 512, 10], 0)?;
+        model.to_device(device)?;
+        let opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
+        let (x, y) = data(128, &[784])?;
+        let to = |t: &Tensor| ops::_to_copy_with(t, ops::ToCopyOptions::default().device(device));
+        let (x, y) = if device.is_cpu() {
+            (x, y)
+        } else {
+            (to(&x)?, to(&y)?)
+        };
+        Ok(MlpStep {
+            model,
+            opt,
+            x,
+            y,
+            device,
+        })
+    }
+
+    /// One training step; returns the loss. On the lazy device the step is captured, then
+    /// `mark_step` runs it (phase 3).
+    fn step(&mut self, ph: &mut Phases) -> Result<f64, BoxError> {
         ph.start();
-        let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y)?;
+        let loss = ops::cross_entropy_loss(&self.model.forward(&self.x)?, &self.y)?;
         ph.end(0);
         loss.backward()?;
         ph.end(1);
-        opt.step()?;
-        opt.zero_grad();
+        self.opt.step()?;
+        self.opt.zero_grad();
         ph.end(2);
+        if self.device.ty == lazy::DEVICE.ty {
+            lazy::mark_step()?;
+            ph.end(3);
+        }
         Ok(loss.item()?.to_f64())
+    }
+}
+
+const MLP_DESCRIPTION: &str = "MLP 784-512-512-10 ReLU";
+
+fn mlp_describe() -> serde_json::Value {
+    serde_json::json!({
+        "model": MLP_DESCRIPTION,
+        "batch": 128,
+        "loss": "cross_entropy",
+        "optimizer": "SGD(lr=0.01, momentum=0.9)",
     })
+}
+
+fn mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
+    let mut s = MlpStep::new(Device::CPU)?;
+    measure("mlp_train_step", mlp_describe(), steps, threads, |ph| {
+        s.step(ph)
+    })
+}
+
+/// `mlp_train_step` on the lazy backend, its steps alternating with eager ones (after 5
+/// warm-up steps of each): the JSON line has the lazy step's figures, the eager step's median
+/// and their ratio, and the lazy backend's counters over the timed steps.
+fn lazy_mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
+    let mut eager = MlpStep::new(Device::CPU)?;
+    let mut on_lazy = MlpStep::new(lazy::DEVICE)?;
+    let (mut eager_phases, mut lazy_phases) = (Phases::default(), Phases::default());
+    let first_loss = on_lazy.step(&mut lazy_phases)?;
+    for _ in 0..5 {
+        eager.step(&mut eager_phases)?;
+        on_lazy.step(&mut lazy_phases)?;
+    }
+    let (mut eager_phases, mut lazy_phases) = (Phases::default(), Phases::default());
+    let (mut eager_ms, mut lazy_ms) = (Vec::new(), Vec::new());
+    let mut last_loss = first_loss;
+    lazy::reset_stats();
+    for _ in 0..steps {
+        let t = Instant::now();
+        eager.step(&mut eager_phases)?;
+        eager_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        last_loss = on_lazy.step(&mut lazy_phases)?;
+        lazy_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let stats = lazy::stats();
+    let mean = lazy_ms.iter().sum::<f64>() / lazy_ms.len().max(1) as f64;
+    let (lazy_median, eager_median) = (median(&mut lazy_ms), median(&mut eager_ms));
+    let mut json = serde_json::json!({
+        "bench": "lazy_mlp_train_step",
+        "impl": "switchboard",
+        "device": "lazy",
+        "threads": threads,
+        "steps": steps,
+        "ms_per_step": round3(mean),
+        "ms_per_step_median": round3(lazy_median),
+        "ms_per_step_min": round3(lazy_ms.first().copied().unwrap_or(f64::NAN)),
+        "eager_ms_per_step_median": round3(eager_median),
+        "ratio_to_eager": round3(lazy_median / eager_median),
+        "first_loss": first_loss,
+        "last_loss": last_loss,
+        "phases_ms_median": lazy_phases.medians(),
+        "eager_phases_ms_median": eager_phases.medians(),
+        "nodes_per_step": stats.nodes_captured / steps.max(1) as u64,
+        "cache_hits": stats.cache_hits,
+        "cache_misses": stats.cache_misses,
+    });
+    if let (Some(obj), serde_json::Value::Object(extra)) = (json.as_object_mut(), mlp_describe()) {
+        obj.extend(extra);
+    }
+    println!("{json}");
+    if std::env::var_os("COMPUTE_BENCH_PROFILE").is_some_and(|v| v != "0") {
+        profile("lazy_mlp_train_step", steps, &mut |ph| on_lazy.step(ph))?;
+    }
+    Ok(())
 }
 
 fn cnn_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
@@ -306,7 +416,7 @@ fn main() -> Result<(), BoxError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global()?;
-    let all = ["mlp_train_step", "cnn_train_step"];
+    let all = ["mlp_train_step", "cnn_train_step", "lazy_mlp_train_step"];
     let chosen: Vec<&str> = if benches.is_empty() {
         all.to_vec()
     } else {
@@ -316,6 +426,7 @@ fn main() -> Result<(), BoxError> {
         match bench {
             "mlp_train_step" => mlp_train_step(steps, threads)?,
             "cnn_train_step" => cnn_train_step(steps, threads)?,
+            "lazy_mlp_train_step" => lazy_mlp_train_step(steps, threads)?,
             other => return Err(format!("unknown bench {other}; one of {all:?}").into()),
         }
     }

@@ -54,14 +54,14 @@ impl Graph {
             .inputs
             .iter()
             .map(|id| {
-                let mut m = meta_json(&self.nodes[id.index()].outputs[0].meta);
+                let mut m = meta_json(&self.node(*id).outputs()[0].meta);
                 m["name"] = json!(names[id.index()]);
                 m
             })
             .collect();
         let mut nodes = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            let NodeKind::Call { op, args } = &n.kind else {
+        for (i, n) in self.nodes().enumerate() {
+            let Some(op) = n.op() else {
                 continue;
             };
             let schema = op.schema();
@@ -74,7 +74,8 @@ impl Graph {
                     .collect(),
                 None => Vec::new(),
             };
-            let args: Vec<Json> = args
+            let args: Vec<Json> = n
+                .args()
                 .iter()
                 .enumerate()
                 .map(|(k, a)| {
@@ -94,7 +95,7 @@ impl Graph {
                 })
                 .collect();
             let outputs: Vec<Json> = n
-                .outputs
+                .outputs()
                 .iter()
                 .map(|o| {
                     let mut m = meta_json(&o.meta);
@@ -138,15 +139,20 @@ impl Graph {
         let names = node_names(self);
         let mut out =
             String::from("digraph graph {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n");
-        for (i, n) in self.nodes.iter().enumerate() {
-            let metas: Vec<String> = n.outputs.iter().map(|o| meta_annotation(&o.meta)).collect();
-            match &n.kind {
+        for (i, n) in self.nodes().enumerate() {
+            let metas: Vec<String> = n
+                .outputs()
+                .iter()
+                .map(|o| meta_annotation(&o.meta))
+                .collect();
+            match n.kind() {
                 NodeKind::Input { .. } => out.push_str(&format!(
                     "  n{i} [shape=ellipse, label=\"{}\\n{}\"];\n",
                     dot_escape(&names[i]),
                     dot_escape(&metas.join(", "))
                 )),
-                NodeKind::Call { op, args } => {
+                NodeKind::Call { op } => {
+                    let args = n.args();
                     let schema = op.schema();
                     let consts: Vec<String> = args
                         .iter()

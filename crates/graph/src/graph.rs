@@ -2,10 +2,11 @@
 //! elimination.
 
 use std::fmt;
+use std::sync::Arc;
 
 use switchboard_dispatcher::{IValue, OperatorHandle};
 
-use crate::node::{Arg, Node, NodeId, NodeKind, Output, TensorMeta, Value};
+use crate::node::{Arg, Node, NodeEntry, NodeId, NodeKind, Output, TensorMeta, Value};
 
 /// An error building a graph: a value that does not exist (yet), a tensor given as a
 /// constant, an output of the wrong source.
@@ -43,6 +44,15 @@ impl From<GraphError> for switchboard_dispatcher::DispatchError {
 // records what eager code does on lazy tensors (Note [Lazy mutations and views] in
 // switchboard-lazy), and a tracer records calls as they run.
 
+// Note [Node store]
+// A graph keeps its nodes in three vectors: the nodes (what each is, and two index ranges),
+// every node's arguments one after the other, and every node's outputs likewise. A node is
+// its index; its arguments and outputs are slices of the shared vectors. So adding a call
+// allocates nothing once the vectors have grown, and `clear` keeps their capacity: the lazy
+// backend's pending graph, cleared at every sync, captures each training step into the
+// memory the previous step used. Nodes are never removed one by one (a graph only grows
+// until it is cleared; `compact` makes a new graph), which is what makes ranges stable.
+
 /// A graph of operator calls (see Note [Graph IR]).
 ///
 /// ```
@@ -66,7 +76,12 @@ impl From<GraphError> for switchboard_dispatcher::DispatchError {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
-    pub(crate) nodes: Vec<Node>,
+    /// The nodes in execution order (Note [Node store]).
+    pub(crate) nodes: Vec<NodeEntry>,
+    /// The arguments of every call node, node after node.
+    pub(crate) args: Vec<Arg>,
+    /// The outputs of every node, node after node.
+    pub(crate) node_outputs: Vec<Output>,
     pub(crate) inputs: Vec<NodeId>,
     pub(crate) outputs: Vec<Value>,
 }
@@ -78,14 +93,13 @@ impl Graph {
     }
 
     /// Adds an input (a placeholder for a tensor with metadata `meta`) and returns its value.
-    pub fn add_input(&mut self, meta: TensorMeta) -> Value {
-        let id = NodeId(self.nodes.len() as u32);
-        self.nodes.push(Node {
-            kind: NodeKind::Input {
-                index: self.inputs.len() as u32,
-            },
-            outputs: vec![Output::ret(0, meta)],
-        });
+    pub fn add_input(&mut self, meta: impl Into<Arc<TensorMeta>>) -> Value {
+        let index = self.inputs.len() as u32;
+        let id = self.push_node(
+            NodeKind::Input { index },
+            [].into_iter(),
+            std::iter::once(Output::ret(0, meta)),
+        );
         self.inputs.push(id);
         Value::new(id, 0)
     }
@@ -95,9 +109,10 @@ impl Graph {
     pub fn add_call(
         &mut self,
         op: OperatorHandle,
-        args: Vec<Arg>,
-        outputs: Vec<Output>,
+        args: impl IntoIterator<Item = Arg>,
+        outputs: impl IntoIterator<Item = Output>,
     ) -> Result<NodeId, GraphError> {
+        let args: Vec<Arg> = args.into_iter().collect();
         for arg in &args {
             for v in arg.values() {
                 self.check_value(v)?;
@@ -111,12 +126,7 @@ impl Graph {
                 }
             }
         }
-        let id = NodeId(self.nodes.len() as u32);
-        self.nodes.push(Node {
-            kind: NodeKind::Call { op, args },
-            outputs,
-        });
-        Ok(id)
+        Ok(self.add_call_unchecked(op, args, outputs))
     }
 
     /// Adds a call without checking its arguments: for recorders that only pass values they
@@ -125,13 +135,27 @@ impl Graph {
     pub fn add_call_unchecked(
         &mut self,
         op: OperatorHandle,
-        args: Vec<Arg>,
-        outputs: Vec<Output>,
+        args: impl IntoIterator<Item = Arg>,
+        outputs: impl IntoIterator<Item = Output>,
+    ) -> NodeId {
+        self.push_node(NodeKind::Call { op }, args.into_iter(), outputs.into_iter())
+    }
+
+    fn push_node(
+        &mut self,
+        kind: NodeKind,
+        args: impl Iterator<Item = Arg>,
+        outputs: impl Iterator<Item = Output>,
     ) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
-        self.nodes.push(Node {
-            kind: NodeKind::Call { op, args },
-            outputs,
+        let a = self.args.len() as u32;
+        self.args.extend(args);
+        let o = self.node_outputs.len() as u32;
+        self.node_outputs.extend(outputs);
+        self.nodes.push(NodeEntry {
+            kind,
+            args: (a, self.args.len() as u32),
+            outputs: (o, self.node_outputs.len() as u32),
         });
         id
     }
@@ -147,7 +171,7 @@ impl Graph {
 
     fn check_value(&self, v: Value) -> Result<(), GraphError> {
         match self.nodes.get(v.node.index()) {
-            Some(n) if (v.output as usize) < n.outputs.len() => Ok(()),
+            Some(n) if v.output < n.outputs.1 - n.outputs.0 => Ok(()),
             _ => Err(GraphError(format!(
                 "value %{}.{} is not defined in this graph",
                 v.node.0, v.output
@@ -161,13 +185,29 @@ impl Graph {
     }
 
     /// The nodes, in execution order.
-    pub fn nodes(&self) -> &[Node] {
-        &self.nodes
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = Node<'_>> + '_ {
+        self.nodes.iter().map(|e| self.view(e))
     }
 
     /// Node `id`.
-    pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id.index()]
+    pub fn node(&self, id: NodeId) -> Node<'_> {
+        self.view(&self.nodes[id.index()])
+    }
+
+    #[inline]
+    pub(crate) fn view<'g>(&'g self, entry: &'g NodeEntry) -> Node<'g> {
+        Node {
+            entry,
+            args: &self.args[entry.args.0 as usize..entry.args.1 as usize],
+            outputs: &self.node_outputs[entry.outputs.0 as usize..entry.outputs.1 as usize],
+        }
+    }
+
+    /// The number of outputs of node `id`.
+    #[inline]
+    pub(crate) fn num_outputs(&self, id: usize) -> u32 {
+        let (start, end) = self.nodes[id].outputs;
+        end - start
     }
 
     /// The input nodes, in input order.
@@ -192,17 +232,19 @@ impl Graph {
 
     /// Number of call nodes.
     pub fn num_calls(&self) -> usize {
-        self.nodes.iter().filter(|n| !n.is_input()).count()
+        self.nodes.len() - self.inputs.len()
     }
 
     /// The metadata of value `v`.
     pub fn meta(&self, v: Value) -> &TensorMeta {
-        &self.nodes[v.node.index()].outputs[v.output as usize].meta
+        &self.node(v.node).outputs()[v.output as usize].meta
     }
 
-    /// Removes every node and input, keeping the allocations.
+    /// Removes every node and input, keeping the allocations (Note [Node store]).
     pub fn clear(&mut self) {
         self.nodes.clear();
+        self.args.clear();
+        self.node_outputs.clear();
         self.inputs.clear();
         self.outputs.clear();
     }
@@ -217,7 +259,7 @@ impl Graph {
         // Nodes only read earlier nodes: one backward sweep finds every needed node.
         for i in (0..self.nodes.len()).rev() {
             if live[i] {
-                for v in self.nodes[i].inputs() {
+                for v in self.node(NodeId(i as u32)).inputs() {
                     if let Some(l) = live.get_mut(v.node.index()) {
                         *l = true;
                     }
@@ -242,37 +284,28 @@ impl Graph {
         let mut g = Graph::new();
         let mut input_map = Vec::new();
         let remap = |map: &[u32], v: Value| Value::new(NodeId(map[v.node.index()]), v.output);
-        for (i, n) in self.nodes.iter().enumerate() {
+        for (i, n) in self.nodes().enumerate() {
             if !keep[i] {
                 continue;
             }
             map[i] = g.nodes.len() as u32;
-            match &n.kind {
+            match n.kind() {
                 NodeKind::Input { index } => {
                     input_map.push(*index as usize);
-                    g.add_input((*n.outputs[0].meta).clone());
+                    g.add_input(n.outputs()[0].meta.clone());
                 }
-                NodeKind::Call { op, args } => {
-                    let args = args
-                        .iter()
-                        .map(|a| match a {
-                            Arg::Value(v) => Arg::Value(remap(&map, *v)),
-                            Arg::Values(vs) => {
-                                Arg::Values(vs.iter().map(|v| remap(&map, *v)).collect())
-                            }
-                            Arg::OptionalValues(vs) => Arg::OptionalValues(
-                                vs.iter().map(|v| v.map(|v| remap(&map, v))).collect(),
-                            ),
-                            Arg::Const(c) => Arg::Const(c.clone()),
-                        })
-                        .collect();
-                    g.nodes.push(Node {
-                        kind: NodeKind::Call {
-                            op: op.clone(),
-                            args,
-                        },
-                        outputs: n.outputs.clone(),
+                NodeKind::Call { op } => {
+                    let args = n.args().iter().map(|a| match a {
+                        Arg::Value(v) => Arg::Value(remap(&map, *v)),
+                        Arg::Values(vs) => {
+                            Arg::Values(vs.iter().map(|v| remap(&map, *v)).collect())
+                        }
+                        Arg::OptionalValues(vs) => Arg::OptionalValues(
+                            vs.iter().map(|v| v.map(|v| remap(&map, v))).collect(),
+                        ),
+                        Arg::Const(c) => Arg::Const(c.clone()),
                     });
+                    g.add_call_unchecked(op.clone(), args, n.outputs().iter().cloned());
                 }
             }
         }

@@ -46,7 +46,7 @@ impl StructuralKey {
         let mut renumber = vec![u32::MAX; n];
         let mut next = 0u32;
         let mut w = Encoder::default();
-        for (i, node) in graph.nodes.iter().enumerate() {
+        for (i, node) in graph.nodes().enumerate() {
             if !kept(i) {
                 continue;
             }
@@ -129,13 +129,14 @@ fn encode_meta(w: &mut Encoder, m: &TensorMeta) {
 }
 
 /// Encodes one node; `value` gives the word of a value it reads.
-pub(crate) fn encode_node(w: &mut Encoder, node: &Node, value: impl Fn(Value) -> u64) {
-    match &node.kind {
+pub(crate) fn encode_node(w: &mut Encoder, node: Node<'_>, value: impl Fn(Value) -> u64) {
+    match node.kind() {
         NodeKind::Input { .. } => {
             w.word(1);
-            encode_meta(w, &node.outputs[0].meta);
+            encode_meta(w, &node.outputs()[0].meta);
         }
-        NodeKind::Call { op, args } => {
+        NodeKind::Call { op } => {
+            let args = node.args();
             w.word(2);
             w.word(op_word(op));
             w.word(args.len() as u64);
@@ -165,8 +166,8 @@ pub(crate) fn encode_node(w: &mut Encoder, node: &Node, value: impl Fn(Value) ->
                     }
                 }
             }
-            w.word(node.outputs.len() as u64);
-            for o in &node.outputs {
+            w.word(node.outputs().len() as u64);
+            for o in node.outputs() {
                 w.word(match o.source {
                     Source::Return(i) => u64::from(i),
                     Source::ReturnItem(i, j) => 1 << 62 | u64::from(i) << 32 | u64::from(j),

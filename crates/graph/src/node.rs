@@ -147,48 +147,74 @@ pub enum NodeKind {
         /// Its position among the graph's inputs.
         index: u32,
     },
-    /// A call of an operator.
+    /// A call of an operator (its arguments: [`Node::args`]).
     Call {
         /// The operator.
         op: OperatorHandle,
-        /// Its arguments, in schema order (every argument, defaults included).
-        args: Vec<Arg>,
     },
 }
 
-/// A node: an input or an operator call, with its outputs' metadata.
+/// A node's entry in its graph's node store: what it is, and where its arguments and outputs
+/// are in the graph's argument and output stores (Note [Node store] in graph.rs).
 #[derive(Clone, Debug)]
-pub struct Node {
-    /// Input or call.
+pub(crate) struct NodeEntry {
     pub kind: NodeKind,
-    /// The tensors it produces.
-    pub outputs: Vec<Output>,
+    /// `args[start..end]` of the graph.
+    pub args: (u32, u32),
+    /// `outputs[start..end]` of the graph.
+    pub outputs: (u32, u32),
 }
 
-impl Node {
+/// A node of a graph (an input or an operator call, with its outputs' metadata), as
+/// [`Graph::node`](crate::Graph::node) and [`Graph::nodes`](crate::Graph::nodes) show it: a view into the graph's stores.
+#[derive(Clone, Copy)]
+pub struct Node<'g> {
+    pub(crate) entry: &'g NodeEntry,
+    pub(crate) args: &'g [Arg],
+    pub(crate) outputs: &'g [Output],
+}
+
+impl std::fmt::Debug for Node<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("kind", &self.entry.kind)
+            .field("args", &self.args)
+            .field("outputs", &self.outputs)
+            .finish()
+    }
+}
+
+impl<'g> Node<'g> {
+    /// Input or call.
+    pub fn kind(&self) -> &'g NodeKind {
+        &self.entry.kind
+    }
+
     /// The operator of a call node.
-    pub fn op(&self) -> Option<&OperatorHandle> {
-        match &self.kind {
-            NodeKind::Call { op, .. } => Some(op),
+    pub fn op(&self) -> Option<&'g OperatorHandle> {
+        match &self.entry.kind {
+            NodeKind::Call { op } => Some(op),
             NodeKind::Input { .. } => None,
         }
     }
 
-    /// The arguments of a call node (empty for an input).
-    pub fn args(&self) -> &[Arg] {
-        match &self.kind {
-            NodeKind::Call { args, .. } => args,
-            NodeKind::Input { .. } => &[],
-        }
+    /// The arguments of a call node, in schema order (empty for an input).
+    pub fn args(&self) -> &'g [Arg] {
+        self.args
+    }
+
+    /// The tensors it produces.
+    pub fn outputs(&self) -> &'g [Output] {
+        self.outputs
     }
 
     /// The values the node reads.
-    pub fn inputs(&self) -> impl Iterator<Item = Value> + '_ {
-        self.args().iter().flat_map(Arg::values)
+    pub fn inputs(&self) -> impl Iterator<Item = Value> + 'g {
+        self.args.iter().flat_map(Arg::values)
     }
 
     /// Whether this is an input node.
     pub fn is_input(&self) -> bool {
-        matches!(self.kind, NodeKind::Input { .. })
+        matches!(self.entry.kind, NodeKind::Input { .. })
     }
 }

@@ -10,7 +10,7 @@ use switchboard_tensor::{copy_strided, Device, Tensor, TensorError};
 use crate::aliasing::{is_pure, Aliasing};
 use crate::graph::Graph;
 use crate::key::{encode_node, Encoder};
-use crate::node::{Arg, NodeKind, Source, Value};
+use crate::node::{Arg, NodeId, Source, Value};
 
 // Note [Merging identical nodes]
 // Two calls of a pure operator (Aliasing / `is_pure`: no argument written, no randomness) on
@@ -106,31 +106,31 @@ impl Plan {
         let live = graph.live_nodes();
         let mut slot_base = Vec::with_capacity(n);
         let mut slots = 0u32;
-        for node in &graph.nodes {
+        for node in graph.nodes() {
             slot_base.push(slots);
-            slots += node.outputs.len() as u32;
+            slots += node.outputs().len() as u32;
         }
         let slot = |v: Value| slot_base[v.node.index()] + v.output;
         let aliasing: Vec<Option<Aliasing>> = graph
-            .nodes
-            .iter()
+            .nodes()
             .map(|node| node.op().map(Aliasing::of_op))
             .collect();
 
         // The memory each value is (Note [Merging identical nodes]), and which is written.
         let mut root: Vec<u32> = (0..slots).collect();
         let mut written = vec![false; slots as usize];
-        for (i, node) in graph.nodes.iter().enumerate() {
-            let NodeKind::Call { args, .. } = &node.kind else {
+        for (i, node) in graph.nodes().enumerate() {
+            if node.is_input() {
                 continue;
-            };
+            }
+            let args = node.args();
             let al = aliasing[i].as_ref().expect("calls have aliasing");
             let arg_root = |k: usize| match args.get(k) {
                 Some(Arg::Value(v)) => Some(root[slot(*v) as usize]),
                 _ => None,
             };
             let roots: Vec<Option<u32>> = node
-                .outputs
+                .outputs()
                 .iter()
                 .map(|o| match o.source {
                     Source::Return(r) => al
@@ -166,15 +166,16 @@ impl Plan {
         let mut seen: HashMap<Vec<u64>, usize> = HashMap::new();
         let mut merged_into = vec![usize::MAX; n];
         let mut merged = 0;
-        for (i, node) in graph.nodes.iter().enumerate() {
+        for (i, node) in graph.nodes().enumerate() {
             if !live[i] {
                 continue;
             }
-            let NodeKind::Call { op, args } = &node.kind else {
+            let Some(op) = node.op() else {
                 continue;
             };
-            let reads_values = args.iter().any(|a| a.values().next().is_some());
-            let own = slot_base[i]..slot_base[i] + node.outputs.len() as u32;
+            let n_out = node.outputs().len() as u32;
+            let reads_values = node.args().iter().any(|a| a.values().next().is_some());
+            let own = slot_base[i]..slot_base[i] + n_out;
             let clean = own
                 .clone()
                 .all(|s| !written[root[s as usize] as usize] && !is_output[s as usize]);
@@ -185,10 +186,10 @@ impl Plan {
             encode_node(&mut w, node, |v| u64::from(slot_of[slot(v) as usize]));
             match seen.get(&w.words) {
                 Some(&first)
-                    if (slot_base[first]..slot_base[first] + node.outputs.len() as u32)
+                    if (slot_base[first]..slot_base[first] + n_out)
                         .all(|s| !written[root[s as usize] as usize]) =>
                 {
-                    for j in 0..node.outputs.len() as u32 {
+                    for j in 0..n_out {
                         slot_of[(slot_base[i] + j) as usize] =
                             slot_of[(slot_base[first] + j) as usize];
                     }
@@ -204,14 +205,14 @@ impl Plan {
 
         // Steps and last uses.
         let mut order: Vec<usize> = Vec::new();
-        for (i, node) in graph.nodes.iter().enumerate() {
+        for (i, node) in graph.nodes().enumerate() {
             if live[i] && !node.is_input() && merged_into[i] == usize::MAX {
                 order.push(i);
             }
         }
         let mut last_use = vec![usize::MAX; slots as usize]; // step index
         for (s, &i) in order.iter().enumerate() {
-            for v in graph.nodes[i].inputs() {
+            for v in graph.node(NodeId(i as u32)).inputs() {
                 last_use[slot_of[slot(v) as usize] as usize] = s;
             }
         }
@@ -238,7 +239,7 @@ impl Plan {
         // A result nobody reads is dropped right after its node.
         for (step_index, &i) in order.iter().enumerate() {
             let base = slot_base[i];
-            for j in 0..graph.nodes[i].outputs.len() as u32 {
+            for j in 0..graph.num_outputs(i) {
                 if last_use[(base + j) as usize] == usize::MAX {
                     steps[step_index].free.push(base + j);
                 }
@@ -328,10 +329,11 @@ impl Plan {
         opts: &RunOptions,
     ) -> Result<()> {
         let i = step.node as usize;
-        let node = &self.graph.nodes[i];
-        let NodeKind::Call { op, args } = &node.kind else {
+        let node = self.graph.node(NodeId(step.node));
+        let Some(op) = node.op() else {
             return Ok(());
         };
+        let args = node.args();
         stack.clear();
         for a in args {
             let v = match a {
@@ -356,7 +358,7 @@ impl Plan {
             None => op.call_boxed(stack)?,
         }
         let al = self.aliasing[i].as_ref();
-        for (j, out) in node.outputs.iter().enumerate() {
+        for (j, out) in node.outputs().iter().enumerate() {
             let (t, fresh) = match out.source {
                 Source::Return(r) => (
                     stack.get(r as usize).and_then(IValue::as_tensor).cloned(),

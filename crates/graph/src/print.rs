@@ -83,11 +83,10 @@ pub fn const_code(c: &IValue) -> String {
 /// use: `mm`, `mm_1`) for calls.
 pub(crate) fn node_names(g: &Graph) -> Vec<String> {
     let mut used: HashMap<String, usize> = HashMap::new();
-    g.nodes
-        .iter()
-        .map(|n| match &n.kind {
+    g.nodes()
+        .map(|n| match n.kind() {
             NodeKind::Input { index } => format!("arg{index}"),
-            NodeKind::Call { op, .. } => {
+            NodeKind::Call { op } => {
                 let base = op.name().name();
                 let base = base.rsplit("::").next().unwrap_or(base);
                 let base = if base.starts_with(|c: char| c.is_ascii_digit()) {
@@ -111,8 +110,7 @@ pub(crate) fn node_names(g: &Graph) -> Vec<String> {
 /// The name of value `v` given the node names: `mm`, or `max_1[0]` for one output of a
 /// node with several.
 pub(crate) fn value_name(g: &Graph, names: &[String], v: Value) -> String {
-    let n = &g.nodes[v.node.index()];
-    if n.outputs.len() == 1 {
+    if g.num_outputs(v.node.index()) == 1 {
         names[v.node.index()].clone()
     } else {
         format!("{}[{}]", names[v.node.index()], v.output)
@@ -131,15 +129,16 @@ impl fmt::Display for Graph {
                 format!(
                     "{}: \"{}\"",
                     names[id.index()],
-                    meta_annotation(&self.nodes[id.index()].outputs[0].meta)
+                    meta_annotation(&self.node(*id).outputs()[0].meta)
                 )
             })
             .collect();
         writeln!(f, "def graph({}):", params.join(", "))?;
-        for (i, n) in self.nodes.iter().enumerate() {
-            let NodeKind::Call { op, args } = &n.kind else {
+        for (i, n) in self.nodes().enumerate() {
+            let Some(op) = n.op() else {
                 continue;
             };
+            let args = n.args();
             let schema = op.schema();
             let mut parts = Vec::with_capacity(args.len());
             for (k, a) in args.iter().enumerate() {
@@ -170,11 +169,11 @@ impl fmt::Display for Graph {
                     None => parts.push(code),
                 }
             }
-            let annotation = match n.outputs.len() {
-                1 => format!("\"{}\"", meta_annotation(&n.outputs[0].meta)),
+            let annotation = match n.outputs().len() {
+                1 => format!("\"{}\"", meta_annotation(&n.outputs()[0].meta)),
                 _ => format!(
                     "\"({})\"",
-                    n.outputs
+                    n.outputs()
                         .iter()
                         .map(|o| meta_annotation(&o.meta))
                         .collect::<Vec<_>>()

@@ -1,7 +1,7 @@
 //! Capturing a call on lazy tensors as a node of the pending graph (interception layers 1 and
-//! 2 share this path): output metadata from the operator's Meta kernel (through the shape
-//! cache, Note [Shape cache]), arguments as graph values and constants, writes and views as
-//! Note [Lazy mutations and views] says.
+//! 2 share this path): output metadata from a shape rule (Note [Shape rules]) or the
+//! operator's Meta kernel (through the shape cache, Note [Shape cache]), arguments as graph
+//! values and constants, writes and views as Note [Lazy mutations and views] says.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -11,113 +11,18 @@ use switchboard_dispatcher::{
     DispatchError, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack, ThinVec,
 };
 use switchboard_graph::{constant_words, Arg, NodeId, Output, Source, TensorMeta, Value};
-use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, Storage, Tensor, TensorError, VersionCounter};
 
+use crate::args::{check_devices, classify, ArgKind};
 use crate::context::{context, Context};
 use crate::op_info::OpInfo;
+use crate::rules::{self, RuledCall};
 use crate::shapes::{self, CachedReturn, OutMeta, Shapes};
 use crate::stats::STATS;
 use crate::storage::{lazy_meta, meta_like, storage_of, view_tensor, LazyStorage, DEVICE};
 
 /// The key set the shape functions run with.
 const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
-
-/// An argument as the capture sees it.
-enum ArgKind {
-    /// A lazy tensor and its storage.
-    Lazy(Tensor, Arc<LazyStorage>),
-    /// A host tensor, snapshotted (it becomes a graph input).
-    Host(Tensor),
-    /// A list of lazy or host tensors (`None` items of a `Tensor?[]`), and whether it is a
-    /// `Tensor?[]`.
-    List(Vec<Option<ArgKind>>, bool),
-    /// Anything else (a constant; lazy devices normalised to `lazy:0`).
-    Other(IValue),
-}
-
-/// Whether `t` may take part in a call on lazy tensors without being lazy: a zero-dim CPU
-/// tensor (PyTorch's rule for CPU scalars mixed with device tensors), or any CPU tensor for an
-/// operator that copies host data in (`copy_`'s source).
-fn host_ok(t: &Tensor, accepts_host: bool) -> bool {
-    t.is_cpu() && (t.dim() == 0 || accepts_host)
-}
-
-/// "Expected all tensors to be on the same device, but found at least two devices, lazy:0
-/// and cpu!", with the devices in argument order, as eager reports it.
-fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
-    let mut first: Option<Device> = None;
-    let mut visit = |t: &Tensor| -> Result<()> {
-        let d = if t.device().ty == DeviceType::Lazy {
-            DEVICE
-        } else if host_ok(t, accepts_host) {
-            return Ok(());
-        } else {
-            t.device()
-        };
-        match first {
-            None => first = Some(d),
-            Some(f) if f != d => {
-                return Err(TensorError::invalid(format!(
-                    "Expected all tensors to be on the same device, but found at least two \
-                     devices, {f} and {d}!"
-                ))
-                .into())
-            }
-            Some(_) => {}
-        }
-        Ok(())
-    };
-    for a in args {
-        match a {
-            IValue::Tensor(t) => visit(t)?,
-            IValue::TensorList(ts) => ts.iter().try_for_each(&mut visit)?,
-            IValue::OptionalTensorList(ts) => ts.iter().flatten().try_for_each(&mut visit)?,
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// A copy of a host tensor that later writes to the original cannot change (eager would
-/// have read it now); wrapped numbers stay wrapped numbers.
-fn snapshot(t: &Tensor) -> Result<Tensor> {
-    let c = t.deep_clone()?;
-    Ok(if t.is_wrapped_number() {
-        c.to_builder().wrapped_number(true).build()?
-    } else {
-        c
-    })
-}
-
-fn classify_tensor(t: Tensor) -> Result<ArgKind> {
-    if t.device().ty == DeviceType::Lazy {
-        let ls = storage_of(&t)?;
-        Ok(ArgKind::Lazy(t, ls))
-    } else {
-        Ok(ArgKind::Host(snapshot(&t)?))
-    }
-}
-
-fn classify(v: IValue) -> Result<ArgKind> {
-    Ok(match v {
-        IValue::Tensor(t) => classify_tensor(t)?,
-        IValue::TensorList(ts) => ArgKind::List(
-            ts.into_iter()
-                .map(|t| classify_tensor(t).map(Some))
-                .collect::<Result<_>>()?,
-            false,
-        ),
-        IValue::OptionalTensorList(ts) => ArgKind::List(
-            ts.into_iter()
-                .map(|t| t.map(classify_tensor).transpose())
-                .collect::<Result<_>>()?,
-            true,
-        ),
-        IValue::Device(d) if d.ty == DeviceType::Lazy => ArgKind::Other(IValue::Device(DEVICE)),
-        other => ArgKind::Other(other),
-    })
-}
 
 fn ints(words: &mut Vec<u64>, v: &[i64]) {
     words.push(v.len() as u64);
@@ -126,13 +31,13 @@ fn ints(words: &mut Vec<u64>, v: &[i64]) {
 
 /// The shape-cache key of a call (Note [Shape cache]): the operator, and per argument its
 /// metadata (tensors, with the first argument sharing its storage) or its value (constants).
-fn shape_key(op: &OperatorHandle, kinds: &[ArgKind], words: &mut Vec<u64>) {
+fn shape_key(op: &OperatorHandle, kinds: &[ArgKind<'_>], words: &mut Vec<u64>) {
     words.clear();
     words.push(op.id() as u64);
     let mut storages: SmallVec<[*const LazyStorage; 4]> = SmallVec::new();
     let mut tensor = |words: &mut Vec<u64>, k: &ArgKind| match k {
         ArgKind::Lazy(t, ls) => {
-            let p = Arc::as_ptr(ls);
+            let p: *const LazyStorage = *ls;
             let class = storages.iter().position(|s| *s == p).unwrap_or_else(|| {
                 storages.push(p);
                 storages.len() - 1
@@ -153,7 +58,7 @@ fn shape_key(op: &OperatorHandle, kinds: &[ArgKind], words: &mut Vec<u64>) {
             ints(words, t.strides());
             words.push(t.storage_offset() as u64);
         }
-        ArgKind::List(..) | ArgKind::Other(_) => {}
+        ArgKind::List(..) | ArgKind::LazyDevice | ArgKind::Other(_) => {}
     };
     for k in kinds {
         match k {
@@ -166,6 +71,7 @@ fn shape_key(op: &OperatorHandle, kinds: &[ArgKind], words: &mut Vec<u64>) {
                     }
                 }
             }
+            ArgKind::LazyDevice => words.push(5),
             ArgKind::Other(v) => {
                 words.push(4);
                 constant_words(v, words);
@@ -181,7 +87,7 @@ fn out_meta(t: &Tensor) -> OutMeta {
 
 /// Runs the Meta kernel of the call on tensors standing for its arguments and records its
 /// returns (Note [Shape cache]).
-fn run_meta(op: &OperatorHandle, kinds: &[ArgKind], accepts_host: bool) -> Result<Shapes> {
+fn run_meta(op: &OperatorHandle, kinds: &[ArgKind<'_>], accepts_host: bool) -> Result<Shapes> {
     let twin = |k: &ArgKind| -> Result<Tensor> {
         match k {
             ArgKind::Lazy(t, ls) => ls.meta_twin(t),
@@ -216,13 +122,13 @@ fn run_meta(op: &OperatorHandle, kinds: &[ArgKind], accepts_host: bool) -> Resul
                     stack.push(IValue::TensorList(ts));
                 }
             }
-            ArgKind::Other(IValue::Device(d)) if d.ty == DeviceType::Lazy => {
+            ArgKind::LazyDevice => {
                 storages.push(None);
                 stack.push(IValue::Device(Device::META));
             }
             ArgKind::Other(v) => {
                 storages.push(None);
-                stack.push(v.clone());
+                stack.push((*v).clone());
             }
         }
     }
@@ -260,7 +166,7 @@ fn translate(e: DispatchError) -> DispatchError {
 }
 
 /// The graph argument of a classified argument.
-fn graph_arg(ctx: &mut Context, k: &ArgKind) -> Result<Arg> {
+fn graph_arg(ctx: &mut Context, k: &ArgKind<'_>) -> Result<Arg> {
     Ok(match k {
         ArgKind::Lazy(t, ls) => Arg::Value(ctx.read(t, ls)?),
         ArgKind::Host(t) => Arg::Value(ctx.host_input(t.clone())),
@@ -279,7 +185,8 @@ fn graph_arg(ctx: &mut Context, k: &ArgKind) -> Result<Arg> {
                 Arg::Values(values.into_iter().flatten().collect())
             }
         }
-        ArgKind::Other(v) => Arg::Const(v.clone()),
+        ArgKind::LazyDevice => Arg::Const(IValue::Device(DEVICE)),
+        ArgKind::Other(v) => Arg::Const((*v).clone()),
     })
 }
 
@@ -301,45 +208,98 @@ thread_local! {
     static KEY: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
+/// The returns of a call from the shape cache, running the Meta kernel on a miss (Note [Shape
+/// cache]).
+fn cached_shapes(
+    op: &OperatorHandle,
+    kinds: &[ArgKind<'_>],
+    accepts_host: bool,
+) -> Result<Arc<Shapes>> {
+    KEY.with(|key| {
+        let mut key = key.borrow_mut();
+        shape_key(op, kinds, &mut key);
+        if let Some(s) = shapes::lookup(&key) {
+            return Ok(s);
+        }
+        let s = Arc::new(run_meta(op, kinds, accepts_host)?);
+        shapes::insert(&key, s.clone());
+        Ok(s)
+    })
+}
+
 /// Captures a call of `op` whose arguments are on `stack`, leaving its returns there (see the
 /// module documentation). Errors of the shape function (shapes, dtypes, devices) are the
 /// call's errors, with eager's messages; nothing is recorded then.
 pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> Result<()> {
-    let accepts_host = info.name == "aten::copy_";
-    check_devices(stack, accepts_host)?;
-    let mut kinds: SmallVec<[ArgKind; 6]> = SmallVec::with_capacity(stack.len());
-    for v in stack.drain(..) {
-        kinds.push(classify(v)?);
+    if let Some(call) = info.rule.and_then(|rule| rules::infer(rule, stack)) {
+        let t = record_ruled(op, call, stack)?;
+        stack.clear();
+        stack.push(IValue::Tensor(t));
+        return Ok(());
     }
-    let shapes = KEY.with(|key| -> Result<Arc<Shapes>> {
-        let mut key = key.borrow_mut();
-        shape_key(op, &kinds, &mut key);
-        if let Some(s) = shapes::lookup(&key) {
-            return Ok(s);
-        }
-        let s = Arc::new(run_meta(op, &kinds, accepts_host)?);
-        shapes::insert(&key, s.clone());
-        Ok(s)
-    })?;
+    check_devices(stack, info.accepts_host)?;
+    let returns = {
+        let kinds = stack
+            .iter()
+            .map(classify)
+            .collect::<Result<SmallVec<[_; 6]>>>()?;
+        record(op, info, &kinds)?
+    };
+    stack.clear();
+    stack.extend(returns);
+    Ok(())
+}
+
+/// Records a call its shape rule applies to (`args`: its arguments) and returns its result:
+/// the general path below without its cases (one fresh result, no write, no list, no host
+/// tensor), and with no allocation once the pending graph's memory is warm.
+fn record_ruled(op: &OperatorHandle, call: RuledCall<'_>, args: &[IValue]) -> Result<Tensor> {
+    let mut ctx = context();
+    let operands = call.operands();
+    let mut values = [Value::new(NodeId(0), 0); 2];
+    for (v, (t, ls)) in values.iter_mut().zip(operands) {
+        *v = ctx.read(t, ls)?;
+    }
+    let n = operands.len();
+    let graph_args = values[..n]
+        .iter()
+        .map(|v| Arg::Value(*v))
+        .chain(args[n..].iter().map(|c| Arg::Const(c.clone())));
+    let (meta, nbytes) = call.out;
+    let output = Output::ret(0, meta.clone());
+    let id = ctx
+        .graph
+        .add_call_unchecked(op.clone(), graph_args, [output]);
+    STATS.nodes_captured.inc();
+    ctx.fresh(meta, nbytes, Value::new(id, 0), None)
+}
+
+/// Records the call whose arguments are `kinds` and returns its returns.
+fn record(
+    op: &OperatorHandle,
+    info: &OpInfo,
+    kinds: &[ArgKind<'_>],
+) -> Result<SmallVec<[IValue; 2]>> {
+    let shapes = cached_shapes(op, kinds, info.accepts_host)?;
 
     let al = &info.aliasing;
     let lazy_arg = |k: usize| match kinds.get(k) {
-        Some(ArgKind::Lazy(t, ls)) => Some((t, ls)),
+        Some(ArgKind::Lazy(t, _)) => Some(*t),
         _ => None,
     };
-    let mut outputs: Vec<Output> = Vec::with_capacity(shapes.len());
+    let mut outputs: SmallVec<[Output; 2]> = SmallVec::new();
     let mut writes: SmallVec<[StorageWrite; 1]> = SmallVec::new();
-    let mut pending: SmallVec<[Pending; 2]> = SmallVec::with_capacity(shapes.len());
+    let mut pending: SmallVec<[Pending; 2]> = SmallVec::new();
     for (r, ret) in shapes.iter().enumerate() {
         match ret {
             CachedReturn::Tensor { meta, alias } => {
                 let write = al.return_writes.get(r).copied().unwrap_or(false);
                 match alias.and_then(|k| lazy_arg(k as usize)) {
-                    Some((t, ls)) => {
+                    Some(t) => {
                         if write {
                             let o = outputs.len() as u32;
                             outputs.push(Output::ret(r as u32, meta.0.clone()));
-                            writes.push((ls.clone(), meta.0.clone(), o));
+                            writes.push((storage_of(t)?, meta.0.clone(), o));
                         }
                         pending.push(Pending::Done(IValue::Tensor(view_tensor(t, &meta.0)?)));
                     }
@@ -349,7 +309,7 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
                         // An `out=` result in new memory (the out tensor grew, Note
                         // [Functional resize]) keeps the out tensor's version counter.
                         let version = match al.return_aliases.get(r).copied().flatten() {
-                            Some(k) if write => lazy_arg(k).map(|(t, _)| t.version_counter()),
+                            Some(k) if write => lazy_arg(k).map(|t| t.version_counter()),
                             _ => None,
                         };
                         pending.push(Pending::Fresh(meta.clone(), o, version));
@@ -376,14 +336,14 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
         if al.return_aliases.contains(&Some(k)) {
             continue;
         }
-        if let Some((t, ls)) = lazy_arg(k) {
+        if let Some(t) = lazy_arg(k) {
             let o = outputs.len() as u32;
             let m = Arc::new(lazy_meta(t));
             outputs.push(Output {
                 meta: m.clone(),
                 source: Source::Argument(k as u32),
             });
-            writes.push((ls.clone(), m, o));
+            writes.push((storage_of(t)?, m, o));
         }
     }
 
@@ -391,8 +351,8 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
     let id = if outputs.is_empty() {
         NodeId(u32::MAX) // views only: no node
     } else {
-        let mut args = Vec::with_capacity(kinds.len());
-        for k in &kinds {
+        let mut args: SmallVec<[Arg; 8]> = SmallVec::with_capacity(kinds.len());
+        for k in kinds {
             args.push(graph_arg(&mut ctx, k)?);
         }
         STATS.nodes_captured.inc();
@@ -401,8 +361,9 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
     for (ls, g, o) in writes {
         ctx.write(&ls, &g, Value::new(id, o));
     }
+    let mut returns = SmallVec::with_capacity(pending.len());
     for p in pending {
-        stack.push(match p {
+        returns.push(match p {
             Pending::Done(v) => v,
             Pending::Fresh((m, nbytes), o, version) => {
                 IValue::Tensor(ctx.fresh(m, nbytes, Value::new(id, o), version)?)
@@ -416,5 +377,5 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
             }
         });
     }
-    Ok(())
+    Ok(returns)
 }

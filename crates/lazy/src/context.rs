@@ -1,7 +1,7 @@
 //! The pending graph: every captured call of the current epoch, the tensors its inputs stand
 //! for, the storages waiting for its results; and running it (`sync`).
 
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
@@ -9,8 +9,9 @@ use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta,
 use switchboard_tensor::{Tensor, TensorError, TensorImpl, VersionCounter};
 
 use crate::cache;
+use crate::pending::PendingStorages;
 use crate::stats::STATS;
-use crate::storage::{failed, fresh_tensor, lazy_meta, same_geometry, Contents, LazyStorage};
+use crate::storage::{failed, lazy_meta, same_geometry, tensor_of, Contents, LazyStorage};
 
 /// The pending graph and what goes with it (one per process, behind [`context`]).
 pub(crate) struct Context {
@@ -18,9 +19,9 @@ pub(crate) struct Context {
     pub graph: Graph,
     /// The tensor each input of `graph` stands for (materialised data, host tensors).
     pub inputs: Vec<Tensor>,
-    /// The storages given a pending value in this epoch (weakly: a storage nobody holds any
-    /// more needs no result, and the calls only it needed are dead).
-    pub pending: Vec<Weak<LazyStorage>>,
+    /// The storages given a pending value in this epoch (a storage nobody else holds any
+    /// more needs no result, and the calls only it needed are dead: Note [Pending storages]).
+    pub pending: PendingStorages,
     /// Counts syncs; a pending value is only valid in its epoch.
     pub epoch: u64,
 }
@@ -29,7 +30,7 @@ static CONTEXT: LazyLock<Mutex<Context>> = LazyLock::new(|| {
     Mutex::new(Context {
         graph: Graph::new(),
         inputs: Vec::new(),
-        pending: Vec::new(),
+        pending: PendingStorages::new(),
         epoch: 0,
     })
 });
@@ -134,7 +135,7 @@ impl Context {
         st.input = None;
         if st.registered_epoch != self.epoch {
             st.registered_epoch = self.epoch;
-            self.pending.push(Arc::downgrade(ls));
+            self.pending.register(ls.clone());
         }
     }
 
@@ -147,17 +148,14 @@ impl Context {
         v: Value,
         version: Option<VersionCounter>,
     ) -> Result<Tensor> {
-        let (t, ls) = fresh_tensor(
-            meta,
-            nbytes,
-            Contents::Pending {
-                value: v,
-                epoch: self.epoch,
-            },
-            version,
-        )?;
+        let contents = Contents::Pending {
+            value: v,
+            epoch: self.epoch,
+        };
+        let ls = self.pending.storage(meta, nbytes, contents);
+        let t = tensor_of(&ls, version)?;
         ls.lock().registered_epoch = self.epoch;
-        self.pending.push(Arc::downgrade(&ls));
+        self.pending.register(ls);
         Ok(t)
     }
 
@@ -166,8 +164,7 @@ impl Context {
     pub fn sync(&mut self) -> Result<()> {
         let mut live = Vec::new();
         let mut outputs = Vec::new();
-        for w in std::mem::take(&mut self.pending) {
-            let Some(ls) = w.upgrade() else { continue };
+        for ls in self.pending.take_live() {
             let value = match ls.lock().contents {
                 Contents::Pending { value, epoch } if epoch == self.epoch => value,
                 _ => continue,
@@ -196,8 +193,8 @@ impl Context {
             .inputs()
             .iter()
             .filter(|id| keep[id.index()])
-            .map(|id| match self.graph.node(*id).kind {
-                NodeKind::Input { index } => self.inputs[index as usize].clone(),
+            .map(|id| match self.graph.node(*id).kind() {
+                NodeKind::Input { index } => self.inputs[*index as usize].clone(),
                 NodeKind::Call { .. } => unreachable!("inputs are input nodes"),
             })
             .collect();

@@ -49,6 +49,7 @@
 //! DOT or JSON ([`pending_graph`]).
 #![warn(missing_docs)]
 
+mod args;
 mod cache;
 mod capture;
 mod context;
@@ -58,6 +59,8 @@ mod kernels;
 mod log;
 mod mode;
 mod op_info;
+mod pending;
+mod rules;
 mod shapes;
 mod stats;
 mod storage;
@@ -68,6 +71,7 @@ pub use kernels::REGISTERED_OPS;
 pub use log::{capture_intercept_log, log_intercepts, set_log_intercepts};
 pub use mode::{lazy_mode, set_lazy_mode, LazyModeGuard};
 pub use op_info::{disable_ops, disabled_ops, enable_ops, StaticCoverage};
+pub use rules::operators_with_shape_rules;
 pub use stats::{
     metrics_report, profile, profile_json, reset_stats, set_profiling, stats, LazyStats, OpProfile,
 };
@@ -162,8 +166,7 @@ pub fn mark_step() -> Result<()> {
 pub fn pending_graph() -> Graph {
     let ctx = context();
     let mut outputs = Vec::new();
-    for w in &ctx.pending {
-        let Some(ls) = w.upgrade() else { continue };
+    for ls in ctx.pending.live() {
         let contents = ls.lock().contents.clone();
         if let Contents::Pending { value, epoch } = contents {
             if epoch == ctx.epoch {

@@ -10,6 +10,8 @@ use switchboard_graph::{is_random, Aliasing};
 use switchboard_schema::{FunctionSchema, OperatorName, Type};
 use switchboard_tensor::TensorError;
 
+use crate::rules::{rule_for, ShapeRule};
+
 /// How calls of an operator are handled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Handling {
@@ -25,6 +27,10 @@ pub(crate) struct OpInfo {
     pub name: String,
     pub aliasing: Aliasing,
     pub handling: Handling,
+    /// The rule giving its output metadata without the shape cache (Note [Shape rules]).
+    pub rule: Option<ShapeRule>,
+    /// Whether a host tensor of any size may be an argument (`copy_`'s source).
+    pub accepts_host: bool,
     /// A dedicated kernel on `Lazy` (layer 1) rather than the boxed fallback.
     pub registered: AtomicBool,
     /// The filter generation this operator's `disabled` flag was computed for, and the flag
@@ -44,8 +50,11 @@ impl OpInfo {
             None => Handling::Eager("the operator has no schema"),
             Some(r) => handling_of(op, &r.schema),
         };
+        let name = op.name().to_string();
         OpInfo {
-            name: op.name().to_string(),
+            rule: rule_for(&name),
+            accepts_host: name == "aten::copy_",
+            name,
             aliasing: Aliasing::of_op(op),
             handling,
             registered: AtomicBool::new(false),

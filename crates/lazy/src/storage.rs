@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use switchboard_dispatcher::Result;
 use switchboard_graph::{TensorMeta, Value};
-use switchboard_keys::DeviceType;
+use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
 use switchboard_tensor::{
-    Device, DimVec, RawOps, Storage, Tensor, TensorBuilder, TensorError, TensorImpl, VersionCounter,
+    DatalessTensor, Device, DimVec, RawOps, Storage, Tensor, TensorBuilder, TensorError,
+    TensorImpl, VersionCounter,
 };
 
 /// The device of every lazy tensor: `lazy:0`.
@@ -18,8 +19,14 @@ pub const DEVICE: Device = Device::with_index(DeviceType::Lazy, 0);
 #[inline]
 pub(crate) fn same_geometry(m: &TensorMeta, t: &TensorImpl) -> bool {
     m.storage_offset == t.storage_offset()
-        && m.sizes.as_slice() == t.sizes()
-        && m.strides.as_slice() == t.strides()
+        && same_dims(&m.sizes, t.sizes())
+        && same_dims(&m.strides, t.strides())
+}
+
+/// Equality of short dimension lists, without a `memcmp` call.
+#[inline]
+pub(crate) fn same_dims(a: &[i64], b: &[i64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// The metadata of `t` as the graph records lazy values (device `lazy:0`).
@@ -180,21 +187,26 @@ pub fn is_lazy(t: &TensorImpl) -> bool {
     t.device().ty == DeviceType::Lazy
 }
 
-/// The storage of a tensor on the lazy device, or the error PyTorch-like code gets for a lazy
-/// tensor this backend did not make.
-pub(crate) fn storage_of(t: &TensorImpl) -> Result<Arc<LazyStorage>> {
-    match t
-        .payload()
-        .and_then(|p| p.clone().downcast::<LazyStorage>().ok())
-    {
-        Some(ls) => Ok(ls),
-        None => Err(TensorError::invalid(
-            "a tensor on the lazy device without a lazy value (made by the tensor crate \
-             directly?): create lazy tensors with a factory on device='lazy' or .to(lazy)",
-        )
-        .into()),
-    }
+/// The error PyTorch-like code gets for a tensor on the lazy device this backend did not make.
+pub(crate) fn storage_error() -> switchboard_dispatcher::DispatchError {
+    TensorError::invalid(
+        "a tensor on the lazy device without a lazy value (made by the tensor crate \
+         directly?): create lazy tensors with a factory on device='lazy' or .to(lazy)",
+    )
+    .into()
 }
+
+/// The storage of a tensor on the lazy device, or [`storage_error`].
+pub(crate) fn storage_of(t: &TensorImpl) -> Result<Arc<LazyStorage>> {
+    t.payload()
+        .and_then(|p| p.clone().downcast::<LazyStorage>().ok())
+        .ok_or_else(storage_error)
+}
+
+/// The key set of every lazy tensor (`DEVICE.dense_key_set()`, as a constant).
+pub(crate) const KEY_SET: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Lazy)
+    .union(BackendComponent::LazyBit.autograd_related_key_set())
+    .union(BackendComponent::LazyBit.autocast_related_key_set());
 
 /// A new lazy tensor (on [`DEVICE`]) with metadata `base` over a new storage of `nbytes`
 /// holding `contents`, with its own version counter or `version`.
@@ -204,17 +216,23 @@ pub(crate) fn fresh_tensor(
     contents: Contents,
     version: Option<VersionCounter>,
 ) -> Result<(Tensor, Arc<LazyStorage>)> {
-    let dtype = base.dtype;
     let ls = Arc::new(LazyStorage::new(base, nbytes, contents));
-    let mut b = TensorBuilder::new(Storage::zeros_for(DEVICE, nbytes, dtype)?, dtype)
-        .sizes(&ls.base.sizes)
-        .strides(&ls.base.strides)
-        .storage_offset(ls.base.storage_offset)
-        .payload(ls.clone());
-    if let Some(v) = version {
-        b = b.version_counter(v);
-    }
-    Ok((b.build()?, ls))
+    Ok((tensor_of(&ls, version)?, ls))
+}
+
+/// A new lazy tensor with the base geometry of storage `ls` (a tensor without data, Note
+/// [Tensors without data] in switchboard-tensor), with its own version counter or `version`.
+pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) -> Result<Tensor> {
+    let spec = DatalessTensor {
+        sizes: &ls.base.sizes,
+        strides: &ls.base.strides,
+        storage_offset: ls.base.storage_offset,
+        dtype: ls.base.dtype,
+        device: DEVICE,
+        key_set: KEY_SET,
+        storage_nbytes: ls.nbytes,
+    };
+    Ok(Tensor::without_data(&spec, Some(ls.clone()), version)?)
 }
 
 /// A lazy tensor of `base`'s storage (sharing its storage, version counter, key set and
@@ -241,4 +259,14 @@ pub(crate) fn meta_like(t: &TensorImpl) -> Result<Tensor> {
     .strides(t.strides())
     .storage_offset(t.storage_offset())
     .build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_set_is_the_devices() {
+        assert_eq!(Ok(KEY_SET), DEVICE.dense_key_set());
+    }
 }

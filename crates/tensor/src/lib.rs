@@ -81,6 +81,7 @@ mod storage_block;
 mod strided;
 mod tensor;
 mod view;
+mod without_data;
 
 pub use access::{convert, Access, DataMut, DataRef};
 pub use alloc_tuning::tune_allocator;
@@ -112,6 +113,7 @@ pub use strided::{copy_strided, copy_strided_raw, StridedOffsets};
 pub use switchboard_keys::{DeviceType, DispatchKey, DispatchKeySet};
 pub use tensor::{AnyArc, Tensor, TensorImpl, VersionCounter};
 pub use view::RawOps;
+pub use without_data::DatalessTensor;
 
 /// Sizes or strides: inline up to 5 dimensions, no heap allocation.
 pub type DimVec = smallvec::SmallVec<[i64; 5]>;

@@ -4,7 +4,7 @@
 //! values or constants) and the metadata of what they return. The result, a [`Traced`],
 //! prints as code, exports as JSON and DOT, and re-runs through the dispatcher on new inputs.
 //!
-//! The tracer is a dispatch mode (Note [Tracing]): it sees the operators that run (a
+//! The tracer is a dispatch mode (Note \[Tracing\]): it sees the operators that run (a
 //! composite operator such as `linear` as its decomposition, `t` and `addmm`, as make_fx
 //! does), the calls autograd makes when backward runs inside the trace (a joint graph), and
 //! factories. With no trace active it costs nothing.

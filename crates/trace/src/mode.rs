@@ -14,7 +14,7 @@ use switchboard_tensor::{Tensor, TensorError};
 
 use crate::values::{Lookup, Values};
 
-// Note [Tracing]
+// Note \[Tracing\]
 // A trace is a dispatch mode (crates/modes), as PyTorch's make_fx is one
 // (`ProxyTorchDispatchMode`). A mode is entered at the Python key, which sits below Autograd,
 // ADInplaceOrView and Autocast and above the backends, so it sees exactly the calls make_fx
@@ -181,7 +181,7 @@ fn snapshot(t: &Tensor) -> Result<Tensor> {
     })
 }
 
-/// The dispatch mode of a trace (Note [Tracing]).
+/// The dispatch mode of a trace (Note \[Tracing\]).
 pub(crate) struct TraceMode {
     pub state: Rc<RefCell<State>>,
 }

@@ -68,7 +68,6 @@ impl Traced {
     pub fn op_names(&self) -> Vec<String> {
         self.graph
             .nodes()
-            .iter()
             .filter_map(|n| n.op().map(|op| op.name().to_string()))
             .collect()
     }
@@ -93,17 +92,16 @@ impl Traced {
         }
         let _below = AutoDispatchBelowADInplaceOrView::new();
         let _no_autocast = ExcludeDispatchKeyGuard::new(AUTOCAST_DISPATCH_KEYSET);
-        let nodes = self.graph.nodes();
-        let mut slot_base = Vec::with_capacity(nodes.len());
+        let mut slot_base = Vec::with_capacity(self.graph.nodes().len());
         let mut n_slots = 0usize;
-        for n in nodes {
+        for n in self.graph.nodes() {
             slot_base.push(n_slots);
-            n_slots += n.outputs.len();
+            n_slots += n.outputs().len();
         }
         let slot = |v: Value| slot_base[v.node.index()] + v.output as usize;
         // The last node reading each slot: it is freed after that node.
         let mut last_use = vec![usize::MAX; n_slots];
-        for (i, n) in nodes.iter().enumerate() {
+        for (i, n) in self.graph.nodes().enumerate() {
             for v in n.inputs() {
                 last_use[slot(v)] = i;
             }
@@ -115,14 +113,14 @@ impl Traced {
         let mut slots: Vec<Option<Tensor>> = vec![None; n_slots];
         let mut declared = inputs.iter();
         let mut stack: Stack = Vec::new();
-        for (i, n) in nodes.iter().enumerate() {
-            match &n.kind {
+        for (i, n) in self.graph.nodes().enumerate() {
+            match n.kind() {
                 NodeKind::Input { index } => {
                     let index = *index as usize;
                     let t = match &self.inputs[index] {
                         None => {
                             let t = declared.next().expect("counted");
-                            let m = &n.outputs[0].meta;
+                            let m = &n.outputs()[0].meta;
                             if t.dtype() != m.dtype || t.sizes() != m.sizes.as_slice() {
                                 return Err(TensorError::invalid(format!(
                                     "trace: input {} is {} but the graph was traced for {}",
@@ -139,7 +137,8 @@ impl Traced {
                     };
                     slots[slot_base[i]] = Some(t);
                 }
-                NodeKind::Call { op, args } => {
+                NodeKind::Call { op } => {
+                    let args = n.args();
                     stack.clear();
                     for a in args {
                         stack.push(match a {
@@ -158,7 +157,7 @@ impl Traced {
                         });
                     }
                     op.call_boxed(&mut stack)?;
-                    for (j, out) in n.outputs.iter().enumerate() {
+                    for (j, out) in n.outputs().iter().enumerate() {
                         let t = match out.source {
                             Source::Return(r) => {
                                 stack.get(r as usize).and_then(IValue::as_tensor).cloned()
@@ -253,9 +252,10 @@ fn written_inputs(g: &Graph) -> Vec<bool> {
     let mut root: Vec<Vec<Option<usize>>> = Vec::with_capacity(nodes.len());
     let mut written = vec![false; g.inputs().len()];
     for n in nodes {
-        let roots = match &n.kind {
+        let roots = match n.kind() {
             NodeKind::Input { index } => vec![Some(*index as usize)],
-            NodeKind::Call { op, args } => {
+            NodeKind::Call { op } => {
+                let args = n.args();
                 let al = Aliasing::of_op(op);
                 let arg_root = |k: usize| match args.get(k) {
                     Some(Arg::Value(v)) => root[v.node.index()][v.output as usize],
@@ -266,7 +266,7 @@ fn written_inputs(g: &Graph) -> Vec<bool> {
                         written[r] = true;
                     }
                 }
-                n.outputs
+                n.outputs()
                     .iter()
                     .map(|o| match o.source {
                         Source::Return(r) => al

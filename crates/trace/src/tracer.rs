@@ -12,7 +12,7 @@ use crate::mode::{State, TraceMode};
 use crate::traced::Traced;
 
 /// Records every operator call made on this thread, below autograd, while it lives (Note
-/// [Tracing]); [`finish`](Tracer::finish) returns the graph. The guard form of [`trace`], for
+/// \[Tracing\]); [`finish`](Tracer::finish) returns the graph. The guard form of [`trace`], for
 /// code that is not one function of its inputs (a training step over a model and an
 /// optimizer).
 ///

@@ -1,0 +1,111 @@
+//! The arguments of an intercepted call as the capture sees them: lazy tensors (borrowed from
+//! the call's stack, with their lazy storage), host tensors (snapshotted), lists of them, and
+//! constants; and the device check eager makes of them.
+
+use switchboard_dispatcher::{IValue, Result};
+use switchboard_keys::DeviceType;
+use switchboard_tensor::{Device, Tensor, TensorError};
+
+use crate::storage::{storage_error, LazyStorage, DEVICE};
+
+/// An argument as the capture sees it, borrowed from the call's stack.
+pub(crate) enum ArgKind<'a> {
+    /// A lazy tensor and its storage.
+    Lazy(&'a Tensor, &'a LazyStorage),
+    /// A host tensor, snapshotted (it becomes a graph input).
+    Host(Tensor),
+    /// A list of lazy or host tensors (`None` items of a `Tensor?[]`), and whether it is a
+    /// `Tensor?[]`.
+    List(Vec<Option<ArgKind<'a>>>, bool),
+    /// A device argument naming a lazy device: `lazy:0` in the graph, `meta` for the shape
+    /// function.
+    LazyDevice,
+    /// Any other argument (a constant).
+    Other(&'a IValue),
+}
+
+/// Whether `t` may take part in a call on lazy tensors without being lazy: a zero-dim CPU
+/// tensor (PyTorch's rule for CPU scalars mixed with device tensors), or any CPU tensor for an
+/// operator that copies host data in (`copy_`'s source).
+fn host_ok(t: &Tensor, accepts_host: bool) -> bool {
+    t.is_cpu() && (t.dim() == 0 || accepts_host)
+}
+
+/// "Expected all tensors to be on the same device, but found at least two devices, lazy:0
+/// and cpu!", with the devices in argument order, as eager reports it.
+pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
+    let mut first: Option<Device> = None;
+    let mut visit = |t: &Tensor| -> Result<()> {
+        let d = if t.device().ty == DeviceType::Lazy {
+            DEVICE
+        } else if host_ok(t, accepts_host) {
+            return Ok(());
+        } else {
+            t.device()
+        };
+        match first {
+            None => first = Some(d),
+            Some(f) if f != d => {
+                return Err(TensorError::invalid(format!(
+                    "Expected all tensors to be on the same device, but found at least two \
+                     devices, {f} and {d}!"
+                ))
+                .into())
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    };
+    for a in args {
+        match a {
+            IValue::Tensor(t) => visit(t)?,
+            IValue::TensorList(ts) => ts.iter().try_for_each(&mut visit)?,
+            IValue::OptionalTensorList(ts) => ts.iter().flatten().try_for_each(&mut visit)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A copy of a host tensor that later writes to the original cannot change (eager would
+/// have read it now); wrapped numbers stay wrapped numbers.
+fn snapshot(t: &Tensor) -> Result<Tensor> {
+    let c = t.deep_clone()?;
+    Ok(if t.is_wrapped_number() {
+        c.to_builder().wrapped_number(true).build()?
+    } else {
+        c
+    })
+}
+
+fn classify_tensor(t: &Tensor) -> Result<ArgKind<'_>> {
+    if t.device().ty == DeviceType::Lazy {
+        match t.payload_as::<LazyStorage>() {
+            Some(ls) => Ok(ArgKind::Lazy(t, ls)),
+            None => Err(storage_error()),
+        }
+    } else {
+        Ok(ArgKind::Host(snapshot(t)?))
+    }
+}
+
+/// How the capture sees argument `v`.
+pub(crate) fn classify(v: &IValue) -> Result<ArgKind<'_>> {
+    Ok(match v {
+        IValue::Tensor(t) => classify_tensor(t)?,
+        IValue::TensorList(ts) => ArgKind::List(
+            ts.iter()
+                .map(|t| classify_tensor(t).map(Some))
+                .collect::<Result<_>>()?,
+            false,
+        ),
+        IValue::OptionalTensorList(ts) => ArgKind::List(
+            ts.iter()
+                .map(|t| t.as_ref().map(classify_tensor).transpose())
+                .collect::<Result<_>>()?,
+            true,
+        ),
+        IValue::Device(d) if d.ty == DeviceType::Lazy => ArgKind::LazyDevice,
+        other => ArgKind::Other(other),
+    })
+}

@@ -1,0 +1,181 @@
+//! [`PendingStorages`]: the lazy storages waiting for a value of the pending graph, and the
+//! spare storages new lazy tensors reuse (Note [Pending storages]).
+
+use std::sync::Arc;
+
+use switchboard_graph::TensorMeta;
+
+use crate::storage::{Contents, LazyStorage};
+
+// Note [Pending storages]
+// A sync must know which storages wait for a value of the pending graph and are still held
+// by someone: those get the graph's results, the calls only dead storages needed are not
+// run. The context holds every storage given a pending value in the current epoch, strongly;
+// one that nobody else holds any more (its strong count is 1: no tensor, view or capture
+// refers to it) is dead. A dead storage has no data (its contents are a pending value), so
+// keeping it until the next sync costs a few words, and it lets the backend reuse it: dead
+// storages go to a list of spares, and a new lazy tensor takes a spare (its allocation and
+// mutex) instead of allocating one. The list is pruned of dead storages when it has doubled
+// since its last pruning (amortised constant time per capture, and bounded by twice the
+// live storages plus the spares), and at every sync. The spares are at most `MAX_SPARES`.
+// No weak handle to a lazy storage exists, so a spare is uniquely owned (`Arc::get_mut`).
+
+/// Spare storages kept at most.
+const MAX_SPARES: usize = 1024;
+
+/// Pending storages pruned when there are at least this many (and twice as many as after the
+/// last pruning).
+const MIN_PRUNE: usize = 64;
+
+/// See Note [Pending storages].
+pub(crate) struct PendingStorages {
+    /// The storages given a pending value in the current epoch, in order (dead ones
+    /// included until pruned).
+    held: Vec<Arc<LazyStorage>>,
+    /// Dead storages to reuse.
+    spares: Vec<Arc<LazyStorage>>,
+    /// Prune when `held` reaches this length.
+    prune_at: usize,
+}
+
+/// Whether nobody but the context holds `ls`.
+fn dead(ls: &Arc<LazyStorage>) -> bool {
+    Arc::strong_count(ls) == 1
+}
+
+impl PendingStorages {
+    pub const fn new() -> PendingStorages {
+        PendingStorages {
+            held: Vec::new(),
+            spares: Vec::new(),
+            prune_at: MIN_PRUNE,
+        }
+    }
+
+    /// A storage of `nbytes` whose base is `base`, holding `contents`: a spare one when there
+    /// is one, else a new one.
+    pub fn storage(
+        &mut self,
+        base: Arc<TensorMeta>,
+        nbytes: usize,
+        contents: Contents,
+    ) -> Arc<LazyStorage> {
+        let fresh = LazyStorage::new(base, nbytes, contents);
+        if let Some(mut ls) = self.spares.pop() {
+            if let Some(slot) = Arc::get_mut(&mut ls) {
+                *slot = fresh;
+                return ls;
+            }
+        }
+        Arc::new(fresh)
+    }
+
+    /// Registers `ls` as waiting for a value of the current epoch.
+    pub fn register(&mut self, ls: Arc<LazyStorage>) {
+        if self.held.len() >= self.prune_at {
+            self.prune();
+        }
+        self.held.push(ls);
+    }
+
+    /// Moves the dead storages to the spares.
+    fn prune(&mut self) {
+        let spares = &mut self.spares;
+        self.held.retain(|ls| {
+            if !dead(ls) {
+                return true;
+            }
+            if spares.len() < MAX_SPARES {
+                spares.push(ls.clone());
+            }
+            false
+        });
+        self.prune_at = (2 * self.held.len()).max(MIN_PRUNE);
+    }
+
+    /// The live storages (at the sync that ends the epoch: the registry is emptied, the dead
+    /// storages become spares).
+    pub fn take_live(&mut self) -> Vec<Arc<LazyStorage>> {
+        self.prune();
+        self.prune_at = MIN_PRUNE;
+        std::mem::take(&mut self.held)
+    }
+
+    /// The storages registered and still held by someone.
+    pub fn live(&self) -> impl Iterator<Item = &Arc<LazyStorage>> {
+        self.held.iter().filter(|ls| !dead(ls))
+    }
+
+    /// Storages registered (dead ones included until pruned) and spares, for tests.
+    #[cfg(test)]
+    pub fn counts(&self) -> (usize, usize) {
+        (self.held.len(), self.spares.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_graph::{NodeId, Value};
+    use switchboard_tensor::{DimVec, ScalarType};
+
+    use super::*;
+    use crate::storage::DEVICE;
+
+    fn meta() -> Arc<TensorMeta> {
+        Arc::new(TensorMeta {
+            sizes: DimVec::from_slice(&[1]),
+            strides: DimVec::from_slice(&[1]),
+            storage_offset: 0,
+            dtype: ScalarType::Float,
+            device: DEVICE,
+        })
+    }
+
+    fn pending(i: u32) -> Contents {
+        Contents::Pending {
+            value: Value::new(NodeId(i), 0),
+            epoch: 0,
+        }
+    }
+
+    #[test]
+    fn dead_storages_are_reused() {
+        let mut p = PendingStorages::new();
+        let mut kept = Vec::new();
+        for i in 0..200 {
+            // New storages (not `p.storage`, which would take the spares back).
+            let ls = Arc::new(LazyStorage::new(meta(), 4, pending(i)));
+            p.register(ls.clone());
+            if i % 2 == 0 {
+                kept.push(ls); // the others die at once
+            }
+        }
+        let (held, spares) = p.counts();
+        // Pruned along the way: bounded by twice the live storages, the dead became spares.
+        assert!(held <= 2 * kept.len() + MIN_PRUNE, "{held}");
+        assert!(spares > 0);
+        let addresses: Vec<*const LazyStorage> = p.spares.iter().map(Arc::as_ptr).collect();
+        let reused = p.storage(meta(), 8, pending(999));
+        assert!(addresses.contains(&Arc::as_ptr(&reused)));
+        assert_eq!(reused.nbytes, 8);
+        assert!(matches!(
+            reused.lock().contents,
+            Contents::Pending { value, .. } if value.node == NodeId(999)
+        ));
+        let live = p.take_live();
+        assert_eq!(live.len(), kept.len());
+        assert!(live.iter().zip(&kept).all(|(a, b)| Arc::ptr_eq(a, b)));
+        assert_eq!(p.counts().0, 0);
+    }
+
+    #[test]
+    fn reused_storages_get_new_ids() {
+        let mut p = PendingStorages::new();
+        let ls = p.storage(meta(), 4, pending(0));
+        let id = ls.id();
+        p.register(ls);
+        assert!(p.take_live().is_empty());
+        let again = p.storage(meta(), 4, pending(1));
+        assert_ne!(again.id(), id);
+    }
+}
