@@ -400,9 +400,29 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
 /// The kernel of an `out=` overload named by `functional`'s `autogen:` (Note [Generated out=
 /// kernels]): the functional operator's result written into the `out` arguments.
 fn autogen_out_kernel(w: &mut String, f: &NativeFunction, s: &Sig, functional: &NativeFunction) {
-    let outs = s.args.len() - functional.schema.arguments().len();
+    let outs = f.schema.arguments().iter().filter(|a| a.is_out()).count();
     let (inputs, out_args) = s.args.split_at(s.args.len() - outs);
-    let names = call_args(inputs, "{}");
+    // The functional form's arguments: the `out=` overload's inputs, and a factory's
+    // TensorOptions taken from the (first) `out` argument.
+    let out = &out_args[0].name;
+    let names: Vec<String> = functional
+        .schema
+        .arguments()
+        .iter()
+        .map(|a| match a.name() {
+            _ if !crate::model::is_tensor_option(a) => {
+                let name = crate::types::rust_ident(a.name());
+                let input = inputs
+                    .iter()
+                    .find(|i| i.name == name)
+                    .expect("checked inputs");
+                call_args(std::slice::from_ref(input), "{}").remove(0)
+            }
+            "dtype" => format!("Some({out}.dtype())"),
+            "device" => format!("Some({out}.device())"),
+            _ => "None".to_owned(),
+        })
+        .collect();
     let result = if outs == 1 {
         format!("crate::write_out(&result, {})", out_args[0].name)
     } else {
@@ -544,5 +564,18 @@ mod tests {
         ] {
             assert!(code.contains(expected), "{expected}\n----\n{code}");
         }
+    }
+
+    /// A factory's `out=` overload drops the TensorOptions; its kernel passes `out`'s dtype
+    /// and device to the functional form.
+    #[test]
+    fn autogen_factory_out_kernels() {
+        let f = parse_yaml(
+            "- func: zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor\n  dispatch:\n    CompositeExplicitAutograd: zeros_like\n  autogen: zeros_like.out\n- func: zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)\n",
+        )
+        .unwrap();
+        let code = api(&f).unwrap();
+        let expected = "handles::zeros_like().call((self_, Some(out.dtype()), None, Some(out.device()), None, memory_format))?;\n    crate::write_out(&result, out)";
+        assert!(code.contains(expected), "{expected}\n----\n{code}");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use switchboard_schema::FunctionSchema;
+use switchboard_schema::{Argument, FunctionSchema, Type};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// One `- func:` entry.
@@ -218,7 +218,11 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
 // PyTorch's own `out=` schemas name their outputs (`output`, `total_weight`, `grad_input`,
 // `max`, `max_values`) and ours must be PyTorch's; the entry takes no `dispatch:`. Kernels
 // whose `out=` rules differ (TensorIterator ops cast into an `out` of another dtype) stay
-// hand-written.
+// hand-written. A factory's `out=` overload drops the TensorOptions arguments (`dtype`,
+// `layout`, `device`, `pin_memory`): the kernel takes the dtype and device from `out`, as
+// torchgen's does (`zeros_like.out` into a double `out` makes double zeros). We also generate
+// the `out=` kernels PyTorch writes by hand where they compute exactly this (`rand.out`,
+// `empty.out`, `linear.out`, `matmul.out`).
 fn resolve_autogen(funcs: &mut [NativeFunction]) -> Result<(), String> {
     let index: HashMap<String, usize> = funcs
         .iter()
@@ -237,17 +241,24 @@ fn resolve_autogen(funcs: &mut [NativeFunction]) -> Result<(), String> {
             let out = &funcs[i];
             let outs = out.schema.arguments().iter().filter(|a| a.is_out()).count();
             let inputs = &out.schema.arguments()[..out.schema.arguments().len() - outs];
+            let functional_inputs: Vec<_> = owner
+                .schema
+                .arguments()
+                .iter()
+                .filter(|a| !is_tensor_option(a))
+                .collect();
             let same_inputs = outs > 0
                 && out.name == owner.name
                 && outs == owner.schema.returns().len()
-                && inputs.len() == owner.schema.arguments().len()
-                && inputs
-                    .iter()
-                    .zip(owner.schema.arguments())
-                    .all(|(a, b)| a.name() == b.name() && a.ty() == b.ty());
+                && inputs.len() == functional_inputs.len()
+                && inputs.iter().zip(functional_inputs).all(|(a, b)| {
+                    a.name() == b.name()
+                        && a.ty() == b.ty()
+                        && a.default_value() == b.default_value()
+                });
             if !same_inputs {
                 return Err(format!(
-                    "{}: `autogen: {name}` must name an out= overload with the same inputs and one out argument per return",
+                    "{}: `autogen: {name}` must name an out= overload with the same inputs (defaults included; a factory's TensorOptions aside) and one out argument per return",
                     owner.schema_text
                 ));
             }
@@ -267,6 +278,19 @@ fn resolve_autogen(funcs: &mut [NativeFunction]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The TensorOptions arguments of a factory (`ScalarType? dtype`, `Layout? layout`,
+/// `Device? device`, `bool? pin_memory`), which its `out=` overload takes from `out`.
+pub fn is_tensor_option(a: &Argument) -> bool {
+    let optional = |t: Type| *a.ty() == Type::Optional(Box::new(t));
+    match a.name() {
+        "dtype" => optional(Type::ScalarType),
+        "layout" => optional(Type::Layout),
+        "device" => optional(Type::Device),
+        "pin_memory" => optional(Type::Bool),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -343,6 +367,16 @@ mod tests {
             .contains("names no declared overload"));
         let other_inputs = "- func: a(Tensor x) -> Tensor\n  autogen: a.out\n- func: a.out(Tensor y, *, Tensor(a!) out) -> Tensor(a!)\n";
         assert!(parse_yaml(other_inputs)
+            .unwrap_err()
+            .contains("same inputs"));
+        let options = "- func: a(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor\n  autogen: a.out\n- func: a.out(int[] size, *, Tensor(a!) out) -> Tensor(a!)\n";
+        assert_eq!(parse_yaml(options).unwrap()[1].out_of, Some(0));
+        let dropped_other = "- func: a(int[] size, *, int dtype=1) -> Tensor\n  autogen: a.out\n- func: a.out(int[] size, *, Tensor(a!) out) -> Tensor(a!)\n";
+        assert!(parse_yaml(dropped_other)
+            .unwrap_err()
+            .contains("same inputs"));
+        let other_default = "- func: a(Tensor x, float p) -> Tensor\n  autogen: a.out\n- func: a.out(Tensor x, float p=0.5, *, Tensor(a!) out) -> Tensor(a!)\n";
+        assert!(parse_yaml(other_default)
             .unwrap_err()
             .contains("same inputs"));
         let dispatched = "- func: a(Tensor x) -> Tensor\n  autogen: a.out\n- func: a.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    CPU: a_out\n";

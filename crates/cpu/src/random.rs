@@ -1,4 +1,5 @@
-//! Random sampling: `uniform_`, `normal_`, `random_.from`, `bernoulli_.float`, and dropout
+//! Random sampling: `uniform_`, `normal_`, `random_.from`, `bernoulli_.float`,
+//! `bernoulli_.Tensor`, and dropout
 //! (`native_dropout`, `native_dropout_backward`). `Generator?` arguments arrive as
 //! `Option<&Generator>`; `None` draws from [`Generator::default_cpu`].
 //!
@@ -23,7 +24,7 @@
 //!   with MKL on Intel CPUs use MKL's own generator instead, which is not reproduced.
 
 use switchboard_tensor::{
-    bf16, f16, Access, Element, Generator, GeneratorState, Scalar, ScalarType, Tensor,
+    bf16, f16, Access, Element, Generator, GeneratorState, RawOps, Scalar, ScalarType, Tensor,
 };
 
 use crate::copy::empty_like_layout;
@@ -533,6 +534,49 @@ pub fn bernoulli_float_(self_: &Tensor, p: f64, generator: Option<&Generator>) -
         })
     })?;
     Ok(self_.clone())
+}
+
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) ->
+/// Tensor(a!)`
+///
+/// Sets each element of `self` (any dtype) to 1 with the probability at the same place in `p`
+/// (floating, broadcast to `self`'s shape), else 0: PyTorch's default kernel, a double
+/// uniform per element compared with its `p`, drawn in `self`'s element order.
+pub fn bernoulli_tensor_(
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    check_cpu_or_meta("bernoulli_", self_.device())?;
+    if !p.dtype().is_floating_point() {
+        return Err(not_implemented("bernoulli_tensor_cpu_p_", p.dtype()));
+    }
+    let p = p.expand(self_.sizes())?;
+    if !self_.has_data() || self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    let probs = p.to_vec_as::<f64>()?;
+    // PyTorch checks without a message of its own (and NaN fails too).
+    if probs.iter().any(|p| !(0.0..=1.0).contains(p)) {
+        return Err(invalid(
+            "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error \
+             message be improved?  If so, please report an enhancement request to PyTorch.)",
+        ));
+    }
+    // Drawn into a contiguous tensor (memory order is element order), then copied.
+    let drawn = Tensor::empty(self_.sizes(), self_.dtype())?;
+    let gen = generator_or_default(generator);
+    let mut g = gen.lock();
+    let mut probs = probs.into_iter();
+    dispatch_all_types_and_bool!(self_.dtype(), "bernoulli_tensor_cpu_self_", T => {
+        serial_fill::<T>(&drawn, || {
+            let u = unit_uniform(ScalarType::Double, &mut g);
+            let p = probs.next().unwrap_or(0.0);
+            <T as Element>::from_i64((u < p) as i64)
+        })
+    })?;
+    drop(g);
+    crate::copy_(self_, &drawn, false)
 }
 
 /// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`

@@ -90,6 +90,9 @@ pub trait RawOps {
     fn squeeze(&self) -> Result<Tensor>;
     /// Removes dimension `dim` if its size is 1 (else returns an unchanged view).
     fn squeeze_dim(&self, dim: i64) -> Result<Tensor>;
+    /// `squeeze.dims`: drops each listed dimension of size 1 (wrapped; a 0-dim tensor takes
+    /// `0` and `-1`); a dimension listed twice is an error, as in PyTorch.
+    fn squeeze_dims(&self, dims: &[i64]) -> Result<Tensor>;
     /// Inserts a size-1 dimension at `dim` (in `[-dim-1, dim]`).
     fn unsqueeze(&self, dim: i64) -> Result<Tensor>;
     /// The slice at `index` along `dim`, which is removed.
@@ -296,6 +299,27 @@ impl RawOps for Tensor {
         if self.dim() > 0 && sizes[d] == 1 {
             sizes.remove(d);
             strides.remove(d);
+        }
+        Ok(self.make_view(sizes, strides, self.storage_offset()))
+    }
+
+    fn squeeze_dims(&self, dims: &[i64]) -> Result<Tensor> {
+        // Which dims are listed (PyTorch's dim_list_to_bitset).
+        let mut listed = vec![false; self.dim().max(1)];
+        for &dim in dims {
+            let d = wrap_dim(dim, self.dim())?;
+            if std::mem::replace(&mut listed[d], true) {
+                return Err(TensorError::invalid(format!(
+                    "dim {d} appears multiple times in the list of dims"
+                )));
+            }
+        }
+        let (mut sizes, mut strides) = (DimVec::new(), DimVec::new());
+        for (d, (&s, &st)) in self.sizes().iter().zip(self.strides()).enumerate() {
+            if s != 1 || !listed[d] {
+                sizes.push(s);
+                strides.push(st);
+            }
         }
         Ok(self.make_view(sizes, strides, self.storage_offset()))
     }
@@ -534,6 +558,16 @@ mod tests {
         assert_eq!(s.unsqueeze(0).unwrap().sizes(), &[1]);
         assert!(s.select(0, 0).is_err());
         assert_eq!(s.squeeze_dim(0).unwrap().dim(), 0);
+        let u = ar(&[1, 2, 1, 3]);
+        assert_eq!(u.squeeze_dims(&[0, -2, 1]).unwrap().sizes(), &[2, 3]);
+        assert_eq!(u.squeeze_dims(&[]).unwrap().sizes(), &[1, 2, 1, 3]);
+        let twice = u.squeeze_dims(&[0, -4]).unwrap_err().to_string();
+        assert!(
+            twice.contains("dim 0 appears multiple times in the list of dims"),
+            "{twice}"
+        );
+        assert!(u.squeeze_dims(&[4]).is_err());
+        assert_eq!(s.squeeze_dims(&[-1]).unwrap().dim(), 0);
         assert_eq!(s.expand(&[2, 2]).unwrap().strides(), &[0, 0]);
     }
 

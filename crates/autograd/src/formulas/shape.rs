@@ -159,6 +159,22 @@ pub(crate) fn unsqueeze_to_dim(grad: &Tensor, dim: i64, sizes: &[i64]) -> Result
     Ok(grad.clone())
 }
 
+/// `squeeze.dims`' gradient (PyTorch's `unsqueeze_multiple` over the input's sizes): `grad`
+/// with each listed dimension that had size 1 put back.
+pub(crate) fn unsqueeze_squeezed_dims(
+    grad: &Tensor,
+    dims: &[i64],
+    sizes: &[i64],
+) -> Result<Tensor> {
+    let mut r = grad.clone();
+    for (d, &s) in sizes.iter().enumerate() {
+        if s == 1 && dims.iter().any(|&x| wrap(x, sizes.len()) == d as i64) {
+            r = ops::unsqueeze(&r, d as i64)?;
+        }
+    }
+    Ok(r)
+}
+
 /// `slice.Tensor`'s gradient: `slice_backward` with the defaults of `start` and `end` spelled
 /// out.
 pub(crate) fn slice_backward_wrapper(

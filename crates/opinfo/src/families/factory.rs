@@ -26,10 +26,15 @@ pub fn register(r: &mut Registry) {
     };
     r.add(sizes("zeros").out());
     r.add(sizes("ones").out());
-    r.add(sizes("empty.memory_format").meta().sample(sample![
-        [2i64, 3, 2, 2];
-        memory_format = switchboard_tensor::MemoryFormat::ChannelsLast
-    ]));
+    r.add(
+        sizes("empty.memory_format")
+            .meta()
+            .sample(sample![
+                [2i64, 3, 2, 2];
+                memory_format = switchboard_tensor::MemoryFormat::ChannelsLast
+            ])
+            .out(),
+    );
     r.add(
         OpInfo::new("empty_strided", Family::Factory)
             .samples(vec![
@@ -40,7 +45,8 @@ pub fn register(r: &mut Registry) {
                 sample![[2i64, 3], [1i64]].error(),
             ])
             .grad(NO_TENSORS)
-            .meta(),
+            .meta()
+            .out(),
     );
     r.add(
         OpInfo::new("full", Family::Factory)
@@ -102,7 +108,8 @@ pub fn register(r: &mut Registry) {
                     sample![t(&[2, 3]).dtype(Long); dtype = Double],
                     sample![t(&[3, 4]).transposed(); memory_format = switchboard_tensor::MemoryFormat::Contiguous],
                 ])
-                .grad(Grad::None("its values do not depend on its input's")),
+                .grad(Grad::None("its values do not depend on its input's"))
+                .out(),
         );
     }
     r.add(
@@ -114,7 +121,8 @@ pub fn register(r: &mut Registry) {
                 sample![t(&[2, 3]), [3i64], [0i64]; dtype = Double],
                 sample![t(&[2, 3]), [2i64, 3], [1i64]].error(),
             ])
-            .grad(Grad::None("its values do not depend on its input's")),
+            .grad(Grad::None("its values do not depend on its input's"))
+            .out(),
     );
     r.add(
         OpInfo::new("fill.Scalar", Family::Factory)
@@ -128,7 +136,8 @@ pub fn register(r: &mut Registry) {
             ])
             .differentiable()
             .inplace()
-            .promotion(Promotion::SameAsSelf),
+            .promotion(Promotion::SameAsSelf)
+            .out(),
     );
     r.add(
         OpInfo::new("fill.Tensor", Family::Factory)
@@ -142,7 +151,8 @@ pub fn register(r: &mut Registry) {
             ])
             .differentiable()
             .inplace()
-            .promotion(Promotion::SameAsSelf),
+            .promotion(Promotion::SameAsSelf)
+            .out(),
     );
     r.add(
         OpInfo::new("zero", Family::Factory)
@@ -154,7 +164,8 @@ pub fn register(r: &mut Registry) {
             ])
             .differentiable()
             .inplace()
-            .promotion(Promotion::SameAsSelf),
+            .promotion(Promotion::SameAsSelf)
+            .out(),
     );
 
     // Non-tensor results.

@@ -52,23 +52,31 @@ pub fn register(r: &mut Registry) {
             .inplace()
             .out(),
     );
-    r.add(product("matmul").samples(vec![
-        sample![t(&[3]), t(&[3])],
-        sample![t(&[2, 3]), t(&[3])],
-        sample![t(&[3]), t(&[3, 2])],
-        sample![t(&[2, 3]), t(&[3, 2])],
-        sample![t(&[2, 2, 3]), t(&[3, 2])],
-        sample![t(&[3]), t(&[2, 3, 2])],
-        sample![t(&[2, 1, 2, 3]), t(&[3, 3, 2])],
-        sample![t(&[3, 2]).transposed(), t(&[3]).f64()].error(),
-        sample![t(&[2, 3]), t(&[2])].error(),
-    ]));
-    r.add(product("linear").samples(vec![
-        sample![t(&[2, 3]), t(&[4, 3])],
-        sample![t(&[2, 3]), t(&[4, 3]), t(&[4])],
-        sample![t(&[3]), t(&[2, 3]), t(&[2])],
-        sample![t(&[2, 2, 3]), t(&[4, 3]); bias = NONE],
-        sample![t(&[0, 3]), t(&[2, 3]), t(&[2])],
-        sample![t(&[2, 3]), t(&[4, 2])].error(),
-    ]));
+    r.add(
+        product("matmul")
+            .samples(vec![
+                sample![t(&[3]), t(&[3])],
+                sample![t(&[2, 3]), t(&[3])],
+                sample![t(&[3]), t(&[3, 2])],
+                sample![t(&[2, 3]), t(&[3, 2])],
+                sample![t(&[2, 2, 3]), t(&[3, 2])],
+                sample![t(&[3]), t(&[2, 3, 2])],
+                sample![t(&[2, 1, 2, 3]), t(&[3, 3, 2])],
+                sample![t(&[3, 2]).transposed(), t(&[3]).f64()].error(),
+                sample![t(&[2, 3]), t(&[2])].error(),
+            ])
+            .out(),
+    );
+    r.add(
+        product("linear")
+            .samples(vec![
+                sample![t(&[2, 3]), t(&[4, 3])],
+                sample![t(&[2, 3]), t(&[4, 3]), t(&[4])],
+                sample![t(&[3]), t(&[2, 3]), t(&[2])],
+                sample![t(&[2, 2, 3]), t(&[4, 3]); bias = NONE],
+                sample![t(&[0, 3]), t(&[2, 3]), t(&[2])],
+                sample![t(&[2, 3]), t(&[4, 2])].error(),
+            ])
+            .out(),
+    );
 }

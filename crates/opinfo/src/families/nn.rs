@@ -124,7 +124,8 @@ fn convolutions(r: &mut Registry) {
                 .error(),
             ])
             .meta()
-            .promotion(Promotion::Unchecked),
+            .promotion(Promotion::Unchecked)
+            .out(),
     );
     r.add(
         nn("convolution_backward")
@@ -185,7 +186,7 @@ fn pooling_and_softmax(r: &mut Registry) {
         ]
     };
     r.add(nn("max_pool2d").samples(pool()));
-    r.add(nn("max_pool2d_with_indices").samples(pool()).meta());
+    r.add(nn("max_pool2d_with_indices").samples(pool()).meta().out());
     r.add(
         nn("max_pool2d_with_indices_backward")
             .samples(vec![
@@ -210,7 +211,8 @@ fn pooling_and_softmax(r: &mut Registry) {
                     longs(&[0, 4, 4, 8]).shape(&[1, 2, 2])
                 ],
             ])
-            .meta(),
+            .meta()
+            .out(),
     );
     let softmax_samples = || {
         vec![
@@ -465,7 +467,8 @@ fn others(r: &mut Registry) {
                 sample![t(&[3, 4]).transposed(), p(0.3), true],
             ])
             .meta()
-            .stats(dropout_stats()),
+            .stats(dropout_stats())
+            .out(),
     );
     r.add(
         nn("native_dropout_backward")
@@ -474,20 +477,25 @@ fn others(r: &mut Registry) {
                 sample![t(&[5]).f64(), mask(&[5]), 1.25],
                 sample![t(&[3, 4]).transposed(), mask(&[3, 4]), 0.0],
             ])
-            .meta(),
+            .meta()
+            .out(),
     );
-    r.add(nn("embedding").samples(vec![
-        sample![t(&[4, 3]), longs(&[1, 3, 1])],
-        sample![t(&[4, 3]), longs(&[0, 2, 3, 2]).shape(&[2, 2])],
-        // By design, the padding row gets no gradient and scale_grad_by_freq scales it.
-        sample![t(&[4, 3]), longs(&[1, 3, 1]); padding_idx = 1i64].no_grad("padding_idx"),
-        sample![t(&[4, 3]), longs(&[1, 3, 1]); scale_grad_by_freq = true]
-            .no_grad("scale_grad_by_freq"),
-        sample![t(&[4, 3]), index(&[], 4)],
-        sample![t(&[3, 4]).transposed().f64(), longs(&[2, 0])],
-        sample![t(&[4, 3]), longs(&[1, 3]).dtype(Int)],
-        sample![t(&[4, 3]), longs(&[4])].error_from_data(),
-    ]));
+    r.add(
+        nn("embedding")
+            .samples(vec![
+                sample![t(&[4, 3]), longs(&[1, 3, 1])],
+                sample![t(&[4, 3]), longs(&[0, 2, 3, 2]).shape(&[2, 2])],
+                // By design, the padding row gets no gradient and scale_grad_by_freq scales it.
+                sample![t(&[4, 3]), longs(&[1, 3, 1]); padding_idx = 1i64].no_grad("padding_idx"),
+                sample![t(&[4, 3]), longs(&[1, 3, 1]); scale_grad_by_freq = true]
+                    .no_grad("scale_grad_by_freq"),
+                sample![t(&[4, 3]), index(&[], 4)],
+                sample![t(&[3, 4]).transposed().f64(), longs(&[2, 0])],
+                sample![t(&[4, 3]), longs(&[1, 3]).dtype(Int)],
+                sample![t(&[4, 3]), longs(&[4])].error_from_data(),
+            ])
+            .out(),
+    );
     r.add(
         nn("embedding_dense_backward")
             .samples(vec![
@@ -501,7 +509,8 @@ fn others(r: &mut Registry) {
                 ],
                 sample![t(&[3, 3]), longs(&[1, 3, 1]), 4i64, -1i64, true],
             ])
-            .meta(),
+            .meta()
+            .out(),
     );
     let ln = || {
         vec![
@@ -528,7 +537,8 @@ fn others(r: &mut Registry) {
                     })
                     .collect(),
             )
-            .meta(),
+            .meta()
+            .out(),
     );
     r.add(
         nn("native_layer_norm_backward")

@@ -46,12 +46,14 @@ pub fn register(r: &mut Registry) {
     r.add(
         factory("rand")
             .samples(sizes())
-            .stats(stats(sample![[N]], 0.5, UNIFORM_STD, 0.0, 1.0)),
+            .stats(stats(sample![[N]], 0.5, UNIFORM_STD, 0.0, 1.0))
+            .out(),
     );
     r.add(
         factory("randn")
             .samples(sizes())
-            .stats(stats(sample![[N]], 0.0, 1.0, -10.0, 10.0)),
+            .stats(stats(sample![[N]], 0.0, 1.0, -10.0, 10.0))
+            .out(),
     );
     let with_generator = |s: Vec<Sample>| -> Vec<Sample> {
         s.into_iter()
@@ -70,7 +72,8 @@ pub fn register(r: &mut Registry) {
                 UNIFORM_STD,
                 0.0,
                 1.0,
-            )),
+            ))
+            .out(),
     );
     r.add(
         factory("randn.generator")
@@ -81,7 +84,8 @@ pub fn register(r: &mut Registry) {
                 1.0,
                 -10.0,
                 10.0,
-            )),
+            ))
+            .out(),
     );
     let ints = || {
         vec![
@@ -93,13 +97,12 @@ pub fn register(r: &mut Registry) {
     };
     // Integers in [0, 10): mean 4.5, deviation sqrt((10^2 - 1) / 12).
     let int_std = (99.0f64 / 12.0).sqrt();
-    r.add(factory("randint").samples(ints()).stats(stats(
-        sample![10i64, [N]],
-        4.5,
-        int_std,
-        0.0,
-        9.0,
-    )));
+    r.add(
+        factory("randint")
+            .samples(ints())
+            .stats(stats(sample![10i64, [N]], 4.5, int_std, 0.0, 9.0))
+            .out(),
+    );
     r.add(
         factory("randint.generator")
             .samples(with_generator(ints()))
@@ -109,7 +112,8 @@ pub fn register(r: &mut Registry) {
                 int_std,
                 0.0,
                 9.0,
-            )),
+            ))
+            .out(),
     );
     let low = || {
         vec![
@@ -119,13 +123,12 @@ pub fn register(r: &mut Registry) {
             sample![3i64, 3i64, [2i64]].error(),
         ]
     };
-    r.add(factory("randint.low").samples(low()).stats(stats(
-        sample![-5i64, 5i64, [N]],
-        -0.5,
-        int_std,
-        -5.0,
-        4.0,
-    )));
+    r.add(
+        factory("randint.low")
+            .samples(low())
+            .stats(stats(sample![-5i64, 5i64, [N]], -0.5, int_std, -5.0, 4.0))
+            .out(),
+    );
     r.add(
         factory("randint.low_generator")
             .samples(with_generator(low()))
@@ -135,7 +138,8 @@ pub fn register(r: &mut Registry) {
                 int_std,
                 -5.0,
                 4.0,
-            )),
+            ))
+            .out(),
     );
 
     // Samplers of a tensor's shape: gradients are zero (PyTorch's formulas), or not
@@ -180,7 +184,8 @@ pub fn register(r: &mut Registry) {
                 5.0 * UNIFORM_STD,
                 -2.0,
                 3.0,
-            )),
+            ))
+            .out(),
     );
     r.add(
         sampler(
@@ -245,6 +250,41 @@ pub fn register(r: &mut Registry) {
                 s
             })
             .stats(stats(sample![big(), 0.3], 0.3, p_std(0.3), 0.0, 1.0)),
+    );
+    // `bernoulli` draws with the probabilities in `self`, `bernoulli.Tensor` (and its in-place
+    // form) with those in `p`: uniform probabilities give a mean and deviation of 1/2.
+    let probs = |shape: &[i64]| t(shape).range(0.0, 1.0);
+    r.add(
+        sampler("bernoulli", Grad::Check)
+            .samples(vec![
+                sample![probs(&[2, 3])],
+                sample![probs(&[3, 4]).transposed()],
+                sample![probs(&[])],
+                sample![probs(&[0, 3])],
+                sample![probs(&[4]).f64()],
+                sample![probs(&[3]); generator = generator(2)],
+                sample![t(&[3]).literal(&[0.5, 1.5, 0.0])].error(),
+                sample![t(&[3]).dtype(Long)].error(),
+            ])
+            .stats(stats(sample![probs(&[N])], 0.5, 0.5, 0.0, 1.0))
+            .out(),
+    );
+    r.add(
+        sampler("bernoulli.Tensor", Grad::Check)
+            .samples(vec![
+                sample![t(&[2, 3]), probs(&[2, 3])],
+                sample![t(&[3, 4]).transposed(), probs(&[4])],
+                sample![t(&[]), probs(&[])],
+                sample![t(&[0, 3]), probs(&[3])],
+                sample![t(&[4]).dtype(Long), probs(&[4])],
+                sample![t(&[3]), probs(&[3]); generator = generator(3)],
+                sample![t(&[3]), t(&[3]).literal(&[0.5, -0.5, 0.0])].error(),
+                sample![t(&[3]), t(&[3]).dtype(Long)].error(),
+                sample![t(&[3]), probs(&[2, 3])].error(),
+            ])
+            .inplace()
+            .stats(stats(sample![t(&[N]), probs(&[N])], 0.5, 0.5, 0.0, 1.0))
+            .out(),
     );
     r.add(
         sampler(

@@ -30,13 +30,17 @@ fn views(r: &mut Registry) {
         sample![t(&[3, 4]).transposed(), [12i64]].error(),
         sample![t(&[2, 3]), [4i64, -1]].error(),
     ]));
-    r.add(shape("_unsafe_view").samples(vec![
-        sample![t(&[2, 3, 4]), [6i64, 4]],
-        sample![t(&[2, 3, 4]), [-1i64]],
-        sample![t(&[]), [1i64]],
-        sample![t(&[0, 3]), [3i64, 0]],
-        sample![t(&[2, 3]), [4i64, -1]].error(),
-    ]));
+    r.add(
+        shape("_unsafe_view")
+            .samples(vec![
+                sample![t(&[2, 3, 4]), [6i64, 4]],
+                sample![t(&[2, 3, 4]), [-1i64]],
+                sample![t(&[]), [1i64]],
+                sample![t(&[0, 3]), [3i64, 0]],
+                sample![t(&[2, 3]), [4i64, -1]].error(),
+            ])
+            .out(),
+    );
     r.add(shape("reshape").samples(vec![
         sample![t(&[2, 3, 4]), [4i64, 6]],
         sample![t(&[3, 4]).transposed(), [-1i64]],
@@ -87,6 +91,16 @@ fn views(r: &mut Registry) {
         sample![t(&[]), 0i64],
         sample![t(&[2, 3]), 2i64].error(),
     ]));
+    r.add(shape("squeeze.dims").samples(vec![
+        sample![t(&[2, 1, 3, 1]), [1i64, 3]],
+        sample![t(&[1, 2, 1]), [0i64, -1]],
+        sample![t(&[2, 3]), [0i64]],
+        sample![t(&[1, 4]).transposed(), [1i64]],
+        sample![t(&[]), [0i64]],
+        sample![t(&[2, 1]), [0i64; 0]],
+        sample![t(&[2, 1]), [1i64, -1]].error(),
+        sample![t(&[2, 1]), [2i64]].error(),
+    ]));
     r.add(shape("unsqueeze").samples(vec![
         sample![t(&[2, 3]), 0i64],
         sample![t(&[2, 3]), -1i64],
@@ -109,11 +123,15 @@ fn views(r: &mut Registry) {
         sample![t(&[3, 4]).transposed(), 0i64, 0i64],
         sample![t(&[2, 3]), 0i64, 2i64].error(),
     ]));
-    r.add(shape("select_backward").samples(vec![
-        sample![t(&[2, 4]), [2i64, 3, 4], 1i64, 0i64],
-        sample![t(&[3]), [2i64, 3], 0i64, -1i64],
-        sample![t(&[]), [3i64], 0i64, 1i64],
-    ]));
+    r.add(
+        shape("select_backward")
+            .samples(vec![
+                sample![t(&[2, 4]), [2i64, 3, 4], 1i64, 0i64],
+                sample![t(&[3]), [2i64, 3], 0i64, -1i64],
+                sample![t(&[]), [3i64], 0i64, 1i64],
+            ])
+            .out(),
+    );
     r.add(shape("slice.Tensor").samples(vec![
         sample![t(&[2, 3, 4]), 2i64, 1i64, 4i64, 2i64],
         sample![t(&[5])],
@@ -123,10 +141,14 @@ fn views(r: &mut Registry) {
         sample![t(&[3, 4]).transposed(), 1i64, 1i64, 3i64],
         sample![t(&[4]), 0i64, 0i64, 4i64, 0i64].error(),
     ]));
-    r.add(shape("slice_backward").samples(vec![
-        sample![t(&[2, 3, 2]), [2i64, 3, 4], 2i64, 1i64, 4i64, 2i64],
-        sample![t(&[2]), [5i64], 0i64, 0i64, 2i64, 1i64],
-    ]));
+    r.add(
+        shape("slice_backward")
+            .samples(vec![
+                sample![t(&[2, 3, 2]), [2i64, 3, 4], 2i64, 1i64, 4i64, 2i64],
+                sample![t(&[2]), [5i64], 0i64, 0i64, 2i64, 1i64],
+            ])
+            .out(),
+    );
     r.add(shape("narrow").samples(vec![
         sample![t(&[2, 5]), 1i64, 1i64, 3i64],
         sample![t(&[4]), 0i64, -2i64, 2i64],
@@ -316,5 +338,5 @@ fn conversions(r: &mut Registry) {
         sample![t(&[2, 6]).strided(); dtype = Double],
         sample![t(&[3]).range(-3.0, 3.0); dtype = Int].no_grad("integer result"),
         sample![t(&[]).f64(); dtype = Float],
-    ]));
+    ]).out());
 }

@@ -157,6 +157,31 @@ pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Res
     )
 }
 
+/// `bernoulli` (CompositeExplicitAutograd): 0/1 draws with the probabilities in `self`
+/// (contiguous, `self`'s dtype).
+pub fn bernoulli_default(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    let contiguous = crate::EmptyLikeOptions::default().memory_format(MemoryFormat::Contiguous);
+    crate::bernoulli_tensor_with_(
+        &crate::empty_like_with(self_, contiguous)?,
+        self_,
+        crate::BernoulliTensorInplaceOptions { generator },
+    )
+}
+
+/// `bernoulli.Tensor` (CompositeExplicitAutograd, generated from `bernoulli_.Tensor` as in
+/// PyTorch): a copy of `self` with each element set to 1 with the probability in `p`, else 0.
+pub fn bernoulli_tensor(
+    self_: &Tensor,
+    p: &Tensor,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    crate::bernoulli_tensor_with_(
+        &crate::clone(self_)?,
+        p,
+        crate::BernoulliTensorInplaceOptions { generator },
+    )
+}
+
 fn empty(
     size: &[i64],
     dtype: Option<ScalarType>,

@@ -42,6 +42,11 @@ pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     Ok(RawOps::squeeze_dim(self_, dim)?)
 }
 
+/// `squeeze.dims` (CompositeExplicitAutograd).
+pub fn squeeze_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    Ok(RawOps::squeeze_dims(self_, dim)?)
+}
+
 /// `unsqueeze` (CompositeExplicitAutograd).
 pub fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
     Ok(RawOps::unsqueeze(self_, dim)?)
