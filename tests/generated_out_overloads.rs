@@ -28,9 +28,25 @@ fn out_forms_equal_their_functional_forms() {
 
     let img = r(&[1, 2, 5, 5], 4, -1.0, 1.0);
     let k = r(&[3, 2, 3, 3], 5, -1.0, 1.0);
-    let (s, p, d, op) = (&[1i64, 1][..], &[1i64, 1][..], &[1i64, 1][..], &[0i64, 0][..]);
-    let out = ops::convolution_out(&img, &k, None, s, p, d, false, op, 1, &empty(ScalarType::Double))
-        .unwrap();
+    let (s, p, d, op) = (
+        &[1i64, 1][..],
+        &[1i64, 1][..],
+        &[1i64, 1][..],
+        &[0i64, 0][..],
+    );
+    let out = ops::convolution_out(
+        &img,
+        &k,
+        None,
+        s,
+        p,
+        d,
+        false,
+        op,
+        1,
+        &empty(ScalarType::Double),
+    )
+    .unwrap();
     let want = ops::convolution(&img, &k, None, s, p, d, false, op, 1).unwrap();
     assert_close(&out, &want, "convolution.out");
 
@@ -51,7 +67,11 @@ fn out_forms_equal_their_functional_forms() {
     let want = ops::native_layer_norm(&a, &[3], None, None, 1e-5).unwrap();
     assert_close(&got.0, &want.0, "native_layer_norm.out");
     assert_close(&got.2, &want.2, "native_layer_norm.out rstd");
-    assert_eq!(outs[1].sizes(), &[2, 1], "the out arguments themselves are resized");
+    assert_eq!(
+        outs[1].sizes(),
+        &[2, 1],
+        "the out arguments themselves are resized"
+    );
 
     let filled = ops::fill_scalar_out(&a, 2.5, &empty(ScalarType::Double)).unwrap();
     assert_eq!(vals(&filled), [2.5; 6]);
@@ -96,7 +116,9 @@ fn factory_out_forms_take_the_dtype_of_out() {
     assert!(vals(&u).iter().all(|v| (0.0..1.0).contains(v)));
     let i = ops::randint_low_out(3, 7, &[1000], &empty(ScalarType::Float)).unwrap();
     assert_eq!(i.dtype(), ScalarType::Float);
-    assert!(vals(&i).iter().all(|v| (3.0..7.0).contains(v) && v.fract() == 0.0));
+    assert!(vals(&i)
+        .iter()
+        .all(|v| (3.0..7.0).contains(v) && v.fract() == 0.0));
     let s = ops::empty_strided_out(&[2, 3], &[1, 2], &empty(ScalarType::Double)).unwrap();
     assert_eq!(s.sizes(), &[2, 3]);
 }
@@ -144,17 +166,27 @@ fn squeeze_dims_drops_the_listed_size_one_dims() {
 #[test]
 fn bernoulli_draws_with_the_given_probabilities() {
     let p = Tensor::from_vec(vec![1.0f64, 0.0, 1.0, 0.0], &[2, 2]).unwrap();
-    assert_eq!(vals(&ops::bernoulli_default(&p).unwrap()), [1.0, 0.0, 1.0, 0.0]);
+    assert_eq!(
+        vals(&ops::bernoulli_default(&p).unwrap()),
+        [1.0, 0.0, 1.0, 0.0]
+    );
     // bernoulli.Tensor: `self`'s shape and dtype, `p` broadcast to it.
     let ints = Tensor::zeros(&[3, 2], ScalarType::Long).unwrap();
     let row = Tensor::from_vec(vec![1.0f32, 0.0], &[2]).unwrap();
     let b = ops::bernoulli_tensor(&ints, &row).unwrap();
     assert_eq!(b.to_vec::<i64>().unwrap(), [1, 0, 1, 0, 1, 0]);
-    assert_eq!(ints.to_vec::<i64>().unwrap(), [0; 6], "the functional form copies");
+    assert_eq!(
+        ints.to_vec::<i64>().unwrap(),
+        [0; 6],
+        "the functional form copies"
+    );
     ints.bernoulli_tensor_(&row).unwrap();
     assert_eq!(ints.to_vec::<i64>().unwrap(), [1, 0, 1, 0, 1, 0]);
     let half = Tensor::full(&[4000], 0.25, ScalarType::Double).unwrap();
-    let mean = vals(&ops::bernoulli_default(&half).unwrap()).iter().sum::<f64>() / 4000.0;
+    let mean = vals(&ops::bernoulli_default(&half).unwrap())
+        .iter()
+        .sum::<f64>()
+        / 4000.0;
     assert!((mean - 0.25).abs() < 0.03, "{mean}");
     let out = ops::bernoulli_out(&p, &empty(ScalarType::Double)).unwrap();
     assert_eq!(vals(&out), [1.0, 0.0, 1.0, 0.0]);
@@ -166,7 +198,9 @@ fn bernoulli_draws_with_the_given_probabilities() {
          be improved?  If so, please report an enhancement request to PyTorch.)"
     );
     assert_eq!(
-        message(ops::bernoulli_default(&Tensor::zeros(&[2], ScalarType::Long).unwrap())),
+        message(ops::bernoulli_default(
+            &Tensor::zeros(&[2], ScalarType::Long).unwrap()
+        )),
         "\"bernoulli_tensor_cpu_p_\" not implemented for 'Long'"
     );
     assert!(ops::bernoulli_tensor(&Tensor::zeros(&[3], ScalarType::Float).unwrap(), &p).is_err());
