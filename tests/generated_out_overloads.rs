@@ -68,9 +68,9 @@ fn out_forms_equal_their_functional_forms() {
     assert_close(&got.0, &want.0, "native_layer_norm.out");
     assert_close(&got.2, &want.2, "native_layer_norm.out rstd");
     assert_eq!(
-        outs[1].sizes(),
+        got.1.sizes(),
         &[2, 1],
-        "the out arguments themselves are resized"
+        "each out is resized (Note [Functional resize])"
     );
 
     let filled = ops::fill_scalar_out(&a, 2.5, &empty(ScalarType::Double)).unwrap();
