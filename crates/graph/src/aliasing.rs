@@ -4,6 +4,8 @@
 use switchboard_dispatcher::OperatorHandle;
 use switchboard_schema::{FunctionSchema, Type};
 
+use crate::Source;
+
 /// The aliasing of an operator's arguments and returns, read from its schema's annotations
 /// (`Tensor(a!) self` is written, `-> Tensor(a)` aliases the argument annotated `(a)`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -53,6 +55,26 @@ impl Aliasing {
         op.schema()
             .map(|r| Aliasing::of(&r.schema))
             .unwrap_or_default()
+    }
+
+    /// The memory an output of a call is, given `arg_root` (the memory of each argument by
+    /// position): the argument a return aliases, the `out=` argument an output is, or `None` for
+    /// fresh memory (and for items of a returned list).
+    pub fn output_root<R>(
+        &self,
+        source: Source,
+        arg_root: impl Fn(usize) -> Option<R>,
+    ) -> Option<R> {
+        match source {
+            Source::Return(r) => self
+                .return_aliases
+                .get(r as usize)
+                .copied()
+                .flatten()
+                .and_then(arg_root),
+            Source::ReturnItem(..) => None,
+            Source::Argument(k) => arg_root(k as usize),
+        }
     }
 
     /// Whether the operator writes any argument.

@@ -132,16 +132,7 @@ impl Plan {
             let roots: Vec<Option<u32>> = node
                 .outputs()
                 .iter()
-                .map(|o| match o.source {
-                    Source::Return(r) => al
-                        .return_aliases
-                        .get(r as usize)
-                        .copied()
-                        .flatten()
-                        .and_then(arg_root),
-                    Source::ReturnItem(..) => None,
-                    Source::Argument(k) => arg_root(k as usize),
-                })
+                .map(|o| al.output_root(o.source, arg_root))
                 .collect();
             let written_roots: Vec<u32> = al.written.iter().filter_map(|&k| arg_root(k)).collect();
             for (j, r) in roots.into_iter().enumerate() {

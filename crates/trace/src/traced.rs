@@ -268,16 +268,7 @@ fn written_inputs(g: &Graph) -> Vec<bool> {
                 }
                 n.outputs()
                     .iter()
-                    .map(|o| match o.source {
-                        Source::Return(r) => al
-                            .return_aliases
-                            .get(r as usize)
-                            .copied()
-                            .flatten()
-                            .and_then(arg_root),
-                        Source::ReturnItem(..) => None,
-                        Source::Argument(k) => arg_root(k as usize),
-                    })
+                    .map(|o| al.output_root(o.source, arg_root))
                     .collect()
             }
         };
