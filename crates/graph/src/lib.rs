@@ -44,7 +44,7 @@ mod print;
 pub use aliasing::{is_pure, is_random, Aliasing};
 pub use graph::{Graph, GraphError};
 pub use key::{constant_words, StructuralKey};
-pub use node::{Arg, Node, NodeId, NodeKind, Output, Source, TensorMeta, Value};
+pub use node::{snapshot, Arg, Node, NodeId, NodeKind, Output, Source, TensorMeta, Value};
 pub use plan::{Plan, RunOptions};
 pub use print::{const_code, meta_annotation, op_path, short_dtype};
 

@@ -218,3 +218,16 @@ impl<'g> Node<'g> {
         matches!(self.entry.kind, NodeKind::Input { .. })
     }
 }
+
+/// A copy of a tensor that a graph keeps as a constant (or a lazy capture as a host
+/// argument): later writes to the original cannot change it, as eager code would have read
+/// the value at the call; a wrapped number stays a wrapped number (type promotion treats it
+/// as a Python scalar).
+pub fn snapshot(t: &Tensor) -> switchboard_tensor::Result<Tensor> {
+    let c = t.deep_clone()?;
+    Ok(if t.is_wrapped_number() {
+        c.to_builder().wrapped_number(true).build()?
+    } else {
+        c
+    })
+}

@@ -67,17 +67,6 @@ pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
     Ok(())
 }
 
-/// A copy of a host tensor that later writes to the original cannot change (eager would
-/// have read it now); wrapped numbers stay wrapped numbers.
-fn snapshot(t: &Tensor) -> Result<Tensor> {
-    let c = t.deep_clone()?;
-    Ok(if t.is_wrapped_number() {
-        c.to_builder().wrapped_number(true).build()?
-    } else {
-        c
-    })
-}
-
 fn classify_tensor(t: &Tensor) -> Result<ArgKind<'_>> {
     if t.device().ty == DeviceType::Lazy {
         match t.payload_as::<LazyStorage>() {
@@ -85,7 +74,7 @@ fn classify_tensor(t: &Tensor) -> Result<ArgKind<'_>> {
             None => Err(storage_error()),
         }
     } else {
-        Ok(ArgKind::Host(snapshot(t)?))
+        Ok(ArgKind::Host(switchboard_graph::snapshot(t)?))
     }
 }
 

@@ -94,7 +94,7 @@ impl State {
                 Ok(v)
             }
             Lookup::Unknown => {
-                let snapshot = snapshot(t)?;
+                let snapshot = switchboard_graph::snapshot(t)?;
                 let v = self.graph.add_input(TensorMeta::of(&snapshot));
                 self.inputs.push(Some(snapshot));
                 self.values.record(t, v);
@@ -168,17 +168,6 @@ impl State {
         }
         Ok(())
     }
-}
-
-/// A copy of a constant that later writes to the original cannot change; wrapped numbers
-/// stay wrapped numbers.
-fn snapshot(t: &Tensor) -> Result<Tensor> {
-    let c = t.deep_clone()?;
-    Ok(if t.is_wrapped_number() {
-        c.to_builder().wrapped_number(true).build()?
-    } else {
-        c
-    })
 }
 
 /// The dispatch mode of a trace (Note \[Tracing\]).
