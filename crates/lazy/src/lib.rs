@@ -64,6 +64,7 @@ mod rules;
 mod shapes;
 mod stats;
 mod storage;
+mod unboxed;
 
 pub use cache::clear as clear_cache;
 pub use executor::{current as executor, set_executor, CpuExecutor, Executable, Executor};
