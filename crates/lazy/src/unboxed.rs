@@ -102,15 +102,19 @@ pub(crate) fn typed_kernel(
         (ShapeRule::Unary, 1) => {
             KernelFunction::from_fn(move |a: &Tensor, x: Scalar| site.call(a, None, &[x]))
         }
-        (ShapeRule::Unary, 2) => KernelFunction::from_fn(move |a: &Tensor, x: Scalar, y: Scalar| {
-            site.call(a, None, &[x, y])
-        }),
+        (ShapeRule::Unary, 2) => {
+            KernelFunction::from_fn(move |a: &Tensor, x: Scalar, y: Scalar| {
+                site.call(a, None, &[x, y])
+            })
+        }
         (ShapeRule::Binary, 0) => {
             KernelFunction::from_fn(move |a: &Tensor, b: &Tensor| site.call(a, Some(b), &[]))
         }
-        (ShapeRule::Binary, 1) => KernelFunction::from_fn(move |a: &Tensor, b: &Tensor, x: Scalar| {
-            site.call(a, Some(b), &[x])
-        }),
+        (ShapeRule::Binary, 1) => {
+            KernelFunction::from_fn(move |a: &Tensor, b: &Tensor, x: Scalar| {
+                site.call(a, Some(b), &[x])
+            })
+        }
         _ => return None,
     })
 }

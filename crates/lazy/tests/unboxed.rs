@@ -52,7 +52,9 @@ fn typed_and_boxed_calls_capture_the_same_node() {
     };
     let after = lazy::stats();
     assert_eq!(after.registered_captures, mid.registered_captures + 1);
-    assert!(lazy::pending_graph().to_string().contains("aten.add.Tensor"));
+    assert!(lazy::pending_graph()
+        .to_string()
+        .contains("aten.add.Tensor"));
     assert_eq!(values(&typed), eager);
     assert_eq!(values(&boxed), eager);
 }
@@ -77,7 +79,10 @@ fn calls_the_rule_does_not_cover_take_the_general_path() {
     assert_eq!(values(&transposed), values(&ops::t(&x).unwrap()));
     // A CPU operand: the general path's device error, as eager's.
     let err = ops::add(&lx, &x).unwrap_err().to_string();
-    assert!(err.contains("Expected all tensors to be on the same device"), "{err}");
+    assert!(
+        err.contains("Expected all tensors to be on the same device"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -91,7 +96,11 @@ fn observed_calls_are_logged_profiled_and_filtered() {
     // The intercept log sees the call.
     let (logged, lines) = lazy::capture_intercept_log(|| add_alpha(&lx, &ly));
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].contains("Intercepted aten::add.Tensor"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("Intercepted aten::add.Tensor"),
+        "{}",
+        lines[0]
+    );
     assert_eq!(values(&logged), eager);
 
     // The profile counts it.
