@@ -8,7 +8,6 @@ use std::sync::OnceLock;
 
 use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
 
-use crate::checked_size::CheckedSize;
 use crate::device::Device;
 use crate::dtype::ScalarType;
 use crate::error::{list, Result, TensorError};
@@ -17,6 +16,10 @@ use crate::storage::Storage;
 use crate::storage_block::Shared;
 use crate::tensor::{AnyArc, Tensor, TensorImpl, VersionCounter, VersionInner};
 use crate::DimVec;
+
+// The checks live in bounds.rs; modules that build tensors import them from here.
+use crate::bounds::CheckedGeometry;
+pub(crate) use crate::bounds::{check_geometry, check_in_bounds, check_sizes, storage_extent};
 
 impl Tensor {
     /// A builder over this tensor's storage, pre-filled with all its metadata (sizes, strides,
@@ -312,8 +315,7 @@ impl TensorBuilder {
             }
             None => layout::contiguous_strides(&sizes),
         };
-        check_sizes(&sizes)?;
-        check_in_bounds(
+        let geometry = check_geometry(
             &sizes,
             &strides,
             self.storage_offset,
@@ -353,7 +355,7 @@ impl TensorBuilder {
             KeySetChoice::Exact(k) => k,
             KeySetChoice::FromDevice(extra) => default_key_set(device)? | extra,
         };
-        Ok(self.finish(sizes, strides, device, key_set))
+        Ok(self.finish(sizes, strides, device, key_set, Some(geometry)))
     }
 
     /// Builds from metadata already known to be valid (a copy of a valid tensor's).
@@ -365,7 +367,7 @@ impl TensorBuilder {
             KeySetChoice::Exact(k) => k,
             KeySetChoice::FromDevice(extra) => device.dense_key_set().unwrap_or_default() | extra,
         };
-        self.finish(sizes, strides, device, key_set)
+        self.finish(sizes, strides, device, key_set, None)
     }
 
     fn finish(
@@ -374,8 +376,9 @@ impl TensorBuilder {
         strides: DimVec,
         device: Device,
         key_set: DispatchKeySet,
+        geometry: Option<CheckedGeometry>,
     ) -> Tensor {
-        Tensor::from_valid_parts(ValidParts {
+        let parts = ValidParts {
             storage: self.storage,
             sizes,
             strides,
@@ -386,117 +389,12 @@ impl TensorBuilder {
             version: self.version,
             payload: self.payload,
             wrapped_number: self.wrapped_number,
-        })
-    }
-}
-
-// Note [Sizes whose every product fits]
-// c10 refuses sizes whose running product overflows (`safe_compute_numel`: "numel: integer
-// multiplication overflow"), so `[2^40, 2^40, 0]` is refused, but it accepts `[0, 2^40,
-// 2^40]`: its running product is 0 at once. Kernels then multiply subsets of those sizes (a
-// plane `h * w`, the dims after a softmax dim, a matmul's batch) and overflow on a tensor
-// with no element. Here the product of the *non-zero* sizes must fit in an `i64`, which makes
-// every product of any subset of a tensor's sizes fit, whatever kernel computes it (Note
-// [Checked size arithmetic]). It costs the same loop; it refuses only zero-element shapes
-// that no real program builds.
-
-/// Sizes must be non-negative and the product of the non-zero ones must fit in an `i64`
-/// (Note [Sizes whose every product fits]); returns the numel.
-#[inline]
-pub(crate) fn check_sizes(sizes: &[i64]) -> Result<i64> {
-    let mut nonzero: i64 = 1;
-    let mut empty = false;
-    for &s in sizes {
-        if s == 0 {
-            empty = true;
-            continue;
-        }
-        match nonzero.checked_mul(s) {
-            Some(n) if s > 0 => nonzero = n,
-            _ => return Err(bad_sizes(sizes)),
+        };
+        match geometry {
+            Some(g) => Tensor::from_valid_parts_with(parts, g.numel, g.is_contiguous),
+            None => Tensor::from_valid_parts(parts),
         }
     }
-    Ok(if empty { 0 } else { nonzero })
-}
-
-/// The error for sizes [`check_sizes`] refused: the first negative size, or the overflow.
-#[cold]
-fn bad_sizes(sizes: &[i64]) -> TensorError {
-    match sizes.iter().find(|s| **s < 0) {
-        Some(s) => TensorError::invalid(format!(
-            "Trying to create tensor with negative dimension {s}: {}",
-            list(sizes)
-        )),
-        None => TensorError::invalid(format!(
-            "numel: integer multiplication overflow for sizes {}",
-            list(sizes)
-        )),
-    }
-}
-
-fn check_strides(strides: &[i64]) -> Result<()> {
-    if strides.iter().any(|s| *s < 0) {
-        return Err(TensorError::invalid(format!(
-            "as_strided: Negative strides are not supported at the moment, got strides: {}",
-            list(strides)
-        )));
-    }
-    Ok(())
-}
-
-/// The bytes a tensor of these sizes, strides and storage offset addresses, from the start
-/// of its storage (c10's `computeStorageNbytes`); `None` when it has no elements. Computed
-/// with checked arithmetic (Note [Checked size arithmetic]), failing as c10 does.
-pub(crate) fn storage_extent(
-    sizes: &[i64],
-    strides: &[i64],
-    offset: i64,
-    elem: usize,
-) -> Result<Option<u64>> {
-    check_strides(strides)?;
-    if sizes.contains(&0) {
-        return Ok(None);
-    }
-    let mut last = CheckedSize::new(offset);
-    for (&size, &stride) in sizes.iter().zip(strides) {
-        last = last + (CheckedSize::new(size) - 1) * stride;
-    }
-    match ((last + 1) * elem as i64).value() {
-        Some(n) if n >= 0 => Ok(Some(n as u64)),
-        _ => Err(TensorError::invalid(format!(
-            "Storage size calculation overflowed with sizes={} and strides={}",
-            list(sizes),
-            list(strides)
-        ))),
-    }
-}
-
-/// Checks Note [Tensor bounds invariant] (PyTorch's `checkInBoundsForStorage`).
-pub(crate) fn check_in_bounds(
-    sizes: &[i64],
-    strides: &[i64],
-    offset: i64,
-    elem: usize,
-    nbytes: usize,
-) -> Result<()> {
-    check_strides(strides)?;
-    if offset < 0 {
-        return Err(TensorError::invalid(format!(
-            "Tensor: invalid storage offset {offset}"
-        )));
-    }
-    let Some(needed) = storage_extent(sizes, strides, offset, elem)? else {
-        return Ok(());
-    };
-    if needed > nbytes as u64 {
-        return Err(TensorError::invalid(format!(
-            "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {elem} \
-             requiring a storage size of {needed} are out of bounds for storage of size {nbytes}",
-            list(sizes),
-            list(strides)
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@
 
 mod access;
 mod alloc_tuning;
+mod bounds;
 mod broadcast;
 mod builder;
 mod checked_size;

@@ -3,10 +3,10 @@
 
 use switchboard_keys::DispatchKeySet;
 
-use crate::builder::{check_in_bounds, check_sizes, ValidParts};
+use crate::builder::{check_geometry, ValidParts};
 use crate::device::Device;
 use crate::dtype::ScalarType;
-use crate::error::{list, Result, TensorError};
+use crate::error::{Result, TensorError};
 use crate::layout;
 use crate::storage::Storage;
 use crate::tensor::{AnyArc, Tensor, VersionCounter};
@@ -18,7 +18,8 @@ use crate::tensor::{AnyArc, Tensor, VersionCounter};
 // captured call wants that cheap: `Tensor::without_data` writes the tensor straight into its
 // block from borrowed metadata (sizes and strides land inline in the tensor, the storage
 // block has no byte buffer), with only the checks that keep Note [Tensor bounds invariant]
-// (sizes, strides, a storage large enough for them), and takes the key set from the caller,
+// (sizes, strides, a storage large enough for them; in one pass, Note [One-pass geometry
+// check]), and takes the key set from the caller,
 // who knows it, instead of looking the device up. `TensorBuilder` stays the general way
 // (default strides, data, checks of alignment and bool storages, device key sets).
 
@@ -82,15 +83,7 @@ impl Tensor {
                 "Tensor::without_data: a CPU tensor must have data (use Tensor::empty)",
             ));
         }
-        if strides.len() != sizes.len() {
-            return Err(TensorError::invalid(format!(
-                "mismatch in length of strides and shape: sizes {} and strides {}",
-                list(sizes),
-                list(strides)
-            )));
-        }
-        let numel = check_sizes(sizes)?;
-        check_in_bounds(
+        let geometry = check_geometry(
             sizes,
             strides,
             storage_offset,
@@ -111,8 +104,8 @@ impl Tensor {
                 payload,
                 wrapped_number: false,
             },
-            numel,
-            layout::is_contiguous(sizes, strides),
+            geometry.numel,
+            geometry.is_contiguous,
         ))
     }
 }
