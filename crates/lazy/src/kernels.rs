@@ -92,7 +92,6 @@ pub const REGISTERED_OPS: &[&str] = &[
     "min",
     "argmax",
     "amax",
-    "var",
     // shape operators
     "view",
     "transpose.int",
