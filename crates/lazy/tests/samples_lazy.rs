@@ -261,7 +261,10 @@ fn every_sample_runs_alike_on_lazy_and_cpu() {
     let _mode = lazy::LazyModeGuard::new(true);
     let (failures, n) = lazy_against_cpu();
     eprintln!("lazy mode on: {n:?}");
-    assert!(n.samples > 1000 && n.errors > 50 && n.variants > 400, "{n:?}");
+    assert!(
+        n.samples > 1000 && n.errors > 50 && n.variants > 400,
+        "{n:?}"
+    );
     report(&failures);
 }
 
@@ -271,7 +274,10 @@ fn every_sample_runs_alike_with_lazy_mode_off() {
     let _mode = lazy::LazyModeGuard::new(false);
     let (failures, n) = lazy_against_cpu();
     eprintln!("lazy mode off: {n:?}");
-    assert!(n.samples > 1000 && n.errors > 50 && n.variants > 400, "{n:?}");
+    assert!(
+        n.samples > 1000 && n.errors > 50 && n.variants > 400,
+        "{n:?}"
+    );
     report(&failures);
 }
 

@@ -43,6 +43,22 @@ static GROW_STORAGE: RwLock<Vec<(DeviceType, GrowStorageFn)>> = RwLock::new(Vec:
 /// Registers how storages of tensors without data on devices of type `ty` grow when an
 /// `out=` tensor is resized (Note [Growing storages without data]); replaces an earlier
 /// registration. Fails for `cpu` and `meta`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use switchboard_tensor::{register_grow_storage, AnyArc, DeviceType, Result, ScalarType, Storage, Tensor};
+/// // A backend whose payload records the size of the storage it describes.
+/// fn grow(t: &Tensor, needed: usize) -> Result<(Storage, Option<AnyArc>)> {
+///     let payload: AnyArc = Arc::new(needed);
+///     Ok((Storage::zeros_for(t.device(), needed, t.dtype())?, Some(payload)))
+/// }
+/// register_grow_storage(DeviceType::MTIA, grow).unwrap();
+/// let out = Tensor::empty_on(&[0], ScalarType::Float, "mtia".parse().unwrap()).unwrap();
+/// let resized = out.resize_output(&[2, 3]).unwrap();
+/// assert_eq!(resized.sizes(), &[2, 3]);
+/// assert_eq!(resized.payload_as::<usize>(), Some(&24));
+/// assert!(register_grow_storage(DeviceType::CPU, grow).is_err());
+/// ```
 pub fn register_grow_storage(ty: DeviceType, f: GrowStorageFn) -> Result<()> {
     if matches!(ty, DeviceType::CPU | DeviceType::Meta) {
         return Err(TensorError::invalid(format!(
