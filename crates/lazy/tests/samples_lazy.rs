@@ -14,8 +14,8 @@ use switchboard_autograd::{operator_autograd, AutogradKind, AutogradTensor};
 use switchboard_dispatcher::{DispatchError, IValue, OperatorHandle, Result};
 use switchboard_lazy as lazy;
 use switchboard_opinfo::{
-    assert_close, aten_operators, operator, registry, returned_tensors, short_name, t, variants_of,
-    OpInfo, Prepared, Sample, Unsampled,
+    assert_close, aten_operators, harness_error, operator, registry, returned_tensors, short_name,
+    t, variants_of, OpInfo, Prepared, Sample, Unsampled,
 };
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
@@ -94,6 +94,15 @@ fn run(info: &OpInfo, s: &Sample, form: Form, device: Device) -> Result<Run> {
             .collect(),
         Err(_) => Vec::new(),
     };
+    // A call on lazy tensors returns lazy tensors (the eager fallback wraps its results).
+    if let Ok(r) = &returns {
+        if let Some(t) = returned_tensors(r).iter().find(|t| t.device() != device) {
+            return Err(harness_error(format!(
+                "returns a tensor on {}, not on {device}",
+                t.device()
+            )));
+        }
+    }
     let returns = match returns {
         Ok(r) => Ok(ivalues_to_cpu(r)?),
         Err(e) => Err(e),
