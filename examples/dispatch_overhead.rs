@@ -18,7 +18,9 @@
 //! (under a trace, `switchboard::trace::Tracer`: the call runs and becomes a graph node with its
 //! arguments' values and its output's metadata); `lazy_add_1elem` (`ops::add` of two 1-element
 //! lazy tensors: the call is captured, its metadata given by a shape rule (Note [Shape rules] in
-//! switchboard-lazy), a lazy tensor returned; nothing runs).
+//! switchboard-lazy), a lazy tensor returned; nothing runs: the results are dropped, so each
+//! `lazy::sync()`, made after every `LAZY_STEP` captures as a training loop syncs once a step,
+//! only ends the epoch, and its cost is shared by the step's captures).
 
 use std::hint::black_box;
 
@@ -30,6 +32,9 @@ use switchboard::keys::{DispatchKey as K, AUTOGRAD_DISPATCH_KEYSET};
 use switchboard::tensor::{ScalarType, Tensor};
 
 type Op2 = TypedOperatorHandle<(Tensor, Tensor), Tensor>;
+
+/// Captures per `lazy::sync()` in `lazy_add_1elem` (a small training step's calls).
+const LAZY_STEP: u64 = 100;
 
 fn first(a: &Tensor, _b: &Tensor) -> switchboard::dispatcher::Result<Tensor> {
     Ok(a.clone())
@@ -175,11 +180,17 @@ fn main() {
             };
             let (a, b) = (to_lazy(&cpu), to_lazy(&cpu));
             lazy::sync().unwrap();
-            for _ in 0..n {
+            for i in 1..=n {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
+                // A step's end, as a training loop has: the pending graph is cleared (its
+                // memory kept for the next step's), its dead storages become spares. The
+                // captured calls are dead (their results were dropped): nothing runs, and the
+                // difference of two runs is the cost of capturing one call, the sync's share
+                // included.
+                if i % LAZY_STEP == 0 {
+                    lazy::sync().unwrap();
+                }
             }
-            // Not synced: the captured calls are dead (their results were dropped), and the
-            // difference of two runs is the cost of capturing one call.
         }
         "startup" => {
             // The global dispatcher's start-up registration: every operator of the ops crate

@@ -266,8 +266,8 @@ pub(crate) fn record_ruled(
     let mut ctx = context();
     let operands = call.operands();
     let mut values = [Value::new(NodeId(0), 0); 2];
-    for (v, (t, ls)) in values.iter_mut().zip(operands) {
-        *v = ctx.read(t, ls)?;
+    for (v, &(t, ls, at_base)) in values.iter_mut().zip(operands) {
+        *v = ctx.read_known(t, ls, at_base)?;
     }
     let n = operands.len();
     let graph_args = values[..n].iter().map(|v| Arg::Value(*v)).chain(constants);

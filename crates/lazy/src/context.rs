@@ -55,9 +55,17 @@ impl Context {
     /// (`as_strided`) of it.
     #[inline]
     pub fn read(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
+        self.read_known(t, ls, same_geometry(&ls.base, t))
+    }
+
+    /// [`read`](Self::read) when the caller knows whether `t` has the storage's base geometry
+    /// (`at_base`).
+    #[inline]
+    pub fn read_known(&mut self, t: &TensorImpl, ls: &LazyStorage, at_base: bool) -> Result<Value> {
+        debug_assert_eq!(at_base, same_geometry(&ls.base, t));
         // The usual case, inline: a tensor with its storage's base geometry whose value (a
         // pending one, or the input standing for its data) is already in this epoch's graph.
-        if same_geometry(&ls.base, t) {
+        if at_base {
             let st = ls.lock();
             let (value, epoch) = match st.contents {
                 Contents::Pending { value, epoch } => (Some(value), epoch),
@@ -171,11 +179,8 @@ impl Context {
             value: v,
             epoch: self.epoch,
         };
-        let ls = self.pending.storage(meta, nbytes, contents);
-        let t = tensor_of(&ls, version)?;
-        ls.lock().registered_epoch = self.epoch;
-        self.pending.register(ls);
-        Ok(t)
+        let ls = self.pending.fresh(meta, nbytes, contents, self.epoch);
+        tensor_of(ls, version)
     }
 
     /// Runs the pending graph for every live storage waiting for a value, and starts a new

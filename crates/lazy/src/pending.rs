@@ -52,21 +52,46 @@ impl PendingStorages {
         }
     }
 
-    /// A storage of `nbytes` whose base is `base`, holding `contents`: a spare one when there
-    /// is one, else a new one.
-    pub fn storage(
+    /// A storage of `nbytes` whose base is `base`, holding `contents` (a value of epoch
+    /// `epoch`), registered as waiting for it: a spare one when there is one, else a new one.
+    pub fn fresh(
         &mut self,
         base: Arc<TensorMeta>,
         nbytes: usize,
         contents: Contents,
+        epoch: u64,
+    ) -> &Arc<LazyStorage> {
+        let ls = self.storage(base, nbytes, contents, epoch);
+        self.register(ls);
+        self.held.last().expect("just registered")
+    }
+
+    /// A storage as [`fresh`](Self::fresh) makes, marked as registered in `epoch` (the caller
+    /// registers it).
+    fn storage(
+        &mut self,
+        base: Arc<TensorMeta>,
+        nbytes: usize,
+        contents: Contents,
+        epoch: u64,
     ) -> Arc<LazyStorage> {
         if let Some(mut ls) = self.spares.pop() {
             if let Some(slot) = Arc::get_mut(&mut ls) {
                 slot.renew(base, nbytes, contents);
+                slot.state
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .registered_epoch = epoch;
                 return ls;
             }
         }
-        Arc::new(LazyStorage::new(base, nbytes, contents))
+        let mut fresh = LazyStorage::new(base, nbytes, contents);
+        fresh
+            .state
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .registered_epoch = epoch;
+        Arc::new(fresh)
     }
 
     /// Registers `ls` as waiting for a value of the current epoch.
@@ -154,7 +179,7 @@ mod tests {
         assert!(held <= 2 * kept.len() + MIN_PRUNE, "{held}");
         assert!(spares > 0);
         let addresses: Vec<*const LazyStorage> = p.spares.iter().map(Arc::as_ptr).collect();
-        let reused = p.storage(meta(), 8, pending(999));
+        let reused = p.storage(meta(), 8, pending(999), 0);
         assert!(addresses.contains(&Arc::as_ptr(&reused)));
         assert_eq!(reused.nbytes, 8);
         assert!(matches!(
@@ -170,11 +195,10 @@ mod tests {
     #[test]
     fn reused_storages_get_new_ids() {
         let mut p = PendingStorages::new();
-        let ls = p.storage(meta(), 4, pending(0));
-        let id = ls.id();
-        p.register(ls);
+        let id = p.fresh(meta(), 4, pending(0), 0).id();
         assert!(p.take_live().is_empty());
-        let again = p.storage(meta(), 4, pending(1));
+        let again = p.storage(meta(), 4, pending(1), 1);
+        assert_eq!(again.lock().registered_epoch, 1);
         assert_ne!(again.id(), id);
     }
 }

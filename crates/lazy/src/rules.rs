@@ -92,15 +92,19 @@ pub fn operators_with_shape_rules() -> impl Iterator<Item = &'static str> {
 /// A call a rule applies to: its tensor operands (lazy tensors and their storages) and the
 /// output's metadata.
 pub(crate) struct RuledCall<'a> {
-    operands: [(&'a Tensor, &'a LazyStorage); 2],
+    operands: [Operand<'a>; 2],
     len: usize,
     /// The metadata of the result, and its storage's size.
     pub out: OutMeta,
 }
 
+/// A tensor operand of a ruled call: the lazy tensor, its storage, and whether the tensor has
+/// the storage's base geometry (found once, by the rule, for reading its value).
+pub(crate) type Operand<'a> = (&'a Tensor, &'a LazyStorage, bool);
+
 impl<'a> RuledCall<'a> {
     /// The tensor operands, in argument order (the other arguments follow them).
-    pub fn operands(&self) -> &[(&'a Tensor, &'a LazyStorage)] {
+    pub fn operands(&self) -> &[Operand<'a>] {
         &self.operands[..self.len]
     }
 }
@@ -108,12 +112,12 @@ impl<'a> RuledCall<'a> {
 /// Whether `t` is a plain lazy operand of a rule: a lazy tensor of a floating dtype with the
 /// canonical contiguous strides of its sizes.
 #[inline]
-fn plain(t: &Tensor) -> Option<(&Tensor, &LazyStorage)> {
+fn plain(t: &Tensor) -> Option<Operand<'_>> {
     let ls = t.payload_as::<LazyStorage>()?;
     let canonical = t.dtype().is_floating_point()
         && !t.is_wrapped_number()
         && canonical_strides(t.sizes(), t.strides());
-    canonical.then_some((t, ls))
+    canonical.then(|| (t, ls, same_geometry(&ls.base, t)))
 }
 
 /// Whether `strides` are the contiguous strides of `sizes` (`contiguous_strides(sizes)`,
@@ -164,19 +168,21 @@ pub(crate) fn infer_operands<'a>(
     let mut operands = [first; 2];
     let mut len = 1;
     if let Some(second) = second {
-        let (t, ls) = plain(second)?;
+        let second = plain(second)?;
+        let t = second.0;
         if t.dtype() != first.0.dtype() || !same_dims(t.sizes(), first.0.sizes()) {
             return None;
         }
-        operands[1] = (t, ls);
+        operands[1] = second;
         len = 2;
     }
-    let (t, _) = first;
+    let t = first.0;
     let nbytes = t.numel() as usize * t.dtype().element_size();
-    // An operand whose storage's base is the result's metadata lends it.
-    let lent = operands[..len].iter().find_map(|(t, ls)| {
+    // An operand whose storage's base is the result's metadata (the operand's own geometry,
+    // contiguous, at offset 0) lends it.
+    let lent = operands[..len].iter().find_map(|(t, ls, at_base)| {
         let b = &ls.base;
-        (b.storage_offset == 0 && b.dtype == t.dtype() && same_geometry(b, t)).then(|| b.clone())
+        (*at_base && b.storage_offset == 0 && b.dtype == t.dtype()).then(|| b.clone())
     });
     let meta = lent.unwrap_or_else(|| {
         Arc::new(TensorMeta {

@@ -204,7 +204,9 @@ fn one_pass(
     if last_overflows {
         return None;
     }
-    let needed = last.checked_add(1)?.checked_mul(i64::try_from(elem).ok()?)?;
+    let needed = last
+        .checked_add(1)?
+        .checked_mul(i64::try_from(elem).ok()?)?;
     if needed as u64 > nbytes as u64 {
         return None;
     }

@@ -4,7 +4,7 @@ use std::alloc::{self, Layout};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::Range;
-use std::ptr::NonNull;
+use std::ptr::{addr_of_mut, NonNull};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -161,6 +161,41 @@ impl Storage {
             borrow: AtomicUsize::new(0),
             version: AtomicU64::new(0),
         }))
+    }
+
+    /// A storage of `nbytes` for elements of `dtype` on `device` that holds no bytes (a meta
+    /// or backend storage: Note [Tensors without data]); the caller knows `device` is not
+    /// the CPU. Written field by field into its block: the buffer's tag only, not a whole
+    /// inline buffer's worth of stack copy (`from_parts` moves a built value, which for the
+    /// CPU's inline buffers is cheaper).
+    #[inline]
+    pub(crate) fn without_bytes(device: Device, nbytes: usize, dtype: ScalarType) -> Storage {
+        debug_assert!(!device.is_cpu());
+        // This pattern names every field of `StorageImpl`: a field added there and not
+        // written below fails to compile here.
+        #[allow(dead_code)]
+        fn every_field_is_written(s: &StorageImpl) {
+            let StorageImpl {
+                buf: _,
+                nbytes: _,
+                device: _,
+                holds_bool: _,
+                borrow: _,
+                version: _,
+            } = s;
+        }
+        // SAFETY: every field of the value is written (checked by the pattern above) from
+        // values already computed; the slot is the block's uninitialised value.
+        Storage(unsafe {
+            Shared::new_with(|s: *mut StorageImpl| {
+                addr_of_mut!((*s).buf).write(Buffer::None);
+                addr_of_mut!((*s).nbytes).write(nbytes);
+                addr_of_mut!((*s).device).write(device);
+                addr_of_mut!((*s).holds_bool).write(dtype == ScalarType::Bool);
+                addr_of_mut!((*s).borrow).write(AtomicUsize::new(0));
+                addr_of_mut!((*s).version).write(AtomicU64::new(0));
+            })
+        })
     }
 
     /// A storage of `nbytes` for elements of `dtype` on `device` (zeroed bytes on CPU, no

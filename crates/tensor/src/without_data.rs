@@ -90,7 +90,7 @@ impl Tensor {
             dtype.element_size(),
             storage_nbytes,
         )?;
-        let storage = Storage::zeros_for(device, storage_nbytes, dtype)?;
+        let storage = Storage::without_bytes(device, storage_nbytes, dtype);
         Ok(Tensor::from_valid_parts_with(
             ValidParts {
                 storage,
