@@ -81,6 +81,7 @@ mod storage_block;
 mod strided;
 mod tensor;
 mod view;
+mod view_dtype;
 mod without_data;
 
 pub use access::{convert, Access, DataMut, DataRef};
