@@ -23,6 +23,10 @@ use crate::DimVec;
 // aligned for the new elements (only a storage adopted from a `Vec` of smaller elements can
 // be misaligned).
 //
+// A tensor whose backend keeps a payload (the lazy backend's pending values) is refused: the
+// payload describes the data in the tensor's own dtype, and a backend sees no call here (the
+// kernel is CompositeExplicitAutograd, as in PyTorch) to learn of the reinterpretation.
+//
 // One difference from PyTorch: `bool` and the other dtypes cannot view each other. A storage
 // holds bools only if it was made for them (Note [Element bit patterns]): reading a byte other
 // than 0 or 1 as a Rust `bool` is undefined behaviour, and writing such a byte through a
@@ -40,6 +44,16 @@ impl Tensor {
                  cannot share a storage here (its bytes must all be 0 or 1 to be read as bool)",
                 from.c10_name(),
                 dtype.c10_name()
+            )));
+        }
+        if from != dtype && self.payload().is_some() {
+            return Err(TensorError::invalid(format!(
+                "view(dtype): cannot view {} as {} on device {}: its backend keeps the data \
+                 in a form of its own (a payload), which only knows the tensor's dtype; move \
+                 the tensor to the CPU first",
+                from.c10_name(),
+                dtype.c10_name(),
+                self.device()
             )));
         }
         let (old, new) = (from.element_size() as i64, dtype.element_size() as i64);
