@@ -232,7 +232,10 @@ fn cached_shapes(
 /// call's errors, with eager's messages; nothing is recorded then.
 pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> Result<()> {
     if let Some(call) = info.rule.and_then(|rule| rules::infer(rule, stack)) {
-        let t = record_ruled(op, call, stack)?;
+        let constants = stack[call.operands().len()..]
+            .iter()
+            .map(|c| Arg::Const(c.clone()));
+        let t = record_ruled(op, call, constants)?;
         stack.clear();
         stack.push(IValue::Tensor(t));
         return Ok(());
@@ -250,10 +253,16 @@ pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> 
     Ok(())
 }
 
-/// Records a call its shape rule applies to (`args`: its arguments) and returns its result:
-/// the general path below without its cases (one fresh result, no write, no list, no host
-/// tensor), and with no allocation once the pending graph's memory is warm.
-fn record_ruled(op: &OperatorHandle, call: RuledCall<'_>, args: &[IValue]) -> Result<Tensor> {
+/// Records a call its shape rule applies to (`constants`: its arguments after the tensor
+/// operands) and returns its result: the general path below without its cases (one fresh
+/// result, no write, no list, no host tensor), and with no allocation but the result's once
+/// the pending graph's memory is warm. The boxed path and the typed kernels (Note [Unboxed
+/// capture]) share it.
+pub(crate) fn record_ruled(
+    op: &OperatorHandle,
+    call: RuledCall<'_>,
+    constants: impl Iterator<Item = Arg>,
+) -> Result<Tensor> {
     let mut ctx = context();
     let operands = call.operands();
     let mut values = [Value::new(NodeId(0), 0); 2];
@@ -261,10 +270,7 @@ fn record_ruled(op: &OperatorHandle, call: RuledCall<'_>, args: &[IValue]) -> Re
         *v = ctx.read(t, ls)?;
     }
     let n = operands.len();
-    let graph_args = values[..n]
-        .iter()
-        .map(|v| Arg::Value(*v))
-        .chain(args[n..].iter().map(|c| Arg::Const(c.clone())));
+    let graph_args = values[..n].iter().map(|v| Arg::Value(*v)).chain(constants);
     let (meta, nbytes) = call.out;
     let output = Output::ret(0, meta.clone());
     let id = ctx

@@ -53,7 +53,26 @@ impl Context {
     /// The graph value of lazy tensor `t`, whose storage is `ls` (Note [Lazy mutations and
     /// views]): the storage's value when `t` has the storage's base geometry, else a view
     /// (`as_strided`) of it.
+    #[inline]
     pub fn read(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
+        // The usual case, inline: a tensor with its storage's base geometry whose value (a
+        // pending one, or the input standing for its data) is already in this epoch's graph.
+        if same_geometry(&ls.base, t) {
+            let st = ls.lock();
+            let (value, epoch) = match st.contents {
+                Contents::Pending { value, epoch } => (Some(value), epoch),
+                Contents::Data(_) => st.input.map_or((None, 0), |(e, v)| (Some(v), e)),
+                Contents::Failed(_) => (None, 0),
+            };
+            if let (Some(v), true) = (value, epoch == self.epoch) {
+                return Ok(v);
+            }
+        }
+        self.read_general(t, ls)
+    }
+
+    /// [`read`](Self::read), every case.
+    fn read_general(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
         let mut st = ls.lock();
         let base = match &st.contents {
             Contents::Pending { value, epoch } if *epoch == self.epoch => *value,

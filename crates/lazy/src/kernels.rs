@@ -15,8 +15,10 @@ use crate::eager::{host_copy, materialize, run_eagerly};
 use crate::log;
 use crate::mode::lazy_mode;
 use crate::op_info::{op_info, Handling, OpInfo};
+use crate::rules;
 use crate::stats::{profile_end, profile_start, STATS};
 use crate::storage::lazy_storage;
+use crate::unboxed::typed_kernel;
 
 /// The operators with a dedicated lazy kernel (Genie's registered operators: arithmetic,
 /// matrix products, activations, convolutions, reductions, shape operators, copies and
@@ -259,10 +261,13 @@ fn copy_out(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
 fn register(lib: &mut Library) -> Result<()> {
     register_host_copy(DeviceType::Lazy, host_copy)?;
     for name in REGISTERED_OPS {
-        let kernel = if *name == "copy_" {
-            copy_kernel()
-        } else {
-            registered_kernel()
+        // Typed where the operator has a shape rule (Note [Unboxed capture]).
+        let typed = rules::signature_of(&format!("aten::{name}"))
+            .and_then(|(rule, scalars)| typed_kernel(name, rule, scalars));
+        let kernel = match typed {
+            Some(kernel) => kernel,
+            None if *name == "copy_" => copy_kernel(),
+            None => registered_kernel(),
         };
         lib.impl_with_static_debug(name, None, kernel, "switchboard_lazy::capture [Lazy]")?;
     }

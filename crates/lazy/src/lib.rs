@@ -64,6 +64,7 @@ mod rules;
 mod shapes;
 mod stats;
 mod storage;
+mod unboxed;
 
 pub use cache::clear as clear_cache;
 pub use executor::{current as executor, set_executor, CpuExecutor, Executable, Executor};
@@ -130,8 +131,10 @@ use crate::storage::Contents;
 //   CompositeExplicitAutograd as in PyTorch (an `empty_like` on the target device, then a
 //   `copy_` dispatched on both tensors).
 // - How a recording layer sees arguments uniformly: on the boxed path. Both interception
-//   layers are boxed kernels; a call's arguments are `IValue`s in schema order, which become
-//   graph values (tensors) and constants (the rest), and aliasing comes from the schema's
+//   layers capture boxed calls (the typed kernels of the operators with a shape rule record
+//   the one case their rule covers from typed arguments and box every other call, Note
+//   [Unboxed capture]); a call's arguments are `IValue`s in schema order, which become graph
+//   values (tensors) and constants (the rest), and aliasing comes from the schema's
 //   annotations (`switchboard_graph::Aliasing`).
 // - Where in-place/view semantics live for a backend that cannot alias memory: in the storage
 //   model above (Note [Lazy mutations and views]); the graph IR keeps writes as explicit nodes

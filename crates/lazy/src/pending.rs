@@ -60,14 +60,13 @@ impl PendingStorages {
         nbytes: usize,
         contents: Contents,
     ) -> Arc<LazyStorage> {
-        let fresh = LazyStorage::new(base, nbytes, contents);
         if let Some(mut ls) = self.spares.pop() {
             if let Some(slot) = Arc::get_mut(&mut ls) {
-                *slot = fresh;
+                slot.renew(base, nbytes, contents);
                 return ls;
             }
         }
-        Arc::new(fresh)
+        Arc::new(LazyStorage::new(base, nbytes, contents))
     }
 
     /// Registers `ls` as waiting for a value of the current epoch.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use switchboard_dispatcher::IValue;
 use switchboard_graph::TensorMeta;
-use switchboard_tensor::{contiguous_strides, DimVec, Tensor};
+use switchboard_tensor::{DimVec, Tensor};
 
 use crate::shapes::OutMeta;
 use crate::storage::{same_dims, same_geometry, LazyStorage, DEVICE};
@@ -33,41 +33,60 @@ pub(crate) enum ShapeRule {
     Binary,
 }
 
-/// The operators with a rule (names as `OpInfo::name`).
-const RULES: &[(&str, ShapeRule)] = &[
-    ("aten::neg", ShapeRule::Unary),
-    ("aten::exp", ShapeRule::Unary),
-    ("aten::log", ShapeRule::Unary),
-    ("aten::sqrt", ShapeRule::Unary),
-    ("aten::rsqrt", ShapeRule::Unary),
-    ("aten::abs", ShapeRule::Unary),
-    ("aten::relu", ShapeRule::Unary),
-    ("aten::sigmoid", ShapeRule::Unary),
-    ("aten::tanh", ShapeRule::Unary),
-    ("aten::silu", ShapeRule::Unary),
-    ("aten::add.Scalar", ShapeRule::Unary),
-    ("aten::sub.Scalar", ShapeRule::Unary),
-    ("aten::mul.Scalar", ShapeRule::Unary),
-    ("aten::div.Scalar", ShapeRule::Unary),
-    ("aten::add.Tensor", ShapeRule::Binary),
-    ("aten::sub.Tensor", ShapeRule::Binary),
-    ("aten::mul.Tensor", ShapeRule::Binary),
-    ("aten::div.Tensor", ShapeRule::Binary),
-    ("aten::maximum", ShapeRule::Binary),
-    ("aten::minimum", ShapeRule::Binary),
-    ("aten::threshold_backward", ShapeRule::Binary),
-    ("aten::sigmoid_backward", ShapeRule::Binary),
-    ("aten::tanh_backward", ShapeRule::Binary),
+impl ShapeRule {
+    /// The number of tensor operands (the first arguments).
+    pub fn operands(self) -> usize {
+        match self {
+            ShapeRule::Unary => 1,
+            ShapeRule::Binary => 2,
+        }
+    }
+}
+
+/// The operators with a rule (names as `OpInfo::name`), and how many `Scalar` arguments
+/// follow their tensor operands (their typed kernel's signature, Note [Unboxed capture]).
+const RULES: &[(&str, ShapeRule, usize)] = &[
+    ("aten::neg", ShapeRule::Unary, 0),
+    ("aten::exp", ShapeRule::Unary, 0),
+    ("aten::log", ShapeRule::Unary, 0),
+    ("aten::sqrt", ShapeRule::Unary, 0),
+    ("aten::rsqrt", ShapeRule::Unary, 0),
+    ("aten::abs", ShapeRule::Unary, 0),
+    ("aten::relu", ShapeRule::Unary, 0),
+    ("aten::sigmoid", ShapeRule::Unary, 0),
+    ("aten::tanh", ShapeRule::Unary, 0),
+    ("aten::silu", ShapeRule::Unary, 0),
+    ("aten::add.Scalar", ShapeRule::Unary, 2),
+    ("aten::sub.Scalar", ShapeRule::Unary, 2),
+    ("aten::mul.Scalar", ShapeRule::Unary, 1),
+    ("aten::div.Scalar", ShapeRule::Unary, 1),
+    ("aten::add.Tensor", ShapeRule::Binary, 1),
+    ("aten::sub.Tensor", ShapeRule::Binary, 1),
+    ("aten::mul.Tensor", ShapeRule::Binary, 0),
+    ("aten::div.Tensor", ShapeRule::Binary, 0),
+    ("aten::maximum", ShapeRule::Binary, 0),
+    ("aten::minimum", ShapeRule::Binary, 0),
+    ("aten::threshold_backward", ShapeRule::Binary, 1),
+    ("aten::sigmoid_backward", ShapeRule::Binary, 0),
+    ("aten::tanh_backward", ShapeRule::Binary, 0),
 ];
 
 /// The rule of operator `name`, if it has one.
 pub(crate) fn rule_for(name: &str) -> Option<ShapeRule> {
-    RULES.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
+    RULES.iter().find(|(n, ..)| *n == name).map(|(_, r, _)| *r)
+}
+
+/// The rule of operator `name` and the number of its `Scalar` arguments, if it has a rule.
+pub(crate) fn signature_of(name: &str) -> Option<(ShapeRule, usize)> {
+    RULES
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .map(|(_, r, scalars)| (*r, *scalars))
 }
 
 /// The names of the operators with a rule (for tests and reports).
 pub fn operators_with_shape_rules() -> impl Iterator<Item = &'static str> {
-    RULES.iter().map(|(n, _)| *n)
+    RULES.iter().map(|(n, ..)| *n)
 }
 
 /// A call a rule applies to: its tensor operands (lazy tensors and their storages) and the
@@ -86,41 +105,71 @@ impl<'a> RuledCall<'a> {
     }
 }
 
-/// Whether `v` is a plain lazy operand of a rule: a lazy tensor of a floating dtype with the
+/// Whether `t` is a plain lazy operand of a rule: a lazy tensor of a floating dtype with the
 /// canonical contiguous strides of its sizes.
 #[inline]
-fn plain(v: &IValue) -> Option<(&Tensor, &LazyStorage)> {
-    let IValue::Tensor(t) = v else { return None };
+fn plain(t: &Tensor) -> Option<(&Tensor, &LazyStorage)> {
     let ls = t.payload_as::<LazyStorage>()?;
     let canonical = t.dtype().is_floating_point()
-        && t.is_contiguous()
         && !t.is_wrapped_number()
-        && contiguous_strides(t.sizes()).as_slice() == t.strides();
+        && canonical_strides(t.sizes(), t.strides());
     canonical.then_some((t, ls))
 }
 
-/// The call of `args` under `rule`, or `None` when the rule does not apply (Note [Shape
-/// rules]).
+/// Whether `strides` are the contiguous strides of `sizes` (`contiguous_strides(sizes)`,
+/// compared without building them).
+#[inline]
+fn canonical_strides(sizes: &[i64], strides: &[i64]) -> bool {
+    let mut expected = 1i64;
+    for (size, stride) in sizes.iter().zip(strides).rev() {
+        if *stride != expected {
+            return false;
+        }
+        expected = expected.saturating_mul((*size).max(1));
+    }
+    sizes.len() == strides.len()
+}
+
+/// The call of `args` (boxed) under `rule`, or `None` when the rule does not apply (Note
+/// [Shape rules]).
 pub(crate) fn infer(rule: ShapeRule, args: &[IValue]) -> Option<RuledCall<'_>> {
-    let len = match rule {
-        ShapeRule::Unary => 1,
-        ShapeRule::Binary => 2,
-    };
-    let (tensors, numbers) = args.split_at_checked(len)?;
+    let (tensors, numbers) = args.split_at_checked(rule.operands())?;
     if !numbers
         .iter()
         .all(|v| matches!(v, IValue::Int(_) | IValue::Double(_)))
     {
         return None;
     }
-    let first = plain(&tensors[0])?;
+    fn tensor(v: &IValue) -> Option<&Tensor> {
+        match v {
+            IValue::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+    let first = tensor(&tensors[0])?;
+    let second = match tensors.get(1) {
+        Some(v) => Some(tensor(v)?),
+        None => None,
+    };
+    infer_operands(first, second)
+}
+
+/// The call of the tensor operands `first` and `second` (binary rules), or `None` when the
+/// rule does not apply (Note [Shape rules]); the caller checks the other arguments.
+pub(crate) fn infer_operands<'a>(
+    first: &'a Tensor,
+    second: Option<&'a Tensor>,
+) -> Option<RuledCall<'a>> {
+    let first = plain(first)?;
     let mut operands = [first; 2];
-    if let Some(second) = tensors.get(1) {
+    let mut len = 1;
+    if let Some(second) = second {
         let (t, ls) = plain(second)?;
         if t.dtype() != first.0.dtype() || !same_dims(t.sizes(), first.0.sizes()) {
             return None;
         }
         operands[1] = (t, ls);
+        len = 2;
     }
     let (t, _) = first;
     let nbytes = t.numel() as usize * t.dtype().element_size();
@@ -155,7 +204,7 @@ mod tests {
             .iter()
             .map(|n| format!("aten::{n}"))
             .collect();
-        for (name, _) in RULES {
+        for (name, ..) in RULES {
             let bare = name.trim_end_matches(".default");
             assert!(registered.iter().any(|r| r == bare), "{name}");
         }

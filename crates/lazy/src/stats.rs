@@ -320,10 +320,16 @@ pub fn set_profiling(on: bool) -> bool {
     PROFILING.swap(on, Ordering::Relaxed)
 }
 
+/// Whether the per-operator overhead profile is on.
+#[inline(always)]
+pub(crate) fn profiling() -> bool {
+    PROFILING.load(Ordering::Relaxed)
+}
+
 /// The start of a profiled interception, when profiling is on.
 #[inline(always)]
 pub(crate) fn profile_start() -> Option<Instant> {
-    if PROFILING.load(Ordering::Relaxed) {
+    if profiling() {
         Some(Instant::now())
     } else {
         None

@@ -106,6 +106,21 @@ impl LazyStorage {
         }
     }
 
+    /// Makes this storage, which nobody else holds, what [`new`](Self::new) would make,
+    /// keeping its allocations (a spare's reuse, Note [Pending storages]).
+    pub(crate) fn renew(&mut self, base: Arc<TensorMeta>, nbytes: usize, contents: Contents) {
+        self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.base = base;
+        self.nbytes = nbytes;
+        self.meta.take();
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        st.contents = contents;
+        st.input = None;
+        st.views.clear();
+        st.views_epoch = u64::MAX;
+        st.registered_epoch = u64::MAX;
+    }
+
     /// The id the intercept log and the graph exports use (`lt_N`).
     pub fn id(&self) -> u64 {
         self.id

@@ -1,0 +1,120 @@
+//! Typed kernels on `Lazy` for the operators with a shape rule (Note [Unboxed capture]).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
+
+use switchboard_dispatcher::{Dispatcher, IValue, KernelFunction, OperatorHandle, Result, Stack};
+use switchboard_graph::Arg;
+use switchboard_tensor::{Scalar, Tensor, TensorError};
+
+use crate::capture::record_ruled;
+use crate::kernels::intercept;
+use crate::log;
+use crate::mode::lazy_mode;
+use crate::op_info::{op_info, Handling, OpInfo};
+use crate::rules::{self, ShapeRule};
+use crate::stats::{profiling, STATS};
+
+// Note [Unboxed capture]
+// The operators with a shape rule (Note [Shape rules]) make most of the calls a training step
+// captures, and a capture's cost is mostly fixed: boxing the arguments onto a stack, and
+// unboxing the result, was a tenth of it. So their kernels on `Lazy` are typed, one per
+// signature (the tensor operands, then `Scalar`s): a call whose rule applies is recorded
+// straight from its typed arguments, by the boxed path's own recording (`record_ruled`), and
+// counted as a registered capture. Every other call (the rule does not apply, lazy mode is
+// off, the operator is disabled, the intercept log or the overhead profile is on) is boxed
+// and takes the general path (`intercept`), so results, errors, statistics and log lines are
+// the same either way. Boxed calls reach these kernels through the dispatcher's unboxing.
+
+/// An operator with a typed kernel: its name, and its handle and information, found on the
+/// first call (a typed kernel is not given its operator; the lazy kernels live in the global
+/// dispatcher).
+struct Site {
+    name: &'static str,
+    resolved: OnceLock<(OperatorHandle, Arc<OpInfo>)>,
+}
+
+impl Site {
+    fn resolve(&self) -> Result<&(OperatorHandle, Arc<OpInfo>)> {
+        if let Some(r) = self.resolved.get() {
+            return Ok(r);
+        }
+        let op = Dispatcher::global().find_schema_or_throw(&format!("aten::{}", self.name))?;
+        let info = op_info(&op);
+        info.registered.store(true, Relaxed);
+        Ok(self.resolved.get_or_init(|| (op, info)))
+    }
+
+    /// Captures a call on `first` (and `second`, for binary rules) and `scalars`.
+    fn call(&self, first: &Tensor, second: Option<&Tensor>, scalars: &[Scalar]) -> Result<Tensor> {
+        let (op, info) = self.resolve()?;
+        let numbers = scalars.iter().all(|s| !matches!(s, Scalar::Bool(_)));
+        if numbers && unobserved(info) {
+            if let Some(call) = rules::infer_operands(first, second) {
+                STATS.operations.inc();
+                let constants = scalars.iter().map(|s| Arg::Const(IValue::from(*s)));
+                let t = record_ruled(op, call, constants)?;
+                info.captures.fetch_add(1, Relaxed);
+                STATS.registered_captures.inc();
+                return Ok(t);
+            }
+        }
+        let mut stack: Stack = Vec::with_capacity(2 + scalars.len());
+        stack.push(IValue::Tensor(first.clone()));
+        stack.extend(second.map(|t| IValue::Tensor(t.clone())));
+        stack.extend(scalars.iter().map(|s| IValue::from(*s)));
+        intercept(op, info, true, &mut stack)?;
+        match (stack.pop(), stack.is_empty()) {
+            (Some(IValue::Tensor(t)), true) => Ok(t),
+            _ => Err(TensorError::invalid(format!(
+                "internal error: the lazy kernel of {} did not return one tensor",
+                info.name
+            ))
+            .into()),
+        }
+    }
+}
+
+/// Whether a call of `info`'s operator is captured as is, with nothing to log or profile.
+#[inline]
+fn unobserved(info: &OpInfo) -> bool {
+    lazy_mode()
+        && info.handling == Handling::Capture
+        && !info.disabled()
+        && !profiling()
+        && !log::wanted()
+}
+
+/// The typed kernel of operator `name` (as `REGISTERED_OPS` names it) whose shape rule is
+/// `rule` and which takes `scalars` `Scalar` arguments after its tensor operands; `None` for
+/// a signature without a typed kernel.
+pub(crate) fn typed_kernel(
+    name: &'static str,
+    rule: ShapeRule,
+    scalars: usize,
+) -> Option<KernelFunction> {
+    let site = Site {
+        name,
+        resolved: OnceLock::new(),
+    };
+    Some(match (rule, scalars) {
+        (ShapeRule::Unary, 0) => KernelFunction::from_fn(move |a: &Tensor| site.call(a, None, &[])),
+        (ShapeRule::Unary, 1) => {
+            KernelFunction::from_fn(move |a: &Tensor, x: Scalar| site.call(a, None, &[x]))
+        }
+        (ShapeRule::Unary, 2) => {
+            KernelFunction::from_fn(move |a: &Tensor, x: Scalar, y: Scalar| {
+                site.call(a, None, &[x, y])
+            })
+        }
+        (ShapeRule::Binary, 0) => {
+            KernelFunction::from_fn(move |a: &Tensor, b: &Tensor| site.call(a, Some(b), &[]))
+        }
+        (ShapeRule::Binary, 1) => {
+            KernelFunction::from_fn(move |a: &Tensor, b: &Tensor, x: Scalar| {
+                site.call(a, Some(b), &[x])
+            })
+        }
+        _ => return None,
+    })
+}

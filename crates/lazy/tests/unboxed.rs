@@ -1,0 +1,133 @@
+//! The typed kernels of the operators with a shape rule (Note [Unboxed capture]): a call whose
+//! rule applies is captured from its typed arguments; every other call (typed or boxed, the
+//! rule not applying, lazy mode off, the operator disabled, the log or the profile on) takes
+//! the general path, with the same values and counts.
+
+mod common;
+
+use common::{f32s, lz, serial, values};
+use switchboard_dispatcher::{Dispatcher, IValue, Stack};
+use switchboard_lazy as lazy;
+use switchboard_ops as ops;
+use switchboard_tensor::Tensor;
+
+fn add_alpha(a: &Tensor, b: &Tensor) -> Tensor {
+    ops::add_with(a, b, ops::AddOptions::default().alpha(2)).unwrap()
+}
+
+fn inputs() -> (Tensor, Tensor) {
+    (
+        f32s(&[1.0, -2.0, 3.0, -4.0], &[2, 2]),
+        f32s(&[0.5, 0.25, 2.0, 1.0], &[2, 2]),
+    )
+}
+
+#[test]
+fn typed_and_boxed_calls_capture_the_same_node() {
+    let _g = serial();
+    let (x, y) = inputs();
+    let eager = values(&add_alpha(&x, &y));
+    let (lx, ly) = (lz(&x), lz(&y));
+    lazy::sync().unwrap();
+
+    let before = lazy::stats();
+    let typed = add_alpha(&lx, &ly);
+    let mid = lazy::stats();
+    assert_eq!(mid.registered_captures, before.registered_captures + 1);
+    assert_eq!(mid.operation_count, before.operation_count + 1);
+    assert_eq!(mid.nodes_captured, before.nodes_captured + 1);
+
+    // The boxed call reaches the typed kernel through the dispatcher's unboxing.
+    let add = Dispatcher::global()
+        .find_schema_or_throw("aten::add.Tensor")
+        .unwrap();
+    let mut stack: Stack = vec![
+        IValue::Tensor(lx.clone()),
+        IValue::Tensor(ly.clone()),
+        IValue::Int(2),
+    ];
+    add.call_boxed(&mut stack).unwrap();
+    let Some(IValue::Tensor(boxed)) = stack.pop() else {
+        panic!("add returned {stack:?}")
+    };
+    let after = lazy::stats();
+    assert_eq!(after.registered_captures, mid.registered_captures + 1);
+    assert!(lazy::pending_graph()
+        .to_string()
+        .contains("aten.add.Tensor"));
+    assert_eq!(values(&typed), eager);
+    assert_eq!(values(&boxed), eager);
+}
+
+#[test]
+fn calls_the_rule_does_not_cover_take_the_general_path() {
+    let _g = serial();
+    let x = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let row = f32s(&[10.0, 20.0, 30.0], &[3]);
+    let eager = values(&add_alpha(&x, &row));
+    // Broadcasting: no rule; a transposed operand: no rule; a bool scalar: no rule.
+    let (lx, lrow) = (lz(&x), lz(&row));
+    let before = lazy::stats();
+    let broadcast = add_alpha(&lx, &lrow);
+    let t = ops::t(&lx).unwrap();
+    let transposed = ops::mul_scalar(&t, true).unwrap();
+    assert_eq!(broadcast.sizes(), &[2, 3]);
+    assert_eq!(transposed.sizes(), &[3, 2]);
+    let after = lazy::stats();
+    assert_eq!(after.registered_captures, before.registered_captures + 3);
+    assert_eq!(values(&broadcast), eager);
+    assert_eq!(values(&transposed), values(&ops::t(&x).unwrap()));
+    // A CPU operand: the general path's device error, as eager's.
+    let err = ops::add(&lx, &x).unwrap_err().to_string();
+    assert!(
+        err.contains("Expected all tensors to be on the same device"),
+        "{err}"
+    );
+}
+
+#[test]
+fn observed_calls_are_logged_profiled_and_filtered() {
+    let _g = serial();
+    let (x, y) = inputs();
+    let eager = values(&add_alpha(&x, &y));
+    let (lx, ly) = (lz(&x), lz(&y));
+    lazy::sync().unwrap();
+
+    // The intercept log sees the call.
+    let (logged, lines) = lazy::capture_intercept_log(|| add_alpha(&lx, &ly));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("Intercepted aten::add.Tensor"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(values(&logged), eager);
+
+    // The profile counts it.
+    lazy::reset_stats();
+    let was = lazy::set_profiling(true);
+    let profiled = add_alpha(&lx, &ly);
+    lazy::set_profiling(was);
+    assert_eq!(lazy::profile()["aten::add.Tensor"].count, 1);
+    assert_eq!(values(&profiled), eager);
+
+    // Disabled, it runs eagerly.
+    lazy::disable_ops(&["aten::add.Tensor"]).unwrap();
+    let before = lazy::stats();
+    let disabled = add_alpha(&lx, &ly);
+    let after = lazy::stats();
+    lazy::enable_ops(&["aten::add.Tensor"]).unwrap();
+    assert_eq!(after.eager_fallback_count, before.eager_fallback_count + 1);
+    assert_eq!(after.registered_captures, before.registered_captures);
+    assert_eq!(values(&disabled), eager);
+
+    // Lazy mode off: run at once.
+    let before = lazy::stats();
+    let eager_mode = {
+        let _off = lazy::LazyModeGuard::new(false);
+        add_alpha(&lx, &ly)
+    };
+    let after = lazy::stats();
+    assert_eq!(after.eager_mode_calls, before.eager_mode_calls + 1);
+    assert_eq!(values(&eager_mode), eager);
+}
