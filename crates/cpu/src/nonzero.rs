@@ -101,7 +101,7 @@ pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     let (count, indices) = nonzero_indices(self_)?;
     let ndim = self_.dim() as i64;
     let flat = Tensor::from_vec(indices, &[count * ndim])?;
-    Ok(flat.as_strided(&[count, ndim], &[1, count], 0)?)
+    flat.as_strided(&[count, ndim], &[1, count], 0)
 }
 
 /// `nonzero.out(Tensor self, *, Tensor(a!) out)`: [`nonzero`] written into `out` (int64). An
@@ -150,7 +150,7 @@ fn static_rows(self_: &Tensor, size: i64, fill_value: i64) -> Result<Tensor> {
             rows.extend(std::iter::repeat_n(fill_value, ndim));
         }
     }
-    Ok(Tensor::from_vec(rows, &[size, ndim as i64])?)
+    Tensor::from_vec(rows, &[size, ndim as i64])
 }
 
 /// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor`: [`nonzero`]
