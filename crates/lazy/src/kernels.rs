@@ -8,7 +8,7 @@ use switchboard_dispatcher::{
     DispatchKey, DispatchKeySet, IValue, KernelFunction, Library, OperatorHandle, Result, Stack,
 };
 use switchboard_keys::DeviceType;
-use switchboard_tensor::{register_host_copy, TensorError};
+use switchboard_tensor::{register_grow_storage, register_host_copy, TensorError};
 
 use crate::capture::capture;
 use crate::eager::{host_copy, materialize, run_eagerly};
@@ -94,7 +94,6 @@ pub const REGISTERED_OPS: &[&str] = &[
     "min",
     "argmax",
     "amax",
-    "var",
     // shape operators
     "view",
     "transpose.int",
@@ -256,10 +255,12 @@ fn copy_out(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
     op.redispatch_boxed(keys, stack)
 }
 
-/// Registers the dedicated kernels (and the host-copy function of lazy tensors, Note [Host
-/// copies of tensors without data] in switchboard-tensor).
+/// Registers the dedicated kernels (and the host-copy and storage-growth functions of lazy
+/// tensors, Notes [Host copies of tensors without data] and [Growing storages without data]
+/// in switchboard-tensor).
 fn register(lib: &mut Library) -> Result<()> {
     register_host_copy(DeviceType::Lazy, host_copy)?;
+    register_grow_storage(DeviceType::Lazy, crate::resize::grow_storage)?;
     for name in REGISTERED_OPS {
         // Typed where the operator has a shape rule (Note [Unboxed capture]).
         let typed = rules::signature_of(&format!("aten::{name}"))

@@ -60,6 +60,7 @@ mod log;
 mod mode;
 mod op_info;
 mod pending;
+mod resize;
 mod rules;
 mod shapes;
 mod stats;

@@ -61,7 +61,10 @@ pub struct Prepared {
 
 impl Prepared {
     /// Prepares `sample` of operator `name` on `device`; floating tensors take `float_dtype`
-    /// when given (float64 for gradcheck). On Meta, a factory's `device` argument becomes Meta.
+    /// when given (float64 for gradcheck). A `device` argument the sample gives as the CPU
+    /// becomes `device`, and off the CPU (Meta, `lazy`) so does one it leaves out: a factory
+    /// makes its result on the device of the run, as OpInfo's device-generic tests pass
+    /// `device=`.
     pub fn new(
         name: &str,
         sample: &Sample,
@@ -101,7 +104,7 @@ impl Prepared {
                     // A sample written for the CPU runs on the device of the run.
                     Some(Arg::Value(IValue::Device(d))) if d.is_cpu() => Slot::Value(device.into()),
                     Some(Arg::Value(v)) => Slot::Value(v.clone()),
-                    None if a.name() == "device" && device.is_meta() => Slot::Value(device.into()),
+                    None if a.name() == "device" && !device.is_cpu() => Slot::Value(device.into()),
                     None => {
                         let d = a.default_value().ok_or_else(|| {
                             harness_error(format!("{name}: the sample gives no `{}`", a.name()))

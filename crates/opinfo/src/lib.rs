@@ -27,6 +27,13 @@
 // - crates/meta/tests/samples_parity.rs: Meta against CPU (sizes, strides, dtype, errors);
 // - crates/cpu/tests/samples_variants.rs: in-place and `out=` forms against the functional
 //   one, dtype promotion, random statistics;
+// - crates/lazy/tests/samples_lazy.rs: every sample and its variants with the tensors on
+//   `lazy` against the CPU (lazy mode on and off; errors when captured), and gradients through
+//   lazy tensors;
+// - crates/trace/tests/samples_replay.rs: every call traced (make_fx) and its graph re-run on
+//   fresh inputs with eager's results, errors while tracing;
+// - crates/autocast/tests/samples_autocast.rs: results in a CPU autocast region against the
+//   eager call on inputs cast as the policy table says;
 // - tests/operator_samples.rs (the facade, where every crate's registrations are linked):
 //   coverage. It fails when a registered aten operator is neither an entry nor a variant of
 //   one, and when an entry's flags disagree with the dispatcher's registrations (a Meta

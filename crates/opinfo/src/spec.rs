@@ -207,7 +207,9 @@ impl TensorSpec {
 
     /// Makes the base tensor (contiguous, holding the values) on `device`, with floating
     /// dtypes replaced by `float_dtype` when given. `salt` varies the values between the
-    /// tensors of one sample.
+    /// tensors of one sample. On a device other than the CPU and Meta (`lazy`, an out-of-tree
+    /// backend) the values are made on the CPU and copied there (`to(device)`), so every
+    /// device holds the CPU's values.
     pub fn base(
         &self,
         device: Device,
@@ -223,10 +225,15 @@ impl TensorSpec {
             return Ok(Tensor::empty_on(&shape, dtype, device)?);
         }
         let values = Tensor::from_vec(self.base_values(dtype, salt), &shape)?;
-        if dtype == ScalarType::Double {
-            return Ok(values);
+        let cpu = if dtype == ScalarType::Double {
+            values
+        } else {
+            ops::_to_copy_with(&values, ops::ToCopyOptions::default().dtype(dtype))?
+        };
+        if device.is_cpu() {
+            return Ok(cpu);
         }
-        ops::_to_copy_with(&values, ops::ToCopyOptions::default().dtype(dtype))
+        ops::_to_copy_with(&cpu, ops::ToCopyOptions::default().device(device))
     }
 
     /// Applies the layout's view to a base made by [`TensorSpec::base`].

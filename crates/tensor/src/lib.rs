@@ -108,6 +108,7 @@ pub use layout::{
 };
 pub use print::PrintOptions;
 pub use promote::{can_cast, promote_types, result_type, Category, ResultTypeState, DEFAULT_DTYPE};
+pub use resize::{register_grow_storage, GrowStorageFn};
 pub use scalar::Scalar;
 pub use storage::{Storage, StorageBorrow, INLINE_ALIGNMENT, INLINE_BYTES, STORAGE_ALIGNMENT};
 pub use strided::{copy_strided, copy_strided_raw, StridedOffsets};

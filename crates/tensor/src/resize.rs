@@ -1,12 +1,16 @@
 //! Resizing `out=` tensors: PyTorch's `resize_` and `at::native::resize_output`, returning the
 //! resized tensor (see Note [Functional resize]).
 
+use std::sync::RwLock;
+
+use switchboard_keys::DeviceType;
+
 use crate::builder::check_sizes;
 use crate::create::storage_nbytes;
 use crate::error::{Result, TensorError};
 use crate::layout::contiguous_strides;
 use crate::storage::Storage;
-use crate::tensor::Tensor;
+use crate::tensor::{AnyArc, Tensor};
 use crate::TensorBuilder;
 
 // Note [Functional resize]
@@ -20,6 +24,64 @@ use crate::TensorBuilder;
 // - otherwise: the same, over a new storage holding a copy of the old bytes followed by zeros.
 // Handles to the old tensor (and its views) keep the old shape and storage. Callers that need
 // PyTorch's aliasing (the caller's `out` changes shape) must use the returned tensor.
+
+// Note [Growing storages without data]
+// A backend whose tensors have no data here (the lazy backend) keeps its state per storage in
+// the tensor's payload, which views and resized tensors share. Growing such a storage needs a
+// new payload too: the old one describes the old, smaller memory. This crate cannot make one
+// (the backend lives above it), so a backend registers, per device type, a function that
+// returns the larger storage and its payload, holding the old bytes followed by zeros, as
+// PyTorch's `resize_` leaves them. Without one, a storage without data grows as a bare storage
+// of the device, keeping the payload (a backend with no per-storage state needs nothing more).
+
+/// A function giving a tensor without data of its device type a storage of `needed` bytes
+/// (Note [Growing storages without data]): the storage and the payload its tensors carry.
+pub type GrowStorageFn = fn(&Tensor, usize) -> Result<(Storage, Option<AnyArc>)>;
+
+static GROW_STORAGE: RwLock<Vec<(DeviceType, GrowStorageFn)>> = RwLock::new(Vec::new());
+
+/// Registers how storages of tensors without data on devices of type `ty` grow when an
+/// `out=` tensor is resized (Note [Growing storages without data]); replaces an earlier
+/// registration. Fails for `cpu` and `meta`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use switchboard_tensor::{register_grow_storage, AnyArc, DeviceType, Result, ScalarType, Storage, Tensor};
+/// // A backend whose payload records the size of the storage it describes.
+/// fn grow(t: &Tensor, needed: usize) -> Result<(Storage, Option<AnyArc>)> {
+///     let payload: AnyArc = Arc::new(needed);
+///     Ok((Storage::zeros_for(t.device(), needed, t.dtype())?, Some(payload)))
+/// }
+/// register_grow_storage(DeviceType::MTIA, grow).unwrap();
+/// let out = Tensor::empty_on(&[0], ScalarType::Float, "mtia".parse().unwrap()).unwrap();
+/// let resized = out.resize_output(&[2, 3]).unwrap();
+/// assert_eq!(resized.sizes(), &[2, 3]);
+/// assert_eq!(resized.payload_as::<usize>(), Some(&24));
+/// assert!(register_grow_storage(DeviceType::CPU, grow).is_err());
+/// ```
+pub fn register_grow_storage(ty: DeviceType, f: GrowStorageFn) -> Result<()> {
+    if matches!(ty, DeviceType::CPU | DeviceType::Meta) {
+        return Err(TensorError::invalid(format!(
+            "register_grow_storage: {ty} storages grow directly"
+        )));
+    }
+    let mut table = GROW_STORAGE.write().unwrap_or_else(|e| e.into_inner());
+    table.retain(|(t, _)| *t != ty);
+    table.push((ty, f));
+    Ok(())
+}
+
+/// The registered growth function of `t`'s device type, for a tensor without data.
+fn grow_storage_fn(t: &Tensor) -> Option<GrowStorageFn> {
+    if t.has_data() || t.is_meta() {
+        return None;
+    }
+    let table = GROW_STORAGE.read().unwrap_or_else(|e| e.into_inner());
+    table
+        .iter()
+        .find(|(ty, _)| *ty == t.device().ty)
+        .map(|(_, f)| *f)
+}
 
 impl Tensor {
     /// `resize_(size)` as a function: this tensor with `sizes` and contiguous strides (itself
@@ -42,10 +104,20 @@ impl Tensor {
         let strides = contiguous_strides(sizes);
         let elem = self.element_size();
         let needed = storage_nbytes(sizes, &strides, self.storage_offset(), elem)?;
-        let storage = if needed <= self.storage().nbytes() {
-            self.storage().clone()
+        let (storage, payload) = if needed <= self.storage().nbytes() {
+            (self.storage().clone(), self.payload().cloned())
+        } else if let Some(grow) = grow_storage_fn(self) {
+            let (storage, payload) = grow(self, needed)?;
+            if storage.nbytes() < needed {
+                return Err(TensorError::invalid(format!(
+                    "resize: the grown {} storage has {} bytes, {needed} are needed",
+                    self.device(),
+                    storage.nbytes()
+                )));
+            }
+            (storage, payload)
         } else {
-            grow_storage(self, needed)?
+            (grow_storage(self, needed)?, self.payload().cloned())
         };
         TensorBuilder::new(storage, self.dtype())
             .sizes(sizes)
@@ -54,7 +126,7 @@ impl Tensor {
             .device(self.device())
             .key_set(self.key_set())
             .version_counter(self.version_counter())
-            .maybe_payload(self.payload().cloned())
+            .maybe_payload(payload)
             .build()
     }
 
