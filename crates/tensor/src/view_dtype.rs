@@ -46,16 +46,6 @@ impl Tensor {
                 dtype.c10_name()
             )));
         }
-        if from != dtype && self.payload().is_some() {
-            return Err(TensorError::invalid(format!(
-                "view(dtype): cannot view {} as {} on device {}: its backend keeps the data \
-                 in a form of its own (a payload), which only knows the tensor's dtype; move \
-                 the tensor to the CPU first",
-                from.c10_name(),
-                dtype.c10_name(),
-                self.device()
-            )));
-        }
         let (old, new) = (from.element_size() as i64, dtype.element_size() as i64);
         let what = || {
             format!(
@@ -114,6 +104,17 @@ impl Tensor {
                 offset /= ratio;
             }
             strides[last] = 1;
+        }
+        // After the geometry checks, so that a bad view fails with PyTorch's message.
+        if from != dtype && self.payload().is_some() {
+            return Err(TensorError::invalid(format!(
+                "view(dtype): cannot view {} as {} on device {}: its backend keeps the data \
+                 in a form of its own (a payload), which only knows the tensor's dtype; move \
+                 the tensor to the CPU first",
+                from.c10_name(),
+                dtype.c10_name(),
+                self.device()
+            )));
         }
         let mut b = TensorBuilder::new(self.storage().clone(), dtype)
             .sizes(&sizes)
