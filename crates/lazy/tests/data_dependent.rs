@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use switchboard_lazy as lazy;
-use switchboard_ops::{self as ops, TensorOps};
+use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
 
 fn mixed() -> Tensor {
@@ -79,21 +79,4 @@ fn nonzero_static_is_captured() {
     assert_eq!((s.sizes(), s.strides()), (cpu.sizes(), cpu.strides()));
     assert_eq!(longs(&s), [0, 1, 1, 0, 1, 2, -3, -3, -3, -3]);
     assert_eq!(to(&s, Device::CPU).device(), Device::CPU);
-}
-
-/// `view(dtype)` reinterprets bytes the lazy backend does not hold (its pending values are
-/// graph values of the tensor's dtype): it fails with a message instead of reading the base's
-/// values under another dtype. Viewing as the same dtype is a plain view.
-#[test]
-fn view_dtype_of_lazy_tensors_is_refused() {
-    let _g = serial();
-    let x = ops::mul_scalar(&lz(&f32s(&[1.0, -2.0], &[2])), 1).unwrap();
-    let e = x.view_dtype(ScalarType::Int).unwrap_err().to_string();
-    assert!(
-        e.contains("cannot view Float as Int on device lazy:0"),
-        "{e}"
-    );
-    let same = x.view_dtype(ScalarType::Float).unwrap();
-    assert!(same.is_alias_of(&x));
-    assert_eq!(same.to_vec::<f32>().unwrap(), [1.0, -2.0]);
 }

@@ -212,15 +212,6 @@ struct Counts {
     variants: usize,
 }
 
-/// Operators the lazy backend refuses, with the message: `view.dtype` reinterprets bytes the
-/// lazy backend does not hold (Note [Views of another dtype] in switchboard-tensor). Their
-/// samples that succeed on the CPU may fail on `lazy` with this message (a view as the same
-/// dtype runs); every other outcome is compared as usual.
-const REFUSED_ON_LAZY: &[(&str, &str)] = &[(
-    "view.dtype",
-    "its backend keeps the data in a form of its own (a payload)",
-)];
-
 /// Runs every sample (and its variants) on the CPU and on `lazy`; the mismatches, and how
 /// many calls ran.
 fn lazy_against_cpu() -> (Vec<String>, Counts) {
@@ -246,15 +237,6 @@ fn lazy_against_cpu() -> (Vec<String>, Counts) {
                     continue;
                 }
             };
-            if let Some((_, refusal)) = REFUSED_ON_LAZY.iter().find(|(n, _)| *n == info.name) {
-                if c.returns.is_ok()
-                    && l.returns
-                        .as_ref()
-                        .is_err_and(|e| e.to_string().contains(refusal))
-                {
-                    continue;
-                }
-            }
             let dtypes: Option<Vec<ScalarType>> = c
                 .returns
                 .as_ref()

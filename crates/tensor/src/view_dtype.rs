@@ -23,9 +23,10 @@ use crate::DimVec;
 // aligned for the new elements (only a storage adopted from a `Vec` of smaller elements can
 // be misaligned).
 //
-// A tensor whose backend keeps a payload (the lazy backend's pending values) is refused: the
-// payload describes the data in the tensor's own dtype, and a backend sees no call here (the
-// kernel is CompositeExplicitAutograd, as in PyTorch) to learn of the reinterpretation.
+// The view keeps the backend payload too: a backend whose tensors have no data here sees no
+// call (the kernel is CompositeExplicitAutograd, as in PyTorch) and learns of the
+// reinterpretation from the tensor's dtype, which differs from its storage's (the lazy
+// backend: Note [Lazy views of another dtype] in switchboard-lazy).
 //
 // One difference from PyTorch: `bool` and the other dtypes cannot view each other. A storage
 // holds bools only if it was made for them (Note [Element bit patterns]): reading a byte other
@@ -104,17 +105,6 @@ impl Tensor {
                 offset /= ratio;
             }
             strides[last] = 1;
-        }
-        // After the geometry checks, so that a bad view fails with PyTorch's message.
-        if from != dtype && self.payload().is_some() {
-            return Err(TensorError::invalid(format!(
-                "view(dtype): cannot view {} as {} on device {}: its backend keeps the data \
-                 in a form of its own (a payload), which only knows the tensor's dtype; move \
-                 the tensor to the CPU first",
-                from.c10_name(),
-                dtype.c10_name(),
-                self.device()
-            )));
         }
         let mut b = TensorBuilder::new(self.storage().clone(), dtype)
             .sizes(&sizes)
