@@ -274,7 +274,7 @@ fn every_sample_runs_alike_on_lazy_and_cpu() {
         n.samples > 1000 && n.errors > 50 && n.variants > 400,
         "{n:?}"
     );
-    report(&failures);
+    switchboard_opinfo::assert_no_failures(&failures);
 }
 
 #[test]
@@ -287,7 +287,7 @@ fn every_sample_runs_alike_with_lazy_mode_off() {
         n.samples > 1000 && n.errors > 50 && n.variants > 400,
         "{n:?}"
     );
-    report(&failures);
+    switchboard_opinfo::assert_no_failures(&failures);
 }
 
 /// The differentiable inputs of an entry: its formula's, or any for a composite operator.
@@ -387,24 +387,5 @@ fn gradients_through_lazy_tensors_are_the_cpus() {
     }
     eprintln!("{checked} backward passes compared");
     assert!(checked > 300, "{checked} backward passes compared");
-    report(&failures);
-}
-
-/// Fails with the first failures, each on one line.
-fn report(failures: &[String]) {
-    let lines: Vec<String> = failures
-        .iter()
-        .take(if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() {
-            usize::MAX
-        } else {
-            80
-        })
-        .map(|f| f.chars().take(300).collect())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        lines.join("\n")
-    );
+    switchboard_opinfo::assert_no_failures(&failures);
 }
