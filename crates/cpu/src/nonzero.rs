@@ -5,8 +5,8 @@ use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
 use crate::copy::copy_;
 use crate::error::{invalid, Result};
-use crate::iter::byte_range;
 use crate::iter::check_internal_overlap;
+use crate::shape::check_no_overlap;
 
 // Note [Data-dependent output shapes]
 // `nonzero`'s row count is the number of non-zero elements: only the data tells it. PyTorch has
@@ -62,23 +62,6 @@ fn check_long_out(op: &str, out: &Tensor) -> Result<()> {
             "{op}: Expected out tensor to have scalar type Long but got scalar type{}",
             out.dtype().c10_name()
         )));
-    }
-    Ok(())
-}
-
-/// PyTorch's `assert_no_overlap`: `out` may not share any byte with the input.
-fn check_no_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
-    if !out.is_alias_of(input) {
-        return Ok(());
-    }
-    let (a0, a1) = byte_range(out);
-    let (b0, b1) = byte_range(input);
-    if a0 < b1 && b0 < a1 {
-        return Err(invalid(
-            "unsupported operation: some elements of the input tensor and the written-to tensor \
-             refer to a single memory location. Please clone() the tensor before performing the \
-             operation.",
-        ));
     }
     Ok(())
 }

@@ -42,22 +42,23 @@ pub(crate) fn context() -> MutexGuard<'static, Context> {
     CONTEXT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The handle of `name`, an operator switchboard-ops defines, looked up once into `cell`.
+fn aten_op(cell: &'static OnceLock<OperatorHandle>, name: &str) -> &'static OperatorHandle {
+    cell.get_or_init(|| {
+        Dispatcher::global()
+            .find_schema_or_throw(name)
+            .unwrap_or_else(|_| panic!("switchboard-ops defines {name}"))
+    })
+}
+
 fn as_strided_op() -> &'static OperatorHandle {
     static OP: OnceLock<OperatorHandle> = OnceLock::new();
-    OP.get_or_init(|| {
-        Dispatcher::global()
-            .find_schema_or_throw("aten::as_strided")
-            .expect("switchboard-ops defines aten::as_strided")
-    })
+    aten_op(&OP, "aten::as_strided")
 }
 
 fn view_dtype_op() -> &'static OperatorHandle {
     static OP: OnceLock<OperatorHandle> = OnceLock::new();
-    OP.get_or_init(|| {
-        Dispatcher::global()
-            .find_schema_or_throw("aten::view.dtype")
-            .expect("switchboard-ops defines aten::view.dtype")
-    })
+    aten_op(&OP, "aten::view.dtype")
 }
 
 // Note [Lazy views of another dtype]

@@ -63,6 +63,7 @@ mod builder;
 mod checked_size;
 mod create;
 mod device;
+mod device_hooks;
 mod dtype;
 mod error;
 mod fixed_access;
