@@ -334,19 +334,5 @@ fn every_sample_follows_the_cpu_policy_in_a_region() {
         n.samples > 1000 && n.listed > 40 && n.listed_calls > 40,
         "{n:?}"
     );
-    let lines: Vec<String> = failures
-        .iter()
-        .take(if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() {
-            usize::MAX
-        } else {
-            80
-        })
-        .map(|f| f.chars().take(300).collect())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        lines.join("\n")
-    );
+    switchboard_opinfo::assert_no_failures(&failures);
 }

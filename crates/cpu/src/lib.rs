@@ -46,6 +46,7 @@ mod loss;
 mod loss_nll2d;
 #[cfg(test)]
 mod nn_testutil;
+mod nonzero;
 mod norm;
 mod overloads;
 mod pool;
@@ -74,6 +75,7 @@ pub use item::*;
 pub use linalg::*;
 pub use loss::*;
 pub use loss_nll2d::*;
+pub use nonzero::*;
 pub use norm::*;
 pub use overloads::*;
 pub use pool::*;

@@ -196,7 +196,7 @@ fn inplace_and_out_variants_match_the_functional_form() {
         }
     }
     assert!(checked > 400, "{checked} variant calls");
-    report(&failures);
+    switchboard_opinfo::assert_no_failures(&failures);
 }
 
 /// The promotion participants of a prepared sample: its `self`, `other`, `exponent`, `min`,
@@ -301,7 +301,7 @@ fn result_dtypes_follow_pytorchs_promotion() {
         }
     }
     assert!(checked > 300, "{checked} samples checked");
-    report(&failures);
+    switchboard_opinfo::assert_no_failures(&failures);
 }
 
 #[test]
@@ -342,24 +342,5 @@ fn random_operators_have_their_distributions() {
         }
     }
     assert!(checked >= 15, "{checked} random operators");
-    report(&failures);
-}
-
-/// Fails with the first failures, each on one line.
-fn report(failures: &[String]) {
-    let lines: Vec<String> = failures
-        .iter()
-        .take(if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() {
-            usize::MAX
-        } else {
-            80
-        })
-        .map(|f| f.chars().take(300).collect())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        lines.join("\n")
-    );
+    switchboard_opinfo::assert_no_failures(&failures);
 }

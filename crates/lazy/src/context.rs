@@ -6,12 +6,14 @@ use std::time::Instant;
 
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
 use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta, Value};
-use switchboard_tensor::{Tensor, TensorError, TensorImpl, VersionCounter};
+use switchboard_tensor::{DimVec, ScalarType, Tensor, TensorError, TensorImpl, VersionCounter};
 
 use crate::cache;
 use crate::pending::PendingStorages;
 use crate::stats::STATS;
-use crate::storage::{failed, lazy_meta, same_geometry, tensor_of, Contents, LazyStorage};
+use crate::storage::{
+    failed, flat_elements, lazy_meta, same_geometry, tensor_of, Contents, LazyStorage,
+};
 
 /// The pending graph and what goes with it (one per process, behind [`context`]).
 pub(crate) struct Context {
@@ -40,14 +42,39 @@ pub(crate) fn context() -> MutexGuard<'static, Context> {
     CONTEXT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn as_strided_op() -> &'static OperatorHandle {
-    static OP: OnceLock<OperatorHandle> = OnceLock::new();
-    OP.get_or_init(|| {
+/// The handle of `name`, an operator switchboard-ops defines, looked up once into `cell`.
+fn aten_op(cell: &'static OnceLock<OperatorHandle>, name: &str) -> &'static OperatorHandle {
+    cell.get_or_init(|| {
         Dispatcher::global()
-            .find_schema_or_throw("aten::as_strided")
-            .expect("switchboard-ops defines aten::as_strided")
+            .find_schema_or_throw(name)
+            .unwrap_or_else(|_| panic!("switchboard-ops defines {name}"))
     })
 }
+
+fn as_strided_op() -> &'static OperatorHandle {
+    static OP: OnceLock<OperatorHandle> = OnceLock::new();
+    aten_op(&OP, "aten::as_strided")
+}
+
+fn view_dtype_op() -> &'static OperatorHandle {
+    static OP: OnceLock<OperatorHandle> = OnceLock::new();
+    aten_op(&OP, "aten::view.dtype")
+}
+
+// Note [Lazy views of another dtype]
+// `x.view(dtype)` (Note [Views of another dtype] in switchboard-tensor) is metadata only: the
+// lazy tensor it makes shares its base's storage and payload, with another dtype. The storage's
+// value keeps the dtype of the storage's base geometry, so a tensor of another dtype reads it
+// through a reinterpretation, and a write through it is reinterpreted back:
+// - read: `as_strided(view.dtype(as_strided(value, [n], [1], 0), dtype), geometry)`, the
+//   storage's bytes as one flat row of elements of the base's dtype, viewed as the tensor's
+//   dtype, then the tensor's elements;
+// - write: `as_strided(view.dtype(as_strided(result, [m], [1], 0), base dtype), base)`.
+// The flat row ends at the last whole element of the wider dtype, so both `view.dtype` calls
+// are valid; every element a tensor of either dtype can address lies inside it or is reached
+// by the outer `as_strided`, which (on the CPU, where the graph runs) addresses the storage,
+// not its input's elements. On the CPU these are views of the same memory, so the program the
+// executor runs is still the eager one.
 
 impl Context {
     /// The graph value of lazy tensor `t`, whose storage is `ls` (Note [Lazy mutations and
@@ -112,7 +139,12 @@ impl Context {
             return Ok(*v);
         }
         let m = Arc::new(lazy_meta(t));
-        let v = self.as_strided(base, m.clone());
+        let of = if t.dtype() == ls.base.dtype {
+            base
+        } else {
+            self.reinterpret(base, ls.base.dtype, t.dtype(), ls.nbytes)
+        };
+        let v = self.as_strided(of, m.clone());
         st.views.push((m, v));
         Ok(v)
     }
@@ -140,14 +172,45 @@ impl Context {
         Value::new(id, 0)
     }
 
+    /// `v`, a value of storage bytes `nbytes` with elements of `from`, as one flat row of
+    /// elements of `to` (Note [Lazy views of another dtype]).
+    fn reinterpret(&mut self, v: Value, from: ScalarType, to: ScalarType, nbytes: usize) -> Value {
+        let n = flat_elements(nbytes, from, to);
+        let flat = |n: i64, dtype: ScalarType| {
+            Arc::new(TensorMeta {
+                sizes: DimVec::from_slice(&[n]),
+                strides: DimVec::from_slice(&[1]),
+                storage_offset: 0,
+                dtype,
+                device: crate::DEVICE,
+            })
+        };
+        let row = self.as_strided(v, flat(n, from));
+        let m = flat(
+            n * from.element_size() as i64 / to.element_size() as i64,
+            to,
+        );
+        let args = vec![Arg::Value(row), Arg::Const(IValue::ScalarType(to))];
+        let id =
+            self.graph
+                .add_call_unchecked(view_dtype_op().clone(), args, vec![Output::ret(0, m)]);
+        STATS.nodes_captured.inc();
+        Value::new(id, 0)
+    }
+
     /// Makes `v`, the new value of the elements of geometry `m` of storage `ls`, part of the
     /// storage's contents (a write through a view updates the whole storage).
     pub fn write(&mut self, ls: &Arc<LazyStorage>, m: &TensorMeta, v: Value) {
         let same = m.storage_offset == ls.base.storage_offset
             && m.sizes == ls.base.sizes
-            && m.strides == ls.base.strides;
+            && m.strides == ls.base.strides
+            && m.dtype == ls.base.dtype;
         let new = if same {
             v
+        } else if m.dtype != ls.base.dtype {
+            // A write through a view of another dtype (Note [Lazy views of another dtype]).
+            let row = self.reinterpret(v, m.dtype, ls.base.dtype, ls.nbytes);
+            self.as_strided(row, ls.base.clone())
         } else {
             // The result of a write through a view aliases the whole storage: its base is an
             // `as_strided` of it with the base geometry.

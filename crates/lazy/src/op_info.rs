@@ -100,6 +100,21 @@ impl OpInfo {
     }
 }
 
+/// Operators whose output shapes are read from the data (PyTorch tags them
+/// `dynamic_output_shape`): their Meta kernels fail (Note [Data-dependent output shapes] in
+/// switchboard-cpu), so they run eagerly.
+const DYNAMIC_OUTPUT_SHAPE: &[&str] = &[
+    "nonzero",
+    "nonzero_numpy",
+    "argwhere",
+    "masked_select",
+    "unique_consecutive",
+    "unique_dim",
+    "unique_dim_consecutive",
+    "_unique",
+    "_unique2",
+];
+
 /// Whether calls of `op` can be captured (Genie's layer 2) or must run eagerly (layer 3).
 fn handling_of(op: &OperatorHandle, schema: &FunctionSchema) -> Handling {
     for r in schema.returns() {
@@ -109,6 +124,11 @@ fn handling_of(op: &OperatorHandle, schema: &FunctionSchema) -> Handling {
     }
     if is_random(op) {
         return Handling::Eager("its results are random: it runs eagerly so that they match eager");
+    }
+    if DYNAMIC_OUTPUT_SHAPE.contains(&schema.base_name()) {
+        return Handling::Eager(
+            "its output shape depends on the data (no Meta kernel can tell it)",
+        );
     }
     let d = Dispatcher::global();
     let meta = d

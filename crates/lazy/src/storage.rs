@@ -8,8 +8,8 @@ use switchboard_dispatcher::Result;
 use switchboard_graph::{TensorMeta, Value};
 use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
 use switchboard_tensor::{
-    DatalessTensor, Device, DimVec, RawOps, Storage, Tensor, TensorBuilder, TensorError,
-    TensorImpl, VersionCounter,
+    DatalessTensor, Device, DimVec, RawOps, ScalarType, Storage, Tensor, TensorBuilder,
+    TensorError, TensorImpl, VersionCounter,
 };
 
 /// The device of every lazy tensor: `lazy:0`.
@@ -19,6 +19,7 @@ pub const DEVICE: Device = Device::with_index(DeviceType::Lazy, 0);
 #[inline]
 pub(crate) fn same_geometry(m: &TensorMeta, t: &TensorImpl) -> bool {
     m.storage_offset == t.storage_offset()
+        && m.dtype == t.dtype()
         && same_dims(&m.sizes, t.sizes())
         && same_dims(&m.strides, t.strides())
 }
@@ -151,7 +152,7 @@ impl LazyStorage {
         if same_geometry(&self.base, t) {
             return Ok(meta.clone());
         }
-        Ok(TensorBuilder::new(meta.storage().clone(), self.base.dtype)
+        Ok(TensorBuilder::new(meta.storage().clone(), t.dtype())
             .sizes(t.sizes())
             .strides(t.strides())
             .storage_offset(t.storage_offset())
@@ -175,12 +176,27 @@ pub(crate) fn view_of_data(base: &TensorMeta, data: &Tensor, t: &TensorImpl) -> 
     if same_geometry(base, t) {
         return Ok(data.clone());
     }
+    let of = if t.dtype() == data.dtype() {
+        data.clone()
+    } else {
+        // A view of another dtype (Note [Lazy views of another dtype] in context.rs).
+        let flat = flat_elements(data.storage().nbytes(), data.dtype(), t.dtype());
+        RawOps::as_strided(data, &[flat], &[1], 0)?.view_dtype(t.dtype())?
+    };
     Ok(RawOps::as_strided(
-        data,
+        &of,
         t.sizes(),
         t.strides(),
         t.storage_offset(),
     )?)
+}
+
+/// How many elements of `from` a flat view of a storage of `nbytes` holds so that it can be
+/// viewed as `to` (Note [Lazy views of another dtype] in context.rs): the bytes up to the last
+/// whole element of the larger of the two dtypes.
+pub(crate) fn flat_elements(nbytes: usize, from: ScalarType, to: ScalarType) -> i64 {
+    let wider = from.element_size().max(to.element_size());
+    ((nbytes / wider * wider) / from.element_size()) as i64
 }
 
 pub(crate) fn failed(e: &str) -> switchboard_dispatcher::DispatchError {

@@ -264,30 +264,27 @@ fn lazy_against_cpu() -> (Vec<String>, Counts) {
     (failures, n)
 }
 
-#[test]
-fn every_sample_runs_alike_on_lazy_and_cpu() {
+/// Every sample on `lazy` against the CPU, with lazy mode `on` or off.
+fn every_sample_runs_alike(on: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _mode = lazy::LazyModeGuard::new(true);
+    let _mode = lazy::LazyModeGuard::new(on);
     let (failures, n) = lazy_against_cpu();
-    eprintln!("lazy mode on: {n:?}");
+    eprintln!("lazy mode {}: {n:?}", if on { "on" } else { "off" });
     assert!(
         n.samples > 1000 && n.errors > 50 && n.variants > 400,
         "{n:?}"
     );
-    report(&failures);
+    switchboard_opinfo::assert_no_failures(&failures);
+}
+
+#[test]
+fn every_sample_runs_alike_on_lazy_and_cpu() {
+    every_sample_runs_alike(true);
 }
 
 #[test]
 fn every_sample_runs_alike_with_lazy_mode_off() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _mode = lazy::LazyModeGuard::new(false);
-    let (failures, n) = lazy_against_cpu();
-    eprintln!("lazy mode off: {n:?}");
-    assert!(
-        n.samples > 1000 && n.errors > 50 && n.variants > 400,
-        "{n:?}"
-    );
-    report(&failures);
+    every_sample_runs_alike(false);
 }
 
 /// The differentiable inputs of an entry: its formula's, or any for a composite operator.
@@ -387,24 +384,5 @@ fn gradients_through_lazy_tensors_are_the_cpus() {
     }
     eprintln!("{checked} backward passes compared");
     assert!(checked > 300, "{checked} backward passes compared");
-    report(&failures);
-}
-
-/// Fails with the first failures, each on one line.
-fn report(failures: &[String]) {
-    let lines: Vec<String> = failures
-        .iter()
-        .take(if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() {
-            usize::MAX
-        } else {
-            80
-        })
-        .map(|f| f.chars().take(300).collect())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        lines.join("\n")
-    );
+    switchboard_opinfo::assert_no_failures(&failures);
 }

@@ -59,3 +59,25 @@ pub fn assert_same_metadata(got: &Tensor, want: &Tensor, what: &str) -> Result<(
     }
     Ok(())
 }
+
+/// Fails when a generic test over the registry found failures, listing the first 80 (all of
+/// them when `SAMPLES_ALL_FAILURES` is set), each cut to one line of 300 characters.
+#[track_caller]
+pub fn assert_no_failures(failures: &[String]) {
+    let shown = if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() {
+        usize::MAX
+    } else {
+        80
+    };
+    let lines: Vec<String> = failures
+        .iter()
+        .take(shown)
+        .map(|f| f.chars().take(300).collect())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        lines.join("\n")
+    );
+}

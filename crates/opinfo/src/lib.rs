@@ -55,7 +55,7 @@ pub mod special;
 mod variants;
 
 pub use call::{harness_error, operator, returned_tensors, Prepared, TensorSlot};
-pub use compare::{assert_close, assert_same_metadata};
+pub use compare::{assert_close, assert_no_failures, assert_same_metadata};
 pub use info::{Family, Grad, OpInfo, Promotion, Stats, Unsampled};
 pub use promotion::{promote_types, result_type, Operand};
 pub use sample::{Arg, Sample, NONE};

@@ -1,10 +1,9 @@
 //! Host copies of tensors whose device keeps no data here: the hook a backend registers so
 //! that reading values (`to_vec`, `item`, printing) works on its tensors.
 
-use std::sync::RwLock;
-
 use switchboard_keys::DeviceType;
 
+use crate::device_hooks::DeviceHooks;
 use crate::error::{Result, TensorError};
 use crate::tensor::{Tensor, TensorImpl};
 
@@ -21,7 +20,7 @@ use crate::tensor::{Tensor, TensorImpl};
 /// A function returning a CPU tensor with the values of a tensor of its device type.
 pub type HostCopyFn = fn(&TensorImpl) -> Result<Tensor>;
 
-static HOST_COPIES: RwLock<Vec<(DeviceType, HostCopyFn)>> = RwLock::new(Vec::new());
+static HOST_COPIES: DeviceHooks<HostCopyFn> = DeviceHooks::new();
 
 /// Registers how to read the values of tensors on devices of type `ty` (Note [Host copies of
 /// tensors without data]); replaces an earlier registration. Fails for `cpu` and `meta`.
@@ -37,29 +36,14 @@ static HOST_COPIES: RwLock<Vec<(DeviceType, HostCopyFn)>> = RwLock::new(Vec::new
 /// assert_eq!(t.to_string(), "tensor([1., 1.], device='ipu')");
 /// ```
 pub fn register_host_copy(ty: DeviceType, f: HostCopyFn) -> Result<()> {
-    if matches!(ty, DeviceType::CPU | DeviceType::Meta) {
-        return Err(TensorError::invalid(format!(
-            "register_host_copy: {ty} tensors are read directly"
-        )));
-    }
-    let mut table = HOST_COPIES.write().unwrap_or_else(|e| e.into_inner());
-    table.retain(|(t, _)| *t != ty);
-    table.push((ty, f));
-    Ok(())
+    HOST_COPIES.register(ty, f, || {
+        format!("register_host_copy: {ty} tensors are read directly")
+    })
 }
 
 /// The host copy of a tensor without data, when its device type registered one.
 pub(crate) fn host_copy(t: &TensorImpl) -> Option<Result<Tensor>> {
-    if t.has_data() || t.is_meta() {
-        return None;
-    }
-    let f = {
-        let table = HOST_COPIES.read().unwrap_or_else(|e| e.into_inner());
-        table
-            .iter()
-            .find(|(ty, _)| *ty == t.device().ty)
-            .map(|(_, f)| *f)
-    }?;
+    let f = HOST_COPIES.for_tensor(t)?;
     Some(f(t).and_then(|h| {
         if h.has_data() && h.sizes() == t.sizes() && h.dtype() == t.dtype() {
             Ok(h)

@@ -64,6 +64,7 @@ mod builder;
 mod checked_size;
 mod create;
 mod device;
+mod device_hooks;
 mod dtype;
 mod error;
 mod fixed_access;
@@ -82,6 +83,7 @@ mod storage_block;
 mod strided;
 mod tensor;
 mod view;
+mod view_dtype;
 mod without_data;
 
 pub use access::{convert, Access, DataMut, DataRef};

@@ -1,12 +1,11 @@
 //! Resizing `out=` tensors: PyTorch's `resize_` and `at::native::resize_output`, returning the
 //! resized tensor (see Note [Functional resize]).
 
-use std::sync::RwLock;
-
 use switchboard_keys::DeviceType;
 
 use crate::builder::check_sizes;
 use crate::create::storage_nbytes;
+use crate::device_hooks::DeviceHooks;
 use crate::error::{Result, TensorError};
 use crate::layout::contiguous_strides;
 use crate::storage::Storage;
@@ -38,7 +37,7 @@ use crate::TensorBuilder;
 /// (Note [Growing storages without data]): the storage and the payload its tensors carry.
 pub type GrowStorageFn = fn(&Tensor, usize) -> Result<(Storage, Option<AnyArc>)>;
 
-static GROW_STORAGE: RwLock<Vec<(DeviceType, GrowStorageFn)>> = RwLock::new(Vec::new());
+static GROW_STORAGE: DeviceHooks<GrowStorageFn> = DeviceHooks::new();
 
 /// Registers how storages of tensors without data on devices of type `ty` grow when an
 /// `out=` tensor is resized (Note [Growing storages without data]); replaces an earlier
@@ -60,27 +59,9 @@ static GROW_STORAGE: RwLock<Vec<(DeviceType, GrowStorageFn)>> = RwLock::new(Vec:
 /// assert!(register_grow_storage(DeviceType::CPU, grow).is_err());
 /// ```
 pub fn register_grow_storage(ty: DeviceType, f: GrowStorageFn) -> Result<()> {
-    if matches!(ty, DeviceType::CPU | DeviceType::Meta) {
-        return Err(TensorError::invalid(format!(
-            "register_grow_storage: {ty} storages grow directly"
-        )));
-    }
-    let mut table = GROW_STORAGE.write().unwrap_or_else(|e| e.into_inner());
-    table.retain(|(t, _)| *t != ty);
-    table.push((ty, f));
-    Ok(())
-}
-
-/// The registered growth function of `t`'s device type, for a tensor without data.
-fn grow_storage_fn(t: &Tensor) -> Option<GrowStorageFn> {
-    if t.has_data() || t.is_meta() {
-        return None;
-    }
-    let table = GROW_STORAGE.read().unwrap_or_else(|e| e.into_inner());
-    table
-        .iter()
-        .find(|(ty, _)| *ty == t.device().ty)
-        .map(|(_, f)| *f)
+    GROW_STORAGE.register(ty, f, || {
+        format!("register_grow_storage: {ty} storages grow directly")
+    })
 }
 
 impl Tensor {
@@ -106,7 +87,7 @@ impl Tensor {
         let needed = storage_nbytes(sizes, &strides, self.storage_offset(), elem)?;
         let (storage, payload) = if needed <= self.storage().nbytes() {
             (self.storage().clone(), self.payload().cloned())
-        } else if let Some(grow) = grow_storage_fn(self) {
+        } else if let Some(grow) = GROW_STORAGE.for_tensor(self) {
             let (storage, payload) = grow(self, needed)?;
             if storage.nbytes() < needed {
                 return Err(TensorError::invalid(format!(

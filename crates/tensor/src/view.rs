@@ -113,6 +113,19 @@ pub trait RawOps {
     /// Flattens dimensions `start_dim..=end_dim` into one (a view when possible, else a copy;
     /// a 0-dim tensor becomes 1-d).
     fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor>;
+    /// `view(dtype)`: the same bytes read as elements of `dtype`, sharing storage and version
+    /// counter; with another element size the last dimension is rescaled (Note [Views of
+    /// another dtype], PyTorch's rules and messages). Bool and other dtypes cannot view each
+    /// other here.
+    ///
+    /// ```
+    /// use switchboard_tensor::{RawOps, ScalarType, Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32, -2.0], &[2]).unwrap();
+    /// let bits = t.view_dtype(ScalarType::Int).unwrap();
+    /// assert_eq!(bits.to_vec::<i32>().unwrap(), [0x3f80_0000, -0x4000_0000]);
+    /// assert_eq!(t.view_dtype(ScalarType::Short).unwrap().sizes(), &[4]);
+    /// ```
+    fn view_dtype(&self, dtype: crate::ScalarType) -> Result<Tensor>;
     /// `self` if it is contiguous, else a contiguous copy (same dtype and device; on devices
     /// without data, a tensor with contiguous strides).
     fn contiguous(&self) -> Result<Tensor>;
@@ -142,6 +155,10 @@ impl RawOps for Tensor {
             DimVec::from_slice(strides),
             storage_offset,
         ))
+    }
+
+    fn view_dtype(&self, dtype: crate::ScalarType) -> Result<Tensor> {
+        self.reinterpret_as(dtype)
     }
 
     fn view(&self, sizes: &[i64]) -> Result<Tensor> {

@@ -183,19 +183,5 @@ fn every_sample_replays_its_trace_with_eagers_results() {
         samples > 1000 && errors > 50 && variants > 400,
         "{samples} samples, {errors} errors, {variants} variants"
     );
-    let lines: Vec<String> = failures
-        .iter()
-        .take(if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() {
-            usize::MAX
-        } else {
-            80
-        })
-        .map(|f| f.chars().take(300).collect())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        lines.join("\n")
-    );
+    switchboard_opinfo::assert_no_failures(&failures);
 }

@@ -4,10 +4,13 @@
 use super::*;
 
 /// The ADInplaceOrView kernel of a function, if it writes an argument or returns a view.
+/// `differentiable`: whether any output is differentiable (a view whose outputs all are not,
+/// `view.dtype`, is a non-differentiable view: see below).
 pub(super) fn emit_inplace_or_view(
     w: &mut String,
     reg: &mut String,
     f: &NativeFunction,
+    differentiable: bool,
 ) -> Result<(), String> {
     let written: Vec<usize> = f.schema.written_arguments();
     let view = f
@@ -52,7 +55,13 @@ pub(super) fn emit_inplace_or_view(
             ));
         }
     }
-    if view {
+    if view && !differentiable {
+        // PyTorch's `make_variable_non_differentiable_view`: the result shares its base's
+        // storage and version counter (the view's metadata already does) but is no view for
+        // autograd (no `_base`, no history rebased by in-place writes through it), because
+        // no gradient can flow through it (`view.dtype`: `output_differentiability: [False]`).
+        writeln!(w, "    Ok(result)\n}}\n").unwrap();
+    } else if view {
         let base = f
             .schema
             .arguments()

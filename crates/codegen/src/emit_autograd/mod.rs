@@ -122,7 +122,8 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
             }
         };
         if !matches!(kind, AutogradKind::Composite) {
-            emit_inplace_or_view(&mut adiv, &mut reg_adiv, f)?;
+            let differentiable = !matches!(kind, AutogradKind::NonDifferentiable);
+            emit_inplace_or_view(&mut adiv, &mut reg_adiv, f, differentiable)?;
         }
         writeln!(
             table,

@@ -1,9 +1,9 @@
 //! Views, reshapes, copies, joins, indexing and conversions.
 
 use switchboard_tensor::Device;
-use switchboard_tensor::ScalarType::{Bool, Double, Float, Half, Int, Long};
+use switchboard_tensor::ScalarType::{BFloat16, Bool, Byte, Double, Float, Half, Int, Long, Short};
 
-use crate::info::{Family, OpInfo, Promotion};
+use crate::info::{Family, Grad, OpInfo, Promotion};
 use crate::sample::NONE;
 use crate::spec::{longs, t};
 use crate::{sample, Registry};
@@ -17,6 +17,7 @@ pub fn register(r: &mut Registry) {
     views(r);
     copies_and_joins(r);
     indexing(r);
+    nonzero(r);
     conversions(r);
 }
 
@@ -30,6 +31,35 @@ fn views(r: &mut Registry) {
         sample![t(&[3, 4]).transposed(), [12i64]].error(),
         sample![t(&[2, 3]), [4i64, -1]].error(),
     ]));
+    r.add(
+        OpInfo::new("view.dtype", Family::Shape)
+            .samples(vec![
+                sample![t(&[2, 3]), Int],
+                sample![t(&[2, 3]), Short],
+                sample![t(&[2, 3]), Byte],
+                sample![t(&[2, 4]), Double],
+                sample![t(&[2, 4]).f64(), Float],
+                sample![t(&[3, 4]).transposed(), Int],
+                sample![t(&[2, 6]).strided(), Float],
+                sample![t(&[2, 6]).dtype(Short), Int],
+                sample![t(&[2, 3, 2]).expanded(&[1, 3, 2]), Half],
+                sample![t(&[4]).dtype(Half), BFloat16],
+                sample![t(&[]), Int],
+                sample![t(&[0, 4]).dtype(Short), Long],
+                sample![t(&[3, 4]).transposed(), Short].error(),
+                sample![t(&[2, 6]).strided(), Half].error(),
+                sample![t(&[2, 3]), Double].error(),
+                sample![t(&[]), Double].error(),
+                sample![t(&[6, 6]).dtype(Short).strided(), Int].error(),
+                // Not in PyTorch: bool storages hold only 0/1 bytes (Note [Views of another
+                // dtype] in switchboard-tensor).
+                sample![t(&[4]).dtype(Bool), Byte].error(),
+                sample![t(&[4]).dtype(Byte), Bool].error(),
+            ])
+            .grad(Grad::None(
+                "not differentiable in PyTorch (output_differentiability: [False])",
+            )),
+    );
     r.add(
         shape("_unsafe_view")
             .samples(vec![
@@ -303,6 +333,68 @@ fn indexing(r: &mut Registry) {
             ])
             .meta()
             .inplace()
+            .out(),
+    );
+}
+
+/// The indices of non-zero elements: integer results whose row count (but for
+/// `nonzero_static`'s) is read from the data, so they run on the CPU and fail on Meta
+/// (Note [Data-dependent output shapes] in switchboard-cpu).
+fn nonzero(r: &mut Registry) {
+    let integer = Grad::None("integer result");
+    // Values with zeros (-0.0 among them) and a NaN, which counts as non-zero.
+    let mixed = || t(&[2, 3]).literal(&[0.0, 1.5, -0.0, f64::NAN, 0.0, -2.0]);
+    let data_samples = || {
+        vec![
+            sample![mixed()].needs_data(),
+            sample![mixed().transposed()].needs_data(),
+            sample![t(&[2, 6]).strided().range(0.0, 2.0).dtype(Long)].needs_data(),
+            sample![longs(&[0, 3, 0, 1]).shape(&[2, 1, 2])].needs_data(),
+            sample![t(&[]).literal(&[2.0])].needs_data(),
+            sample![t(&[]).literal(&[0.0])].needs_data(),
+            sample![t(&[2, 0, 3])].needs_data(),
+            sample![t(&[4]).dtype(Bool)].needs_data(),
+            sample![t(&[3]).literal(&[0.0, 0.5, 1.0]).dtype(Half)].needs_data(),
+        ]
+    };
+    r.add(
+        OpInfo::new("nonzero", Family::Shape)
+            .samples(data_samples())
+            .grad(integer)
+            .meta()
+            .out(),
+    );
+    r.add(
+        OpInfo::new("argwhere", Family::Shape)
+            .samples(data_samples())
+            .grad(integer),
+    );
+    r.add(
+        OpInfo::new("nonzero_numpy", Family::Shape)
+            .samples(data_samples())
+            .grad(integer),
+    );
+    r.add(
+        OpInfo::new("where", Family::Shape)
+            .samples(data_samples())
+            .grad(integer),
+    );
+    r.add(
+        OpInfo::new("nonzero_static", Family::Shape)
+            .samples(vec![
+                sample![mixed(); size = 2i64],
+                sample![mixed(); size = 6i64, fill_value = -7i64],
+                sample![mixed().transposed(); size = 3i64],
+                sample![longs(&[1, 0, 2, 3]); size = 0i64],
+                sample![t(&[]).literal(&[3.0]); size = 2i64],
+                sample![t(&[0, 2]); size = 2i64, fill_value = 5i64],
+                sample![t(&[4]).dtype(Bool); size = 4i64],
+                sample![mixed(); size = -1i64].error(),
+            ])
+            .grad(Grad::NotImplemented(
+                "PyTorch 2.15 has no formula for nonzero_static (an integer result)",
+            ))
+            .meta()
             .out(),
     );
 }

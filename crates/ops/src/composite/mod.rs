@@ -6,6 +6,7 @@
 mod convert;
 mod factories;
 mod nn;
+mod nonzero;
 mod overloads;
 mod pointwise;
 mod properties;
@@ -15,6 +16,7 @@ mod shape;
 pub use convert::*;
 pub use factories::*;
 pub use nn::*;
+pub use nonzero::*;
 pub use overloads::*;
 pub use pointwise::*;
 pub use properties::*;

@@ -3,13 +3,19 @@
 //! dispatched operators (CompositeImplicitAutograd).
 
 use switchboard_dispatcher::Result;
-use switchboard_tensor::{MemoryFormat, RawOps, Tensor};
+use switchboard_tensor::{MemoryFormat, RawOps, ScalarType, Tensor};
 
 use super::error;
 
 /// `view` (CompositeExplicitAutograd).
 pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     Ok(RawOps::view(self_, size)?)
+}
+
+/// `view.dtype` (CompositeExplicitAutograd): the same bytes read as another dtype (Note
+/// [Views of another dtype] in switchboard-tensor). A non-differentiable view, as in PyTorch.
+pub fn view_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    Ok(RawOps::view_dtype(self_, dtype)?)
 }
 
 /// `transpose.int` (CompositeExplicitAutograd).
