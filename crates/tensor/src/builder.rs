@@ -114,7 +114,9 @@ impl Tensor {
 
     /// [`from_valid_parts`](Self::from_valid_parts) when the caller already knows the numel
     /// and the contiguity of the sizes and strides (fresh contiguous tensors).
-    #[inline]
+    // Always inlined: since `TensorBuilder::finish` calls it too, the compiler outlined it, and
+    // every fresh contiguous tensor (each kernel's result) paid a copy of its parts.
+    #[inline(always)]
     pub(crate) fn from_valid_parts_with(p: ValidParts, numel: i64, is_contiguous: bool) -> Tensor {
         debug_assert_eq!(numel, p.sizes.iter().product::<i64>());
         debug_assert_eq!(is_contiguous, layout::is_contiguous(&p.sizes, &p.strides));

@@ -114,11 +114,7 @@ pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
         return DimVec::from_buf_and_len([1; DIM_INLINE], n);
     }
     if n > DIM_INLINE {
-        let mut strides = DimVec::from_elem(1, n);
-        for d in (0..n - 1).rev() {
-            strides[d] = strides[d + 1].saturating_mul(sizes[d + 1].max(1));
-        }
-        return strides;
+        return contiguous_strides_spilled(sizes);
     }
     // A fixed-trip loop over a plain array (no memset/memcpy calls): tensor creation is on
     // every kernel's path.
@@ -132,6 +128,19 @@ pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
     }
     let mut strides = DimVec::from_buf(buf);
     strides.truncate(n);
+    strides
+}
+
+/// [`contiguous_strides`] for more dimensions than a [`DimVec`] holds inline: kept out of line so
+/// that the usual case stays small enough to be inlined into every kernel's result allocation.
+#[cold]
+#[inline(never)]
+fn contiguous_strides_spilled(sizes: &[i64]) -> DimVec {
+    let n = sizes.len();
+    let mut strides = DimVec::from_elem(1, n);
+    for d in (0..n - 1).rev() {
+        strides[d] = strides[d + 1].saturating_mul(sizes[d + 1].max(1));
+    }
     strides
 }
 
