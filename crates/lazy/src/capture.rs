@@ -277,7 +277,8 @@ pub(crate) fn record_ruled(
         .graph
         .add_call_unchecked(op.clone(), graph_args, [output]);
     STATS.nodes_captured.inc();
-    ctx.fresh(meta, nbytes, Value::new(id, 0), None)
+    // A ruled result is plain (a floating dtype, contiguous strides, offset 0: Note [Shape rules]).
+    ctx.fresh_known(meta, true, nbytes, Value::new(id, 0), None)
 }
 
 /// Records the call whose arguments are `kinds` and returns its returns.

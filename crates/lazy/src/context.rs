@@ -10,6 +10,7 @@ use switchboard_tensor::{DimVec, ScalarType, Tensor, TensorError, TensorImpl, Ve
 
 use crate::cache;
 use crate::pending::PendingStorages;
+use crate::rules::plain_geometry;
 use crate::stats::STATS;
 use crate::storage::{
     failed, flat_elements, lazy_meta, same_geometry, tensor_of, Contents, LazyStorage,
@@ -92,14 +93,9 @@ impl Context {
         debug_assert_eq!(at_base, same_geometry(&ls.base, t));
         // The usual case, inline: a tensor with its storage's base geometry whose value (a
         // pending one, or the input standing for its data) is already in this epoch's graph.
+        // (Note [Storage value hints]: no storage lock.)
         if at_base {
-            let st = ls.lock();
-            let (value, epoch) = match st.contents {
-                Contents::Pending { value, epoch } => (Some(value), epoch),
-                Contents::Data(_) => st.input.map_or((None, 0), |(e, v)| (Some(v), e)),
-                Contents::Failed(_) => (None, 0),
-            };
-            if let (Some(v), true) = (value, epoch == self.epoch) {
+            if let Some(v) = ls.hinted_value(self.epoch) {
                 return Ok(v);
             }
         }
@@ -124,6 +120,7 @@ impl Context {
                     let v = self.graph.add_input(TensorMeta::of(d));
                     self.inputs.push(d.clone());
                     st.input = Some((self.epoch, v));
+                    ls.set_hint(self.epoch, v);
                     v
                 }
             },
@@ -223,6 +220,7 @@ impl Context {
         };
         st.views.clear();
         st.input = None;
+        ls.set_hint(self.epoch, new);
         if st.registered_epoch != self.epoch {
             st.registered_epoch = self.epoch;
             self.pending.register(ls.clone());
@@ -238,11 +236,27 @@ impl Context {
         v: Value,
         version: Option<VersionCounter>,
     ) -> Result<Tensor> {
+        let plain = plain_geometry(&meta);
+        self.fresh_known(meta, plain, nbytes, v, version)
+    }
+
+    /// [`fresh`](Self::fresh) when the caller knows whether `meta` is plain
+    /// (`plain_geometry(&meta)`, Note [Shape rules]).
+    pub fn fresh_known(
+        &mut self,
+        meta: Arc<TensorMeta>,
+        plain: bool,
+        nbytes: usize,
+        v: Value,
+        version: Option<VersionCounter>,
+    ) -> Result<Tensor> {
         let contents = Contents::Pending {
             value: v,
             epoch: self.epoch,
         };
-        let ls = self.pending.fresh(meta, nbytes, contents, self.epoch);
+        let ls = self
+            .pending
+            .fresh(meta, plain, nbytes, contents, self.epoch);
         tensor_of(ls, version)
     }
 
@@ -302,6 +316,7 @@ impl Context {
                     let mut st = ls.lock();
                     st.contents = Contents::Data(r);
                     st.input = None;
+                    ls.clear_hint();
                 }
                 Ok(())
             }
@@ -327,5 +342,6 @@ fn fail(live: &[Arc<LazyStorage>], e: &switchboard_dispatcher::DispatchError) {
     let msg: Arc<str> = e.to_string().into();
     for ls in live {
         ls.lock().contents = Contents::Failed(msg.clone());
+        ls.clear_hint();
     }
 }

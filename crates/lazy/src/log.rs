@@ -2,7 +2,7 @@
 //! (`SWITCHBOARD_LOG_INTERCEPTS=1`).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use switchboard_dispatcher::IValue;
 
@@ -12,6 +12,10 @@ const ON: u8 = 2;
 
 /// Read from `SWITCHBOARD_LOG_INTERCEPTS` on first use, or set by [`set_log_intercepts`].
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// How many [`capture_intercept_log`] calls are running, on any thread: while none is, no
+/// thread needs to look at its own buffer to know that no line is wanted.
+static CAPTURING: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// Lines kept by [`capture_intercept_log`] on this thread, when it runs.
@@ -51,16 +55,30 @@ pub fn set_log_intercepts(on: bool) {
 /// # drop(y);
 /// ```
 pub fn capture_intercept_log<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
-    let previous = BUFFER.with(|b| b.borrow_mut().replace(Vec::new()));
+    /// Restores the buffer `f` replaced, and the count, even if `f` panics.
+    struct Restore(Option<Option<Vec<String>>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(previous) = self.0.take() {
+                BUFFER.with(|b| *b.borrow_mut() = previous);
+            }
+            CAPTURING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    CAPTURING.fetch_add(1, Ordering::Relaxed);
+    let mut restore = Restore(Some(BUFFER.with(|b| b.borrow_mut().replace(Vec::new()))));
     let r = f();
+    let previous = restore.0.take().expect("restored once");
     let lines = BUFFER.with(|b| std::mem::replace(&mut *b.borrow_mut(), previous));
+    drop(restore);
     (r, lines.unwrap_or_default())
 }
 
 /// Whether a line must be produced for this call (the log is on, or a capture runs).
 #[inline]
 pub(crate) fn wanted() -> bool {
-    log_intercepts() || BUFFER.with(|b| b.borrow().is_some())
+    log_intercepts()
+        || (CAPTURING.load(Ordering::Relaxed) > 0 && BUFFER.with(|b| b.borrow().is_some()))
 }
 
 /// `(4, 4)`, `(4,)`, `()`: a shape as Python prints a tuple.
@@ -125,5 +143,18 @@ mod tests {
         assert_eq!(shape(&[]), "()");
         assert_eq!(shape(&[3]), "(3,)");
         assert_eq!(shape(&[4, 4]), "(4, 4)");
+    }
+
+    #[test]
+    fn a_panicking_capture_restores_the_buffer() {
+        let (_, outer) = capture_intercept_log(|| {
+            let r = std::panic::catch_unwind(|| capture_intercept_log(|| panic!("in f")));
+            assert!(r.is_err());
+            // Back to the outer capture's buffer, which is still wanted.
+            assert!(wanted());
+            BUFFER.with(|b| b.borrow_mut().as_mut().unwrap().push("outer".into()));
+        });
+        assert_eq!(outer, ["outer"]);
+        assert!(BUFFER.with(|b| b.borrow().is_none()));
     }
 }

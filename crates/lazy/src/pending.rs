@@ -52,16 +52,17 @@ impl PendingStorages {
         }
     }
 
-    /// A storage of `nbytes` whose base is `base`, holding `contents` (a value of epoch
-    /// `epoch`), registered as waiting for it: a spare one when there is one, else a new one.
+    /// A storage of `nbytes` whose base is `base` (`plain` if `plain_geometry(&base)`), holding
+    /// `contents` (a value of epoch `epoch`), registered as waiting for it: a spare one when there is one, else a new one.
     pub fn fresh(
         &mut self,
         base: Arc<TensorMeta>,
+        plain: bool,
         nbytes: usize,
         contents: Contents,
         epoch: u64,
     ) -> &Arc<LazyStorage> {
-        let ls = self.storage(base, nbytes, contents, epoch);
+        let ls = self.storage(base, plain, nbytes, contents, epoch);
         self.register(ls);
         self.held.last().expect("just registered")
     }
@@ -71,13 +72,14 @@ impl PendingStorages {
     fn storage(
         &mut self,
         base: Arc<TensorMeta>,
+        plain: bool,
         nbytes: usize,
         contents: Contents,
         epoch: u64,
     ) -> Arc<LazyStorage> {
         if let Some(mut ls) = self.spares.pop() {
             if let Some(slot) = Arc::get_mut(&mut ls) {
-                slot.renew(base, nbytes, contents);
+                slot.renew(base, plain, nbytes, contents);
                 slot.state
                     .get_mut()
                     .unwrap_or_else(|e| e.into_inner())
@@ -85,7 +87,7 @@ impl PendingStorages {
                 return ls;
             }
         }
-        let mut fresh = LazyStorage::new(base, nbytes, contents);
+        let mut fresh = LazyStorage::new_known(base, plain, nbytes, contents);
         fresh
             .state
             .get_mut()
@@ -179,7 +181,7 @@ mod tests {
         assert!(held <= 2 * kept.len() + MIN_PRUNE, "{held}");
         assert!(spares > 0);
         let addresses: Vec<*const LazyStorage> = p.spares.iter().map(Arc::as_ptr).collect();
-        let reused = p.storage(meta(), 8, pending(999), 0);
+        let reused = p.storage(meta(), true, 8, pending(999), 0);
         assert!(addresses.contains(&Arc::as_ptr(&reused)));
         assert_eq!(reused.nbytes, 8);
         assert!(matches!(
@@ -195,9 +197,9 @@ mod tests {
     #[test]
     fn reused_storages_get_new_ids() {
         let mut p = PendingStorages::new();
-        let id = p.fresh(meta(), 4, pending(0), 0).id();
+        let id = p.fresh(meta(), true, 4, pending(0), 0).id();
         assert!(p.take_live().is_empty());
-        let again = p.storage(meta(), 4, pending(1), 1);
+        let again = p.storage(meta(), true, 4, pending(1), 1);
         assert_eq!(again.lock().registered_epoch, 1);
         assert_ne!(again.id(), id);
     }

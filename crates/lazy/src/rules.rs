@@ -114,10 +114,23 @@ impl<'a> RuledCall<'a> {
 #[inline]
 fn plain(t: &Tensor) -> Option<Operand<'_>> {
     let ls = t.payload_as::<LazyStorage>()?;
-    let canonical = t.dtype().is_floating_point()
-        && !t.is_wrapped_number()
-        && canonical_strides(t.sizes(), t.strides());
-    canonical.then(|| (t, ls, same_geometry(&ls.base, t)))
+    if t.is_wrapped_number() {
+        return None;
+    }
+    let at_base = same_geometry(&ls.base, t);
+    // The usual operand (a result of an earlier capture) has its storage's base geometry,
+    // already checked when the storage was made.
+    if at_base && ls.plain_base {
+        return Some((t, ls, true));
+    }
+    let canonical = t.dtype().is_floating_point() && canonical_strides(t.sizes(), t.strides());
+    canonical.then_some((t, ls, at_base))
+}
+
+/// Whether a tensor with metadata `m` is a plain operand of a rule (see [`plain`]) at offset
+/// 0 (so that a result can share `m`).
+pub(crate) fn plain_geometry(m: &TensorMeta) -> bool {
+    m.dtype.is_floating_point() && m.storage_offset == 0 && canonical_strides(&m.sizes, &m.strides)
 }
 
 /// Whether `strides` are the contiguous strides of `sizes` (`contiguous_strides(sizes)`,

@@ -4,8 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use crate::rules::plain_geometry;
 use switchboard_dispatcher::Result;
-use switchboard_graph::{TensorMeta, Value};
+use switchboard_graph::{NodeId, TensorMeta, Value};
 use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
 use switchboard_tensor::{
     DatalessTensor, Device, DimVec, RawOps, ScalarType, Storage, Tensor, TensorBuilder,
@@ -18,10 +19,17 @@ pub const DEVICE: Device = Device::with_index(DeviceType::Lazy, 0);
 /// Whether `t` has `m`'s sizes, strides and offset (where its elements are in its storage).
 #[inline]
 pub(crate) fn same_geometry(m: &TensorMeta, t: &TensorImpl) -> bool {
-    m.storage_offset == t.storage_offset()
-        && m.dtype == t.dtype()
-        && same_dims(&m.sizes, t.sizes())
-        && same_dims(&m.strides, t.strides())
+    if m.storage_offset != t.storage_offset() || m.dtype != t.dtype() {
+        return false;
+    }
+    // One loop over the four lists (this runs for every operand of every capture).
+    let (sizes, strides) = (&m.sizes[..], &m.strides[..]);
+    let (t_sizes, t_strides) = (t.sizes(), t.strides());
+    let n = sizes.len();
+    n == t_sizes.len()
+        && n == strides.len()
+        && n == t_strides.len()
+        && (0..n).all(|d| sizes[d] == t_sizes[d] && strides[d] == t_strides[d])
 }
 
 /// Equality of short dimension lists, without a `memcmp` call.
@@ -76,11 +84,62 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 pub struct LazyStorage {
     pub(crate) id: u64,
     pub(crate) base: Arc<TensorMeta>,
+    /// Whether `base` is a plain operand of a shape rule (Note [Shape rules]): found once
+    /// here, so that the rules check a tensor with the base geometry by comparing it.
+    pub(crate) plain_base: bool,
     pub(crate) nbytes: usize,
     /// A meta tensor with the base geometry over a meta storage of the same size (made on
     /// first use: calls whose shapes are cached never need it).
     meta: OnceLock<Tensor>,
     pub(crate) state: Mutex<StorageState>,
+    /// The storage's value in the current epoch's graph, readable without `state`'s lock
+    /// (Note [Storage value hints]).
+    hint: ValueHint,
+}
+
+// Note [Storage value hints]
+// Every capture reads the graph value of its operands, and most operands have their storage's
+// base geometry, whose value is the storage's pending value or the graph input standing for
+// its data (`Context::read_known`). Taking the storage's lock for that cost a tenth of a
+// capture, so the storage also keeps that value, with the epoch it belongs to, in two atomics:
+// a value of an older epoch is no value. Everything that changes what the storage's base reads
+// as (a new pending value, an input recorded for its data, materialised or failed contents)
+// runs with the context lock held (in `Context`'s methods, which take `&mut self`) or on a
+// storage nobody else holds (`new`, `renew`), and sets the hint with it; the readers hold the
+// context lock too. So the lock orders every access, and relaxed atomics suffice.
+
+/// See Note [Storage value hints].
+struct ValueHint {
+    epoch: AtomicU64,
+    /// `Value { node, output }` as `node << 32 | output`.
+    value: AtomicU64,
+}
+
+impl ValueHint {
+    fn new(contents: &Contents) -> ValueHint {
+        let h = ValueHint {
+            epoch: AtomicU64::new(u64::MAX),
+            value: AtomicU64::new(0),
+        };
+        if let Contents::Pending { value, epoch } = *contents {
+            h.set(epoch, value);
+        }
+        h
+    }
+
+    fn set(&self, epoch: u64, v: Value) {
+        let packed = (u64::from(v.node.0) << 32) | u64::from(v.output);
+        self.value.store(packed, Ordering::Relaxed);
+        self.epoch.store(epoch, Ordering::Relaxed);
+    }
+
+    fn get(&self, epoch: u64) -> Option<Value> {
+        if self.epoch.load(Ordering::Relaxed) != epoch {
+            return None;
+        }
+        let packed = self.value.load(Ordering::Relaxed);
+        Some(Value::new(NodeId((packed >> 32) as u32), packed as u32))
+    }
 }
 
 impl std::fmt::Debug for LazyStorage {
@@ -92,11 +151,26 @@ impl std::fmt::Debug for LazyStorage {
 impl LazyStorage {
     /// A storage of `nbytes` whose base is `base`, holding `contents`.
     pub(crate) fn new(base: Arc<TensorMeta>, nbytes: usize, contents: Contents) -> LazyStorage {
+        let plain = plain_geometry(&base);
+        LazyStorage::new_known(base, plain, nbytes, contents)
+    }
+
+    /// [`new`](Self::new) when the caller knows whether `base` is plain
+    /// (`plain_geometry(&base)`).
+    pub(crate) fn new_known(
+        base: Arc<TensorMeta>,
+        plain: bool,
+        nbytes: usize,
+        contents: Contents,
+    ) -> LazyStorage {
+        debug_assert_eq!(plain, plain_geometry(&base));
         LazyStorage {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            plain_base: plain,
             base,
             nbytes,
             meta: OnceLock::new(),
+            hint: ValueHint::new(&contents),
             state: Mutex::new(StorageState {
                 contents,
                 input: None,
@@ -107,13 +181,22 @@ impl LazyStorage {
         }
     }
 
-    /// Makes this storage, which nobody else holds, what [`new`](Self::new) would make,
+    /// Makes this storage, which nobody else holds, what [`new_known`](Self::new_known) would make,
     /// keeping its allocations (a spare's reuse, Note [Pending storages]).
-    pub(crate) fn renew(&mut self, base: Arc<TensorMeta>, nbytes: usize, contents: Contents) {
+    pub(crate) fn renew(
+        &mut self,
+        base: Arc<TensorMeta>,
+        plain: bool,
+        nbytes: usize,
+        contents: Contents,
+    ) {
+        debug_assert_eq!(plain, plain_geometry(&base));
         self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.plain_base = plain;
         self.base = base;
         self.nbytes = nbytes;
         self.meta.take();
+        self.hint = ValueHint::new(&contents);
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         st.contents = contents;
         st.input = None;
@@ -125,6 +208,24 @@ impl LazyStorage {
     /// The id the intercept log and the graph exports use (`lt_N`).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The value of this storage's base in the graph of `epoch`, if known without the lock
+    /// (Note [Storage value hints]; the caller holds the context lock).
+    #[inline]
+    pub(crate) fn hinted_value(&self, epoch: u64) -> Option<Value> {
+        self.hint.get(epoch)
+    }
+
+    /// Records that this storage's base reads as `v` in the graph of `epoch` (the caller holds
+    /// the context lock and has just made it so).
+    pub(crate) fn set_hint(&self, epoch: u64, v: Value) {
+        self.hint.set(epoch, v);
+    }
+
+    /// Forgets the hint (the contents are no pending value any more).
+    pub(crate) fn clear_hint(&self) {
+        self.hint.epoch.store(u64::MAX, Ordering::Relaxed);
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, StorageState> {
@@ -299,5 +400,52 @@ mod tests {
     #[test]
     fn the_key_set_is_the_devices() {
         assert_eq!(Ok(KEY_SET), DEVICE.dense_key_set());
+    }
+
+    fn meta(sizes: &[i64], strides: &[i64], offset: i64, dtype: ScalarType) -> Arc<TensorMeta> {
+        Arc::new(TensorMeta {
+            sizes: DimVec::from_slice(sizes),
+            strides: DimVec::from_slice(strides),
+            storage_offset: offset,
+            dtype,
+            device: DEVICE,
+        })
+    }
+
+    #[test]
+    fn hints_hold_a_value_of_one_epoch() {
+        let v = Value::new(NodeId(u32::MAX - 1), 7);
+        let pending = Contents::Pending { value: v, epoch: 3 };
+        let m = meta(&[2], &[1], 0, ScalarType::Float);
+        let mut ls = LazyStorage::new(m.clone(), 8, pending);
+        assert_eq!(ls.hinted_value(3), Some(v));
+        assert_eq!(ls.hinted_value(4), None);
+        let w = Value::new(NodeId(5), 0);
+        ls.set_hint(4, w);
+        assert_eq!((ls.hinted_value(3), ls.hinted_value(4)), (None, Some(w)));
+        ls.clear_hint();
+        assert_eq!(ls.hinted_value(4), None);
+        // A renewed storage holding data has no hint; one holding a pending value has its own.
+        ls.set_hint(4, w);
+        ls.renew(m.clone(), true, 8, Contents::Failed("x".into()));
+        assert_eq!(ls.hinted_value(4), None);
+        ls.renew(m, true, 8, Contents::Pending { value: w, epoch: 9 });
+        assert_eq!(ls.hinted_value(9), Some(w));
+    }
+
+    #[test]
+    fn plain_bases() {
+        let plain = |m: &TensorMeta| crate::rules::plain_geometry(m);
+        assert!(plain(&meta(&[2, 3], &[3, 1], 0, ScalarType::Float)));
+        assert!(plain(&meta(&[], &[], 0, ScalarType::Double)));
+        assert!(!plain(&meta(&[2, 3], &[1, 2], 0, ScalarType::Float)));
+        assert!(!plain(&meta(&[2, 3], &[3, 1], 1, ScalarType::Float)));
+        assert!(!plain(&meta(&[2, 3], &[3, 1], 0, ScalarType::Long)));
+        let ls = LazyStorage::new(
+            meta(&[4], &[2], 0, ScalarType::Float),
+            32,
+            Contents::Failed("x".into()),
+        );
+        assert!(!ls.plain_base);
     }
 }
