@@ -258,8 +258,10 @@ mod tests {
 
     #[test]
     fn one_pass_agrees_with_the_separate_checks() {
+        /// Sizes, strides, storage offset, element size, storage bytes.
+        type Case<'a> = (&'a [i64], &'a [i64], i64, usize, usize);
         let big = i64::MAX / 2;
-        let cases: &[(&[i64], &[i64], i64, usize, usize)] = &[
+        let cases: &[Case] = &[
             (&[1], &[1], 0, 4, 4),
             (&[2, 3], &[3, 1], 0, 4, 24),
             (&[2, 3], &[3, 1], 0, 4, 20),
