@@ -111,7 +111,7 @@ impl<'a> RuledCall<'a> {
 
 /// Whether `t` is a plain lazy operand of a rule: a lazy tensor of a floating dtype with the
 /// canonical contiguous strides of its sizes.
-#[inline]
+#[inline(always)]
 fn plain(t: &Tensor) -> Option<Operand<'_>> {
     let ls = t.payload_as::<LazyStorage>()?;
     if t.is_wrapped_number() {
