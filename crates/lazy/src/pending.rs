@@ -23,6 +23,9 @@ use crate::storage::{Contents, LazyStorage};
 /// Spare storages kept at most.
 const MAX_SPARES: usize = 1024;
 
+/// The most registry capacity a new epoch starts with.
+const MAX_RESERVED: usize = 4096;
+
 /// Pending storages pruned when there are at least this many (and twice as many as after the
 /// last pruning).
 const MIN_PRUNE: usize = 64;
@@ -124,7 +127,10 @@ impl PendingStorages {
     pub fn take_live(&mut self) -> Vec<Arc<LazyStorage>> {
         self.prune();
         self.prune_at = MIN_PRUNE;
-        std::mem::take(&mut self.held)
+        // The next epoch registers about as many storages: start it with that capacity (up to
+        // a bound), not from an empty list that grows by reallocating during the captures.
+        let capacity = self.held.capacity().min(MAX_RESERVED);
+        std::mem::replace(&mut self.held, Vec::with_capacity(capacity))
     }
 
     /// The storages registered and still held by someone.
