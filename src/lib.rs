@@ -45,7 +45,7 @@ pub mod prelude {
     pub use switchboard_dispatcher::{
         AutoDispatchBelowADInplaceOrView, AutoDispatchBelowAutograd, DispatchError, Dispatcher,
         ExcludeDispatchKeyGuard, IValue, IncludeDispatchKeyGuard, KernelFunction, Library,
-        LibraryKind, OperatorHandle, PackedScalar, Stack, TypedOperatorHandle,
+        LibraryKind, OperatorHandle, PackedScalar, Stack, Tag, TypedOperatorHandle,
     };
     pub use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
     pub use switchboard_schema::{FunctionSchema, OperatorName};

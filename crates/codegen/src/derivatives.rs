@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use switchboard_schema::{Argument, FunctionSchema, Type};
+use switchboard_schema::{Argument, FunctionSchema, Tag, Type};
 use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::formula::{analyse, Analysis};
@@ -447,7 +447,7 @@ fn generated_functional_entry<'a>(
     f: &NativeFunction,
     derivs: &'a [Derivative],
 ) -> Option<&'a Derivative> {
-    if !f.tags.iter().any(|t| t == "generated") {
+    if !f.tags.contains(&Tag::Generated) {
         return None;
     }
     let inplace = format!("{}_", f.name);

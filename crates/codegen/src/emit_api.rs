@@ -118,7 +118,7 @@ fn doc_schema(f: &NativeFunction) -> String {
 /// (one lazily looked-up typed handle per operator), a function per operator, `redispatch`
 /// functions, the `TensorOps` trait, and the `register_*` functions for the schema (DEF) and
 /// composite / BackendSelect (IMPL) libraries. The includer provides the `use` lines for
-/// `Tensor`, `Scalar`, `ScalarType`, `Layout`, `Device`, `MemoryFormat`, `Generator`,
+/// `Tensor`, `Scalar`, `ScalarType`, `Layout`, `Device`, `MemoryFormat`, `Generator`, `Tag`,
 /// `DispatchKeySet`, `TypedOperatorHandle`, `KernelFunction`, `Library`, `Result` and
 /// `LazyHandle`, and `crate::lookup` / `crate::backend_select_keys`.
 pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
@@ -137,6 +137,20 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     writeln!(w, "pub const SCHEMAS: &[&str] = &[").unwrap();
     for f in funcs {
         writeln!(w, "    {:?},", f.schema_text).unwrap();
+    }
+    writeln!(w, "];\n").unwrap();
+    writeln!(
+        w,
+        "/// The tags `SCHEMAS[i]` is defined with (Note [Tags torchgen adds] in switchboard-codegen)."
+    )
+    .unwrap();
+    writeln!(w, "pub const SCHEMA_TAGS: &[&[Tag]] = &[").unwrap();
+    for f in funcs {
+        let tags: Vec<String> = crate::tags::registered_tags(f)
+            .iter()
+            .map(|t| format!("Tag::{t:?}"))
+            .collect();
+        writeln!(w, "    &[{}],", tags.join(", ")).unwrap();
     }
     writeln!(w, "];\n").unwrap();
 
@@ -327,7 +341,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
 
     // Registrations.
     writeln!(w, "/// Defines every operator (the `aten` DEF library).").unwrap();
-    writeln!(w, "pub(crate) fn register_schemas(lib: &mut Library) -> Result<()> {{\n    for s in SCHEMAS {{\n        lib.def(s)?;\n    }}\n    Ok(())\n}}\n").unwrap();
+    writeln!(w, "pub(crate) fn register_schemas(lib: &mut Library) -> Result<()> {{\n    for (s, tags) in SCHEMAS.iter().zip(SCHEMA_TAGS) {{\n        lib.def_with_tags(s, tags)?;\n    }}\n    Ok(())\n}}\n").unwrap();
     for key in [
         "CompositeImplicitAutograd",
         "CompositeExplicitAutograd",

@@ -22,6 +22,7 @@ mod emit_autograd;
 mod emit_backend;
 mod formula;
 mod model;
+mod tags;
 mod types;
 
 pub use derivatives::{

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use switchboard_schema::{Argument, FunctionSchema, Type};
+use switchboard_schema::{Argument, FunctionSchema, Tag, Type};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// One `- func:` entry.
@@ -30,8 +30,10 @@ pub struct NativeFunction {
     /// For an `out=` overload named by another entry's `autogen:`, that functional entry's
     /// index in the list: its kernel is generated (Note [Generated out= kernels]).
     pub out_of: Option<usize>,
-    /// PyTorch's `tags:` (`generated`: a function torchgen writes from another's `autogen:`).
-    pub tags: Vec<String>,
+    /// PyTorch's `tags:` as written (`generated`: a function torchgen writes from another's
+    /// `autogen:`); the operator is registered with these and the ones torchgen adds (Note
+    /// [Tags torchgen adds] in `tags.rs`).
+    pub tags: Vec<Tag>,
 }
 
 impl NativeFunction {
@@ -132,16 +134,22 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
             }
             _ => return Err(format!("{func}: `dispatch:` must be a map")),
         }
-        let tags = match &e["tags"] {
+        let tag_names: Vec<&str> = match &e["tags"] {
             Yaml::BadValue => Vec::new(),
-            Yaml::String(t) => t.split(',').map(|t| t.trim().to_owned()).collect(),
+            Yaml::String(t) => t.split(',').map(str::trim).collect(),
             Yaml::Array(items) => items
                 .iter()
-                .map(|t| t.as_str().map(str::to_owned))
+                .map(Yaml::as_str)
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| format!("{func}: `tags:` takes names"))?,
             _ => return Err(format!("{func}: bad `tags:`")),
         };
+        // torchgen's "illegal tag", naming the operator too.
+        let tags = tag_names
+            .into_iter()
+            .map(|t| Tag::parse_for(&schema.operator_name().to_string(), t))
+            .collect::<Result<Vec<Tag>, _>>()
+            .map_err(|e| format!("{func}: {e}"))?;
         let inplace = name.ends_with('_') && !name.ends_with("__");
         let stem = if inplace {
             &name[..name.len() - 1]
@@ -206,6 +214,9 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
         });
     }
     resolve_autogen(&mut out)?;
+    for f in &out {
+        crate::tags::check_nondeterministic_seeded(f)?;
+    }
     Ok(out)
 }
 

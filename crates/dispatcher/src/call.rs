@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use switchboard_keys::{DispatchKey, DispatchKeySet};
+use switchboard_schema::Tag;
 
 use crate::dispatcher::Dispatcher;
 use crate::error::{DispatchError, DispatchErrorKind, Result};
@@ -59,6 +60,44 @@ impl OperatorHandle {
     /// The operator's schema, if it is defined.
     pub fn schema(&self) -> Option<Arc<SchemaRecord>> {
         self.0.schema()
+    }
+
+    /// True when the operator was defined with `tag` (`OperatorHandle::hasTag`). An operator
+    /// without a schema has no tags. Not for the call path: it reads the schema record under
+    /// its lock (Note [Operator tags] in switchboard-schema).
+    ///
+    /// ```
+    /// use switchboard_dispatcher::{Dispatcher, Library, LibraryKind, Tag};
+    ///
+    /// let d = Dispatcher::new();
+    /// let mut lib = Library::new(&d, LibraryKind::Def, "myops", None)?;
+    /// lib.def_with_tags("where_nonzero(Tensor x) -> Tensor", &[Tag::DynamicOutputShape])?;
+    /// let op = d.find_schema_or_throw("myops::where_nonzero")?;
+    /// assert!(op.has_tag(Tag::DynamicOutputShape));
+    /// drop(lib);
+    /// assert!(!op.has_tag(Tag::DynamicOutputShape));
+    /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
+    /// ```
+    pub fn has_tag(&self, tag: Tag) -> bool {
+        self.0.schema().is_some_and(|r| r.tags.contains(&tag))
+    }
+
+    /// The tags the operator was defined with, in the order given (`OperatorHandle::getTags`);
+    /// empty when it has no schema.
+    ///
+    /// ```
+    /// use switchboard_dispatcher::{Dispatcher, Library, LibraryKind, Tag};
+    ///
+    /// let d = Dispatcher::new();
+    /// let mut lib = Library::new(&d, LibraryKind::Def, "myops", None)?;
+    /// lib.def_with_tags("scale(Tensor x) -> Tensor", &[Tag::Core, Tag::Pointwise])?;
+    /// lib.def("plain(Tensor x) -> Tensor")?;
+    /// assert_eq!(d.find_schema_or_throw("myops::scale")?.tags(), [Tag::Core, Tag::Pointwise]);
+    /// assert!(d.find_schema_or_throw("myops::plain")?.tags().is_empty());
+    /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
+    /// ```
+    pub fn tags(&self) -> Vec<Tag> {
+        self.0.schema().map(|r| r.tags.to_vec()).unwrap_or_default()
     }
 
     /// True when both handles refer to the same operator.

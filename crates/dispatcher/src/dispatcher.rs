@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use smallvec::SmallVec;
 
 use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_RUNTIME_ENTRIES};
-use switchboard_schema::FunctionSchema;
+use switchboard_schema::{FunctionSchema, Tag};
 
 use crate::call::OperatorHandle;
 use crate::debug::RegistrationDebug;
@@ -256,6 +256,18 @@ impl Dispatcher {
         debug: impl Into<RegistrationDebug>,
         alias_analysis: Option<AliasAnalysisKind>,
     ) -> Result<RegistrationHandle> {
+        self.register_def_with_tags(schema, debug, alias_analysis, Vec::new())
+    }
+
+    /// Like [`register_def`](Self::register_def), giving the operator `tags` (kept in the
+    /// order given, as `OperatorEntry::registerSchema` keeps them; see Note [Operator tags]).
+    pub fn register_def_with_tags(
+        &self,
+        schema: FunctionSchema,
+        debug: impl Into<RegistrationDebug>,
+        alias_analysis: Option<AliasAnalysisKind>,
+        tags: Vec<Tag>,
+    ) -> Result<RegistrationHandle> {
         let debug = debug.into();
         let mut reg = self.registry();
         let (entry, created) = self.find_or_create(&mut reg, schema.operator_name());
@@ -286,6 +298,7 @@ impl Dispatcher {
             schema,
             debug,
             alias_analysis,
+            tags: tags.into_boxed_slice(),
             fitting_signature: AtomicU64::new(0),
         }));
         state.def_count += 1;

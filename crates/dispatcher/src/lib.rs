@@ -78,7 +78,7 @@ pub use tls::*;
 pub use warning::{set_warning_handler, warn, WarningHandler, WarningHandlerGuard};
 
 pub use switchboard_keys::{DispatchKey, DispatchKeySet};
-pub use switchboard_schema::{FunctionSchema, OperatorName};
+pub use switchboard_schema::{FunctionSchema, OperatorName, Tag, UnknownTag};
 /// The one-word list of list-valued [`IValue`]s (Note [Two-word IValues]), and its macro.
 pub use thin_vec::{thin_vec, ThinVec};
 

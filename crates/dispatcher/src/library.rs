@@ -7,7 +7,7 @@ use std::panic::Location;
 use smallvec::SmallVec;
 
 use switchboard_keys::DispatchKey;
-use switchboard_schema::{parse_schema_or_name, FunctionSchema, OperatorName, SchemaOrName};
+use switchboard_schema::{parse_schema_or_name, FunctionSchema, OperatorName, SchemaOrName, Tag};
 
 use crate::debug::RegistrationDebug;
 use crate::dispatcher::{Dispatcher, RegistrationHandle};
@@ -214,11 +214,75 @@ impl Library {
         self.def_schema(parsed, alias)
     }
 
+    /// Defines an operator with `tags` (`m.def(schema, {at::Tag::pointwise})`, alias analysis
+    /// FROM_SCHEMA). The tags are fixed at def time and read with
+    /// [`OperatorHandle::has_tag`](crate::OperatorHandle::has_tag) and
+    /// [`OperatorHandle::tags`](crate::OperatorHandle::tags) (Note [Operator tags] in
+    /// switchboard-schema).
+    ///
+    /// ```
+    /// use switchboard_dispatcher::{Dispatcher, Library, LibraryKind, Tag};
+    ///
+    /// let d = Dispatcher::new();
+    /// let mut lib = Library::new(&d, LibraryKind::Def, "myops", None)?;
+    /// lib.def_with_tags("sample(Tensor x) -> Tensor", &[Tag::NondeterministicSeeded])?;
+    /// let op = d.find_schema_or_throw("myops::sample")?;
+    /// assert!(op.has_tag(Tag::NondeterministicSeeded));
+    /// assert!(!op.has_tag(Tag::Pointwise));
+    /// assert_eq!(op.tags(), [Tag::NondeterministicSeeded]);
+    /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
+    /// ```
+    pub fn def_with_tags(&mut self, schema: &str, tags: &[Tag]) -> Result<OperatorName> {
+        let parsed = FunctionSchema::parse(schema)
+            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
+        self.def_schema_with_tags(parsed, Some(AliasAnalysisKind::FromSchema), tags.to_vec())
+    }
+
+    /// Like [`def_with_tags`](Self::def_with_tags) with the tags' tags.yaml names
+    /// (`"pointwise"`); a name tags.yaml does not declare is an error naming the tag and the
+    /// operator, and defines nothing.
+    ///
+    /// ```
+    /// use switchboard_dispatcher::{Dispatcher, Library, LibraryKind, Tag};
+    ///
+    /// let d = Dispatcher::new();
+    /// let mut lib = Library::new(&d, LibraryKind::Def, "myops", None)?;
+    /// lib.def_with_tag_names("double(Tensor x) -> Tensor", &["pointwise", "core"])?;
+    /// assert_eq!(d.find_schema_or_throw("myops::double")?.tags(), [Tag::Pointwise, Tag::Core]);
+    ///
+    /// let err = lib.def_with_tag_names("half(Tensor x) -> Tensor", &["elementwise"]).unwrap_err();
+    /// assert!(err.to_string().contains("unknown tag `elementwise` for operator myops::half"));
+    /// assert!(d.find_schema("myops::half").is_none());
+    /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
+    /// ```
+    pub fn def_with_tag_names(&mut self, schema: &str, tags: &[&str]) -> Result<OperatorName> {
+        let parsed = FunctionSchema::parse(schema)
+            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
+        let parsed = self.qualify(parsed)?;
+        let op = parsed.operator_name().to_string();
+        let tags = tags
+            .iter()
+            .map(|t| Tag::parse_for(&op, t))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.error(e.to_string()))?;
+        self.def_schema_with_tags(parsed, Some(AliasAnalysisKind::FromSchema), tags)
+    }
+
     /// Defines an operator from a parsed schema.
     pub fn def_schema(
         &mut self,
         schema: FunctionSchema,
         alias: Option<AliasAnalysisKind>,
+    ) -> Result<OperatorName> {
+        self.def_schema_with_tags(schema, alias, Vec::new())
+    }
+
+    /// Defines an operator from a parsed schema, with tags.
+    pub fn def_schema_with_tags(
+        &mut self,
+        schema: FunctionSchema,
+        alias: Option<AliasAnalysisKind>,
+        tags: Vec<Tag>,
     ) -> Result<OperatorName> {
         if self.kind == LibraryKind::Impl {
             return Err(self.error(format!(
@@ -229,7 +293,9 @@ impl Library {
         }
         let schema = self.qualify(schema)?;
         let name = schema.operator_name().clone();
-        let h = self.dispatcher.register_def(schema, self.debug(), alias)?;
+        let h = self
+            .dispatcher
+            .register_def_with_tags(schema, self.debug(), alias, tags)?;
         self.handles.push(h);
         Ok(name)
     }

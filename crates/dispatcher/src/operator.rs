@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use smallvec::SmallVec;
 
 use switchboard_keys::{DispatchKey, DispatchKeySet, NUM_RUNTIME_ENTRIES};
-use switchboard_schema::FunctionSchema;
+use switchboard_schema::{FunctionSchema, Tag};
 
 use crate::debug::RegistrationDebug;
 use crate::dispatch_args::DispatchArgs;
@@ -79,6 +79,9 @@ pub struct SchemaRecord {
     pub debug: RegistrationDebug,
     /// Its alias analysis; `None` when never set (printed `CONSERVATIVE (default)`).
     pub alias_analysis: Option<AliasAnalysisKind>,
+    /// The tags given at def time, in the order given (Note [Operator tags] in
+    /// switchboard-schema).
+    pub tags: Box<[Tag]>,
     /// The signature id of the last kernel found to fit the schema, 0 for none (Note [Schema
     /// checks remembered per signature]).
     pub(crate) fitting_signature: AtomicU64,

@@ -1,7 +1,7 @@
 //! What a schema says about aliasing: which arguments an operator writes, which argument each
 //! return aliases, and whether the operator is a pure function of its inputs.
 
-use switchboard_dispatcher::OperatorHandle;
+use switchboard_dispatcher::{OperatorHandle, Tag};
 use switchboard_schema::{FunctionSchema, Type};
 
 use crate::Source;
@@ -93,33 +93,6 @@ impl Aliasing {
     }
 }
 
-/// Operators whose results are random (without taking a `Generator` argument for it).
-const RANDOM: &[&str] = &[
-    "bernoulli",
-    "bernoulli_",
-    "cauchy_",
-    "dropout",
-    "exponential_",
-    "feature_dropout",
-    "geometric_",
-    "log_normal_",
-    "multinomial",
-    "native_dropout",
-    "normal",
-    "normal_",
-    "poisson",
-    "rand",
-    "rand_like",
-    "randint",
-    "randint_like",
-    "randn",
-    "randn_like",
-    "random_",
-    "randperm",
-    "rrelu",
-    "uniform_",
-];
-
 /// Factories whose results are uninitialised memory: deterministic in their metadata only.
 const UNINITIALISED: &[&str] = &[
     "empty",
@@ -129,14 +102,16 @@ const UNINITIALISED: &[&str] = &[
     "new_empty_strided",
 ];
 
-/// Whether calls of `op` draw random numbers: it takes a `Generator`, or it is one of the
-/// random operators (`rand`, `normal_`, `native_dropout`, ...).
+/// Whether calls of `op` draw random numbers: it is tagged `nondeterministic_seeded` (`rand`,
+/// `normal_`, `native_dropout`, ... and any operator defined with the tag), or it takes a
+/// `Generator` (torchgen requires the tag of those, but an operator defined elsewhere may lack
+/// it).
 pub fn is_random(op: &OperatorHandle) -> bool {
     let Some(record) = op.schema() else {
         return false;
     };
     let schema = &record.schema;
-    RANDOM.contains(&schema.base_name())
+    record.tags.contains(&Tag::NondeterministicSeeded)
         || schema
             .arguments()
             .iter()

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 
-use switchboard_dispatcher::{DispatchError, DispatchKey, Dispatcher, OperatorHandle};
+use switchboard_dispatcher::{DispatchError, DispatchKey, Dispatcher, OperatorHandle, Tag};
 use switchboard_graph::{is_random, Aliasing};
 use switchboard_schema::{FunctionSchema, OperatorName, Type};
 use switchboard_tensor::TensorError;
@@ -100,20 +100,17 @@ impl OpInfo {
     }
 }
 
-/// Operators whose output shapes are read from the data (PyTorch tags them
-/// `dynamic_output_shape`): their Meta kernels fail (Note [Data-dependent output shapes] in
-/// switchboard-cpu), so they run eagerly.
-const DYNAMIC_OUTPUT_SHAPE: &[&str] = &[
-    "nonzero",
-    "nonzero_numpy",
-    "argwhere",
-    "masked_select",
-    "unique_consecutive",
-    "unique_dim",
-    "unique_dim_consecutive",
-    "_unique",
-    "_unique2",
-];
+// Note [Data-dependent operators run eagerly]
+// A captured call's output metadata comes from the Meta kernel before any data exists. Two tags
+// say the data decides the outputs: `dynamic_output_shape` (the output shape: `nonzero`,
+// `argwhere`) and `data_dependent_output` (a non-tensor output's value: `item`, `equal`).
+// PyTorch's fake tensors refuse both the same way (`FakeTensorMode` raises
+// DynamicOutputShapeException / DataDependentOutputException for ops with these tags, unless a
+// fake implementation says otherwise), and so does capture here: such calls run eagerly. The
+// tags come from the operator's definition (PyTorch's native_functions.yaml tags for aten
+// operators, `Library::def_with_tags` for others), so a custom operator opts in the same way.
+// Operators returning host values already run eagerly for that reason; the tag covers a
+// data-dependent operator returning tensors too.
 
 /// Whether calls of `op` can be captured (Genie's layer 2) or must run eagerly (layer 3).
 fn handling_of(op: &OperatorHandle, schema: &FunctionSchema) -> Handling {
@@ -125,10 +122,13 @@ fn handling_of(op: &OperatorHandle, schema: &FunctionSchema) -> Handling {
     if is_random(op) {
         return Handling::Eager("its results are random: it runs eagerly so that they match eager");
     }
-    if DYNAMIC_OUTPUT_SHAPE.contains(&schema.base_name()) {
+    if op.has_tag(Tag::DynamicOutputShape) {
         return Handling::Eager(
             "its output shape depends on the data (no Meta kernel can tell it)",
         );
+    }
+    if op.has_tag(Tag::DataDependentOutput) {
+        return Handling::Eager("its outputs depend on the data (no Meta kernel can tell them)");
     }
     let d = Dispatcher::global();
     let meta = d

@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use switchboard_dispatcher::{Dispatcher, KernelFunction, Tag};
 use switchboard_lazy as lazy;
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
@@ -79,4 +80,55 @@ fn nonzero_static_is_captured() {
     assert_eq!((s.sizes(), s.strides()), (cpu.sizes(), cpu.strides()));
     assert_eq!(longs(&s), [0, 1, 1, 0, 1, 2, -3, -3, -3, -3]);
     assert_eq!(to(&s, Device::CPU).device(), Device::CPU);
+}
+
+// The same kernel under three definitions: untagged (captured: its Meta kernel gives the
+// shape), and tagged `dynamic_output_shape` or `data_dependent_output` (run eagerly, Note
+// [Data-dependent operators run eagerly]).
+fn plus_one(x: &Tensor) -> switchboard_dispatcher::Result<Tensor> {
+    ops::add_scalar(x, 1)
+}
+
+switchboard_dispatcher::library!(DEF lazy_tag_test, |lib| {
+    lib.def("plain(Tensor x) -> Tensor")?;
+    lib.def_with_tags("shaped(Tensor x) -> Tensor", &[Tag::DynamicOutputShape])?;
+    lib.def_with_tags("valued(Tensor x) -> Tensor", &[Tag::DataDependentOutput])?;
+    Ok(())
+});
+switchboard_dispatcher::library!(IMPL lazy_tag_test, CPU, |lib| {
+    for name in ["plain", "shaped", "valued"] {
+        lib.impl_(name, None, KernelFunction::from_fn(plus_one))?;
+    }
+    Ok(())
+});
+switchboard_dispatcher::library!(IMPL lazy_tag_test, Meta, |lib| {
+    for name in ["plain", "shaped", "valued"] {
+        lib.impl_(name, None, KernelFunction::from_fn(plus_one))?;
+    }
+    Ok(())
+});
+
+#[test]
+fn custom_operators_tagged_data_dependent_run_eagerly() {
+    let _g = serial();
+    let d = Dispatcher::global();
+    for (name, eager) in [("plain", false), ("shaped", true), ("valued", true)] {
+        let op = d
+            .find_schema_or_throw(&format!("lazy_tag_test::{name}"))
+            .unwrap()
+            .typed::<(Tensor,), Tensor>()
+            .unwrap();
+        let x = lz(&mixed());
+        let before = lazy::stats();
+        let y = op.call((&x,)).unwrap();
+        let after = lazy::stats();
+        assert_eq!(
+            after.eager_fallback_count - before.eager_fallback_count,
+            u64::from(eager),
+            "{name}"
+        );
+        assert_eq!(y.device(), lazy::DEVICE);
+        let v = y.to_vec::<f32>().unwrap();
+        assert_eq!(v[1], 2.5, "{name}");
+    }
 }

@@ -81,7 +81,7 @@ mod generated {
     use crate::LazyHandle;
 
     use switchboard_dispatcher::{
-        DispatchKeySet, KernelFunction, Library, PackedScalar, Result, TypedOperatorHandle,
+        DispatchKeySet, KernelFunction, Library, PackedScalar, Result, Tag, TypedOperatorHandle,
     };
     use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
