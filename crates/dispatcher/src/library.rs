@@ -209,8 +209,7 @@ impl Library {
         schema: &str,
         alias: Option<AliasAnalysisKind>,
     ) -> Result<OperatorName> {
-        let parsed = FunctionSchema::parse(schema)
-            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
+        let parsed = FunctionSchema::parse(schema).map_err(schema_error)?;
         self.def_schema(parsed, alias)
     }
 
@@ -233,8 +232,7 @@ impl Library {
     /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
     /// ```
     pub fn def_with_tags(&mut self, schema: &str, tags: &[Tag]) -> Result<OperatorName> {
-        let parsed = FunctionSchema::parse(schema)
-            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
+        let parsed = FunctionSchema::parse(schema).map_err(schema_error)?;
         self.def_schema_with_tags(parsed, Some(AliasAnalysisKind::FromSchema), tags.to_vec())
     }
 
@@ -256,8 +254,7 @@ impl Library {
     /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
     /// ```
     pub fn def_with_tag_names(&mut self, schema: &str, tags: &[&str]) -> Result<OperatorName> {
-        let parsed = FunctionSchema::parse(schema)
-            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
+        let parsed = FunctionSchema::parse(schema).map_err(schema_error)?;
         let parsed = self.qualify(parsed)?;
         let op = parsed.operator_name().to_string();
         let tags = tags
@@ -329,8 +326,7 @@ impl Library {
         kernel: KernelFunction,
         debug: Option<&str>,
     ) -> Result<OperatorName> {
-        let parsed = parse_schema_or_name(name_or_schema)
-            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
+        let parsed = parse_schema_or_name(name_or_schema).map_err(schema_error)?;
         let (schema, alias) = match parsed {
             SchemaOrName::Schema(s) => (s, Some(AliasAnalysisKind::FromSchema)),
             SchemaOrName::Name(n) => {
@@ -340,8 +336,7 @@ impl Library {
                     )))
                 })?;
                 let text = format!("{n}{}", crate::schema_check::format_inferred(args, rets));
-                let s = FunctionSchema::parse(&text)
-                    .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
+                let s = FunctionSchema::parse(&text).map_err(schema_error)?;
                 (s, Some(AliasAnalysisKind::Conservative))
             }
         };
@@ -403,8 +398,7 @@ impl Library {
         debug: Option<RegistrationDebug>,
     ) -> Result<()> {
         let key = key.filter(|k| *k != DispatchKey::Undefined);
-        let parsed = OperatorName::parse(name)
-            .map_err(|e| DispatchError::from(DispatchErrorKind::Schema(e.to_string())))?;
+        let parsed = OperatorName::parse(name).map_err(schema_error)?;
         let full = match (parsed.namespace(), &self.ns) {
             (Some(ns), Some(lib_ns)) if ns != lib_ns => {
                 return Err(self.error(format!(
@@ -614,6 +608,11 @@ macro_rules! library {
 }
 
 /// `ns::name`, without the formatting machinery (a registration qualifies every name it gets).
+/// The error for a schema or operator name that does not parse.
+fn schema_error(e: impl std::fmt::Display) -> DispatchError {
+    DispatchError::from(DispatchErrorKind::Schema(e.to_string()))
+}
+
 fn qualified(ns: &str, name: &str) -> String {
     let mut s = String::with_capacity(ns.len() + 2 + name.len());
     s.push_str(ns);

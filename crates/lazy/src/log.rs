@@ -55,21 +55,19 @@ pub fn set_log_intercepts(on: bool) {
 /// # drop(y);
 /// ```
 pub fn capture_intercept_log<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
-    /// Restores the buffer `f` replaced, and the count, even if `f` panics.
-    struct Restore(Option<Option<Vec<String>>>);
+    /// Puts back the buffer `f`'s capture replaced, and the count, even if `f` panics.
+    struct Restore(Option<Vec<String>>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            if let Some(previous) = self.0.take() {
-                BUFFER.with(|b| *b.borrow_mut() = previous);
-            }
+            let previous = self.0.take();
+            BUFFER.with(|b| *b.borrow_mut() = previous);
             CAPTURING.fetch_sub(1, Ordering::Relaxed);
         }
     }
     CAPTURING.fetch_add(1, Ordering::Relaxed);
-    let mut restore = Restore(Some(BUFFER.with(|b| b.borrow_mut().replace(Vec::new()))));
+    let restore = Restore(BUFFER.with(|b| b.borrow_mut().replace(Vec::new())));
     let r = f();
-    let previous = restore.0.take().expect("restored once");
-    let lines = BUFFER.with(|b| std::mem::replace(&mut *b.borrow_mut(), previous));
+    let lines = BUFFER.with(|b| b.borrow_mut().take());
     drop(restore);
     (r, lines.unwrap_or_default())
 }

@@ -46,6 +46,14 @@ fn dead(ls: &Arc<LazyStorage>) -> bool {
     Arc::strong_count(ls) == 1
 }
 
+/// Marks `ls`, which nobody else holds yet, as registered in `epoch`.
+fn mark_registered(ls: &mut LazyStorage, epoch: u64) {
+    ls.state
+        .get_mut()
+        .unwrap_or_else(|e| e.into_inner())
+        .registered_epoch = epoch;
+}
+
 impl PendingStorages {
     pub const fn new() -> PendingStorages {
         PendingStorages {
@@ -56,7 +64,8 @@ impl PendingStorages {
     }
 
     /// A storage of `nbytes` whose base is `base` (`plain` if `plain_geometry(&base)`), holding
-    /// `contents` (a value of epoch `epoch`), registered as waiting for it: a spare one when there is one, else a new one.
+    /// `contents` (a value of epoch `epoch`), registered as waiting for it: a spare one when
+    /// there is one, else a new one.
     pub fn fresh(
         &mut self,
         base: Arc<TensorMeta>,
@@ -83,19 +92,12 @@ impl PendingStorages {
         if let Some(mut ls) = self.spares.pop() {
             if let Some(slot) = Arc::get_mut(&mut ls) {
                 slot.renew(base, plain, nbytes, contents);
-                slot.state
-                    .get_mut()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .registered_epoch = epoch;
+                mark_registered(slot, epoch);
                 return ls;
             }
         }
         let mut fresh = LazyStorage::new_known(base, plain, nbytes, contents);
-        fresh
-            .state
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .registered_epoch = epoch;
+        mark_registered(&mut fresh, epoch);
         Arc::new(fresh)
     }
 

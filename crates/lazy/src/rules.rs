@@ -193,9 +193,9 @@ pub(crate) fn infer_operands<'a>(
     let nbytes = t.numel() as usize * t.dtype().element_size();
     // An operand whose storage's base is the result's metadata (the operand's own geometry,
     // contiguous, at offset 0) lends it.
-    let lent = operands[..len].iter().find_map(|(t, ls, at_base)| {
-        let b = &ls.base;
-        (*at_base && b.storage_offset == 0 && b.dtype == t.dtype()).then(|| b.clone())
+    // (`at_base` already compared the dtypes.)
+    let lent = operands[..len].iter().find_map(|(_, ls, at_base)| {
+        (*at_base && ls.base.storage_offset == 0).then(|| ls.base.clone())
     });
     let meta = lent.unwrap_or_else(|| {
         Arc::new(TensorMeta {
