@@ -109,18 +109,20 @@ impl PendingStorages {
         self.held.push(ls);
     }
 
-    /// Moves the dead storages to the spares.
+    /// Moves the dead storages to the spares (kept in order, the live ones stay).
     fn prune(&mut self) {
-        let spares = &mut self.spares;
-        self.held.retain(|ls| {
-            if !dead(ls) {
-                return true;
+        let mut kept = 0;
+        for i in 0..self.held.len() {
+            if dead(&self.held[i]) {
+                continue;
             }
-            if spares.len() < MAX_SPARES {
-                spares.push(ls.clone());
-            }
-            false
-        });
+            self.held.swap(kept, i);
+            kept += 1;
+        }
+        // The dead ones are now at the end: moved, not cloned, to the spares.
+        let room = MAX_SPARES.saturating_sub(self.spares.len());
+        let dead_ones = self.held.drain(kept..);
+        self.spares.extend(dead_ones.take(room));
         self.prune_at = (2 * self.held.len()).max(MIN_PRUNE);
     }
 
