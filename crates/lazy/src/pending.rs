@@ -109,7 +109,8 @@ impl PendingStorages {
         self.held.push(ls);
     }
 
-    /// Moves the dead storages to the spares (kept in order, the live ones stay).
+    /// Moves the dead storages to the spares, as many as they take (the live ones stay, in
+    /// their order; the rest of the dead are dropped).
     fn prune(&mut self) {
         let mut kept = 0;
         for i in 0..self.held.len() {
