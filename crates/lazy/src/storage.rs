@@ -363,6 +363,7 @@ pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) 
         device: DEVICE,
         key_set: KEY_SET,
         storage_nbytes: ls.nbytes,
+        payload_tag: 0,
     };
     Ok(Tensor::without_data(&spec, Some(ls.clone()), version)?)
 }

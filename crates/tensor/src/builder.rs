@@ -2,6 +2,7 @@
 //! invariant; shallow copies of tensors with other keys or payloads.
 
 use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::ptr::{self, addr_of_mut};
 use std::sync::atomic::AtomicBool;
 use std::sync::OnceLock;
@@ -24,7 +25,8 @@ pub(crate) use crate::bounds::{check_geometry, check_in_bounds, check_sizes, sto
 impl Tensor {
     /// A builder over this tensor's storage, pre-filled with all its metadata (sizes, strides,
     /// offset, dtype, device, key set, payload, version counter): for shallow copies with
-    /// changes.
+    /// changes. Not its payload tag: a copy is not the tensor its maker tagged (Note [Payload
+    /// tags]).
     pub fn to_builder(&self) -> TensorBuilder {
         TensorBuilder {
             storage: self.storage.clone(),
@@ -35,6 +37,7 @@ impl Tensor {
             device: Some(self.device),
             key_set: KeySetChoice::Exact(self.key_set),
             payload: self.payload.clone(),
+            payload_tag: 0,
             version: Some(self.version_counter()),
             wrapped_number: self.is_wrapped_number,
         }
@@ -89,18 +92,55 @@ pub(crate) fn default_key_set(device: Device) -> Result<DispatchKeySet> {
     }
 }
 
-/// Metadata known to satisfy Note [Tensor bounds invariant] for its storage.
-pub(crate) struct ValidParts {
+/// Metadata known to satisfy Note [Tensor bounds invariant] for its storage; the sizes and
+/// the strides each owned (`DimVec`) or borrowed (`&[i64]`), see [`Dims`].
+pub(crate) struct ValidParts<S: Dims = DimVec, T: Dims = DimVec> {
     pub storage: Storage,
-    pub sizes: DimVec,
-    pub strides: DimVec,
+    pub sizes: S,
+    pub strides: T,
     pub storage_offset: i64,
     pub dtype: ScalarType,
     pub device: Device,
     pub key_set: DispatchKeySet,
     pub version: Option<VersionCounter>,
     pub payload: Option<AnyArc>,
+    /// Note [Payload tags]: 0 for a tensor derived from another.
+    pub payload_tag: u32,
     pub wrapped_number: bool,
+}
+
+// Note [Dimensions written into the block]
+// A tensor's sizes and strides live inline in its block (two `DimVec`s, ~100 bytes). Owned
+// ones (a view's computed strides, the builder's, contiguous strides) are moved in. Borrowed
+// ones (what `Tensor::without_data` gets, once per captured call of the lazy backend; a fresh
+// tensor's sizes) used to be made into `DimVec`s on the stack first and then moved, which the
+// compiler did as a build and a copy of all those bytes. `from_valid_parts_with` takes either,
+// through `Dims`, and writes borrowed ones straight into the block.
+
+/// Sizes or strides as [`Tensor::from_valid_parts_with`] takes them (Note [Dimensions written
+/// into the block]).
+pub(crate) trait Dims: Deref<Target = [i64]> {
+    /// Writes these dimensions into `slot`.
+    ///
+    /// # Safety
+    /// `slot` is valid for writes and aligned; what it holds is overwritten, never dropped.
+    unsafe fn write_to(self, slot: *mut DimVec);
+}
+
+impl Dims for DimVec {
+    #[inline(always)]
+    unsafe fn write_to(self, slot: *mut DimVec) {
+        // SAFETY: the caller's guarantee.
+        unsafe { slot.write(self) }
+    }
+}
+
+impl Dims for &[i64] {
+    #[inline(always)]
+    unsafe fn write_to(self, slot: *mut DimVec) {
+        // SAFETY: the caller's guarantee.
+        unsafe { slot.write(layout::dim_vec(self)) }
+    }
 }
 
 impl Tensor {
@@ -117,22 +157,28 @@ impl Tensor {
     // Always inlined: since `TensorBuilder::finish` calls it too, the compiler outlined it, and
     // every fresh contiguous tensor (each kernel's result) paid a copy of its parts.
     #[inline(always)]
-    pub(crate) fn from_valid_parts_with(p: ValidParts, numel: i64, is_contiguous: bool) -> Tensor {
+    pub(crate) fn from_valid_parts_with<S: Dims, T: Dims>(
+        p: ValidParts<S, T>,
+        numel: i64,
+        is_contiguous: bool,
+    ) -> Tensor {
         debug_assert_eq!(numel, p.sizes.iter().product::<i64>());
         debug_assert_eq!(is_contiguous, layout::is_contiguous(&p.sizes, &p.strides));
         // The fields are moved out of `p` with `ptr::read` by a closure that borrows it, rather
         // than captured by move: a capturing closure gets a copy of the parts on the stack,
         // and the compiler did not forward it, so every tensor paid two copies of its sizes
-        // and strides instead of one.
+        // and strides instead of one. Nothing the closure captures needs dropping (hence the
+        // `ManuallyDrop` version): a closure with drop glue must live in memory for the unwind
+        // path of the allocation, which kept the parts on the stack too.
         let p = ManuallyDrop::new(p);
         // SAFETY: each non-`Copy` field of `p` is read exactly once (here and in the closure
         // below) and `p` is never dropped, so each value has exactly one owner.
-        let version = match unsafe { ptr::read(&p.version) } {
+        let version = ManuallyDrop::new(match unsafe { ptr::read(&p.version) } {
             Some(VersionCounter(VersionInner::Storage(s))) if Storage::ptr_eq(&s, &p.storage) => {
                 None
             }
             v => v,
-        };
+        });
         // Written field by field into the block (Note [Tensor blocks]). This pattern names every
         // field of `TensorImpl`: a field added there and not written below fails to compile
         // here instead of being left uninitialised.
@@ -154,17 +200,19 @@ impl Tensor {
                 autograd_meta: _,
                 requires_grad_hint: _,
                 payload: _,
+                payload_tag: _,
             } = t;
         }
         // SAFETY: every field of the impl is written below (checked by the pattern above), from
         // values already computed (no panic in between); the slot is the block's uninitialised
-        // value. `storage`, `sizes`, `strides` and `payload` are moved out of `p` (read once,
-        // never dropped there, see above).
+        // value. `storage`, `sizes`, `strides` and `payload` are moved out of `p`, and `version`
+        // out of its `ManuallyDrop` (each read once, never dropped there, see above);
+        // `Dims::write_to` writes into the fresh slots.
         Tensor(unsafe {
             Shared::new_with(|t: *mut TensorImpl| {
                 addr_of_mut!((*t).storage).write(ptr::read(&p.storage));
-                addr_of_mut!((*t).sizes).write(ptr::read(&p.sizes));
-                addr_of_mut!((*t).strides).write(ptr::read(&p.strides));
+                ptr::read(&p.sizes).write_to(addr_of_mut!((*t).sizes));
+                ptr::read(&p.strides).write_to(addr_of_mut!((*t).strides));
                 addr_of_mut!((*t).storage_offset).write(p.storage_offset);
                 addr_of_mut!((*t).numel).write(numel);
                 addr_of_mut!((*t).is_contiguous).write(is_contiguous);
@@ -173,10 +221,11 @@ impl Tensor {
                 addr_of_mut!((*t).layout).write(Layout::Strided);
                 addr_of_mut!((*t).key_set).write(p.key_set);
                 addr_of_mut!((*t).is_wrapped_number).write(p.wrapped_number);
-                addr_of_mut!((*t).version).write(version);
+                addr_of_mut!((*t).version).write(ptr::read(&*version));
                 addr_of_mut!((*t).autograd_meta).write(OnceLock::new());
                 addr_of_mut!((*t).requires_grad_hint).write(AtomicBool::new(false));
                 addr_of_mut!((*t).payload).write(ptr::read(&p.payload));
+                addr_of_mut!((*t).payload_tag).write(p.payload_tag);
             })
         })
     }
@@ -217,6 +266,7 @@ pub struct TensorBuilder {
     device: Option<Device>,
     key_set: KeySetChoice,
     payload: Option<AnyArc>,
+    payload_tag: u32,
     version: Option<VersionCounter>,
     wrapped_number: bool,
 }
@@ -233,6 +283,7 @@ impl TensorBuilder {
             device: None,
             key_set: KeySetChoice::FromDevice(DispatchKeySet::EMPTY),
             payload: None,
+            payload_tag: 0,
             version: None,
             wrapped_number: false,
         }
@@ -281,6 +332,13 @@ impl TensorBuilder {
     /// A backend's own payload.
     pub fn payload(mut self, payload: AnyArc) -> Self {
         self.payload = Some(payload);
+        self
+    }
+
+    /// The payload tag (default 0): what this tensor is to its payload's owner (Note [Payload
+    /// tags]). Not carried over to tensors made from this one.
+    pub fn payload_tag(mut self, tag: u32) -> Self {
+        self.payload_tag = tag;
         self
     }
 
@@ -390,6 +448,7 @@ impl TensorBuilder {
             key_set,
             version: self.version,
             payload: self.payload,
+            payload_tag: self.payload_tag,
             wrapped_number: self.wrapped_number,
         };
         match geometry {

@@ -73,7 +73,7 @@ fn contiguous_on(
     Tensor::from_valid_parts_with(
         ValidParts {
             storage,
-            sizes: layout::dim_vec(sizes),
+            sizes,
             strides: layout::contiguous_strides(sizes),
             storage_offset: 0,
             dtype,
@@ -81,6 +81,7 @@ fn contiguous_on(
             key_set,
             version: None,
             payload: None,
+            payload_tag: 0,
             wrapped_number: false,
         },
         numel,

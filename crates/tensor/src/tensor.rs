@@ -103,6 +103,8 @@ pub struct TensorImpl {
     /// See Note [requires_grad hint].
     pub(crate) requires_grad_hint: AtomicBool,
     pub(crate) payload: Option<AnyArc>,
+    /// Set by this tensor's maker only (Note [Payload tags]).
+    pub(crate) payload_tag: u32,
 }
 
 /// A tensor: a cheap-to-clone handle (a reference-counted [`TensorImpl`], Note [Tensor
@@ -307,6 +309,43 @@ impl TensorImpl {
     /// The payload downcast to `T`, if it is one.
     pub fn payload_as<T: Any + Send + Sync>(&self) -> Option<&T> {
         self.payload.as_ref().and_then(|p| p.downcast_ref::<T>())
+    }
+
+    // Note [Payload tags]
+    // A backend that keeps its state in a tensor's payload (the lazy backend: one payload per
+    // storage) sometimes needs to know that a tensor is the very one it made for that payload,
+    // with the geometry it gave it, rather than a view or shallow copy of it: views, shallow
+    // copies (`with_key_set`, `detach`, `with_payload`, `to_builder`) and resized tensors share
+    // their source's payload. Comparing the geometry with the payload's on every use costs a
+    // walk over the sizes and strides; since a TensorImpl's metadata never changes after it
+    // is made (Note [Functional resize]), a number set when it is made says as much. So the
+    // maker of a tensor may give it a tag (`DatalessTensor::payload_tag`,
+    // `TensorBuilder::payload_tag`), and every tensor this crate derives from another gets 0:
+    // the tag is *not* inherited with the payload. Were it inherited, a view would claim its
+    // base's geometry, and a view of a tensor whose payload's memory was since reused would
+    // pass for the new owner's base tensor. What a tag means is up to the payload's owner; 0
+    // means "no claim".
+
+    /// The tag this tensor's maker gave it (Note [Payload tags]): 0 unless it was set when
+    /// the tensor was made, and 0 on every view, shallow copy or resized tensor, even of a
+    /// tagged tensor (they share its payload, not its tag).
+    ///
+    /// ```
+    /// use switchboard_tensor::{Device, RawOps, ScalarType, Storage, TensorBuilder};
+    /// let storage = Storage::zeros(Device::META, 24).unwrap();
+    /// let base = TensorBuilder::new(storage, ScalarType::Float)
+    ///     .sizes(&[2, 3])
+    ///     .payload_tag(1)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(base.payload_tag(), 1);
+    /// assert_eq!(base.clone().payload_tag(), 1); // the same tensor
+    /// assert_eq!(base.t().unwrap().payload_tag(), 0); // a view
+    /// assert_eq!(base.with_key_set(base.key_set()).payload_tag(), 0); // a shallow copy
+    /// ```
+    #[inline]
+    pub fn payload_tag(&self) -> u32 {
+        self.payload_tag
     }
 
     // Note [Autograd metadata slot]

@@ -30,6 +30,7 @@ impl Tensor {
             key_set: self.key_set(),
             version: self.version.clone(),
             payload: self.payload.clone(),
+            payload_tag: 0,
             wrapped_number: false,
         })
     }

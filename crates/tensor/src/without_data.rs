@@ -7,7 +7,6 @@ use crate::builder::{check_geometry, ValidParts};
 use crate::device::Device;
 use crate::dtype::ScalarType;
 use crate::error::{Result, TensorError};
-use crate::layout;
 use crate::storage::Storage;
 use crate::tensor::{AnyArc, Tensor, VersionCounter};
 
@@ -42,6 +41,8 @@ pub struct DatalessTensor<'a> {
     /// The size of the new storage in bytes: at least what the sizes, strides and offset
     /// address.
     pub storage_nbytes: usize,
+    /// What the tensor is to its payload's owner (Note [Payload tags]; 0: nothing special).
+    pub payload_tag: u32,
 }
 
 impl Tensor {
@@ -59,9 +60,11 @@ impl Tensor {
     ///     device: Device::META,
     ///     key_set: Device::META.dense_key_set().unwrap(),
     ///     storage_nbytes: 24,
+    ///     payload_tag: 1,
     /// };
     /// let t = Tensor::without_data(&spec, None, None).unwrap();
     /// assert_eq!((t.sizes(), t.is_meta(), t.has_data()), (&[2i64, 3][..], true, false));
+    /// assert_eq!(t.payload_tag(), 1);
     /// assert!(Tensor::without_data(&DatalessTensor { storage_nbytes: 20, ..spec }, None, None).is_err());
     /// ```
     pub fn without_data(
@@ -77,6 +80,7 @@ impl Tensor {
             device,
             key_set,
             storage_nbytes,
+            payload_tag,
         } = *spec;
         if device.is_cpu() {
             return Err(TensorError::invalid(
@@ -91,17 +95,20 @@ impl Tensor {
             storage_nbytes,
         )?;
         let storage = Storage::without_bytes(device, storage_nbytes, dtype);
+        // Borrowed sizes and strides: written straight into the tensor's block (Note
+        // [Dimensions written into the block]).
         Ok(Tensor::from_valid_parts_with(
             ValidParts {
                 storage,
-                sizes: layout::dim_vec(sizes),
-                strides: layout::dim_vec(strides),
+                sizes,
+                strides,
                 storage_offset,
                 dtype,
                 device,
                 key_set,
                 version,
                 payload,
+                payload_tag,
                 wrapped_number: false,
             },
             geometry.numel,
@@ -123,6 +130,7 @@ mod tests {
             device: Device::META,
             key_set: Device::META.dense_key_set().unwrap(),
             storage_nbytes: nbytes,
+            payload_tag: 0,
         }
     }
 
