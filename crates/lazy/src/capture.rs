@@ -274,12 +274,11 @@ pub(crate) fn record_ruled(
         *v = ctx.read_known(t, ls, at_base)?;
     }
     let n = operands.len();
-    let graph_args = values[..n].iter().map(|v| Arg::Value(*v)).chain(constants);
     let (meta, nbytes) = call.out;
     let output = Output::ret(0, meta.clone());
     let id = ctx
         .graph
-        .add_call_unchecked(op.clone(), graph_args, [output]);
+        .add_call_unchecked_after(op.clone(), &values[..n], constants, [output]);
     STATS.nodes_captured.inc();
     // A ruled result is plain (a floating dtype, contiguous strides, offset 0: Note [Shape rules]).
     ctx.fresh_known(meta, true, nbytes, Value::new(id, 0), None)
