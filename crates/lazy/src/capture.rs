@@ -276,9 +276,12 @@ pub(crate) fn record_ruled(
     let n = operands.len();
     let (meta, nbytes) = call.out;
     let output = Output::ret(0, meta.clone());
-    let id = ctx
-        .graph
-        .add_call_unchecked_after(op.clone(), &values[..n], constants, [output]);
+    let id = ctx.graph.add_call_unchecked_after(
+        op.clone(),
+        &values[..n],
+        constants,
+        std::iter::once(output),
+    );
     STATS.nodes_captured.inc();
     // A ruled result is plain (a floating dtype, contiguous strides, offset 0: Note [Shape rules]).
     ctx.fresh_known(meta, true, nbytes, Value::new(id, 0), None)
