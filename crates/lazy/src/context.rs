@@ -242,6 +242,8 @@ impl Context {
 
     /// [`fresh`](Self::fresh) when the caller knows whether `meta` is plain
     /// (`plain_geometry(&meta)`, Note [Shape rules]).
+    // Inlined into the capture's fast path (see `record_ruled`).
+    #[inline(always)]
     pub fn fresh_known(
         &mut self,
         meta: Arc<TensorMeta>,

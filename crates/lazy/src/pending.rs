@@ -46,12 +46,22 @@ fn dead(ls: &Arc<LazyStorage>) -> bool {
     Arc::strong_count(ls) == 1
 }
 
-/// Marks `ls`, which nobody else holds yet, as registered in `epoch`.
-fn mark_registered(ls: &mut LazyStorage, epoch: u64) {
-    ls.state
+/// A new storage as [`PendingStorages::fresh`] makes, registered in `epoch` (no spare to reuse).
+#[cold]
+fn new_registered(
+    base: Arc<TensorMeta>,
+    plain: bool,
+    nbytes: usize,
+    contents: Contents,
+    epoch: u64,
+) -> Arc<LazyStorage> {
+    let mut fresh = LazyStorage::new_known(base, plain, nbytes, contents);
+    fresh
+        .state
         .get_mut()
         .unwrap_or_else(|e| e.into_inner())
         .registered_epoch = epoch;
+    Arc::new(fresh)
 }
 
 impl PendingStorages {
@@ -66,6 +76,7 @@ impl PendingStorages {
     /// A storage of `nbytes` whose base is `base` (`plain` if `plain_geometry(&base)`), holding
     /// `contents` (a value of epoch `epoch`), registered as waiting for it: a spare one when
     /// there is one, else a new one.
+    #[inline]
     pub fn fresh(
         &mut self,
         base: Arc<TensorMeta>,
@@ -74,13 +85,26 @@ impl PendingStorages {
         contents: Contents,
         epoch: u64,
     ) -> &Arc<LazyStorage> {
-        let ls = self.storage(base, plain, nbytes, contents, epoch);
-        self.register(ls);
+        // Pruning first: it is what refills the spares.
+        if self.held.len() >= self.prune_at {
+            self.prune();
+        }
+        let ls = match self.spares.pop() {
+            Some(mut ls) => match Arc::get_mut(&mut ls) {
+                Some(slot) => {
+                    slot.renew(base, plain, nbytes, contents, epoch);
+                    ls
+                }
+                None => new_registered(base, plain, nbytes, contents, epoch),
+            },
+            None => new_registered(base, plain, nbytes, contents, epoch),
+        };
+        self.held.push(ls);
         self.held.last().expect("just registered")
     }
 
-    /// A storage as [`fresh`](Self::fresh) makes, marked as registered in `epoch` (the caller
-    /// registers it).
+    /// A storage as [`fresh`](Self::fresh) makes, not registered (for tests).
+    #[cfg(test)]
     fn storage(
         &mut self,
         base: Arc<TensorMeta>,
@@ -89,16 +113,8 @@ impl PendingStorages {
         contents: Contents,
         epoch: u64,
     ) -> Arc<LazyStorage> {
-        if let Some(mut ls) = self.spares.pop() {
-            if let Some(slot) = Arc::get_mut(&mut ls) {
-                slot.renew(base, plain, nbytes, contents);
-                mark_registered(slot, epoch);
-                return ls;
-            }
-        }
-        let mut fresh = LazyStorage::new_known(base, plain, nbytes, contents);
-        mark_registered(&mut fresh, epoch);
-        Arc::new(fresh)
+        self.fresh(base, plain, nbytes, contents, epoch);
+        self.held.pop().expect("just registered")
     }
 
     /// Registers `ls` as waiting for a value of the current epoch.

@@ -173,6 +173,8 @@ pub(crate) fn infer(rule: ShapeRule, args: &[IValue]) -> Option<RuledCall<'_>> {
 
 /// The call of the tensor operands `first` and `second` (binary rules), or `None` when the
 /// rule does not apply (Note [Shape rules]); the caller checks the other arguments.
+// Inlined into its callers (see `record_ruled`).
+#[inline(always)]
 pub(crate) fn infer_operands<'a>(
     first: &'a Tensor,
     second: Option<&'a Tensor>,

@@ -182,13 +182,16 @@ impl LazyStorage {
     }
 
     /// Makes this storage, which nobody else holds, what [`new_known`](Self::new_known) would make,
-    /// keeping its allocations (a spare's reuse, Note [Pending storages]).
+    /// keeping its allocations (a spare's reuse, Note [Pending storages]), registered in
+    /// `registered_epoch`.
+    #[inline]
     pub(crate) fn renew(
         &mut self,
         base: Arc<TensorMeta>,
         plain: bool,
         nbytes: usize,
         contents: Contents,
+        registered_epoch: u64,
     ) {
         debug_assert_eq!(plain, plain_geometry(&base));
         self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -200,9 +203,11 @@ impl LazyStorage {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         st.contents = contents;
         st.input = None;
-        st.views.clear();
+        if !st.views.is_empty() {
+            st.views.clear();
+        }
         st.views_epoch = u64::MAX;
-        st.registered_epoch = u64::MAX;
+        st.registered_epoch = registered_epoch;
     }
 
     /// The id the intercept log and the graph exports use (`lt_N`).
@@ -354,6 +359,8 @@ pub(crate) fn fresh_tensor(
 
 /// A new lazy tensor with the base geometry of storage `ls` (a tensor without data, Note
 /// [Tensors without data] in switchboard-tensor), with its own version counter or `version`.
+// Inlined into the capture's fast path (see `record_ruled`).
+#[inline(always)]
 pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) -> Result<Tensor> {
     let spec = DatalessTensor {
         sizes: &ls.base.sizes,
@@ -428,9 +435,15 @@ mod tests {
         assert_eq!(ls.hinted_value(4), None);
         // A renewed storage holding data has no hint; one holding a pending value has its own.
         ls.set_hint(4, w);
-        ls.renew(m.clone(), true, 8, Contents::Failed("x".into()));
+        ls.renew(m.clone(), true, 8, Contents::Failed("x".into()), u64::MAX);
         assert_eq!(ls.hinted_value(4), None);
-        ls.renew(m, true, 8, Contents::Pending { value: w, epoch: 9 });
+        ls.renew(
+            m,
+            true,
+            8,
+            Contents::Pending { value: w, epoch: 9 },
+            u64::MAX,
+        );
         assert_eq!(ls.hinted_value(9), Some(w));
     }
 
