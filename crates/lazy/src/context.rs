@@ -13,7 +13,7 @@ use crate::pending::PendingStorages;
 use crate::rules::plain_geometry;
 use crate::stats::STATS;
 use crate::storage::{
-    failed, flat_elements, lazy_meta, same_geometry, tensor_of, Contents, LazyStorage,
+    at_base, failed, flat_elements, lazy_meta, same_geometry, tensor_of, Contents, LazyStorage,
 };
 
 /// The pending graph and what goes with it (one per process, behind [`context`]).
@@ -83,7 +83,7 @@ impl Context {
     /// (`as_strided`) of it.
     #[inline]
     pub fn read(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
-        self.read_known(t, ls, same_geometry(&ls.base, t))
+        self.read_known(t, ls, at_base(ls, t))
     }
 
     /// [`read`](Self::read) when the caller knows whether `t` has the storage's base geometry
@@ -125,7 +125,7 @@ impl Context {
                 }
             },
         };
-        if same_geometry(&ls.base, t) {
+        if at_base(ls, t) {
             return Ok(base);
         }
         if st.views_epoch != self.epoch {

@@ -8,7 +8,7 @@ use switchboard_graph::TensorMeta;
 use switchboard_tensor::{DimVec, Tensor};
 
 use crate::shapes::OutMeta;
-use crate::storage::{same_dims, same_geometry, LazyStorage, DEVICE};
+use crate::storage::{at_base, same_dims, LazyStorage, DEVICE};
 
 // Note [Shape rules]
 // Most calls a training step captures are elementwise: `add`, `mul`, `relu`, their
@@ -114,14 +114,14 @@ impl<'a> RuledCall<'a> {
 #[inline(always)]
 fn plain(t: &Tensor) -> Option<Operand<'_>> {
     let ls = t.payload_as::<LazyStorage>()?;
-    if t.is_wrapped_number() {
-        return None;
-    }
-    let at_base = same_geometry(&ls.base, t);
     // The usual operand (a result of an earlier capture) has its storage's base geometry,
-    // already checked when the storage was made.
+    // already checked when the storage was made (and is no wrapped number).
+    let at_base = at_base(ls, t);
     if at_base && ls.plain_base {
         return Some((t, ls, true));
+    }
+    if t.is_wrapped_number() {
+        return None;
     }
     let canonical = t.dtype().is_floating_point() && canonical_strides(t.sizes(), t.strides());
     canonical.then_some((t, ls, at_base))
@@ -185,7 +185,9 @@ pub(crate) fn infer_operands<'a>(
     if let Some(second) = second {
         let second = plain(second)?;
         let t = second.0;
-        if t.dtype() != first.0.dtype() || !same_dims(t.sizes(), first.0.sizes()) {
+        // Operands of one storage base (a result and its operand often share it) match.
+        let same_base = first.2 && second.2 && Arc::ptr_eq(&first.1.base, &second.1.base);
+        if !same_base && (t.dtype() != first.0.dtype() || !same_dims(t.sizes(), first.0.sizes())) {
             return None;
         }
         operands[1] = second;

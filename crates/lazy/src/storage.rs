@@ -32,6 +32,18 @@ pub(crate) fn same_geometry(m: &TensorMeta, t: &TensorImpl) -> bool {
         && (0..n).all(|d| sizes[d] == t_sizes[d] && strides[d] == t_strides[d])
 }
 
+/// The payload tag [`tensor_of`] gives the tensors it makes (Note [Payload tags] in
+/// switchboard-tensor): the tensor has its storage's base geometry. Views and shallow copies
+/// of it share its storage, not its tag.
+pub(crate) const AT_BASE: u32 = 1;
+
+/// Whether `t`, a tensor of storage `ls`, has the storage's base geometry: the tensor
+/// [`tensor_of`] made for it (its tag says so, no comparison), or one with the same metadata.
+#[inline]
+pub(crate) fn at_base(ls: &LazyStorage, t: &TensorImpl) -> bool {
+    t.payload_tag() == AT_BASE || same_geometry(&ls.base, t)
+}
+
 /// Equality of short dimension lists, without a `memcmp` call.
 #[inline]
 pub(crate) fn same_dims(a: &[i64], b: &[i64]) -> bool {
@@ -255,7 +267,7 @@ impl LazyStorage {
     /// them share one meta storage, so shape functions see the aliasing).
     pub(crate) fn meta_twin(&self, t: &TensorImpl) -> Result<Tensor> {
         let meta = self.meta()?;
-        if same_geometry(&self.base, t) {
+        if at_base(self, t) {
             return Ok(meta.clone());
         }
         Ok(TensorBuilder::new(meta.storage().clone(), t.dtype())
@@ -370,7 +382,7 @@ pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) 
         device: DEVICE,
         key_set: KEY_SET,
         storage_nbytes: ls.nbytes,
-        payload_tag: 0,
+        payload_tag: AT_BASE,
     };
     Ok(Tensor::without_data(&spec, Some(ls.clone()), version)?)
 }
@@ -408,6 +420,23 @@ mod tests {
     #[test]
     fn the_key_set_is_the_devices() {
         assert_eq!(Ok(KEY_SET), DEVICE.dense_key_set());
+    }
+
+    #[test]
+    fn only_the_tensor_made_for_a_storage_is_tagged_at_base() {
+        let m = meta(&[2, 3], &[3, 1], 0, ScalarType::Float);
+        let (t, ls) = fresh_tensor(m, 24, Contents::Failed("x".into()), None).unwrap();
+        assert_eq!(t.payload_tag(), AT_BASE);
+        assert!(at_base(&ls, &t));
+        // A view shares the storage, not the tag: its geometry is compared.
+        let v = RawOps::as_strided(&t, &[3, 2], &[1, 3], 0).unwrap();
+        assert_eq!(v.payload_tag(), 0);
+        assert!(lazy_storage(&v).is_some_and(|s| std::ptr::eq(s, &*ls)));
+        assert!(!at_base(&ls, &v));
+        // A view with the base geometry is at the base all the same.
+        let same = RawOps::as_strided(&t, &[2, 3], &[3, 1], 0).unwrap();
+        assert_eq!(same.payload_tag(), 0);
+        assert!(at_base(&ls, &same));
     }
 
     fn meta(sizes: &[i64], strides: &[i64], offset: i64, dtype: ScalarType) -> Arc<TensorMeta> {
