@@ -204,10 +204,12 @@ impl Tensor {
             } = t;
         }
         // SAFETY: every field of the impl is written below (checked by the pattern above), from
-        // values already computed (no panic in between); the slot is the block's uninitialised
-        // value. `storage`, `sizes`, `strides` and `payload` are moved out of `p`, and `version`
-        // out of its `ManuallyDrop` (each read once, never dropped there, see above);
-        // `Dims::write_to` writes into the fresh slots.
+        // values already computed, but for borrowed dimensions, copied here (whose allocation,
+        // for more than 5 dimensions, could only panic by leaking what was written: allowed by
+        // `new_with`); the slot is the block's uninitialised value. `storage`, `sizes`,
+        // `strides` and `payload` are moved out of `p`, and `version` out of its `ManuallyDrop`
+        // (each read once, never dropped there, see above); `Dims::write_to` writes into the
+        // fresh slots.
         Tensor(unsafe {
             Shared::new_with(|t: *mut TensorImpl| {
                 addr_of_mut!((*t).storage).write(ptr::read(&p.storage));
@@ -532,6 +534,38 @@ mod tests {
         assert_eq!(t.numel(), 0);
         let t = TensorBuilder::new(s, ScalarType::Byte).build().unwrap();
         assert_eq!(t.sizes(), &[16]);
+    }
+
+    #[test]
+    fn payload_tags_are_set_by_the_maker_only() {
+        let s = Storage::zeros(Device::CPU, 24).unwrap();
+        let t = TensorBuilder::new(s.clone(), ScalarType::Float)
+            .sizes(&[2, 3])
+            .payload(std::sync::Arc::new(1u8))
+            .payload_tag(3)
+            .build()
+            .unwrap();
+        assert_eq!(t.payload_tag(), 3);
+        // Copies through the builder start untagged, unless their maker tags them.
+        assert_eq!(t.to_builder().build().unwrap().payload_tag(), 0);
+        assert_eq!(
+            t.to_builder()
+                .payload_tag(5)
+                .build_unchecked()
+                .payload_tag(),
+            5
+        );
+        assert_eq!(t.with_extra_keys(DispatchKeySet::EMPTY).payload_tag(), 0);
+        assert_eq!(t.resized(&[3, 2]).unwrap().payload_tag(), 0);
+        assert_eq!(t.resized(&[3, 3]).unwrap().payload_tag(), 0);
+        let plain = TensorBuilder::new(s, ScalarType::Float).build().unwrap();
+        assert_eq!(plain.payload_tag(), 0);
+        assert_eq!(
+            crate::Tensor::ones(&[2], ScalarType::Float)
+                .unwrap()
+                .payload_tag(),
+            0
+        );
     }
 
     #[test]

@@ -147,15 +147,23 @@ fn contiguous_strides_spilled(sizes: &[i64]) -> DimVec {
 /// Dimensions a [`DimVec`] holds inline.
 const DIM_INLINE: usize = 5;
 
-/// `DimVec::from_slice` without `memcpy` calls for the usual short slices.
-#[inline]
+/// `DimVec::from_slice` without `memcpy` calls for the usual short slices. Always inlined: it
+/// writes a tensor's borrowed sizes and strides into its block (Note [Dimensions written into
+/// the block] in builder.rs), where a call cost as much as the copy.
+#[inline(always)]
 pub(crate) fn dim_vec(s: &[i64]) -> DimVec {
     if s.len() > DIM_INLINE {
-        return DimVec::from_slice(s);
+        return dim_vec_spilled(s);
     }
     let mut v = DimVec::from_buf(std::array::from_fn(|i| s.get(i).copied().unwrap_or(0)));
     v.truncate(s.len());
     v
+}
+
+/// [`dim_vec`] for more dimensions than a [`DimVec`] holds inline, out of line.
+#[inline(never)]
+fn dim_vec_spilled(s: &[i64]) -> DimVec {
+    DimVec::from_slice(s)
 }
 
 fn channels_last_strides(sizes: &[i64], order: &[usize]) -> DimVec {

@@ -67,6 +67,9 @@ impl Tensor {
     /// assert_eq!(t.payload_tag(), 1);
     /// assert!(Tensor::without_data(&DatalessTensor { storage_nbytes: 20, ..spec }, None, None).is_err());
     /// ```
+    // Inlinable into a backend's capture path: the spec's fields then come from where the
+    // caller has them rather than from a struct built for the call.
+    #[inline]
     pub fn without_data(
         spec: &DatalessTensor<'_>,
         payload: Option<AnyArc>,
@@ -279,6 +282,42 @@ mod tests {
             ..spec(&[1], &[1], 4)
         };
         assert!(bad(offset).to_string().contains("invalid storage offset"));
+    }
+
+    #[test]
+    fn the_payload_tag_is_the_made_tensors_only() {
+        // Note [Payload tags]: derived tensors share the payload, not the tag.
+        use crate::RawOps;
+        let tagged = DatalessTensor {
+            payload_tag: 7,
+            ..spec(&[2, 3], &[3, 1], 24)
+        };
+        let t = Tensor::without_data(&tagged, Some(std::sync::Arc::new(1u8)), None).unwrap();
+        assert_eq!(t.payload_tag(), 7);
+        assert_eq!(t.clone().payload_tag(), 7);
+        let untagged = Tensor::without_data(&spec(&[1], &[1], 4), None, None).unwrap();
+        assert_eq!(untagged.payload_tag(), 0);
+        let derived = [
+            // Even with the same geometry, a view is not the tagged tensor.
+            t.as_strided(&[2, 3], &[3, 1], 0).unwrap(),
+            t.view(&[6]).unwrap(),
+            t.t().unwrap(),
+            t.expand(&[2, 3]).unwrap(),
+            t.view_dtype(ScalarType::Int).unwrap(),
+            t.with_key_set(t.key_set()),
+            t.to_builder().build().unwrap(),
+            t.resized(&[1, 2]).unwrap(),
+            t.resized(&[4, 4]).unwrap(),
+        ];
+        for d in &derived {
+            assert_eq!(d.payload_tag(), 0, "{:?}", d.sizes());
+            assert_eq!(d.payload_as::<u8>(), Some(&1));
+        }
+        let other = t.with_payload(std::sync::Arc::new(2u8));
+        assert_eq!(
+            (other.payload_tag(), other.payload_as::<u8>()),
+            (0, Some(&2))
+        );
     }
 
     #[test]
