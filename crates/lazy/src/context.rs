@@ -258,7 +258,7 @@ impl Context {
         };
         let ls = self
             .pending
-            .fresh(meta, plain, nbytes, contents, self.epoch)?;
+            .fresh(meta, plain, nbytes, contents, self.epoch);
         tensor_of(ls, version)
     }
 

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use switchboard_dispatcher::Result;
 use switchboard_graph::TensorMeta;
 
 use crate::storage::{Contents, LazyStorage};
@@ -15,9 +14,8 @@ use crate::storage::{Contents, LazyStorage};
 // one that nobody else holds any more (its strong count is 1: no tensor, view or capture
 // refers to it) is dead. A dead storage has no data (its contents are a pending value), so
 // keeping it until the next sync costs a few words, and it lets the backend reuse it: dead
-// storages go to a list of spares, and a new lazy tensor takes a spare (its allocation, its
-// mutex and, unless someone kept a handle to it, the tensor-crate storage its tensors
-// shared) instead of allocating them. The list is pruned of dead storages when it has doubled
+// storages go to a list of spares, and a new lazy tensor takes a spare (its allocation and
+// mutex) instead of allocating one. The list is pruned of dead storages when it has doubled
 // since its last pruning (amortised constant time per capture, and bounded by twice the
 // live storages plus the spares), and at every sync. The spares are at most `MAX_SPARES`.
 // No weak handle to a lazy storage exists, so a spare is uniquely owned (`Arc::get_mut`).
@@ -56,14 +54,14 @@ fn new_registered(
     nbytes: usize,
     contents: Contents,
     epoch: u64,
-) -> Result<Arc<LazyStorage>> {
-    let mut fresh = LazyStorage::new_known(base, plain, nbytes, contents)?;
+) -> Arc<LazyStorage> {
+    let mut fresh = LazyStorage::new_known(base, plain, nbytes, contents);
     fresh
         .state
         .get_mut()
         .unwrap_or_else(|e| e.into_inner())
         .registered_epoch = epoch;
-    Ok(Arc::new(fresh))
+    Arc::new(fresh)
 }
 
 impl PendingStorages {
@@ -86,7 +84,7 @@ impl PendingStorages {
         nbytes: usize,
         contents: Contents,
         epoch: u64,
-    ) -> Result<&Arc<LazyStorage>> {
+    ) -> &Arc<LazyStorage> {
         // Pruning first: it is what refills the spares.
         if self.held.len() >= self.prune_at {
             self.prune();
@@ -94,15 +92,15 @@ impl PendingStorages {
         let ls = match self.spares.pop() {
             Some(mut ls) => match Arc::get_mut(&mut ls) {
                 Some(slot) => {
-                    slot.renew(base, plain, nbytes, contents, epoch)?;
+                    slot.renew(base, plain, nbytes, contents, epoch);
                     ls
                 }
-                None => new_registered(base, plain, nbytes, contents, epoch)?,
+                None => new_registered(base, plain, nbytes, contents, epoch),
             },
-            None => new_registered(base, plain, nbytes, contents, epoch)?,
+            None => new_registered(base, plain, nbytes, contents, epoch),
         };
         self.held.push(ls);
-        Ok(self.held.last().expect("just registered"))
+        self.held.last().expect("just registered")
     }
 
     /// A storage as [`fresh`](Self::fresh) makes, not registered (for tests).
@@ -115,7 +113,7 @@ impl PendingStorages {
         contents: Contents,
         epoch: u64,
     ) -> Arc<LazyStorage> {
-        self.fresh(base, plain, nbytes, contents, epoch).unwrap();
+        self.fresh(base, plain, nbytes, contents, epoch);
         self.held.pop().expect("just registered")
     }
 
@@ -199,7 +197,7 @@ mod tests {
         let mut kept = Vec::new();
         for i in 0..200 {
             // New storages (not `p.storage`, which would take the spares back).
-            let ls = Arc::new(LazyStorage::new(meta(), 4, pending(i)).unwrap());
+            let ls = Arc::new(LazyStorage::new(meta(), 4, pending(i)));
             p.register(ls.clone());
             if i % 2 == 0 {
                 kept.push(ls); // the others die at once
@@ -226,7 +224,7 @@ mod tests {
     #[test]
     fn reused_storages_get_new_ids() {
         let mut p = PendingStorages::new();
-        let id = p.fresh(meta(), true, 4, pending(0), 0).unwrap().id();
+        let id = p.fresh(meta(), true, 4, pending(0), 0).id();
         assert!(p.take_live().is_empty());
         let again = p.storage(meta(), true, 4, pending(1), 1);
         assert_eq!(again.lock().registered_epoch, 1);

@@ -100,10 +100,6 @@ pub struct LazyStorage {
     /// here, so that the rules check a tensor with the base geometry by comparing it.
     pub(crate) plain_base: bool,
     pub(crate) nbytes: usize,
-    /// The tensor-crate storage (no bytes) of every tensor carrying this one: `tensor_of`
-    /// gives it to the tensor it makes, views share it, and a spare's reuse renews it (Note
-    /// [Pending storages]), so a capture's result allocates no storage of its own.
-    storage: Storage,
     /// A meta tensor with the base geometry over a meta storage of the same size (made on
     /// first use: calls whose shapes are cached never need it).
     meta: OnceLock<Tensor>,
@@ -166,11 +162,7 @@ impl std::fmt::Debug for LazyStorage {
 
 impl LazyStorage {
     /// A storage of `nbytes` whose base is `base`, holding `contents`.
-    pub(crate) fn new(
-        base: Arc<TensorMeta>,
-        nbytes: usize,
-        contents: Contents,
-    ) -> Result<LazyStorage> {
+    pub(crate) fn new(base: Arc<TensorMeta>, nbytes: usize, contents: Contents) -> LazyStorage {
         let plain = plain_geometry(&base);
         LazyStorage::new_known(base, plain, nbytes, contents)
     }
@@ -182,12 +174,11 @@ impl LazyStorage {
         plain: bool,
         nbytes: usize,
         contents: Contents,
-    ) -> Result<LazyStorage> {
+    ) -> LazyStorage {
         debug_assert_eq!(plain, plain_geometry(&base));
-        Ok(LazyStorage {
+        LazyStorage {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             plain_base: plain,
-            storage: Storage::zeros_for(DEVICE, nbytes, base.dtype)?,
             base,
             nbytes,
             meta: OnceLock::new(),
@@ -199,7 +190,7 @@ impl LazyStorage {
                 views_epoch: u64::MAX,
                 registered_epoch: u64::MAX,
             }),
-        })
+        }
     }
 
     /// Makes this storage, which nobody else holds, what [`new_known`](Self::new_known) would make,
@@ -213,12 +204,8 @@ impl LazyStorage {
         nbytes: usize,
         contents: Contents,
         registered_epoch: u64,
-    ) -> Result<()> {
+    ) {
         debug_assert_eq!(plain, plain_geometry(&base));
-        // Kept unless someone still holds it (a handle to the storage outlived its tensors).
-        if !self.storage.renew_without_bytes(nbytes, base.dtype) {
-            self.storage = Storage::zeros_for(DEVICE, nbytes, base.dtype)?;
-        }
         self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         self.plain_base = plain;
         self.base = base;
@@ -233,7 +220,6 @@ impl LazyStorage {
         }
         st.views_epoch = u64::MAX;
         st.registered_epoch = registered_epoch;
-        Ok(())
     }
 
     /// The id the intercept log and the graph exports use (`lt_N`).
@@ -379,7 +365,7 @@ pub(crate) fn fresh_tensor(
     contents: Contents,
     version: Option<VersionCounter>,
 ) -> Result<(Tensor, Arc<LazyStorage>)> {
-    let ls = Arc::new(LazyStorage::new(base, nbytes, contents)?);
+    let ls = Arc::new(LazyStorage::new(base, nbytes, contents));
     Ok((tensor_of(&ls, version)?, ls))
 }
 
@@ -398,12 +384,7 @@ pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) 
         storage_nbytes: ls.nbytes,
         payload_tag: AT_BASE,
     };
-    Ok(Tensor::without_data_in(
-        ls.storage.clone(),
-        &spec,
-        Some(ls.clone()),
-        version,
-    )?)
+    Ok(Tensor::without_data(&spec, Some(ls.clone()), version)?)
 }
 
 /// A lazy tensor of `base`'s storage (sharing its storage, version counter, key set and
@@ -473,7 +454,7 @@ mod tests {
         let v = Value::new(NodeId(u32::MAX - 1), 7);
         let pending = Contents::Pending { value: v, epoch: 3 };
         let m = meta(&[2], &[1], 0, ScalarType::Float);
-        let mut ls = LazyStorage::new(m.clone(), 8, pending).unwrap();
+        let mut ls = LazyStorage::new(m.clone(), 8, pending);
         assert_eq!(ls.hinted_value(3), Some(v));
         assert_eq!(ls.hinted_value(4), None);
         let w = Value::new(NodeId(5), 0);
@@ -483,8 +464,7 @@ mod tests {
         assert_eq!(ls.hinted_value(4), None);
         // A renewed storage holding data has no hint; one holding a pending value has its own.
         ls.set_hint(4, w);
-        ls.renew(m.clone(), true, 8, Contents::Failed("x".into()), u64::MAX)
-            .unwrap();
+        ls.renew(m.clone(), true, 8, Contents::Failed("x".into()), u64::MAX);
         assert_eq!(ls.hinted_value(4), None);
         ls.renew(
             m,
@@ -492,30 +472,8 @@ mod tests {
             8,
             Contents::Pending { value: w, epoch: 9 },
             u64::MAX,
-        )
-        .unwrap();
+        );
         assert_eq!(ls.hinted_value(9), Some(w));
-    }
-
-    #[test]
-    fn a_renewed_storage_keeps_its_tensor_storage_unless_held() {
-        let m = meta(&[2], &[1], 0, ScalarType::Float);
-        let (t, ls) = fresh_tensor(m.clone(), 8, Contents::Failed("x".into()), None).unwrap();
-        assert!(Storage::ptr_eq(t.storage(), &ls.storage));
-        let kept = ls.storage.clone();
-        drop((t, kept));
-        let mut ls = Arc::into_inner(ls).unwrap();
-        let held = ls.storage.clone();
-        // Held elsewhere: a new one, the held one unchanged.
-        ls.renew(m.clone(), true, 16, Contents::Failed("y".into()), 0)
-            .unwrap();
-        assert!(!Storage::ptr_eq(&held, &ls.storage));
-        assert_eq!((held.nbytes(), ls.storage.nbytes()), (8, 16));
-        // Nobody else: renewed in place (the block's reuse is what the capture benchmark
-        // measures; here, that the renewal took).
-        ls.renew(m, true, 4, Contents::Failed("z".into()), 0)
-            .unwrap();
-        assert_eq!((ls.storage.nbytes(), ls.storage.use_count()), (4, 1));
     }
 
     #[test]
@@ -530,8 +488,7 @@ mod tests {
             meta(&[4], &[2], 0, ScalarType::Float),
             32,
             Contents::Failed("x".into()),
-        )
-        .unwrap();
+        );
         assert!(!ls.plain_base);
     }
 }

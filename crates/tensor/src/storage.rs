@@ -434,36 +434,6 @@ impl Storage {
         !matches!(self.0.buf, Buffer::None)
     }
 
-    /// Makes this storage what a new storage without bytes of `nbytes` for `dtype` elements
-    /// on its device would be (nobody borrowing it, version 0), if it holds no bytes and this
-    /// is its only handle, and returns whether it did (else it is left as it was). For a
-    /// backend that keeps the storage of a tensor it made and gives it to the next tensor it
-    /// makes once nobody holds it any more (Note [Tensors without data]): a tensor without
-    /// data then costs no storage allocation, and its last drop no storage release.
-    ///
-    /// ```
-    /// use switchboard_tensor::{Device, ScalarType, Storage};
-    /// let mut s = Storage::zeros_for(Device::META, 8, ScalarType::Float).unwrap();
-    /// assert!(s.renew_without_bytes(24, ScalarType::Bool));
-    /// assert_eq!(s.nbytes(), 24);
-    /// let other = s.clone();
-    /// assert!(!s.renew_without_bytes(4, ScalarType::Float)); // shared: unchanged
-    /// assert_eq!(other.nbytes(), 24);
-    /// ```
-    #[inline]
-    pub fn renew_without_bytes(&mut self, nbytes: usize, dtype: ScalarType) -> bool {
-        match Shared::get_mut(&mut self.0) {
-            Some(s) if matches!(s.buf, Buffer::None) => {
-                s.nbytes = nbytes;
-                s.holds_bool = dtype == ScalarType::Bool;
-                *s.borrow.get_mut() = 0;
-                *s.version.get_mut() = 0;
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// Whether two handles share one storage.
     #[inline]
     pub fn ptr_eq(a: &Storage, b: &Storage) -> bool {
@@ -678,23 +648,6 @@ impl fmt::Debug for StorageBorrow<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn renewed_storages_start_over() {
-        let mut s = Storage::zeros_for(Device::META, 8, ScalarType::Bool).unwrap();
-        s.version_atomic().fetch_add(3, Ordering::Relaxed);
-        assert!(s.renew_without_bytes(16, ScalarType::Float));
-        let version = s.version_atomic().load(Ordering::Relaxed);
-        assert_eq!((s.nbytes(), version, s.holds_bool()), (16, 0, false));
-        // Storages with bytes, or held elsewhere, are left alone.
-        let mut cpu = Storage::zeros(Device::CPU, 8).unwrap();
-        assert!(!cpu.renew_without_bytes(4, ScalarType::Float));
-        assert_eq!(cpu.nbytes(), 8);
-        let held = s.clone();
-        assert!(!s.renew_without_bytes(4, ScalarType::Float));
-        drop(held);
-        assert!(s.renew_without_bytes(4, ScalarType::Float));
-    }
 
     #[test]
     fn alignment_and_zeroing() {

@@ -75,68 +75,6 @@ impl Tensor {
         payload: Option<AnyArc>,
         version: Option<VersionCounter>,
     ) -> Result<Tensor> {
-        Tensor::dataless(None, spec, payload, version)
-    }
-
-    /// [`without_data`](Self::without_data) over `storage` instead of a new storage: a
-    /// storage without bytes on `spec.device` of `spec.storage_nbytes` bytes (for bool
-    /// tensors, one made for bools) that a backend kept from a tensor it made before and
-    /// renewed ([`Storage::renew_without_bytes`]) once nobody held it. Any other storage is
-    /// an error.
-    ///
-    /// ```
-    /// use switchboard_tensor::{DatalessTensor, Device, ScalarType, Storage, Tensor};
-    /// let spec = DatalessTensor {
-    ///     sizes: &[2],
-    ///     strides: &[1],
-    ///     storage_offset: 0,
-    ///     dtype: ScalarType::Float,
-    ///     device: Device::META,
-    ///     key_set: Device::META.dense_key_set().unwrap(),
-    ///     storage_nbytes: 8,
-    ///     payload_tag: 0,
-    /// };
-    /// let mut kept = Storage::zeros_for(Device::META, 4, ScalarType::Float).unwrap();
-    /// assert!(kept.renew_without_bytes(8, ScalarType::Float));
-    /// let t = Tensor::without_data_in(kept.clone(), &spec, None, None).unwrap();
-    /// assert!(Storage::ptr_eq(t.storage(), &kept));
-    /// let cpu = Storage::zeros(Device::CPU, 8).unwrap();
-    /// assert!(Tensor::without_data_in(cpu, &spec, None, None).is_err());
-    /// ```
-    pub fn without_data_in(
-        storage: Storage,
-        spec: &DatalessTensor<'_>,
-        payload: Option<AnyArc>,
-        version: Option<VersionCounter>,
-    ) -> Result<Tensor> {
-        let bool_ok = spec.dtype != ScalarType::Bool || storage.holds_bool();
-        if storage.has_data()
-            || storage.device() != spec.device
-            || storage.nbytes() != spec.storage_nbytes
-            || !bool_ok
-        {
-            return Err(TensorError::invalid(format!(
-                "Tensor::without_data_in: expected a storage without bytes of {} bytes on {} \
-                 for {:?} elements, got one of {} bytes on {}{}",
-                spec.storage_nbytes,
-                spec.device,
-                spec.dtype,
-                storage.nbytes(),
-                storage.device(),
-                if storage.has_data() { " with data" } else { "" }
-            )));
-        }
-        Tensor::dataless(Some(storage), spec, payload, version)
-    }
-
-    /// [`without_data`](Self::without_data) over `storage`, or a new storage.
-    #[inline(always)]
-    fn dataless(
-        storage: Option<Storage>,
-        spec: &DatalessTensor<'_>,
-        payload: Option<AnyArc>,
-        version: Option<VersionCounter>,
-    ) -> Result<Tensor> {
         let DatalessTensor {
             sizes,
             strides,
@@ -159,8 +97,7 @@ impl Tensor {
             dtype.element_size(),
             storage_nbytes,
         )?;
-        let storage =
-            storage.unwrap_or_else(|| Storage::without_bytes(device, storage_nbytes, dtype));
+        let storage = Storage::without_bytes(device, storage_nbytes, dtype);
         // Borrowed sizes and strides: written straight into the tensor's block (Note
         // [Dimensions written into the block]).
         Ok(Tensor::from_valid_parts_with(
@@ -198,44 +135,6 @@ mod tests {
             storage_nbytes: nbytes,
             payload_tag: 0,
         }
-    }
-
-    #[test]
-    fn reused_storages_must_fit_the_spec() {
-        let meta = |n, dtype| Storage::zeros_for(Device::META, n, dtype).unwrap();
-        let ok = Tensor::without_data_in(
-            meta(24, ScalarType::Float),
-            &spec(&[2, 3], &[3, 1], 24),
-            None,
-            None,
-        );
-        assert_eq!(ok.unwrap().numel(), 6);
-        let fits = |storage: Storage, spec: &DatalessTensor| {
-            Tensor::without_data_in(storage, spec, None, None).is_ok()
-        };
-        let s = spec(&[2, 3], &[3, 1], 24);
-        assert!(!fits(meta(32, ScalarType::Float), &s)); // another size
-        assert!(!fits(
-            Storage::zeros_for(
-                crate::Device::with_index(crate::DeviceType::Lazy, 0),
-                24,
-                ScalarType::Float
-            )
-            .unwrap(),
-            &s
-        ));
-        let bools = DatalessTensor {
-            dtype: ScalarType::Bool,
-            storage_nbytes: 6,
-            ..s
-        };
-        assert!(!fits(meta(6, ScalarType::Float), &bools)); // not made for bools
-        assert!(fits(meta(6, ScalarType::Bool), &bools));
-        // The geometry is still checked against the storage.
-        assert!(!fits(
-            meta(20, ScalarType::Float),
-            &spec(&[2, 3], &[3, 1], 20)
-        ));
     }
 
     #[test]
