@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Where the instructions of one call of a `dispatch_overhead` scenario go, function by function:
-# runs the scenario under callgrind with N iterations and with none, and prints for each
+# runs the scenario under callgrind with 2N iterations and with N, and prints for each
 # function the difference of the two runs divided by N: its own instructions per call (code
 # inlined into it from other files included) and its inclusive ones (itself and its callees),
-# largest own cost first. Start-up cancels out; a function called once per K iterations shows
-# a 1/K share.
+# largest own cost first. Start-up, and set-up done on a scenario's first call (the global
+# dispatcher's registration), cancel out; a function called once per K iterations shows a
+# 1/K share.
 #   scripts/callgrind-functions.sh SCENARIO [N] [LINES]
 # Set BIN to profile another build of the example (default target/release/examples/
 # dispatch_overhead; build it with `cargo build --release --example dispatch_overhead`).
@@ -41,17 +42,19 @@ profile() { # ITERATIONS
     by_function "$dir/out.$1" yes >"$dir/incl.$1"
 }
 
+base=$n
+n=$((2 * base))
 profile "$n"
-profile 0
-# Per call: (cost with N iterations - cost with none) / N, for self and inclusive.
+profile "$base"
+# Per call: (cost with 2N iterations - cost with N) / N, for self and inclusive.
 per_call() { # KIND
-    join -t $'\t' -1 2 -2 2 -a 1 -e 0 -o 0,1.1,2.1 "$dir/$1.$n" "$dir/$1.0" |
-        awk -F'\t' -v n="$n" '{ printf "%s\t%.1f\n", $1, ($2 - $3) / n }' | sort -t $'\t' -k1,1
+    join -t $'\t' -1 2 -2 2 -a 1 -e 0 -o 0,1.1,2.1 "$dir/$1.$n" "$dir/$1.$base" |
+        awk -F'\t' -v n="$base" '{ printf "%s\t%.1f\n", $1, ($2 - $3) / n }' | sort -t $'\t' -k1,1
 }
 per_call self >"$dir/self"
 per_call incl >"$dir/incl"
-total=$(($(sed -n 's/^summary: //p' "$dir/out.$n") - $(sed -n 's/^summary: //p' "$dir/out.0")))
-awk -v t="$total" -v n="$n" -v s="$scenario" \
+total=$(($(sed -n 's/^summary: //p' "$dir/out.$n") - $(sed -n 's/^summary: //p' "$dir/out.$base")))
+awk -v t="$total" -v n="$base" -v s="$scenario" \
     'BEGIN { printf "%s: %.1f instructions per call\n%8s %8s  %s\n", s, t / n, "self", "incl", "function" }'
 join -t $'\t' -a 1 -e 0 -o 0,1.2,2.2 "$dir/self" "$dir/incl" |
     awk -F'\t' '$2 >= 1 || $2 <= -1 { printf "%8.1f %8.1f  %s\n", $2, $3, $1 }' |
