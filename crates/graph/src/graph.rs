@@ -97,7 +97,8 @@ impl Graph {
         let index = self.inputs.len() as u32;
         let id = self.push_node(
             NodeKind::Input { index },
-            [].into_iter(),
+            &[],
+            [],
             std::iter::once(Output::ret(0, meta)),
         );
         self.inputs.push(id);
@@ -154,6 +155,18 @@ impl Graph {
         args: impl IntoIterator<Item = Arg>,
         outputs: impl IntoIterator<Item = Output>,
     ) -> NodeId {
+        self.push_node(NodeKind::Call { op }, values, args, outputs)
+    }
+
+    /// Adds a node whose arguments are `values` then `args`.
+    #[inline]
+    fn push_node(
+        &mut self,
+        kind: NodeKind,
+        values: &[Value],
+        args: impl IntoIterator<Item = Arg>,
+        outputs: impl IntoIterator<Item = Output>,
+    ) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
         let a = self.args.len() as u32;
         // Pushed one by one: a call has a few arguments and outputs, and `extend` is an
@@ -168,25 +181,6 @@ impl Graph {
         for output in outputs {
             self.node_outputs.push(output);
         }
-        self.nodes.push(NodeEntry {
-            kind: NodeKind::Call { op },
-            args: (a, self.args.len() as u32),
-            outputs: (o, self.node_outputs.len() as u32),
-        });
-        id
-    }
-
-    fn push_node(
-        &mut self,
-        kind: NodeKind,
-        args: impl Iterator<Item = Arg>,
-        outputs: impl Iterator<Item = Output>,
-    ) -> NodeId {
-        let id = NodeId(self.nodes.len() as u32);
-        let a = self.args.len() as u32;
-        self.args.extend(args);
-        let o = self.node_outputs.len() as u32;
-        self.node_outputs.extend(outputs);
         self.nodes.push(NodeEntry {
             kind,
             args: (a, self.args.len() as u32),

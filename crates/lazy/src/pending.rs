@@ -86,9 +86,7 @@ impl PendingStorages {
         epoch: u64,
     ) -> &Arc<LazyStorage> {
         // Pruning first: it is what refills the spares.
-        if self.held.len() >= self.prune_at {
-            self.prune();
-        }
+        self.prune_if_due();
         let ls = match self.spares.pop() {
             Some(mut ls) => match Arc::get_mut(&mut ls) {
                 Some(slot) => {
@@ -103,26 +101,18 @@ impl PendingStorages {
         self.held.last().expect("just registered")
     }
 
-    /// A storage as [`fresh`](Self::fresh) makes, not registered (for tests).
-    #[cfg(test)]
-    fn storage(
-        &mut self,
-        base: Arc<TensorMeta>,
-        plain: bool,
-        nbytes: usize,
-        contents: Contents,
-        epoch: u64,
-    ) -> Arc<LazyStorage> {
-        self.fresh(base, plain, nbytes, contents, epoch);
-        self.held.pop().expect("just registered")
-    }
-
     /// Registers `ls` as waiting for a value of the current epoch.
     pub fn register(&mut self, ls: Arc<LazyStorage>) {
+        self.prune_if_due();
+        self.held.push(ls);
+    }
+
+    /// Prunes when the registry has doubled since its last pruning (Note [Pending storages]).
+    #[inline]
+    fn prune_if_due(&mut self) {
         if self.held.len() >= self.prune_at {
             self.prune();
         }
-        self.held.push(ls);
     }
 
     /// Moves the dead storages to the spares, as many as they take (the live ones stay, in
@@ -174,6 +164,17 @@ mod tests {
     use super::*;
     use crate::storage::DEVICE;
 
+    /// A storage as [`PendingStorages::fresh`] makes, taken back out of the registry.
+    fn unregistered(
+        p: &mut PendingStorages,
+        nbytes: usize,
+        contents: Contents,
+        epoch: u64,
+    ) -> Arc<LazyStorage> {
+        p.fresh(meta(), true, nbytes, contents, epoch);
+        p.held.pop().expect("just registered")
+    }
+
     fn meta() -> Arc<TensorMeta> {
         Arc::new(TensorMeta {
             sizes: DimVec::from_slice(&[1]),
@@ -196,7 +197,7 @@ mod tests {
         let mut p = PendingStorages::new();
         let mut kept = Vec::new();
         for i in 0..200 {
-            // New storages (not `p.storage`, which would take the spares back).
+            // New storages (not `p.fresh`, which would take the spares back).
             let ls = Arc::new(LazyStorage::new(meta(), 4, pending(i)));
             p.register(ls.clone());
             if i % 2 == 0 {
@@ -208,7 +209,7 @@ mod tests {
         assert!(held <= 2 * kept.len() + MIN_PRUNE, "{held}");
         assert!(spares > 0);
         let addresses: Vec<*const LazyStorage> = p.spares.iter().map(Arc::as_ptr).collect();
-        let reused = p.storage(meta(), true, 8, pending(999), 0);
+        let reused = unregistered(&mut p, 8, pending(999), 0);
         assert!(addresses.contains(&Arc::as_ptr(&reused)));
         assert_eq!(reused.nbytes, 8);
         assert!(matches!(
@@ -226,7 +227,7 @@ mod tests {
         let mut p = PendingStorages::new();
         let id = p.fresh(meta(), true, 4, pending(0), 0).id();
         assert!(p.take_live().is_empty());
-        let again = p.storage(meta(), true, 4, pending(1), 1);
+        let again = unregistered(&mut p, 4, pending(1), 1);
         assert_eq!(again.lock().registered_epoch, 1);
         assert_ne!(again.id(), id);
     }

@@ -215,9 +215,7 @@ impl LazyStorage {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         st.contents = contents;
         st.input = None;
-        if !st.views.is_empty() {
-            st.views.clear();
-        }
+        st.views.clear();
         st.views_epoch = u64::MAX;
         st.registered_epoch = registered_epoch;
     }
