@@ -9,7 +9,7 @@ use std::rc::Rc;
 use switchboard::autocast::AutocastGuard;
 use switchboard::dispatcher::DispatchError;
 use switchboard::modes::{push_mode, FlopCounterMode, ModeGuard};
-use switchboard::tensor::{Device, ScalarType, Tensor};
+use switchboard::tensor::{write_output_file, Device, ScalarType, Tensor, Written};
 use switchboard::trace::Tracer;
 
 use crate::train::TrainError;
@@ -87,15 +87,19 @@ pub struct StepTrace {
     tracer: Tracer,
     path: PathBuf,
     format: GraphFormat,
+    /// The run's input files, which the graph must not overwrite.
+    inputs: Vec<PathBuf>,
 }
 
 impl StepTrace {
-    /// Starts tracing if `options.trace_graph` and this is the first step.
+    /// Starts tracing if `options.trace_graph` and this is the first step; the graph will not
+    /// be written over any of `inputs`.
     pub fn start(
         options: &LayerOptions,
         step: usize,
         parameters: &[Tensor],
         batch: &[&Tensor],
+        inputs: &[&Path],
     ) -> Result<Option<StepTrace>, TrainError> {
         let Some(path) = options.trace_graph.as_ref().filter(|_| step == 0) else {
             return Ok(None);
@@ -109,6 +113,7 @@ impl StepTrace {
             tracer,
             path: path.clone(),
             format,
+            inputs: inputs.iter().map(|p| p.to_path_buf()).collect(),
         }))
     }
 
@@ -123,13 +128,15 @@ impl StepTrace {
             }
             GraphFormat::Dot => traced.to_dot(),
         };
-        std::fs::write(&self.path, text).map_err(|e| {
+        let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
+        let written = write_output_file(&self.path, text.as_bytes(), &inputs).map_err(|e| {
             TrainError::Config(format!("--trace-graph {}: {e}", self.path.display()))
         })?;
         Ok(format!(
-            "graph of one training step ({} operator calls) written to {}\n",
+            "graph of one training step ({} operator calls) written to {}\n{}",
             traced.op_names().len(),
-            self.path.display()
+            self.path.display(),
+            links_note(&written)
         ))
     }
 }
@@ -157,5 +164,18 @@ impl StepFlops {
         let StepFlops { counter, _mode } = self;
         drop(_mode);
         format!("FLOPs of one training step:\n{}", counter.table())
+    }
+}
+
+/// A line saying that other hard links of a replaced output keep its previous contents (Note
+/// [Output files]), or nothing.
+pub fn links_note(written: &Written) -> String {
+    match written.other_links {
+        0 => String::new(),
+        n => format!(
+            "note: {} had {n} other hard link(s), which keep the previous contents (the file is \
+             replaced atomically, not rewritten in place)\n",
+            written.target.display()
+        ),
     }
 }

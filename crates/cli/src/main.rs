@@ -46,7 +46,7 @@ fn main() {
         std::process::exit(2);
     }
     match cli.command {
-        Command::Keys => commands::keys::run(&mut std::io::stdout().lock()),
+        Command::Keys => std::process::exit(commands::keys::main()),
         Command::Call(args) => std::process::exit(commands::call::main(&args)),
         Command::Ops(args) => std::process::exit(commands::ops::main(&args)),
         Command::Table(args) => std::process::exit(commands::table::main(&args)),

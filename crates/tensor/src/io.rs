@@ -96,7 +96,7 @@ pub fn load_safetensors(bytes: &[u8]) -> Result<BTreeMap<String, Tensor>> {
 pub fn load_safetensors_file(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
     check_endian()?;
     let path = path.as_ref();
-    let mut file = std::fs::File::open(path)
+    let mut file = crate::files::open_input_file(path)
         .map_err(|e| TensorError::Io(format!("cannot open {}: {e}", path.display())))?;
     let len = file.metadata().map_err(io_err)?.len();
     let len = usize::try_from(len).map_err(io_err)?;
@@ -202,8 +202,14 @@ pub fn save_safetensors(
     let mut views = Vec::with_capacity(tensors.len());
     for ((t, b), (name, _)) in contiguous.iter().zip(&borrows).zip(tensors) {
         let all = t.storage().bytes(b)?;
-        let start = t.storage_offset() as usize * t.element_size();
-        let data = &all[start..start + t.nbytes()];
+        // An empty tensor's offset may lie anywhere, even past its storage (Note [Tensor
+        // bounds invariant]): it has no bytes to address.
+        let data = if t.numel() == 0 {
+            &[]
+        } else {
+            let start = t.storage_offset() as usize * t.element_size();
+            &all[start..start + t.nbytes()]
+        };
         let shape = t.sizes().iter().map(|&s| s as usize).collect();
         views.push((
             name.to_string(),
@@ -219,10 +225,10 @@ pub fn save_safetensors(
     safetensors::serialize(views.iter().map(|(n, v)| (n.as_str(), v)), metadata).map_err(io_err)
 }
 
-/// [`save_safetensors`] to a file, atomically: the bytes go to a new temporary file beside
-/// `path`, which then replaces `path` by a rename. A failure at any point (a full disk, an
-/// unsavable tensor, a crash) leaves whatever was at `path` intact, so a file can be both a
-/// computation's input and its output.
+/// [`save_safetensors`] to a file, atomically, through symlinks, keeping its permissions
+/// (Note [Output files]): a failure at any point (a full disk, an unsavable tensor, a crash)
+/// leaves whatever was at `path` intact, so a file can be both a computation's input and its
+/// output.
 pub fn save_safetensors_file(
     path: impl AsRef<Path>,
     tensors: &[(&str, &Tensor)],
@@ -230,41 +236,9 @@ pub fn save_safetensors_file(
 ) -> Result<()> {
     let bytes = save_safetensors(tensors, metadata)?;
     let path = path.as_ref();
-    write_atomically(path, &bytes)
+    crate::files::write_output_file(path, &bytes, &[])
+        .map(drop)
         .map_err(|e| TensorError::Io(format!("cannot write {}: {e}", path.display())))
-}
-
-/// Writes `bytes` to a fresh temporary file in `path`'s directory, flushes it to disk and
-/// renames it over `path`; the temporary file is removed on failure.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(
-        ".{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let tmp = path.with_file_name(tmp_name);
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 /// The string metadata (`__metadata__`) of safetensors bytes, if any.

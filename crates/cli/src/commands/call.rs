@@ -349,6 +349,7 @@ fn run_unguarded(
             Vec::new(),
             args.output.as_deref(),
             stdout,
+            stderr,
         );
     }
     // Autograd records the call, the reduction and runs backward with grad mode on.
@@ -358,7 +359,14 @@ fn run_unguarded(
     drop(region);
     let mut grads = backward::gradients(&op_name, &returns, &leaves, inputs.as_ref(), stderr)?;
     on_device.outputs(&mut returns, &mut grads)?;
-    write_outputs(&op_name, returns, grads, args.output.as_deref(), stdout)
+    write_outputs(
+        &op_name,
+        returns,
+        grads,
+        args.output.as_deref(),
+        stdout,
+        stderr,
+    )
 }
 
 /// Finds the operator: the namespace defaults to `aten`.
@@ -512,9 +520,8 @@ fn build_stack(
                             .unwrap_or_default(),
                         available: inputs
                             .as_ref()
-                            .map(|m| m.keys().cloned().collect::<Vec<_>>().join(", "))
-                            .filter(|s| !s.is_empty())
-                            .unwrap_or_else(|| "nothing".into()),
+                            .filter(|m| !m.is_empty())
+                            .map_or_else(|| "nothing".into(), |m| capped_list(m.keys())),
                     },
                     ValueError::Unsupported => CallError::UnsupportedType {
                         name: name(),
@@ -541,6 +548,24 @@ fn build_stack(
         stack.push(v);
     }
     Ok(stack)
+}
+
+/// At most this many names are listed in a message; a file can hold any number of tensors.
+const MAX_LISTED_NAMES: usize = 20;
+
+/// `a, b, c`, or the first [`MAX_LISTED_NAMES`] names and `... and N more`.
+pub(crate) fn capped_list<S: AsRef<str>>(names: impl ExactSizeIterator<Item = S>) -> String {
+    let total = names.len();
+    let listed: Vec<S> = names.take(MAX_LISTED_NAMES).collect();
+    let mut text = listed
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if total > listed.len() {
+        text += &format!(", ... and {} more", total - listed.len());
+    }
+    text
 }
 
 /// Runs the boxed call, below autograd unless `with_autograd`, and returns the returns.

@@ -23,50 +23,56 @@ fn kind(k: DispatchKey) -> &'static str {
 
 /// Writes one line per key: value, name, kind, the slot a set holding only that key dispatches
 /// to, and for alias keys the number of runtime keys they cover.
-pub fn run(out: &mut impl Write) {
-    let result = (|| -> std::io::Result<()> {
+pub fn run(out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>5}  {:<40} {:<26} {:>5}  covers",
+        "value", "name", "kind", "slot"
+    )?;
+    for k in DispatchKey::ALL {
+        let slot = if k.is_alias() || k == DispatchKey::EndOfFunctionalityKeys {
+            "-".to_string()
+        } else {
+            DispatchKeySet::from_key(k)
+                .dispatch_table_index()
+                .to_string()
+        };
+        let covers = if k.is_alias() {
+            let n = DispatchKey::ALL
+                .iter()
+                .filter(|r| !r.is_alias() && r.is_included_in_alias(k))
+                .count();
+            format!("{n} runtime keys")
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "{:>5}  {:<40} {:<26} {:>5}  covers",
-            "value", "name", "kind", "slot"
+            "{:>5}  {:<40} {:<26} {:>5}  {covers}",
+            k as u8,
+            k.name(),
+            kind(k),
+            slot
         )?;
-        for k in DispatchKey::ALL {
-            let slot = if k.is_alias() || k == DispatchKey::EndOfFunctionalityKeys {
-                "-".to_string()
-            } else {
-                DispatchKeySet::from_key(k)
-                    .dispatch_table_index()
-                    .to_string()
-            };
-            let covers = if k.is_alias() {
-                let n = DispatchKey::ALL
-                    .iter()
-                    .filter(|r| !r.is_alias() && r.is_included_in_alias(k))
-                    .count();
-                format!("{n} runtime keys")
-            } else {
-                String::new()
-            };
-            writeln!(
-                out,
-                "{:>5}  {:<40} {:<26} {:>5}  {covers}",
-                k as u8,
-                k.name(),
-                kind(k),
-                slot
-            )?;
-        }
-        writeln!(
-            out,
-            "{} dispatch keys, {NUM_RUNTIME_ENTRIES} dispatch-table slots",
-            DispatchKey::ALL.len()
-        )
-    })();
-    // A closed pipe (`switchboard keys | head`) is not an error worth a panic.
-    if let Err(e) = result {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            super::report_error(&e);
-            std::process::exit(1);
+    }
+    writeln!(
+        out,
+        "{} dispatch keys, {NUM_RUNTIME_ENTRIES} dispatch-table slots",
+        DispatchKey::ALL.len()
+    )?;
+    out.flush()
+}
+
+/// Runs `switchboard keys` to stdout. Returns the exit status: 0, or 2 after one line
+/// `error: cannot write the output: ...` on stderr.
+pub fn main() -> i32 {
+    match run(&mut std::io::stdout().lock()) {
+        Ok(()) => 0,
+        // A closed pipe (`switchboard keys | head`) is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            super::report_error(&super::cannot_write_output(&e));
+            2
         }
     }
 }

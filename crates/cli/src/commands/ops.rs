@@ -67,7 +67,7 @@ pub fn main(args: &OpsArgs) -> i32 {
         Ok(()) => 0,
         Err(OpsError::Stdout(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("error: {}", super::call::one_line(&e.to_string()));
+            super::report_error(&super::call::one_line(&e.to_string()));
             2
         }
     }

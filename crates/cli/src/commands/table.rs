@@ -50,7 +50,7 @@ pub fn main(args: &TableArgs) -> i32 {
         Ok(()) => 0,
         Err(CallError::Stdout(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("error: {}", one_line(&e.to_string()));
+            super::report_error(&one_line(&e.to_string()));
             2
         }
     }

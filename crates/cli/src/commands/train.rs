@@ -164,8 +164,11 @@ impl TrainArgs {
 
 /// Runs the subcommand; the exit status (2 on error, printed as one `error:` line).
 pub fn main(args: &TrainArgs) -> i32 {
-    match train::train(&args.config(), &mut std::io::stdout()) {
-        Ok(_) => 0,
+    use std::io::Write;
+    let result = train::train(&args.config(), &mut std::io::stdout())
+        .and_then(|_| Ok(std::io::stdout().flush()?));
+    match result {
+        Ok(()) => 0,
         // `switchboard train | head` closing the pipe early is not an error.
         Err(train::TrainError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {

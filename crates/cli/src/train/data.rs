@@ -16,13 +16,19 @@ pub const DIGITS_CSV_GZ: &[u8] = include_bytes!("../../data/digits.csv.gz");
 /// runaway file ends in an error rather than an abort (Note [Reading untrusted data]).
 pub const MAX_CSV_BYTES: u64 = 1 << 30;
 
+/// At most this many bytes of CSV text make one row (16 MiB, a million features and more).
+pub const MAX_ROW_BYTES: u64 = 16 << 20;
+
 // Note [Reading untrusted data]
 // A data file decides how much is read and allocated, so nothing it says is trusted: the text
 // is streamed (never read whole), through a reader that fails once more than a limit
-// (`MAX_CSV_BYTES` by default, `--max-data-mib`) of text (decompressed) has gone by, which also bounds the csv reader's buffers (a line is
-// never longer than the text); the growing feature and label vectors reserve fallibly and
-// report "out of memory" as an error; every cell must be a finite number and every label an
-// exact non-negative integer (no rounding through `f32`, no silent cap).
+// (`MAX_CSV_BYTES` by default, `--max-data-mib`) of text (decompressed) has gone by. The csv
+// reader grows its record buffers infallibly, as long as the record is: so a row (a record,
+// which quoted fields can spread over several lines) is limited to `MAX_ROW_BYTES`, checked on
+// the text before the csv reader sees it, which bounds those buffers and the row's fields. The
+// data's own vectors (features, labels, the split, each epoch's shuffle) reserve fallibly and
+// fail with an error naming what could not be held. Every cell must be a finite number and
+// every label an exact non-negative integer (no rounding through `f32`, no silent cap).
 
 /// A classification data set held in memory, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +85,88 @@ impl<R: Read> Read for Limited<R> {
     }
 }
 
+/// A reader that fails once a CSV record is longer than `limit` bytes (Note [Reading
+/// untrusted data]). It follows the csv reader's grammar as far as records go: a record ends at
+/// a line break outside a quoted field, a field is quoted when it starts with `"` (`""` inside
+/// is a quote), and a record starting with `#` is a comment.
+struct RowLimited<R> {
+    inner: R,
+    limit: u64,
+    /// Bytes of the current record so far.
+    row: u64,
+    /// Line of the current record's start, from 1.
+    line: u64,
+    /// Line breaks seen so far.
+    lines: u64,
+    state: RowState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RowState {
+    FieldStart,
+    InField,
+    Quoted,
+    /// A `"` in a quoted field: the field's end, or the first half of `""`.
+    QuoteInQuoted,
+    Comment,
+}
+
+impl<R> RowLimited<R> {
+    fn new(inner: R, limit: u64) -> RowLimited<R> {
+        RowLimited {
+            inner,
+            limit,
+            row: 0,
+            line: 1,
+            lines: 0,
+            state: RowState::FieldStart,
+        }
+    }
+
+    /// Takes one byte of text; false once the record is too long.
+    fn step(&mut self, b: u8) -> bool {
+        use RowState::*;
+        if b == b'\n' {
+            self.lines += 1;
+        }
+        let ends_record = matches!(b, b'\n' | b'\r') && self.state != Quoted;
+        if ends_record {
+            self.state = FieldStart;
+            self.row = 0;
+            self.line = self.lines + 1;
+            return true;
+        }
+        self.state = match (self.state, b) {
+            (FieldStart, b'#') if self.row == 0 => Comment,
+            (FieldStart, b'"') => Quoted,
+            (FieldStart | InField | QuoteInQuoted, b',') => FieldStart,
+            (Quoted, b'"') => QuoteInQuoted,
+            (QuoteInQuoted, b'"') | (Quoted, _) => Quoted,
+            (Comment, _) => Comment,
+            _ => InField,
+        };
+        self.row += 1;
+        self.row <= self.limit
+    }
+}
+
+impl<R: Read> Read for RowLimited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in &buf[..n] {
+            if !self.step(b) {
+                return Err(std::io::Error::other(format!(
+                    "the row at line {} is longer than {} of CSV text, the limit for one row; \
+                     refusing to read more",
+                    self.line,
+                    mib(self.limit)
+                )));
+            }
+        }
+        Ok(n)
+    }
+}
+
 /// `n` bytes in MiB, for messages.
 fn mib(n: u64) -> String {
     if n & ((1 << 20) - 1) == 0 {
@@ -89,11 +177,19 @@ fn mib(n: u64) -> String {
 }
 
 /// Appends `values` to `v`, failing instead of aborting when memory runs out.
-fn try_extend<T: Copy>(v: &mut Vec<T>, values: &[T], name: &str) -> Result<(), DataError> {
+fn try_extend<T: Copy>(
+    v: &mut Vec<T>,
+    values: &[T],
+    name: &str,
+    what: &str,
+) -> Result<(), DataError> {
     v.try_reserve(values.len()).map_err(|_| {
         DataError::Csv(format!(
-            "{name}: out of memory holding the data ({} values read)",
+            "{name}: out of memory holding the {what} ({} values read, {} more bytes needed)",
+            v.len(),
             v.len()
+                .max(values.len())
+                .saturating_mul(std::mem::size_of::<T>())
         ))
     })?;
     v.extend_from_slice(values);
@@ -120,7 +216,8 @@ impl Dataset {
     /// its name), streamed, at most `limit` bytes of text (Note [Reading untrusted data]).
     pub fn from_path(path: &Path, limit: u64) -> Result<Dataset, DataError> {
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| DataError::Io(name.clone(), e))?;
+        let file = switchboard_tensor::open_input_file(path)
+            .map_err(|e| DataError::Io(name.clone(), e))?;
         Dataset::from_reader(BufReader::new(file), &name, limit)
     }
 
@@ -147,11 +244,14 @@ impl Dataset {
         } else {
             Box::new(input)
         };
-        let text = Limited {
-            inner: text,
-            left: limit,
-            limit,
-        };
+        let text = RowLimited::new(
+            Limited {
+                inner: text,
+                left: limit,
+                limit,
+            },
+            MAX_ROW_BYTES,
+        );
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -171,17 +271,23 @@ impl Dataset {
                 )));
             }
             let d = record.len() - 1;
-            let parsed: Result<Vec<f32>, _> =
-                record.iter().take(d).map(str::parse::<f32>).collect();
+            let parsed: Result<Vec<f32>, _> = record
+                .iter()
+                .take(d)
+                .enumerate()
+                .map(|(c, cell)| cell.parse::<f32>().map_err(|e| (c, e)))
+                .collect();
             let label = parse_label(&record[d]);
             let values = match parsed {
                 Ok(v) => v,
                 Err(_) if i == 0 => continue, // a header row
-                Err(e) => {
+                Err((c, e)) => {
+                    // The cell, not the row: a row can be megabytes long.
                     return Err(DataError::Csv(format!(
-                        "{name}:{line}: not a number: {e} in {:?}",
-                        record.iter().collect::<Vec<_>>()
-                    )))
+                        "{name}:{line}: column {} is {:?}, not a number: {e}",
+                        c + 1,
+                        &record[c]
+                    )));
                 }
             };
             if let Some(c) = values.iter().position(|v| !v.is_finite()) {
@@ -213,8 +319,8 @@ impl Dataset {
                 }
                 Some(_) => {}
             }
-            try_extend(&mut features, &values, name)?;
-            try_extend(&mut labels, &[label], name)?;
+            try_extend(&mut features, &values, name, "features")?;
+            try_extend(&mut labels, &[label], name, "labels")?;
         }
         let Some(n_features) = n_features else {
             return Err(DataError::Csv(format!("{name}: no data rows")));
@@ -276,17 +382,23 @@ impl Dataset {
 
     /// Scales every feature by `1 / max |value|` over the whole set (digits: 1/16), so that
     /// inputs lie in [-1, 1]. Returns the factor.
-    pub fn normalize_max_abs(&mut self) -> f32 {
+    ///
+    /// The factor and the products are computed in `f64`: for features below `1 / f32::MAX`
+    /// (about 2.9e-39, subnormal float32s) the factor itself is not a finite float32, while
+    /// every scaled value is (it lies in [-1, 1]).
+    pub fn normalize_max_abs(&mut self) -> f64 {
         let m = self.features.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        let s = if m > 0.0 { 1.0 / m } else { 1.0 };
-        self.features.iter_mut().for_each(|v| *v *= s);
+        let s = if m > 0.0 { 1.0 / f64::from(m) } else { 1.0 };
+        self.features
+            .iter_mut()
+            .for_each(|v| *v = (f64::from(*v) * s) as f32);
         s
     }
 
     /// A seeded shuffled split: `(train, test)` with `round(len * test_fraction)` test
     /// samples (at least one of each when there are two samples or more).
     pub fn split(&self, test_fraction: f64, seed: u64) -> Result<(Dataset, Dataset), DataError> {
-        let perm = permutation(self.len(), &Generator::new(seed));
+        let perm = permutation(self.len(), &Generator::new(seed))?;
         let n = self.len();
         let mut n_test = (n as f64 * test_fraction).round() as usize;
         if n >= 2 {
@@ -297,16 +409,24 @@ impl Dataset {
     }
 }
 
-/// A uniformly random permutation of `0..n` (Fisher-Yates) drawn from `gen`.
-pub fn permutation(n: usize, gen: &Generator) -> Vec<usize> {
-    let mut p: Vec<usize> = (0..n).collect();
+/// A uniformly random permutation of `0..n` (Fisher-Yates) drawn from `gen`; an error when
+/// memory runs out.
+pub fn permutation(n: usize, gen: &Generator) -> Result<Vec<usize>, DataError> {
+    let mut p: Vec<usize> = Vec::new();
+    p.try_reserve_exact(n).map_err(|_| {
+        DataError::Csv(format!(
+            "out of memory shuffling {n} samples ({} bytes needed)",
+            n.saturating_mul(std::mem::size_of::<usize>())
+        ))
+    })?;
+    p.extend(0..n);
     let mut state = gen.lock();
     for i in (1..n).rev() {
         // random64 % (i + 1): the bias is below 2^-40 for any realistic data set.
         let j = (state.random64() % (i as u64 + 1)) as usize;
         p.swap(i, j);
     }
-    p
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -438,7 +558,7 @@ mod tests {
         assert_eq!((tr.clone(), te.clone()), (tr2, te2));
         let (tr3, _) = d.split(0.2, 8).unwrap();
         assert_ne!(tr.labels, tr3.labels);
-        let mut p = permutation(100, &Generator::new(1));
+        let mut p = permutation(100, &Generator::new(1)).unwrap();
         p.sort();
         assert_eq!(p, (0..100).collect::<Vec<_>>());
     }

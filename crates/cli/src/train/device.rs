@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use switchboard::lazy;
-use switchboard_tensor::{Device, Tensor};
+use switchboard_tensor::{write_output_file, Device, Tensor};
 
 use super::TrainError;
 use crate::device::{is_lazy, to_device};
@@ -29,12 +29,18 @@ enum GraphFormat {
 pub(super) struct Placement {
     device: Device,
     graph_out: Option<(PathBuf, GraphFormat)>,
+    /// The run's input files, which the graph must not overwrite.
+    inputs: Vec<PathBuf>,
 }
 
 impl Placement {
     /// Checks `--device` and `--graph-out` together: a graph is written only on `lazy`, as
     /// `.dot` or `.json`.
-    pub fn new(device: Device, graph_out: Option<&Path>) -> Result<Placement, TrainError> {
+    pub fn new(
+        device: Device,
+        graph_out: Option<&Path>,
+        inputs: &[&Path],
+    ) -> Result<Placement, TrainError> {
         let graph_out = match graph_out {
             None => None,
             Some(_) if !is_lazy(device) => {
@@ -62,7 +68,11 @@ impl Placement {
             // The report covers this run only.
             lazy::reset_stats();
         }
-        Ok(Placement { device, graph_out })
+        Ok(Placement {
+            device,
+            graph_out,
+            inputs: inputs.iter().map(|p| p.to_path_buf()).collect(),
+        })
     }
 
     /// The device.
@@ -76,21 +86,24 @@ impl Placement {
     }
 
     /// Called once a step's forward, backward and update are captured, before anything of
-    /// the step is read: writes the first step's graph (`--graph-out`).
-    pub fn step_captured(&self, step: usize) -> Result<(), TrainError> {
+    /// the step is read: writes the first step's graph (`--graph-out`). Returns a note to
+    /// print, if any ([`crate::layers::links_note`]).
+    pub fn step_captured(&self, step: usize) -> Result<String, TrainError> {
         let Some((path, format)) = &self.graph_out else {
-            return Ok(());
+            return Ok(String::new());
         };
         if step != 0 {
-            return Ok(());
+            return Ok(String::new());
         }
         let graph = lazy::pending_graph();
         let text = match format {
             GraphFormat::Dot => graph.to_dot(),
             GraphFormat::Json => graph.to_json().to_string(),
         };
-        std::fs::write(path, text)
-            .map_err(|e| TrainError::Config(format!("--graph-out {}: {e}", path.display())))
+        let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
+        let written = write_output_file(path, text.as_bytes(), &inputs)
+            .map_err(|e| TrainError::Config(format!("--graph-out {}: {e}", path.display())))?;
+        Ok(crate::layers::links_note(&written))
     }
 
     /// The lazy backend's metrics report (on `lazy`), after the run.

@@ -9,7 +9,7 @@
 //! what it did. The same configuration and seed give the same numbers.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use switchboard_autograd::{no_grad, AutogradTensor};
@@ -23,6 +23,7 @@ use switchboard_cpu as _;
 
 pub mod data;
 mod device;
+mod divergence;
 pub mod options;
 pub mod summary;
 
@@ -134,11 +135,43 @@ impl TrainConfig {
         if let Some(path) = &self.layers.trace_graph {
             crate::layers::trace_graph_format(path).map_err(TrainError::Config)?;
         }
+        self.check_outputs_are_not_inputs()?;
         options::check_rayon_env().map_err(TrainError::Config)?;
         if self.max_data_bytes == 0 {
             return Err(TrainError::Config(
                 "the data size limit must be at least 1 byte".into(),
             ));
+        }
+        Ok(())
+    }
+
+    /// Refuses, before anything runs, an output file that is the `--data` file or the other
+    /// output (Note [Output files]; writing checks again).
+    fn check_outputs_are_not_inputs(&self) -> Result<(), TrainError> {
+        let outputs = [
+            ("--trace-graph", self.layers.trace_graph.as_deref()),
+            ("--graph-out", self.graph_out.as_deref()),
+        ];
+        let outputs: Vec<(&str, &Path)> = outputs
+            .into_iter()
+            .filter_map(|(flag, p)| Some((flag, p?)))
+            .collect();
+        for (i, (flag, path)) in outputs.iter().enumerate() {
+            let same =
+                |other: &Path| switchboard_tensor::is_same_file(path, other) || *path == other;
+            if let Some(data) = self.data.as_deref().filter(|d| same(d)) {
+                return Err(TrainError::Config(format!(
+                    "{flag} {}: it is the --data file {}; refusing to overwrite an input",
+                    path.display(),
+                    data.display()
+                )));
+            }
+            if let Some((other, _)) = outputs[i + 1..].iter().find(|(_, p)| same(p)) {
+                return Err(TrainError::Config(format!(
+                    "{flag} and {other} name the same file {}",
+                    path.display()
+                )));
+            }
         }
         Ok(())
     }
@@ -201,7 +234,7 @@ pub enum TrainError {
     #[error("{0}")]
     Config(String),
     /// Writing the report.
-    #[error("writing output: {0}")]
+    #[error("cannot write the output: {0}")]
     Io(#[from] std::io::Error),
 }
 
@@ -256,7 +289,8 @@ pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, Train
 }
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
-    let placement = device::Placement::new(cfg.device, cfg.graph_out.as_deref())?;
+    let inputs: Vec<&Path> = cfg.data.as_deref().into_iter().collect();
+    let placement = device::Placement::new(cfg.device, cfg.graph_out.as_deref(), &inputs)?;
     let mut data = match &cfg.data {
         Some(p) => Dataset::from_path(p, cfg.max_data_bytes)?,
         None => Dataset::digits()?,
@@ -336,7 +370,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         let t0 = Instant::now();
         bar.set_message(format!("epoch {epoch}/{}", cfg.epochs));
         bar.reset();
-        let perm = data::permutation(n_train, &shuffle);
+        let perm = data::permutation(n_train, &shuffle)?;
         let (mut loss_sum, mut hits) = (0.0, 0i64);
         for batch in perm.chunks(cfg.batch_size) {
             let idx = Tensor::from_vec(
@@ -358,8 +392,13 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             let flops = crate::layers::StepFlops::start(&cfg.layers, steps);
             let step = (|| -> Result<Tensor, TrainError> {
                 let params = model.parameters();
-                let traced =
-                    crate::layers::StepTrace::start(&cfg.layers, steps, &params, &[&xb, &yb])?;
+                let traced = crate::layers::StepTrace::start(
+                    &cfg.layers,
+                    steps,
+                    &params,
+                    &[&xb, &yb],
+                    &inputs,
+                )?;
                 let region = crate::layers::autocast_region(cfg.layers.autocast)?;
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
@@ -371,7 +410,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                     let written = traced.finish(&loss, &params)?;
                     bar.suspend(|| write!(out, "{written}"))?;
                 }
-                placement.step_captured(steps)?;
+                let note = placement.step_captured(steps)?;
+                if !note.is_empty() {
+                    bar.suspend(|| write!(out, "{note}"))?;
+                }
                 hits += correct(&logits, &yb)?;
                 Ok(loss)
             })();
@@ -384,8 +426,8 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             }
             let loss = step?.item()?.to_f64();
             if !loss.is_finite() {
-                return Err(TrainError::Config(format!(
-                    "the loss diverged ({loss}) at epoch {epoch}: lower --lr"
+                return Err(TrainError::Config(divergence::divergence_message(
+                    cfg, loss, epoch,
                 )));
             }
             loss_sum += loss * batch.len() as f64;

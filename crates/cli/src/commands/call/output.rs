@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::Path;
 
 use switchboard::dispatcher::{IValue, Stack};
-use switchboard::tensor::{save_safetensors_file, Tensor};
+use switchboard::tensor::{save_safetensors, write_output_file, Tensor};
+use switchboard_cli::layers::links_note;
 
 use super::{one_line, CallError};
 
@@ -120,13 +121,15 @@ pub(super) fn json_object(entries: &[(String, serde_json::Value)]) -> String {
 }
 
 /// Writes the returns and then `extra` tensors (the gradients of `--backward`, `grad.NAME`) to
-/// the file `output` or prints them, then the JSON object (see Note [switchboard call]).
+/// the file `output` (Note [Output files]) or prints them, then the JSON object (see Note
+/// [switchboard call]).
 pub(super) fn write_outputs(
     op_name: &str,
     returns: Stack,
     extra: Vec<(String, Tensor)>,
     output: Option<&Path>,
     stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
 ) -> Result<(), CallError> {
     let mut out = collect_outputs(returns);
     out.tensors.extend(extra);
@@ -136,10 +139,16 @@ pub(super) fn write_outputs(
                 out.tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
             let mut meta = HashMap::from([("operator".to_owned(), op_name.to_owned())]);
             meta.extend(out.lists.iter().cloned());
-            save_safetensors_file(path, &refs, Some(meta)).map_err(|e| CallError::Output {
+            let failed = |message: String| CallError::Output {
                 path: path.display().to_string(),
-                message: one_line(&e.to_string()),
-            })?;
+                message: one_line(&message),
+            };
+            let bytes = save_safetensors(&refs, Some(meta)).map_err(|e| failed(e.to_string()))?;
+            // No inputs to refuse: the input file was read whole before, so `--out` may
+            // replace it (Note [Output files]).
+            let written = write_output_file(path, &bytes, &[])
+                .map_err(|e| failed(format!("cannot write it: {e}")))?;
+            write!(stderr, "{}", links_note(&written))?;
         }
         None => {
             for (name, t) in &out.tensors {

@@ -204,6 +204,7 @@ fn meta_tensors_print_but_cannot_be_saved() {
         Vec::new(),
         None,
         &mut printed,
+        &mut Vec::new(),
     )
     .unwrap();
     assert_eq!(
@@ -216,6 +217,7 @@ fn meta_tensors_print_but_cannot_be_saved() {
         vec![IValue::Tensor(m)],
         Vec::new(),
         Some(&path),
+        &mut Vec::new(),
         &mut Vec::new(),
     );
     let e = e.unwrap_err().to_string();
