@@ -8,6 +8,7 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use switchboard::tensor::{load_safetensors_file, save_safetensors_file, Tensor};
 
@@ -53,8 +54,25 @@ fn command(args: &[&str]) -> Command {
     cmd
 }
 
+/// Far more than any of these runs needs in a debug build: a run still going then hangs (on a
+/// FIFO, say).
+const DEADLINE: Duration = Duration::from_secs(120);
+
 fn run(args: &[&str]) -> Output {
-    let out = command(args).output().expect("the switchboard binary runs");
+    let mut child = command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the switchboard binary runs");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("{args:?}: still running after {DEADLINE:?} (a hang)");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     out

@@ -561,5 +561,8 @@ mod tests {
         let mut p = permutation(100, &Generator::new(1)).unwrap();
         p.sort();
         assert_eq!(p, (0..100).collect::<Vec<_>>());
+        // More samples than memory can index: an error, not an abort.
+        let e = permutation(usize::MAX / 4, &Generator::new(1)).unwrap_err();
+        assert!(e.to_string().starts_with("out of memory shuffling"), "{e}");
     }
 }
