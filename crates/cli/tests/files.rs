@@ -308,6 +308,58 @@ fn graphs_replace_the_previous_file_atomically_through_links() {
     );
 }
 
+/// Runs `switchboard ARGS` with files limited to `blocks` 512-byte blocks (`ulimit -f`, the
+/// signal ignored): a write past it fails with EFBIG, as on a full disk.
+fn run_with_file_limit(blocks: u64, args: &[&str]) -> Output {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f {blocks} && trap '' XFSZ && exec \"$0\" \"$@\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    out
+}
+
+#[test]
+fn a_failed_write_leaves_the_previous_file_whole() {
+    let dir = Dir::new("efbig");
+    let csv = tiny_csv(&dir);
+    let input = save(&dir, "in.safetensors", &[1.0; 4096]);
+    let previous = save(&dir, "out.safetensors", &[7.0]);
+    let before = std::fs::read(&previous).unwrap();
+    let out = run_with_file_limit(
+        4,
+        &["call", "neg", "--in", &input, "--out", &previous, "self=@a"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("File too large"), "{stderr}");
+    assert_eq!(std::fs::read(&previous).unwrap(), before);
+    let graph = dir.write("graph.json", b"{\"previous\": true}");
+    let mut args = vec!["train", "--data", &csv, "--trace-graph", &graph];
+    args.extend(QUICK);
+    let out = run_with_file_limit(4, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with(&format!("error: --trace-graph {graph}: File too large")));
+    assert_eq!(std::fs::read(&graph).unwrap(), b"{\"previous\": true}");
+    assert_eq!(
+        dir.names(),
+        [
+            "graph.json",
+            "in.safetensors",
+            "out.safetensors",
+            "tiny.csv"
+        ],
+        "no temporary file is left"
+    );
+}
+
 #[test]
 fn a_failed_write_to_stdout_says_what_failed() {
     let dir = Dir::new("dev-full");
