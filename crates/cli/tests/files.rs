@@ -408,3 +408,24 @@ fn a_missing_tensor_lists_a_bounded_number_of_names() {
         )
     );
 }
+
+#[test]
+fn unused_gradient_inputs_get_a_bounded_number_of_notes() {
+    let dir = Dir::new("many-grads");
+    let a = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    let names: Vec<String> = (0..100).map(|i| format!("grad_out{}", i + 1)).collect();
+    let mut tensors: Vec<(&str, &Tensor)> = names.iter().map(|n| (n.as_str(), &a)).collect();
+    tensors.push(("a", &a));
+    let input = dir.path("grads.safetensors");
+    save_safetensors_file(&input, &tensors, None).unwrap();
+    let out = ok(&["call", "neg", "--in", &input, "--backward", "self=@a"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 21, "{stderr}");
+    assert_eq!(
+        lines[0],
+        "note: grad_out1 of the input file is not used: out1 is not a floating-point tensor \
+         output of aten::neg"
+    );
+    assert_eq!(lines[20], "note: ... and 80 more unused grad_out tensors");
+}

@@ -551,7 +551,7 @@ fn build_stack(
 }
 
 /// At most this many names are listed in a message; a file can hold any number of tensors.
-const MAX_LISTED_NAMES: usize = 20;
+pub(crate) const MAX_LISTED_NAMES: usize = 20;
 
 /// `a, b, c`, or the first [`MAX_LISTED_NAMES`] names and `... and N more`.
 pub(crate) fn capped_list<S: AsRef<str>>(names: impl ExactSizeIterator<Item = S>) -> String {

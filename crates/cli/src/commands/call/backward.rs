@@ -213,14 +213,22 @@ pub(super) fn gradients(
     // Notes only after backward succeeded: an error stays the one stderr line.
     if let Some(m) = inputs {
         let used: Vec<String> = outputs.iter().map(|(n, _)| format!("grad_{n}")).collect();
-        for key in m.keys().filter(|k| k.starts_with("grad_out")) {
-            if !used.contains(key) {
-                let out = &key["grad_".len()..];
-                writeln!(
-                    stderr,
-                    "note: {key} of the input file is not used: {out} is not a floating-point \
-                     tensor output of {op_name}"
-                )?;
+        let unused: Vec<&String> = m
+            .keys()
+            .filter(|k| k.starts_with("grad_out") && !used.contains(k))
+            .collect();
+        // A file can hold any number of them: a bounded number of notes.
+        for key in unused.iter().take(super::MAX_LISTED_NAMES) {
+            let out = &key["grad_".len()..];
+            writeln!(
+                stderr,
+                "note: {key} of the input file is not used: {out} is not a floating-point \
+                 tensor output of {op_name}"
+            )?;
+        }
+        if let Some(more) = unused.len().checked_sub(super::MAX_LISTED_NAMES) {
+            if more > 0 {
+                writeln!(stderr, "note: ... and {more} more unused grad_out tensors")?;
             }
         }
     }
