@@ -7,6 +7,10 @@ use std::path::Path;
 
 use switchboard_tensor::Generator;
 
+#[path = "data_limits.rs"]
+mod limits;
+use limits::{Limited, RowLimited};
+
 /// The UCI 8x8 handwritten digits (1797 samples, 64 features 0..16, label 0..9), as
 /// scikit-learn ships them (`data/digits.csv.gz`).
 pub const DIGITS_CSV_GZ: &[u8] = include_bytes!("../../data/digits.csv.gz");
@@ -52,128 +56,6 @@ pub enum DataError {
     /// The CSV is malformed (or its gzip stream is, or it is too large).
     #[error("{0}")]
     Csv(String),
-}
-
-/// A reader that fails once more than `left` bytes are available (Note [Reading untrusted
-/// data]).
-struct Limited<R> {
-    inner: R,
-    left: u64,
-    limit: u64,
-}
-
-impl<R: Read> Read for Limited<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.left == 0 {
-            // At the limit: the end of the data is fine, one more byte is not.
-            let mut probe = [0u8; 1];
-            return match self.inner.read(&mut probe)? {
-                0 => Ok(0),
-                _ => Err(std::io::Error::other(format!(
-                    "the data is larger than {} of CSV text (decompressed); refusing to read \
-                     more",
-                    mib(self.limit)
-                ))),
-            };
-        }
-        let want = buf
-            .len()
-            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..want])?;
-        self.left -= n as u64;
-        Ok(n)
-    }
-}
-
-/// A reader that fails once a CSV record is longer than `limit` bytes (Note [Reading
-/// untrusted data]). It follows the csv reader's grammar as far as records go: a record ends at
-/// a line break outside a quoted field, a field is quoted when it starts with `"` (`""` inside
-/// is a quote), and a record starting with `#` is a comment.
-struct RowLimited<R> {
-    inner: R,
-    limit: u64,
-    /// Bytes of the current record so far.
-    row: u64,
-    /// Line of the current record's start, from 1.
-    line: u64,
-    /// Line breaks seen so far.
-    lines: u64,
-    state: RowState,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RowState {
-    FieldStart,
-    InField,
-    Quoted,
-    /// A `"` in a quoted field: the field's end, or the first half of `""`.
-    QuoteInQuoted,
-    Comment,
-}
-
-impl<R> RowLimited<R> {
-    fn new(inner: R, limit: u64) -> RowLimited<R> {
-        RowLimited {
-            inner,
-            limit,
-            row: 0,
-            line: 1,
-            lines: 0,
-            state: RowState::FieldStart,
-        }
-    }
-
-    /// Takes one byte of text; false once the record is too long.
-    fn step(&mut self, b: u8) -> bool {
-        use RowState::*;
-        if b == b'\n' {
-            self.lines += 1;
-        }
-        let ends_record = matches!(b, b'\n' | b'\r') && self.state != Quoted;
-        if ends_record {
-            self.state = FieldStart;
-            self.row = 0;
-            self.line = self.lines + 1;
-            return true;
-        }
-        self.state = match (self.state, b) {
-            (FieldStart, b'#') if self.row == 0 => Comment,
-            (FieldStart, b'"') => Quoted,
-            (FieldStart | InField | QuoteInQuoted, b',') => FieldStart,
-            (Quoted, b'"') => QuoteInQuoted,
-            (QuoteInQuoted, b'"') | (Quoted, _) => Quoted,
-            (Comment, _) => Comment,
-            _ => InField,
-        };
-        self.row += 1;
-        self.row <= self.limit
-    }
-}
-
-impl<R: Read> Read for RowLimited<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        for &b in &buf[..n] {
-            if !self.step(b) {
-                return Err(std::io::Error::other(format!(
-                    "the row at line {} is longer than {} of CSV text, the limit for one row; \
-                     refusing to read more",
-                    self.line,
-                    mib(self.limit)
-                )));
-            }
-        }
-        Ok(n)
-    }
-}
-
-/// `n` bytes in MiB, for messages.
-fn mib(n: u64) -> String {
-    if n & ((1 << 20) - 1) == 0 {
-        format!("{} MiB", n >> 20)
-    } else {
-        format!("{n} bytes")
-    }
 }
 
 /// Appends `values` to `v`, failing instead of aborting when memory runs out.
@@ -244,14 +126,7 @@ impl Dataset {
         } else {
             Box::new(input)
         };
-        let text = RowLimited::new(
-            Limited {
-                inner: text,
-                left: limit,
-                limit,
-            },
-            MAX_ROW_BYTES,
-        );
+        let text = RowLimited::new(Limited::new(text, limit), MAX_ROW_BYTES);
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -535,18 +410,6 @@ mod tests {
                 .len(),
             32
         );
-        // Exactly at the limit is fine.
-        let read = |text: &[u8], limit| {
-            let mut r = Limited {
-                inner: text,
-                left: limit,
-                limit,
-            };
-            r.read_to_end(&mut Vec::new())
-        };
-        assert_eq!(read(b"abc", 3).unwrap(), 3);
-        assert!(read(b"abcd", 3).is_err());
-        assert_eq!(read(b"", 0).unwrap(), 0);
     }
 
     #[test]
