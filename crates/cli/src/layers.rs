@@ -9,7 +9,7 @@ use std::rc::Rc;
 use switchboard::autocast::AutocastGuard;
 use switchboard::dispatcher::DispatchError;
 use switchboard::modes::{push_mode, FlopCounterMode, ModeGuard};
-use switchboard::tensor::{write_output_file, Device, ScalarType, Tensor, Written};
+use switchboard::tensor::{write_output_file, Device, ScalarType, Tensor};
 use switchboard::trace::Tracer;
 
 use crate::train::TrainError;
@@ -136,7 +136,7 @@ impl StepTrace {
             "graph of one training step ({} operator calls) written to {}\n{}",
             traced.op_names().len(),
             self.path.display(),
-            links_note(&written)
+            written.note()
         ))
     }
 }
@@ -164,18 +164,5 @@ impl StepFlops {
         let StepFlops { counter, _mode } = self;
         drop(_mode);
         format!("FLOPs of one training step:\n{}", counter.table())
-    }
-}
-
-/// A line saying that other hard links of a replaced output keep its previous contents (Note
-/// [Output files]), or nothing.
-pub fn links_note(written: &Written) -> String {
-    match written.other_links {
-        0 => String::new(),
-        n => format!(
-            "note: {} had {n} other hard link(s), which keep the previous contents (the file is \
-             replaced atomically, not rewritten in place)\n",
-            written.target.display()
-        ),
     }
 }

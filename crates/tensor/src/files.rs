@@ -100,6 +100,21 @@ pub struct Written {
     pub other_links: u64,
 }
 
+impl Written {
+    /// A line for the user when other hard links keep the previous contents (Note [Output
+    /// files]), else nothing.
+    pub fn note(&self) -> String {
+        match self.other_links {
+            0 => String::new(),
+            n => format!(
+                "note: {} had {n} other hard link(s), which keep the previous contents (the \
+                 file is replaced atomically, not rewritten in place)\n",
+                self.target.display()
+            ),
+        }
+    }
+}
+
 /// `path` with its symlinks followed to the final target, which may not exist yet (a dangling
 /// link names the file to create).
 fn resolve_symlinks(path: &Path) -> std::io::Result<PathBuf> {

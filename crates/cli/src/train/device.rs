@@ -87,7 +87,7 @@ impl Placement {
 
     /// Called once a step's forward, backward and update are captured, before anything of
     /// the step is read: writes the first step's graph (`--graph-out`). Returns a note to
-    /// print, if any ([`crate::layers::links_note`]).
+    /// print, if any ([`Written::note`](switchboard_tensor::Written::note)).
     pub fn step_captured(&self, step: usize) -> Result<String, TrainError> {
         let Some((path, format)) = &self.graph_out else {
             return Ok(String::new());
@@ -103,7 +103,7 @@ impl Placement {
         let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
         let written = write_output_file(path, text.as_bytes(), &inputs)
             .map_err(|e| TrainError::Config(format!("--graph-out {}: {e}", path.display())))?;
-        Ok(crate::layers::links_note(&written))
+        Ok(written.note())
     }
 
     /// The lazy backend's metrics report (on `lazy`), after the run.

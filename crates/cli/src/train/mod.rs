@@ -157,8 +157,10 @@ impl TrainConfig {
             .filter_map(|(flag, p)| Some((flag, p?)))
             .collect();
         for (i, (flag, path)) in outputs.iter().enumerate() {
-            let same =
-                |other: &Path| switchboard_tensor::is_same_file(path, other) || *path == other;
+            let same = |other: &Path| {
+                switchboard_tensor::is_same_file(path, other)
+                    || absolute(path).is_some_and(|p| Some(p) == absolute(other))
+            };
             if let Some(data) = self.data.as_deref().filter(|d| same(d)) {
                 return Err(TrainError::Config(format!(
                     "{flag} {}: it is the --data file {}; refusing to overwrite an input",
@@ -183,6 +185,16 @@ impl TrainConfig {
             OptimizerKind::Adam => 0.001,
         })
     }
+}
+
+/// `path` made absolute through its directory's canonical path (the file itself may not exist
+/// yet), or `None` when that directory does not exist.
+fn absolute(path: &Path) -> Option<PathBuf> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(dir.canonicalize().ok()?.join(path.file_name()?))
 }
 
 /// One epoch's figures.

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use switchboard::dispatcher::{IValue, Stack};
 use switchboard::tensor::{save_safetensors, write_output_file, Tensor};
-use switchboard_cli::layers::links_note;
 
 use super::{one_line, CallError};
 
@@ -148,7 +147,7 @@ pub(super) fn write_outputs(
             // replace it (Note [Output files]).
             let written = write_output_file(path, &bytes, &[])
                 .map_err(|e| failed(format!("cannot write it: {e}")))?;
-            write!(stderr, "{}", links_note(&written))?;
+            write!(stderr, "{}", written.note())?;
         }
         None => {
             for (name, t) in &out.tensors {
