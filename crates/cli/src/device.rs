@@ -89,7 +89,8 @@ pub fn is_lazy(device: Device) -> bool {
 /// `t` on `device`: `t` itself when it is there, else a copy (`_to_copy`, not recorded by
 /// autograd: the copy is a new tensor of its own).
 pub fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
-    if t.device() == device {
+    // A tensor created on `device` reports `device.tensor_device()` (`cpu` for `cpu:0`).
+    if t.device() == device.tensor_device() {
         return Ok(t.clone());
     }
     let _no_grad = no_grad();

@@ -35,6 +35,7 @@ mod dispatch_args;
 mod dispatcher;
 mod edit_distance;
 mod error;
+mod guard_stack;
 mod handle;
 mod introspect;
 mod ivalue;
@@ -60,6 +61,7 @@ pub use call::{OperatorHandle, TypedOperatorHandle};
 pub use debug::RegistrationDebug;
 pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
 pub use error::{DispatchError, DispatchErrorKind, Result, SchemaMismatch};
+pub use guard_stack::{GuardFrame, GuardStack};
 pub use ivalue::{IValue, Stack};
 #[doc(hidden)]
 pub use kernel::Invoke;

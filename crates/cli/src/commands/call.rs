@@ -93,7 +93,8 @@ pub struct CallArgs {
     /// first and the tensor outputs (and gradients) moved back to the CPU to be written.
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<String>,
-    /// Runs the call in a CPU autocast region of this dtype (`torch.autocast("cpu", dtype=...)`);
+    /// Runs the call in an autocast region of this dtype for the --device
+    /// (`torch.autocast(device_type, dtype=...)`; lazy and meta have none: an error);
     /// with --backward, the reduction and backward run after the region, as PyTorch recommends.
     #[arg(long, value_enum, value_name = "DTYPE")]
     pub autocast: Option<switchboard_cli::layers::AutocastDtype>,
@@ -325,7 +326,7 @@ fn run_unguarded(
     let op_name = schema.operator_name().to_string();
     let given = named_values(schema, &op_name, &args.args)?;
     check_missing(schema, &given)?;
-    let inputs: Inputs = match &args.input {
+    let mut inputs: Inputs = match &args.input {
         Some(path) => Some(load_safetensors_file(path).map_err(|e| CallError::Input {
             path: path.display().to_string(),
             message: one_line(&e.to_string()),
@@ -334,9 +335,14 @@ fn run_unguarded(
     };
     let mut stack = build_stack(schema, &given, &inputs, args.input.as_deref())?;
     let on_device = device::OnDevice::new(args.device.as_deref(), &op_name)?;
+    switchboard_cli::layers::check_autocast_device(args.autocast, on_device.device())
+        .map_err(CallError::Device)?;
     on_device.inputs(&mut stack)?;
-    let region =
-        switchboard_cli::layers::autocast_region(args.autocast).map_err(|e| CallError::Kernel {
+    if args.backward {
+        on_device.grad_outputs(&mut inputs)?;
+    }
+    let region = switchboard_cli::layers::autocast_region(args.autocast, on_device.device())
+        .map_err(|e| CallError::Kernel {
             op: op_name.clone(),
             message: one_line(&e.to_string()),
         })?;

@@ -257,6 +257,8 @@ pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, Train
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
     let placement = device::Placement::new(cfg.device, cfg.graph_out.as_deref())?;
+    crate::layers::check_autocast_device(cfg.layers.autocast, cfg.device)
+        .map_err(TrainError::Config)?;
     let mut data = match &cfg.data {
         Some(p) => Dataset::from_path(p, cfg.max_data_bytes)?,
         None => Dataset::digits()?,
@@ -360,7 +362,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 let params = model.parameters();
                 let traced =
                     crate::layers::StepTrace::start(&cfg.layers, steps, &params, &[&xb, &yb])?;
-                let region = crate::layers::autocast_region(cfg.layers.autocast)?;
+                let region = crate::layers::autocast_region(cfg.layers.autocast, cfg.device)?;
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
                 drop(region);
