@@ -63,3 +63,23 @@ fn trains_on_npu_as_on_cpu() {
     assert!(text.contains("parameters on npu;"), "{text}");
     assert_eq!(final_accuracy(&npu), final_accuracy(&train("cpu")));
 }
+
+#[cfg(feature = "npu")]
+#[test]
+fn trains_on_npu_in_mixed_precision() {
+    // npu is PrivateUse1, whose autocast key PyTorch defines: its region casts npu tensors.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "train",
+            "--epochs",
+            "1",
+            "--hidden",
+            "16",
+            "--no-progress",
+            "--no-summary",
+        ])
+        .args(["--device", "npu", "--autocast", "float16"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
