@@ -35,7 +35,6 @@ mod dispatch_args;
 mod dispatcher;
 mod edit_distance;
 mod error;
-mod guard_stack;
 mod handle;
 mod introspect;
 mod ivalue;
@@ -54,14 +53,12 @@ mod schema_default;
 mod stack_cache;
 mod table;
 mod tls;
-mod warning;
 
 pub use arg::{Arg, KernelParam};
 pub use call::{OperatorHandle, TypedOperatorHandle};
 pub use debug::RegistrationDebug;
 pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
 pub use error::{DispatchError, DispatchErrorKind, Result, SchemaMismatch};
-pub use guard_stack::{GuardFrame, GuardStack};
 pub use ivalue::{IValue, Stack};
 #[doc(hidden)]
 pub use kernel::Invoke;
@@ -77,7 +74,12 @@ pub use push::{push, PushValues};
 pub use ret::{KernelReturn, ReturnValue};
 pub use table::{runtime_keys, Provenance, RUNTIME_KEYS};
 pub use tls::*;
-pub use warning::{set_warning_handler, warn, WarningHandler, WarningHandlerGuard};
+// Warnings and the guard stack live in the keys crate, the lowest, so that every crate can
+// warn (device-string parsing does) and guard its thread-local settings.
+pub use switchboard_keys::{
+    set_warning_handler, warn, warn_once, GuardFrame, GuardStack, WarningHandler,
+    WarningHandlerGuard,
+};
 
 pub use switchboard_keys::{DispatchKey, DispatchKeySet};
 pub use switchboard_schema::{FunctionSchema, OperatorName, Tag, UnknownTag};

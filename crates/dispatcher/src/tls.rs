@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 
-use crate::guard_stack::{GuardFrame, GuardStack};
+use switchboard_keys::{GuardFrame, GuardStack};
 
 use switchboard_keys::{
     DispatchKey, DispatchKeySet, AFTER_AD_INPLACE_OR_VIEW_KEYSET, AUTOGRAD_DISPATCH_KEYSET,

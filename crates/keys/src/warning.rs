@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
-//! use switchboard_dispatcher::{set_warning_handler, warn};
+//! use switchboard_keys::{set_warning_handler, warn};
 //!
 //! let seen = Arc::new(Mutex::new(Vec::new()));
 //! let sink = seen.clone();
@@ -52,6 +52,12 @@ impl Drop for WarningHandlerGuard {
             HANDLER.with(|h| *h.borrow_mut() = previous);
         }
     }
+}
+
+/// Emits `message` with [`warn`] the first time `once` is passed in this process, and never
+/// again (c10's `TORCH_WARN_ONCE`; one `Once` per call site).
+pub fn warn_once(once: &std::sync::Once, message: &str) {
+    once.call_once(|| warn(message));
 }
 
 /// Sends this thread's warnings to `handler` until the guard drops.

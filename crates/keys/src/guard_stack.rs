@@ -29,16 +29,16 @@ pub struct GuardFrame(u64);
 ///
 /// ```
 /// use std::cell::Cell;
-/// use switchboard_dispatcher::GuardStack;
+/// use switchboard_keys::GuardStack;
 ///
 /// thread_local! {
 ///     static FLAG: Cell<bool> = const { Cell::new(false) };
 ///     static FLAG_GUARDS: GuardStack<bool> = const { GuardStack::new() };
 /// }
-/// fn set(on: bool) -> switchboard_dispatcher::GuardFrame {
+/// fn set(on: bool) -> switchboard_keys::GuardFrame {
 ///     FLAG_GUARDS.with(|g| g.push(FLAG.with(|f| f.replace(on))))
 /// }
-/// fn unset(frame: switchboard_dispatcher::GuardFrame) {
+/// fn unset(frame: switchboard_keys::GuardFrame) {
 ///     if let Some(saved) = FLAG_GUARDS.with(|g| g.pop(frame)) {
 ///         FLAG.with(|f| f.set(saved));
 ///     }
