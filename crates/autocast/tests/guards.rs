@@ -54,35 +54,40 @@ fn regions_ended_out_of_order_restore_the_state_before_them() {
 
 #[test]
 fn interleaved_regions_on_two_threads_keep_each_threads_state() {
+    // Each thread records (enabled, dtype) of CPU autocast at each step and reaches every
+    // barrier, so a wrong state fails the assertions below rather than stalling a thread.
+    let state = || (is_autocast_enabled(CPU), get_autocast_dtype(CPU).unwrap());
     let barrier = Barrier::new(2);
-    std::thread::scope(|s| {
+    let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| {
+            let mut seen = Vec::new();
             let region = AutocastGuard::new(Device::CPU, ScalarType::BFloat16).unwrap();
             barrier.wait(); // 1: A's region is live
             barrier.wait(); // 2: B's region is live
-            assert_eq!(get_autocast_dtype(CPU).unwrap(), ScalarType::BFloat16);
+            seen.push(state());
             drop(region);
-            assert!(!is_autocast_enabled(CPU));
+            seen.push(state());
             barrier.wait(); // 3: A's region ended
             barrier.wait(); // 4: B's region ended
-            assert!(!is_autocast_enabled(CPU));
+            seen.push(state());
+            seen
         });
         let b = s.spawn(|| {
+            let mut seen = Vec::new();
             barrier.wait(); // 1
-            assert!(!is_autocast_enabled(CPU), "A's region is A's");
+            seen.push(state());
             let region = AutocastGuard::new(Device::CPU, ScalarType::Half).unwrap();
             barrier.wait(); // 2
             barrier.wait(); // 3
-            assert!(
-                is_autocast_enabled(CPU),
-                "A's region ending does not end B's"
-            );
-            assert_eq!(get_autocast_dtype(CPU).unwrap(), ScalarType::Half);
+            seen.push(state());
             drop(region);
-            assert!(!is_autocast_enabled(CPU));
+            seen.push(state());
             barrier.wait(); // 4
+            seen
         });
-        a.join().unwrap();
-        b.join().unwrap();
+        (a.join().unwrap(), b.join().unwrap())
     });
+    let (bf16, f16) = (ScalarType::BFloat16, ScalarType::Half);
+    assert_eq!(a, [(true, bf16), (false, bf16), (false, bf16)]);
+    assert_eq!(b, [(false, bf16), (true, f16), (false, bf16)]);
 }

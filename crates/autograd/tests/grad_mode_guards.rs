@@ -41,31 +41,38 @@ fn guards_dropped_out_of_order_restore_the_first_mode() {
 
 #[test]
 fn interleaved_guards_on_two_threads_keep_each_threads_mode() {
+    // Each thread records the mode at each step and reaches every barrier, so a wrong mode
+    // fails the assertions below rather than stalling the other thread.
     let barrier = Barrier::new(2);
-    std::thread::scope(|s| {
+    let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| {
+            let mut seen = Vec::new();
             let guard = no_grad();
             barrier.wait(); // 1: A's guard is live
             barrier.wait(); // 2: B's guard is live
-            assert!(!is_grad_enabled());
+            seen.push(is_grad_enabled());
             drop(guard);
-            assert!(is_grad_enabled());
+            seen.push(is_grad_enabled());
             barrier.wait(); // 3: A's guard ended
             barrier.wait(); // 4: B's guard ended
-            assert!(is_grad_enabled());
+            seen.push(is_grad_enabled());
+            seen
         });
         let b = s.spawn(|| {
+            let mut seen = Vec::new();
             barrier.wait(); // 1
-            assert!(is_grad_enabled(), "A's guard is A's");
+            seen.push(is_grad_enabled());
             let guard = no_grad();
             barrier.wait(); // 2
             barrier.wait(); // 3
-            assert!(!is_grad_enabled(), "A's drop does not end B's guard");
+            seen.push(is_grad_enabled());
             drop(guard);
-            assert!(is_grad_enabled());
+            seen.push(is_grad_enabled());
             barrier.wait(); // 4
+            seen
         });
-        a.join().unwrap();
-        b.join().unwrap();
+        (a.join().unwrap(), b.join().unwrap())
     });
+    assert_eq!(a, [false, true, true]);
+    assert_eq!(b, [true, false, true]);
 }

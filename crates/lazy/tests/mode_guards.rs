@@ -7,35 +7,44 @@ use switchboard_lazy as lazy;
 
 #[test]
 fn interleaved_guards_on_two_threads_keep_each_threads_mode() {
+    // Thread A turns lazy mode off, then B does, then A's guard ends, then B's: with one
+    // process-wide flag B's guard put back A's "off" for good. Each thread records the mode it
+    // sees at each step and every thread reaches every barrier, so a wrong mode fails the
+    // assertions below instead of stalling a thread at a barrier.
     let barrier = Barrier::new(2);
-    std::thread::scope(|s| {
-        // Thread A turns lazy mode off, then B does, then A's guard ends, then B's: with one
-        // process-wide flag B's guard put back A's "off" for good.
+    let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| {
+            let mut seen = Vec::new();
             let guard = lazy::LazyModeGuard::new(false);
             barrier.wait(); // 1: A's guard is live
             barrier.wait(); // 2: B's guard is live
-            assert!(!lazy::lazy_mode(), "A's own guard is in force");
+            seen.push(lazy::lazy_mode());
             drop(guard);
-            assert!(lazy::lazy_mode(), "A's guard restored A's mode");
+            seen.push(lazy::lazy_mode());
             barrier.wait(); // 3: A's guard ended
             barrier.wait(); // 4: B's guard ended
-            assert!(lazy::lazy_mode(), "B's guard does not touch A's mode");
+            seen.push(lazy::lazy_mode());
+            seen
         });
         let b = s.spawn(|| {
+            let mut seen = Vec::new();
             barrier.wait(); // 1
-            assert!(lazy::lazy_mode(), "A's guard does not touch B's mode");
+            seen.push(lazy::lazy_mode());
             let guard = lazy::LazyModeGuard::new(false);
             barrier.wait(); // 2
             barrier.wait(); // 3
-            assert!(!lazy::lazy_mode(), "A's drop does not end B's guard");
+            seen.push(lazy::lazy_mode());
             drop(guard);
-            assert!(lazy::lazy_mode());
+            seen.push(lazy::lazy_mode());
             barrier.wait(); // 4
+            seen
         });
-        a.join().unwrap();
-        b.join().unwrap();
+        (a.join().unwrap(), b.join().unwrap())
     });
+    // A: off under its guard, on after it, still on after B's guard ends.
+    assert_eq!(a, [false, true, true]);
+    // B: on despite A's guard, off under its own guard after A's ended, on after.
+    assert_eq!(b, [true, false, true]);
     assert!(lazy::lazy_mode());
 }
 
