@@ -36,6 +36,11 @@ fn trains_on_cpu_and_refuses_unknown_devices() {
     assert!(cpu.status.success(), "{cpu:?}");
     assert!(String::from_utf8_lossy(&cpu.stdout).contains("parameters on cpu"));
 
+    // cpu:0 is the CPU: the parameters are on `cpu`.
+    let cpu0 = train("cpu:0");
+    assert!(cpu0.status.success(), "{cpu0:?}");
+    assert!(String::from_utf8_lossy(&cpu0.stdout).contains("parameters on cpu;"));
+
     let bad = train("cuda");
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
