@@ -68,8 +68,10 @@ are printed without --out; other returns are printed as one JSON object, e.g. {\
 reduced to sum(outI * grad_outI) (grad_outI from the --in file, else ones), backward runs and
 each input's gradient is output as grad.NAME (NAME: the argument; an input that gets no gradient
 is left out, with a note on stderr).
---device DEVICE: the tensor arguments are moved to DEVICE first (lazy: the call is captured by
-the lazy backend and runs when its outputs are read), the outputs and gradients back to the CPU.
+--device DEVICE: the tensor arguments (and --backward's grad_outI) are moved to DEVICE first
+(lazy: the call is captured by the lazy backend and runs when its outputs are read), the outputs
+and gradients back to the CPU; cpu:0 is the CPU. --autocast opens the region of DEVICE's type
+(lazy and meta have no autocast: an error).
 Errors are one line on stderr, `error: ...`, with exit status 2.";
 
 /// The arguments of `switchboard call`.
