@@ -37,9 +37,9 @@ mod state;
 pub use cache::{autocast_cache_len, clear_autocast_cache};
 pub use policy::{registered_policy, BackendPolicy, CastPolicy, BUILTIN_POLICIES, CPU, CUDA};
 pub use state::{
-    autocast, autocast_with, get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled,
-    set_autocast_cache_enabled, set_autocast_dtype, set_autocast_enabled, AutocastGuard,
-    AutocastOptions,
+    autocast, autocast_device_types, autocast_with, get_autocast_dtype, is_autocast_available,
+    is_autocast_cache_enabled, is_autocast_enabled, set_autocast_cache_enabled, set_autocast_dtype,
+    set_autocast_enabled, AutocastGuard, AutocastOptions,
 };
 
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind, Library, Result};

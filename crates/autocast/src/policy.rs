@@ -152,3 +152,12 @@ pub fn registered_policy(device_type: DeviceType) -> Option<&'static BackendPoli
     let r = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
     r.iter().copied().find(|p| p.device_type == device_type)
 }
+
+/// The device types of the registered policies, in `DeviceType`'s order (CPU first).
+pub(crate) fn registered_device_types() -> Vec<DeviceType> {
+    let r = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+    let mut types: Vec<DeviceType> = r.iter().map(|p| p.device_type).collect();
+    types.sort();
+    types.dedup();
+    types
+}

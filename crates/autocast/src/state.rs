@@ -18,9 +18,33 @@ thread_local! {
     /// Dtypes set on this thread, by device type; a device absent here uses its policy's default.
     static DTYPES: RefCell<Vec<(DeviceType, ScalarType)>> = const { RefCell::new(Vec::new()) };
     static CACHE_ENABLED: Cell<bool> = const { Cell::new(true) };
-    /// Depth of nested regions on this thread (`at::autocast::increment_nesting`).
-    static NESTING: Cell<u32> = const { Cell::new(0) };
+    /// The live regions of this thread, outermost first, with what each replaced (their
+    /// number is PyTorch's nesting depth, `at::autocast::increment_nesting`).
+    static REGIONS: RefCell<Vec<Region>> = const { RefCell::new(Vec::new()) };
+    static NEXT_REGION: Cell<u64> = const { Cell::new(0) };
 }
+
+/// A live region: its id, its device type, and the settings it replaced when entered.
+struct Region {
+    id: u64,
+    device_type: DeviceType,
+    prev_enabled: bool,
+    prev_dtype: ScalarType,
+    prev_cache_enabled: bool,
+}
+
+// Note [Autocast regions dropped out of order]
+// An `AutocastGuard` restores what it replaced, which is right when regions end innermost
+// first (Note [Guards dropped out of order] in switchboard-dispatcher). A guard can be dropped
+// early, though, and with regions A (outer) and B (inner) of one device ending A first, A would
+// put back the state from before A and then B the state from before B, that is A's: autocast
+// stays on for good. So the thread keeps its live regions in order, and a region that ends
+// while others inside it live restores nothing now: it hands what it replaced to the next
+// region inside it of the same device type (for that device's enabled flag and dtype) and to
+// the next region inside it (for the cast cache switch, which all devices share); with no such
+// region, nothing inside it set that state, and it is restored at once. So a device's state is
+// its innermost live region's, and once all regions are gone, what it was before the first.
+// The cast cache is emptied when the last live region ends.
 
 fn policy(device_type: DeviceType) -> Result<&'static BackendPolicy> {
     // The policies register with the global dispatcher's start-up registrations.
@@ -31,6 +55,21 @@ fn policy(device_type: DeviceType) -> Result<&'static BackendPolicy> {
             device_type.name()
         )))
     })
+}
+
+/// Whether regions of `device_type` can be entered (`torch.amp.is_autocast_available`): its
+/// backend has a registered policy. PyTorch defines autocast keys only for some backends
+/// (`getAutocastRelatedKeySetFromBackend`: CPU, CUDA, XPU, IPU, HPU, XLA, MPS, MTIA, MAIA and
+/// PrivateUse1); lazy and meta have none, so `torch.autocast("lazy")` is an error.
+pub fn is_autocast_available(device_type: DeviceType) -> bool {
+    policy(device_type).is_ok()
+}
+
+/// The device types with a registered policy, CPU first (what [`is_autocast_available`]
+/// accepts).
+pub fn autocast_device_types() -> Vec<DeviceType> {
+    let _ = Dispatcher::global();
+    crate::policy::registered_device_types()
 }
 
 /// Whether autocast is on for `device_type` on this thread (`torch.is_autocast_enabled(device)`):
@@ -147,10 +186,7 @@ impl AutocastOptions {
 /// ```
 #[must_use = "the region lasts only while the guard lives"]
 pub struct AutocastGuard {
-    device_type: DeviceType,
-    prev_enabled: bool,
-    prev_dtype: ScalarType,
-    prev_cache_enabled: bool,
+    id: u64,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -183,35 +219,68 @@ impl AutocastGuard {
             );
             enabled = false;
         }
-        let guard = AutocastGuard {
+        let id = NEXT_REGION.with(|n| n.replace(n.get().wrapping_add(1)));
+        let region = Region {
+            id,
             device_type,
             prev_enabled: is_autocast_enabled(device_type),
             prev_dtype: get_autocast_dtype(device_type)?,
             prev_cache_enabled: is_autocast_cache_enabled(),
-            _not_send: PhantomData,
         };
         set_autocast_enabled(device_type, enabled)?;
         set_autocast_dtype(device_type, dtype)?;
         set_autocast_cache_enabled(options.cache_enabled);
-        NESTING.with(|n| n.set(n.get() + 1));
-        Ok(guard)
+        REGIONS.with(|r| r.borrow_mut().push(region));
+        Ok(AutocastGuard {
+            id,
+            _not_send: PhantomData,
+        })
     }
 }
 
 impl Drop for AutocastGuard {
+    /// Leaves the region (Note [Autocast regions dropped out of order]).
     fn drop(&mut self) {
-        let outermost = NESTING.with(|n| {
-            let depth = n.get().saturating_sub(1);
-            n.set(depth);
-            depth == 0
+        let (ended, device_restored, cache_restored, outermost) = REGIONS.with(|r| {
+            let mut regions = r.borrow_mut();
+            let Some(at) = regions.iter().position(|x| x.id == self.id) else {
+                return (None, false, false, false);
+            };
+            let ended = regions.remove(at);
+            // `regions[at..]` are the regions that were inside this one.
+            let inner_same_device = regions[at..]
+                .iter_mut()
+                .find(|x| x.device_type == ended.device_type);
+            let device_restored = match inner_same_device {
+                Some(inner) => {
+                    inner.prev_enabled = ended.prev_enabled;
+                    inner.prev_dtype = ended.prev_dtype;
+                    false
+                }
+                None => true,
+            };
+            let cache_restored = match regions.get_mut(at) {
+                Some(inner) => {
+                    inner.prev_cache_enabled = ended.prev_cache_enabled;
+                    false
+                }
+                None => true,
+            };
+            let outermost = regions.is_empty();
+            (Some(ended), device_restored, cache_restored, outermost)
         });
+        let Some(ended) = ended else { return };
         if outermost {
             clear_autocast_cache();
         }
         // The device had a policy when the guard was made; these cannot fail.
-        let _ = set_autocast_enabled(self.device_type, self.prev_enabled);
-        let _ = set_autocast_dtype(self.device_type, self.prev_dtype);
-        set_autocast_cache_enabled(self.prev_cache_enabled);
+        if device_restored {
+            let _ = set_autocast_enabled(ended.device_type, ended.prev_enabled);
+            let _ = set_autocast_dtype(ended.device_type, ended.prev_dtype);
+        }
+        if cache_restored {
+            set_autocast_cache_enabled(ended.prev_cache_enabled);
+        }
     }
 }
 

@@ -3,13 +3,17 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 
-use switchboard_dispatcher::ExcludeDispatchKeyGuard;
+use switchboard_dispatcher::{ExcludeDispatchKeyGuard, GuardFrame, GuardStack};
 use switchboard_keys::{DispatchKey, AUTOGRAD_DISPATCH_KEYSET};
 
 thread_local! {
     // Const-initialised and without destructor: reading it is a plain TLS load.
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
     static INFERENCE: Cell<bool> = const { Cell::new(false) };
+    // The guards' saved values, apart from the flags so that reading a flag stays a plain
+    // load (Note [Guards dropped out of order]).
+    static GRAD_GUARDS: GuardStack<bool> = const { GuardStack::new() };
+    static INFERENCE_GUARDS: GuardStack<bool> = const { GuardStack::new() };
 }
 
 /// Whether operators record the autograd graph on this thread (`torch.is_grad_enabled`).
@@ -28,10 +32,11 @@ pub fn is_inference_mode_enabled() -> bool {
     INFERENCE.with(Cell::get)
 }
 
-/// Sets grad mode until dropped, then restores the previous mode.
+/// Sets grad mode until dropped, then restores the previous mode (also when guards drop out
+/// of order: Note [Guards dropped out of order]).
 #[must_use = "grad mode changes only while the guard lives"]
 pub struct GradModeGuard {
-    previous: bool,
+    frame: GuardFrame,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -41,7 +46,7 @@ impl GradModeGuard {
         let previous = is_grad_enabled();
         set_grad_enabled(enabled);
         GradModeGuard {
-            previous,
+            frame: GRAD_GUARDS.with(|g| g.push(previous)),
             _not_send: PhantomData,
         }
     }
@@ -49,7 +54,9 @@ impl GradModeGuard {
 
 impl Drop for GradModeGuard {
     fn drop(&mut self) {
-        set_grad_enabled(self.previous);
+        if let Some(previous) = GRAD_GUARDS.with(|g| g.pop(self.frame)) {
+            set_grad_enabled(previous);
+        }
     }
 }
 
@@ -74,27 +81,28 @@ pub fn enable_grad() -> EnableGradGuard {
 pub struct InferenceMode {
     _grad: GradModeGuard,
     _keys: ExcludeDispatchKeyGuard,
-    previous: bool,
+    frame: GuardFrame,
 }
 
 impl InferenceMode {
     /// Enters inference mode until dropped.
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
-        let previous = is_inference_mode_enabled();
-        INFERENCE.with(|c| c.set(true));
+        let previous = INFERENCE.with(|c| c.replace(true));
         InferenceMode {
             _grad: GradModeGuard::new(false),
             _keys: ExcludeDispatchKeyGuard::new(
                 AUTOGRAD_DISPATCH_KEYSET.add(DispatchKey::ADInplaceOrView),
             ),
-            previous,
+            frame: INFERENCE_GUARDS.with(|g| g.push(previous)),
         }
     }
 }
 
 impl Drop for InferenceMode {
     fn drop(&mut self) {
-        INFERENCE.with(|c| c.set(self.previous));
+        if let Some(previous) = INFERENCE_GUARDS.with(|g| g.pop(self.frame)) {
+            INFERENCE.with(|c| c.set(previous));
+        }
     }
 }

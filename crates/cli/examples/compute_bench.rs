@@ -150,6 +150,12 @@ impl Phases {
     }
 }
 
+/// Whether `COMPUTE_BENCH_PROFILE` asks for the per-key profile (a boolean flag, read as
+/// every flag of the project is).
+fn profile_wanted() -> Result<bool, BoxError> {
+    Ok(switchboard_dispatcher::env_flag("COMPUTE_BENCH_PROFILE")?.unwrap_or(false))
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1e3).round() / 1e3
 }
@@ -255,7 +261,7 @@ fn measure(
         obj.extend(extra);
     }
     println!("{json}");
-    if std::env::var_os("COMPUTE_BENCH_PROFILE").is_some_and(|v| v != "0") {
+    if profile_wanted()? {
         profile(bench, steps, &mut step)?;
     }
     Ok(())
@@ -378,7 +384,7 @@ fn lazy_mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
         obj.extend(extra);
     }
     println!("{json}");
-    if std::env::var_os("COMPUTE_BENCH_PROFILE").is_some_and(|v| v != "0") {
+    if profile_wanted()? {
         profile("lazy_mlp_train_step", steps, &mut |ph| on_lazy.step(ph))?;
     }
     Ok(())

@@ -8,7 +8,9 @@
 //! `meta` only shapes are computed (reading a result is then the meta backend's error), and a
 //! device without a backend in this build (`cuda`) fails at the first move with the
 //! dispatcher's "no kernel" error. Non-tensor arguments are left as they are: a `Device`
-//! argument of a factory still says where the factory allocates.
+//! argument of a factory still says where the factory allocates. `cpu:0` is the CPU and
+//! `meta:0` is meta (Note [The devices of CPU and meta tensors]), and `--autocast` opens the
+//! region of the device's type (Note [--autocast on every device]).
 //!
 //! Out-of-tree backends linked into this build behind cargo features (`--features npu`: the
 //! `npu` backend of `extensions/npu`, PrivateUse1 renamed) are installed when their device is
@@ -89,7 +91,8 @@ pub fn is_lazy(device: Device) -> bool {
 /// `t` on `device`: `t` itself when it is there, else a copy (`_to_copy`, not recorded by
 /// autograd: the copy is a new tensor of its own).
 pub fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
-    if t.device() == device {
+    // A tensor created on `device` reports `device.tensor_device()` (`cpu` for `cpu:0`).
+    if t.device() == device.tensor_device() {
         return Ok(t.clone());
     }
     let _no_grad = no_grad();

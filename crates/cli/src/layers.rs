@@ -1,12 +1,12 @@
 //! The command-line options of the dispatch layers, shared by `switchboard call` and
-//! `switchboard train`: `--autocast DTYPE` (a CPU autocast region) and, for training,
+//! `switchboard train`: `--autocast DTYPE` (an autocast region of the `--device`) and, for training,
 //! `--count-flops` (a FLOP-counting dispatch mode over one step) and `--trace-graph FILE` (the
 //! traced graph of one step).
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use switchboard::autocast::AutocastGuard;
+use switchboard::autocast::{autocast_device_types, is_autocast_available, AutocastGuard};
 use switchboard::dispatcher::DispatchError;
 use switchboard::modes::{push_mode, FlopCounterMode, ModeGuard};
 use switchboard::tensor::{write_output_file, Device, ScalarType, Tensor};
@@ -14,12 +14,12 @@ use switchboard::trace::Tracer;
 
 use crate::train::TrainError;
 
-/// `--autocast` values: the lower-precision dtype of a CPU autocast region.
+/// `--autocast` values: the lower-precision dtype of an autocast region.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AutocastDtype {
-    /// `torch.autocast("cpu", dtype=torch.bfloat16)`, CPU's default.
+    /// `torch.autocast(device_type, dtype=torch.bfloat16)`, CPU's default.
     Bfloat16,
-    /// `torch.autocast("cpu", dtype=torch.float16)`.
+    /// `torch.autocast(device_type, dtype=torch.float16)`.
     Float16,
 }
 
@@ -31,22 +31,57 @@ impl AutocastDtype {
             AutocastDtype::Float16 => ScalarType::Half,
         }
     }
+
+    /// The option's spelling, `bfloat16` or `float16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AutocastDtype::Bfloat16 => "bfloat16",
+            AutocastDtype::Float16 => "float16",
+        }
+    }
 }
 
-/// A CPU autocast region of `dtype` until dropped, or nothing for `None`.
+// Note [--autocast on every device]
+// `--autocast DTYPE` is `torch.autocast(device.type, dtype=DTYPE)` around the call or the
+// forward pass: the region is the one of the `--device`'s type, since an autocast key only
+// casts tensors of its own backend (a CPU region leaves lazy tensors alone, which silently
+// ran `--device lazy --autocast float16` in float32). A device type without an autocast policy
+// (PyTorch defines no autocast key for lazy or meta: `getAutocastRelatedKeySetFromBackend`) is
+// refused before anything runs, with `torch.autocast`'s error and the devices that have one.
+
+/// Fails, naming both options, when `--autocast` is given for a device whose type has no
+/// autocast policy (Note [--autocast on every device]).
+pub fn check_autocast_device(dtype: Option<AutocastDtype>, device: Device) -> Result<(), String> {
+    let Some(dtype) = dtype else { return Ok(()) };
+    if is_autocast_available(device.ty) {
+        return Ok(());
+    }
+    let available: Vec<&str> = autocast_device_types().iter().map(|t| t.name()).collect();
+    Err(format!(
+        "--autocast {} --device {device}: User specified an unsupported autocast device_type \
+         '{}' (autocast runs on {} in this build)",
+        dtype.name(),
+        device.ty,
+        available.join(", ")
+    ))
+}
+
+/// An autocast region of `dtype` for `device`'s type until dropped, or nothing for `None`
+/// (Note [--autocast on every device]).
 pub fn autocast_region(
     dtype: Option<AutocastDtype>,
+    device: Device,
 ) -> Result<Option<AutocastGuard>, DispatchError> {
     dtype
-        .map(|d| AutocastGuard::new(Device::CPU, d.scalar_type()))
+        .map(|d| AutocastGuard::new(device, d.scalar_type()))
         .transpose()
 }
 
 /// The layer options of `switchboard train` (flattened into its arguments).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct LayerOptions {
-    /// Trains in mixed precision: each forward pass (model and loss) runs in a CPU autocast
-    /// region of this dtype; backward and the optimizer run after it, as PyTorch recommends.
+    /// Trains in mixed precision: each forward pass (model and loss) runs in an autocast
+    /// region of this dtype for the --device (cpu, or a linked backend with an autocast policy); backward and the optimizer run after it, as PyTorch recommends.
     #[arg(long, value_enum, value_name = "DTYPE")]
     pub autocast: Option<AutocastDtype>,
     /// Counts the FLOPs of the first training step (forward, backward, optimizer) with a

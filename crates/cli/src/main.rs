@@ -35,7 +35,9 @@ enum Command {
 /// not accept is an error, not silently taken for something else.
 fn check_environment() -> Result<(), String> {
     use switchboard_dispatcher::{env_flag, DISPATCH_TRACE_ENV};
-    env_flag(DISPATCH_TRACE_ENV)?;
+    for name in [DISPATCH_TRACE_ENV, switchboard::lazy::LOG_INTERCEPTS_ENV] {
+        env_flag(name)?;
+    }
     switchboard_cli::train::options::check_rayon_env()
 }
 

@@ -277,3 +277,59 @@ fn bad_devices_are_one_error_line() {
         "{e}"
     );
 }
+
+#[test]
+fn cpu_and_meta_with_an_index_are_the_cpu_and_meta() {
+    // `torch.device("cpu:0")` is the CPU: a tensor created there is on `cpu` and mixes with
+    // every other CPU tensor (PyTorch's CPU and meta allocators give index-less devices).
+    let d = dir("indexed");
+    for case in CASES {
+        let cpu = run(&d, None, case);
+        assert_eq!(run(&d, Some("cpu:0"), case), cpu, "{case:?}");
+        let mut backward = case.to_vec();
+        backward.push("--backward");
+        assert_eq!(
+            run(&d, Some("cpu:0"), &backward),
+            run(&d, None, &backward),
+            "{backward:?}"
+        );
+    }
+    // On meta:0 the call runs (shapes only, no device mismatch) and reading the outputs back
+    // is the meta backend's error, as on meta.
+    for case in [
+        &["mm", "self=@a", "mat2=@m"][..],
+        &["add.Tensor", "self=@a", "other=@b"],
+    ] {
+        let e = run(&d, Some("meta:0"), case).unwrap_err();
+        assert!(
+            e.contains("moving the outputs from meta:0 to cpu: Cannot copy out of meta tensor"),
+            "{case:?}: {e}"
+        );
+    }
+}
+
+#[test]
+fn backward_moves_the_gradient_weights_to_the_device() {
+    // `grad_outI` is read by --backward besides the arguments: it goes to the device too.
+    let dir = std::env::temp_dir().join(format!(
+        "switchboard-call-device-{}-grad-out",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = Dir(dir);
+    let a = f32s(&[1.0, -2.0, 3.0, -4.0, 5.0, 6.0], &[2, 3]);
+    let m = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]);
+    let g = f32s(&[1.0, 0.0, 2.0, -1.0], &[2, 2]);
+    let g64 = Tensor::from_vec(vec![0.5f64, 1.0, -1.0, 2.0], &[2, 2]).unwrap();
+    for grad in [&g, &g64] {
+        let tensors = [("a", &a), ("m", &m), ("grad_out0", grad)];
+        save_safetensors_file(d.0.join("in.safetensors"), &tensors, None).unwrap();
+        let case = &["mm", "self=@a", "mat2=@m", "--backward"][..];
+        let cpu = run(&d, None, case).unwrap();
+        assert!(cpu.2.iter().any(|t| t.0 == "grad.self"), "{cpu:?}");
+        assert_eq!(run(&d, Some("lazy"), case).unwrap(), cpu);
+        // On meta, only reading the results back fails (no device mismatch before).
+        let e = run(&d, Some("meta"), case).unwrap_err();
+        assert!(e.contains("moving the outputs from meta to cpu"), "{e}");
+    }
+}

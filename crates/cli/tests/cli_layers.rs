@@ -214,3 +214,80 @@ fn train_writes_the_traced_graph_of_one_step() {
     assert!(stderr.contains("--trace-graph"), "{stderr}");
     assert!(stderr.contains("must end in .json or .dot"), "{stderr}");
 }
+
+/// Runs the binary; (exit status, stdout, stderr).
+fn run_binary(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (out.status.code(), text(out.stdout), text(out.stderr))
+}
+
+#[test]
+fn autocast_is_the_region_of_the_device() {
+    let dir = inputs("device");
+    // `--device cpu:0` is the CPU: its region casts.
+    let out = call(
+        &dir,
+        &[
+            "mm",
+            "self=@a",
+            "mat2=@b",
+            "--device",
+            "cpu:0",
+            "--autocast",
+            "float16",
+        ],
+    );
+    assert_eq!(out["out0"].dtype(), ScalarType::Half);
+    // PyTorch has no autocast key for lazy or meta: `torch.autocast("lazy")` is an error, and
+    // so is the combination, before anything runs (it was ignored: float32 results).
+    let input = dir.0.join("in.safetensors").display().to_string();
+    for (device, shown) in [("lazy", "lazy:0"), ("meta", "meta")] {
+        for dtype in ["float16", "bfloat16"] {
+            let (code, stdout, stderr) = run_binary(&[
+                "call",
+                "mm",
+                "--in",
+                &input,
+                "self=@a",
+                "mat2=@b",
+                "--device",
+                device,
+                "--autocast",
+                dtype,
+            ]);
+            assert_eq!(code, Some(2), "{device} {dtype}: {stderr}");
+            assert!(stdout.is_empty());
+            assert_eq!(
+                stderr.trim_end(),
+                format!(
+                    "error: --autocast {dtype} --device {shown}: User specified an unsupported \
+                     autocast device_type '{device}' (autocast runs on cpu, cuda in this build)"
+                )
+            );
+        }
+    }
+    let (code, stdout, stderr) = run_binary(&[
+        "train",
+        "--epochs",
+        "1",
+        "--no-progress",
+        "--no-summary",
+        "--device",
+        "lazy",
+        "--autocast",
+        "float16",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stdout.is_empty(), "refused before training: {stdout}");
+    assert!(
+        stderr.contains(
+            "--autocast float16 --device lazy:0: User specified an unsupported \
+                         autocast device_type 'lazy'"
+        ),
+        "{stderr}"
+    );
+}

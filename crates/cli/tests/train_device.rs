@@ -36,6 +36,11 @@ fn trains_on_cpu_and_refuses_unknown_devices() {
     assert!(cpu.status.success(), "{cpu:?}");
     assert!(String::from_utf8_lossy(&cpu.stdout).contains("parameters on cpu"));
 
+    // cpu:0 is the CPU: the parameters are on `cpu`.
+    let cpu0 = train("cpu:0");
+    assert!(cpu0.status.success(), "{cpu0:?}");
+    assert!(String::from_utf8_lossy(&cpu0.stdout).contains("parameters on cpu;"));
+
     let bad = train("cuda");
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
@@ -62,4 +67,24 @@ fn trains_on_npu_as_on_cpu() {
     let text = String::from_utf8_lossy(&npu.stdout);
     assert!(text.contains("parameters on npu;"), "{text}");
     assert_eq!(final_accuracy(&npu), final_accuracy(&train("cpu")));
+}
+
+#[cfg(feature = "npu")]
+#[test]
+fn trains_on_npu_in_mixed_precision() {
+    // npu is PrivateUse1, whose autocast key PyTorch defines: its region casts npu tensors.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "train",
+            "--epochs",
+            "1",
+            "--hidden",
+            "16",
+            "--no-progress",
+            "--no-summary",
+        ])
+        .args(["--device", "npu", "--autocast", "float16"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
 }

@@ -53,7 +53,6 @@ mod schema_default;
 mod stack_cache;
 mod table;
 mod tls;
-mod warning;
 
 pub use arg::{Arg, KernelParam};
 pub use call::{OperatorHandle, TypedOperatorHandle};
@@ -75,7 +74,12 @@ pub use push::{push, PushValues};
 pub use ret::{KernelReturn, ReturnValue};
 pub use table::{runtime_keys, Provenance, RUNTIME_KEYS};
 pub use tls::*;
-pub use warning::{set_warning_handler, warn, WarningHandler, WarningHandlerGuard};
+// Warnings and the guard stack live in the keys crate, the lowest, so that every crate can
+// warn (device-string parsing does) and guard its thread-local settings.
+pub use switchboard_keys::{
+    set_warning_handler, warn, warn_once, GuardFrame, GuardStack, WarningHandler,
+    WarningHandlerGuard,
+};
 
 pub use switchboard_keys::{DispatchKey, DispatchKeySet};
 pub use switchboard_schema::{FunctionSchema, OperatorName, Tag, UnknownTag};

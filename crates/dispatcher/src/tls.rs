@@ -3,6 +3,8 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 
+use switchboard_keys::{GuardFrame, GuardStack};
+
 use switchboard_keys::{
     DispatchKey, DispatchKeySet, AFTER_AD_INPLACE_OR_VIEW_KEYSET, AUTOGRAD_DISPATCH_KEYSET,
     DEFAULT_EXCLUDED_SET, DEFAULT_INCLUDED_SET, FULL_BACKEND_MASK,
@@ -128,7 +130,8 @@ pub fn tls_set_dispatch_key_excluded(k: DispatchKey, excluded: bool) {
 }
 
 /// Adds keys to this thread's included set until dropped (`IncludeDispatchKeyGuard`). Only the
-/// keys that were not already included are removed again, so guards nest.
+/// keys that were not already included are removed again, so guards nest, and guards dropped
+/// in any order leave the set as it was before the first.
 #[must_use = "the keys are included only while the guard lives"]
 pub struct IncludeDispatchKeyGuard {
     added: DispatchKeySet,
@@ -160,7 +163,9 @@ impl Drop for IncludeDispatchKeyGuard {
     }
 }
 
-/// Adds keys to this thread's excluded set until dropped (`ExcludeDispatchKeyGuard`).
+/// Adds keys to this thread's excluded set until dropped (`ExcludeDispatchKeyGuard`). As with
+/// [`IncludeDispatchKeyGuard`], only the keys it added are removed again: guards dropped in any
+/// order leave the set as it was before the first.
 #[must_use = "the keys are excluded only while the guard lives"]
 pub struct ExcludeDispatchKeyGuard {
     added: DispatchKeySet,
@@ -262,10 +267,17 @@ impl Default for AutoDispatchBelowADInplaceOrView {
 /// one when dropped: capture with [`tls_local_dispatch_key_set`] on the spawning thread, then
 /// create this guard on the worker (`c10::impl::ForceDispatchKeyGuard` /
 /// `ThreadLocalStateGuard`).
+///
+/// Guards dropped out of order still leave the sets as they were before the first (Note
+/// [Guards dropped out of order]).
 #[must_use = "the captured state is installed only while the guard lives"]
 pub struct ThreadLocalStateGuard {
-    previous: LocalDispatchKeySet,
+    frame: GuardFrame,
     _not_send: PhantomData<*const ()>,
+}
+
+thread_local! {
+    static STATE_GUARDS: GuardStack<LocalDispatchKeySet> = const { GuardStack::new() };
 }
 
 impl ThreadLocalStateGuard {
@@ -275,7 +287,7 @@ impl ThreadLocalStateGuard {
         let previous = tls_local_dispatch_key_set();
         set_tls_local_dispatch_key_set(state);
         ThreadLocalStateGuard {
-            previous,
+            frame: STATE_GUARDS.with(|g| g.push(previous)),
             _not_send: PhantomData,
         }
     }
@@ -284,7 +296,9 @@ impl ThreadLocalStateGuard {
 impl Drop for ThreadLocalStateGuard {
     #[inline]
     fn drop(&mut self) {
-        set_tls_local_dispatch_key_set(self.previous);
+        if let Some(previous) = STATE_GUARDS.with(|g| g.pop(self.frame)) {
+            set_tls_local_dispatch_key_set(previous);
+        }
     }
 }
 

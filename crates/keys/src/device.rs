@@ -225,12 +225,23 @@ impl fmt::Display for DeviceType {
     }
 }
 
+/// The warning PyTorch gives, once per process, when a device string names `mkldnn`
+/// (`parse_type`'s `TORCH_WARN_ONCE`): the type still parses.
+pub const MKLDNN_DEPRECATION: &str = "'mkldnn' is no longer used as device type. So \
+    torch.device('mkldnn') will be deprecated and removed in the future. Please use other \
+    valid device types instead.";
+
 impl std::str::FromStr for DeviceType {
     type Err = KeyError;
     /// Parses a device type name as PyTorch's `parse_type` does: a built-in name, else the
     /// renamed PrivateUse1 backend's name (or PrivateUse2's, PrivateUse3's: Note [Devices of
-    /// PrivateUse2 and PrivateUse3]), else an error listing the built-in names.
+    /// PrivateUse2 and PrivateUse3]), else an error listing the built-in names. `mkldnn`
+    /// parses with PyTorch's deprecation warning ([`MKLDNN_DEPRECATION`], once per process).
     fn from_str(s: &str) -> Result<Self, KeyError> {
+        if s == "mkldnn" {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            crate::warn_once(&ONCE, MKLDNN_DEPRECATION);
+        }
         if let Some(ty) = Self::PARSEABLE.iter().find(|d| d.builtin_name() == s) {
             return Ok(*ty);
         }

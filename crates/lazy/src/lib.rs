@@ -70,7 +70,7 @@ mod unboxed;
 pub use cache::clear as clear_cache;
 pub use executor::{current as executor, set_executor, CpuExecutor, Executable, Executor};
 pub use kernels::REGISTERED_OPS;
-pub use log::{capture_intercept_log, log_intercepts, set_log_intercepts};
+pub use log::{capture_intercept_log, log_intercepts, set_log_intercepts, LOG_INTERCEPTS_ENV};
 pub use mode::{lazy_mode, set_lazy_mode, LazyModeGuard};
 pub use op_info::{disable_ops, disabled_ops, enable_ops, StaticCoverage};
 pub use rules::operators_with_shape_rules;

@@ -4,13 +4,18 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use switchboard_dispatcher::IValue;
+use switchboard_dispatcher::{env_flag, IValue};
 
 const UNKNOWN: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
 
-/// Read from `SWITCHBOARD_LOG_INTERCEPTS` on first use, or set by [`set_log_intercepts`].
+/// The environment variable that turns the intercept log on, read on first use as every
+/// boolean flag of the project is (`switchboard_dispatcher::env_flag`: `1`, `true`, `yes`,
+/// `on` / `0`, `false`, `no`, `off`).
+pub const LOG_INTERCEPTS_ENV: &str = "SWITCHBOARD_LOG_INTERCEPTS";
+
+/// Read from [`LOG_INTERCEPTS_ENV`] on first use, or set by [`set_log_intercepts`].
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// How many [`capture_intercept_log`] calls are running, on any thread: while none is, no
@@ -29,7 +34,16 @@ pub fn log_intercepts() -> bool {
         ON => true,
         OFF => false,
         _ => {
-            let on = std::env::var("SWITCHBOARD_LOG_INTERCEPTS").is_ok_and(|v| v == "1");
+            // A program that wants to refuse a bad value (the CLI) checks `env_flag` itself
+            // first; here a bad value is reported once and the log stays off.
+            static FROM_ENV: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            let on = *FROM_ENV.get_or_init(|| match env_flag(LOG_INTERCEPTS_ENV) {
+                Ok(on) => on.unwrap_or(false),
+                Err(message) => {
+                    eprintln!("warning: {message}; the intercept log stays off");
+                    false
+                }
+            });
             STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
             on
         }

@@ -1,13 +1,22 @@
 //! Lazy mode: on, calls on lazy tensors are captured; off, they run at once (Genie's
-//! `set_lazy_mode`).
+//! `set_lazy_mode`). The mode is the calling thread's, as PyTorch's dispatch modes and grad
+//! mode are: one thread turning it off for a while does not change what another captures.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
+use std::marker::PhantomData;
 
-static LAZY_MODE: AtomicBool = AtomicBool::new(true);
+use switchboard_dispatcher::{GuardFrame, GuardStack};
 
-/// Turns lazy mode on or off for the whole process and returns the previous setting. Off,
-/// every call on lazy tensors runs at once on CPU (what is pending runs first) and returns
-/// lazy tensors holding the results: the same values, nothing deferred.
+thread_local! {
+    static LAZY_MODE: Cell<bool> = const { Cell::new(true) };
+    /// The saved modes of this thread's live guards (Note [Guards dropped out of order]).
+    static GUARDS: GuardStack<bool> = const { GuardStack::new() };
+}
+
+/// Turns lazy mode on or off on this thread and returns the previous setting. Off, every call
+/// on lazy tensors runs at once on CPU (what is pending runs first) and returns lazy tensors
+/// holding the results: the same values, nothing deferred. Other threads keep their own mode
+/// (on until they change it).
 ///
 /// ```
 /// # use switchboard_lazy as lazy;
@@ -16,16 +25,17 @@ static LAZY_MODE: AtomicBool = AtomicBool::new(true);
 /// lazy::set_lazy_mode(was);
 /// ```
 pub fn set_lazy_mode(on: bool) -> bool {
-    LAZY_MODE.swap(on, Ordering::SeqCst)
+    LAZY_MODE.with(|m| m.replace(on))
 }
 
-/// Whether lazy mode is on (it is by default).
+/// Whether lazy mode is on on this thread (it is by default).
 #[inline]
 pub fn lazy_mode() -> bool {
-    LAZY_MODE.load(Ordering::Relaxed)
+    LAZY_MODE.with(Cell::get)
 }
 
-/// Sets lazy mode for its lifetime and restores the previous setting when dropped.
+/// Sets this thread's lazy mode for its lifetime and restores the previous setting when
+/// dropped; guards dropped out of order still leave the mode as it was before the first.
 ///
 /// ```
 /// # use switchboard_lazy as lazy;
@@ -37,20 +47,26 @@ pub fn lazy_mode() -> bool {
 /// ```
 #[must_use = "lazy mode is restored when the guard is dropped"]
 pub struct LazyModeGuard {
-    previous: bool,
+    frame: GuardFrame,
+    // The mode is the thread's: the guard must be dropped where it was made.
+    _not_send: PhantomData<*const ()>,
 }
 
 impl LazyModeGuard {
     /// Sets lazy mode to `on` until the guard is dropped.
     pub fn new(on: bool) -> LazyModeGuard {
+        let previous = set_lazy_mode(on);
         LazyModeGuard {
-            previous: set_lazy_mode(on),
+            frame: GUARDS.with(|g| g.push(previous)),
+            _not_send: PhantomData,
         }
     }
 }
 
 impl Drop for LazyModeGuard {
     fn drop(&mut self) {
-        set_lazy_mode(self.previous);
+        if let Some(previous) = GUARDS.with(|g| g.pop(self.frame)) {
+            set_lazy_mode(previous);
+        }
     }
 }

@@ -61,14 +61,12 @@ pub fn assert_same_metadata(got: &Tensor, want: &Tensor, what: &str) -> Result<(
 }
 
 /// Fails when a generic test over the registry found failures, listing the first 80 (all of
-/// them when `SAMPLES_ALL_FAILURES` is set), each cut to one line of 300 characters.
+/// them when the boolean flag `SAMPLES_ALL_FAILURES` is on), each cut to one line of 300 characters.
 #[track_caller]
 pub fn assert_no_failures(failures: &[String]) {
-    let shown = if std::env::var_os("SAMPLES_ALL_FAILURES").is_some() {
-        usize::MAX
-    } else {
-        80
-    };
+    let all = switchboard_dispatcher::env_flag("SAMPLES_ALL_FAILURES")
+        .unwrap_or_else(|message| panic!("{message}"));
+    let shown = if all.unwrap_or(false) { usize::MAX } else { 80 };
     let lines: Vec<String> = failures
         .iter()
         .take(shown)

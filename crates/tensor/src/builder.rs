@@ -309,9 +309,10 @@ impl TensorBuilder {
         self
     }
 
-    /// The device (default: the storage's). Must be of the storage's device type.
+    /// The device (default: the storage's). Must be of the storage's device type; `cpu:0`
+    /// and `meta:0` are `cpu` and `meta` (Note [The devices of CPU and meta tensors]).
     pub fn device(mut self, device: Device) -> Self {
-        self.device = Some(device);
+        self.device = Some(device.tensor_device());
         self
     }
 

@@ -254,6 +254,8 @@ impl Tensor {
 
     /// A contiguous tensor of zeros on `device` (metadata only off the CPU).
     pub fn zeros_on(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+        // Note [The devices of CPU and meta tensors]
+        let device = device.tensor_device();
         let nbytes = contiguous_nbytes(sizes, dtype)?;
         let key_set = default_key_set(device)?;
         let storage = Storage::zeros_for(device, nbytes, dtype)?;

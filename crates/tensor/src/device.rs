@@ -54,6 +54,25 @@ impl Device {
         matches!(self.ty, DeviceType::Meta)
     }
 
+    /// The device a tensor created on `self` reports (Note [The devices of CPU and meta
+    /// tensors]): `cpu` for `cpu:0`, `meta` for `meta:0`, `self` for every other device.
+    ///
+    /// ```
+    /// use switchboard_tensor::Device;
+    /// let cpu0: Device = "cpu:0".parse().unwrap();
+    /// assert_eq!(cpu0.to_string(), "cpu:0"); // as torch.device("cpu:0") prints
+    /// assert_eq!(cpu0.tensor_device(), Device::CPU);
+    /// let cuda1: Device = "cuda:1".parse().unwrap();
+    /// assert_eq!(cuda1.tensor_device(), cuda1);
+    /// ```
+    #[inline]
+    pub const fn tensor_device(self) -> Device {
+        match self.ty {
+            DeviceType::CPU | DeviceType::Meta => Device::new(self.ty),
+            _ => self,
+        }
+    }
+
     /// The key set PyTorch gives a dense tensor on this device (`TensorImpl`'s constructor):
     /// the backend's dense key, `ADInplaceOrView` with the backend's autograd key, and its
     /// autocast key if it has one. CPU: `DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU,
@@ -72,6 +91,15 @@ impl Device {
             | backend.autocast_related_key_set())
     }
 }
+
+// Note [The devices of CPU and meta tensors]
+// `torch.device("cpu:0")` keeps its index (it prints `cpu:0` and is not equal to
+// `torch.device("cpu")`), but a tensor created there reports `cpu`: a tensor's device is its
+// storage's, which PyTorch's CPU and meta allocators always tag with the index-less device.
+// So `torch.zeros(2, device="cpu:0") + torch.zeros(2)` is fine, and the same holds for
+// `meta:0`. Every tensor creation that takes a device from its caller goes through
+// `Device::tensor_device`, so tensor devices are compared as PyTorch compares them. Other
+// devices keep their index (a backend fills in its current one: `npu` -> `npu:0`).
 
 impl Default for Device {
     fn default() -> Self {

@@ -171,6 +171,7 @@ impl Storage {
     #[inline]
     pub(crate) fn without_bytes(device: Device, nbytes: usize, dtype: ScalarType) -> Storage {
         debug_assert!(!device.is_cpu());
+        debug_assert_eq!(device, device.tensor_device());
         // This pattern names every field of `StorageImpl`: a field added there and not
         // written below fails to compile here.
         #[allow(dead_code)]
@@ -202,6 +203,8 @@ impl Storage {
     /// data elsewhere). Only storages made for `Bool` can hold bool tensors, and they hold
     /// nothing else (Note [Element bit patterns]).
     pub fn zeros_for(device: Device, nbytes: usize, dtype: ScalarType) -> Result<Storage> {
+        // Note [The devices of CPU and meta tensors]
+        let device = device.tensor_device();
         let is_bool = dtype == ScalarType::Bool;
         let buf = if device.is_cpu() {
             cpu_buffer(nbytes, true)?
@@ -236,6 +239,8 @@ impl Storage {
     /// emulate a device with CPU memory (test backends, `privateuseone` demos). Tensors on it
     /// have data like CPU tensors.
     pub fn zeros_host_backed(device: Device, nbytes: usize, dtype: ScalarType) -> Result<Storage> {
+        // Note [The devices of CPU and meta tensors]
+        let device = device.tensor_device();
         let is_bool = dtype == ScalarType::Bool;
         Ok(Self::from_parts(
             cpu_buffer(nbytes, true)?,
@@ -248,6 +253,8 @@ impl Storage {
     /// A storage of raw bytes (not for bool tensors) of `nbytes` on `device`: zeroed bytes on
     /// CPU, no data elsewhere.
     pub fn zeros(device: Device, nbytes: usize) -> Result<Storage> {
+        // Note [The devices of CPU and meta tensors]
+        let device = device.tensor_device();
         if !device.is_cpu() {
             return Ok(Self::from_parts(Buffer::None, nbytes, device, false));
         }

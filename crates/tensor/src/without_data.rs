@@ -1,7 +1,7 @@
 //! [`Tensor::without_data`]: the cheap constructor of tensors whose storage holds no bytes
 //! (Note [Tensors without data]).
 
-use switchboard_keys::DispatchKeySet;
+use switchboard_keys::{DeviceType, DispatchKeySet};
 
 use crate::builder::{check_geometry, ValidParts};
 use crate::device::Device;
@@ -85,11 +85,16 @@ impl Tensor {
             storage_nbytes,
             payload_tag,
         } = *spec;
-        if device.is_cpu() {
-            return Err(TensorError::invalid(
-                "Tensor::without_data: a CPU tensor must have data (use Tensor::empty)",
-            ));
-        }
+        let device = match device.ty {
+            DeviceType::CPU => {
+                return Err(TensorError::invalid(
+                    "Tensor::without_data: a CPU tensor must have data (use Tensor::empty)",
+                ))
+            }
+            // Note [The devices of CPU and meta tensors]: `meta:0` is `meta`.
+            DeviceType::Meta => Device::META,
+            _ => device,
+        };
         let geometry = check_geometry(
             sizes,
             strides,

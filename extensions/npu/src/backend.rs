@@ -56,7 +56,8 @@ fn registration_error(msg: impl Into<String>) -> DispatchError {
 /// (as `rename_privateuse1_backend` does, so `name:0` is a device string and its tensors
 /// print with it), then registers, at the component's dense key, the native kernels
 /// (`empty.memory_format`, `empty_strided`, `copy_`, `add.Tensor`, `mul.Tensor`, `mm`, `relu`,
-/// `sum`) and a boxed fallback that runs every other operator on the CPU.
+/// `sum`) and a boxed fallback that runs every other operator on the CPU; on PrivateUse1, also
+/// an autocast policy (Note [Autocast of a private-use backend]).
 ///
 /// Installing the same component under the same name again returns the installed backend.
 /// A name another backend holds, or a second name for the component, is the naming error of
@@ -94,6 +95,10 @@ pub fn install(component: BackendComponent, name: &str) -> Result<&'static Backe
         fallback: Mutex::new(BTreeMap::new()),
     };
     register(backend.dispatch_key())?;
+    // Only PrivateUse1 has an autocast key (Note [Autocast of a private-use backend]).
+    if component == BackendComponent::PrivateUse1Bit {
+        crate::autocast::register()?;
+    }
     Ok(BACKENDS[index].get_or_init(|| backend))
 }
 

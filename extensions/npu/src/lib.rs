@@ -10,6 +10,8 @@
 //! - **Kernels.** `add.Tensor`, `mul.Tensor`, `mm`, `relu` and `sum` are native (float32);
 //!   every other operator runs through a boxed fallback that copies the arguments to the CPU,
 //!   runs the CPU kernel and copies the results back (`switchboard::ops::cpu_fallback`).
+//! - **Autocast** on PrivateUse1: `autocast(npu, ...)` casts with the accelerators' policy
+//!   lists, float16 by default ([`autocast`]).
 //! - **Autograd** works unchanged: its kernels are registered for the `Autograd` alias, which
 //!   covers `AutogradPrivateUse1`, and redispatch to these kernels.
 //!
@@ -37,6 +39,7 @@
 //! three run side by side.
 #![warn(missing_docs)]
 
+pub mod autocast;
 mod backend;
 mod fallback;
 mod kernels;

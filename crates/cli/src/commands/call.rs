@@ -68,8 +68,10 @@ are printed without --out; other returns are printed as one JSON object, e.g. {\
 reduced to sum(outI * grad_outI) (grad_outI from the --in file, else ones), backward runs and
 each input's gradient is output as grad.NAME (NAME: the argument; an input that gets no gradient
 is left out, with a note on stderr).
---device DEVICE: the tensor arguments are moved to DEVICE first (lazy: the call is captured by
-the lazy backend and runs when its outputs are read), the outputs and gradients back to the CPU.
+--device DEVICE: the tensor arguments (and --backward's grad_outI) are moved to DEVICE first
+(lazy: the call is captured by the lazy backend and runs when its outputs are read), the outputs
+and gradients back to the CPU; cpu:0 is the CPU. --autocast opens the region of DEVICE's type
+(lazy and meta have no autocast: an error).
 Errors are one line on stderr, `error: ...`, with exit status 2.";
 
 /// The arguments of `switchboard call`.
@@ -93,7 +95,8 @@ pub struct CallArgs {
     /// first and the tensor outputs (and gradients) moved back to the CPU to be written.
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<String>,
-    /// Runs the call in a CPU autocast region of this dtype (`torch.autocast("cpu", dtype=...)`);
+    /// Runs the call in an autocast region of this dtype for the --device
+    /// (`torch.autocast(device_type, dtype=...)`; lazy and meta have none: an error);
     /// with --backward, the reduction and backward run after the region, as PyTorch recommends.
     #[arg(long, value_enum, value_name = "DTYPE")]
     pub autocast: Option<switchboard_cli::layers::AutocastDtype>,
@@ -325,7 +328,7 @@ fn run_unguarded(
     let op_name = schema.operator_name().to_string();
     let given = named_values(schema, &op_name, &args.args)?;
     check_missing(schema, &given)?;
-    let inputs: Inputs = match &args.input {
+    let mut inputs: Inputs = match &args.input {
         Some(path) => Some(load_safetensors_file(path).map_err(|e| CallError::Input {
             path: path.display().to_string(),
             message: one_line(&e.to_string()),
@@ -334,9 +337,14 @@ fn run_unguarded(
     };
     let mut stack = build_stack(schema, &given, &inputs, args.input.as_deref())?;
     let on_device = device::OnDevice::new(args.device.as_deref(), &op_name)?;
+    switchboard_cli::layers::check_autocast_device(args.autocast, on_device.device())
+        .map_err(CallError::Device)?;
     on_device.inputs(&mut stack)?;
-    let region =
-        switchboard_cli::layers::autocast_region(args.autocast).map_err(|e| CallError::Kernel {
+    if args.backward {
+        on_device.grad_outputs(&mut inputs)?;
+    }
+    let region = switchboard_cli::layers::autocast_region(args.autocast, on_device.device())
+        .map_err(|e| CallError::Kernel {
             op: op_name.clone(),
             message: one_line(&e.to_string()),
         })?;

@@ -68,6 +68,8 @@ impl Placement {
             // The report covers this run only.
             lazy::reset_stats();
         }
+        // The device the model's tensors are on: `cpu` for `--device cpu:0`.
+        let device = device.tensor_device();
         Ok(Placement {
             device,
             graph_out,
@@ -75,7 +77,7 @@ impl Placement {
         })
     }
 
-    /// The device.
+    /// The device the model and the data are on.
     pub fn device(&self) -> Device {
         self.device
     }

@@ -303,6 +303,8 @@ pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, Train
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
     let inputs: Vec<&Path> = cfg.data.as_deref().into_iter().collect();
     let placement = device::Placement::new(cfg.device, cfg.graph_out.as_deref(), &inputs)?;
+    crate::layers::check_autocast_device(cfg.layers.autocast, cfg.device)
+        .map_err(TrainError::Config)?;
     let mut data = match &cfg.data {
         Some(p) => Dataset::from_path(p, cfg.max_data_bytes)?,
         None => Dataset::digits()?,
@@ -411,7 +413,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                     &[&xb, &yb],
                     &inputs,
                 )?;
-                let region = crate::layers::autocast_region(cfg.layers.autocast)?;
+                let region = crate::layers::autocast_region(cfg.layers.autocast, cfg.device)?;
                 let logits = model.forward(&xb)?;
                 let loss = ops::cross_entropy_loss(&logits, &yb)?;
                 drop(region);

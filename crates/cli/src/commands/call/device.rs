@@ -3,7 +3,9 @@
 
 use switchboard::dispatcher::{DispatchError, Stack};
 use switchboard::tensor::{Device, Tensor};
-use switchboard_cli::device::{parse_device, stack_to_cpu, stack_to_device, to_cpu};
+use switchboard_cli::device::{parse_device, stack_to_cpu, stack_to_device, to_cpu, to_device};
+
+use super::value::Inputs;
 
 use super::{one_line, CallError};
 
@@ -20,8 +22,14 @@ impl<'a> OnDevice<'a> {
             .map(parse_device)
             .transpose()
             .map_err(CallError::Device)?
-            .filter(|d| *d != Device::CPU);
+            // `cpu:0` too: CPU tensors are on `cpu` (Note [The devices of CPU and meta tensors]).
+            .filter(|d| !d.is_cpu());
         Ok(OnDevice { device, op_name })
+    }
+
+    /// The device the call runs on (`cpu` without `--device`).
+    pub fn device(&self) -> Device {
+        self.device.unwrap_or(Device::CPU)
     }
 
     fn fail(&self, what: &str, e: DispatchError) -> CallError {
@@ -39,6 +47,19 @@ impl<'a> OnDevice<'a> {
                 .map_err(|e| self.fail(&format!("moving the inputs to {d}"), e)),
             None => Ok(()),
         }
+    }
+
+    /// Moves the input file's gradient weights (`grad_outI`, read by `--backward` besides the
+    /// arguments) to the device: every tensor the call reads is there, as the outputs they
+    /// weight are.
+    pub fn grad_outputs(&self, inputs: &mut Inputs) -> Result<(), CallError> {
+        let (Some(d), Some(map)) = (self.device, inputs.as_mut()) else {
+            return Ok(());
+        };
+        for (name, t) in map.iter_mut().filter(|(k, _)| k.starts_with("grad_out")) {
+            *t = to_device(t, d).map_err(|e| self.fail(&format!("moving {name} to {d}"), e))?;
+        }
+        Ok(())
     }
 
     /// Moves the tensor outputs and the gradients back to the CPU (on `lazy`, this runs the

@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
-//! use switchboard_dispatcher::{set_warning_handler, warn};
+//! use switchboard_keys::{set_warning_handler, warn};
 //!
 //! let seen = Arc::new(Mutex::new(Vec::new()));
 //! let sink = seen.clone();
@@ -19,11 +19,14 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::guard_stack::{GuardFrame, GuardStack};
+
 /// A warning handler: receives each warning's message.
 pub type WarningHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
 thread_local! {
     static HANDLER: RefCell<Option<WarningHandler>> = const { RefCell::new(None) };
+    static HANDLER_GUARDS: GuardStack<Option<WarningHandler>> = const { GuardStack::new() };
 }
 
 /// Emits a warning: the thread's handler gets it, or standard error (`Warning: MESSAGE`).
@@ -35,25 +38,33 @@ pub fn warn(message: &str) {
     }
 }
 
-/// Restores the previous warning handler when dropped.
+/// Restores the previous warning handler when dropped (also when guards drop out of order:
+/// Note [Guards dropped out of order]).
 #[must_use = "the handler is replaced only while the guard lives"]
 pub struct WarningHandlerGuard {
-    previous: Option<WarningHandler>,
+    frame: GuardFrame,
     _not_send: PhantomData<*const ()>,
 }
 
 impl Drop for WarningHandlerGuard {
     fn drop(&mut self) {
-        let previous = self.previous.take();
-        HANDLER.with(|h| *h.borrow_mut() = previous);
+        if let Some(previous) = HANDLER_GUARDS.with(|g| g.pop(self.frame)) {
+            HANDLER.with(|h| *h.borrow_mut() = previous);
+        }
     }
+}
+
+/// Emits `message` with [`warn`] the first time `once` is passed in this process, and never
+/// again (c10's `TORCH_WARN_ONCE`; one `Once` per call site).
+pub fn warn_once(once: &std::sync::Once, message: &str) {
+    once.call_once(|| warn(message));
 }
 
 /// Sends this thread's warnings to `handler` until the guard drops.
 pub fn set_warning_handler(handler: impl Fn(&str) + Send + Sync + 'static) -> WarningHandlerGuard {
     let previous = HANDLER.with(|h| h.borrow_mut().replace(Arc::new(handler)));
     WarningHandlerGuard {
-        previous,
+        frame: HANDLER_GUARDS.with(|g| g.push(previous)),
         _not_send: PhantomData,
     }
 }
