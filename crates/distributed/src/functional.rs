@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use switchboard_dispatcher::{library, KernelFunction, Result};
+use switchboard_dispatcher::{library, Dispatcher, IValue, KernelFunction, Result, Stack};
 use switchboard_tensor::{Device, Tensor};
 
 use crate::buffer::Buffer;
@@ -38,21 +38,21 @@ library!(DEF _c10d_functional, |lib| {
 });
 
 library!(IMPL _c10d_functional, CPU, |lib| {
-    lib.impl_("all_reduce", None, KernelFunction::from_fn(all_reduce))?;
-    lib.impl_("all_reduce_", None, KernelFunction::from_fn(all_reduce_))?;
+    lib.impl_("all_reduce", None, KernelFunction::from_fn(all_reduce_cpu))?;
+    lib.impl_("all_reduce_", None, KernelFunction::from_fn(all_reduce_in_place_cpu))?;
     lib.impl_(
         "all_gather_into_tensor",
         None,
-        KernelFunction::from_fn(all_gather_into_tensor),
+        KernelFunction::from_fn(all_gather_into_tensor_cpu),
     )?;
     lib.impl_(
         "reduce_scatter_tensor",
         None,
-        KernelFunction::from_fn(reduce_scatter_tensor),
+        KernelFunction::from_fn(reduce_scatter_tensor_cpu),
     )?;
-    lib.impl_("broadcast", None, KernelFunction::from_fn(broadcast))?;
-    lib.impl_("broadcast_", None, KernelFunction::from_fn(broadcast_))?;
-    lib.impl_("wait_tensor", None, KernelFunction::from_fn(wait_tensor))?;
+    lib.impl_("broadcast", None, KernelFunction::from_fn(broadcast_cpu))?;
+    lib.impl_("broadcast_", None, KernelFunction::from_fn(broadcast_in_place_cpu))?;
+    lib.impl_("wait_tensor", None, KernelFunction::from_fn(wait_tensor_cpu))?;
     Ok(())
 });
 
@@ -74,6 +74,100 @@ library!(IMPL _c10d_functional, Meta, |lib| {
     lib.impl_("wait_tensor", None, KernelFunction::from_fn(wait_tensor_meta))?;
     Ok(())
 });
+
+/// Calls `_c10d_functional::NAME` through the dispatcher with `args`; its one tensor result.
+fn call(name: &str, args: Vec<IValue>) -> Result<Tensor> {
+    let op = Dispatcher::global().find_schema_or_throw(&format!("_c10d_functional::{name}"))?;
+    let mut stack: Stack = args;
+    op.call_boxed(&mut stack)?;
+    match stack.pop() {
+        Some(IValue::Tensor(t)) => Ok(t),
+        other => Err(DistError::Backend(format!(
+            "_c10d_functional::{name} returned {other:?} instead of a tensor"
+        ))
+        .into()),
+    }
+}
+
+fn s(v: &str) -> IValue {
+    IValue::Str(Box::new(v.to_string()))
+}
+
+/// `_c10d_functional::all_reduce`: a new tensor, the reduction of `input` over the group
+/// registered as `group_name`, once [`wait_tensor`] returned it.
+pub fn all_reduce(input: &Tensor, op: ReduceOp, group_name: &str) -> Result<Tensor> {
+    call(
+        "all_reduce",
+        vec![IValue::Tensor(input.clone()), s(op.name()), s(group_name)],
+    )
+}
+
+/// `_c10d_functional::all_reduce_`: `input` reduced in place (after [`wait_tensor`]).
+pub fn all_reduce_(input: &Tensor, op: ReduceOp, group_name: &str) -> Result<Tensor> {
+    call(
+        "all_reduce_",
+        vec![IValue::Tensor(input.clone()), s(op.name()), s(group_name)],
+    )
+}
+
+/// `_c10d_functional::all_gather_into_tensor`: every rank's `input`, along the first dimension.
+pub fn all_gather_into_tensor(input: &Tensor, group_size: i64, group_name: &str) -> Result<Tensor> {
+    call(
+        "all_gather_into_tensor",
+        vec![
+            IValue::Tensor(input.clone()),
+            IValue::Int(group_size),
+            s(group_name),
+        ],
+    )
+}
+
+/// `_c10d_functional::reduce_scatter_tensor`: this rank's chunk of the reduction.
+pub fn reduce_scatter_tensor(
+    input: &Tensor,
+    op: ReduceOp,
+    group_size: i64,
+    group_name: &str,
+) -> Result<Tensor> {
+    call(
+        "reduce_scatter_tensor",
+        vec![
+            IValue::Tensor(input.clone()),
+            s(op.name()),
+            IValue::Int(group_size),
+            s(group_name),
+        ],
+    )
+}
+
+/// `_c10d_functional::broadcast`: a new tensor holding rank `src`'s `input`.
+pub fn broadcast(input: &Tensor, src: i64, group_name: &str) -> Result<Tensor> {
+    call(
+        "broadcast",
+        vec![
+            IValue::Tensor(input.clone()),
+            IValue::Int(src),
+            s(group_name),
+        ],
+    )
+}
+
+/// `_c10d_functional::broadcast_`: `input` overwritten with rank `src`'s.
+pub fn broadcast_(input: &Tensor, src: i64, group_name: &str) -> Result<Tensor> {
+    call(
+        "broadcast_",
+        vec![
+            IValue::Tensor(input.clone()),
+            IValue::Int(src),
+            s(group_name),
+        ],
+    )
+}
+
+/// `_c10d_functional::wait_tensor`: waits for the collective writing `t`, then returns it.
+pub fn wait_tensor(t: &Tensor) -> Result<Tensor> {
+    call("wait_tensor", vec![IValue::Tensor(t.clone())])
+}
 
 // Note [Work registry]
 // As PyTorch's: a functional collective returns its output at once and files its `Work` under
@@ -123,19 +217,19 @@ fn check_group_size(op: &str, pg: &ProcessGroup, group_size: i64) -> Result<()> 
     Ok(())
 }
 
-fn all_reduce(input: &Tensor, reduce_op: &str, group_name: &str) -> Result<Tensor> {
+fn all_reduce_cpu(input: &Tensor, reduce_op: &str, group_name: &str) -> Result<Tensor> {
     let out = contiguous_copy(input)?;
-    all_reduce_(&out, reduce_op, group_name)
+    all_reduce_in_place_cpu(&out, reduce_op, group_name)
 }
 
-fn all_reduce_(input: &Tensor, reduce_op: &str, group_name: &str) -> Result<Tensor> {
+fn all_reduce_in_place_cpu(input: &Tensor, reduce_op: &str, group_name: &str) -> Result<Tensor> {
     let op = ReduceOp::parse(reduce_op)?;
     let work = group(group_name)?.all_reduce(input, op);
     register_work(input, work);
     Ok(input.clone())
 }
 
-fn all_gather_into_tensor(input: &Tensor, group_size: i64, group_name: &str) -> Result<Tensor> {
+fn all_gather_into_tensor_cpu(input: &Tensor, group_size: i64, group_name: &str) -> Result<Tensor> {
     let pg = group(group_name)?;
     check_group_size("all_gather_into_tensor", &pg, group_size)?;
     let out = Tensor::empty(&gathered_sizes(input, group_size)?, input.dtype())?;
@@ -144,7 +238,7 @@ fn all_gather_into_tensor(input: &Tensor, group_size: i64, group_name: &str) -> 
     Ok(out)
 }
 
-fn reduce_scatter_tensor(
+fn reduce_scatter_tensor_cpu(
     input: &Tensor,
     reduce_op: &str,
     group_size: i64,
@@ -159,12 +253,12 @@ fn reduce_scatter_tensor(
     Ok(out)
 }
 
-fn broadcast(input: &Tensor, src: i64, group_name: &str) -> Result<Tensor> {
+fn broadcast_cpu(input: &Tensor, src: i64, group_name: &str) -> Result<Tensor> {
     let out = contiguous_copy(input)?;
-    broadcast_(&out, src, group_name)
+    broadcast_in_place_cpu(&out, src, group_name)
 }
 
-fn broadcast_(input: &Tensor, src: i64, group_name: &str) -> Result<Tensor> {
+fn broadcast_in_place_cpu(input: &Tensor, src: i64, group_name: &str) -> Result<Tensor> {
     let pg = group(group_name)?;
     let root = usize::try_from(src).map_err(|_| {
         DistError::Invalid(format!(
@@ -177,7 +271,7 @@ fn broadcast_(input: &Tensor, src: i64, group_name: &str) -> Result<Tensor> {
     Ok(input.clone())
 }
 
-fn wait_tensor(t: &Tensor) -> Result<Tensor> {
+fn wait_tensor_cpu(t: &Tensor) -> Result<Tensor> {
     let work = works().as_mut().and_then(|m| m.remove(&storage_key(t)));
     if let Some(w) = work {
         w.wait()?;
@@ -259,6 +353,12 @@ fn broadcast_in_place_meta(input: &Tensor, _src: i64, _group_name: &str) -> Resu
     Ok(input.clone())
 }
 
+// Note [wait_tensor's result on Meta]
+// The schema returns a plain `Tensor` (no alias annotation), though the CPU kernel returns its
+// argument, as PyTorch's does. On Meta the result is a new tensor of the same metadata: a
+// capturing backend then records the wait as a node whose result later calls consume, so
+// running the captured graph waits before they read (an aliasing result would be taken for a
+// view and leave the wait out of the graph).
 fn wait_tensor_meta(t: &Tensor) -> Result<Tensor> {
-    Ok(t.clone())
+    meta_empty(t.sizes(), t)
 }
