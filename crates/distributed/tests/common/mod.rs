@@ -21,6 +21,10 @@ pub fn is_rank(test: &str) -> bool {
 /// Runs `test` (this binary's test of that name) as `np` ranks under `mpirun`, returning the
 /// job's output; fails if it hangs past [`JOB_LIMIT`].
 pub fn mpirun(test: &str, np: usize) -> Output {
+    // One job at a time: mpirun's session directory is created racily by concurrent jobs,
+    // and the ranks of two jobs would share the cores anyway.
+    static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut child = Command::new("mpirun")
         .args(["--allow-run-as-root", "--oversubscribe", "-np"])
