@@ -139,8 +139,13 @@ impl ProcessGroup {
         self.seq.load(Ordering::Relaxed)
     }
 
+    /// Stops the backend after the collectives already launched; after a timeout (the
+    /// communication thread may be stuck in a collective that will never complete) it is left
+    /// as it is, for the process to exit.
     pub(crate) fn shutdown(&self) {
-        self.backend.shutdown();
+        if !self.aborted.load(Ordering::Acquire) {
+            self.backend.shutdown();
+        }
     }
 
     fn check_rank(&self, what: &str, r: usize) -> Result<(), DistError> {
