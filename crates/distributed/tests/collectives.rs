@@ -20,7 +20,9 @@ fn values(q: usize) -> Vec<f64> {
 }
 
 fn bools(q: usize) -> Vec<bool> {
-    (0..N).map(|i| (q + i) % 2 == 0 || i == 0).collect()
+    (0..N)
+        .map(|i| (q + i).is_multiple_of(2) || i == 0)
+        .collect()
 }
 
 fn tensor(q: usize, dtype: ScalarType) -> Tensor {
@@ -174,7 +176,7 @@ fn check_send_recv_and_barrier(pg: &ProcessGroup) {
         let got = Tensor::zeros(&[2, 3], dtype).unwrap();
         // Even ranks send first, odd ones receive first: no rank waits on a send it
         // cannot match.
-        let (a, b) = if rank % 2 == 0 {
+        let (a, b) = if rank.is_multiple_of(2) {
             let s = pg.send(&tensor(rank, dtype), next, 7);
             s.wait().unwrap();
             (pg.recv(&got, prev, 7), None)

@@ -142,7 +142,7 @@ fn the_lazy_backend_captures_them() {
 fn the_tracer_records_them() {
     world();
     let x = t(&[1., 2.]);
-    let traced = switchboard_trace::trace(&[x.clone()], |a| {
+    let traced = switchboard_trace::trace(std::slice::from_ref(&x), |a| {
         let y = ops::add(&a[0], &a[0])?;
         let y = functional::all_reduce(&y, ReduceOp::Sum, WORLD)?;
         let y = functional::wait_tensor(&y)?;
