@@ -77,19 +77,23 @@ library!(IMPL _c10d_functional, Meta, |lib| {
 
 /// Calls `_c10d_functional::NAME` through the dispatcher with `args`; its one tensor result.
 fn call(name: &str, args: Vec<IValue>) -> Result<Tensor> {
-    let op = Dispatcher::global().find_schema_or_throw(&format!("_c10d_functional::{name}"))?;
+    call_op(&format!("_c10d_functional::{name}"), args)
+}
+
+/// Calls the operator `name` through the dispatcher with `args`; its one tensor result.
+pub(crate) fn call_op(name: &str, args: Vec<IValue>) -> Result<Tensor> {
+    let op = Dispatcher::global().find_schema_or_throw(name)?;
     let mut stack: Stack = args;
     op.call_boxed(&mut stack)?;
     match stack.pop() {
         Some(IValue::Tensor(t)) => Ok(t),
-        other => Err(DistError::Backend(format!(
-            "_c10d_functional::{name} returned {other:?} instead of a tensor"
-        ))
-        .into()),
+        other => {
+            Err(DistError::Backend(format!("{name} returned {other:?} instead of a tensor")).into())
+        }
     }
 }
 
-fn s(v: &str) -> IValue {
+pub(crate) fn s(v: &str) -> IValue {
     IValue::Str(Box::new(v.to_string()))
 }
 

@@ -18,6 +18,7 @@ pub mod ddp;
 mod error;
 mod fingerprint;
 pub mod functional;
+pub mod functional_autograd;
 #[cfg(feature = "mpi")]
 mod mpi_backend;
 mod process_group;

@@ -161,3 +161,34 @@ fn the_tracer_records_them() {
     let out = traced.run(&[t(&[3., 4.])]).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), [6., 8.]);
 }
+
+#[test]
+fn the_autograd_forms_differentiate() {
+    use switchboard_autograd::AutogradTensor;
+    use switchboard_distributed::functional_autograd;
+    world();
+    let x = t(&[1., 2.]).requires_grad_(true).unwrap();
+    let y = functional_autograd::all_gather_into_tensor(&x, 1, WORLD).unwrap();
+    let w = t(&[3., 4.]);
+    ops::sum(&ops::mul(&y, &w).unwrap())
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), [3., 4.]);
+    let z = functional_autograd::reduce_scatter_tensor(&x, 1, WORLD).unwrap();
+    assert!(z.requires_grad());
+    let err = {
+        let op = switchboard_dispatcher::Dispatcher::global()
+            .find_schema_or_throw("_c10d_functional_autograd::reduce_scatter_tensor")
+            .unwrap();
+        let s = |v: &str| switchboard_dispatcher::IValue::Str(Box::new(v.into()));
+        let mut stack = vec![
+            switchboard_dispatcher::IValue::Tensor(x.clone()),
+            s("max"),
+            switchboard_dispatcher::IValue::Int(1),
+            s(WORLD),
+        ];
+        op.call_boxed(&mut stack).unwrap_err().to_string()
+    };
+    assert_eq!(err, "Only sum reduce op is supported");
+}
