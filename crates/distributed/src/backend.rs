@@ -76,7 +76,7 @@ impl Collective {
     }
 }
 
-/// A communication engine: MPI ([`MpiBackend`](crate::MpiBackend), with the `mpi` feature) or
+/// A communication engine: MPI (`MpiBackend`, with the `mpi` feature) or
 /// the group of one process ([`SingleProcess`]).
 pub trait Backend: Send + Sync {
     /// Its name (`"mpi"`, `"single"`), as `get_backend` returns it.

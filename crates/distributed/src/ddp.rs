@@ -29,8 +29,9 @@ const FIRST_BUCKET_BYTES: usize = 1 << 20;
 // average over the ranks is launched, asynchronously, while backward computes the next
 // gradients. `finish_gradient_synchronization` (PyTorch: the engine's final callback) waits for
 // every bucket and writes the averages back into the `.grad`s. A parameter that got no
-// gradient in this backward counts as a zero gradient, so every rank launches the same
-// collectives in the same order (PyTorch's `find_unused_parameters`). Under `no_sync` the hooks
+// gradient in this backward counts as a zero gradient, and buckets launch in their order (a
+// ready bucket waits for the ones before it), so every rank launches the same collectives in
+// the same order (PyTorch's Reducer does both). Under `no_sync` the hooks
 // launch nothing and gradients accumulate locally; the next synchronized backward averages the
 // accumulated sums.
 
@@ -48,6 +49,9 @@ struct Step {
     marked: Vec<bool>,
     /// Per bucket: its launched average and the flat buffer it writes.
     launched: Vec<Option<(Work, Tensor)>>,
+    /// The next bucket to launch: buckets launch in order, whatever order they become ready
+    /// in, so that every rank submits the same collectives in the same order.
+    next: usize,
 }
 
 struct Inner {
@@ -173,10 +177,9 @@ impl DistributedDataParallel {
         }
         let mut step = lock(&self.inner.step);
         let result = (|| {
-            for b in 0..self.inner.buckets.len() {
-                if step.launched[b].is_none() {
-                    self.inner.launch(&mut step, b)?;
-                }
+            while step.next < self.inner.buckets.len() {
+                let b = step.next;
+                self.inner.launch(&mut step, b)?;
             }
             for b in 0..self.inner.buckets.len() {
                 if let Some((work, flat)) = step.launched[b].take() {
@@ -252,6 +255,7 @@ impl Inner {
         step.ready = vec![0; self.buckets.len()];
         step.marked = vec![false; self.params.len()];
         step.launched = (0..self.buckets.len()).map(|_| None).collect();
+        step.next = 0;
     }
 
     /// A parameter's gradient is accumulated: launches its bucket if it was the last one.
@@ -266,9 +270,13 @@ impl Inner {
         step.marked[i] = true;
         let b = self.bucket_of[i];
         step.ready[b] += 1;
-        if step.ready[b] == self.buckets[b].params.len() {
-            if let Err(e) = self.launch(&mut step, b) {
+        while step.next < self.buckets.len()
+            && step.ready[step.next] == self.buckets[step.next].params.len()
+        {
+            let next = step.next;
+            if let Err(e) = self.launch(&mut step, next) {
                 lock(&self.hook_error).get_or_insert(e);
+                return;
             }
         }
     }
@@ -290,6 +298,7 @@ impl Inner {
         let flat = flat.into_tensor(&[n])?;
         let work = self.group.all_reduce(&flat, ReduceOp::Avg);
         step.launched[b] = Some((work, flat));
+        step.next = b + 1;
         Ok(())
     }
 
