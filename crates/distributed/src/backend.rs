@@ -88,9 +88,10 @@ pub trait Backend: Send + Sync {
     /// Starts `c`; the receiver delivers its completion. Requests complete in the order they
     /// were submitted.
     fn submit(&self, c: Collective) -> Receiver<Completion>;
-    /// Stops the engine after the requests already submitted (MPI: finalizes). Later requests
-    /// fail.
-    fn shutdown(&self);
+    /// Stops the engine after the requests already submitted (MPI: finalizes), waiting at
+    /// most `wait` for them (a request stuck in a collective that never completes is left
+    /// behind). Later requests fail.
+    fn shutdown(&self, wait: std::time::Duration);
 }
 
 /// The group of one process (a world of size 1): every collective is the identity, so code
@@ -139,7 +140,7 @@ impl Backend for SingleProcess {
         rx
     }
 
-    fn shutdown(&self) {
+    fn shutdown(&self, _wait: std::time::Duration) {
         self.stopped
             .store(true, std::sync::atomic::Ordering::Release);
     }

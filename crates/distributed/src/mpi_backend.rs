@@ -110,10 +110,15 @@ impl Backend for MpiBackend {
         rx
     }
 
-    fn shutdown(&self) {
+    fn shutdown(&self, wait: std::time::Duration) {
         // Closing the queue ends the thread's loop after the requests already queued.
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let mut thread = self.thread.lock().unwrap_or_else(|e| e.into_inner());
+        let start = std::time::Instant::now();
+        while thread.as_ref().is_some_and(|t| !t.is_finished()) && start.elapsed() < wait {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if let Some(t) = thread.take_if(|t| t.is_finished()) {
             let _ = t.join();
         }
     }

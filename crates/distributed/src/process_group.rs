@@ -139,13 +139,16 @@ impl ProcessGroup {
         self.seq.load(Ordering::Relaxed)
     }
 
-    /// Stops the backend after the collectives already launched; after a timeout (the
-    /// communication thread may be stuck in a collective that will never complete) it is left
-    /// as it is, for the process to exit.
+    /// Stops the backend after the collectives already launched. After a timeout the
+    /// communication thread may be stuck in a collective that never completes: it gets the
+    /// group's timeout once more to finish, and is then left for the process to exit.
     pub(crate) fn shutdown(&self) {
-        if !self.aborted.load(Ordering::Acquire) {
-            self.backend.shutdown();
-        }
+        let wait = if self.aborted.load(Ordering::Acquire) {
+            self.options.timeout
+        } else {
+            Duration::MAX
+        };
+        self.backend.shutdown(wait);
     }
 
     fn check_rank(&self, what: &str, r: usize) -> Result<(), DistError> {
