@@ -5,7 +5,7 @@ use std::fmt;
 use crate::error::DistError;
 
 /// How [`all_reduce`](crate::ProcessGroup::all_reduce) and
-/// [`reduce_scatter`](crate::ProcessGroup::reduce_scatter) combine the ranks' values
+/// [`reduce_scatter_tensor`](crate::ProcessGroup::reduce_scatter_tensor) combine the ranks' values
 /// (`torch.distributed.ReduceOp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ReduceOp {
