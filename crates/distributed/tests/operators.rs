@@ -192,3 +192,25 @@ fn the_autograd_forms_differentiate() {
     };
     assert_eq!(err, "Only sum reduce op is supported");
 }
+
+#[test]
+fn dispatch_modes_see_them() {
+    world();
+    let log = std::rc::Rc::new(switchboard_modes::LoggingMode::new());
+    let x = t(&[1., 2.]);
+    {
+        let _mode = switchboard_modes::push_mode(log.clone());
+        let y = functional::all_reduce(&x, ReduceOp::Max, WORLD).unwrap();
+        functional::wait_tensor(&y).unwrap();
+    }
+    let lines = log.lines();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("_c10d_functional::all_reduce(f32[2]"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("_c10d_functional::wait_tensor(f32[2])"),
+        "{lines:?}"
+    );
+}
