@@ -68,9 +68,10 @@ impl std::fmt::Debug for ProcessGroup {
     }
 }
 
-/// Which kind of tensor argument a collective takes.
+/// Refuses a tensor without values (meta) before anything is launched; one whose values the
+/// host cannot read is refused when its elements are copied out (Note [Collective buffers]).
 fn check_tensor(what: &str, t: &Tensor) -> Result<(), DistError> {
-    if !t.has_data() && t.host_copy()?.is_none() {
+    if t.is_meta() {
         return Err(DistError::Invalid(format!(
             "{what}: collectives need tensors with data, but got one on {}",
             t.device()

@@ -214,3 +214,25 @@ fn dispatch_modes_see_them() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn collectives_refuse_tensors_without_values() {
+    let pg = switchboard_distributed::ProcessGroup::new(
+        Box::new(switchboard_distributed::SingleProcess::default()),
+        "meta-test",
+        Default::default(),
+    );
+    let m = ops::empty_with(
+        &[2],
+        ops::EmptyOptions::default().device(switchboard_tensor::Device::META),
+    )
+    .unwrap();
+    assert_eq!(
+        pg.all_reduce(&m, ReduceOp::Sum)
+            .wait()
+            .unwrap_err()
+            .to_string(),
+        "all_reduce: collectives need tensors with data, but got one on meta"
+    );
+    assert_eq!(pg.sequence_number(), 0, "nothing launched");
+}
