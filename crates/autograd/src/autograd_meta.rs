@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use switchboard_tensor::{Tensor, TensorImpl};
 
 use crate::engine::AccumulateGrad;
-use crate::node::{lock, Hook, Node};
+use crate::node::{lock, Hook, Node, PostAccumulateGradHook};
 
 // Note [Autograd metadata]
 // The slot of a TensorImpl holds an `Arc<AutogradMeta>` (as `Arc<dyn Any>`), created on
@@ -30,6 +30,8 @@ pub(crate) struct MetaInner {
     pub retains_grad: bool,
     /// Hooks of a leaf (a non-leaf's live on its grad_fn).
     pub hooks: Vec<Hook>,
+    /// Hooks run after the leaf's gradient was accumulated (a leaf's only).
+    pub post_accumulate_grad_hooks: Vec<PostAccumulateGradHook>,
     /// The leaf's accumulator (see [`AccumulateGrad`]).
     pub accumulator: Option<Arc<AccumulateGrad>>,
     /// The base of a view (`_base`).

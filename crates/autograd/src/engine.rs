@@ -56,6 +56,11 @@ impl Node for AccumulateGrad {
             }
         }
         accumulate_into(&var, g)?;
+        let post_hooks =
+            autograd_meta::read(&var, |m| m.post_accumulate_grad_hooks.clone()).unwrap_or_default();
+        for h in post_hooks {
+            h(&var);
+        }
         Ok(Vec::new())
     }
 }

@@ -42,7 +42,9 @@ pub use grad_mode::{
     EnableGradGuard, GradModeGuard, InferenceMode, NoGradGuard,
 };
 pub use gradcheck::{gradcheck, gradgradcheck};
-pub use node::{Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, SavedTensor};
+pub use node::{
+    Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, PostAccumulateGradHook, SavedTensor,
+};
 pub use not_implemented::{
     autograd_fallback_mode, set_autograd_fallback_mode, AutogradFallbackMode,
 };

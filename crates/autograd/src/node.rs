@@ -14,6 +14,10 @@ use crate::autograd_meta;
 /// (`tensor.register_hook`).
 pub type Hook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
 
+/// A hook run on a leaf after its gradient was accumulated into `.grad`
+/// (`register_post_accumulate_grad_hook`); it receives the leaf.
+pub type PostAccumulateGradHook = Arc<dyn Fn(&Tensor) + Send + Sync>;
+
 /// Where a gradient goes: input `input_nr` of `node` (`torch::autograd::Edge`). `node` is
 /// `None` for inputs that do not require grad.
 #[derive(Clone, Default)]

@@ -96,6 +96,13 @@ pub trait AutogradTensor {
         &self,
         hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
     ) -> Result<()>;
+    /// Registers a hook called with this leaf after its gradient was accumulated into
+    /// `.grad` (`register_post_accumulate_grad_hook`): the point where the gradient of a
+    /// step is final, which data-parallel training uses to start communicating it.
+    fn register_post_accumulate_grad_hook(
+        &self,
+        hook: impl Fn(&Tensor) + Send + Sync + 'static,
+    ) -> Result<()>;
     /// The base of a view (`_base`).
     fn base(&self) -> Option<Tensor>;
 }
@@ -199,6 +206,25 @@ impl AutogradTensor for Tensor {
             Some((node, nr)) => lock(&node.meta().pre_hooks).push((nr, hook)),
             None => autograd_meta::with(self, |m| m.hooks.push(hook)),
         }
+        Ok(())
+    }
+
+    fn register_post_accumulate_grad_hook(
+        &self,
+        hook: impl Fn(&Tensor) + Send + Sync + 'static,
+    ) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(err(
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
+        }
+        if autograd_meta::grad_fn_of(self).is_some() {
+            return Err(err(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors",
+            ));
+        }
+        let hook: crate::PostAccumulateGradHook = Arc::new(hook);
+        autograd_meta::with(self, |m| m.post_accumulate_grad_hooks.push(hook));
         Ok(())
     }
 

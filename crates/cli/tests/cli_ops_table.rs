@@ -5,6 +5,9 @@ use std::process::{Command, Output};
 
 use switchboard::dispatcher::{runtime_keys, Dispatcher};
 use switchboard::keys::DispatchKey;
+// The binary links switchboard-distributed (`train --distributed`): its operators are listed
+// too, so this process links it as well.
+use switchboard_distributed as _;
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_switchboard"))

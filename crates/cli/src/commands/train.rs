@@ -122,6 +122,16 @@ pub struct TrainArgs {
     pub graph_out: Option<PathBuf>,
     #[command(flatten)]
     pub layers: switchboard_cli::layers::LayerOptions,
+    /// Train as one rank of an MPI job (`mpirun -np N switchboard train --distributed`, a
+    /// build with --features mpi): --batch-size is the global batch, split among the ranks;
+    /// gradients are averaged over them; rank 0 prints.
+    #[arg(long)]
+    pub distributed: bool,
+    /// Seconds a rank waits on a collective before failing with an error (a rank died, hangs
+    /// or called another collective).
+    #[arg(long, default_value_t = 1800, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = int_option::<u64>(options::check_distributed_timeout))]
+    pub distributed_timeout: u64,
 }
 
 /// `--optimizer` values.
@@ -158,6 +168,8 @@ impl TrainArgs {
             graph_out: self.graph_out.clone(),
             layers: self.layers.clone(),
             max_data_bytes: self.max_data_mib << 20,
+            distributed: self.distributed,
+            distributed_timeout: std::time::Duration::from_secs(self.distributed_timeout),
         }
     }
 }
@@ -168,7 +180,14 @@ pub fn main(args: &TrainArgs) -> i32 {
     let result = train::train(&args.config(), &mut std::io::stdout())
         .and_then(|_| Ok(std::io::stdout().flush()?));
     match result {
-        Ok(()) => 0,
+        Ok(()) => {
+            // Every rank ends the job together (MPI_Finalize). After an error a rank exits
+            // without it, so that mpirun ends the other ranks instead of letting them wait.
+            if args.distributed {
+                switchboard_distributed::destroy_process_group();
+            }
+            0
+        }
         // `switchboard train | head` closing the pipe early is not an error.
         Err(train::TrainError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {

@@ -23,6 +23,7 @@ use switchboard_cpu as _;
 
 pub mod data;
 mod device;
+mod distributed;
 mod divergence;
 pub mod options;
 pub mod summary;
@@ -82,6 +83,12 @@ pub struct TrainConfig {
     pub layers: crate::layers::LayerOptions,
     /// At most this many bytes of CSV text are read from `data` (after decompression).
     pub max_data_bytes: u64,
+    /// Trains as one rank of an MPI job (`mpirun -np N switchboard train --distributed`):
+    /// `batch_size` is the global batch, the gradients are averaged over the ranks, rank 0
+    /// prints (Note [Data-parallel steps equal to one process's]).
+    pub distributed: bool,
+    /// How long a rank waits on a collective before failing (a rank died or hangs).
+    pub distributed_timeout: std::time::Duration,
 }
 
 impl Default for TrainConfig {
@@ -105,6 +112,8 @@ impl Default for TrainConfig {
             graph_out: None,
             layers: Default::default(),
             max_data_bytes: data::MAX_CSV_BYTES,
+            distributed: false,
+            distributed_timeout: std::time::Duration::from_secs(30 * 60),
         }
     }
 }
@@ -248,6 +257,9 @@ pub enum TrainError {
     /// Writing the report.
     #[error("cannot write the output: {0}")]
     Io(#[from] std::io::Error),
+    /// Joining the MPI job or a collective (a rank that died, a timeout, no MPI in the build).
+    #[error("distributed: {0}")]
+    Distributed(String),
 }
 
 impl From<switchboard_tensor::TensorError> for TrainError {
@@ -301,6 +313,14 @@ pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, Train
 }
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
+    let tensor_device = cfg.device.tensor_device();
+    if cfg.distributed && tensor_device != Device::CPU && tensor_device != switchboard::lazy::DEVICE
+    {
+        return Err(TrainError::Config(format!(
+            "--distributed trains on cpu or lazy, not on {}",
+            cfg.device
+        )));
+    }
     let inputs: Vec<&Path> = cfg.data.as_deref().into_iter().collect();
     let placement = device::Placement::new(cfg.device, cfg.graph_out.as_deref(), &inputs)?;
     crate::layers::check_autocast_device(cfg.layers.autocast, cfg.device)
@@ -328,6 +348,10 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
 
     let mut model = mlp(&[n_features, cfg.hidden, n_classes], cfg.seed)?;
     model.to_device(placement.device())?;
+    let parallel = distributed::Parallel::start(cfg.distributed, cfg.distributed_timeout, &model)?;
+    // Only rank 0 prints.
+    let mut quiet = std::io::sink();
+    let out: &mut (dyn Write + Send) = if parallel.prints() { out } else { &mut quiet };
     let lr = cfg.learning_rate();
     let mut opt: Box<dyn Optimizer> = match cfg.optimizer {
         OptimizerKind::Sgd => Box::new(
@@ -358,6 +382,13 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         n_test,
         cfg.seed
     )?;
+    if let (_, size @ 2..) = parallel.rank_and_size() {
+        writeln!(
+            out,
+            "distributed: {size} ranks, global batch {} split among them",
+            cfg.batch_size
+        )?;
+    }
     writeln!(
         out,
         "model: MLP {} -> {} -> {} (ReLU), {} parameters on {}; {opt_name}, batch {}, {} epochs, {} threads",
@@ -386,7 +417,8 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
         bar.reset();
         let perm = data::permutation(n_train, &shuffle)?;
         let (mut loss_sum, mut hits) = (0.0, 0i64);
-        for batch in perm.chunks(cfg.batch_size) {
+        for global_batch in perm.chunks(cfg.batch_size) {
+            let batch = parallel.shard(global_batch);
             let idx = Tensor::from_vec(
                 batch.iter().map(|&i| i as i64).collect(),
                 &[batch.len() as i64],
@@ -415,10 +447,11 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 )?;
                 let region = crate::layers::autocast_region(cfg.layers.autocast, cfg.device)?;
                 let logits = model.forward(&xb)?;
-                let loss = ops::cross_entropy_loss(&logits, &yb)?;
+                let loss = parallel.loss(&logits, &yb, global_batch.len())?;
                 drop(region);
                 opt.zero_grad();
                 loss.backward()?;
+                parallel.synchronize_gradients()?;
                 opt.step()?;
                 if let Some(traced) = traced {
                     let written = traced.finish(&loss, &params)?;
@@ -444,10 +477,11 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                     cfg, loss, epoch,
                 )));
             }
-            loss_sum += loss * batch.len() as f64;
+            loss_sum += parallel.summed_loss(loss, global_batch.len());
             steps += 1;
             bar.inc(1);
         }
+        let (loss_sum, hits) = parallel.epoch_totals(loss_sum, hits)?;
         let test_accuracy = evaluate(&model, &x_test, &y_test)?;
         let e = EpochStats {
             epoch,

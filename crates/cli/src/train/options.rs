@@ -75,6 +75,15 @@ pub fn check_max_data_mib(v: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// `--distributed-timeout`: from 1 second to a year.
+pub fn check_distributed_timeout(v: u64) -> Result<(), String> {
+    const YEAR: u64 = 365 * 24 * 3600;
+    if !(1..=YEAR).contains(&v) {
+        return Err(format!("must be from 1 to {YEAR} seconds, got {v}"));
+    }
+    Ok(())
+}
+
 fn at_least_one(v: usize) -> Result<(), String> {
     if v == 0 {
         return Err("must be at least 1, got 0".into());
