@@ -33,27 +33,23 @@ thread_local! {
 /// hold the last handle of from inside this drop (Note [Dropping deep graphs]).
 #[inline]
 pub(crate) fn release_edges(edges: &mut SmallVec<[Edge; 2]>) {
-    let mut freed: SmallVec<[Arc<dyn Node>; 2]> = SmallVec::new();
-    for e in edges.drain(..) {
-        if let Some(n) = e.node {
-            // Another handle exists: releasing ours frees nothing (see the Note for races).
-            if Arc::strong_count(&n) == 1 {
-                freed.push(n);
-            }
+    // The usual case, a next node someone else holds, leaves the edge to the normal drop.
+    for e in edges.iter_mut() {
+        if e.node.as_ref().is_some_and(|n| Arc::strong_count(n) == 1) {
+            defer(e.node.take().expect("checked"));
         }
-    }
-    if !freed.is_empty() {
-        defer(freed);
     }
 }
 
+/// Drops `node` (whose last handle this is) from the outermost node drop of the thread.
 #[cold]
-fn defer(freed: SmallVec<[Arc<dyn Node>; 2]>) {
-    let mut freed = Some(freed);
-    // At thread exit the list may be gone: the nodes are then dropped here (recursively).
+#[inline(never)]
+fn defer(node: Arc<dyn Node>) {
+    let mut node = Some(node);
+    // At thread exit the list may be gone: the node is then dropped here (recursively).
     let _ = DRAINING.try_with(|draining| {
-        let nodes = freed.take().expect("taken once");
-        DEFERRED.with(|d| d.borrow_mut().extend(nodes));
+        let node = node.take().expect("taken once");
+        DEFERRED.with(|d| d.borrow_mut().push(node));
         if draining.get() {
             return; // the outermost drop frees them
         }

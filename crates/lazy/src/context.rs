@@ -51,7 +51,9 @@ static SYNC_DONE: Condvar = Condvar::new();
 
 /// The pending graph, locked. Lock order: this lock, then storage locks. While another thread
 /// runs a sync, waits until it is done (Note [Running without the lock]).
-#[inline]
+// Inlined into the capture's fast path: the check is one compare of a field the lock made
+// hot.
+#[inline(always)]
 pub(crate) fn context() -> MutexGuard<'static, Context> {
     let ctx = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
     if ctx.running.is_none() {
@@ -61,6 +63,7 @@ pub(crate) fn context() -> MutexGuard<'static, Context> {
 }
 
 #[cold]
+#[inline(never)]
 fn wait_for_sync(mut ctx: MutexGuard<'static, Context>) -> MutexGuard<'static, Context> {
     let me = std::thread::current().id();
     while ctx.running.is_some_and(|(owner, _)| owner != me) {
