@@ -51,9 +51,6 @@ static SYNC_DONE: Condvar = Condvar::new();
 
 /// The pending graph, locked. Lock order: this lock, then storage locks. While another thread
 /// runs a sync, waits until it is done (Note [Running without the lock]).
-// Inlined into the capture's fast path: the check is one compare of a field the lock made
-// hot.
-#[inline(always)]
 pub(crate) fn context() -> MutexGuard<'static, Context> {
     let ctx = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
     if ctx.running.is_none() {
