@@ -1,5 +1,7 @@
 //! The policy tables against the operators we have and PyTorch 2.15's registrations.
 
+mod pytorch_policies;
+
 use std::collections::BTreeSet;
 
 use switchboard_autocast::{BackendPolicy, BUILTIN_POLICIES, CPU, CUDA};
@@ -64,6 +66,33 @@ fn cpu_policy_covers_pytorch_list() {
 #[test]
 fn cuda_policy_covers_pytorch_list() {
     check(&CUDA, include_str!("data/autocast_cuda_ops_2.15.txt"));
+}
+
+/// Each entry's kind against PyTorch's, and the same operators on both sides.
+fn check_kinds(policy: &BackendPolicy, pytorch: &[(&str, switchboard_autocast::CastPolicy)]) {
+    let mut wrong = Vec::new();
+    for (name, kind) in policy.ops {
+        match pytorch_policies::policy_in(pytorch, name) {
+            Some(k) if k == *kind => {}
+            k => wrong.push(format!("{name}: {kind:?}, PyTorch's {k:?}")),
+        }
+    }
+    for (name, kind) in pytorch {
+        if policy.policy_of(name).is_none() {
+            wrong.push(format!("{name}: missing, PyTorch's {kind:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{:?}: {wrong:#?}", policy.key);
+}
+
+#[test]
+fn cpu_policy_kinds_are_pytorchs() {
+    check_kinds(&CPU, pytorch_policies::CPU);
+}
+
+#[test]
+fn cuda_policy_kinds_are_pytorchs() {
+    check_kinds(&CUDA, pytorch_policies::CUDA);
 }
 
 #[test]

@@ -81,6 +81,13 @@ struct CopySlices {
 /// PyTorch's name of the node.
 const NAME: &str = "CopySlices";
 
+impl Drop for CopySlices {
+    fn drop(&mut self) {
+        // The in-place operator's node first (Note [Dropping deep graphs]).
+        drop(self.fn_.get_mut().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
 impl Node for CopySlices {
     fn meta(&self) -> &NodeMeta {
         &self.meta

@@ -144,6 +144,13 @@ struct GraphRoot {
     grads: Vec<Option<Tensor>>,
 }
 
+impl Drop for GraphRoot {
+    fn drop(&mut self) {
+        // The gradients first (Note [Dropping deep graphs]).
+        self.grads.clear();
+    }
+}
+
 impl Node for GraphRoot {
     fn meta(&self) -> &NodeMeta {
         &self.meta

@@ -86,6 +86,13 @@ struct CustomNode<F: Function> {
     ctx: Mutex<Option<FunctionCtx>>,
 }
 
+impl<F: Function> Drop for CustomNode<F> {
+    fn drop(&mut self) {
+        // The saved tensors first (Note [Dropping deep graphs]).
+        drop(self.ctx.get_mut().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
 impl<F: Function> Node for CustomNode<F> {
     fn meta(&self) -> &NodeMeta {
         &self.meta

@@ -27,6 +27,7 @@ mod function;
 mod generated;
 mod grad_mode;
 mod gradcheck;
+mod graph_drop;
 mod node;
 mod not_implemented;
 mod recording;

@@ -135,11 +135,20 @@ impl NodeMeta {
     }
 }
 
+impl Drop for NodeMeta {
+    fn drop(&mut self) {
+        crate::graph_drop::release_edges(&mut self.next_edges);
+    }
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A backward function of the graph (`torch::autograd::Node`).
+///
+/// A node that holds tensors or other nodes besides its [`NodeMeta`] should drop them first
+/// (in its `Drop`), so that dropping a deep graph stays iterative (Note [Dropping deep graphs]).
 pub trait Node: Send + Sync + 'static {
     /// Name, hooks and edges.
     fn meta(&self) -> &NodeMeta;
@@ -361,6 +370,18 @@ impl<S: Send + 'static> FnNode<S> {
             saved: Mutex::new(Some(saved)),
             formula,
         }
+    }
+}
+
+impl<S: Send + 'static> Drop for FnNode<S> {
+    fn drop(&mut self) {
+        // The saved tensors first (Note [Dropping deep graphs]).
+        drop(
+            self.saved
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
     }
 }
 

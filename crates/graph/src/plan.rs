@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use switchboard_dispatcher::{DispatchKeySet, IValue, OperatorHandle, Result, Stack};
+use switchboard_dispatcher::{
+    DispatchError, DispatchKeySet, IValue, OperatorHandle, Result, Stack,
+};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{copy_strided, Device, Tensor, TensorError};
 
@@ -23,6 +25,14 @@ use crate::node::{Arg, NodeId, Source, Value};
 // when neither node's results are written, and when its results are not outputs of the graph
 // (an output is handed to a caller who may write it later). Nodes that read no value
 // (factories) are not merged either: each call allocates memory of its own.
+
+// Note [Failing calls]
+// Eager code that calls a failing operator loses that call's results and whatever is computed
+// from them; the other calls of the program still run. `Plan::run_each` keeps that: a failed
+// call leaves its output slots without a value and with its error, a call reading such a slot
+// fails with the same error (so the failure follows the data, not the order of calls), and
+// every other call runs. A lazy backend running a step's graph can then fail only the tensors
+// that depend on the failing call.
 
 /// A call as the plan runs it.
 #[derive(Clone, Debug)]
@@ -270,8 +280,15 @@ impl Plan {
     }
 
     /// Runs the graph on `inputs` (one tensor per graph input, in order) and returns its
-    /// outputs.
+    /// outputs, or the first error of a call.
     pub fn run(&self, inputs: Vec<Tensor>, opts: &RunOptions) -> Result<Vec<Tensor>> {
+        self.run_each(inputs, opts)?.into_iter().collect()
+    }
+
+    /// Runs the graph on `inputs` as eager code would: a call that fails fails only the values
+    /// computed from its results (Note [Failing calls]); returns each output or its error. The
+    /// outer error is for inputs that do not fit the graph.
+    pub fn run_each(&self, inputs: Vec<Tensor>, opts: &RunOptions) -> Result<Vec<Result<Tensor>>> {
         if inputs.len() != self.input_slots.len() {
             return Err(TensorError::invalid(format!(
                 "the graph has {} inputs but {} tensors were given",
@@ -284,38 +301,56 @@ impl Plan {
         for (t, &s) in inputs.into_iter().zip(&self.input_slots) {
             slots[s as usize] = Some(t);
         }
+        // The error of each slot a failed call left without a value (allocated on the first
+        // failure).
+        let mut errors: Vec<Option<DispatchError>> = Vec::new();
         let mut stack: Stack = Vec::with_capacity(8);
         for step in &self.steps {
-            self.run_step(step, &mut slots, &mut stack, opts)?;
+            if let Err(e) = self.run_step(step, &mut slots, &errors, &mut stack, opts) {
+                if errors.is_empty() {
+                    errors = vec![None; self.slots];
+                }
+                let i = step.node as usize;
+                let outputs = self.graph.node(NodeId(step.node)).outputs().len() as u32;
+                for j in 0..outputs {
+                    let s = (self.slot_base[i] + j) as usize;
+                    slots[s] = None;
+                    errors[s] = Some(e.clone());
+                }
+            }
             for &s in &step.free {
                 slots[s as usize] = None;
+                if let Some(e) = errors.get_mut(s as usize) {
+                    *e = None;
+                }
             }
         }
-        self.output_slots
+        Ok(self
+            .output_slots
             .iter()
-            .map(|&s| {
-                slots[s as usize]
-                    .clone()
-                    .ok_or_else(|| missing_value(s).into())
-            })
-            .collect()
+            .map(|&s| take_slot(&slots, &errors, s))
+            .collect())
     }
 
-    fn read(&self, slots: &[Option<Tensor>], v: Value) -> Result<Tensor> {
+    fn read(
+        &self,
+        slots: &[Option<Tensor>],
+        errors: &[Option<DispatchError>],
+        v: Value,
+    ) -> Result<Tensor> {
         let s = self
             .slot_base
             .get(v.node.index())
             .map(|b| self.slot_of[(b + v.output) as usize])
             .ok_or_else(|| missing_value(u32::MAX))?;
-        slots[s as usize]
-            .clone()
-            .ok_or_else(|| missing_value(s).into())
+        take_slot(slots, errors, s)
     }
 
     fn run_step(
         &self,
         step: &Step,
         slots: &mut [Option<Tensor>],
+        errors: &[Option<DispatchError>],
         stack: &mut Stack,
         opts: &RunOptions,
     ) -> Result<()> {
@@ -328,15 +363,15 @@ impl Plan {
         stack.clear();
         for a in args {
             let v = match a {
-                Arg::Value(v) => IValue::Tensor(self.read(slots, *v)?),
+                Arg::Value(v) => IValue::Tensor(self.read(slots, errors, *v)?),
                 Arg::Values(vs) => IValue::TensorList(
                     vs.iter()
-                        .map(|v| self.read(slots, *v))
+                        .map(|v| self.read(slots, errors, *v))
                         .collect::<Result<_>>()?,
                 ),
                 Arg::OptionalValues(vs) => IValue::OptionalTensorList(
                     vs.iter()
-                        .map(|v| v.map(|v| self.read(slots, v)).transpose())
+                        .map(|v| v.map(|v| self.read(slots, errors, v)).transpose())
                         .collect::<Result<_>>()?,
                 ),
                 Arg::Const(IValue::Device(d)) => IValue::Device(map_device(*d, opts)),
@@ -370,7 +405,7 @@ impl Plan {
                 ),
                 Source::Argument(k) => (
                     match args.get(k as usize) {
-                        Some(Arg::Value(v)) => Some(self.read(slots, *v)?),
+                        Some(Arg::Value(v)) => Some(self.read(slots, errors, *v)?),
                         _ => None,
                     },
                     false,
@@ -391,6 +426,17 @@ impl Plan {
         }
         stack.clear();
         Ok(())
+    }
+}
+
+/// The tensor in slot `s`, or the error of the failed call that was to compute it.
+fn take_slot(slots: &[Option<Tensor>], errors: &[Option<DispatchError>], s: u32) -> Result<Tensor> {
+    if let Some(t) = &slots[s as usize] {
+        return Ok(t.clone());
+    }
+    match errors.get(s as usize) {
+        Some(Some(e)) => Err(e.clone()),
+        _ => Err(missing_value(s).into()),
     }
 }
 

@@ -24,13 +24,14 @@ pub(crate) fn get_or_compile(
     key: StructuralKey,
     graph: impl FnOnce() -> Graph,
 ) -> Result<Arc<dyn Executable>> {
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(e) = cache.get(&key) {
+    if let Some(e) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         STATS.cache_hits.inc();
         return Ok(e.clone());
     }
     STATS.cache_misses.inc();
+    // The executor is user code: it runs without the cache's lock (it may use the lazy API).
     let exe = current().compile(graph())?;
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if cache.len() >= CAPACITY {
         cache.clear();
     }

@@ -1,7 +1,8 @@
 //! The pending graph: every captured call of the current epoch, the tensors its inputs stand
 //! for, the storages waiting for its results; and running it (`sync`).
 
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, OnceLock};
+use std::thread::ThreadId;
 use std::time::Instant;
 
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
@@ -27,6 +28,11 @@ pub(crate) struct Context {
     pub pending: PendingStorages,
     /// Counts syncs; a pending value is only valid in its epoch.
     pub epoch: u64,
+    /// The thread running a sync, and how many syncs it is running (nested ones: a kernel
+    /// called `sync`). See Note [Running without the lock].
+    running: Option<(ThreadId, u32)>,
+    /// The graph and input list of the last sync, emptied, for a later epoch to reuse.
+    spare: Option<(Graph, Vec<Tensor>)>,
 }
 
 static CONTEXT: LazyLock<Mutex<Context>> = LazyLock::new(|| {
@@ -35,12 +41,32 @@ static CONTEXT: LazyLock<Mutex<Context>> = LazyLock::new(|| {
         inputs: Vec::new(),
         pending: PendingStorages::new(),
         epoch: 0,
+        running: None,
+        spare: None,
     })
 });
 
-/// The pending graph, locked. Lock order: this lock, then storage locks.
+/// Signalled when a sync ends (Note [Running without the lock]).
+static SYNC_DONE: Condvar = Condvar::new();
+
+/// The pending graph, locked. Lock order: this lock, then storage locks. While another thread
+/// runs a sync, waits until it is done (Note [Running without the lock]).
 pub(crate) fn context() -> MutexGuard<'static, Context> {
-    CONTEXT.lock().unwrap_or_else(|e| e.into_inner())
+    let ctx = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+    if ctx.running.is_none() {
+        return ctx;
+    }
+    wait_for_sync(ctx)
+}
+
+#[cold]
+#[inline(never)]
+fn wait_for_sync(mut ctx: MutexGuard<'static, Context>) -> MutexGuard<'static, Context> {
+    let me = std::thread::current().id();
+    while ctx.running.is_some_and(|(owner, _)| owner != me) {
+        ctx = SYNC_DONE.wait(ctx).unwrap_or_else(|e| e.into_inner());
+    }
+    ctx
 }
 
 /// The handle of `name`, an operator switchboard-ops defines, looked up once into `cell`.
@@ -107,12 +133,8 @@ impl Context {
         let mut st = ls.lock();
         let base = match &st.contents {
             Contents::Pending { value, epoch } if *epoch == self.epoch => *value,
-            Contents::Pending { .. } => {
-                return Err(TensorError::invalid(
-                    "internal error: a lazy tensor holds a value of a graph that already ran",
-                )
-                .into())
-            }
+            // Its graph is running: only a kernel of it (on the running thread) gets here.
+            Contents::Pending { .. } => return Err(in_flight()),
             Contents::Failed(e) => return Err(failed(e)),
             Contents::Data(d) => match st.input {
                 Some((epoch, v)) if epoch == self.epoch => v,
@@ -262,9 +284,10 @@ impl Context {
         tensor_of(ls, version)
     }
 
-    /// Runs the pending graph for every live storage waiting for a value, and starts a new
-    /// epoch. On failure the storages that were waiting hold the error.
-    pub fn sync(&mut self) -> Result<()> {
+    /// Ends the epoch: takes the calls and the live storages waiting for them out of the
+    /// context, for [`sync`] to run without the lock (Note [Running without the lock]).
+    /// `None` when no live storage waits for a value.
+    fn start_sync(&mut self) -> Option<RunningSync> {
         let mut live = Vec::new();
         let mut outputs = Vec::new();
         for ls in self.pending.take_live() {
@@ -275,20 +298,133 @@ impl Context {
             outputs.push(value);
             live.push(ls);
         }
-        let result = if outputs.is_empty() {
-            Ok(())
-        } else {
-            self.run(outputs, &live)
-        };
-        self.graph.clear();
-        self.inputs.clear();
+        let epoch = self.epoch;
         self.epoch += 1;
-        result
+        if outputs.is_empty() {
+            self.graph.clear();
+            self.inputs.clear();
+            return None;
+        }
+        let (spare_graph, spare_inputs) = self.spare.take().unwrap_or_default();
+        let graph = std::mem::replace(&mut self.graph, spare_graph);
+        let inputs = std::mem::replace(&mut self.inputs, spare_inputs);
+        let me = std::thread::current().id();
+        self.running = Some(match self.running {
+            Some((_, depth)) => (me, depth + 1),
+            None => (me, 1),
+        });
+        Some(RunningSync {
+            graph,
+            inputs,
+            outputs,
+            live,
+            epoch,
+            ended: false,
+        })
+    }
+}
+
+// Note [Running without the lock]
+// The calls of a graph are kernels, and a kernel is user code: a custom operator's kernel may
+// call the lazy API (`pending_calls`, capture more lazy calls, even `sync`). So a sync holds
+// the context lock only to take the graph out (ending the epoch) and to store the results:
+// the executor compiles and runs the graph without it, and the graph cache is not locked
+// while the executor compiles. While it runs, the context records which thread runs it, and
+// other threads wait in `context()` until it is done (as they waited for the lock before), so
+// they never see the storages it is computing. The running thread itself goes on: what its
+// kernels capture belongs to the new epoch, and reading a storage being computed is an error
+// (its value does not exist yet) instead of a deadlock. The kernels must call the lazy API on
+// the thread that runs them (the executor's thread).
+
+/// A graph taken out of the context by [`Context::start_sync`], running.
+struct RunningSync {
+    graph: Graph,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Value>,
+    /// The storages waiting for `outputs`, in order.
+    live: Vec<Arc<LazyStorage>>,
+    /// The epoch whose graph it is.
+    epoch: u64,
+    /// Whether the results are stored and the context released.
+    ended: bool,
+}
+
+impl RunningSync {
+    /// Runs the graph (without the context lock) and stores each result in its storage.
+    fn finish(mut self) -> Result<()> {
+        let results = self.run().and_then(|results| {
+            if results.len() == self.live.len() {
+                return Ok(results);
+            }
+            Err(TensorError::invalid(format!(
+                "the executor returned {} tensors for {} outputs",
+                results.len(),
+                self.live.len()
+            ))
+            .into())
+        });
+        let mut ctx = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+        let live = std::mem::take(&mut self.live);
+        let outcome = match results {
+            Ok(results) => {
+                let mut first_error = Ok(());
+                for (ls, r) in live.iter().zip(results) {
+                    match r {
+                        Ok(t) => self.store(ls, Contents::Data(t)),
+                        Err(e) => {
+                            self.store(ls, Contents::Failed(e.to_string().into()));
+                            if first_error.is_ok() {
+                                first_error = Err(e);
+                            }
+                        }
+                    }
+                }
+                first_error
+            }
+            // Nothing ran (the executor failed to compile the graph, or broke its contract).
+            Err(e) => {
+                let msg: Arc<str> = e.to_string().into();
+                for ls in &live {
+                    self.store(ls, Contents::Failed(msg.clone()));
+                }
+                Err(e)
+            }
+        };
+        self.end(&mut ctx);
+        outcome
     }
 
-    fn run(&mut self, outputs: Vec<Value>, live: &[Arc<LazyStorage>]) -> Result<()> {
+    /// Gives `ls` its contents after the run, unless it was given a new value meanwhile (or
+    /// already got its result). Called with the context lock held (Note [Storage value hints]).
+    fn store(&self, ls: &LazyStorage, contents: Contents) {
+        let mut st = ls.lock();
+        if matches!(st.contents, Contents::Pending { epoch, .. } if epoch == self.epoch) {
+            st.contents = contents;
+            st.input = None;
+            ls.clear_hint();
+        }
+    }
+
+    /// The sync is over: other threads may use the context again; the graph's memory is kept
+    /// for a later epoch.
+    fn end(&mut self, ctx: &mut Context) {
+        self.ended = true;
+        ctx.running = match ctx.running {
+            Some((owner, depth)) if depth > 1 => Some((owner, depth - 1)),
+            _ => None,
+        };
+        let mut graph = std::mem::take(&mut self.graph);
+        let mut inputs = std::mem::take(&mut self.inputs);
+        graph.clear();
+        inputs.clear();
+        ctx.spare = Some((graph, inputs));
+        SYNC_DONE.notify_all();
+    }
+
+    /// Compiles (or finds in the cache) and runs the graph: each output's tensor or error.
+    fn run(&mut self) -> Result<Vec<Result<Tensor>>> {
         let start = Instant::now();
-        self.graph.set_outputs(outputs)?;
+        self.graph.set_outputs(std::mem::take(&mut self.outputs))?;
         let keep = self.graph.live_nodes();
         let key = StructuralKey::of(&self.graph, Some(&keep));
         let inputs: Vec<Tensor> = self
@@ -304,7 +440,7 @@ impl Context {
         let dead = keep.iter().filter(|k| !**k).count();
         let exe = cache::get_or_compile(key, || self.graph.compact(&keep).0);
         let result = exe.and_then(|exe| {
-            let r = exe.run(inputs)?;
+            let r = exe.run_each(inputs)?;
             STATS.nodes_executed.add(exe.calls() as u64);
             STATS.nodes_merged.add(exe.merged() as u64);
             Ok(r)
@@ -312,38 +448,43 @@ impl Context {
         STATS.syncs.inc();
         STATS.nodes_dead.add(dead as u64);
         STATS.sync_ns.add(start.elapsed().as_nanos() as u64);
-        match result {
-            Ok(results) if results.len() == live.len() => {
-                for (ls, r) in live.iter().zip(results) {
-                    let mut st = ls.lock();
-                    st.contents = Contents::Data(r);
-                    st.input = None;
-                    ls.clear_hint();
-                }
-                Ok(())
-            }
-            Ok(results) => {
-                let e: switchboard_dispatcher::DispatchError = TensorError::invalid(format!(
-                    "the executor returned {} tensors for {} outputs",
-                    results.len(),
-                    live.len()
-                ))
-                .into();
-                fail(live, &e);
-                Err(e)
-            }
-            Err(e) => {
-                fail(live, &e);
-                Err(e)
-            }
-        }
+        result
     }
 }
 
-fn fail(live: &[Arc<LazyStorage>], e: &switchboard_dispatcher::DispatchError) {
-    let msg: Arc<str> = e.to_string().into();
-    for ls in live {
-        ls.lock().contents = Contents::Failed(msg.clone());
-        ls.clear_hint();
+impl Drop for RunningSync {
+    /// A kernel panicked during the run: the storages it was computing fail, and the context
+    /// is released for the other threads.
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let mut ctx = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+        let msg: Arc<str> = "a kernel of the graph panicked".into();
+        for ls in std::mem::take(&mut self.live) {
+            self.store(&ls, Contents::Failed(msg.clone()));
+        }
+        self.end(&mut ctx);
     }
+}
+
+/// Runs the pending graph for every live storage waiting for a value, and starts a new epoch
+/// (Note [Running without the lock]). A call that fails fails the storages that depend on it
+/// (with its error, which is returned); the others get their values.
+pub(crate) fn sync() -> Result<()> {
+    let running = context().start_sync();
+    match running {
+        Some(r) => r.finish(),
+        None => Ok(()),
+    }
+}
+
+/// The error of reading a lazy storage whose value the running sync is computing (a kernel
+/// of the graph read it; Note [Running without the lock]).
+pub(crate) fn in_flight() -> switchboard_dispatcher::DispatchError {
+    TensorError::invalid(
+        "this lazy tensor has no value yet: the graph computing it is running (a kernel of \
+         that graph read it)",
+    )
+    .into()
 }

@@ -8,7 +8,7 @@ use switchboard_dispatcher::{DispatchKey, DispatchKeySet, IValue, OperatorHandle
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, RawOps, Storage, Tensor, TensorError, TensorImpl};
 
-use crate::context::context;
+use crate::context::{in_flight, sync};
 use crate::stats::STATS;
 use crate::storage::{fresh_tensor, lazy_meta, storage_of, Contents, LazyStorage};
 
@@ -35,10 +35,16 @@ pub(crate) fn materialize(t: &TensorImpl) -> Result<Tensor> {
     if let Some(d) = ls.data_of(t)? {
         return Ok(d);
     }
-    context().sync()?;
-    ls.data_of(t)?.ok_or_else(|| {
-        TensorError::invalid("internal error: a lazy tensor is still pending after a sync").into()
-    })
+    // A failing call fails only what depends on it: this storage's own contents tell.
+    let synced = sync();
+    match ls.data_of(t)? {
+        Some(d) => Ok(d),
+        None => {
+            synced?;
+            // Still pending after a sync: its graph is running, and a kernel of it reads it.
+            Err(in_flight())
+        }
+    }
 }
 
 /// The host copy the tensor crate asks for when lazy values are read (`to_vec`, `item`,
@@ -58,8 +64,9 @@ struct Replaced {
 pub(crate) fn run_eagerly(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
     if stack.iter().any(has_lazy) {
         // Everything pending runs first: the call must see every earlier write, and may
-        // write data that pending calls read.
-        context().sync()?;
+        // write data that pending calls read. A failed call fails only what depends on it:
+        // an argument that does is reported when it is materialised below.
+        let _ = sync();
     }
     let mut replaced: Vec<Replaced> = Vec::new();
     let mut to_cpu = |t: Tensor| -> Result<Tensor> {

@@ -31,6 +31,14 @@ pub trait Executable: Send + Sync {
     /// Runs the graph on `inputs` and returns its outputs.
     fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>>;
 
+    /// Runs the graph on `inputs` and returns each output or the error that left it without
+    /// a value: an executor that can tell which outputs a failing call reaches fails only
+    /// those (as eager code would). The default fails every output with [`run`](Self::run)'s
+    /// error.
+    fn run_each(&self, inputs: Vec<Tensor>) -> Result<Vec<Result<Tensor>>> {
+        Ok(self.run(inputs)?.into_iter().map(Ok).collect())
+    }
+
     /// The calls one run makes (for the statistics).
     fn calls(&self) -> usize;
 
@@ -69,6 +77,11 @@ impl Executable for CpuPlan {
     fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         let _below = AutoDispatchBelowADInplaceOrView::new();
         self.0.run(inputs, &RUN_ON_CPU)
+    }
+
+    fn run_each(&self, inputs: Vec<Tensor>) -> Result<Vec<Result<Tensor>>> {
+        let _below = AutoDispatchBelowADInplaceOrView::new();
+        self.0.run_each(inputs, &RUN_ON_CPU)
     }
 
     fn calls(&self) -> usize {

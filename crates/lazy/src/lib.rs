@@ -145,7 +145,7 @@ use crate::storage::Contents;
 /// `torch._lazy.sync`). Does nothing when nothing is pending.
 pub fn sync() -> Result<()> {
     STATS.explicit_syncs.inc();
-    context().sync()
+    context::sync()
 }
 
 /// Marks the end of a step and runs everything pending ([`sync`]; torch_xla's `mark_step`).

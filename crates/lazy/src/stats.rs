@@ -36,6 +36,9 @@ impl Counter {
 /// The process-wide counters.
 pub(crate) struct Counters {
     pub operations: Counter,
+    /// Registered captures made by the typed kernels' fast path (counted here only, so the
+    /// fast path adds one counter, as the general path).
+    pub unboxed_captures: Counter,
     pub registered_captures: Counter,
     pub fallback_captures: Counter,
     pub eager_fallbacks: Counter,
@@ -54,6 +57,7 @@ pub(crate) struct Counters {
 
 pub(crate) static STATS: Counters = Counters {
     operations: Counter::new(),
+    unboxed_captures: Counter::new(),
     registered_captures: Counter::new(),
     fallback_captures: Counter::new(),
     eager_fallbacks: Counter::new(),
@@ -78,8 +82,11 @@ pub struct LazyStats {
     pub registered_ops: usize,
     /// Calls that reached the lazy backend (all three layers).
     pub operation_count: u64,
-    /// Calls captured by a dedicated kernel (layer 1).
+    /// Calls captured by a dedicated kernel (layer 1) ...
     pub registered_captures: u64,
+    /// ... of which captured from their typed arguments, without boxing (Note [Unboxed
+    /// capture]).
+    pub unboxed_captures: u64,
     /// Calls captured by the boxed fallback (layer 2), in total ...
     pub fallback_capture_count: u64,
     /// ... and per operator: the unique fallback-captured operators are the keys.
@@ -141,7 +148,9 @@ pub fn stats() -> LazyStats {
         }
     }
     let s = &STATS;
-    let captured = s.registered_captures.get() + s.fallback_captures.get();
+    let unboxed = s.unboxed_captures.get();
+    let registered = s.registered_captures.get() + unboxed;
+    let captured = registered + s.fallback_captures.get();
     let eager = s.eager_fallbacks.get();
     let coverage_percentage = if captured + eager == 0 {
         100.0
@@ -152,7 +161,8 @@ pub fn stats() -> LazyStats {
     LazyStats {
         registered_ops: coverage.registered,
         operation_count: s.operations.get(),
-        registered_captures: s.registered_captures.get(),
+        registered_captures: registered,
+        unboxed_captures: unboxed,
         fallback_capture_count: s.fallback_captures.get(),
         fallback_ops,
         eager_fallback_count: eager,
@@ -182,6 +192,7 @@ pub fn reset_stats() {
     let s = &STATS;
     for c in [
         &s.operations,
+        &s.unboxed_captures,
         &s.registered_captures,
         &s.fallback_captures,
         &s.eager_fallbacks,

@@ -55,7 +55,7 @@ impl Site {
                 let constants = scalars.iter().map(|s| Arg::Const(IValue::from(*s)));
                 let t = record_ruled(op, call, constants)?;
                 info.captures.fetch_add(1, Relaxed);
-                STATS.registered_captures.inc();
+                STATS.unboxed_captures.inc();
                 return Ok(t);
             }
         }

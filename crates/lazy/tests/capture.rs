@@ -52,16 +52,23 @@ fn registered_kernels_capture_without_running() {
     let x = lz(&seq(&[2, 2]));
     lazy::sync().unwrap();
     let syncs = lazy::stats().syncs;
-    let y = ops::mm(&x, &x).unwrap();
-    let z = ops::relu(&ops::sub(&y, &x).unwrap()).unwrap();
+    let (z, cpu_calls) = cpu_kernel_calls(|| {
+        let y = ops::mm(&x, &x).unwrap();
+        ops::relu(&ops::sub(&y, &x).unwrap()).unwrap()
+    });
     assert_eq!(z.sizes(), &[2, 2]);
     assert_eq!(z.device(), lazy::DEVICE);
-    assert!(!z.has_data());
+    assert_eq!(cpu_calls, 0, "capturing computes nothing");
     let after = lazy::stats();
     assert_eq!(after.syncs, syncs, "capturing runs nothing");
     assert!(after.registered_captures >= before.registered_captures + 3);
     assert!(lazy::pending_calls() >= 3);
-    assert_eq!(values(&z), [6.0, 8.0, 12.0, 18.0]);
+    let (v, cpu_calls) = cpu_kernel_calls(|| values(&z));
+    assert_eq!(v, [6.0, 8.0, 12.0, 18.0]);
+    assert!(
+        cpu_calls >= 3,
+        "the sync runs the calls on CPU: {cpu_calls}"
+    );
     assert_eq!(lazy::stats().syncs, syncs + 1);
     assert_eq!(lazy::pending_calls(), 0);
 }

@@ -22,6 +22,23 @@ fn inputs() -> (Tensor, Tensor) {
     )
 }
 
+/// The pending graph's last call: its operator, arguments and outputs, with the value it
+/// produced renamed, so that two captures of the same call compare equal.
+fn last_call() -> String {
+    let g = lazy::pending_graph();
+    let node = g
+        .nodes()
+        .filter(|n| n.op().is_some())
+        .last()
+        .expect("a call was captured");
+    format!(
+        "{} {:?} {:?}",
+        node.op().unwrap().name(),
+        node.args(),
+        node.outputs()
+    )
+}
+
 #[test]
 fn typed_and_boxed_calls_capture_the_same_node() {
     let _g = serial();
@@ -33,9 +50,12 @@ fn typed_and_boxed_calls_capture_the_same_node() {
     let before = lazy::stats();
     let typed = add_alpha(&lx, &ly);
     let mid = lazy::stats();
+    // The typed kernel's fast path captured it.
+    assert_eq!(mid.unboxed_captures, before.unboxed_captures + 1);
     assert_eq!(mid.registered_captures, before.registered_captures + 1);
     assert_eq!(mid.operation_count, before.operation_count + 1);
     assert_eq!(mid.nodes_captured, before.nodes_captured + 1);
+    let typed_node = last_call();
 
     // The boxed call reaches the typed kernel through the dispatcher's unboxing.
     let add = Dispatcher::global()
@@ -51,10 +71,13 @@ fn typed_and_boxed_calls_capture_the_same_node() {
         panic!("add returned {stack:?}")
     };
     let after = lazy::stats();
+    assert_eq!(after.unboxed_captures, mid.unboxed_captures + 1);
     assert_eq!(after.registered_captures, mid.registered_captures + 1);
-    assert!(lazy::pending_graph()
-        .to_string()
-        .contains("aten.add.Tensor"));
+    assert_eq!(after.nodes_captured, mid.nodes_captured + 1);
+    // The same node: operator, operands (the same graph values), alpha, output metadata.
+    assert_eq!(last_call(), typed_node);
+    assert!(typed_node.starts_with("aten::add.Tensor"), "{typed_node}");
+    assert!(typed_node.contains("Const(IValue(2))"), "{typed_node}");
     assert_eq!(values(&typed), eager);
     assert_eq!(values(&boxed), eager);
 }
@@ -67,6 +90,7 @@ fn calls_the_rule_does_not_cover_take_the_general_path() {
     let eager = values(&add_alpha(&x, &row));
     // Broadcasting: no rule; a transposed operand: no rule; a bool scalar: no rule.
     let (lx, lrow) = (lz(&x), lz(&row));
+    lazy::sync().unwrap();
     let before = lazy::stats();
     let broadcast = add_alpha(&lx, &lrow);
     let t = ops::t(&lx).unwrap();
@@ -74,9 +98,15 @@ fn calls_the_rule_does_not_cover_take_the_general_path() {
     assert_eq!(broadcast.sizes(), &[2, 3]);
     assert_eq!(transposed.sizes(), &[3, 2]);
     let after = lazy::stats();
+    // Captured by the dedicated kernels (`t` too), none by the typed fast path.
     assert_eq!(after.registered_captures, before.registered_captures + 3);
+    assert_eq!(after.unboxed_captures, before.unboxed_captures);
+    // The same call that the rule covers takes the fast path.
+    let ruled = add_alpha(&lx, &lx);
+    assert_eq!(lazy::stats().unboxed_captures, after.unboxed_captures + 1);
     assert_eq!(values(&broadcast), eager);
     assert_eq!(values(&transposed), values(&ops::t(&x).unwrap()));
+    assert_eq!(values(&ruled), values(&add_alpha(&x, &x)));
     // A CPU operand: the general path's device error, as eager's.
     let err = ops::add(&lx, &x).unwrap_err().to_string();
     assert!(

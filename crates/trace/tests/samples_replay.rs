@@ -1,7 +1,8 @@
 //! Tracing every sample of the operator-sample registry (Note [Operator samples] in
 //! switchboard-opinfo), as make_fx would: each sample's call (and its in-place and `out=`
 //! forms) is traced with the sample's tensors as the graph's inputs, and the graph re-run on
-//! fresh copies of the same inputs gives eager's results (sizes, strides, dtypes, values) and
+//! new inputs (the same layouts, other values: a graph that kept the traced values would give
+//! the traced results) gives eager's results on them (sizes, strides, dtypes, values) and
 //! writes its inputs as eager does. A call eager refuses fails while it is traced, with
 //! eager's message. Random operators are reseeded alike before each run, so their values are
 //! compared too.
@@ -12,6 +13,7 @@ use switchboard_opinfo::{
     assert_close, aten_operators, operator, registry, returned_tensors, short_name, variants_of,
     OpInfo, Prepared, Sample, Unsampled,
 };
+use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
 use switchboard_trace::trace;
 
@@ -38,6 +40,25 @@ fn fresh(p: &Prepared, form: Form) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
     Ok((inputs, outs))
 }
 
+/// Inputs for the replay: the sample's tensors with other values (floating ones scaled by
+/// 3/4, which keeps signs, order, zeros and every sample's domain), in the same layouts.
+fn other_values(p: &Prepared, form: Form) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+    let (_, outs) = fresh(p, form)?;
+    let inputs = p
+        .tensors
+        .iter()
+        .map(|s| {
+            let base = if s.base.dtype().is_floating_point() {
+                ops::mul_scalar(&s.base, 0.75)?
+            } else {
+                ops::clone(&s.base)?
+            };
+            s.spec.view(&base)
+        })
+        .collect::<Result<_>>()?;
+    Ok((inputs, outs))
+}
+
 /// Calls the sample on `inputs` (the sample's tensors, then the out tensors); the returned
 /// tensors.
 fn call(p: &Prepared, form: Form, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
@@ -53,25 +74,29 @@ fn call(p: &Prepared, form: Form, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
 /// What a run gave: the returned tensors and the inputs afterwards, or the error.
 type Outcome = std::result::Result<(Vec<Tensor>, Vec<Tensor>), DispatchError>;
 
-/// Eager, and the replay of the trace on fresh inputs (or the error tracing gave).
+/// Eager on the replay's inputs, and the replay of the trace on them (or the error tracing
+/// gave, or eager's error on the sample's own inputs).
 fn runs(info: &OpInfo, s: &Sample, form: Form) -> Result<(Outcome, Outcome)> {
     let p = Prepared::new(info.name, s, Device::CPU, None)?;
     let all_inputs = |(a, b): (Vec<Tensor>, Vec<Tensor>)| a.into_iter().chain(b).collect();
-    let eager_inputs: Vec<Tensor> = all_inputs(fresh(&p, form)?);
+    let sample_inputs: Vec<Tensor> = all_inputs(fresh(&p, form)?);
     p.reseed(42);
-    let eager = call(&p, form, &eager_inputs).map(|r| (r, eager_inputs));
+    let on_sample = call(&p, form, &sample_inputs);
 
     let traced_inputs: Vec<Tensor> = all_inputs(fresh(&p, form)?);
     p.reseed(42);
     let traced = match trace(&traced_inputs, |xs| call(&p, form, xs)) {
         Ok(t) => t,
-        Err(e) => return Ok((eager, Err(e))),
+        Err(e) => return Ok((on_sample.map(|r| (r, sample_inputs)), Err(e))),
     };
-    if eager.is_err() {
+    if let Err(e) = on_sample {
         // Traced although eager fails: reported as a mismatch.
-        return Ok((eager, Ok((Vec::new(), Vec::new()))));
+        return Ok((Err(e), Ok((Vec::new(), Vec::new()))));
     }
-    let replay_inputs: Vec<Tensor> = all_inputs(fresh(&p, form)?);
+    let eager_inputs: Vec<Tensor> = all_inputs(other_values(&p, form)?);
+    p.reseed(42);
+    let eager = call(&p, form, &eager_inputs).map(|r| (r, eager_inputs));
+    let replay_inputs: Vec<Tensor> = all_inputs(other_values(&p, form)?);
     p.reseed(42);
     let replayed = traced.run(&replay_inputs).map(|r| (r, replay_inputs));
     Ok((eager, replayed))

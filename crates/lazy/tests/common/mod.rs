@@ -1,7 +1,11 @@
 //! Helpers of the lazy backend's tests.
 #![allow(dead_code)]
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use switchboard_dispatcher::add_observer;
+use switchboard_keys::DispatchKey;
 
 use switchboard_lazy as lazy;
 use switchboard_ops as ops;
@@ -38,4 +42,20 @@ pub fn values(t: &Tensor) -> Vec<f32> {
 pub fn seq(sizes: &[i64]) -> Tensor {
     let n: i64 = sizes.iter().product();
     f32s(&(1..=n).map(|v| v as f32).collect::<Vec<_>>(), sizes)
+}
+
+/// Runs `f` and counts the CPU kernels called on this thread meanwhile (a capture runs none;
+/// a sync runs the captured calls on CPU).
+pub fn cpu_kernel_calls<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let me = std::thread::current().id();
+    let seen = count.clone();
+    let guard = add_observer(move |e| {
+        if e.before && e.key == DispatchKey::CPU && std::thread::current().id() == me {
+            seen.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let r = f();
+    drop(guard);
+    (r, count.load(Ordering::Relaxed))
 }
