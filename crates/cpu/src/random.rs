@@ -31,7 +31,6 @@ use crate::copy::empty_like_layout;
 use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Float, FloatElement, Num};
 use crate::error::{check_cpu_or_meta, invalid, not_implemented, Result};
-use crate::factory::dtype_range;
 use crate::iter::{broadcast_strides, check_internal_overlap, coalesce, reorder_dims};
 use crate::loops::for_each_row;
 use crate::{clone, mul_scalar, mul_scalar_, mul_tensor};
@@ -128,7 +127,7 @@ pub fn uniform_(
     if !dtype.is_floating_point() {
         return Err(not_implemented("check_uniform_bounds", dtype));
     }
-    let (lo, hi) = dtype_range(dtype);
+    let (lo, hi) = dtype.finite_range();
     for (v, name) in [(from, "from"), (to, "to")] {
         if !(v >= lo && v <= hi) {
             return Err(invalid(format!(
@@ -341,7 +340,7 @@ fn round_through(v: i64, dtype: ScalarType) -> i64 {
 
 /// `check_from_to_in_range`.
 fn check_from_to(from: i64, to_inc: i64, dtype: ScalarType) -> Result<()> {
-    let (lo, hi) = dtype_range(dtype);
+    let (lo, hi) = dtype.finite_range();
     let out = |v: i64| (v as f64) < lo || (v as f64) > hi;
     let name = type_meta_name(dtype);
     if out(from) {
@@ -408,7 +407,7 @@ pub fn random_from_(
                 }
                 max
             } else {
-                dtype_range(dtype).1 as i64
+                dtype.finite_range().1 as i64
             };
             check_from_to(from, to_inc, dtype)?;
             (
