@@ -1,4 +1,4 @@
-//! Binary arithmetic: `add`, `sub`, `mul`, `div` (with `rounding_mode`), `pow`, `maximum`,
+//! Binary arithmetic: `add`, `sub`, `mul`, `div` (with `rounding_mode`), `maximum`,
 //! `minimum`, each with its Tensor and Scalar overloads, `out=` and in-place forms.
 //!
 //! Naming: `add_tensor` is `add.Tensor`, `add_scalar` is `add.Scalar`, `add_out` is
@@ -262,10 +262,6 @@ fn has_zero_typed<T: CpuElement>(t: &Tensor) -> Result<bool> {
         .any(|x| x.to_acc() == Acc::<T>::ZERO))
 }
 
-fn pow_kernel(iter: &impl BinaryLoop) -> Result<()> {
-    dispatch_all_types!(iter.common_dtype(), "pow", T => acc_loop2::<T>(iter, Num::pow))
-}
-
 fn max_min_kernel(iter: &impl BinaryLoop, max: bool) -> Result<()> {
     let name = if max { "maximum_cpu" } else { "minimum_cpu" };
     dispatch_all_types_and_bool!(iter.common_dtype(), name, T => {
@@ -448,77 +444,6 @@ pub fn div_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     div_impl(self_, &Tensor::wrapped_scalar(other), None, Some(self_))
 }
 
-fn check_int_pow(base: ScalarType, exponent: Scalar) -> Result<()> {
-    if base.is_integral(true) && exponent.is_integral(false) && exponent.to_i64() < 0 {
-        return Err(invalid(
-            "Integers to negative integer powers are not allowed.",
-        ));
-    }
-    Ok(())
-}
-
-/// PyTorch's `pow_tensor_scalar` kernel converts the exponent to the result's element type
-/// with the checked conversion (Note [Checked scalar conversion]), except for float and
-/// double results, which take it as a double.
-fn check_pow_exponent(self_: &Tensor, exponent: Scalar) -> Result<()> {
-    let dtype = switchboard_tensor::result_type(&[self_], &[exponent]).unwrap_or(self_.dtype());
-    if matches!(dtype, ScalarType::Float | ScalarType::Double) {
-        return Ok(());
-    }
-    exponent.check_fits(dtype)
-}
-
-/// `pow.Tensor_Tensor(Tensor self, Tensor exponent)`.
-pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-    binary_op!("pow", self_, exponent, None, false, pow_kernel)
-}
-
-/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out)`.
-pub fn pow_tensor_tensor_out(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
-    binary_general("pow", self_, exponent, Some(out), false, pow_kernel)
-}
-
-/// `pow.Tensor_Scalar(Tensor self, Scalar exponent)`.
-///
-/// ```
-/// use switchboard_cpu::pow_tensor_scalar;
-/// use switchboard_tensor::{Scalar, Tensor};
-/// let t = Tensor::from_vec(vec![2i32, 3], &[2]).unwrap();
-/// assert_eq!(pow_tensor_scalar(&t, Scalar::Int(3)).unwrap().to_vec::<i32>().unwrap(), [8, 27]);
-/// assert!(pow_tensor_scalar(&t, Scalar::Int(-1)).is_err());
-/// ```
-pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
-    check_int_pow(self_.dtype(), exponent)?;
-    check_pow_exponent(self_, exponent)?;
-    pow_tensor_tensor(self_, &Tensor::wrapped_scalar(exponent))
-}
-
-/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out)`.
-pub fn pow_tensor_scalar_out(self_: &Tensor, exponent: Scalar, out: &Tensor) -> Result<Tensor> {
-    check_int_pow(self_.dtype(), exponent)?;
-    check_pow_exponent(self_, exponent)?;
-    pow_tensor_tensor_out(self_, &Tensor::wrapped_scalar(exponent), out)
-}
-
-/// `pow.Scalar(Scalar self, Tensor exponent)`: a contiguous result (PyTorch's meta function
-/// does not follow the exponent's layout), of the promoted dtype.
-pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
-    let base = Tensor::wrapped_scalar(self_);
-    let dtype = crate::promote::result_type(&[exponent], &[self_]).unwrap_or(exponent.dtype());
-    let out = Tensor::empty_on(exponent.sizes(), dtype, exponent.device())?;
-    pow_tensor_tensor_out(&base, exponent, &out)
-}
-
-/// `pow_.Scalar(Tensor(a!) self, Scalar exponent)`.
-pub fn pow_scalar_(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
-    pow_tensor_scalar_out(self_, exponent, self_)
-}
-
-/// `pow_.Tensor(Tensor(a!) self, Tensor exponent)`.
-pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-    pow_tensor_tensor_out(self_, exponent, self_)
-}
-
 /// `maximum(Tensor self, Tensor other)`: elementwise maximum, propagating NaN.
 pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     binary_op!("maximum", self_, other, None, false, |it| {
@@ -550,6 +475,7 @@ pub fn minimum_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tenso
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{pow_scalar, pow_tensor_scalar};
 
     fn f32s(v: &[f32], s: &[i64]) -> Tensor {
         Tensor::from_vec(v.to_vec(), s).unwrap()

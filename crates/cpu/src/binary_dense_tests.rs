@@ -7,6 +7,7 @@ use switchboard_tensor::{Device, RawOps, Scalar, ScalarType, Tensor};
 use super::*;
 use crate::copy::cast;
 use crate::iter::{scalar_operand, DenseBinary};
+use crate::pow::pow_kernel;
 
 /// A result as comparable data: sizes, strides, dtype and values (`Debug` of each element as
 /// `f64`, so that NaNs compare equal), or the error message.
