@@ -284,6 +284,15 @@ fn clamp_impl(
         promoted.update_scalar(s);
     }
     let dtype = promoted.result().unwrap_or(DEFAULT_FLOAT);
+    // PyTorch's clamp meta functions refuse to promote an in-place clamp, naming `self`'s
+    // dtype by its C++ type.
+    if out.is_some_and(|o| o.is_same(self_)) && dtype != self_.dtype() {
+        return Err(invalid(format!(
+            "result type {} can't be cast to the desired output type {}",
+            dtype.c10_name(),
+            self_.dtype().type_meta_name()
+        )));
+    }
     let iter = IterConfig::new("clamp")
         .maybe_out(out)
         .input(self_)

@@ -75,7 +75,16 @@ fn clamp_bounds_outside_an_integer_dtype() {
         err(handles::clamp_max().call((&u, pk(Scalar::Int(-1))))),
         "Clamp max value -1 is outside the representable range of Byte"
     );
-    // A float bound promotes an integer tensor; floating dtypes convert with the check.
+    // A float bound promotes an integer tensor (not in place); floating dtypes convert with
+    // the check.
+    assert_eq!(
+        err(handles::clamp_().call((&i, Some(Scalar::Float(1.5)), None))),
+        "result type Float can't be cast to the desired output type signed char"
+    );
+    assert_eq!(
+        err(handles::clamp_min_().call((&i, pk(Scalar::Float(1.5))))),
+        "result type Float can't be cast to the desired output type signed char"
+    );
     let r = handles::clamp()
         .call((&i, Some(Scalar::Float(1.5)), None))
         .unwrap();
