@@ -130,8 +130,12 @@ fn add_kernel(iter: &impl BinaryLoop, alpha: Scalar) -> Result<()> {
 
 fn add_loop<T: CpuElement>(iter: &impl BinaryLoop, alpha: Scalar) -> Result<()> {
     // `alpha.to<scalar_t>()`: checked, and narrowed to the element type before computing
-    // (Note [Checked scalar conversion]).
-    let alpha = alpha.checked_to::<T>()?.to_acc();
+    // (Note [Checked scalar conversion]); the default alpha fits every dtype, and skips the
+    // check on the hot path.
+    let alpha = match alpha {
+        Scalar::Int(1) => Acc::<T>::ONE,
+        _ => alpha.checked_to::<T>()?.to_acc(),
+    };
     if alpha == Acc::<T>::ONE {
         iter.for_each2(|a: T, b: T| T::from_acc(a.to_acc().add(b.to_acc())))
     } else {
