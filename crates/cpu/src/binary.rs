@@ -1,4 +1,4 @@
-//! Binary arithmetic: `add`, `sub`, `mul`, `div` (with `rounding_mode`), `pow`, `maximum`,
+//! Binary arithmetic: `add`, `sub`, `mul`, `div` (with `rounding_mode`), `maximum`,
 //! `minimum`, each with its Tensor and Scalar overloads, `out=` and in-place forms.
 //!
 //! Naming: `add_tensor` is `add.Tensor`, `add_scalar` is `add.Scalar`, `add_out` is
@@ -11,16 +11,6 @@ use crate::dispatch_dtype::{Acc, CpuElement, Num};
 use crate::error::{invalid, Result};
 use crate::iter::{BinaryLoop, DenseBinary, IterConfig, TensorIter, DENSE_IN_PLACE, DENSE_SCALAR};
 use crate::{dispatch_all_types, dispatch_all_types_and_bool};
-
-/// A scalar argument converted to the compute type of `T` (`Scalar::to<opmath_t>`).
-#[inline]
-pub fn scalar_acc<T: CpuElement>(s: Scalar) -> T::Acc {
-    match s {
-        Scalar::Bool(b) => <T::Acc as Num>::from_i64(b as i64),
-        Scalar::Int(i) => <T::Acc as Num>::from_i64(i),
-        Scalar::Float(f) => <T::Acc as Num>::from_f64(f),
-    }
-}
 
 /// Runs a binary elementwise kernel, written `|it| body` (or as a function path) against
 /// [`BinaryLoop`], and returns the result: on a [`DenseBinary`] loop when no `out` is given (or
@@ -139,7 +129,13 @@ fn add_kernel(iter: &impl BinaryLoop, alpha: Scalar) -> Result<()> {
 }
 
 fn add_loop<T: CpuElement>(iter: &impl BinaryLoop, alpha: Scalar) -> Result<()> {
-    let alpha = scalar_acc::<T>(alpha);
+    // `alpha.to<scalar_t>()`: checked, and narrowed to the element type before computing
+    // (Note [Checked scalar conversion]); the default alpha fits every dtype, and skips the
+    // check on the hot path.
+    let alpha = match alpha {
+        Scalar::Int(1) => Acc::<T>::ONE,
+        _ => alpha.checked_to::<T>()?.to_acc(),
+    };
     if alpha == Acc::<T>::ONE {
         iter.for_each2(|a: T, b: T| T::from_acc(a.to_acc().add(b.to_acc())))
     } else {
@@ -171,8 +167,43 @@ pub(crate) fn acc_loop2<T: CpuElement>(
     iter.for_each2(move |a: T, b: T| T::from_acc(f(a.to_acc(), b.to_acc())))
 }
 
-fn mul_kernel(iter: &impl BinaryLoop) -> Result<()> {
-    dispatch_all_types_and_bool!(iter.common_dtype(), "mul_cpu", T => {
+// Note [Reduced-precision scalar operands]
+// For a float16/bfloat16 result, PyTorch's `mul` and `div` (every rounding mode) read a
+// second operand that is a single value (`iter.is_scalar(2)`: a Python number or any
+// one-element tensor) at its original precision, in the op math type (float), instead of
+// the value cast to the result dtype: `float16 * 70000` is `0 * 70000.0f = 0` at element 0,
+// not `0 * inf = NaN`, and `x / 0.3` divides by `0.3f`, not by `0.2998`. `add`/`sub` (whose
+// `other` goes through the common dtype) and the other binary kernels have no such path.
+
+/// The second operand's original value in the op math type, when the result is a reduced
+/// float and that operand is a single value (Note [Reduced-precision scalar operands]).
+fn reduced_float_scalar(dtype: ScalarType, b: &Tensor) -> Result<Option<f64>> {
+    if !matches!(dtype, ScalarType::Half | ScalarType::BFloat16) || b.numel() != 1 || !b.has_data()
+    {
+        return Ok(None);
+    }
+    Ok(Some(b.item()?.to_f64()))
+}
+
+/// Runs `out = f(a, b)` over the first input only, `b` the scalar of
+/// [`reduced_float_scalar`] in the op math type.
+fn scalar_acc_loop<T: CpuElement>(
+    iter: &impl BinaryLoop,
+    b: f64,
+    f: impl Fn(Acc<T>, Acc<T>) -> Acc<T> + Sync,
+) -> Result<()> {
+    let b = <Acc<T> as Num>::from_f64(b);
+    iter.for_each2(move |a: T, _: T| T::from_acc(f(a.to_acc(), b)))
+}
+
+fn mul_kernel(iter: &impl BinaryLoop, b: &Tensor) -> Result<()> {
+    let dtype = iter.common_dtype();
+    if let Some(b) = reduced_float_scalar(dtype, b)? {
+        return dispatch_all_types!(dtype, "mul_cpu_reduced_float", T => {
+            scalar_acc_loop::<T>(iter, b, Num::mul)
+        });
+    }
+    dispatch_all_types_and_bool!(dtype, "mul_cpu", T => {
         acc_loop2::<T>(iter, Num::mul)
     })
 }
@@ -196,10 +227,17 @@ fn parse_rounding(mode: Option<&str>) -> Result<Rounding> {
     }
 }
 
-fn div_kernel(iter: &impl BinaryLoop, mode: Rounding) -> Result<()> {
+fn div_kernel(iter: &impl BinaryLoop, mode: Rounding, b: &Tensor) -> Result<()> {
     let dt = iter.common_dtype();
     if mode != Rounding::True && dt.is_integral(false) && has_zero(iter.input(1))? {
         return Err(invalid("ZeroDivisionError"));
+    }
+    if let Some(b) = reduced_float_scalar(dt, b)? {
+        return dispatch_all_types!(dt, "div_cpu_reduced_float", T => match mode {
+            Rounding::True => scalar_acc_loop::<T>(iter, b, Num::div),
+            Rounding::Trunc => scalar_acc_loop::<T>(iter, b, Num::trunc_div),
+            Rounding::Floor => scalar_acc_loop::<T>(iter, b, Num::floor_div),
+        });
     }
     match mode {
         Rounding::True => dispatch_all_types!(dt, "div_true_cpu", T => {
@@ -226,10 +264,6 @@ fn has_zero_typed<T: CpuElement>(t: &Tensor) -> Result<bool> {
     Ok(t.to_vec::<T>()?
         .iter()
         .any(|x| x.to_acc() == Acc::<T>::ZERO))
-}
-
-fn pow_kernel(iter: &impl BinaryLoop) -> Result<()> {
-    dispatch_all_types!(iter.common_dtype(), "pow", T => acc_loop2::<T>(iter, Num::pow))
 }
 
 fn max_min_kernel(iter: &impl BinaryLoop, max: bool) -> Result<()> {
@@ -311,7 +345,7 @@ pub fn rsub_tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tens
 
 /// `mul.Tensor(Tensor self, Tensor other)`: the elementwise product (bool: logical and).
 pub fn mul_tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    binary_op!("mul", self_, other, None, false, mul_kernel)
+    binary_op!("mul", self_, other, None, false, |it| mul_kernel(it, other))
 }
 
 /// `mul.Scalar(Tensor self, Scalar other)`.
@@ -321,7 +355,9 @@ pub fn mul_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
 
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out)`.
 pub fn mul_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-    binary_op!("mul", self_, other, Some(out), false, mul_kernel)
+    binary_op!("mul", self_, other, Some(out), false, |it| mul_kernel(
+        it, other
+    ))
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other)`.
@@ -337,7 +373,7 @@ pub fn mul_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
 fn div_impl(a: &Tensor, b: &Tensor, mode: Option<&str>, out: Option<&Tensor>) -> Result<Tensor> {
     let mode = parse_rounding(mode)?;
     binary_op!("div", a, b, out, mode == Rounding::True, |it| {
-        div_kernel(it, mode)
+        div_kernel(it, mode, b)
     })
 }
 
@@ -412,64 +448,6 @@ pub fn div_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     div_impl(self_, &Tensor::wrapped_scalar(other), None, Some(self_))
 }
 
-fn check_int_pow(base: ScalarType, exponent: Scalar) -> Result<()> {
-    if base.is_integral(true) && exponent.is_integral(false) && exponent.to_i64() < 0 {
-        return Err(invalid(
-            "Integers to negative integer powers are not allowed.",
-        ));
-    }
-    Ok(())
-}
-
-/// `pow.Tensor_Tensor(Tensor self, Tensor exponent)`.
-pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-    binary_op!("pow", self_, exponent, None, false, pow_kernel)
-}
-
-/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out)`.
-pub fn pow_tensor_tensor_out(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
-    binary_general("pow", self_, exponent, Some(out), false, pow_kernel)
-}
-
-/// `pow.Tensor_Scalar(Tensor self, Scalar exponent)`.
-///
-/// ```
-/// use switchboard_cpu::pow_tensor_scalar;
-/// use switchboard_tensor::{Scalar, Tensor};
-/// let t = Tensor::from_vec(vec![2i32, 3], &[2]).unwrap();
-/// assert_eq!(pow_tensor_scalar(&t, Scalar::Int(3)).unwrap().to_vec::<i32>().unwrap(), [8, 27]);
-/// assert!(pow_tensor_scalar(&t, Scalar::Int(-1)).is_err());
-/// ```
-pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
-    check_int_pow(self_.dtype(), exponent)?;
-    pow_tensor_tensor(self_, &Tensor::wrapped_scalar(exponent))
-}
-
-/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out)`.
-pub fn pow_tensor_scalar_out(self_: &Tensor, exponent: Scalar, out: &Tensor) -> Result<Tensor> {
-    check_int_pow(self_.dtype(), exponent)?;
-    pow_tensor_tensor_out(self_, &Tensor::wrapped_scalar(exponent), out)
-}
-
-/// `pow.Scalar(Scalar self, Tensor exponent)`: a contiguous result (PyTorch's meta function
-/// does not follow the exponent's layout), of the promoted dtype.
-pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
-    let base = Tensor::wrapped_scalar(self_);
-    let dtype = crate::promote::result_type(&[exponent], &[self_]).unwrap_or(exponent.dtype());
-    let out = Tensor::empty_on(exponent.sizes(), dtype, exponent.device())?;
-    pow_tensor_tensor_out(&base, exponent, &out)
-}
-
-/// `pow_.Scalar(Tensor(a!) self, Scalar exponent)`.
-pub fn pow_scalar_(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
-    pow_tensor_scalar_out(self_, exponent, self_)
-}
-
-/// `pow_.Tensor(Tensor(a!) self, Tensor exponent)`.
-pub fn pow_(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-    pow_tensor_tensor_out(self_, exponent, self_)
-}
-
 /// `maximum(Tensor self, Tensor other)`: elementwise maximum, propagating NaN.
 pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     binary_op!("maximum", self_, other, None, false, |it| {
@@ -501,6 +479,7 @@ pub fn minimum_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tenso
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{pow_scalar, pow_tensor_scalar};
 
     fn f32s(v: &[f32], s: &[i64]) -> Tensor {
         Tensor::from_vec(v.to_vec(), s).unwrap()

@@ -7,6 +7,7 @@ use switchboard_tensor::{Device, RawOps, Scalar, ScalarType, Tensor};
 use super::*;
 use crate::copy::cast;
 use crate::iter::{scalar_operand, DenseBinary};
+use crate::pow::pow_kernel;
 
 /// A result as comparable data: sizes, strides, dtype and values (`Debug` of each element as
 /// `f64`, so that NaNs compare equal), or the error message.
@@ -64,18 +65,18 @@ fn all_ops(a: &Tensor, b: &Tensor) -> Vec<(&'static str, Option<Outcome>, Outcom
             add_kernel(it, -Scalar::Int(1))
         }),
     );
-    push("mul", both!(a, b, false, |it| mul_kernel(it)));
+    push("mul", both!(a, b, false, |it| mul_kernel(it, b)));
     push(
         "div",
-        both!(a, b, true, |it| div_kernel(it, Rounding::True)),
+        both!(a, b, true, |it| div_kernel(it, Rounding::True, b)),
     );
     push(
         "div_trunc",
-        both!(a, b, false, |it| div_kernel(it, Rounding::Trunc)),
+        both!(a, b, false, |it| div_kernel(it, Rounding::Trunc, b)),
     );
     push(
         "div_floor",
-        both!(a, b, false, |it| div_kernel(it, Rounding::Floor)),
+        both!(a, b, false, |it| div_kernel(it, Rounding::Floor, b)),
     );
     push("pow", both!(a, b, false, |it| pow_kernel(it)));
     push("maximum", both!(a, b, false, |it| max_min_kernel(it, true)));
@@ -283,14 +284,25 @@ fn all_in_place(
             add_kernel(it, -Scalar::Int(1))
         }),
     );
-    push("mul_", both_in_place!(a, b, false, |it| mul_kernel(it)));
+    push(
+        "mul_",
+        both_in_place!(a, b, false, |it| mul_kernel(it, b.unwrap_or(a))),
+    );
     push(
         "div_",
-        both_in_place!(a, b, true, |it| div_kernel(it, Rounding::True)),
+        both_in_place!(a, b, true, |it| div_kernel(
+            it,
+            Rounding::True,
+            b.unwrap_or(a)
+        )),
     );
     push(
         "div_floor_",
-        both_in_place!(a, b, false, |it| div_kernel(it, Rounding::Floor)),
+        both_in_place!(a, b, false, |it| div_kernel(
+            it,
+            Rounding::Floor,
+            b.unwrap_or(a)
+        )),
     );
     r
 }
@@ -420,11 +432,11 @@ fn scalar_ops(a: &Tensor, b: &Tensor) -> bool {
         both_scalar!(a, b, false, |it| add_kernel(it, Scalar::Int(2))),
         dense
     );
-    assert_eq!(both_scalar!(a, b, false, |it| mul_kernel(it)), dense);
-    let div = both_scalar!(a, b, true, |it| div_kernel(it, Rounding::True));
+    assert_eq!(both_scalar!(a, b, false, |it| mul_kernel(it, b)), dense);
+    let div = both_scalar!(a, b, true, |it| div_kernel(it, Rounding::True, b));
     assert!(!div || dense);
     assert_eq!(
-        both_scalar!(a, b, false, |it| div_kernel(it, Rounding::Floor)),
+        both_scalar!(a, b, false, |it| div_kernel(it, Rounding::Floor, b)),
         dense
     );
     assert_eq!(both_scalar!(a, b, false, |it| pow_kernel(it)), dense);

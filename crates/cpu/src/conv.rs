@@ -174,18 +174,20 @@ fn prepare(
             join(&kernel)
         )));
     }
-    if input.dtype() != weight.dtype() {
-        return Err(invalid(format!(
-            "Input type ({}) and weight type ({}) should be the same",
-            input.type_string(),
-            weight.type_string()
-        )));
-    }
+    // PyTorch's CPU convolution reads the bias check's dtypes by their TypeMeta names and
+    // meets a weight of another dtype only in its kernel, as a typed read of the weight.
     if let Some(b) = bias.filter(|b| b.dtype() != input.dtype()) {
         return Err(invalid(format!(
             "Input type ({}) and bias type ({}) should be the same",
-            input.type_string(),
-            b.type_string()
+            input.dtype().type_meta_name(),
+            b.dtype().type_meta_name()
+        )));
+    }
+    if input.dtype() != weight.dtype() {
+        return Err(invalid(format!(
+            "expected scalar type {} but found {}",
+            input.dtype().c10_name(),
+            weight.dtype().c10_name()
         )));
     }
     if !input.dtype().is_floating_point() {

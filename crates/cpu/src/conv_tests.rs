@@ -279,7 +279,7 @@ fn conv_errors() {
             &[0],
             1
         ),
-        "Input type (torch.FloatTensor) and weight type (torch.DoubleTensor) should be the same"
+        "expected scalar type Float but found Double"
     );
     let xi = cast(&x, ScalarType::Long).unwrap();
     assert_eq!(

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 use switchboard_tensor::RawOps;
 use switchboard_tensor::{ScalarType, Tensor};
 
+use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Num};
-use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
 use crate::loops::{in_parallel_region, GRAIN_SIZE};
 
@@ -61,12 +61,6 @@ pub fn embedding_dense_backward(
             "embedding_dense_backward: num_weights must be non-negative, got {num_weights}"
         )));
     }
-    if !grad_output.dtype().is_floating_point() {
-        return Err(crate::error::not_implemented(
-            "embedding_backward",
-            grad_output.dtype(),
-        ));
-    }
     let d = grad_output.sizes()[grad_output.dim() - 1];
     let out = Tensor::zeros_on(&[num_weights, d], grad_output.dtype(), device)?;
     if device.is_meta() {
@@ -91,7 +85,8 @@ pub fn embedding_dense_backward(
     }
     let g = grad_output.contiguous()?;
     let d = d as usize;
-    dispatch_floating_types!(g.dtype(), "embedding_backward", T => {
+    // Every dtype, as PyTorch's (an integer gradient scaled by frequency truncates).
+    dispatch_all_types_and_bool!(g.dtype(), "embedding_backward", T => {
         let gs = g.data::<T>()?;
         let mut os = out.data_mut::<T>()?;
         // Each task owns a range of weight rows and adds the lookups landing in it, so no two

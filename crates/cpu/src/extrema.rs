@@ -180,6 +180,11 @@ fn arg_reduce(
     keepdim: bool,
     values: bool,
 ) -> Result<(Option<Tensor>, Tensor)> {
+    // PyTorch's `check_argmax_argmin` (`max.dim`/`min.dim`, which also return values, take
+    // bools).
+    if !values && self_.dtype() == ScalarType::Bool {
+        return Err(invalid(format!("{name}(): does not support bool input")));
+    }
     let (input, mask, shape_sizes) = match dim {
         Some(d) => {
             let mask = reduction_mask(Some(&[d]), self_.dim())?;

@@ -13,76 +13,6 @@ use crate::error::{check_cpu_or_meta, invalid, not_implemented, Result};
 use crate::iter::{check_internal_overlap, IterConfig};
 use crate::promote::DEFAULT_FLOAT;
 
-/// The C++ name c10's `Scalar::to<T>` uses for a dtype in its overflow message.
-fn scalar_accessor_name(dtype: ScalarType) -> &'static str {
-    use ScalarType::*;
-    match dtype {
-        Byte => "uint8_t",
-        Char => "int8_t",
-        Short => "int16_t",
-        Int => "int",
-        Long => "int64_t",
-        Half => "at::Half",
-        Float => "float",
-        Double => "double",
-        Bool => "bool",
-        BFloat16 => "at::BFloat16",
-    }
-}
-
-/// The finite range of a dtype as `f64` (`numeric_limits<T>::lowest()`, `max()`).
-pub(crate) fn dtype_range(dtype: ScalarType) -> (f64, f64) {
-    use ScalarType::*;
-    match dtype {
-        Byte => (0.0, u8::MAX as f64),
-        Char => (i8::MIN as f64, i8::MAX as f64),
-        Short => (i16::MIN as f64, i16::MAX as f64),
-        Int => (i32::MIN as f64, i32::MAX as f64),
-        Long => (i64::MIN as f64, i64::MAX as f64),
-        Half => (f16::MIN.to_f64(), f16::MAX.to_f64()),
-        Float => (f32::MIN as f64, f32::MAX as f64),
-        Double => (f64::MIN, f64::MAX),
-        Bool => (0.0, 1.0),
-        BFloat16 => (bf16::MIN.to_f64(), bf16::MAX.to_f64()),
-    }
-}
-
-/// `value` converted to `T`, failing as c10's `checked_convert` does when it overflows `T`
-/// ("value cannot be converted to type uint8_t without overflow"). Infinities and NaN pass
-/// into floating types; integers may wrap into unsigned types from negative values down to
-/// `-max` (c10's two's-complement allowance); bool takes any value.
-pub fn checked_scalar<T: Element>(value: Scalar) -> Result<T> {
-    let dtype = T::DTYPE;
-    let overflow = match (dtype, value) {
-        (ScalarType::Bool, _) | (_, Scalar::Bool(_)) => false,
-        (d, Scalar::Float(f)) => {
-            if d.is_floating_point() {
-                let (lo, hi) = dtype_range(d);
-                f.is_finite() && (f < lo || f > hi)
-            } else {
-                // NaN and infinities overflow integers (c10 compares in double).
-                let (lo, hi) = dtype_range(d);
-                f.is_nan() || f < lo || f > hi
-            }
-        }
-        (d, Scalar::Int(i)) => match d {
-            ScalarType::Byte => !(-255..=255).contains(&i),
-            ScalarType::Char => i < i8::MIN as i64 || i > i8::MAX as i64,
-            ScalarType::Short => i < i16::MIN as i64 || i > i16::MAX as i64,
-            ScalarType::Int => i < i32::MIN as i64 || i > i32::MAX as i64,
-            ScalarType::Half => (i as f64).abs() > f16::MAX.to_f64(),
-            _ => false,
-        },
-    };
-    if overflow {
-        return Err(invalid(format!(
-            "value cannot be converted to type {} without overflow",
-            scalar_accessor_name(dtype)
-        )));
-    }
-    Ok(value.to::<T>())
-}
-
 fn check_factory_options(
     op: &str,
     layout: Option<Layout>,
@@ -185,7 +115,7 @@ fn distinct_locations(t: &Tensor) -> Result<Tensor> {
 pub fn fill_scalar_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     check_cpu_or_meta("fill_", self_.device())?;
     dispatch_all_types_and_bool!(self_.dtype(), "fill_cpu", T => {
-        let v = checked_scalar::<T>(value)?;
+        let v = value.checked_to::<T>()?;
         if self_.has_data() && self_.numel() > 0 {
             let target = distinct_locations(self_)?;
             let iter = IterConfig::new("fill_").out(&target).build()?;
@@ -230,9 +160,9 @@ pub fn zero_(self_: &Tensor) -> Result<Tensor> {
 fn arange_len(dtype: ScalarType, start: Scalar, end: Scalar, step: Scalar) -> Result<i64> {
     let (xs, xe, xst) = if dtype.is_integral(false) {
         let (s, e, st) = (
-            checked_scalar::<i64>(start)?,
-            checked_scalar::<i64>(end)?,
-            checked_scalar::<i64>(step)?,
+            start.checked_to::<i64>()?,
+            end.checked_to::<i64>()?,
+            step.checked_to::<i64>()?,
         );
         (s as f64, e as f64, st as f64)
     } else {
@@ -321,7 +251,7 @@ pub fn arange_start_out(start: Scalar, end: Scalar, step: Scalar, out: &Tensor) 
             write_arange::<f64>(&out, |i| start.to_f64() + step.to_f64() * i as f64)
         }
         d => {
-            let (s, st) = (checked_scalar::<i64>(start)?, checked_scalar::<i64>(step)?);
+            let (s, st) = (start.checked_to::<i64>()?, step.checked_to::<i64>()?);
             crate::dispatch_integral_types!(d, "arange_cpu", T => {
                 write_arange::<T>(&out, |i| T::from_i64(s.wrapping_add(st.wrapping_mul(i))))
             })
@@ -392,7 +322,7 @@ mod tests {
             fill_scalar_(&h, Scalar::Float(1e6))
                 .unwrap_err()
                 .to_string(),
-            "value cannot be converted to type at::Half without overflow"
+            "value cannot be converted to type c10::Half without overflow"
         );
         fill_scalar_(&h, Scalar::Float(f64::INFINITY)).unwrap();
         let i = Tensor::zeros(&[1], ScalarType::Int).unwrap();

@@ -10,7 +10,6 @@ use crate::dispatch_dtype::{CpuElement, Float, Num};
 use crate::dispatch_integral_types;
 use crate::error::{not_implemented, Result};
 use crate::loops::{in_parallel_region, parallel_for};
-use crate::scalar_acc;
 
 // Note [GEMM through the gemm crate]
 // `gemm::gemm` takes each operand as a pointer plus row and column strides in elements, so
@@ -309,6 +308,9 @@ pub(super) fn batched_gemm(
         batched_gemm(&d32, &a32, &b32, alpha, beta, op)?;
         return copy_into(dst, &d32);
     }
+    // `alpha.to<opmath_t>()` (checked; float16/bfloat16 reached this with a float `dst`).
+    alpha.check_fits(dtype)?;
+    beta.check_fits(dtype)?;
     let _access = Access::new(&[a, b], &[dst])?;
     let per = m.saturating_mul(n).saturating_mul(k.max(1));
     let grain = (PAR_FLOPS / per.max(1)).max(1);
@@ -351,7 +353,7 @@ pub(super) fn batched_gemm(
         ScalarType::Double => float_path!(f64),
         ScalarType::Bool => Err(not_implemented(op, dtype)),
         dt => dispatch_integral_types!(dt, op, T => {
-            let (al, be) = (scalar_acc::<T>(alpha), scalar_acc::<T>(beta));
+            let (al, be) = (alpha.to::<T>().to_acc(), beta.to::<T>().to_acc());
             run(&|i| {
                 // SAFETY: as in the float path.
                 unsafe {

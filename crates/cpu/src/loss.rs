@@ -32,9 +32,14 @@ impl Reduction {
     }
 }
 
-/// The checks shared by `nll_loss_forward` and `nll_loss_backward` (PyTorch's meta
-/// functions); returns the device.
-fn nll_check(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Result<Device> {
+/// The checks shared by `nll_loss_forward` and `nll_loss_backward` (`forward` says which);
+/// returns the device.
+fn nll_check(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    forward: bool,
+) -> Result<Device> {
     let mut all = vec![self_, target];
     all.extend(weight);
     let device = same_device(&all)?;
@@ -72,11 +77,28 @@ fn nll_check(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Result
             )));
         }
     }
-    if !self_.dtype().is_floating_point() {
-        return Err(not_implemented("nll_loss_out_frame", self_.dtype()));
+    // The forward checks the target's dtype before dispatching on the input's; the backward
+    // dispatches first and then reads a non-Byte target as int64.
+    let long_or_byte = matches!(target.dtype(), ScalarType::Long | ScalarType::Byte);
+    if forward && !long_or_byte {
+        return Err(invalid(format!(
+            "expected target dtype to be Long or Byte, but got {}",
+            target.dtype().c10_name()
+        )));
     }
-    if !matches!(target.dtype(), ScalarType::Long | ScalarType::Byte) {
-        return Err(not_implemented("nll_loss_out_frame", target.dtype()));
+    if !self_.dtype().is_floating_point() {
+        let kernel = if forward {
+            "nll_loss_out_frame"
+        } else {
+            "nll_loss_backward_out_frame"
+        };
+        return Err(not_implemented(kernel, self_.dtype()));
+    }
+    if !long_or_byte {
+        return Err(invalid(format!(
+            "expected scalar type Long but found {}",
+            target.dtype().c10_name()
+        )));
     }
     Ok(device)
 }
@@ -139,7 +161,7 @@ pub fn nll_loss_forward(
     reduction: i64,
     ignore_index: i64,
 ) -> Result<(Tensor, Tensor)> {
-    let device = nll_check(self_, target, weight)?;
+    let device = nll_check(self_, target, weight, true)?;
     let red = Reduction::parse(reduction)?;
     let dtype = self_.dtype();
     let per_sample = red == Reduction::None && self_.dim() == 2;
@@ -210,7 +232,7 @@ pub fn nll_loss_backward(
     total_weight: &Tensor,
 ) -> Result<Tensor> {
     same_device(&[grad_output, self_])?;
-    let device = nll_check(self_, target, weight)?;
+    let device = nll_check(self_, target, weight, false)?;
     let red = Reduction::parse(reduction)?;
     if total_weight.numel() != 1 {
         return Err(invalid(format!(

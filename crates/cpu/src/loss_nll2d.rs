@@ -44,12 +44,19 @@ fn check_inputs(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Res
             shape_str(t)
         )));
     }
+    if !matches!(target.dtype(), ScalarType::Long | ScalarType::Byte) {
+        return Err(invalid(format!(
+            "expected target dtype to be Long or Byte, but got {}",
+            target.dtype().c10_name()
+        )));
+    }
     if !self_.dtype().is_floating_point() {
         return Err(not_implemented(
             "nll_loss2d_forward_out_frame",
             self_.dtype(),
         ));
     }
+    // The 2-d kernels read the target as int64 only.
     if target.dtype() != ScalarType::Long {
         return Err(invalid(format!(
             "expected scalar type Long but found {}",

@@ -60,6 +60,7 @@ fn check(
             shape_str(input.sizes())
         )));
     }
+    check_param_dtypes(input, weight, bias)?;
     if !input.dtype().is_floating_point() {
         return Err(crate::error::not_implemented(
             "LayerNormKernelImpl",
@@ -76,6 +77,49 @@ fn check(
         stat_shape,
         device,
     })
+}
+
+/// PyTorch's parameter dtype rules: parameters whose (first) dtype differs from the input's
+/// are a "mixed type", allowed only as Float parameters of a float16/bfloat16 input; otherwise
+/// every parameter has the input's dtype (its kernel reads them as the input's type).
+fn check_param_dtypes(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+) -> Result<()> {
+    let dtype = input.dtype();
+    let Some(first) = weight.or(bias).map(|p| p.dtype()) else {
+        return Ok(());
+    };
+    if first != dtype {
+        if [weight, bias]
+            .into_iter()
+            .flatten()
+            .any(|p| p.dtype() != ScalarType::Float)
+        {
+            return Err(invalid(
+                "mixed dtype (CPU): expect parameter to have scalar type of Float",
+            ));
+        }
+        if !matches!(dtype, ScalarType::Half | ScalarType::BFloat16) {
+            return Err(invalid(
+                "mixed dtype (CPU): all inputs must share same datatype.",
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(p) = [weight, bias]
+        .into_iter()
+        .flatten()
+        .find(|p| p.dtype() != dtype)
+    {
+        return Err(invalid(format!(
+            "expected scalar type {} but found {}",
+            dtype.c10_name(),
+            p.dtype().c10_name()
+        )));
+    }
+    Ok(())
 }
 
 /// The dtype of `mean`/`rstd` (and of the parameters' computation): Float for a Half or

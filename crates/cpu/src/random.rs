@@ -9,19 +9,24 @@
 //! results depend on the seed only, never on the thread count. With the same seed they match
 //! PyTorch's CPU results as follows:
 //! - `uniform_`: bit-exact for `[0, 1)` (float: `(random() & (2^24 - 1)) * 2^-24`, double:
-//!   53 bits of `random64()`, Half 11 and BFloat16 8 bits of `random()`); other ranges compute
-//!   `x * (to - from) + from` as PyTorch's source does (its compiler may contract it to an FMA,
-//!   a 1-ulp difference);
+//!   53 bits of `random64()`; float16 and bfloat16 draw the float sample, computed in float
+//!   with `from`/`to` as floats, and round it); other ranges compute `x * (to - from) + from`
+//!   as PyTorch's source does (its compiler may contract it to an FMA, a 1-ulp difference);
 //! - `random_.from` (`randint`): exact for every dtype and range, including the switch to
 //!   `random64()` for ranges of 2^28 and more;
 //! - `normal_`: tensors under 16 elements or non-contiguous ones use the double Box-Muller with
 //!   its cached second sample, exact up to libm's last bit; contiguous tensors of 16 or more
 //!   use PyTorch's `normal_fill` (uniforms first, then Box-Muller in blocks of 16, the tail
 //!   block redrawn): the same stream, but x86 builds of PyTorch compute float32 blocks with
-//!   AVX2 approximations of log/sin/cos, so values agree to about 1e-6, not bitwise;
+//!   AVX2 approximations of log/sin/cos, so values agree to about 1e-6, not bitwise. float16
+//!   and bfloat16 tensors of 16 or more elements are filled as float32 and rounded, which
+//!   matches PyTorch 2.15 when the size is a multiple of 16; with a partial last block PyTorch
+//!   places the recomputed tail differently (not reproduced: the tail elements differ);
 //! - `bernoulli_.float` (and so `native_dropout`'s mask): PyTorch's default kernel (`u < p`
 //!   with a double uniform per element), which PyTorch uses on non-Intel CPUs; PyTorch builds
-//!   with MKL on Intel CPUs use MKL's own generator instead, which is not reproduced.
+//!   with MKL on Intel CPUs use MKL's own generator instead, which is not reproduced;
+//! - `bernoulli_.Tensor`: `u < p` per element, `u` a double uniform for a float64 `p` and a
+//!   float one (24 bits of `random()`) for any other `p`, compared as float: exact.
 
 use switchboard_tensor::{
     bf16, f16, Access, Element, Generator, GeneratorState, RawOps, Scalar, ScalarType, Tensor,
@@ -31,7 +36,6 @@ use crate::copy::empty_like_layout;
 use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Float, FloatElement, Num};
 use crate::error::{check_cpu_or_meta, invalid, not_implemented, Result};
-use crate::factory::dtype_range;
 use crate::iter::{broadcast_strides, check_internal_overlap, coalesce, reorder_dims};
 use crate::loops::for_each_row;
 use crate::{clone, mul_scalar, mul_scalar_, mul_tensor};
@@ -128,7 +132,7 @@ pub fn uniform_(
     if !dtype.is_floating_point() {
         return Err(not_implemented("check_uniform_bounds", dtype));
     }
-    let (lo, hi) = dtype_range(dtype);
+    let (lo, hi) = dtype.finite_range();
     for (v, name) in [(from, "from"), (to, "to")] {
         if !(v >= lo && v <= hi) {
             return Err(invalid(format!(
@@ -168,19 +172,18 @@ pub fn uniform_(
                 unit_uniform(ScalarType::Float, &mut g) as f32 * (t - f) + f
             })
         }
+        // Reduced floats draw a float sample and round it (Note [Matching PyTorch's random
+        // streams]).
         ScalarType::Half => {
-            // c10's Half arithmetic rounds `to - from` to Half.
-            let f = f16::from_f64(from).to_f32();
-            let span = f16::from_f32(f16::from_f64(to).to_f32() - f).to_f32();
+            let (f, t) = (from as f32, to as f32);
             serial_fill::<f16>(self_, || {
-                f16::from_f32(unit_uniform(ScalarType::Half, &mut g) as f32 * span + f)
+                f16::from_f32(unit_uniform(ScalarType::Float, &mut g) as f32 * (t - f) + f)
             })
         }
         _ => {
-            let f = bf16::from_f64(from).to_f32();
-            let span = bf16::from_f32(bf16::from_f64(to).to_f32() - f).to_f32();
+            let (f, t) = (from as f32, to as f32);
             serial_fill::<bf16>(self_, || {
-                bf16::from_f32(unit_uniform(ScalarType::BFloat16, &mut g) as f32 * span + f)
+                bf16::from_f32(unit_uniform(ScalarType::Float, &mut g) as f32 * (t - f) + f)
             })
         }
     }?;
@@ -284,6 +287,13 @@ pub fn normal_(
     let mut g = gen.lock();
     let g = &mut *g;
     if self_.numel() >= 16 && self_.is_contiguous() {
+        if matches!(dtype, ScalarType::Half | ScalarType::BFloat16) {
+            // Drawn as float32 and rounded (Note [Matching PyTorch's random streams]).
+            let drawn = Tensor::empty(self_.sizes(), ScalarType::Float)?;
+            normal_fill::<f32>(&drawn, mean, std, g)?;
+            crate::copy_(self_, &drawn, false)?;
+            return Ok(self_.clone());
+        }
         crate::dispatch_floating_types!(dtype, "normal_kernel_cpu", T => {
             normal_fill::<T>(self_, mean, std, g)
         })?;
@@ -341,7 +351,7 @@ fn round_through(v: i64, dtype: ScalarType) -> i64 {
 
 /// `check_from_to_in_range`.
 fn check_from_to(from: i64, to_inc: i64, dtype: ScalarType) -> Result<()> {
-    let (lo, hi) = dtype_range(dtype);
+    let (lo, hi) = dtype.finite_range();
     let out = |v: i64| (v as f64) < lo || (v as f64) > hi;
     let name = type_meta_name(dtype);
     if out(from) {
@@ -408,7 +418,7 @@ pub fn random_from_(
                 }
                 max
             } else {
-                dtype_range(dtype).1 as i64
+                dtype.finite_range().1 as i64
             };
             check_from_to(from, to_inc, dtype)?;
             (
@@ -540,8 +550,9 @@ pub fn bernoulli_float_(self_: &Tensor, p: f64, generator: Option<&Generator>) -
 /// Tensor(a!)`
 ///
 /// Sets each element of `self` (any dtype) to 1 with the probability at the same place in `p`
-/// (floating, broadcast to `self`'s shape), else 0: PyTorch's default kernel, a double
-/// uniform per element compared with its `p`, drawn in `self`'s element order.
+/// (floating, broadcast to `self`'s shape), else 0: PyTorch's default kernel, a uniform per
+/// element (double for a float64 `p`, else float) compared with its `p`, drawn in `self`'s
+/// element order.
 pub fn bernoulli_tensor_(
     self_: &Tensor,
     p: &Tensor,
@@ -568,11 +579,18 @@ pub fn bernoulli_tensor_(
     let gen = generator_or_default(generator);
     let mut g = gen.lock();
     let mut probs = probs.into_iter();
+    // A double `p` compares with a double uniform (`bernoulli_distribution<double>`), any
+    // other floating `p` with a float one, as float (`bernoulli_distribution<float>`).
+    let double_p = p.dtype() == ScalarType::Double;
     dispatch_all_types_and_bool!(self_.dtype(), "bernoulli_tensor_cpu_self_", T => {
         serial_fill::<T>(&drawn, || {
-            let u = unit_uniform(ScalarType::Double, &mut g);
             let p = probs.next().unwrap_or(0.0);
-            <T as Element>::from_i64((u < p) as i64)
+            let hit = if double_p {
+                unit_uniform(ScalarType::Double, &mut g) < p
+            } else {
+                (unit_uniform(ScalarType::Float, &mut g) as f32) < p as f32
+            };
+            <T as Element>::from_i64(hit as i64)
         })
     })?;
     drop(g);

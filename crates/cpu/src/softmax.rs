@@ -310,6 +310,15 @@ fn backward_impl(
             output.dtype().c10_name()
         )));
     }
+    // PyTorch's meta function gives a Float grad with a Half `input_dtype` a Half result, which
+    // its CPU kernel then refuses to write as Float (an empty result is not written).
+    if out_dtype != grad_output.dtype() && !device.is_meta() && grad_output.numel() > 0 {
+        return Err(invalid(format!(
+            "expected scalar type {} but found {}",
+            grad_output.dtype().c10_name(),
+            out_dtype.c10_name()
+        )));
+    }
     let gi = Tensor::empty_on(grad_output.sizes(), grad_output.dtype(), device)?;
     if !device.is_meta() {
         let (g, y) = (grad_output.contiguous()?, output.contiguous()?);

@@ -4,7 +4,6 @@
 use switchboard_tensor::RawOps;
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
-use crate::binary::scalar_acc;
 use crate::copy::clone;
 use crate::dispatch_dtype::{Acc, CpuElement, Num};
 use crate::error::{invalid, Result};
@@ -26,7 +25,23 @@ fn where_loop<T: CpuElement>(iter: &TensorIter) -> Result<()> {
     iter.for_each3(|c: bool, a: T, b: T| if c { a } else { b })
 }
 
+/// A uint8 condition is still taken (as bool), with PyTorch's one-time deprecation warning.
+fn bool_condition(condition: &Tensor) -> Result<Tensor> {
+    if condition.dtype() != ScalarType::Byte {
+        return Ok(condition.clone());
+    }
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        switchboard_dispatcher::warn(
+            "where received a uint8 condition tensor. This behavior is deprecated and will be \
+             removed in a future version of PyTorch. Use a boolean condition instead.",
+        )
+    });
+    crate::copy::cast(condition, ScalarType::Bool)
+}
+
 fn where_impl(condition: &Tensor, a: &Tensor, b: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+    let condition = &bool_condition(condition)?;
     check_condition(condition)?;
     let iter = IterConfig::new("where_cpu")
         .maybe_out(out)
@@ -63,18 +78,27 @@ pub fn where_self_out(
     where_impl(condition, self_, other, Some(out))
 }
 
+fn where_scalar_dtype(tensor: &Tensor, value: Scalar) -> ScalarType {
+    let mut promoted = ResultTypeState::default();
+    promoted.update_tensor(tensor);
+    promoted.update_scalar(value);
+    promoted.result().unwrap_or(DEFAULT_FLOAT)
+}
+
 /// `where.ScalarSelf(Tensor condition, Scalar self, Tensor other)`.
 pub fn where_scalar_self(condition: &Tensor, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    self_.check_fits_scalar_tensor(where_scalar_dtype(other, self_))?;
     where_impl(condition, &Tensor::wrapped_scalar(self_), other, None)
 }
 
 /// `where.ScalarOther(Tensor condition, Tensor self, Scalar other)`.
 pub fn where_scalar_other(condition: &Tensor, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    other.check_fits_scalar_tensor(where_scalar_dtype(self_, other))?;
     where_impl(condition, self_, &Tensor::wrapped_scalar(other), None)
 }
 
 fn masked_fill_loop<T: CpuElement>(iter: &TensorIter, value: Scalar) -> Result<()> {
-    let v = value.to::<T>();
+    let v = value.checked_to::<T>()?;
     iter.for_each2(move |x: T, m: bool| if m { v } else { x })
 }
 
@@ -82,7 +106,7 @@ fn check_mask(mask: &Tensor) -> Result<()> {
     if mask.dtype() != ScalarType::Bool {
         return Err(invalid(format!(
             "masked_fill_ only supports boolean masks, but got mask with dtype {}",
-            mask.dtype().c10_name()
+            mask.dtype().type_meta_name()
         )));
     }
     Ok(())
@@ -154,19 +178,76 @@ pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Resu
     masked_fill_scalar(self_, mask, v)
 }
 
+// Note [Clamp bounds outside the dtype's range]
+// An integral clamp's bound is not converted blindly (a negative bound would wrap into an
+// unsigned dtype): a lower bound below the dtype's range, or an upper bound above it, cannot
+// change any element and is dropped; the opposite case would force every element to a value
+// the dtype cannot hold, and is an error ("Clamp min value 300 is outside the representable
+// range of Char"), as PyTorch's `prepare_clamp_bound`. Integer bounds compare exactly (no
+// wrapping), float bounds as doubles. A floating dtype keeps its bounds, converted with the
+// checked conversion (Note [Checked scalar conversion]).
+
+/// Whether an integer-dtype clamp bound lies below / above `dtype`'s range.
+fn bound_outside(bound: Scalar, dtype: ScalarType) -> (bool, bool) {
+    let (lo, hi) = dtype.integer_range().unwrap_or((i64::MIN, i64::MAX));
+    match bound {
+        Scalar::Float(f) => (f < lo as f64, f > hi as f64),
+        _ => {
+            let v = bound.to_i64();
+            (v < lo, v > hi)
+        }
+    }
+}
+
+/// The bound to apply, or `None` to drop it (Note [Clamp bounds outside the dtype's range]).
+fn prepare_clamp_bound(
+    bound: Option<Scalar>,
+    dtype: ScalarType,
+    is_lower_bound: bool,
+) -> Result<Option<Scalar>> {
+    let Some(bound) = bound else {
+        return Ok(None);
+    };
+    if !dtype.is_integral(false) {
+        return Ok(Some(bound));
+    }
+    let (below, above) = bound_outside(bound, dtype);
+    if !below && !above {
+        return Ok(Some(bound));
+    }
+    if is_lower_bound == below {
+        return Ok(None);
+    }
+    Err(invalid(format!(
+        "Clamp {} value {} is outside the representable range of {}",
+        if is_lower_bound { "min" } else { "max" },
+        Scalar::Float(bound.to_f64()),
+        dtype.c10_name()
+    )))
+}
+
 fn clamp_scalar_loop<T: CpuElement>(
     iter: &TensorIter,
     min: Option<Scalar>,
     max: Option<Scalar>,
 ) -> Result<()> {
-    let lo = min.map(scalar_acc::<T>);
-    let hi = max.map(scalar_acc::<T>);
     // A NaN bound makes every element NaN, as in PyTorch (`clamp_out` fills the result with
     // NaN, `clamp_min_out`/`clamp_max_out` with the bound); a NaN bound is a float, so the
     // result dtype is floating.
-    if let Some(nan) = [lo, hi].into_iter().flatten().find(|b| b.is_nan()) {
+    if [min, max]
+        .into_iter()
+        .flatten()
+        .any(|b| b.to_f64().is_nan())
+    {
+        let nan = Acc::<T>::from_f64(f64::NAN);
         return iter.for_each1(move |_: T| T::from_acc(nan));
     }
+    let dtype = T::DTYPE;
+    let min = prepare_clamp_bound(min, dtype, true)?;
+    let max = prepare_clamp_bound(max, dtype, false)?;
+    // Compared in the element type, as `min.to<scalar_t>()` (checked).
+    let lo = min.map(|s| s.checked_to::<T>()).transpose()?.map(T::to_acc);
+    let hi = max.map(|s| s.checked_to::<T>()).transpose()?.map(T::to_acc);
     match (lo, hi) {
         (Some(lo), Some(hi)) => iter.for_each1(move |x: T| {
             let x = x.to_acc();
@@ -181,9 +262,8 @@ fn clamp_scalar_loop<T: CpuElement>(
             let x = x.to_acc();
             T::from_acc(if x > hi { hi } else { x })
         }),
-        (None, None) => Err(invalid(
-            "torch.clamp: At least one of 'min' or 'max' must not be None",
-        )),
+        // Both bounds dropped: the result is `self`.
+        (None, None) => iter.for_each1(|x: T| x),
     }
 }
 
@@ -204,6 +284,15 @@ fn clamp_impl(
         promoted.update_scalar(s);
     }
     let dtype = promoted.result().unwrap_or(DEFAULT_FLOAT);
+    // PyTorch's clamp meta functions refuse to promote an in-place clamp, naming `self`'s
+    // dtype by its C++ type.
+    if out.is_some_and(|o| o.is_same(self_)) && dtype != self_.dtype() {
+        return Err(invalid(format!(
+            "result type {} can't be cast to the desired output type {}",
+            dtype.c10_name(),
+            self_.dtype().type_meta_name()
+        )));
+    }
     let iter = IterConfig::new("clamp")
         .maybe_out(out)
         .input(self_)
@@ -356,10 +445,14 @@ mod tests {
         let r = where_scalar_other(&c, &a, Scalar::Int(9)).unwrap();
         assert_eq!(r.sizes(), &[3, 2]);
         assert_eq!(r.to_vec::<u8>().unwrap(), [5, 6, 9, 9, 5, 6]);
+        let f = Tensor::from_vec(vec![1.0f32, 0.0], &[2]).unwrap();
         assert_eq!(
-            where_self(&a, &a, &a).unwrap_err().to_string(),
-            "where expected condition to be a boolean tensor, but got a tensor with dtype Byte"
+            where_self(&f, &a, &a).unwrap_err().to_string(),
+            "where expected condition to be a boolean tensor, but got a tensor with dtype Float"
         );
+        // A uint8 condition is deprecated but taken as bool.
+        let r = where_self(&a, &a, &Tensor::from_vec(vec![0u8, 0], &[2]).unwrap()).unwrap();
+        assert_eq!(r.to_vec::<u8>().unwrap(), [5, 6]);
     }
 
     #[test]

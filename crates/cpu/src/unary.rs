@@ -278,12 +278,12 @@ pub fn neg_(self_: &Tensor) -> Result<Tensor> {
 
 /// `abs(Tensor self)`: `|x|` (identity on bool).
 pub fn abs(self_: &Tensor) -> Result<Tensor> {
-    num_unary("abs_cpu", self_, None, &Abs, true)
+    num_unary("abs_cpu", self_, None, &Abs, false)
 }
 
 /// `abs.out(Tensor self, *, Tensor(a!) out)`.
 pub fn abs_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    num_unary("abs_cpu", self_, Some(out), &Abs, true)
+    num_unary("abs_cpu", self_, Some(out), &Abs, false)
 }
 
 /// `abs_(Tensor(a!) self)`.
@@ -315,12 +315,22 @@ pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
 /// assert_eq!(relu(&t).unwrap().to_vec::<i32>().unwrap(), [0, 0, 3]);
 /// ```
 pub fn relu(self_: &Tensor) -> Result<Tensor> {
+    check_relu_dtype(self_)?;
     num_unary("clamp_min_scalar_cpu", self_, None, &Relu, false)
 }
 
 /// `relu_(Tensor(a!) self)`.
 pub fn relu_(self_: &Tensor) -> Result<Tensor> {
+    check_relu_dtype(self_)?;
     num_unary("clamp_min_scalar_cpu", self_, Some(self_), &Relu, false)
+}
+
+/// PyTorch's `relu` refuses bools before its kernel (`clamp_min`) is reached.
+fn check_relu_dtype(self_: &Tensor) -> Result<()> {
+    if self_.dtype() == ScalarType::Bool {
+        return Err(invalid("Boolean inputs not supported for relu"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

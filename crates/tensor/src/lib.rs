@@ -79,6 +79,7 @@ mod print;
 mod promote;
 mod resize;
 mod scalar;
+mod scalar_convert;
 mod storage;
 mod storage_block;
 mod strided;

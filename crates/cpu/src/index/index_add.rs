@@ -2,7 +2,6 @@
 
 use switchboard_tensor::{wrap_dim, Access, Scalar, Tensor};
 
-use crate::binary::scalar_acc;
 use crate::copy::copy_into;
 use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Num};
@@ -123,7 +122,7 @@ fn index_add_impl(
     let _access = Access::new(&[&b], &[&a])?;
     let (pa, pb) = (a.mut_data_ptr() as usize, b.data_ptr() as usize);
     dispatch_all_types_and_bool!(a.dtype(), "index_add_cpu_", T => {
-        let alpha = scalar_acc::<T>(alpha);
+        let alpha = alpha.checked_to::<T>()?.to_acc();
         slice_pairs(&a, &b, d, &off_a, &off_b, false, |n, oa, ob, sa, sb| {
             for k in 0..n as isize {
                 // SAFETY: `_access` holds the borrows (`self` exclusively; `source` does not

@@ -3,7 +3,7 @@
 //! embedding.
 
 use switchboard_dispatcher::Result;
-use switchboard_tensor::{ScalarType, Tensor};
+use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use super::{error, expand_param};
 use crate::TensorOps;
@@ -588,6 +588,11 @@ pub fn nll_loss2d(
             shape_str(t)
         )));
     }
+    // `nll_loss2d_forward` reads the target as int64 only (`nll_loss_forward`, which computes
+    // it here, also takes uint8 and checks the other dtypes).
+    if target.dtype() == ScalarType::Byte {
+        return Err(error("expected scalar type Long but found Byte"));
+    }
     let rows = crate::reshape(&crate::permute(self_, &[0, 2, 3, 1])?, &[-1, i[1]])?;
     let out = crate::nll_loss_forward(
         &rows,
@@ -680,6 +685,16 @@ fn class_weight_view(w: &Tensor, rank: usize, class_dim: usize) -> Result<Tensor
     crate::view(w, &shape)
 }
 
+fn check_label_smoothing(label_smoothing: f64) -> Result<()> {
+    if label_smoothing > 1.0 {
+        return Err(error(format!(
+            "label_smoothing must be between 0.0 and 1.0. Got: {}",
+            Scalar::Float(label_smoothing)
+        )));
+    }
+    Ok(())
+}
+
 /// `cross_entropy_loss`, as PyTorch's: class probabilities when `target` has the input's
 /// shape, else class indices through `nll_loss_nd(log_softmax(self, class_dim))`, with label
 /// smoothing mixing in the mean of `-log p` over the classes. Inputs `(C)`, `(N, C)` and
@@ -708,14 +723,12 @@ pub fn cross_entropy_loss(
         return cross_entropy_prob_target(self_, target, weight, reduction, label_smoothing);
     }
     let logp = log_softmax(self_, class_dim as i64, Some(self_.dtype()))?;
-    if label_smoothing <= 0.0 {
+    // A NaN `label_smoothing` means no smoothing, as PyTorch's `label_smoothing > 0.0` test
+    // decides.
+    if label_smoothing.is_nan() || label_smoothing <= 0.0 {
         return nll_loss_nd(&logp, target, weight, reduction, ignore_index);
     }
-    if label_smoothing > 1.0 {
-        return Err(error(format!(
-            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
-        )));
-    }
+    check_label_smoothing(label_smoothing)?;
     let nll = nll_loss_nd(&logp, target, weight, reduction, ignore_index)?;
     let n_classes = logp.sizes()[class_dim];
     let weighted = match weight {
@@ -773,11 +786,7 @@ fn cross_entropy_prob_target(
     }
     let logp = log_softmax(self_, class_dim as i64, Some(self_.dtype()))?;
     let target = if label_smoothing > 0.0 {
-        if label_smoothing > 1.0 {
-            return Err(error(format!(
-                "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
-            )));
-        }
+        check_label_smoothing(label_smoothing)?;
         crate::add_scalar(
             &crate::mul_scalar(target, 1.0 - label_smoothing)?,
             label_smoothing / n_classes as f64,
