@@ -3,8 +3,8 @@
 
 Run by hand, not by CI, from a virtual environment outside the repository:
 
-    python3 -m venv /work/venv-torch && /work/venv-torch/bin/pip install torch numpy
-    /work/venv-torch/bin/python benches/pytorch_train_step.py [STEPS [THREADS [BENCH...]]]
+    python3 -m venv VENV && VENV/bin/pip install torch numpy    # VENV: outside the checkout
+    VENV/bin/python benches/pytorch_train_step.py [STEPS [THREADS [BENCH...]]]
 
 Workloads (one JSON object per line, as `cargo run --release --example compute_bench`):
 - mlp_train_step: MLP 784-512-512-10 (ReLU), batch 128, cross_entropy, SGD(lr=0.01, momentum=0.9);

@@ -3,8 +3,8 @@
 Switchboard (`examples/compute_bench`) runs of the same workloads and prints the README's table.
 
     cargo build --release -p switchboard-cli --example compute_bench
-    python3 benches/side_by_side.py [--rounds 5] [--steps 50] [--threads 2] \
-        [--python /work/venv-torch/bin/python] [--readme]
+    python3 benches/side_by_side.py --python VENV/bin/python [--rounds 5] [--steps 50] \
+        [--threads 2] [--readme]
 
 Each round runs both sides once (the order alternates between rounds); a side's figure is the
 median over rounds of its per-run median step time (and the minimum of its per-run minima).
@@ -35,7 +35,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--python", default="/work/venv-torch/bin/python")
+    ap.add_argument("--python", required=True, help="a Python with torch and numpy")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/examples/compute_bench"))
     ap.add_argument("--readme", action="store_true", help="write the table into README.md")
     ap.add_argument("benches", nargs="*", default=BENCHES)

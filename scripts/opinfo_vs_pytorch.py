@@ -3,7 +3,7 @@
 Switchboard's CPU kernels differ: errors, result dtypes, sizes, strides, values.
 
     cargo run -p switchboard-opinfo --example dump_samples > samples.jsonl
-    /work/venv-torch/bin/python scripts/opinfo_vs_pytorch.py samples.jsonl
+    VENV/bin/python scripts   # VENV: a virtual environment with torch and numpy/opinfo_vs_pytorch.py samples.jsonl
 
 Strides are compared on dimensions of size > 1 (PyTorch's own significant strides); values
 with float tolerances (NaN equal to NaN); random operators by metadata only. Exit status 1

@@ -3,7 +3,7 @@ crates/trace/tests/pytorch_ops.rs, into make_fx_reference.txt.
 
 The programs of SINGLE are traced as `single(fn)`: `fn(x)`, then backward of its sum.
 
-Run: /work/venv-torch/bin/python crates/trace/tests/data/make_fx_reference.py > crates/trace/tests/data/make_fx_reference.txt
+Run (VENV: a virtual environment with torch): VENV/bin/python crates/trace/tests/data/make_fx_reference.py > crates/trace/tests/data/make_fx_reference.txt
 
 Each program is traced with `make_fx(f)(*inputs)` (tracing_mode="real", no decomposition
 table: the operators that run), and the operators of its `call_function` nodes are printed
