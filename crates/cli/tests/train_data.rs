@@ -126,15 +126,13 @@ fn tiny_finite_features_train() {
 
 #[test]
 fn divergence_is_blamed_on_its_cause() {
+    // A decay float32 cannot hold is refused before training (PyTorch refuses the `add`).
     let out = run_limited(2048, &["train", "--epochs", "1", "--weight-decay", "1e308"]);
     assert_eq!(out.status.code(), Some(2));
     let e = stderr(&out);
     assert!(
-        e.starts_with("error: the loss diverged (")
-            && e.ends_with(
-                "--weight-decay 1e308 is beyond float32's range (at most 3.4028235e38), so the \
-                 decay term weight_decay * weight is not finite: lower --weight-decay"
-            ),
+        e.contains("--weight-decay")
+            && e.contains("must be at most 3.4028235e38 (the parameters are float32), got 1e308"),
         "{e}"
     );
     let out = run_limited(

@@ -51,10 +51,19 @@ pub fn check_momentum(v: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// `--weight-decay`: a finite number, at least 0 (PyTorch's optimizers refuse a negative one).
+/// `--weight-decay`: a finite number, at least 0 (PyTorch's optimizers refuse a negative one),
+/// that float32 holds: the decay is the `alpha` of an `add` on the float32 parameters, which
+/// PyTorch refuses beyond float32's range ("value cannot be converted to type float without
+/// overflow"), so it is refused here before anything runs.
 pub fn check_weight_decay(v: f64) -> Result<(), String> {
     if !(v.is_finite() && v >= 0.0) {
         return Err(format!("must be a finite number, at least 0, got {v}"));
+    }
+    if v > f64::from(f32::MAX) {
+        return Err(format!(
+            "must be at most {:e} (the parameters are float32), got {v:e}",
+            f32::MAX
+        ));
     }
     Ok(())
 }
@@ -135,7 +144,7 @@ mod tests {
             assert!(check_momentum(bad).is_err(), "{bad}");
         }
         assert!(check_momentum(0.0).is_ok() && check_momentum(0.99).is_ok());
-        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 1e39] {
             assert!(check_weight_decay(bad).is_err(), "{bad}");
         }
         assert!(check_weight_decay(0.0).is_ok());
