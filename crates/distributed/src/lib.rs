@@ -14,6 +14,7 @@
 
 mod backend;
 mod buffer;
+pub mod c10d_ops;
 pub mod ddp;
 mod error;
 mod fingerprint;
