@@ -201,3 +201,106 @@ fn without_mpi_distributed_is_refused() {
          MPI installation)"
     );
 }
+
+/// The arguments of a small training run (`--epochs` added by each test).
+#[cfg(feature = "mpi")]
+const SMALL_RUN: [&str; 7] = [
+    "train",
+    "--hidden",
+    "8",
+    "--no-summary",
+    "--no-progress",
+    "--threads",
+    "1",
+];
+
+/// A rank that stops taking part (here: it trains one epoch fewer, finishes and leaves) makes
+/// the others fail with the watchdog's error once `--distributed-timeout` passed, and the job
+/// ends: no rank waits forever.
+#[cfg(feature = "mpi")]
+#[test]
+fn a_rank_that_stops_early_fails_the_others_within_the_timeout() {
+    let exe = env!("CARGO_BIN_EXE_switchboard");
+    let mut cmd = mpirun(1);
+    // Two app contexts: rank 0 trains two epochs, rank 1 one.
+    cmd.arg(exe)
+        .args(SMALL_RUN)
+        .args([
+            "--epochs",
+            "2",
+            "--distributed",
+            "--distributed-timeout",
+            "3",
+        ])
+        .args([":", "-np", "1", exe])
+        .args(SMALL_RUN)
+        .args([
+            "--epochs",
+            "1",
+            "--distributed",
+            "--distributed-timeout",
+            "3",
+        ]);
+    let out = run_job(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("error: ")
+            && stderr.contains("Watchdog caught collective operation timeout: WorkMPI("),
+        "{stderr}"
+    );
+}
+
+/// A rank that dies (killed) ends the job: mpirun stops the other ranks and names the dead one.
+#[cfg(feature = "mpi")]
+#[test]
+fn a_rank_that_dies_ends_the_job() {
+    let exe = env!("CARGO_BIN_EXE_switchboard");
+    let mut cmd = mpirun(1);
+    // Rank 1 is killed a moment after it started; rank 0 has far more to train than that.
+    cmd.arg(exe)
+        .args(SMALL_RUN)
+        .args(["--epochs", "1000", "--distributed"])
+        .args([":", "-np", "1", "timeout", "--signal=KILL", "2", exe])
+        .args(SMALL_RUN)
+        .args(["--epochs", "1000", "--distributed"]);
+    let out = run_job(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("process rank 1") && stderr.contains("exited on signal 9 (Killed)"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("final test accuracy"), "{stdout}");
+}
+
+/// A rank that fails with an error (here: its data file is missing) prints it and ends the job:
+/// it exits without finalising MPI, so mpirun stops the ranks waiting for it.
+#[cfg(feature = "mpi")]
+#[test]
+fn a_rank_that_fails_ends_the_job_with_its_error() {
+    let exe = env!("CARGO_BIN_EXE_switchboard");
+    let mut cmd = mpirun(1);
+    cmd.arg(exe)
+        .args(SMALL_RUN)
+        .args(["--epochs", "1000", "--distributed"])
+        .args([":", "-np", "1", exe])
+        .args(SMALL_RUN)
+        .args([
+            "--epochs",
+            "1000",
+            "--distributed",
+            "--data",
+            "/nonexistent/data.csv",
+        ]);
+    let out = run_job(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("error: /nonexistent/data.csv: No such file or directory"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("final test accuracy"), "{stdout}");
+}

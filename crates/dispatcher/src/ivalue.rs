@@ -2,9 +2,13 @@
 
 use std::fmt;
 
+use std::sync::Arc;
+
 use switchboard_keys::DispatchKeySet;
 use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 use thin_vec::ThinVec;
+
+use crate::custom_class::Object;
 
 /// A boxed value: one argument or return of an operator in the boxed calling convention.
 ///
@@ -62,6 +66,8 @@ pub enum IValue {
     Tuple(ThinVec<IValue>),
     /// Any other list.
     GenericList(ThinVec<IValue>),
+    /// An object of a custom class (Note [Custom class objects]).
+    Object(Arc<Object>),
 }
 
 // Note [Two-word IValues]
@@ -104,6 +110,7 @@ impl IValue {
             IValue::OptionalTensorList(_) => "List[Optional[Tensor]]",
             IValue::Tuple(_) => "Tuple",
             IValue::GenericList(_) => "List",
+            IValue::Object(o) => o.qualified_name(),
         }
     }
 
@@ -291,6 +298,7 @@ impl fmt::Display for IValue {
                 f.write_str(")")
             }
             IValue::GenericList(v) => list(f, v),
+            IValue::Object(o) => write!(f, "{o:?}"),
         }
     }
 }

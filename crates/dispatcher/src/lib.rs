@@ -30,6 +30,7 @@
 mod arg;
 mod arities;
 mod call;
+mod custom_class;
 mod debug;
 mod dispatch_args;
 mod dispatcher;
@@ -56,6 +57,7 @@ mod tls;
 
 pub use arg::{Arg, KernelParam};
 pub use call::{OperatorHandle, TypedOperatorHandle};
+pub use custom_class::{CustomClass, Object};
 pub use debug::RegistrationDebug;
 pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
 pub use error::{DispatchError, DispatchErrorKind, Result, SchemaMismatch};

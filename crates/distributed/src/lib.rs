@@ -8,12 +8,16 @@
 //!   and the single process (a world of one, for code and tests without MPI).
 //! - The collectives as dispatcher operators (`_c10d_functional::all_reduce`, ...,
 //!   `wait_tensor`), so that the lazy backend, the tracer and dispatch modes see them.
+//! - PyTorch's in-place `c10d::*` operators ([`c10d_ops`]: `allreduce_`, `broadcast_`, ...),
+//!   taking the process group and the reduction and returning the [`Work`] as custom class
+//!   objects.
 //! - [`DistributedDataParallel`]: parameters broadcast from rank 0, gradients averaged in
 //!   buckets launched from post-accumulate-grad hooks while backward goes on, `no_sync`.
 //! - [`DistributedSampler`]: each rank's shard of every epoch.
 
 mod backend;
 mod buffer;
+pub mod c10d_ops;
 pub mod ddp;
 mod error;
 mod fingerprint;

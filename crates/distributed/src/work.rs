@@ -73,6 +73,24 @@ impl Work {
         }
     }
 
+    /// A work that is already complete (PyTorch's `FakeWork`: what the collectives' Meta kernels
+    /// return, as nothing is communicated).
+    pub fn completed(description: &str) -> Work {
+        Work {
+            state: Arc::new(Mutex::new(State::Done(Ok(())))),
+            description: description.into(),
+            timeout: Duration::ZERO,
+            on_timeout: Arc::new(|| {}),
+        }
+    }
+
+    /// The work with `timeout` in place of the group's for [`wait`](Self::wait) (a
+    /// collective's own timeout option).
+    pub fn with_timeout(mut self, timeout: Duration) -> Work {
+        self.timeout = timeout;
+        self
+    }
+
     /// Sets what runs with the result when the work completes.
     pub fn then(self, f: OnComplete) -> Work {
         if let State::Pending { on_complete, .. } = &mut *self.lock() {

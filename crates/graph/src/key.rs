@@ -272,5 +272,11 @@ pub(crate) fn encode_ivalue(w: &mut Encoder, c: &IValue) {
                 encode_ivalue(w, x);
             }
         }
+        IValue::Object(o) => {
+            // By identity, as tensors: an object's state is opaque (a process group, a work),
+            // and the graph holding the constant keeps the object, so its address stays its own.
+            w.word(18);
+            w.word(std::sync::Arc::as_ptr(o) as u64);
+        }
     }
 }

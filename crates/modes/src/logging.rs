@@ -129,6 +129,9 @@ pub(crate) fn write_value(out: &mut String, v: &IValue) {
             let _ = write!(out, "{m:?}");
         }
         IValue::Generator(_) => out.push_str("Generator"),
+        IValue::Object(o) => {
+            let _ = write!(out, "{o:?}");
+        }
     }
 }
 
