@@ -67,6 +67,9 @@ pub struct OperatorSemantics {
     /// For each return, whether it is a write alias (`-> Tensor(a!)`: the written argument
     /// itself) rather than a view.
     pub return_writes: Box<[bool]>,
+    /// For each return, whether it is a view of an argument (annotated without `!`:
+    /// `-> Tensor(a)`, `-> Tensor(a)[]`).
+    pub return_views: Box<[bool]>,
     /// The overload's kind.
     pub kind: SchemaKind,
     /// Some return is a view of an argument (torchgen's `is_view_op`: a return annotated
@@ -92,6 +95,24 @@ const UNINITIALISED: &[&str] = &[
     "new_empty",
     "new_empty_strided",
 ];
+
+/// The semantics of an operator without a schema: nothing known written or aliased, and not
+/// known to be pure.
+impl Default for OperatorSemantics {
+    fn default() -> Self {
+        OperatorSemantics {
+            written: Box::new([]),
+            return_aliases: Box::new([]),
+            return_writes: Box::new([]),
+            return_views: Box::new([]),
+            kind: SchemaKind::Functional,
+            is_view: false,
+            is_random: false,
+            is_pure: false,
+            is_data_dependent: false,
+        }
+    }
+}
 
 impl OperatorSemantics {
     /// The semantics of an operator defined with `schema` and `tags`.
@@ -121,10 +142,12 @@ impl OperatorSemantics {
             .iter()
             .map(|r| r.alias_info().is_some_and(|i| i.is_write()))
             .collect();
-        let is_view = schema
+        let return_views: Box<[bool]> = schema
             .returns()
             .iter()
-            .any(|r| r.alias_info().is_some_and(|i| !i.is_write()));
+            .map(|r| r.alias_info().is_some_and(|i| !i.is_write()))
+            .collect();
+        let is_view = return_views.contains(&true);
         let is_random = tags.contains(&Tag::NondeterministicSeeded)
             || args.iter().any(|a| mentions_generator(a.ty()));
         let is_pure =
@@ -134,6 +157,7 @@ impl OperatorSemantics {
             written,
             return_aliases,
             return_writes,
+            return_views,
             is_view,
             is_random,
             is_pure,

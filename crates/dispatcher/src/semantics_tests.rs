@@ -52,6 +52,7 @@ fn out_with_several_outputs() {
     assert_eq!(&*s.written, &[3, 4]);
     assert_eq!(&*s.return_aliases, &[Some(3), Some(4)]);
     assert_eq!(&*s.return_writes, &[true, true]);
+    assert_eq!(&*s.return_views, &[false, false]);
     assert!(!s.is_pure);
 }
 
@@ -70,6 +71,7 @@ fn views() {
     );
     // The list's items are views of `self`; the list itself aliases no argument.
     assert!(split.is_view);
+    assert_eq!(&*split.return_views, &[true]);
     assert_eq!(&*split.return_aliases, &[None]);
 }
 
