@@ -3,7 +3,7 @@
 //! tracing, the CPU fallback).
 
 use switchboard_keys::DispatchKey;
-use switchboard_schema::{FunctionSchema, Tag, Type};
+use switchboard_schema::{Argument, FunctionSchema, Tag, Type};
 
 use crate::table::Resolver;
 use crate::{Dispatcher, KernelKind, OperatorHandle, Provenance};
@@ -213,39 +213,49 @@ fn mentions_generator(t: &Type) -> bool {
     }
 }
 
-/// The base name the functional counterpart of an overload of `kind` named `base` has, by
-/// torchgen's naming rules: `add_` -> `add`, `__iadd__` -> `__add__`, `add` (out=) -> `add`,
-/// `_native_batch_norm_legit` (mutable) -> `_native_batch_norm_legit_functional`. `None` for a
-/// functional overload.
-pub(crate) fn functional_base_name(kind: SchemaKind, base: &str) -> Option<String> {
-    match kind {
-        SchemaKind::Functional => None,
-        SchemaKind::Out => Some(base.to_string()),
-        SchemaKind::Mutable => Some(format!("{base}_functional")),
-        SchemaKind::Inplace => Some(
-            match base.strip_prefix("__i").and_then(|b| b.strip_suffix("__")) {
-                Some(dunder) => format!("__{dunder}__"),
-                None => base.trim_end_matches('_').to_string(),
-            },
-        ),
-    }
+/// The base names the functional counterpart of an overload of `kind` named `base` may have,
+/// by torchgen's naming rules: `add_` -> `add`, `__iadd__` -> `__add__`, `add` (out=) ->
+/// `add`; a functional form named with `_functional` when the plain name is taken or itself
+/// mutable (`normal_` -> `normal_functional`, `_native_batch_norm_legit` ->
+/// `_native_batch_norm_legit_functional`). Empty for a functional overload.
+pub(crate) fn functional_base_names(kind: SchemaKind, base: &str) -> Vec<String> {
+    let plain = match kind {
+        SchemaKind::Functional => return Vec::new(),
+        SchemaKind::Mutable => return vec![format!("{base}_functional")],
+        SchemaKind::Out => base.to_string(),
+        SchemaKind::Inplace => match base.strip_prefix("__i").and_then(|b| b.strip_suffix("__")) {
+            Some(dunder) => return vec![format!("__{dunder}__")],
+            None => base.trim_end_matches('_').to_string(),
+        },
+    };
+    let suffixed = format!("{plain}_functional");
+    vec![plain, suffixed]
 }
+
+/// The keyword arguments torchgen groups as `TensorOptions`: a factory's out= overload has none
+/// (`full.out` vs `full`), and torchgen's `Arguments.signature()` drops them.
+const TENSOR_OPTIONS: &[&str] = &["dtype", "layout", "device", "pin_memory"];
 
 /// Whether `candidate` (a functional overload) is the functional counterpart of `schema` (of
 /// `kind`): torchgen's `FunctionSchema.signature()` equality, i.e. the same arguments by name
-/// and type once the out= arguments are dropped, and as many returns (alias annotations and
-/// defaults do not count).
+/// and type once the out= and TensorOptions arguments are dropped, and as many returns (alias
+/// annotations and defaults do not count).
 pub(crate) fn is_functional_counterpart(
     schema: &FunctionSchema,
     kind: SchemaKind,
     candidate: &FunctionSchema,
 ) -> bool {
+    let signature = |a: &&Argument| !a.is_out() && !TENSOR_OPTIONS.contains(&a.name());
     let ours = schema
         .arguments()
         .iter()
-        .filter(|a| !(kind == SchemaKind::Out && a.is_out()))
+        .filter(signature)
         .map(|a| (a.name(), a.ty()));
-    let theirs = candidate.arguments().iter().map(|a| (a.name(), a.ty()));
+    let theirs = candidate
+        .arguments()
+        .iter()
+        .filter(signature)
+        .map(|a| (a.name(), a.ty()));
     let returns = match kind {
         // An out= overload returns its out arguments; `_functional` adds the updated
         // buffers to the returns.
@@ -266,14 +276,19 @@ impl Dispatcher {
         let record = op.schema()?;
         let schema = &record.schema;
         let kind = record.semantics.kind;
-        let base = functional_base_name(kind, schema.base_name())?;
-        let full = match schema.namespace() {
-            Some(ns) => format!("{ns}::{base}"),
-            None => base,
-        };
+        let names: Vec<String> = functional_base_names(kind, schema.base_name())
+            .into_iter()
+            .map(|base| match schema.namespace() {
+                Some(ns) => format!("{ns}::{base}"),
+                None => base,
+            })
+            .collect();
+        if names.is_empty() {
+            return None;
+        }
         self.list_operators()
             .into_iter()
-            .filter(|name| name.name() == full)
+            .filter(|name| names.iter().any(|n| n == name.name()))
             .filter_map(|name| self.find_op(&name))
             .find(|candidate| {
                 candidate.schema().is_some_and(|c| {

@@ -151,6 +151,17 @@ fn functional_counterpart_by_torchgen_rules() {
     let out = d.find_op(&name("myops::add.out")).unwrap();
     assert!(d.functional_counterpart(&out).unwrap().ptr_eq(&functional));
     assert!(d.functional_counterpart(&functional).is_none());
+    // A factory's out= overload has no TensorOptions (torchgen drops them from signatures).
+    lib.def("full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)")
+        .unwrap();
+    lib.def(
+        "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, \
+         Device? device=None, bool? pin_memory=None) -> Tensor",
+    )
+    .unwrap();
+    let full_out = d.find_op(&name("myops::full.out")).unwrap();
+    let full = d.find_op(&name("myops::full")).unwrap();
+    assert!(d.functional_counterpart(&full_out).unwrap().ptr_eq(&full));
     let bn = d.find_op(&name("myops::bn")).unwrap();
     let bn_functional = d.find_op(&name("myops::bn_functional")).unwrap();
     assert!(d
