@@ -128,20 +128,7 @@ fn cast_all(
     values: &mut [IValue],
 ) -> Result<()> {
     for value in values {
-        match value {
-            IValue::Tensor(t) => *t = cached_cast(policy, to, lower, t)?,
-            IValue::TensorList(ts) => {
-                for t in ts.iter_mut() {
-                    *t = cached_cast(policy, to, lower, t)?;
-                }
-            }
-            IValue::OptionalTensorList(ts) => {
-                for t in ts.iter_mut().flatten() {
-                    *t = cached_cast(policy, to, lower, t)?;
-                }
-            }
-            _ => {}
-        }
+        value.try_map_tensors(|t| cached_cast(policy, to, lower, t))?;
     }
     Ok(())
 }

@@ -22,7 +22,9 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use switchboard_dispatcher::{DispatchKeySet, IValue, OperatorHandle, Result, Stack};
+use switchboard_dispatcher::{
+    stack_tensors, DispatchKeySet, IValue, OperatorHandle, Result, Stack,
+};
 use switchboard_tensor::Tensor;
 
 use crate::autograd_meta;
@@ -148,26 +150,12 @@ fn fallback_message(op: &str) -> String {
 
 /// Whether a boxed value holds a tensor that may require grad.
 fn requires_grad(v: &IValue) -> bool {
-    match v {
-        IValue::Tensor(t) => t.requires_grad_hint(),
-        IValue::TensorList(ts) => ts.iter().any(|t| t.requires_grad_hint()),
-        IValue::OptionalTensorList(ts) => ts.iter().flatten().any(|t| t.requires_grad_hint()),
-        _ => false,
-    }
+    v.tensors().any(|t| t.requires_grad_hint())
 }
 
 /// The tensors of boxed values, in order.
 fn tensors(vs: &[IValue]) -> Vec<Tensor> {
-    let mut out = Vec::new();
-    for v in vs {
-        match v {
-            IValue::Tensor(t) => out.push(t.clone()),
-            IValue::TensorList(ts) => out.extend(ts.iter().cloned()),
-            IValue::OptionalTensorList(ts) => out.extend(ts.iter().flatten().cloned()),
-            _ => {}
-        }
-    }
-    out
+    stack_tensors(vs).cloned().collect()
 }
 
 /// The Autograd key's fallback (Note [Autograd fallback modes]); switchboard-ops registers it

@@ -108,23 +108,12 @@ pub fn to_cpu(t: &Tensor) -> Result<Tensor> {
 /// Moves every tensor in `v` (also inside lists and tuples) with `f`.
 pub fn map_tensors(v: &mut IValue, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<()> {
     match v {
-        IValue::Tensor(t) => *t = f(t)?,
-        IValue::TensorList(ts) => {
-            for t in ts.iter_mut() {
-                *t = f(t)?;
-            }
-        }
-        IValue::OptionalTensorList(ts) => {
-            for t in ts.iter_mut().flatten() {
-                *t = f(t)?;
-            }
-        }
         IValue::Tuple(vs) | IValue::GenericList(vs) => {
             for v in vs.iter_mut() {
                 map_tensors(v, f)?;
             }
         }
-        _ => {}
+        v => v.try_map_tensors(f)?,
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Calling operators: `OperatorHandle` (boxed calls) and `TypedOperatorHandle` (typed calls).
 
+use crate::semantics::OperatorSemantics;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -60,6 +61,12 @@ impl OperatorHandle {
     /// The operator's schema, if it is defined.
     pub fn schema(&self) -> Option<Arc<SchemaRecord>> {
         self.0.schema()
+    }
+
+    /// What the operator's schema and tags say about it, computed when it was defined (Note
+    /// [One home for an operator's facts]); `None` when it has no schema.
+    pub fn semantics(&self) -> Option<Arc<OperatorSemantics>> {
+        self.0.schema().map(|r| r.semantics.clone())
     }
 
     /// True when the operator was defined with `tag` (`OperatorHandle::hasTag`). An operator

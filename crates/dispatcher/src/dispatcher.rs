@@ -1,5 +1,6 @@
 //! The `Dispatcher`: the registry of operators and backend fallbacks.
 
+use crate::semantics::OperatorSemantics;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -295,6 +296,7 @@ impl Dispatcher {
             return Err(e);
         }
         entry.set_schema(Some(SchemaRecord {
+            semantics: Arc::new(OperatorSemantics::of(&schema, &tags)),
             schema,
             debug,
             alias_analysis,

@@ -39,6 +39,7 @@ mod error;
 mod handle;
 mod introspect;
 mod ivalue;
+mod ivalue_tensors;
 mod kernel;
 mod library;
 mod observe;
@@ -51,6 +52,9 @@ mod refresh_tests;
 mod ret;
 mod schema_check;
 mod schema_default;
+mod semantics;
+#[cfg(test)]
+mod semantics_tests;
 mod stack_cache;
 mod table;
 mod tls;
@@ -62,6 +66,7 @@ pub use debug::RegistrationDebug;
 pub use dispatcher::{Dispatcher, RegistrationHandle, BUILTIN_FALLTHROUGH_KEYS};
 pub use error::{DispatchError, DispatchErrorKind, Result, SchemaMismatch};
 pub use ivalue::{IValue, Stack};
+pub use ivalue_tensors::stack_tensors;
 #[doc(hidden)]
 pub use kernel::Invoke;
 pub use kernel::{ArgList, BoxedKernelFn, KernelFn, KernelFnWithKeys, KernelFunction, KernelKind};
@@ -74,6 +79,7 @@ pub use operator::{AliasAnalysisKind, SchemaRecord};
 pub use packed_scalar::PackedScalar;
 pub use push::{push, PushValues};
 pub use ret::{KernelReturn, ReturnValue};
+pub use semantics::{KernelOrigin, OperatorSemantics, SchemaKind};
 pub use table::{runtime_keys, Provenance, RUNTIME_KEYS};
 pub use tls::*;
 // Warnings and the guard stack live in the keys crate, the lowest, so that every crate can

@@ -1,5 +1,6 @@
 //! `OperatorEntry`: one operator's schema, registered kernels and computed dispatch table.
 
+use crate::semantics::OperatorSemantics;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -82,6 +83,9 @@ pub struct SchemaRecord {
     /// The tags given at def time, in the order given (Note [Operator tags] in
     /// switchboard-schema).
     pub tags: Box<[Tag]>,
+    /// What the schema and tags say about the operator, computed at def time (Note [One home
+    /// for an operator's facts]).
+    pub semantics: Arc<OperatorSemantics>,
     /// The signature id of the last kernel found to fit the schema, 0 for none (Note [Schema
     /// checks remembered per signature]).
     pub(crate) fitting_signature: AtomicU64,

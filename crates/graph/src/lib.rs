@@ -10,8 +10,8 @@
 //! - [`Plan`]: a graph prepared to run: dead nodes dropped, identical pure calls merged (Note
 //!   [Merging identical nodes]), every intermediate freed after its last use; it replays the
 //!   calls through the dispatcher ([`Graph::replay`] for a one-off run).
-//! - [`Aliasing`], [`is_pure`] and [`is_random`]: what a schema says about writes, views and
-//!   purity.
+//! - [`output_root`], [`is_pure`] and [`is_random`]: the graph's reading of an operator's
+//!   semantics (`switchboard_dispatcher::OperatorSemantics`: writes, views, purity).
 //!
 //! ```
 //! use switchboard_dispatcher::{Dispatcher, IValue};
@@ -41,7 +41,7 @@ mod node;
 mod plan;
 mod print;
 
-pub use aliasing::{is_pure, is_random, Aliasing};
+pub use aliasing::{is_pure, is_random, output_root};
 pub use graph::{Graph, GraphError};
 pub use key::{constant_words, StructuralKey};
 pub use node::{snapshot, Arg, Node, NodeId, NodeKind, Output, Source, TensorMeta, Value};

@@ -2,14 +2,15 @@
 //! each intermediate freed after its last use.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use switchboard_dispatcher::{
-    DispatchError, DispatchKeySet, IValue, OperatorHandle, Result, Stack,
+    DispatchError, DispatchKeySet, IValue, OperatorHandle, OperatorSemantics, Result, Stack,
 };
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{copy_strided, Device, Tensor, TensorError};
 
-use crate::aliasing::{is_pure, Aliasing};
+use crate::aliasing::{is_pure, output_root};
 use crate::graph::Graph;
 use crate::key::{encode_node, Encoder};
 use crate::node::{Arg, NodeId, Source, Value};
@@ -95,7 +96,7 @@ pub struct Plan {
     slots: usize,
     steps: Vec<Step>,
     /// Per node: whether each return aliases an argument (such results are never re-laid out).
-    aliasing: Vec<Option<Aliasing>>,
+    aliasing: Vec<Option<Arc<OperatorSemantics>>>,
     merged: usize,
     /// The slots of the graph's outputs.
     output_slots: Vec<u32>,
@@ -121,9 +122,9 @@ impl Plan {
             slots += node.outputs().len() as u32;
         }
         let slot = |v: Value| slot_base[v.node.index()] + v.output;
-        let aliasing: Vec<Option<Aliasing>> = graph
+        let aliasing: Vec<Option<Arc<OperatorSemantics>>> = graph
             .nodes()
-            .map(|node| node.op().map(Aliasing::of_op))
+            .map(|node| node.op().map(|op| op.semantics().unwrap_or_default()))
             .collect();
 
         // The memory each value is (Note [Merging identical nodes]), and which is written.
@@ -142,7 +143,7 @@ impl Plan {
             let roots: Vec<Option<u32>> = node
                 .outputs()
                 .iter()
-                .map(|o| al.output_root(o.source, arg_root))
+                .map(|o| output_root(al, o.source, arg_root))
                 .collect();
             let written_roots: Vec<u32> = al.written.iter().filter_map(|&k| arg_root(k)).collect();
             for (j, r) in roots.into_iter().enumerate() {

@@ -2,7 +2,7 @@
 //! the call's stack, with their lazy storage), host tensors (snapshotted), lists of them, and
 //! constants; and the device check eager makes of them.
 
-use switchboard_dispatcher::{IValue, Result};
+use switchboard_dispatcher::{stack_tensors, IValue, Result};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, Tensor, TensorError};
 
@@ -35,7 +35,7 @@ fn host_ok(t: &Tensor, accepts_host: bool) -> bool {
 /// and cpu!", with the devices in argument order, as eager reports it.
 pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
     let mut first: Option<Device> = None;
-    let mut visit = |t: &Tensor| -> Result<()> {
+    let visit = |t: &Tensor| -> Result<()> {
         let d = if t.device().ty == DeviceType::Lazy {
             DEVICE
         } else if host_ok(t, accepts_host) {
@@ -56,15 +56,7 @@ pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
         }
         Ok(())
     };
-    for a in args {
-        match a {
-            IValue::Tensor(t) => visit(t)?,
-            IValue::TensorList(ts) => ts.iter().try_for_each(&mut visit)?,
-            IValue::OptionalTensorList(ts) => ts.iter().flatten().try_for_each(&mut visit)?,
-            _ => {}
-        }
-    }
-    Ok(())
+    stack_tensors(args).try_for_each(visit)
 }
 
 fn classify_tensor(t: &Tensor) -> Result<ArgKind<'_>> {

@@ -295,7 +295,7 @@ fn record(
 ) -> Result<SmallVec<[IValue; 2]>> {
     let shapes = cached_shapes(op, kinds, info.accepts_host)?;
 
-    let al = &info.aliasing;
+    let al = &info.semantics;
     let lazy_arg = |k: usize| match kinds.get(k) {
         Some(ArgKind::Lazy(t, _)) => Some(*t),
         _ => None,

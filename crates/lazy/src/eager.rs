@@ -19,12 +19,7 @@ fn is_lazy_tensor(t: &Tensor) -> bool {
 }
 
 fn has_lazy(v: &IValue) -> bool {
-    match v {
-        IValue::Tensor(t) => is_lazy_tensor(t),
-        IValue::TensorList(ts) => ts.iter().any(is_lazy_tensor),
-        IValue::OptionalTensorList(ts) => ts.iter().flatten().any(is_lazy_tensor),
-        _ => false,
-    }
+    v.tensors().any(is_lazy_tensor)
 }
 
 /// The CPU tensor holding `t`'s values (a view of its storage's data), running the pending
@@ -83,38 +78,14 @@ pub(crate) fn run_eagerly(op: &OperatorHandle, stack: &mut Stack) -> Result<()> 
         Ok(cpu)
     };
     for v in stack.iter_mut() {
-        let taken = std::mem::take(v);
-        *v = match taken {
-            IValue::Tensor(t) => IValue::Tensor(to_cpu(t)?),
-            IValue::TensorList(ts) => {
-                IValue::TensorList(ts.into_iter().map(&mut to_cpu).collect::<Result<_>>()?)
-            }
-            IValue::OptionalTensorList(ts) => IValue::OptionalTensorList(
-                ts.into_iter()
-                    .map(|t| t.map(&mut to_cpu).transpose())
-                    .collect::<Result<_>>()?,
-            ),
-            IValue::Device(d) if d.ty == DeviceType::Lazy => IValue::Device(Device::CPU),
-            other => other,
-        };
+        match v {
+            IValue::Device(d) if d.ty == DeviceType::Lazy => *d = Device::CPU,
+            v => v.try_map_tensors(|t| to_cpu(t.clone()))?,
+        }
     }
     op.redispatch_boxed(CPU, stack)?;
     for v in stack.iter_mut() {
-        let taken = std::mem::take(v);
-        *v = match taken {
-            IValue::Tensor(t) => IValue::Tensor(wrap(&replaced, t)?),
-            IValue::TensorList(ts) => IValue::TensorList(
-                ts.into_iter()
-                    .map(|t| wrap(&replaced, t))
-                    .collect::<Result<_>>()?,
-            ),
-            IValue::OptionalTensorList(ts) => IValue::OptionalTensorList(
-                ts.into_iter()
-                    .map(|t| t.map(|t| wrap(&replaced, t)).transpose())
-                    .collect::<Result<_>>()?,
-            ),
-            other => other,
-        };
+        v.try_map_tensors(|t| wrap(&replaced, t.clone()))?;
     }
     Ok(())
 }

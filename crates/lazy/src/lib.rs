@@ -136,7 +136,7 @@ use crate::storage::Contents;
 //   the one case their rule covers from typed arguments and box every other call, Note
 //   [Unboxed capture]); a call's arguments are `IValue`s in schema order, which become graph
 //   values (tensors) and constants (the rest), and aliasing comes from the schema's
-//   annotations (`switchboard_graph::Aliasing`).
+//   annotations, read from `switchboard_dispatcher::OperatorSemantics`.
 // - Where in-place/view semantics live for a backend that cannot alias memory: in the storage
 //   model above (Note [Lazy mutations and views]); the graph IR keeps writes as explicit nodes
 //   with SSA outputs, which a tracer can reuse as they are.

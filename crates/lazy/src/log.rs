@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use switchboard_dispatcher::{env_flag, IValue};
+use switchboard_dispatcher::{env_flag, stack_tensors, IValue};
 
 const UNKNOWN: u8 = 0;
 const OFF: u8 = 1;
@@ -107,18 +107,7 @@ pub(crate) fn shape(s: &[i64]) -> String {
 
 /// The shapes of the tensors among `values`, in order (lists flattened).
 pub(crate) fn shapes(values: &[IValue]) -> Vec<String> {
-    let mut out = Vec::new();
-    for v in values {
-        match v {
-            IValue::Tensor(t) => out.push(shape(t.sizes())),
-            IValue::TensorList(ts) => out.extend(ts.iter().map(|t| shape(t.sizes()))),
-            IValue::OptionalTensorList(ts) => {
-                out.extend(ts.iter().flatten().map(|t| shape(t.sizes())))
-            }
-            _ => {}
-        }
-    }
-    out
+    stack_tensors(values).map(|t| shape(t.sizes())).collect()
 }
 
 /// Writes the line of one intercepted call.

@@ -5,8 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 
-use switchboard_dispatcher::{DispatchError, DispatchKey, Dispatcher, OperatorHandle, Tag};
-use switchboard_graph::{is_random, Aliasing};
+use switchboard_dispatcher::{
+    DispatchError, DispatchKey, Dispatcher, OperatorHandle, OperatorSemantics, Provenance, Tag,
+};
 use switchboard_schema::{FunctionSchema, OperatorName, Type};
 use switchboard_tensor::TensorError;
 
@@ -25,7 +26,7 @@ pub(crate) enum Handling {
 pub(crate) struct OpInfo {
     /// `aten::add.Tensor`.
     pub name: String,
-    pub aliasing: Aliasing,
+    pub semantics: Arc<OperatorSemantics>,
     pub handling: Handling,
     /// The rule giving its output metadata without the shape cache (Note [Shape rules]).
     pub rule: Option<ShapeRule>,
@@ -48,14 +49,14 @@ impl OpInfo {
         let schema = op.schema();
         let handling = match &schema {
             None => Handling::Eager("the operator has no schema"),
-            Some(r) => handling_of(op, &r.schema),
+            Some(r) => handling_of(op, &r.schema, &r.semantics),
         };
         let name = op.name().to_string();
         OpInfo {
             rule: rule_for(&name),
             accepts_host: name == "aten::copy_",
             name,
-            aliasing: Aliasing::of_op(op),
+            semantics: op.semantics().unwrap_or_default(),
             handling,
             registered: AtomicBool::new(false),
             filter: AtomicU64::new(u64::MAX),
@@ -113,30 +114,33 @@ impl OpInfo {
 // data-dependent operator returning tensors too.
 
 /// Whether calls of `op` can be captured (Genie's layer 2) or must run eagerly (layer 3).
-fn handling_of(op: &OperatorHandle, schema: &FunctionSchema) -> Handling {
+fn handling_of(
+    op: &OperatorHandle,
+    schema: &FunctionSchema,
+    semantics: &OperatorSemantics,
+) -> Handling {
     for r in schema.returns() {
         if !is_tensor_return(r.ty()) {
             return Handling::Eager("it returns a host value");
         }
     }
-    if is_random(op) {
+    if semantics.is_random {
         return Handling::Eager("its results are random: it runs eagerly so that they match eager");
     }
-    if op.has_tag(Tag::DynamicOutputShape) {
-        return Handling::Eager(
-            "its output shape depends on the data (no Meta kernel can tell it)",
-        );
+    if semantics.is_data_dependent {
+        return Handling::Eager(if op.has_tag(Tag::DynamicOutputShape) {
+            "its output shape depends on the data (no Meta kernel can tell it)"
+        } else {
+            "its outputs depend on the data (no Meta kernel can tell them)"
+        });
     }
-    if op.has_tag(Tag::DataDependentOutput) {
-        return Handling::Eager("its outputs depend on the data (no Meta kernel can tell them)");
-    }
-    let d = Dispatcher::global();
-    let meta = d
-        .computed_kernel(&op.name().to_string(), DispatchKey::Meta)
-        .map(|(_, why)| why);
-    match meta {
-        Some("kernel" | "default backend kernel" | "math kernel") => Handling::Capture,
-        _ => Handling::Eager("it has no Meta kernel to compute its output metadata"),
+    if Dispatcher::global()
+        .kernel_origin(op, DispatchKey::Meta)
+        .is_operator_kernel()
+    {
+        Handling::Capture
+    } else {
+        Handling::Eager("it has no Meta kernel to compute its output metadata")
     }
 }
 
@@ -325,13 +329,9 @@ pub(crate) fn static_coverage() -> StaticCoverage {
             continue;
         }
         c.operators += 1;
-        let full = name.to_string();
-        match d
-            .computed_kernel(&full, DispatchKey::Lazy)
-            .map(|(_, why)| why)
-        {
-            Some("kernel") => c.registered += 1,
-            Some("default backend kernel" | "math kernel") => c.composite += 1,
+        match d.kernel_origin(&op, DispatchKey::Lazy).provenance {
+            Provenance::Kernel => c.registered += 1,
+            Provenance::DefaultBackend | Provenance::Math => c.composite += 1,
             _ => match op_info(&op).handling {
                 Handling::Capture => c.fallback += 1,
                 Handling::Eager(_) => c.eager_only += 1,

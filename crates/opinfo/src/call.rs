@@ -2,7 +2,9 @@
 //! (defaults for the ones it leaves out), the operator or one of its variants called through
 //! the dispatcher.
 
-use switchboard_dispatcher::{DispatchError, Dispatcher, IValue, OperatorHandle, Result, Stack};
+use switchboard_dispatcher::{
+    stack_tensors, DispatchError, Dispatcher, IValue, OperatorHandle, Result, Stack,
+};
 use switchboard_ops as ops;
 use switchboard_schema::FunctionSchema;
 use switchboard_tensor::{Device, ScalarType, Tensor};
@@ -231,13 +233,5 @@ impl Prepared {
 
 /// The tensors among an operator's returns (lists flattened), in order.
 pub fn returned_tensors(returns: &[IValue]) -> Vec<Tensor> {
-    let mut out = Vec::new();
-    for r in returns {
-        match r {
-            IValue::Tensor(t) => out.push(t.clone()),
-            IValue::TensorList(ts) => out.extend(ts.iter().cloned()),
-            _ => {}
-        }
-    }
-    out
+    stack_tensors(returns).cloned().collect()
 }

@@ -114,10 +114,8 @@ pub fn cpu_fallback(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
     op.redispatch_boxed(DispatchKeySet::from_key(DispatchKey::CPU), stack)?;
 
     // 3. Written arguments get the CPU results back.
-    for (arg, m) in args.iter().zip(&moved) {
-        if !arg.is_write() {
-            continue;
-        }
+    let semantics = &record.semantics;
+    for m in semantics.written.iter().filter_map(|&k| moved.get(k)) {
         match m {
             Some(Moved::Tensor(original, cpu)) => copy_back(original, cpu)?,
             Some(Moved::List(pairs)) => {
@@ -137,9 +135,9 @@ pub fn cpu_fallback(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
             op.name()
         ))
     })?;
-    for (ret, value) in returns.iter().zip(&mut stack[first_return..]) {
+    for (r, (ret, value)) in returns.iter().zip(&mut stack[first_return..]).enumerate() {
         if let Some(alias) = ret.alias_info() {
-            if !alias.is_write() {
+            if semantics.return_views[r] {
                 return Err(error(format!(
                     "The operator {} appears to be a view operator, but it has no \
                      implementation for the backend \"{}\". View operators don't support \
@@ -177,13 +175,7 @@ fn common_device(
 ) -> Result<Option<Device>> {
     let mut common: Option<Device> = None;
     for (arg, value) in args.iter().zip(values) {
-        let tensors: Vec<&Tensor> = match value {
-            IValue::Tensor(t) => vec![t],
-            IValue::TensorList(ts) => ts.iter().collect(),
-            IValue::OptionalTensorList(ts) => ts.iter().flatten().collect(),
-            _ => continue,
-        };
-        for t in tensors {
+        for t in value.tensors() {
             if t.is_cpu() && t.dim() == 0 {
                 continue;
             }

@@ -1,14 +1,13 @@
 //! The tracing dispatch mode: each call it sees becomes a node of the graph.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use switchboard_dispatcher::{
     DispatchKey, DispatchKeySet, Dispatcher, IValue, OperatorHandle, Result, Stack,
 };
-use switchboard_graph::{Aliasing, Arg, Graph, Output, Source, TensorMeta, Value};
+use switchboard_graph::{Arg, Graph, Output, Source, TensorMeta, Value};
 use switchboard_modes::{push_mode, DispatchMode};
 use switchboard_tensor::{Tensor, TensorError};
 
@@ -44,8 +43,6 @@ pub(crate) struct State {
     /// For each graph input, in order: `None` for an input the user declared, the snapshot
     /// for a constant.
     pub inputs: Vec<Option<Tensor>>,
-    /// The aliasing of each operator seen, by operator id.
-    aliasing: HashMap<usize, Rc<Aliasing>>,
     /// The `aten::as_strided` operator, once needed.
     as_strided: Option<OperatorHandle>,
 }
@@ -117,13 +114,6 @@ impl State {
             ),
             other => Arg::Const(other.clone()),
         })
-    }
-
-    fn aliasing(&mut self, op: &OperatorHandle) -> Rc<Aliasing> {
-        self.aliasing
-            .entry(op.id())
-            .or_insert_with(|| Rc::new(Aliasing::of_op(op)))
-            .clone()
     }
 
     /// Adds the node of a call that ran: `rets` are its returns, `written` the tensors it
@@ -203,12 +193,12 @@ impl DispatchMode for TraceMode {
         // The arguments' values before the call (an in-place call reads the old value).
         let (args, written) = {
             let mut state = self.state.borrow_mut();
-            let aliasing = state.aliasing(op);
+            let semantics = op.semantics().unwrap_or_default();
             let args = stack[base..]
                 .iter()
                 .map(|v| state.arg(v))
                 .collect::<Result<Vec<_>>>()?;
-            let written: Vec<(usize, Tensor)> = aliasing
+            let written: Vec<(usize, Tensor)> = semantics
                 .written
                 .iter()
                 .filter_map(|&k| match stack.get(base + k) {

@@ -7,7 +7,7 @@ use serde_json::{json, Value as Json};
 use switchboard_dispatcher::{
     AutoDispatchBelowADInplaceOrView, ExcludeDispatchKeyGuard, IValue, Result, Stack,
 };
-use switchboard_graph::{meta_annotation, Aliasing, Arg, Graph, NodeKind, Source, Value};
+use switchboard_graph::{meta_annotation, output_root, Arg, Graph, NodeKind, Source, Value};
 use switchboard_keys::AUTOCAST_DISPATCH_KEYSET;
 use switchboard_tensor::{Tensor, TensorError};
 
@@ -256,7 +256,7 @@ fn written_inputs(g: &Graph) -> Vec<bool> {
             NodeKind::Input { index } => vec![Some(*index as usize)],
             NodeKind::Call { op } => {
                 let args = n.args();
-                let al = Aliasing::of_op(op);
+                let al = op.semantics().unwrap_or_default();
                 let arg_root = |k: usize| match args.get(k) {
                     Some(Arg::Value(v)) => root[v.node.index()][v.output as usize],
                     _ => None,
@@ -268,7 +268,7 @@ fn written_inputs(g: &Graph) -> Vec<bool> {
                 }
                 n.outputs()
                     .iter()
-                    .map(|o| al.output_root(o.source, arg_root))
+                    .map(|o| output_root(&al, o.source, arg_root))
                     .collect()
             }
         };

@@ -1,0 +1,313 @@
+//! `OperatorSemantics`: what an operator's schema and tags say about it, computed once when the
+//! operator is defined and read by every layer that needs it (graph planning, lazy capture,
+//! tracing, the CPU fallback).
+
+use switchboard_keys::DispatchKey;
+use switchboard_schema::{Argument, FunctionSchema, Tag, Type};
+
+use crate::table::Resolver;
+use crate::{Dispatcher, KernelKind, OperatorHandle, Provenance};
+
+// Note [One home for an operator's facts]
+// Aliasing, mutation, the kind of an overload, purity, randomness and a data-dependent output
+// shape are facts of an operator's definition (its schema and tags), as PyTorch's
+// `FunctionSchema` alias info, `torch::utils::SchemaInfo` and torchgen's `SchemaKind` are. They
+// are computed once, at `def` time, into the `SchemaRecord` (`OperatorHandle::semantics`), so
+// that a layer reading them on a hot path reads precomputed data and no layer keeps its own
+// copy of the rules. The functional counterpart of an in-place, out= or mutable overload is
+// the one fact that depends on another operator, which may be defined later: it is resolved by
+// name when asked (`Dispatcher::functional_counterpart`). Where a key's kernel comes from is a
+// fact of the dispatch table, not of the definition: `Dispatcher::kernel_origin` gives it as a
+// `Provenance`.
+
+/// torchgen's `SchemaKind`: how an overload treats the tensors it is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemaKind {
+    /// Writes no argument (`add.Tensor`, `view`).
+    Functional,
+    /// Writes `self` and is named with a trailing underscore (`add_.Tensor`).
+    Inplace,
+    /// Writes keyword-only `out` arguments (`add.out`, `max.dim_max`).
+    Out,
+    /// Writes some other argument (`_native_batch_norm_legit`'s running statistics).
+    Mutable,
+}
+
+/// Where the kernel of one dispatch key of an operator comes from
+/// (`Dispatcher::kernel_origin`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelOrigin {
+    /// Why the slot holds its kernel: registered to the key, a composite kernel (explicit:
+    /// `DefaultBackend`, implicit: `Math`), the backend fallback, missing...
+    pub provenance: Provenance,
+    /// The kernel's kind: computes, falls through, missing, ambiguous.
+    pub kind: KernelKind,
+}
+
+impl KernelOrigin {
+    /// A kernel that computes the operator itself at this key: registered to it or composite
+    /// (not a fallthrough, a backend fallback or missing).
+    pub fn is_operator_kernel(self) -> bool {
+        self.kind == KernelKind::Regular
+            && matches!(
+                self.provenance,
+                Provenance::Kernel | Provenance::DefaultBackend | Provenance::Math
+            )
+    }
+}
+
+/// The facts of one operator's definition (Note [One home for an operator's facts]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorSemantics {
+    /// The arguments the operator writes (`Tensor(a!)`, `Tensor(a!)[]`), in order.
+    pub written: Box<[usize]>,
+    /// For each return, the argument it aliases, if any (`-> Tensor(a)` aliases the argument
+    /// annotated `(a)`; a returned list `Tensor(a)[]` aliases none, its items are views).
+    pub return_aliases: Box<[Option<usize>]>,
+    /// For each return, whether it is a write alias (`-> Tensor(a!)`: the written argument
+    /// itself) rather than a view.
+    pub return_writes: Box<[bool]>,
+    /// For each return, whether it is a view of an argument (annotated without `!`:
+    /// `-> Tensor(a)`, `-> Tensor(a)[]`).
+    pub return_views: Box<[bool]>,
+    /// The overload's kind.
+    pub kind: SchemaKind,
+    /// Some return is a view of an argument (torchgen's `is_view_op`: a return annotated
+    /// without `!`).
+    pub is_view: bool,
+    /// Calls draw random numbers: the operator is tagged `nondeterministic_seeded`, or it takes
+    /// a `Generator` (torchgen requires the tag of those, but an operator defined elsewhere may
+    /// lack it).
+    pub is_random: bool,
+    /// Calls are pure functions of their arguments: nothing written, nothing random, and the
+    /// result is not uninitialised memory (`empty`). Identical pure calls give equal results.
+    pub is_pure: bool,
+    /// The shape or the values of the outputs depend on the input data (tags
+    /// `dynamic_output_shape`, `data_dependent_output`): no Meta kernel can tell them.
+    pub is_data_dependent: bool,
+}
+
+/// Factories whose results are uninitialised memory: deterministic in their metadata only.
+const UNINITIALISED: &[&str] = &[
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "new_empty",
+    "new_empty_strided",
+];
+
+/// The semantics of an operator without a schema: nothing known written or aliased, and not
+/// known to be pure.
+impl Default for OperatorSemantics {
+    fn default() -> Self {
+        OperatorSemantics {
+            written: Box::new([]),
+            return_aliases: Box::new([]),
+            return_writes: Box::new([]),
+            return_views: Box::new([]),
+            kind: SchemaKind::Functional,
+            is_view: false,
+            is_random: false,
+            is_pure: false,
+            is_data_dependent: false,
+        }
+    }
+}
+
+impl OperatorSemantics {
+    /// The semantics of an operator defined with `schema` and `tags`.
+    pub fn of(schema: &FunctionSchema, tags: &[Tag]) -> OperatorSemantics {
+        let args = schema.arguments();
+        let written: Box<[usize]> = args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.is_write())
+            .map(|(i, _)| i)
+            .collect();
+        let return_aliases = schema
+            .returns()
+            .iter()
+            .map(|r| {
+                let info = r.alias_info()?;
+                args.iter().position(|a| {
+                    a.alias_info().is_some_and(|ai| {
+                        ai.before_set()
+                            .any(|s| s != "*" && info.before_set().any(|t| t == s))
+                    })
+                })
+            })
+            .collect();
+        let return_writes = schema
+            .returns()
+            .iter()
+            .map(|r| r.alias_info().is_some_and(|i| i.is_write()))
+            .collect();
+        let return_views: Box<[bool]> = schema
+            .returns()
+            .iter()
+            .map(|r| r.alias_info().is_some_and(|i| !i.is_write()))
+            .collect();
+        let is_view = return_views.contains(&true);
+        let is_random = tags.contains(&Tag::NondeterministicSeeded)
+            || args.iter().any(|a| mentions_generator(a.ty()));
+        let is_pure =
+            written.is_empty() && !is_random && !UNINITIALISED.contains(&schema.base_name());
+        OperatorSemantics {
+            kind: schema_kind(schema),
+            written,
+            return_aliases,
+            return_writes,
+            return_views,
+            is_view,
+            is_random,
+            is_pure,
+            is_data_dependent: tags.contains(&Tag::DynamicOutputShape)
+                || tags.contains(&Tag::DataDependentOutput),
+        }
+    }
+
+    /// Whether the operator writes any argument.
+    pub fn is_mutating(&self) -> bool {
+        !self.written.is_empty()
+    }
+
+    /// Whether every return is a view of an argument (a view operator: `view`, `t`, ...).
+    pub fn returns_only_views(&self) -> bool {
+        !self.return_aliases.is_empty()
+            && self
+                .return_aliases
+                .iter()
+                .zip(self.return_writes.iter())
+                .all(|(a, w)| a.is_some() && !w)
+    }
+}
+
+/// torchgen's `FunctionSchema.kind()`: out= first (an out= overload may also write `self`),
+/// then a trailing underscore, then any other written argument.
+fn schema_kind(schema: &FunctionSchema) -> SchemaKind {
+    let args = schema.arguments();
+    if args.iter().any(|a| a.is_out()) {
+        SchemaKind::Out
+    } else if is_inplace_name(schema.base_name()) {
+        SchemaKind::Inplace
+    } else if args.iter().any(|a| a.is_write()) {
+        SchemaKind::Mutable
+    } else {
+        SchemaKind::Functional
+    }
+}
+
+/// torchgen's `BaseOperatorName.inplace`: `add_`, and the in-place dunders (`__iadd__`).
+fn is_inplace_name(base: &str) -> bool {
+    match base.strip_prefix("__").and_then(|b| b.strip_suffix("__")) {
+        Some(dunder) => dunder.starts_with('i') && !matches!(dunder, "init" | "invert"),
+        None => base.ends_with('_'),
+    }
+}
+
+fn mentions_generator(t: &Type) -> bool {
+    match t {
+        Type::Generator => true,
+        Type::Optional(e) | Type::List(e) => mentions_generator(e),
+        _ => false,
+    }
+}
+
+/// The base names the functional counterpart of an overload of `kind` named `base` may have,
+/// by torchgen's naming rules: `add_` -> `add`, `__iadd__` -> `__add__`, `add` (out=) ->
+/// `add`; a functional form named with `_functional` when the plain name is taken or itself
+/// mutable (`normal_` -> `normal_functional`, `_native_batch_norm_legit` ->
+/// `_native_batch_norm_legit_functional`). Empty for a functional overload.
+pub(crate) fn functional_base_names(kind: SchemaKind, base: &str) -> Vec<String> {
+    let plain = match kind {
+        SchemaKind::Functional => return Vec::new(),
+        SchemaKind::Mutable => return vec![format!("{base}_functional")],
+        SchemaKind::Out => base.to_string(),
+        SchemaKind::Inplace => match base.strip_prefix("__i").and_then(|b| b.strip_suffix("__")) {
+            Some(dunder) => return vec![format!("__{dunder}__")],
+            None => base.trim_end_matches('_').to_string(),
+        },
+    };
+    let suffixed = format!("{plain}_functional");
+    vec![plain, suffixed]
+}
+
+/// The keyword arguments torchgen groups as `TensorOptions`: a factory's out= overload has none
+/// (`full.out` vs `full`), and torchgen's `Arguments.signature()` drops them.
+const TENSOR_OPTIONS: &[&str] = &["dtype", "layout", "device", "pin_memory"];
+
+/// Whether `candidate` (a functional overload) is the functional counterpart of `schema` (of
+/// `kind`): torchgen's `FunctionSchema.signature()` equality, i.e. the same arguments by name
+/// and type once the out= and TensorOptions arguments are dropped, and as many returns (alias
+/// annotations and defaults do not count).
+pub(crate) fn is_functional_counterpart(
+    schema: &FunctionSchema,
+    kind: SchemaKind,
+    candidate: &FunctionSchema,
+) -> bool {
+    let signature = |a: &&Argument| !a.is_out() && !TENSOR_OPTIONS.contains(&a.name());
+    let ours = schema
+        .arguments()
+        .iter()
+        .filter(signature)
+        .map(|a| (a.name(), a.ty()));
+    let theirs = candidate
+        .arguments()
+        .iter()
+        .filter(signature)
+        .map(|a| (a.name(), a.ty()));
+    let returns = match kind {
+        // An out= overload returns its out arguments; `_functional` adds the updated
+        // buffers to the returns.
+        SchemaKind::Out => schema.arguments().iter().filter(|a| a.is_out()).count(),
+        SchemaKind::Mutable => schema.returns().len() + schema.written_arguments().len(),
+        _ => schema.returns().len(),
+    };
+    ours.eq(theirs) && candidate.returns().len() == returns
+}
+
+impl Dispatcher {
+    /// The functional overload an in-place, out= or mutable overload `op` corresponds to
+    /// (torchgen's `NativeFunctionsGroup`: `add_.Tensor` and `add.out` -> `add.Tensor`,
+    /// `_native_batch_norm_legit` -> `_native_batch_norm_legit_functional`), resolved by name
+    /// now, so a counterpart defined after `op` is found. `None` for a functional overload, an
+    /// operator without a schema, or when no counterpart is defined.
+    pub fn functional_counterpart(&self, op: &OperatorHandle) -> Option<OperatorHandle> {
+        let record = op.schema()?;
+        let schema = &record.schema;
+        let kind = record.semantics.kind;
+        let names: Vec<String> = functional_base_names(kind, schema.base_name())
+            .into_iter()
+            .map(|base| match schema.namespace() {
+                Some(ns) => format!("{ns}::{base}"),
+                None => base,
+            })
+            .collect();
+        if names.is_empty() {
+            return None;
+        }
+        self.list_operators()
+            .into_iter()
+            .filter(|name| names.iter().any(|n| n == name.name()))
+            .filter_map(|name| self.find_op(&name))
+            .find(|candidate| {
+                candidate.schema().is_some_and(|c| {
+                    c.semantics.kind == SchemaKind::Functional
+                        && is_functional_counterpart(schema, kind, &c.schema)
+                })
+            })
+    }
+
+    /// Where the kernel `op` runs for runtime key `key` comes from, and what kind of kernel
+    /// it is (a fallthrough registered to the key, a backend fallback, missing...).
+    pub fn kernel_origin(&self, op: &OperatorHandle, key: DispatchKey) -> KernelOrigin {
+        let reg = self.registry();
+        let state = op.0.state();
+        let globals = self.globals(&reg);
+        let (kernel, provenance) = Resolver::new(&state.kernels, &globals).resolve(key);
+        KernelOrigin {
+            provenance,
+            kind: kernel.kernel.kind(),
+        }
+    }
+}
