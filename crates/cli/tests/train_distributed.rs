@@ -62,22 +62,55 @@ fn mpirun(np: usize) -> Command {
 
 /// Runs this binary's test `test` as `np` ranks and checks that each passed.
 fn as_ranks(test: &str, np: usize) {
+    let dir = rank_output_dir(test, np);
     let mut cmd = mpirun(np);
-    cmd.arg(std::env::current_exe().unwrap())
+    cmd.arg("--output-filename")
+        .arg(&dir)
+        .arg(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(RANK_ENV, test);
     let out = run_job(cmd);
+    let passed = ranks_passed(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "{test} with {np} ranks failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        stdout.matches("test result: ok. 1 passed").count(),
-        np,
-        "{stdout}"
-    );
+    assert_eq!(passed, np, "{stdout}");
+}
+
+/// How many ranks' own output (mpirun's `--output-filename DIR`: `DIR/<job>/rank.<r>/stdout`)
+/// shows their test passed. The ranks' output forwarded to mpirun's stdout interleaves
+/// mid-line, so it cannot be counted there.
+fn ranks_passed(dir: &std::path::Path) -> usize {
+    let mut passed = 0;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "stdout")
+                && std::fs::read_to_string(&path)
+                    .is_ok_and(|s| s.contains("test result: ok. 1 passed"))
+            {
+                passed += 1;
+            }
+        }
+    }
+    passed
+}
+
+/// A fresh folder for one job's per-rank output.
+fn rank_output_dir(test: &str, np: usize) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "switchboard-mpi-{}-{test}-{np}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
 }
 
 #[cfg(feature = "mpi")]
