@@ -1,0 +1,307 @@
+//! The boxed fallback of the `Functionalize` key (PyTorch's `functionalizeFallback` and the
+//! kernels torchgen generates for views and mutations, as one boxed kernel reading the
+//! operator's semantics).
+
+use std::sync::Arc;
+
+use switchboard_dispatcher::{
+    DispatchKey, DispatchKeySet, Dispatcher, IValue, OperatorHandle, OperatorSemantics, Provenance,
+    Result, SchemaKind, SchemaRecord, Stack,
+};
+use switchboard_tensor::{DatalessTensor, Device, Tensor};
+
+use crate::view_meta::{copy_form, ViewMeta};
+use crate::wrapper::{call_plain, error, functional, new_base};
+
+// Note [Functionalization above autograd]
+// PyTorch's `torch.func.functionalize` is a transform: the function runs on functional tensors,
+// and each operator it calls is called again on the tensors' values, where the other layers
+// (autograd, autocast, a trace) see a program without views or writes. Switchboard's fallback
+// does the same: functional tensors carry no Autograd, Autocast or ADInplaceOrView key, so a
+// call on them comes here first; the fallback replaces each functional tensor by its value and
+// calls the operator afresh (its functional form, for a write) with `Functionalize` excluded.
+// Autograd records those calls on the values, so gradients through a functionalized function
+// are those of the functional program, equal to eager's; autocast casts the values; a trace
+// records the functional calls. Inside `functionalize` the key is also included on the thread,
+// so that factories (calls without tensors) make functional tensors too.
+//
+// What the fallback does with a call, by the operator's semantics (Note [One home for an
+// operator's facts]):
+// - CompositeImplicitAutograd (`reshape`, `flatten`, `contiguous`): decomposed over the
+//   functional tensors, so that the views and writes it makes are functionalized;
+// - a functional operator: called on the values, its tensors wrapped as new bases;
+// - a view (`view`, `t`, `select.int`): called on the value (its `*_copy` form when views are
+//   removed), the result wrapped as an alias sharing the input's storage, with the view
+//   recorded to regenerate it (Note [Functional tensors]);
+// - an in-place, out= or mutable operator: first run on Meta copies of the arguments, which
+//   raises eager's errors (a broadcast the written tensor cannot hold, a result dtype it
+//   cannot take), as torchgen's functionalization kernels do; then its functional counterpart
+//   is called on the values and each written argument's storage takes the new value; the call
+//   returns the written functional tensors, as eager returns its written arguments.
+
+/// The kernel: see Note [Functionalization above autograd].
+pub(crate) fn functionalize_fallback(
+    op: &OperatorHandle,
+    keys: DispatchKeySet,
+    stack: &mut Stack,
+) -> Result<()> {
+    let below = keys.intersection(DispatchKeySet::full_after(DispatchKey::Functionalize));
+    let d = Dispatcher::global();
+    if d.kernel_origin(op, below.highest_priority_type_id())
+        .provenance
+        == Provenance::Math
+    {
+        return op.redispatch_boxed(below, stack);
+    }
+    let record = op.schema().ok_or_else(|| {
+        error(format!(
+            "functionalization: operator {} has no schema",
+            op.name()
+        ))
+    })?;
+    let n = record.schema.arguments().len();
+    let start = stack.len().checked_sub(n).ok_or_else(|| {
+        error(format!(
+            "functionalization: {} expects {n} arguments, got {}",
+            op.name(),
+            stack.len()
+        ))
+    })?;
+    let args: Stack = stack.drain(start..).collect();
+    let sem = &record.semantics;
+    let returns = match sem.kind {
+        SchemaKind::Functional if sem.is_view => view_call(op, sem, args)?,
+        SchemaKind::Functional => wrap_all(call_plain(op, unwrap_all(&args)?)?),
+        _ => mutation_call(op, &record, args)?,
+    };
+    stack.extend(returns);
+    Ok(())
+}
+
+/// `args` with each functional tensor replaced by its current value.
+fn unwrap_all(args: &[IValue]) -> Result<Stack> {
+    args.iter()
+        .map(|a| {
+            let mut a = a.clone();
+            a.try_map_tensors(|t| match functional(t) {
+                Some(f) => f.current_value(),
+                None => Ok(t.clone()),
+            })?;
+            Ok(a)
+        })
+        .collect()
+}
+
+/// Each tensor of `values` wrapped as the base of a new storage.
+fn wrap_all(mut values: Stack) -> Stack {
+    for v in &mut values {
+        for t in v.tensors_mut() {
+            *t = new_base(t.clone());
+        }
+    }
+    values
+}
+
+/// A view call: its results are aliases of the viewed functional tensor.
+fn view_call(op: &OperatorHandle, sem: &OperatorSemantics, args: Stack) -> Result<Stack> {
+    let self_index = sem.return_aliases.iter().flatten().next().copied();
+    let viewed = self_index.and_then(|i| match &args[i] {
+        IValue::Tensor(t) => functional(t).map(|f| (i, f)),
+        _ => None,
+    });
+    let Some((self_index, viewed)) = viewed else {
+        // A view of a tensor from outside: a constant, whose views are new values.
+        return Ok(wrap_all(call_plain(op, unwrap_all(&args)?)?));
+    };
+    let plain = unwrap_all(&args)?;
+    let copy = if crate::remove_views() {
+        copy_form(op)
+    } else {
+        None
+    };
+    let mut out = call_plain(copy.as_ref().unwrap_or(op), plain.clone())?;
+    let mut meta_args = plain;
+    meta_args[self_index] = IValue::None;
+    let mut index = 0;
+    for v in &mut out {
+        for t in v.tensors_mut() {
+            let meta = ViewMeta {
+                op: op.clone(),
+                args: meta_args.clone(),
+                self_index,
+                output: index,
+            };
+            *t = viewed.view(t.clone(), meta);
+            index += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// An in-place, out= or mutable call (Note [Functionalization above autograd]).
+fn mutation_call(op: &OperatorHandle, record: &Arc<SchemaRecord>, args: Stack) -> Result<Stack> {
+    let sem = &record.semantics;
+    for &w in sem.written.iter() {
+        for t in args[w].tensors() {
+            if functional(t).is_none() {
+                return Err(error(
+                    "mutating a non-functional tensor with a functional tensor is not allowed. \
+                     Please ensure that all of your inputs are wrapped inside \
+                     torch._to_functional_tensor."
+                        .to_string(),
+                ));
+            }
+        }
+    }
+    let plain = unwrap_all(&args)?;
+    check_on_meta(op, &plain)?;
+    let d = Dispatcher::global();
+    let counterpart = d.functional_counterpart(op);
+    let (results, new_values) = match &counterpart {
+        Some(functional_op) => {
+            let schema = &record.schema;
+            let theirs = functional_op.schema().expect("a counterpart has a schema");
+            let mut call = Stack::with_capacity(theirs.schema.arguments().len());
+            for a in theirs.schema.arguments() {
+                let ours = schema.arguments().iter().position(|b| b.name() == a.name());
+                let value = match ours {
+                    Some(i) => plain[i].clone(),
+                    None => a
+                        .default_value()
+                        .and_then(|dv| IValue::from_schema_default(dv, a.ty(), a.n()))
+                        .unwrap_or(IValue::None),
+                };
+                call.push(value);
+            }
+            let out: Vec<IValue> = call_plain(functional_op, call)?;
+            let n_written = sem.written.len();
+            match sem.kind {
+                SchemaKind::Mutable => {
+                    let n_returns = schema.returns().len();
+                    let new = out[n_returns..].to_vec();
+                    (Some(out[..n_returns].to_vec()), new)
+                }
+                _ => {
+                    if out.len() != n_written {
+                        return Err(error(format!(
+                            "functionalization: {} returned {} values for {n_written} written \
+                             arguments of {}",
+                            functional_op.name(),
+                            out.len(),
+                            op.name()
+                        )));
+                    }
+                    (None, out)
+                }
+            }
+        }
+        None if sem.kind == SchemaKind::Inplace => {
+            // No functional form (`copy_`, `zero_`, `dropout_`): the write happens on a fresh
+            // clone of the value, which nothing else reaches.
+            let clone = d.find_schema_or_throw("aten::clone")?;
+            let mut call = plain.clone();
+            let self_value = match &plain[0] {
+                IValue::Tensor(t) => t.clone(),
+                _ => {
+                    return Err(error(format!(
+                        "functionalization: {} writes no tensor self",
+                        op.name()
+                    )))
+                }
+            };
+            let fresh = crate::wrapper::single_tensor(
+                &clone,
+                call_plain(&clone, vec![self_value.into(), IValue::None])?,
+            )?;
+            call[0] = IValue::Tensor(fresh.clone());
+            call_plain(op, call)?;
+            (None, vec![IValue::Tensor(fresh)])
+        }
+        None => {
+            return Err(error(format!(
+                "functionalization: {} mutates its inputs and has no functional variant; only \
+                 operators with a functional variant (torchgen's NativeFunctionsGroup) can be \
+                 functionalized",
+                op.name()
+            )))
+        }
+    };
+    // Commit each written argument's new value; out= results of other sizes are new tensors
+    // (Note [Functional resize] in switchboard-tensor).
+    let mut written_now: Vec<Option<Tensor>> = vec![None; args.len()];
+    for (&w, new) in sem.written.iter().zip(new_values) {
+        let (IValue::Tensor(target), IValue::Tensor(value)) = (&args[w], new) else {
+            return Err(error(format!(
+                "functionalization: {} writes a tensor list, which is not supported",
+                op.name()
+            )));
+        };
+        let f = functional(target).expect("checked above");
+        let value = if value.dtype() != target.dtype() {
+            cast_to_dtype_of(&value, target)?
+        } else {
+            value
+        };
+        if value.sizes() == target.sizes() {
+            f.commit_update(value)?;
+            written_now[w] = Some(target.clone());
+        } else {
+            written_now[w] = Some(new_base(value));
+        }
+    }
+    let mut returns = Stack::with_capacity(sem.return_aliases.len());
+    let mut plain_results = results.map(wrap_all).unwrap_or_default().into_iter();
+    for (alias, is_write) in sem.return_aliases.iter().zip(sem.return_writes.iter()) {
+        match (alias, is_write) {
+            (Some(i), true) => returns.push(IValue::Tensor(
+                written_now[*i]
+                    .clone()
+                    .expect("a written return's argument is written"),
+            )),
+            _ => returns.push(plain_results.next().unwrap_or(IValue::None)),
+        }
+    }
+    Ok(returns)
+}
+
+/// `value` converted to `like`'s dtype (eager writes a result into its out= tensor's dtype).
+fn cast_to_dtype_of(value: &Tensor, like: &Tensor) -> Result<Tensor> {
+    let op = Dispatcher::global().find_schema_or_throw("aten::_to_copy")?;
+    let mut stack: Stack = vec![value.clone().into(), IValue::ScalarType(like.dtype())];
+    let n = op.schema().expect("schema").schema.arguments().len();
+    stack.resize(n, IValue::None);
+    // `non_blocking` is a bool.
+    stack[5] = IValue::Bool(false);
+    crate::wrapper::single_tensor(&op, call_plain(&op, stack)?)
+}
+
+/// Runs the mutating call on Meta copies of its arguments, for eager's errors (torchgen's
+/// functionalization kernels do the same); skipped when the operator has no Meta kernel.
+fn check_on_meta(op: &OperatorHandle, plain: &[IValue]) -> Result<()> {
+    let d = Dispatcher::global();
+    if !d.kernel_origin(op, DispatchKey::Meta).is_operator_kernel() {
+        return Ok(());
+    }
+    let mut stack: Stack = Vec::with_capacity(plain.len());
+    for a in plain {
+        let mut a = a.clone();
+        a.try_map_tensors(meta_copy)?;
+        stack.push(a);
+    }
+    op.redispatch_boxed(DispatchKeySet::from_key(DispatchKey::Meta), &mut stack)
+}
+
+/// A Meta tensor with `t`'s sizes, strides, offset and dtype.
+fn meta_copy(t: &Tensor) -> Result<Tensor> {
+    let spec = DatalessTensor {
+        sizes: t.sizes(),
+        strides: t.strides(),
+        storage_offset: t.storage_offset(),
+        dtype: t.dtype(),
+        device: Device::META,
+        key_set: Device::META.dense_key_set()?,
+        storage_nbytes: t.storage().nbytes(),
+        payload_tag: 0,
+    };
+    Ok(Tensor::without_data(&spec, None, None)?)
+}

@@ -1,0 +1,137 @@
+//! `functionalize(f, remove)`: `torch.func.functionalize`.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use switchboard_dispatcher::{
+    DispatchKey, Dispatcher, ExcludeDispatchKeyGuard, IValue, IncludeDispatchKeyGuard, Result,
+};
+use switchboard_tensor::Tensor;
+
+use crate::wrapper::{from_functional, to_functional, was_mutated};
+
+/// What functionalization removes (`torch.func.functionalize`'s `remove`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Remove {
+    /// In-place and out= operators become functional; views stay views (`"mutations"`).
+    #[default]
+    Mutations,
+    /// Views become their `*_copy` operators too (`"mutations_and_views"`).
+    MutationsAndViews,
+}
+
+impl std::str::FromStr for Remove {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Remove, String> {
+        match s {
+            "mutations" => Ok(Remove::Mutations),
+            "mutations_and_views" => Ok(Remove::MutationsAndViews),
+            _ => Err(format!(
+                "functionalize(f, remove='mutations'): received invalid argument for remove={s}. \
+                 Valid options are:\n     remove='mutations': all inplace and out= operators \
+                 will be removed from the program, and replaced with their out-of-place \
+                 equivalents.\n     remove='mutations_and_views': In addition to the above, \
+                 all aliasing operators {{view}} will be replaced with their non-aliasing \
+                 counterparts, {{view}}_copy.\n"
+            )),
+        }
+    }
+}
+
+thread_local! {
+    /// Whether the innermost functionalization on this thread removes views.
+    static REMOVE_VIEWS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether views are replaced by their `*_copy` forms now.
+pub(crate) fn remove_views() -> bool {
+    REMOVE_VIEWS.with(Cell::get)
+}
+
+/// Functionalization on this thread while it lives: the `Functionalize` key included (calls
+/// without functional tensors, factories, make functional tensors) and views removed or not
+/// (`torch._enable_functionalization(reapply_views=...)`).
+#[must_use = "functionalization is on only while the guard lives"]
+pub struct FunctionalizeGuard {
+    _include: IncludeDispatchKeyGuard,
+    previous: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl FunctionalizeGuard {
+    /// Turns functionalization on with `remove`.
+    pub fn new(remove: Remove) -> FunctionalizeGuard {
+        let previous = REMOVE_VIEWS.with(|r| r.replace(remove == Remove::MutationsAndViews));
+        FunctionalizeGuard {
+            _include: IncludeDispatchKeyGuard::new(DispatchKey::Functionalize),
+            previous,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for FunctionalizeGuard {
+    fn drop(&mut self) {
+        REMOVE_VIEWS.with(|r| r.set(self.previous));
+    }
+}
+
+/// `torch.func.functionalize(f, remove=...)`: a function that runs `f` on functional tensors
+/// over its inputs, returns the values of `f`'s results, and writes back (`copy_`) each input
+/// whose storage `f` wrote, as PyTorch's does.
+///
+/// ```
+/// use switchboard_cpu as _;
+/// use switchboard_functionalize::{functionalize, Remove};
+/// use switchboard_ops::{self as ops, TensorOps};
+/// let x = ops::ones(&[3])?;
+/// let out = functionalize(|xs: &[switchboard_tensor::Tensor]| {
+///     let y = xs[0].mul_scalar(2.0)?;
+///     y.add_(&xs[0])?; // in place, on a tensor the function made
+///     Ok(vec![y])
+/// }, Remove::Mutations)(&[x.clone()])?;
+/// assert_eq!(out[0].to_vec::<f32>()?, [3.0, 3.0, 3.0]);
+/// assert_eq!(x.to_vec::<f32>()?, [1.0, 1.0, 1.0]); // not written: not copied back
+/// # Ok::<(), switchboard_dispatcher::DispatchError>(())
+/// ```
+pub fn functionalize<F>(mut f: F, remove: Remove) -> impl FnMut(&[Tensor]) -> Result<Vec<Tensor>>
+where
+    F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    move |inputs: &[Tensor]| {
+        let wrapped = inputs
+            .iter()
+            .map(to_functional)
+            .collect::<Result<Vec<_>>>()?;
+        let outputs = {
+            let _on = FunctionalizeGuard::new(remove);
+            f(&wrapped)?
+        };
+        let outputs = outputs
+            .iter()
+            .map(from_functional)
+            .collect::<Result<Vec<_>>>()?;
+        write_back(inputs, &wrapped)?;
+        Ok(outputs)
+    }
+}
+
+/// Copies the final value of each written input into it (the `copy_` of mutated inputs at the
+/// end of a functionalized program).
+pub(crate) fn write_back(inputs: &[Tensor], wrapped: &[Tensor]) -> Result<()> {
+    let _below = ExcludeDispatchKeyGuard::new(DispatchKey::Functionalize);
+    let mut copy_ = None;
+    for (input, w) in inputs.iter().zip(wrapped) {
+        if !was_mutated(w) {
+            continue;
+        }
+        let value = from_functional(w)?;
+        let op = match &copy_ {
+            Some(op) => op,
+            None => copy_.insert(Dispatcher::global().find_schema_or_throw("aten::copy_")?),
+        };
+        let mut stack = vec![input.into(), value.into(), IValue::Bool(false)];
+        op.call_boxed(&mut stack)?;
+    }
+    Ok(())
+}
