@@ -71,7 +71,7 @@ pub(crate) fn functionalize_fallback(
     let sem = &record.semantics;
     let returns = match sem.kind {
         SchemaKind::Functional if sem.is_view => view_call(op, sem, args)?,
-        SchemaKind::Functional => wrap_all(call_plain(op, unwrap_all(&args)?)?),
+        SchemaKind::Functional => wrap_all(call_plain(op, unwrap_all(&args)?)?)?,
         _ => mutation_call(op, &record, args)?,
     };
     stack.extend(returns);
@@ -93,13 +93,11 @@ fn unwrap_all(args: &[IValue]) -> Result<Stack> {
 }
 
 /// Each tensor of `values` wrapped as the base of a new storage.
-fn wrap_all(mut values: Stack) -> Stack {
+fn wrap_all(mut values: Stack) -> Result<Stack> {
     for v in &mut values {
-        for t in v.tensors_mut() {
-            *t = new_base(t.clone());
-        }
+        v.try_map_tensors(|t| new_base(t.clone()))?;
     }
-    values
+    Ok(values)
 }
 
 /// A view call: its results are aliases of the viewed functional tensor.
@@ -111,7 +109,7 @@ fn view_call(op: &OperatorHandle, sem: &OperatorSemantics, args: Stack) -> Resul
     });
     let Some((self_index, viewed)) = viewed else {
         // A view of a tensor from outside: a constant, whose views are new values.
-        return Ok(wrap_all(call_plain(op, unwrap_all(&args)?)?));
+        return Ok(wrap_all(call_plain(op, unwrap_all(&args)?)?)?);
     };
     let plain = unwrap_all(&args)?;
     let copy = if crate::remove_views() {
@@ -131,7 +129,7 @@ fn view_call(op: &OperatorHandle, sem: &OperatorSemantics, args: Stack) -> Resul
                 self_index,
                 output: index,
             };
-            *t = viewed.view(t.clone(), meta);
+            *t = viewed.view(t.clone(), meta)?;
             index += 1;
         }
     }
@@ -246,11 +244,11 @@ fn mutation_call(op: &OperatorHandle, record: &Arc<SchemaRecord>, args: Stack) -
             f.commit_update(value)?;
             written_now[w] = Some(target.clone());
         } else {
-            written_now[w] = Some(new_base(value));
+            written_now[w] = Some(new_base(value)?);
         }
     }
     let mut returns = Stack::with_capacity(sem.return_aliases.len());
-    let mut plain_results = results.map(wrap_all).unwrap_or_default().into_iter();
+    let mut plain_results = results.map(wrap_all).transpose()?.unwrap_or_default().into_iter();
     for (alias, is_write) in sem.return_aliases.iter().zip(sem.return_writes.iter()) {
         match (alias, is_write) {
             (Some(i), true) => returns.push(IValue::Tensor(

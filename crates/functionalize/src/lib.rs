@@ -30,6 +30,7 @@
 
 mod fallback;
 mod transform;
+mod view_inverse;
 mod view_meta;
 mod wrapper;
 

@@ -4,7 +4,8 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 
 use switchboard_dispatcher::{
-    DispatchKey, Dispatcher, ExcludeDispatchKeyGuard, IValue, IncludeDispatchKeyGuard, Result,
+    tls_local_dispatch_key_set, DispatchKey, DispatchKeySet, Dispatcher,
+    ExcludeDispatchKeyGuard, IValue, IncludeDispatchKeyGuard, LocalDispatchKeySet, Result,
 };
 use switchboard_tensor::Tensor;
 
@@ -41,6 +42,16 @@ impl std::str::FromStr for Remove {
 thread_local! {
     /// Whether the innermost functionalization on this thread removes views.
     static REMOVE_VIEWS: Cell<bool> = const { Cell::new(false) };
+    /// The thread's excluded keys where the innermost functionalization began.
+    static ENTRY_EXCLUDED: Cell<Option<DispatchKeySet>> = const { Cell::new(None) };
+}
+
+/// The thread's excluded keys where the innermost functionalization began (Note [Autograd of
+/// the values]); the default set outside one.
+pub(crate) fn entry_excluded() -> DispatchKeySet {
+    ENTRY_EXCLUDED
+        .with(Cell::get)
+        .unwrap_or_else(|| LocalDispatchKeySet::default().excluded)
 }
 
 /// Whether views are replaced by their `*_copy` forms now.
@@ -55,6 +66,7 @@ pub(crate) fn remove_views() -> bool {
 pub struct FunctionalizeGuard {
     _include: IncludeDispatchKeyGuard,
     previous: bool,
+    previous_entry: Option<DispatchKeySet>,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -62,9 +74,12 @@ impl FunctionalizeGuard {
     /// Turns functionalization on with `remove`.
     pub fn new(remove: Remove) -> FunctionalizeGuard {
         let previous = REMOVE_VIEWS.with(|r| r.replace(remove == Remove::MutationsAndViews));
+        let excluded = tls_local_dispatch_key_set().excluded;
+        let previous_entry = ENTRY_EXCLUDED.with(|e| e.replace(Some(excluded)));
         FunctionalizeGuard {
             _include: IncludeDispatchKeyGuard::new(DispatchKey::Functionalize),
             previous,
+            previous_entry,
             _not_send: PhantomData,
         }
     }
@@ -73,6 +88,7 @@ impl FunctionalizeGuard {
 impl Drop for FunctionalizeGuard {
     fn drop(&mut self) {
         REMOVE_VIEWS.with(|r| r.set(self.previous));
+        ENTRY_EXCLUDED.with(|e| e.set(self.previous_entry));
     }
 }
 

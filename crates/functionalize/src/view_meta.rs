@@ -2,22 +2,24 @@
 //! regenerate a view from its base, and used backward to write a view's new value into the
 //! base.
 
-use switchboard_dispatcher::{
-    DispatchKey, Dispatcher, ExcludeDispatchKeyGuard, IValue, OperatorHandle, Result, Stack,
-};
+use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result, Stack};
 use switchboard_tensor::Tensor;
 
-use crate::wrapper::{call_plain, error, single_tensor};
+use crate::wrapper::{below_functionalization, call_plain, error, single_tensor};
 
 // Note [Writing through a view]
-// A write of `value` to a view replaces the view's region of the base: the new base is a copy
-// of the old one with that region overwritten. PyTorch expresses it with the `*_scatter`
-// operators, the view chain's inverses (`select_scatter`, `slice_scatter`,
-// `as_strided_scatter`); Switchboard's registry has none yet, so the layer writes the region
-// with the view chain applied to a fresh `clone` of the base and `copy_` of the value into it.
-// The clone is the layer's own, reached by nothing else, so the program stays a function of
-// values; a graph captured under functionalization shows these `clone`, view and `copy_`
-// calls where a view is written (the `*_scatter` operators would make them one call each).
+// A write of `value` to a view replaces the view's region of the base: the new base is the
+// old one with that region overwritten, computed backwards along the chain of views, each
+// view's inverse applied to the new value of its output and the value it viewed (PyTorch's
+// `ViewMeta::reverse_fn`). Shape views (`view`, `squeeze`, `unsqueeze`, `alias`) invert by a
+// `reshape`, `t`, `transpose` and `permute` by themselves (inverted), `view.dtype` by a view
+// back; `select` and `slice` write a region, which PyTorch's `select_scatter` and
+// `slice_scatter` express and Switchboard's registry has not: it is `where(mask,
+// index_select(value, dim, positions), base)`, pure operators, with the mask and positions
+// computed here from the view's own index normalisation. A view without an inverse here
+// (`as_strided`, `expand`) writes through `copy_` into the view of a fresh clone of the base:
+// still a function of values (the clone is the layer's own), but a graph captured then shows
+// that `copy_`.
 
 /// One view operation: `op` called with `args`, whose argument `self_index` is the tensor
 /// viewed, returning the view as its tensor output number `output` (0 for a single tensor;
@@ -33,7 +35,7 @@ pub(crate) struct ViewMeta {
 
 impl ViewMeta {
     /// Calls `op` (this view operation or its `*_copy` form) on `base`.
-    fn apply(&self, op: &OperatorHandle, base: &Tensor) -> Result<Tensor> {
+    pub(crate) fn apply(&self, op: &OperatorHandle, base: &Tensor) -> Result<Tensor> {
         let mut stack = self.args.clone();
         stack[self.self_index] = IValue::Tensor(base.clone());
         let out = call_plain(op, stack)?;
@@ -81,13 +83,31 @@ pub(crate) fn replay(base: &Tensor, metas: &[ViewMeta], remove_views: bool) -> R
 
 /// `base` with the region `metas` view replaced by `value` (Note [Writing through a view]).
 pub(crate) fn write_through(base: &Tensor, metas: &[ViewMeta], value: &Tensor) -> Result<Tensor> {
-    let _below = ExcludeDispatchKeyGuard::new(DispatchKey::Functionalize);
+    let _below = below_functionalization();
+    let remove_views = crate::remove_views();
+    // The values the chain goes through: `bases[i]` is what `metas[i]` views.
+    let mut bases = Vec::with_capacity(metas.len());
+    let mut current = base.clone();
+    for meta in metas {
+        let next = replay(&current, std::slice::from_ref(meta), remove_views)?;
+        bases.push(std::mem::replace(&mut current, next));
+    }
+    let mut new = value.clone();
+    for (meta, base_i) in metas.iter().zip(&bases).rev() {
+        match meta.scatter(base_i, &new, remove_views)? {
+            Some(b) => new = b,
+            None => return write_through_copy(base, metas, value),
+        }
+    }
+    Ok(new)
+}
+
+/// [`write_through`] for views without an inverse here: `copy_` into the view of a fresh
+/// clone.
+fn write_through_copy(base: &Tensor, metas: &[ViewMeta], value: &Tensor) -> Result<Tensor> {
     let d = Dispatcher::global();
     let clone = d.find_schema_or_throw("aten::clone")?;
-    let fresh = single_tensor(
-        &clone,
-        call_plain(&clone, vec![base.clone().into(), IValue::None])?,
-    )?;
+    let fresh = single_tensor(&clone, call_plain(&clone, vec![base.clone().into(), IValue::None])?)?;
     let mut region = fresh.clone();
     for meta in metas {
         region = meta.apply(&meta.op, &region)?;

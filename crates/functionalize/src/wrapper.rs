@@ -5,10 +5,11 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use switchboard_dispatcher::{
-    DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet, ExcludeDispatchKeyGuard, IValue,
-    OperatorHandle, Result, Stack,
+    tls_local_dispatch_key_set, DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet,
+    IValue, OperatorHandle, Result, Stack, ThreadLocalStateGuard,
 };
-use switchboard_tensor::Tensor;
+use switchboard_keys::AUTOGRAD_DISPATCH_KEYSET;
+use switchboard_tensor::{Tensor, VersionCounter};
 
 use crate::view_meta::ViewMeta;
 
@@ -45,6 +46,16 @@ struct StorageState {
     generation: u64,
 }
 
+// Note [Autograd of the values]
+// The operators called on the values must see autograd as the functionalized program does.
+// But a call on functional tensors passes the ADInplaceOrView key first (it is on every
+// thread's included set), whose kernel of an in-place or view operator excludes the Autograd
+// keys for the rest of the call: it is written for tensors autograd has already seen. Here
+// autograd has not seen them yet (it sees the values, Note [Functionalization above
+// autograd]), so the fallback's calls run with the Autograd and ADInplaceOrView exclusions
+// the thread had where functionalization began (`FunctionalizeGuard`; none excluded for
+// functional tensors used outside one).
+
 /// The payload of a functional tensor.
 pub(crate) struct FunctionalTensor {
     storage: Arc<FunctionalStorage>,
@@ -72,10 +83,16 @@ fn wrapper_keys(value: &Tensor) -> DispatchKeySet {
         .add(DispatchKey::Functionalize)
 }
 
-fn make_wrapper(value: Tensor, payload: FunctionalTensor) -> Tensor {
-    value
-        .with_key_set(wrapper_keys(&value))
-        .with_payload(Arc::new(payload))
+/// The functional tensor over `value`: a shallow copy with its own version counter (the
+/// ADInplaceOrView kernels bump a written functional tensor's counter, which must not be the
+/// value's: autograd checks the values' counters).
+fn make_wrapper(value: Tensor, payload: FunctionalTensor) -> Result<Tensor> {
+    Ok(value
+        .to_builder()
+        .key_set(wrapper_keys(&value))
+        .payload(Arc::new(payload))
+        .version_counter(VersionCounter::new())
+        .build()?)
 }
 
 /// The wrapper state of `t`, if it is a functional tensor.
@@ -110,11 +127,11 @@ pub fn to_functional(value: &Tensor) -> Result<Tensor> {
             "to_functional: the tensor is already a functional tensor".to_string(),
         ));
     }
-    Ok(new_base(value.clone()))
+    new_base(value.clone())
 }
 
 /// A functional tensor over `value`, the base of a new storage.
-pub(crate) fn new_base(value: Tensor) -> Tensor {
+pub(crate) fn new_base(value: Tensor) -> Result<Tensor> {
     let storage = Arc::new(FunctionalStorage {
         state: Mutex::new(StorageState {
             base: value.clone(),
@@ -207,7 +224,7 @@ impl FunctionalTensor {
 
     /// A functional tensor over `value`, a view of this one made by `meta`: an alias in the
     /// same storage.
-    pub(crate) fn view(&self, value: Tensor, meta: ViewMeta) -> Tensor {
+    pub(crate) fn view(&self, value: Tensor, meta: ViewMeta) -> Result<Tensor> {
         let generation = lock(&self.storage.state).generation;
         let mut view_metas = self.view_metas.to_vec();
         view_metas.push(meta);
@@ -229,11 +246,25 @@ pub(crate) fn error(msg: String) -> DispatchError {
 }
 
 /// Calls `op` on plain values, below functionalization (the values have no `Functionalize`
-/// key, but a functionalized function includes it on the thread).
+/// key, but a functionalized function includes it on the thread), with autograd as it was
+/// where functionalization began (Note [Autograd of the values]).
 pub(crate) fn call_plain(op: &OperatorHandle, mut stack: Stack) -> Result<Stack> {
-    let _below = ExcludeDispatchKeyGuard::new(DispatchKey::Functionalize);
+    let _below = below_functionalization();
     op.call_boxed(&mut stack)?;
     Ok(stack)
+}
+
+/// Runs the rest of a scope below functionalization: `Functionalize` excluded, autograd as it
+/// was where functionalization began (Note [Autograd of the values]).
+pub(crate) fn below_functionalization() -> ThreadLocalStateGuard {
+    let mut local = tls_local_dispatch_key_set();
+    let autograd = AUTOGRAD_DISPATCH_KEYSET.add(DispatchKey::ADInplaceOrView);
+    local.excluded = local
+        .excluded
+        .difference(autograd)
+        .union(crate::transform::entry_excluded().intersection(autograd))
+        .add(DispatchKey::Functionalize);
+    ThreadLocalStateGuard::new(local)
 }
 
 /// The single tensor of a boxed return.
