@@ -45,20 +45,23 @@ pub(crate) fn functionalize_fallback(
     keys: DispatchKeySet,
     stack: &mut Stack,
 ) -> Result<()> {
-    let below = keys.intersection(DispatchKeySet::full_after(DispatchKey::Functionalize));
-    let d = Dispatcher::global();
-    if d.kernel_origin(op, below.highest_priority_type_id())
-        .provenance
-        == Provenance::Math
-    {
-        return op.redispatch_boxed(below, stack);
-    }
     let record = op.schema().ok_or_else(|| {
         error(format!(
             "functionalization: operator {} has no schema",
             op.name()
         ))
     })?;
+    let below = keys.intersection(DispatchKeySet::full_after(DispatchKey::Functionalize));
+    let d = Dispatcher::global();
+    // A composite that writes its arguments is replaced as a whole by its functional form,
+    // like any mutation: its decomposition would write them with kernels of its own.
+    if record.semantics.kind == SchemaKind::Functional
+        && d.kernel_origin(op, below.highest_priority_type_id())
+            .provenance
+            == Provenance::Math
+    {
+        return op.redispatch_boxed(below, stack);
+    }
     let n = record.schema.arguments().len();
     let start = stack.len().checked_sub(n).ok_or_else(|| {
         error(format!(
@@ -109,7 +112,7 @@ fn view_call(op: &OperatorHandle, sem: &OperatorSemantics, args: Stack) -> Resul
     });
     let Some((self_index, viewed)) = viewed else {
         // A view of a tensor from outside: a constant, whose views are new values.
-        return Ok(wrap_all(call_plain(op, unwrap_all(&args)?)?)?);
+        return wrap_all(call_plain(op, unwrap_all(&args)?)?);
     };
     let plain = unwrap_all(&args)?;
     let copy = if crate::remove_views() {
@@ -152,9 +155,26 @@ fn mutation_call(op: &OperatorHandle, record: &Arc<SchemaRecord>, args: Stack) -
         }
     }
     let plain = unwrap_all(&args)?;
-    check_on_meta(op, &plain)?;
     let d = Dispatcher::global();
     let counterpart = d.functional_counterpart(op);
+    // No Meta kernel can tell a data-dependent result (`nonzero`): the values decide.
+    let data_dependent = sem.is_data_dependent
+        || counterpart
+            .as_ref()
+            .and_then(OperatorHandle::semantics)
+            .is_some_and(|s| s.is_data_dependent);
+    if !data_dependent {
+        check_on_meta(op, &plain)?;
+    }
+    let first_out = record
+        .schema
+        .arguments()
+        .iter()
+        .position(|a| a.is_out())
+        .and_then(|i| match &plain[i] {
+            IValue::Tensor(t) => Some(t.clone()),
+            _ => None,
+        });
     let (results, new_values) = match &counterpart {
         Some(functional_op) => {
             let schema = &record.schema;
@@ -164,10 +184,16 @@ fn mutation_call(op: &OperatorHandle, record: &Arc<SchemaRecord>, args: Stack) -
                 let ours = schema.arguments().iter().position(|b| b.name() == a.name());
                 let value = match ours {
                     Some(i) => plain[i].clone(),
-                    None => a
-                        .default_value()
-                        .and_then(|dv| IValue::from_schema_default(dv, a.ty(), a.n()))
-                        .unwrap_or(IValue::None),
+                    // A factory's out= form takes its dtype and device from `out`, as torchgen's
+                    // functionalization kernels pass `out.options()`.
+                    None => match (a.name(), &first_out) {
+                        ("dtype", Some(out)) => IValue::ScalarType(out.dtype()),
+                        ("device", Some(out)) => IValue::Device(out.device()),
+                        _ => a
+                            .default_value()
+                            .and_then(|dv| IValue::from_schema_default(dv, a.ty(), a.n()))
+                            .unwrap_or(IValue::None),
+                    },
                 };
                 call.push(value);
             }
@@ -248,7 +274,11 @@ fn mutation_call(op: &OperatorHandle, record: &Arc<SchemaRecord>, args: Stack) -
         }
     }
     let mut returns = Stack::with_capacity(sem.return_aliases.len());
-    let mut plain_results = results.map(wrap_all).transpose()?.unwrap_or_default().into_iter();
+    let mut plain_results = results
+        .map(wrap_all)
+        .transpose()?
+        .unwrap_or_default()
+        .into_iter();
     for (alias, is_write) in sem.return_aliases.iter().zip(sem.return_writes.iter()) {
         match (alias, is_write) {
             (Some(i), true) => returns.push(IValue::Tensor(
@@ -286,6 +316,8 @@ fn check_on_meta(op: &OperatorHandle, plain: &[IValue]) -> Result<()> {
         a.try_map_tensors(meta_copy)?;
         stack.push(a);
     }
+    // The Meta kernel's own calls (an autogen out= kernel's `copy_`) are plain calls too.
+    let _below = crate::wrapper::below_functionalization();
     op.redispatch_boxed(DispatchKeySet::from_key(DispatchKey::Meta), &mut stack)
 }
 

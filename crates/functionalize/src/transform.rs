@@ -4,8 +4,8 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 
 use switchboard_dispatcher::{
-    tls_local_dispatch_key_set, DispatchKey, DispatchKeySet, Dispatcher,
-    ExcludeDispatchKeyGuard, IValue, IncludeDispatchKeyGuard, LocalDispatchKeySet, Result,
+    tls_local_dispatch_key_set, DispatchKey, DispatchKeySet, Dispatcher, ExcludeDispatchKeyGuard,
+    IValue, IncludeDispatchKeyGuard, LocalDispatchKeySet, Result,
 };
 use switchboard_tensor::Tensor;
 

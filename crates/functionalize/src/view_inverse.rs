@@ -10,7 +10,12 @@ use crate::wrapper::{call_plain, single_tensor};
 impl ViewMeta {
     /// `base` (the tensor this view was taken of) with the view's elements replaced by
     /// `value`, or `None` when the view has no inverse here (`as_strided`, `expand`).
-    pub(crate) fn scatter(&self, base: &Tensor, value: &Tensor, remove_views: bool) -> Result<Option<Tensor>> {
+    pub(crate) fn scatter(
+        &self,
+        base: &Tensor,
+        value: &Tensor,
+        remove_views: bool,
+    ) -> Result<Option<Tensor>> {
         let int = |i: usize| match self.args.get(i) {
             Some(IValue::Int(v)) => Some(*v),
             _ => None,
@@ -56,7 +61,8 @@ impl ViewMeta {
                 let dim = normalize_dim(int(1).unwrap_or(0), base.dim());
                 let bound = |i: usize| int(i);
                 let (start, end, step) = (bound(2), bound(3), int(4).unwrap_or(1));
-                let positions = region_positions(base, dim, |line| line.slice(0, start, end, step))?;
+                let positions =
+                    region_positions(base, dim, |line| line.slice(0, start, end, step))?;
                 Some(replace_positions(base, dim, &positions, value)?)
             }
             _ => None,
@@ -84,7 +90,12 @@ fn region_positions(
 
 /// `base` with the slices at `positions` along `dim` replaced by the slices of `value` (of
 /// `positions.len()` along `dim`), as `where(mask, index_select(value, ...), base)`.
-fn replace_positions(base: &Tensor, dim: usize, positions: &[i64], value: &Tensor) -> Result<Tensor> {
+fn replace_positions(
+    base: &Tensor,
+    dim: usize,
+    positions: &[i64],
+    value: &Tensor,
+) -> Result<Tensor> {
     let size = base.sizes()[dim];
     let mut mask = vec![false; size as usize];
     let mut source = vec![0i64; size as usize];

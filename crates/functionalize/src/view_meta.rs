@@ -107,7 +107,10 @@ pub(crate) fn write_through(base: &Tensor, metas: &[ViewMeta], value: &Tensor) -
 fn write_through_copy(base: &Tensor, metas: &[ViewMeta], value: &Tensor) -> Result<Tensor> {
     let d = Dispatcher::global();
     let clone = d.find_schema_or_throw("aten::clone")?;
-    let fresh = single_tensor(&clone, call_plain(&clone, vec![base.clone().into(), IValue::None])?)?;
+    let fresh = single_tensor(
+        &clone,
+        call_plain(&clone, vec![base.clone().into(), IValue::None])?,
+    )?;
     let mut region = fresh.clone();
     for meta in metas {
         region = meta.apply(&meta.op, &region)?;

@@ -33,7 +33,10 @@ fn traced_functionalized_programs_write_only_their_inputs_at_the_end() {
     let first_copy = names.iter().position(|n| n == "aten::copy_").unwrap();
     let (body, tail) = names.split_at(first_copy);
     let in_body: Vec<&String> = body.iter().filter(|n| writes(n)).collect();
-    assert!(in_body.is_empty(), "writes in the body: {in_body:?} of {names:?}");
+    assert!(
+        in_body.is_empty(),
+        "writes in the body: {in_body:?} of {names:?}"
+    );
     assert_eq!(tail, ["aten::copy_", "aten::copy_"], "{names:?}");
     // Eager traces the writes themselves.
     let eager = trace(&inputs, program).unwrap().op_names();
@@ -44,10 +47,16 @@ fn traced_functionalized_programs_write_only_their_inputs_at_the_end() {
 fn views_become_copies_when_views_are_removed() {
     let x = ops::ones(&[2, 3]).unwrap();
     let f = |xs: &[Tensor]| Ok(vec![xs[0].t()?.select(0, 1)?]);
-    let kept = trace(&[x.clone()], |xs| functionalize(f, Remove::Mutations)(xs)).unwrap();
+    let kept = trace(std::slice::from_ref(&x), |xs| {
+        functionalize(f, Remove::Mutations)(xs)
+    })
+    .unwrap();
     assert_eq!(kept.op_names(), ["aten::t", "aten::select.int"]);
     let removed = trace(&[x], |xs| functionalize(f, Remove::MutationsAndViews)(xs)).unwrap();
-    assert_eq!(removed.op_names(), ["aten::t_copy", "aten::select_copy.int"]);
+    assert_eq!(
+        removed.op_names(),
+        ["aten::t_copy", "aten::select_copy.int"]
+    );
 }
 
 #[test]
@@ -60,8 +69,16 @@ fn gradients_through_a_functionalized_function_equal_eagers() {
         Ok(vec![y.mul(&xs[1])?.sum()?])
     };
     let grads = |functional: bool| {
-        let a = Tensor::from_vec(vec![0.0f32, 1., 2., 3., 4., 5.], &[2, 3]).unwrap().requires_grad_(true).unwrap();
-        let b = ops::ones(&[2, 3]).unwrap().mul_scalar(3.0).unwrap().requires_grad_(true).unwrap();
+        let a = Tensor::from_vec(vec![0.0f32, 1., 2., 3., 4., 5.], &[2, 3])
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let b = ops::ones(&[2, 3])
+            .unwrap()
+            .mul_scalar(3.0)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
         let out = if functional {
             functionalize(f, Remove::MutationsAndViews)(&[a.clone(), b.clone()]).unwrap()
         } else {
@@ -77,4 +94,3 @@ fn gradients_through_a_functionalized_function_equal_eagers() {
     let eager = grads(false);
     assert_eq!(grads(true), eager);
 }
-

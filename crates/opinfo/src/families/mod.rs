@@ -7,6 +7,7 @@ mod pointwise;
 mod random;
 mod reduction;
 mod shape;
+mod view_copy;
 
 use crate::Registry;
 
@@ -17,6 +18,7 @@ pub fn register(r: &mut Registry) {
     linalg::register(r);
     nn::register(r);
     shape::register(r);
+    view_copy::register(r);
     factory::register(r);
     random::register(r);
 }

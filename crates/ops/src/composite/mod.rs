@@ -12,6 +12,7 @@ mod pointwise;
 mod properties;
 mod reduction;
 mod shape;
+mod view_copy;
 
 pub use convert::*;
 pub use factories::*;
@@ -22,6 +23,7 @@ pub use pointwise::*;
 pub use properties::*;
 pub use reduction::*;
 pub use shape::*;
+pub use view_copy::*;
 
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind};
 
