@@ -29,6 +29,7 @@ pub use switchboard_autocast as autocast;
 pub use switchboard_autograd as autograd;
 pub use switchboard_cpu as cpu;
 pub use switchboard_dispatcher as dispatcher;
+pub use switchboard_functionalize as functionalize;
 pub use switchboard_graph as graph;
 pub use switchboard_keys as keys;
 pub use switchboard_lazy as lazy;
@@ -55,6 +56,7 @@ pub mod prelude {
     pub use switchboard_autograd::{
         enable_grad, no_grad, AutogradTensor, InferenceMode, NoGradGuard,
     };
+    pub use switchboard_functionalize::{functionalize, Remove};
     pub use switchboard_modes::{push_mode, DispatchMode, FlopCounterMode, LoggingMode};
     pub use switchboard_ops::{self as ops, TensorOps};
     pub use switchboard_trace::{trace, Traced, Tracer};

@@ -36,6 +36,7 @@ mod backward;
 #[cfg(test)]
 mod backward_tests;
 mod device;
+mod functionalized;
 mod output;
 #[cfg(test)]
 mod tests;
@@ -72,6 +73,8 @@ is left out, with a note on stderr).
 (lazy: the call is captured by the lazy backend and runs when its outputs are read), the outputs
 and gradients back to the CPU; cpu:0 is the CPU. --autocast opens the region of DEVICE's type
 (lazy and meta have no autocast: an error).
+--functionalize[=REMOVE]: the call runs inside torch.func.functionalize(f, remove=REMOVE)
+(mutations, the default, or mutations_and_views): the same outputs, written inputs written back.
 Errors are one line on stderr, `error: ...`, with exit status 2.";
 
 /// The arguments of `switchboard call`.
@@ -100,6 +103,17 @@ pub struct CallArgs {
     /// with --backward, the reduction and backward run after the region, as PyTorch recommends.
     #[arg(long, value_enum, value_name = "DTYPE")]
     pub autocast: Option<switchboard_cli::layers::AutocastDtype>,
+    /// Runs the call inside a functionalized function (`torch.func.functionalize(f,
+    /// remove=REMOVE)`, REMOVE `mutations` (the default) or `mutations_and_views`): in-place and
+    /// out= forms run as their functional forms, written inputs are written back.
+    #[arg(
+        long,
+        value_name = "REMOVE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "mutations"
+    )]
+    pub functionalize: Option<String>,
     /// The operator's arguments by schema name, NAME=VALUE.
     #[arg(value_name = "NAME=VALUE")]
     pub args: Vec<String>,
@@ -226,6 +240,9 @@ pub enum CallError {
     /// `--backward` cannot differentiate this call.
     #[error("--backward: {0}")]
     Backward(String),
+    /// `--functionalize` was given an unknown REMOVE.
+    #[error("--functionalize: {0}")]
+    Functionalize(String),
     /// Something panicked (a kernel bug); reported instead of unwinding out of the CLI.
     #[error("{op} panicked: {message}")]
     Panic {
@@ -348,6 +365,12 @@ fn run_unguarded(
             op: op_name.clone(),
             message: one_line(&e.to_string()),
         })?;
+    let remove = functionalized::remove(args.functionalize.as_deref())?;
+    let call =
+        |op: &OperatorHandle, schema: &FunctionSchema, name: &str, stack, autograd| match remove {
+            Some(remove) => functionalized::call(op, schema, name, stack, autograd, remove),
+            None => call(op, schema, name, stack, autograd),
+        };
     if !args.backward {
         let mut returns = call(&op, schema, &op_name, stack, false)?;
         on_device.outputs(&mut returns, &mut [])?;
@@ -577,7 +600,7 @@ pub(crate) fn capped_list<S: AsRef<str>>(names: impl ExactSizeIterator<Item = S>
 }
 
 /// Runs the boxed call, below autograd unless `with_autograd`, and returns the returns.
-fn call(
+pub(crate) fn call(
     op: &OperatorHandle,
     schema: &FunctionSchema,
     op_name: &str,
