@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use switchboard::autocast::{autocast_device_types, is_autocast_available, AutocastGuard};
-use switchboard::dispatcher::DispatchError;
+use switchboard::autograd::AutogradTensor;
+use switchboard::dispatcher::{DispatchError, DispatchKey, ExcludeDispatchKeyGuard};
+use switchboard::functionalize::{from_functional, FunctionalizeGuard, Remove};
 use switchboard::modes::{push_mode, FlopCounterMode, ModeGuard};
 use switchboard::tensor::{write_output_file, Device, ScalarType, Tensor};
 use switchboard::trace::Tracer;
@@ -93,6 +95,38 @@ pub struct LayerOptions {
     /// for .dot.
     #[arg(long, value_name = "FILE.json|FILE.dot")]
     pub trace_graph: Option<PathBuf>,
+    /// With --trace-graph: the traced step runs functionalized (`make_fx(functionalize(step))`):
+    /// the graph has no in-place or out= operator but the final `copy_` of each parameter and
+    /// optimizer buffer the step updates, and views as their `*_copy` operators.
+    #[arg(long, requires = "trace_graph")]
+    pub functionalize: bool,
+}
+
+/// The functionalization of a traced training step (`--trace-graph FILE --functionalize`):
+/// captured parameters and buffers lifted on their first write, written back by
+/// [`FunctionalStep::finish`] (Note [Captured state] in switchboard-functionalize).
+pub struct FunctionalStep(FunctionalizeGuard);
+
+impl FunctionalStep {
+    /// Starts functionalizing if `options.functionalize` and this step is traced.
+    pub fn start(options: &LayerOptions, traced: bool) -> Option<FunctionalStep> {
+        (options.functionalize && traced)
+            .then(|| FunctionalStep(FunctionalizeGuard::lifting(Remove::MutationsAndViews)))
+    }
+
+    /// Runs `backward` of `loss` on its value, outside functionalization: autograd records the
+    /// values (Note [Functionalization above autograd]).
+    pub fn backward(loss: &Tensor) -> Result<(), DispatchError> {
+        let value = from_functional(loss)?;
+        let _values = ExcludeDispatchKeyGuard::new(DispatchKey::Functionalize);
+        value.backward()
+    }
+
+    /// Ends the step's functionalization, writing back what it updated (without autograd).
+    pub fn finish(self) -> Result<(), DispatchError> {
+        let _no_grad = switchboard::autograd::no_grad();
+        self.0.finish()
+    }
 }
 
 /// The formats `--trace-graph` writes.

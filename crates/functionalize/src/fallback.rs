@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use switchboard_dispatcher::{
-    DispatchKey, DispatchKeySet, Dispatcher, IValue, OperatorHandle, OperatorSemantics, Provenance,
-    Result, SchemaKind, SchemaRecord, Stack,
+    DispatchError, DispatchKey, DispatchKeySet, Dispatcher, IValue, OperatorHandle,
+    OperatorSemantics, Provenance, Result, SchemaKind, SchemaRecord, Stack,
 };
 use switchboard_tensor::{DatalessTensor, Device, Tensor};
 
@@ -72,6 +72,19 @@ pub(crate) fn functionalize_fallback(
     })?;
     let args: Stack = stack.drain(start..).collect();
     let sem = &record.semantics;
+    // Tensors from outside the program only (captured, constants): the call runs as it is,
+    // as PyTorch's functionalization kernels do without functional inputs (a captured tensor
+    // being written is lifted first when lifting: Note [Captured state]). A factory (no
+    // tensor) makes a functional tensor.
+    let any_tensor = args.iter().flat_map(IValue::tensors).next().is_some();
+    let any_functional = args
+        .iter()
+        .flat_map(IValue::tensors)
+        .any(|t| functional(t).is_some() || crate::captured::lifted(t).is_some());
+    if any_tensor && !any_functional && !(sem.is_mutating() && crate::captured::is_lifting()) {
+        stack.extend(call_plain(op, args)?);
+        return Ok(());
+    }
     let returns = match sem.kind {
         SchemaKind::Functional if sem.is_view => view_call(op, sem, args)?,
         SchemaKind::Functional => wrap_all(call_plain(op, unwrap_all(&args)?)?)?,
@@ -81,14 +94,18 @@ pub(crate) fn functionalize_fallback(
     Ok(())
 }
 
-/// `args` with each functional tensor replaced by its current value.
+/// `args` with each functional tensor (and captured tensor lifted to one: Note [Captured
+/// state]) replaced by its current value.
 fn unwrap_all(args: &[IValue]) -> Result<Stack> {
     args.iter()
         .map(|a| {
             let mut a = a.clone();
             a.try_map_tensors(|t| match functional(t) {
                 Some(f) => f.current_value(),
-                None => Ok(t.clone()),
+                None => match crate::captured::lifted(t) {
+                    Some(l) => crate::wrapper::from_functional(&l),
+                    None => Ok(t.clone()),
+                },
             })?;
             Ok(a)
         })
@@ -140,9 +157,16 @@ fn view_call(op: &OperatorHandle, sem: &OperatorSemantics, args: Stack) -> Resul
 }
 
 /// An in-place, out= or mutable call (Note [Functionalization above autograd]).
-fn mutation_call(op: &OperatorHandle, record: &Arc<SchemaRecord>, args: Stack) -> Result<Stack> {
+fn mutation_call(
+    op: &OperatorHandle,
+    record: &Arc<SchemaRecord>,
+    mut args: Stack,
+) -> Result<Stack> {
     let sem = &record.semantics;
     for &w in sem.written.iter() {
+        args[w].try_map_tensors(|t| {
+            Ok::<_, DispatchError>(crate::captured::lift(t)?.unwrap_or_else(|| t.clone()))
+        })?;
         for t in args[w].tensors() {
             if functional(t).is_none() {
                 return Err(error(

@@ -28,6 +28,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod captured;
 mod fallback;
 mod transform;
 mod view_inverse;

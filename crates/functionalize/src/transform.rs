@@ -67,6 +67,8 @@ pub struct FunctionalizeGuard {
     _include: IncludeDispatchKeyGuard,
     previous: bool,
     previous_entry: Option<DispatchKeySet>,
+    /// For a lifting guard, the lifting state before it (Note [Captured state]).
+    previous_lifted: Option<Option<Vec<(Tensor, Tensor)>>>,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -80,7 +82,29 @@ impl FunctionalizeGuard {
             _include: IncludeDispatchKeyGuard::new(DispatchKey::Functionalize),
             previous,
             previous_entry,
+            previous_lifted: None,
             _not_send: PhantomData,
+        }
+    }
+
+    /// Turns functionalization on with `remove`, lifting the captured tensors the program
+    /// writes (Note [Captured state]); [`finish`](Self::finish) writes them back.
+    pub fn lifting(remove: Remove) -> FunctionalizeGuard {
+        let mut guard = FunctionalizeGuard::new(remove);
+        guard.previous_lifted = Some(crate::captured::start());
+        guard
+    }
+
+    /// Ends functionalization; a lifting guard writes each captured tensor the program wrote
+    /// back (`copy_`), below functionalization.
+    pub fn finish(mut self) -> Result<()> {
+        match self.previous_lifted.take() {
+            Some(previous) => {
+                let lifted = crate::captured::stop(previous);
+                drop(self);
+                crate::captured::write_back(&lifted)
+            }
+            None => Ok(()),
         }
     }
 }
@@ -89,6 +113,10 @@ impl Drop for FunctionalizeGuard {
     fn drop(&mut self) {
         REMOVE_VIEWS.with(|r| r.set(self.previous));
         ENTRY_EXCLUDED.with(|e| e.set(self.previous_entry));
+        if let Some(previous) = self.previous_lifted.take() {
+            // Dropped without `finish` (an error): the writes are discarded.
+            crate::captured::stop(previous);
+        }
     }
 }
 

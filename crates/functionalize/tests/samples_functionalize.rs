@@ -19,6 +19,10 @@ use switchboard_tensor::{Device, ScalarType, Tensor};
 use switchboard_cpu as _;
 use switchboard_meta as _;
 
+// The default generator is per process: the tests of this binary take turns, so that random
+// operators draw alike eagerly and functionalized.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// How a sample is called.
 #[derive(Clone, Copy)]
 enum Form<'a> {
@@ -177,6 +181,7 @@ fn compare(what: &str, info: &OpInfo, want: Run, got: Run, view: bool, failures:
 }
 
 fn every_sample_runs_alike(remove: Remove) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let all = aten_operators();
     let mut failures = Vec::new();
     let (mut samples, mut variants) = (0, 0);
@@ -307,6 +312,7 @@ fn gradients(info: &OpInfo, s: &Sample, remove: Option<Remove>) -> Result<Vec<Te
 
 #[test]
 fn gradients_through_functionalized_calls_are_eagers() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut failures = Vec::new();
     let mut checked = 0;
     for info in registry() {

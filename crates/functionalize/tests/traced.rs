@@ -94,3 +94,77 @@ fn gradients_through_a_functionalized_function_equal_eagers() {
     let eager = grads(false);
     assert_eq!(grads(true), eager);
 }
+
+/// One SGD step of a two-layer MLP, its parameters captured (not arguments), as a training
+/// loop writes it: under a lifting functionalization when `functional`.
+fn mlp_step(x: &Tensor, w1: &Tensor, w2: &Tensor, functional: bool) -> Tensor {
+    use switchboard_functionalize::{from_functional, FunctionalizeGuard};
+    let guard = functional.then(|| FunctionalizeGuard::lifting(Remove::MutationsAndViews));
+    let h = ops::linear(x, w1).unwrap().relu().unwrap();
+    let loss = ops::linear(&h, w2)
+        .unwrap()
+        .pow_tensor_scalar(2.0)
+        .unwrap()
+        .mean()
+        .unwrap();
+    let loss = from_functional(&loss).unwrap();
+    {
+        // Backward runs on the values (Note [Functionalization above autograd]).
+        let _plain = switchboard_dispatcher::ExcludeDispatchKeyGuard::new(
+            switchboard_dispatcher::DispatchKey::Functionalize,
+        );
+        loss.backward().unwrap();
+    }
+    let _no_grad = switchboard_autograd::no_grad();
+    for p in [w1, w2] {
+        let g = p.grad().unwrap();
+        p.sub_(&g.mul_scalar(0.1).unwrap()).unwrap();
+    }
+    if let Some(guard) = guard {
+        guard.finish().unwrap();
+    }
+    loss
+}
+
+#[test]
+fn a_traced_training_step_is_functional_but_for_writing_back_its_parameters() {
+    let make = || {
+        let x = Tensor::from_vec((0..12).map(|v| v as f32 / 10.0).collect(), &[4, 3]).unwrap();
+        let w1 =
+            Tensor::from_vec((0..15).map(|v| (v as f32 - 7.0) / 10.0).collect(), &[5, 3]).unwrap();
+        let w2 =
+            Tensor::from_vec((0..10).map(|v| (v as f32 - 4.0) / 10.0).collect(), &[2, 5]).unwrap();
+        (
+            x,
+            w1.requires_grad_(true).unwrap(),
+            w2.requires_grad_(true).unwrap(),
+        )
+    };
+    let (x, w1, w2) = make();
+    let traced = trace(&[w1.clone(), w2.clone(), x.clone()], |xs| {
+        let loss = mlp_step(&xs[2], &xs[0], &xs[1], true);
+        Ok(vec![loss])
+    })
+    .unwrap();
+    let names = traced.op_names();
+    let first_copy = names.iter().position(|n| n == "aten::copy_").unwrap();
+    let (body, tail) = names.split_at(first_copy);
+    let in_body: Vec<&String> = body.iter().filter(|n| writes(n)).collect();
+    assert!(
+        in_body.is_empty(),
+        "writes in the body: {in_body:?} of {names:?}"
+    );
+    assert_eq!(tail, ["aten::copy_", "aten::copy_"], "{names:?}");
+    // The same step eagerly: the same loss and parameters.
+    let (ex, e1, e2) = make();
+    let eager_loss = mlp_step(&ex, &e1, &e2, false);
+    assert!(names.len() > 10, "{names:?}");
+    let (fx, f1, f2) = make();
+    let loss = mlp_step(&fx, &f1, &f2, true);
+    assert_eq!(
+        loss.item().unwrap().to_f64(),
+        eager_loss.item().unwrap().to_f64()
+    );
+    assert_eq!(f1.to_vec::<f32>().unwrap(), e1.to_vec::<f32>().unwrap());
+    assert_eq!(f2.to_vec::<f32>().unwrap(), e2.to_vec::<f32>().unwrap());
+}

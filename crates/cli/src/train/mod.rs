@@ -445,14 +445,25 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                     &[&xb, &yb],
                     &inputs,
                 )?;
+                let functional =
+                    crate::layers::FunctionalStep::start(&cfg.layers, traced.is_some());
                 let region = crate::layers::autocast_region(cfg.layers.autocast, cfg.device)?;
                 let logits = model.forward(&xb)?;
                 let loss = parallel.loss(&logits, &yb, global_batch.len())?;
                 drop(region);
                 opt.zero_grad();
-                loss.backward()?;
+                if functional.is_some() {
+                    crate::layers::FunctionalStep::backward(&loss)?;
+                } else {
+                    loss.backward()?;
+                }
                 parallel.synchronize_gradients()?;
                 opt.step()?;
+                if let Some(functional) = functional {
+                    functional.finish()?;
+                }
+                let logits = switchboard::functionalize::from_functional(&logits)?;
+                let loss = switchboard::functionalize::from_functional(&loss)?;
                 if let Some(traced) = traced {
                     let written = traced.finish(&loss, &params)?;
                     bar.suspend(|| write!(out, "{written}"))?;
