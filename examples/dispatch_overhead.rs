@@ -16,7 +16,9 @@
 //! AutocastCPU key) and `add_1elem_empty_mode` (under a dispatch mode that only runs the call:
 //! the PythonTLSSnapshot and Python fallbacks, the boxing and the mode), `add_1elem_traced`
 //! (under a trace, `switchboard::trace::Tracer`: the call runs and becomes a graph node with its
-//! arguments' values and its output's metadata); `lazy_add_1elem` (`ops::add` of two 1-element
+//! arguments' values and its output's metadata), `add_1elem_functionalized` (of two functional
+//! tensors under functionalization, switchboard::functionalize: the Functionalize fallback
+//! unwraps them, calls `add` on the values and wraps the result); `lazy_add_1elem` (`ops::add` of two 1-element
 //! lazy tensors: the call is captured, its metadata given by a shape rule (Note [Shape rules] in
 //! switchboard-lazy), a lazy tensor returned; nothing runs: the results are dropped, so each
 //! `lazy::sync()`, made after every `LAZY_STEP` captures as a training loop syncs once a step,
@@ -131,7 +133,8 @@ fn main() {
         | "add_1elem_requires_grad"
         | "add_1elem_autocast"
         | "add_1elem_empty_mode"
-        | "add_1elem_traced" => {
+        | "add_1elem_traced"
+        | "add_1elem_functionalized" => {
             use switchboard_autograd::AutogradTensor;
             let a = Tensor::ones(&[1], ScalarType::Float).unwrap();
             let b = Tensor::ones(&[1], ScalarType::Float).unwrap();
@@ -159,6 +162,20 @@ fn main() {
                 tracer.input(&a).unwrap();
                 tracer.input(&b).unwrap();
                 tracer
+            });
+            // Functional tensors over `a` and `b`, functionalization on: each `add` goes through
+            // the Functionalize fallback (unwrap, `add` on the values, wrap).
+            let functional = scenario == "add_1elem_functionalized";
+            let (a, b) = if functional {
+                use switchboard::functionalize::to_functional;
+                (to_functional(&a).unwrap(), to_functional(&b).unwrap())
+            } else {
+                (a, b)
+            };
+            let _functionalize = functional.then(|| {
+                switchboard::functionalize::FunctionalizeGuard::new(
+                    switchboard::functionalize::Remove::Mutations,
+                )
             });
             for _ in 0..n {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
@@ -206,7 +223,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, lazy_add_1elem");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, add_1elem_functionalized, lazy_add_1elem");
             std::process::exit(2);
         }
     }

@@ -257,3 +257,22 @@ fn an_unknown_remove_is_one_error_line() {
         "{err}"
     );
 }
+
+#[test]
+fn a_functionalized_out_call_writes_its_out_back_at_the_end() {
+    // Eagerly autograd refuses the out= call; functionalized it runs as `pow` and fails only
+    // where `out`, a leaf that requires grad, is written back (`copy_`), as in PyTorch.
+    let d = dir("out-write-back");
+    let case = ["pow.Tensor_Scalar_out", "self=@a", "exponent=2", "out=@b"];
+    let eager = run(&d, &["--backward"], &case).unwrap_err();
+    assert!(
+        eager.contains("functions with out=... arguments don't support automatic differentiation"),
+        "{eager}"
+    );
+    let functional = run(&d, &["--backward", "--functionalize"], &case).unwrap_err();
+    assert!(
+        functional
+            .contains("a leaf Variable that requires grad is being used in an in-place operation"),
+        "{functional}"
+    );
+}
