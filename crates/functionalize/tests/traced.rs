@@ -168,3 +168,39 @@ fn a_traced_training_step_is_functional_but_for_writing_back_its_parameters() {
     assert_eq!(f1.to_vec::<f32>().unwrap(), e1.to_vec::<f32>().unwrap());
     assert_eq!(f2.to_vec::<f32>().unwrap(), e2.to_vec::<f32>().unwrap());
 }
+
+#[test]
+fn autocast_casts_the_values_of_a_functionalized_function() {
+    use switchboard_tensor::{Device, ScalarType};
+    let a = ops::ones(&[2, 3]).unwrap();
+    let b = ops::ones(&[3, 2]).unwrap();
+    let f = |xs: &[Tensor]| {
+        let y = ops::mm(&xs[0], &xs[1])?; // lower precision in the region
+        y.add_(&ops::ones(&[2, 2])?)?;
+        Ok(vec![y])
+    };
+    let run = |functional: bool| {
+        switchboard_autocast::autocast(Device::CPU, ScalarType::BFloat16, || {
+            let inputs = [a.clone(), b.clone()];
+            if functional {
+                functionalize(f, Remove::Mutations)(&inputs)
+            } else {
+                f(&inputs)
+            }
+        })
+        .unwrap()
+    };
+    let (eager, functional) = (run(false), run(true));
+    assert_eq!(functional[0].dtype(), ScalarType::BFloat16);
+    assert_eq!(functional[0].dtype(), eager[0].dtype());
+    assert_eq!(
+        ops::to(&functional[0], ScalarType::Float)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        ops::to(&eager[0], ScalarType::Float)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    );
+}
