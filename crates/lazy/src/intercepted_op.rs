@@ -23,7 +23,7 @@ pub(crate) enum Handling {
 }
 
 /// An operator as the lazy backend sees it (one per operator, made on its first call).
-pub(crate) struct OpInfo {
+pub(crate) struct InterceptedOp {
     /// `aten::add.Tensor`.
     pub name: String,
     pub semantics: Arc<OperatorSemantics>,
@@ -44,15 +44,15 @@ pub(crate) struct OpInfo {
     pub profile_ns: AtomicU64,
 }
 
-impl OpInfo {
-    fn new(op: &OperatorHandle) -> OpInfo {
+impl InterceptedOp {
+    fn new(op: &OperatorHandle) -> InterceptedOp {
         let schema = op.schema();
         let handling = match &schema {
             None => Handling::Eager("the operator has no schema"),
             Some(r) => handling_of(op, &r.schema, &r.semantics),
         };
         let name = op.name().to_string();
-        OpInfo {
+        InterceptedOp {
             rule: rule_for(&name),
             accepts_host: name == "aten::copy_",
             name,
@@ -152,11 +152,11 @@ fn is_tensor_return(t: &Type) -> bool {
     }
 }
 
-static REGISTRY: LazyLock<RwLock<HashMap<usize, Arc<OpInfo>>>> =
+static REGISTRY: LazyLock<RwLock<HashMap<usize, Arc<InterceptedOp>>>> =
     LazyLock::new(|| RwLock::new(HashMap::new()));
 
 /// The information on `op` (made on first use).
-pub(crate) fn op_info(op: &OperatorHandle) -> Arc<OpInfo> {
+pub(crate) fn intercepted_op(op: &OperatorHandle) -> Arc<InterceptedOp> {
     if let Some(i) = REGISTRY
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -164,7 +164,7 @@ pub(crate) fn op_info(op: &OperatorHandle) -> Arc<OpInfo> {
     {
         return i.clone();
     }
-    let info = Arc::new(OpInfo::new(op));
+    let info = Arc::new(InterceptedOp::new(op));
     REGISTRY
         .write()
         .unwrap_or_else(|e| e.into_inner())
@@ -174,7 +174,7 @@ pub(crate) fn op_info(op: &OperatorHandle) -> Arc<OpInfo> {
 }
 
 /// Every operator seen so far.
-pub(crate) fn all_op_infos() -> Vec<Arc<OpInfo>> {
+pub(crate) fn all_intercepted_ops() -> Vec<Arc<InterceptedOp>> {
     REGISTRY
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -332,7 +332,7 @@ pub(crate) fn static_coverage() -> StaticCoverage {
         match d.kernel_origin(&op, DispatchKey::Lazy).provenance {
             Provenance::Kernel => c.registered += 1,
             Provenance::DefaultBackend | Provenance::Math => c.composite += 1,
-            _ => match op_info(&op).handling {
+            _ => match intercepted_op(&op).handling {
                 Handling::Capture => c.fallback += 1,
                 Handling::Eager(_) => c.eager_only += 1,
             },
