@@ -99,7 +99,21 @@ impl PendingGraph {
     /// The graph value of lazy tensor `t`, whose storage is `ls` (Note [Lazy mutations and
     /// views]): the storage's value when `t` has the storage's base geometry, else a view
     /// (`as_strided`) of it.
+    #[inline]
     pub fn read(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
+        // The usual case, inline: a tensor with its storage's base geometry whose value (a
+        // pending one, or the input standing for its data) is already in this epoch's graph.
+        // (Note [Storage value hints]: no storage lock.)
+        if at_base(ls, t) {
+            if let Some(v) = ls.hinted_value(self.epoch) {
+                return Ok(v);
+            }
+        }
+        self.read_general(t, ls)
+    }
+
+    /// [`read`](Self::read), every case.
+    fn read_general(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
         let mut st = ls.lock();
         let base = match &st.contents {
             Contents::Pending { value, epoch } if *epoch == self.epoch => *value,
@@ -112,6 +126,7 @@ impl PendingGraph {
                     let v = self.graph.add_input(TensorMeta::of(d));
                     self.inputs.push(d.clone());
                     st.input = Some((self.epoch, v));
+                    ls.set_hint(self.epoch, v);
                     v
                 }
             },
@@ -207,6 +222,7 @@ impl PendingGraph {
         };
         st.views.clear();
         st.input = None;
+        ls.set_hint(self.epoch, new);
         if st.registered_epoch != self.epoch {
             st.registered_epoch = self.epoch;
             self.pending.register(ls.clone());
@@ -343,12 +359,13 @@ impl RunningSync {
     }
 
     /// Gives `ls` its contents after the run, unless it was given a new value meanwhile (or
-    /// already got its result). Called with the pending-graph lock held.
+    /// already got its result). Called with the pending-graph lock held (Note [Storage value hints]).
     fn store(&self, ls: &LazyStorage, contents: Contents) {
         let mut st = ls.lock();
         if matches!(st.contents, Contents::Pending { epoch, .. } if epoch == self.epoch) {
             st.contents = contents;
             st.input = None;
+            ls.clear_hint();
         }
     }
 
