@@ -6,7 +6,7 @@
 //! Note [Autograd fallback modes]
 //! An operator of another crate registered with backend kernels only reaches the Autograd
 //! key's fallback (Note [Autograd fallback] in switchboard-ops). Its outputs cannot be
-//! differentiated, and a gradient must never be dropped silently (issue #17). In the default
+//! differentiated, and a gradient must never be dropped silently. In the default
 //! mode, `Warn`, a call with grad mode on and an input that requires grad warns once per
 //! operator (PyTorch's warning text) and gives the differentiable outputs a
 //! `NotImplemented` node whose backward fails with that text, naming the

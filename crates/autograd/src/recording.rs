@@ -34,7 +34,7 @@ pub(crate) type SavedInts = SmallVec<[i64; 5]>;
 // the pass-through path does not pay for its stack frame; it also reads the grad-mode
 // thread-local (a thread-local read in a library crate compiles to a call, and a call with
 // arguments live across it would cost the whole fast path a frame of callee-saved
-// registers). The redispatch goes through a `LazyHandle` for the same reason (Note [Lazy
+// registers). The redispatch goes through a `FirstUseHandle` for the same reason (Note [First-use
 // handles keep the first call out of line]). The kernel is inlined into its entry point, its
 // scalars arrive and leave packed in registers (Note [Packed scalars]) and the redispatch ends
 // in a jump (Note [Typed calls end in one jump]): with nothing requiring grad, the layer is the

@@ -492,7 +492,7 @@ fn shapes_and_indexing() {
 
 #[test]
 fn inplace_variants() {
-    // In-place ops on a non-leaf (a fresh product), recorded through Note [In-place autograd].
+    // In-place ops on a non-leaf (a fresh product), recorded as Note [CopySlices] says.
     let a = x(&[2, 3], 91);
     let b = x(&[2, 3], 92);
     let p = pos(&[2, 3], 93);

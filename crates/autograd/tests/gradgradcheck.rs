@@ -1,5 +1,6 @@
 //! Second derivatives: gradgradcheck of every differentiable operator whose backward goes
-//! through a backward helper operator (Note [Double backward]), and known Hessians.
+//! through a backward helper operator (Note [gradgradcheck], Note [Convolution double
+//! backward]), and known Hessians.
 #![allow(clippy::cloned_ref_to_slice_refs)] // literal input lists read best
 
 use switchboard_autograd::{grad, gradgradcheck, AutogradTensor, Result};

@@ -1,5 +1,5 @@
-//! Operators without a derivative formula are never silently non-differentiable (issue #17,
-//! "Autograd without a formula"): an aten operator with a kernel and no derivatives.yaml entry
+//! Operators without a derivative formula are never silently non-differentiable: an aten
+//! operator with a kernel and no derivatives.yaml entry
 //! records PyTorch's `NotImplemented` node ("derivative for aten::X is not implemented"); an
 //! operator of another crate reaches the Autograd fallback, which warns once per operator and
 //! makes backward through its outputs fail naming it (mode `Warn`, the default), or passes the

@@ -1,4 +1,4 @@
-//! The in-place random operators go through autograd's checks (issue #22): on a leaf that
+//! The in-place random operators go through autograd's checks: on a leaf that
 //! requires grad they are refused, as every in-place operator is; on a non-leaf they record
 //! their node (PyTorch's names), and the gradient through the overwritten values is zero.
 

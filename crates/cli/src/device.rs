@@ -1,6 +1,6 @@
 //! `--device DEVICE`: where `switchboard call` and `switchboard train` run their operators.
 //!
-//! // Note [The --device option]
+//! Note [The --device option]
 //! Inputs are created on the CPU (read from a file, or built from the data set) and moved to
 //! the device with `_to_copy` through the dispatcher, as `tensor.to(device)` does in PyTorch;
 //! results are moved back to the CPU the same way before they are written. So on `lazy` every

@@ -129,25 +129,49 @@ impl FunctionalStep {
     }
 }
 
-/// The formats `--trace-graph` writes.
+/// The formats every graph the CLI writes comes in (`--trace-graph`, `train --graph-out`):
+/// the graph IR's one JSON form (`Graph::to_json`, pretty-printed) and its DOT form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GraphFormat {
-    /// `Traced::to_json`.
+    /// `Graph::to_json`.
     Json,
-    /// `Traced::to_dot`.
+    /// `Graph::to_dot`.
     Dot,
+}
+
+impl GraphFormat {
+    /// The format a file name's extension asks for (`.json`, `.dot`, any case).
+    pub fn of_path(path: &Path) -> Option<GraphFormat> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("json") => Some(GraphFormat::Json),
+            Some(e) if e.eq_ignore_ascii_case("dot") => Some(GraphFormat::Dot),
+            _ => None,
+        }
+    }
+
+    /// A graph's text in this format, given its JSON and DOT forms.
+    pub fn render(
+        self,
+        json: impl FnOnce() -> serde_json::Value,
+        dot: impl FnOnce() -> String,
+    ) -> String {
+        match self {
+            GraphFormat::Json => {
+                serde_json::to_string_pretty(&json()).expect("a JSON value serializes")
+            }
+            GraphFormat::Dot => dot(),
+        }
+    }
 }
 
 /// The format of a `--trace-graph` file, from its extension, or the error naming the option.
 pub fn trace_graph_format(path: &Path) -> Result<GraphFormat, String> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("json") => Ok(GraphFormat::Json),
-        Some(e) if e.eq_ignore_ascii_case("dot") => Ok(GraphFormat::Dot),
-        _ => Err(format!(
+    GraphFormat::of_path(path).ok_or_else(|| {
+        format!(
             "--trace-graph {}: the file name must end in .json or .dot (Graphviz)",
             path.display()
-        )),
-    }
+        )
+    })
 }
 
 /// A trace of one training step, when asked for: its inputs are the parameters and the
@@ -191,12 +215,7 @@ impl StepTrace {
         let mut outputs = vec![loss.clone()];
         outputs.extend(parameters.iter().cloned());
         let traced = self.tracer.finish(&outputs)?;
-        let text = match self.format {
-            GraphFormat::Json => {
-                serde_json::to_string_pretty(&traced.to_json()).expect("a JSON value serializes")
-            }
-            GraphFormat::Dot => traced.to_dot(),
-        };
+        let text = self.format.render(|| traced.to_json(), || traced.to_dot());
         let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
         let written = write_output_file(&self.path, text.as_bytes(), &inputs).map_err(|e| {
             TrainError::Config(format!("--trace-graph {}: {e}", self.path.display()))

@@ -1,4 +1,4 @@
-//! Bad and extreme input to the `switchboard` binary, one test per class of issue #22: nothing
+//! Bad and extreme input to the `switchboard` binary, one test per class of bad input: nothing
 //! hangs, aborts, panics or answers wrongly. Every refusal is an `error: ...` line on stderr
 //! with exit status 2; every process must end within `DEADLINE`.
 

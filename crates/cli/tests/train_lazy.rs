@@ -85,6 +85,18 @@ fn graph_out_writes_the_graph_of_one_step() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("step.json")).unwrap()).unwrap();
     assert!(json["nodes"].as_array().unwrap().len() > 20, "{json}");
+    // The one JSON form of graphs, as `--trace-graph` writes it: arguments under `inputs`,
+    // sizes as `shape`, the captured inputs listed.
+    let addmm = json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["op"] == "aten::addmm")
+        .unwrap();
+    assert_eq!(addmm["inputs"][0]["name"], "self");
+    assert!(addmm["outputs"][0]["shape"].is_array(), "{addmm}");
+    assert!(json["inputs"][0]["shape"].is_array(), "{json}");
+    assert!(json["constants"].is_array(), "{json}");
 
     let err = |cfg: TrainConfig| train(&cfg, &mut Vec::new()).unwrap_err().to_string();
     let e = err(TrainConfig {

@@ -120,7 +120,7 @@ fn doc_schema(f: &NativeFunction) -> String {
 /// composite / BackendSelect (IMPL) libraries. The includer provides the `use` lines for
 /// `Tensor`, `Scalar`, `ScalarType`, `Layout`, `Device`, `MemoryFormat`, `Generator`, `Tag`,
 /// `DispatchKeySet`, `TypedOperatorHandle`, `KernelFunction`, `Library`, `Result` and
-/// `LazyHandle`, and `crate::lookup` / `crate::backend_select_keys`.
+/// `FirstUseHandle`, and `crate::lookup` / `crate::backend_select_keys`.
 pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     let mut o = String::new();
     let w = &mut o;
@@ -164,12 +164,12 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     )
     .unwrap();
     writeln!(w, "pub mod handles {{\n    use super::*;").unwrap();
-    let mut lazy = String::new();
+    let mut first_use = String::new();
     for (f, s) in funcs.iter().zip(&sigs) {
         let ty = format!("TypedOperatorHandle<{}, {}>", s.families, s.ret);
         writeln!(
             w,
-            "    /// The handle of `{}` (the one `lazy::{}` holds).\n    #[inline]\n    pub fn {}() -> &'static {ty} {{\n        lazy::{}.get()\n    }}",
+            "    /// The handle of `{}` (the one `first_use::{}` holds).\n    #[inline]\n    pub fn {}() -> &'static {ty} {{\n        first_use::{}.get()\n    }}",
             f.qualified(),
             f.api_name,
             f.api_name,
@@ -177,8 +177,8 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
         )
         .unwrap();
         writeln!(
-            lazy,
-            "        /// `{}`, looked up on first use.\n        pub static {}: LazyHandle<{}, {}> = LazyHandle::new({:?});",
+            first_use,
+            "        /// `{}`, looked up on first use.\n        pub static {}: FirstUseHandle<{}, {}> = FirstUseHandle::new({:?});",
             f.qualified(),
             f.api_name,
             s.families,
@@ -189,7 +189,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     }
     writeln!(
         w,
-        "    /// The handles the `redispatch` functions call through (Note [Lazy handles keep the\n    /// first call out of line]).\n    #[allow(non_upper_case_globals)]\n    pub mod lazy {{\n        use super::*;\n{lazy}    }}"
+        "    /// The handles the `redispatch` functions call through (Note [First-use handles keep the\n    /// first call out of line]).\n    #[allow(non_upper_case_globals)]\n    pub mod first_use {{\n        use super::*;\n{first_use}    }}"
     )
     .unwrap();
     writeln!(w, "}}\n").unwrap();
@@ -252,7 +252,7 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
         let sep = if params.is_empty() { "" } else { ", " };
         writeln!(
             w,
-            "    /// `{}`\n    #[inline]\n    pub fn {}(ks: DispatchKeySet{sep}{params}) -> Result<{}> {{\n        handles::lazy::{}.redispatch(ks, {})\n    }}",
+            "    /// `{}`\n    #[inline]\n    pub fn {}(ks: DispatchKeySet{sep}{params}) -> Result<{}> {{\n        handles::first_use::{}.redispatch(ks, {})\n    }}",
             doc_schema(f),
             f.api_name,
             s.ret,
@@ -516,7 +516,7 @@ mod tests {
             "pub fn add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {\n    handles::add().call((self_, other, PackedScalar::new(Scalar::Int(1))))",
             "pub fn add_with(self_: &Tensor, other: &Tensor, options: AddOptions) -> Result<Tensor> {\n    handles::add().call((self_, other, PackedScalar::new(options.alpha)))",
             "pub fn add_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {\n    handles::add_scalar().call((self_, PackedScalar::new(other.into())))",
-            "pub fn add(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: impl Into<PackedScalar>) -> Result<Tensor> {\n        handles::lazy::add.redispatch(ks, (self_, other, alpha.into()))",
+            "pub fn add(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: impl Into<PackedScalar>) -> Result<Tensor> {\n        handles::first_use::add.redispatch(ks, (self_, other, alpha.into()))",
             "fn add(&self, other: &Tensor) -> Result<Tensor> {\n        crate::add(self, other)",
             "fn add_with(&self, other: &Tensor, options: AddOptions) -> Result<Tensor> {\n        crate::add_with(self, other, options)",
             "pub fn alpha(mut self, alpha: impl Into<Scalar>) -> Self {\n            self.alpha = alpha.into();",

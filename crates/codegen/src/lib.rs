@@ -9,6 +9,8 @@
 //!   `defaults.rs`); `redispatch::` functions, the `TensorOps` methods, the schema
 //!   registrations and the composite / BackendSelect kernel registrations);
 //! - [`backend`]: the kernel registrations of one backend crate for one dispatch key;
+//! - [`lazy_registrations`]: the operators the lazy backend registers kernels for, from its
+//!   list in the format of torch_xla's `xla_native_functions.yaml`;
 //! - [`autograd`]: the autograd crate's backward nodes, its Autograd and ADInplaceOrView
 //!   kernels and their registrations (Note [Which kernel an operator gets] in
 //!   `emit_autograd/mod.rs`).
@@ -20,6 +22,7 @@ mod derivatives;
 mod emit_api;
 mod emit_autograd;
 mod emit_backend;
+mod emit_lazy;
 mod formula;
 mod model;
 mod tags;
@@ -32,5 +35,6 @@ pub use derivatives::{
 pub use emit_api::api;
 pub use emit_autograd::autograd;
 pub use emit_backend::backend;
+pub use emit_lazy::lazy_registrations;
 pub use model::{parse_yaml, NativeFunction};
 pub use types::{rust_ident, RustArg};

@@ -419,7 +419,7 @@ fn sizes_from_huge_arguments_are_checked() {
             .unwrap_err()
             .to_string()
     };
-    // A padding near i64::MAX used to wrap and give a 1x1 zero tensor (issue #22).
+    // A padding near i64::MAX used to wrap and give a 1x1 zero tensor.
     let e = "convolution: the padded input size (5 + 2 * padding 9223372036854775806) overflows \
              int64";
     assert_eq!(err(&x, &w, &[i64::MAX - 1], &[1]), e);

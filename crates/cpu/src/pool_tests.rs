@@ -256,7 +256,7 @@ fn backward_matches_finite_differences() {
 fn huge_windows_fail_or_finish_at_once() {
     let x = Tensor::from_vec((0..9).map(|v| v as f32).collect(), &[1, 1, 3, 3]).unwrap();
     let overflow = "value cannot be converted to type int without overflow";
-    // Parameters beyond a C++ int are refused, as PyTorch narrows them (issue #22: this used
+    // Parameters beyond a C++ int are refused, as PyTorch narrows them (this used
     // to loop for a time proportional to the padding).
     for (k, s, p, d) in [
         (vec![1i64 << 40], vec![], vec![1i64 << 39], vec![1]),

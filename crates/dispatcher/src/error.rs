@@ -80,7 +80,8 @@ pub enum DispatchErrorKind {
     #[error("{0}")]
     WrongSignature(String),
     /// A call reached the AutogradOther slot of an operator whose CompositeImplicitAutograd
-    /// kernel is ambiguous there (see Note [Ambiguity in AutogradOther kernel]).
+    /// kernel is ambiguous there. The message is PyTorch's, word for word (the note it cites
+    /// is in PyTorch's dispatcher, not here).
     #[error(
         "{op} has kernels registered to both CompositeImplicitAutograd and a backend mapped to \
          AutogradOther. This makes the backend kernel unreachable; the dispatcher will always \

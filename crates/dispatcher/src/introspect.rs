@@ -1,7 +1,7 @@
 //! Introspection: which kernels and fallbacks are registered where (PyTorch's
 //! `torch._C._dispatch_has_kernel_for_dispatch_key` and friends).
 //!
-//! // Note [Registered versus computed kernels]
+//! Note [Registered versus computed kernels]
 //! Two questions have different answers. *Registered*: is a kernel registered at exactly this key
 //! (`has_kernel_for_dispatch_key`, `registrations_for_dispatch_key`)? Alias keys are keys like any
 //! other here: an operator with a `CompositeImplicitAutograd` kernel has a kernel "for"

@@ -11,7 +11,7 @@ use crate::print::{const_code, meta_annotation, node_names, value_name};
 fn meta_json(m: &TensorMeta) -> Json {
     json!({
         "dtype": m.dtype.name(),
-        "sizes": m.sizes.as_slice(),
+        "shape": m.sizes.as_slice(),
         "strides": m.strides.as_slice(),
         "storage_offset": m.storage_offset,
         "device": m.device.to_string(),
@@ -33,9 +33,14 @@ fn const_json(c: &IValue) -> Json {
 }
 
 impl Graph {
-    /// The graph as JSON: `inputs` (name and metadata), `nodes` (name, operator, schema,
-    /// arguments by schema name, each a value name or a constant, and the metadata of each
-    /// output), `outputs` (value names).
+    /// The graph as JSON, the one form every graph is written in (a lazy step's, a trace's):
+    /// `inputs` (name and metadata: `dtype`, `shape`, `strides`, `storage_offset`, `device`),
+    /// `constants` (the indices of the inputs that hold tensors the graph captured rather than
+    /// tensors a caller passes: empty here, a trace fills it in), `nodes` in execution order
+    /// (`name`, `op`, `schema`, `inputs`: the arguments in schema order, each named and either
+    /// a graph value, `{"name": "self", "value": "t"}`, or a constant, `{"name": "beta",
+    /// "const": 1}`; `outputs`: the metadata of each output and its `source`), and `outputs`
+    /// (value names).
     ///
     /// ```
     /// # use switchboard_graph::{Graph, TensorMeta};
@@ -45,7 +50,7 @@ impl Graph {
     /// g.set_outputs(vec![x]).unwrap();
     /// let j = g.to_json();
     /// assert_eq!(j["inputs"][0]["name"], "arg0");
-    /// assert_eq!(j["inputs"][0]["sizes"], serde_json::json!([2]));
+    /// assert_eq!(j["inputs"][0]["shape"], serde_json::json!([2]));
     /// assert_eq!(j["outputs"][0], "arg0");
     /// ```
     pub fn to_json(&self) -> Json {
@@ -111,7 +116,7 @@ impl Graph {
                 "name": names[i],
                 "op": op.name().to_string(),
                 "schema": schema.map(|s| s.schema.to_string()),
-                "args": args,
+                "inputs": args,
                 "outputs": outputs,
             }));
         }
@@ -120,7 +125,7 @@ impl Graph {
             .iter()
             .map(|v| value_name(self, &names, *v))
             .collect();
-        json!({ "inputs": inputs, "nodes": nodes, "outputs": outputs })
+        json!({ "inputs": inputs, "constants": [], "nodes": nodes, "outputs": outputs })
     }
 
     /// The graph in Graphviz's DOT language: a box per call (name, operator, constant

@@ -272,18 +272,7 @@ impl Graph {
     /// Removes every node and input, keeping the allocations (Note [Node store]).
     pub fn clear(&mut self) {
         self.nodes.clear();
-        // Most arguments own nothing (values, numbers): those are let go without the
-        // out-of-line drop glue `clear` would call for each (a third of a lazy capture's share
-        // of clearing its node).
-        for arg in self.args.drain(..) {
-            match arg {
-                Arg::Value(_)
-                | Arg::Const(IValue::None | IValue::Int(_) | IValue::Double(_) | IValue::Bool(_)) => {
-                    std::mem::forget(arg)
-                }
-                arg => drop(arg),
-            }
-        }
+        self.args.clear();
         self.node_outputs.clear();
         self.inputs.clear();
         self.outputs.clear();

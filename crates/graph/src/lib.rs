@@ -10,8 +10,12 @@
 //! - [`Plan`]: a graph prepared to run: dead nodes dropped, identical pure calls merged (Note
 //!   [Merging identical nodes]), every intermediate freed after its last use; it replays the
 //!   calls through the dispatcher ([`Graph::replay`] for a one-off run).
-//! - [`output_root`], [`is_pure`] and [`is_random`]: the graph's reading of an operator's
-//!   semantics (`switchboard_dispatcher::OperatorSemantics`: writes, views, purity).
+//! - [`output_root`], [`is_pure`], [`is_random`] and [`unreturned_writes`]: the graph's reading
+//!   of an operator's semantics (`switchboard_dispatcher::OperatorSemantics`: writes, views,
+//!   purity).
+//! - The recording API the lazy backend and the tracer share: [`Graph::add_input`],
+//!   [`Graph::add_call`], [`Graph::add_as_strided`] for a view no value stands for, and
+//!   [`unreturned_writes`] for the outputs of written arguments.
 //!
 //! ```
 //! use switchboard_dispatcher::{Dispatcher, IValue};
@@ -40,6 +44,7 @@ mod key;
 mod node;
 mod plan;
 mod print;
+mod record;
 
 pub use aliasing::{is_pure, is_random, output_root};
 pub use graph::{Graph, GraphError};
@@ -47,6 +52,7 @@ pub use key::{constant_words, StructuralKey};
 pub use node::{snapshot, Arg, Node, NodeId, NodeKind, Output, Source, TensorMeta, Value};
 pub use plan::{Plan, RunOptions};
 pub use print::{const_code, meta_annotation, op_path, short_dtype};
+pub use record::unreturned_writes;
 
 use switchboard_dispatcher::{AutoDispatchBelowADInplaceOrView, Result};
 use switchboard_tensor::Tensor;

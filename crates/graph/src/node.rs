@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use switchboard_dispatcher::{IValue, OperatorHandle};
-use switchboard_tensor::{Device, DimVec, ScalarType, Tensor};
+use switchboard_tensor::{Device, DimVec, ScalarType, Tensor, TensorImpl};
 
 /// The index of a node in its graph (nodes are numbered in the order they were added, which
 /// is a valid execution order).
@@ -63,13 +63,22 @@ impl TensorMeta {
         }
     }
 
-    /// Whether `t` has these sizes, strides, offset and dtype (the device is not compared:
-    /// an executor may run a graph on another device than it was captured for).
-    pub fn matches_layout(&self, t: &Tensor) -> bool {
-        self.dtype == t.dtype()
-            && self.sizes.as_slice() == t.sizes()
-            && self.strides.as_slice() == t.strides()
-            && self.storage_offset == t.storage_offset()
+    /// Whether `t` has these sizes, strides, offset and dtype: the one layout comparison of
+    /// recorders and executors (the device is not compared: an executor may run a graph on
+    /// another device than it was captured for).
+    #[inline]
+    pub fn matches_layout(&self, t: &TensorImpl) -> bool {
+        if self.storage_offset != t.storage_offset() || self.dtype != t.dtype() {
+            return false;
+        }
+        // One loop over the four lists (a lazy capture compares every operand).
+        let (sizes, strides) = (&self.sizes[..], &self.strides[..]);
+        let (t_sizes, t_strides) = (t.sizes(), t.strides());
+        let n = sizes.len();
+        n == t_sizes.len()
+            && n == strides.len()
+            && n == t_strides.len()
+            && (0..n).all(|d| sizes[d] == t_sizes[d] && strides[d] == t_strides[d])
     }
 
     /// Whether the strides are the contiguous ones for the sizes.

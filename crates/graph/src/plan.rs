@@ -102,6 +102,8 @@ pub struct Plan {
     output_slots: Vec<u32>,
     /// The slot of each input.
     input_slots: Vec<u32>,
+    /// For each input: whether a call writes its memory (directly or through a view).
+    written_inputs: Vec<bool>,
 }
 
 impl Plan {
@@ -111,10 +113,22 @@ impl Plan {
     }
 
     /// Plans `graph` with `pure` deciding which operators' calls may be merged (return false
-    /// for all to run every call).
+    /// for all to run every live call).
     pub fn with_purity(graph: Graph, pure: &dyn Fn(&OperatorHandle) -> bool) -> Plan {
-        let n = graph.nodes.len();
         let live = graph.live_nodes();
+        Plan::build(graph, pure, live)
+    }
+
+    /// Plans `graph` to run every call in order, as the program it was recorded from did:
+    /// none dropped (a call whose results nothing reads may still write an input), none
+    /// merged. A tracer replays its graphs this way.
+    pub fn every_call(graph: Graph) -> Plan {
+        let live = vec![true; graph.len()];
+        Plan::build(graph, &|_| false, live)
+    }
+
+    fn build(graph: Graph, pure: &dyn Fn(&OperatorHandle) -> bool, live: Vec<bool>) -> Plan {
+        let n = graph.nodes.len();
         let mut slot_base = Vec::with_capacity(n);
         let mut slots = 0u32;
         for node in graph.nodes() {
@@ -247,11 +261,12 @@ impl Plan {
                 }
             }
         }
-        let input_slots = graph
+        let input_slots: Vec<u32> = graph
             .inputs
             .iter()
             .map(|id| slot_base[id.index()])
             .collect();
+        let written_inputs = input_slots.iter().map(|&s| written[s as usize]).collect();
         Plan {
             graph,
             slot_base,
@@ -262,12 +277,24 @@ impl Plan {
             merged,
             output_slots,
             input_slots,
+            written_inputs,
         }
     }
 
     /// The planned graph.
     pub fn graph(&self) -> &Graph {
         &self.graph
+    }
+
+    /// Consumes the plan, returning its graph.
+    pub fn into_graph(self) -> Graph {
+        self.graph
+    }
+
+    /// For each input of the graph: whether a planned call writes its memory (directly or
+    /// through a view), so that a caller replaying the graph on a tensor it keeps passes a copy.
+    pub fn written_inputs(&self) -> &[bool] {
+        &self.written_inputs
     }
 
     /// The calls a run makes (live calls minus merged ones).
@@ -281,15 +308,36 @@ impl Plan {
     }
 
     /// Runs the graph on `inputs` (one tensor per graph input, in order) and returns its
-    /// outputs, or the first error of a call.
+    /// outputs; the first call that fails ends the run with its error, as it ends a program.
     pub fn run(&self, inputs: Vec<Tensor>, opts: &RunOptions) -> Result<Vec<Tensor>> {
-        self.run_each(inputs, opts)?.into_iter().collect()
+        let (slots, errors) = self.run_steps(inputs, opts, true)?;
+        self.output_slots
+            .iter()
+            .map(|&s| take_slot(&slots, &errors, s))
+            .collect()
     }
 
     /// Runs the graph on `inputs` as eager code would: a call that fails fails only the values
     /// computed from its results (Note [Failing calls]); returns each output or its error. The
     /// outer error is for inputs that do not fit the graph.
     pub fn run_each(&self, inputs: Vec<Tensor>, opts: &RunOptions) -> Result<Vec<Result<Tensor>>> {
+        let (slots, errors) = self.run_steps(inputs, opts, false)?;
+        Ok(self
+            .output_slots
+            .iter()
+            .map(|&s| take_slot(&slots, &errors, s))
+            .collect())
+    }
+
+    /// Runs the steps: the slots and the errors of the slots failed calls left without a
+    /// value; with `stop_at_error`, the first failing call's error instead.
+    #[allow(clippy::type_complexity)]
+    fn run_steps(
+        &self,
+        inputs: Vec<Tensor>,
+        opts: &RunOptions,
+        stop_at_error: bool,
+    ) -> Result<(Vec<Option<Tensor>>, Vec<Option<DispatchError>>)> {
         if inputs.len() != self.input_slots.len() {
             return Err(TensorError::invalid(format!(
                 "the graph has {} inputs but {} tensors were given",
@@ -308,6 +356,9 @@ impl Plan {
         let mut stack: Stack = Vec::with_capacity(8);
         for step in &self.steps {
             if let Err(e) = self.run_step(step, &mut slots, &errors, &mut stack, opts) {
+                if stop_at_error {
+                    return Err(e);
+                }
                 if errors.is_empty() {
                     errors = vec![None; self.slots];
                 }
@@ -326,11 +377,7 @@ impl Plan {
                 }
             }
         }
-        Ok(self
-            .output_slots
-            .iter()
-            .map(|&s| take_slot(&slots, &errors, s))
-            .collect())
+        Ok((slots, errors))
     }
 
     fn read(

@@ -124,10 +124,10 @@ fn keyword_arguments_strides_and_several_outputs() {
 
     let j = g.to_json();
     assert_eq!(j["nodes"][1]["op"], "aten::max.dim");
-    assert_eq!(j["nodes"][1]["args"][1]["name"], "dim");
-    assert_eq!(j["nodes"][1]["args"][1]["const"], 1);
+    assert_eq!(j["nodes"][1]["inputs"][1]["name"], "dim");
+    assert_eq!(j["nodes"][1]["inputs"][1]["const"], 1);
     assert_eq!(j["nodes"][1]["outputs"][1]["dtype"], "int64");
-    assert_eq!(j["nodes"][2]["args"][0]["value"], "max[0]");
+    assert_eq!(j["nodes"][2]["inputs"][0]["value"], "max[0]");
     assert_eq!(j["outputs"], serde_json::json!(["t", "add", "max[1]"]));
     let dot = g.to_dot();
     assert!(dot.contains("n0 -> n2 [label=\"self\"]"), "{dot}");

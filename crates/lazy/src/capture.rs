@@ -10,12 +10,14 @@ use smallvec::SmallVec;
 use switchboard_dispatcher::{
     DispatchError, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack, ThinVec,
 };
-use switchboard_graph::{constant_words, Arg, NodeId, Output, Source, TensorMeta, Value};
+use switchboard_graph::{
+    constant_words, unreturned_writes, Arg, NodeId, Output, Source, TensorMeta, Value,
+};
 use switchboard_tensor::{Device, Storage, Tensor, TensorError, VersionCounter};
 
 use crate::args::{check_devices, classify, ArgKind};
-use crate::context::{context, Context};
-use crate::op_info::OpInfo;
+use crate::intercepted_op::InterceptedOp;
+use crate::pending_graph::{lock_pending_graph, PendingGraph};
 use crate::rules::{self, RuledCall};
 use crate::shapes::{self, CachedReturn, OutMeta, Shapes};
 use crate::stats::STATS;
@@ -166,7 +168,7 @@ fn translate(e: DispatchError) -> DispatchError {
 }
 
 /// The graph argument of a classified argument.
-fn graph_arg(ctx: &mut Context, k: &ArgKind<'_>) -> Result<Arg> {
+fn graph_arg(ctx: &mut PendingGraph, k: &ArgKind<'_>) -> Result<Arg> {
     Ok(match k {
         ArgKind::Lazy(t, ls) => Arg::Value(ctx.read(t, ls)?),
         ArgKind::Host(t) => Arg::Value(ctx.host_input(t.clone())),
@@ -194,7 +196,7 @@ fn graph_arg(ctx: &mut Context, k: &ArgKind<'_>) -> Result<Arg> {
 type StorageWrite = (Arc<LazyStorage>, Arc<TensorMeta>, u32);
 
 /// How a return becomes a lazy tensor once the node exists.
-enum Pending {
+enum ReturnToMake {
     /// Already final (a view, a passed-through value).
     Done(IValue),
     /// A fresh storage holding output `o`, with its own version counter or the given one.
@@ -230,7 +232,7 @@ fn cached_shapes(
 /// Captures a call of `op` whose arguments are on `stack`, leaving its returns there (see the
 /// module documentation). Errors of the shape function (shapes, dtypes, devices) are the
 /// call's errors, with eager's messages; nothing is recorded then.
-pub(crate) fn capture(op: &OperatorHandle, info: &OpInfo, stack: &mut Stack) -> Result<()> {
+pub(crate) fn capture(op: &OperatorHandle, info: &InterceptedOp, stack: &mut Stack) -> Result<()> {
     if let Some(call) = info.rule.and_then(|rule| rules::infer(rule, stack)) {
         let constants = stack[call.operands().len()..]
             .iter()
@@ -267,11 +269,11 @@ pub(crate) fn record_ruled(
     call: RuledCall<'_>,
     constants: impl Iterator<Item = Arg>,
 ) -> Result<Tensor> {
-    let mut ctx = context();
+    let mut ctx = lock_pending_graph();
     let operands = call.operands();
     let mut values = [Value::new(NodeId(0), 0); 2];
-    for (v, &(t, ls, at_base)) in values.iter_mut().zip(operands) {
-        *v = ctx.read_known(t, ls, at_base)?;
+    for (v, &(t, ls, _)) in values.iter_mut().zip(operands) {
+        *v = ctx.read(t, ls)?;
     }
     let n = operands.len();
     let (meta, nbytes) = call.out;
@@ -283,14 +285,13 @@ pub(crate) fn record_ruled(
         std::iter::once(output),
     );
     STATS.nodes_captured.inc();
-    // A ruled result is plain (a floating dtype, contiguous strides, offset 0: Note [Shape rules]).
-    ctx.fresh_known(meta, true, nbytes, Value::new(id, 0), None)
+    ctx.fresh(meta, nbytes, Value::new(id, 0), None)
 }
 
 /// Records the call whose arguments are `kinds` and returns its returns.
 fn record(
     op: &OperatorHandle,
-    info: &OpInfo,
+    info: &InterceptedOp,
     kinds: &[ArgKind<'_>],
 ) -> Result<SmallVec<[IValue; 2]>> {
     let shapes = cached_shapes(op, kinds, info.accepts_host)?;
@@ -302,7 +303,7 @@ fn record(
     };
     let mut outputs: SmallVec<[Output; 2]> = SmallVec::new();
     let mut writes: SmallVec<[StorageWrite; 1]> = SmallVec::new();
-    let mut pending: SmallVec<[Pending; 2]> = SmallVec::new();
+    let mut to_make: SmallVec<[ReturnToMake; 2]> = SmallVec::new();
     for (r, ret) in shapes.iter().enumerate() {
         match ret {
             CachedReturn::Tensor { meta, alias } => {
@@ -314,7 +315,7 @@ fn record(
                             outputs.push(Output::ret(r as u32, meta.0.clone()));
                             writes.push((storage_of(t)?, meta.0.clone(), o));
                         }
-                        pending.push(Pending::Done(IValue::Tensor(view_tensor(t, &meta.0)?)));
+                        to_make.push(ReturnToMake::Done(IValue::Tensor(view_tensor(t, &meta.0)?)));
                     }
                     None => {
                         let o = outputs.len() as u32;
@@ -325,7 +326,7 @@ fn record(
                             Some(k) if write => lazy_arg(k).map(|t| t.version_counter()),
                             _ => None,
                         };
-                        pending.push(Pending::Fresh(meta.clone(), o, version));
+                        to_make.push(ReturnToMake::Fresh(meta.clone(), o, version));
                     }
                 }
             }
@@ -339,16 +340,13 @@ fn record(
                     });
                     list.push((m.clone(), o));
                 }
-                pending.push(Pending::FreshList(list));
+                to_make.push(ReturnToMake::FreshList(list));
             }
-            CachedReturn::Value(v) => pending.push(Pending::Done(v.clone())),
+            CachedReturn::Value(v) => to_make.push(ReturnToMake::Done(v.clone())),
         }
     }
     // Written arguments no return stands for: their new value is an output of the node too.
-    for &k in &al.written {
-        if al.return_aliases.contains(&Some(k)) {
-            continue;
-        }
+    for k in unreturned_writes(al) {
         if let Some(t) = lazy_arg(k) {
             let o = outputs.len() as u32;
             let m = Arc::new(lazy_meta(t));
@@ -360,7 +358,7 @@ fn record(
         }
     }
 
-    let mut ctx = context();
+    let mut ctx = lock_pending_graph();
     let id = if outputs.is_empty() {
         NodeId(u32::MAX) // views only: no node
     } else {
@@ -372,16 +370,16 @@ fn record(
         ctx.graph.add_call_unchecked(op.clone(), args, outputs)
     };
     for (ls, g, o) in writes {
-        ctx.write(&ls, &g, Value::new(id, o));
+        ctx.write(&ls, &g, Value::new(id, o))?;
     }
-    let mut returns = SmallVec::with_capacity(pending.len());
-    for p in pending {
+    let mut returns = SmallVec::with_capacity(to_make.len());
+    for p in to_make {
         returns.push(match p {
-            Pending::Done(v) => v,
-            Pending::Fresh((m, nbytes), o, version) => {
+            ReturnToMake::Done(v) => v,
+            ReturnToMake::Fresh((m, nbytes), o, version) => {
                 IValue::Tensor(ctx.fresh(m, nbytes, Value::new(id, o), version)?)
             }
-            Pending::FreshList(list) => {
+            ReturnToMake::FreshList(list) => {
                 let mut ts = ThinVec::with_capacity(list.len());
                 for (m, o) in list {
                     ts.push(ctx.fresh(m.0, m.1, Value::new(id, o), None)?);

@@ -8,7 +8,7 @@ use switchboard_dispatcher::{DispatchKey, DispatchKeySet, IValue, OperatorHandle
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, RawOps, Storage, Tensor, TensorError, TensorImpl};
 
-use crate::context::{in_flight, sync};
+use crate::pending_graph::{in_flight, sync};
 use crate::stats::STATS;
 use crate::storage::{fresh_tensor, lazy_meta, storage_of, Contents, LazyStorage};
 

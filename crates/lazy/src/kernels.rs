@@ -12,112 +12,18 @@ use switchboard_tensor::{register_grow_storage, register_host_copy, TensorError}
 
 use crate::capture::capture;
 use crate::eager::{host_copy, materialize, run_eagerly};
+use crate::intercepted_op::{intercepted_op, Handling, InterceptedOp};
 use crate::log;
 use crate::mode::lazy_mode;
-use crate::op_info::{op_info, Handling, OpInfo};
 use crate::rules;
 use crate::stats::{profile_end, profile_start, STATS};
 use crate::storage::lazy_storage;
 use crate::unboxed::typed_kernel;
 
-/// The operators with a dedicated lazy kernel (Genie's registered operators: arithmetic,
-/// matrix products, activations, convolutions, reductions, shape operators, copies and
-/// factories). Composite-implicit operators (`linear`, `matmul`, `softmax`, `conv2d`,
-/// `reshape`, ...) are not among them: their decompositions are, so autograd keeps seeing the
-/// decomposition it differentiates.
-pub const REGISTERED_OPS: &[&str] = &[
-    // arithmetic
-    "add.Tensor",
-    "add.Scalar",
-    "add_.Tensor",
-    "add_.Scalar",
-    "sub.Tensor",
-    "sub.Scalar",
-    "sub_.Tensor",
-    "sub_.Scalar",
-    "rsub.Tensor",
-    "mul.Tensor",
-    "mul.Scalar",
-    "mul_.Tensor",
-    "mul_.Scalar",
-    "div.Tensor",
-    "div.Scalar",
-    "div_.Tensor",
-    "div_.Scalar",
-    "pow.Tensor_Tensor",
-    "pow.Tensor_Scalar",
-    "neg",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "abs",
-    "maximum",
-    "minimum",
-    "where.self",
-    "eq.Tensor",
-    "eq.Scalar",
-    // matrix products
-    "mm",
-    "bmm",
-    "addmm",
-    "addmm_",
-    // activations and their backwards
-    "relu",
-    "relu_",
-    "sigmoid",
-    "tanh",
-    "gelu",
-    "silu",
-    "_softmax",
-    "_log_softmax",
-    "threshold_backward",
-    "sigmoid_backward",
-    "tanh_backward",
-    "gelu_backward",
-    "_softmax_backward_data",
-    "_log_softmax_backward_data",
-    // convolutions, pooling, losses
-    "convolution",
-    "convolution_backward",
-    "max_pool2d_with_indices",
-    "nll_loss_forward",
-    "nll_loss_backward",
-    "mse_loss",
-    // reductions
-    "sum",
-    "sum.dim_IntList",
-    "mean",
-    "mean.dim",
-    "max",
-    "max.dim",
-    "min",
-    "argmax",
-    "amax",
-    // shape operators
-    "view",
-    "transpose.int",
-    "t",
-    "permute",
-    "expand",
-    "squeeze",
-    "squeeze.dim",
-    "unsqueeze",
-    "select.int",
-    "slice.Tensor",
-    "as_strided",
-    "cat",
-    "stack",
-    "index_select",
-    // copies, fills and the factories BackendSelect sends here (`zeros`, `ones`, `full`,
-    // `arange`, `*_like` are composites over these: a `*_like` may name another device)
-    "copy_",
-    "clone",
-    "fill_.Scalar",
-    "zero_",
-    "empty.memory_format",
-    "empty_strided",
-];
+// The operators with a dedicated lazy kernel (Genie's registered operators: arithmetic,
+// matrix products, activations, convolutions, reductions, shape operators, copies and
+// factories), generated from lazy_native_functions.yaml by build.rs.
+include!(concat!(env!("OUT_DIR"), "/registered_ops.rs"));
 
 const CPU: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::CPU);
 const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
@@ -126,7 +32,7 @@ const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
 /// 3: not capturable, disabled, or lazy mode off); counted, logged, profiled.
 pub(crate) fn intercept(
     op: &OperatorHandle,
-    info: &OpInfo,
+    info: &InterceptedOp,
     registered: bool,
     stack: &mut Stack,
 ) -> Result<()> {
@@ -144,7 +50,7 @@ pub(crate) fn intercept(
 /// Runs the call; returns the id of its first lazy result (for the log).
 fn dispatch(
     op: &OperatorHandle,
-    info: &OpInfo,
+    info: &InterceptedOp,
     registered: bool,
     stack: &mut Stack,
 ) -> Result<Option<u64>> {
@@ -182,17 +88,17 @@ fn first_id(stack: &[IValue]) -> Option<u64> {
 /// The boxed fallback on `Lazy` (interception layer 2): any operator without a dedicated
 /// kernel.
 fn fallback(op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
-    let info = op_info(op);
+    let info = intercepted_op(op);
     intercept(op, &info, false, stack)
 }
 
 /// A dedicated kernel (layer 1): the same capture, its operator's information kept at hand.
 fn registered_kernel() -> KernelFunction {
-    let cell: OnceLock<Arc<OpInfo>> = OnceLock::new();
+    let cell: OnceLock<Arc<InterceptedOp>> = OnceLock::new();
     KernelFunction::from_boxed(
         move |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
             let info = cell.get_or_init(|| {
-                let info = op_info(op);
+                let info = intercepted_op(op);
                 info.registered
                     .store(true, std::sync::atomic::Ordering::Relaxed);
                 info
@@ -206,11 +112,11 @@ fn registered_kernel() -> KernelFunction {
 /// input); from a lazy tensor into a CPU (or meta) tensor it materialises the source and
 /// copies on that device.
 fn copy_kernel() -> KernelFunction {
-    let cell: OnceLock<Arc<OpInfo>> = OnceLock::new();
+    let cell: OnceLock<Arc<InterceptedOp>> = OnceLock::new();
     KernelFunction::from_boxed(
         move |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
             let info = cell.get_or_init(|| {
-                let info = op_info(op);
+                let info = intercepted_op(op);
                 info.registered
                     .store(true, std::sync::atomic::Ordering::Relaxed);
                 info

@@ -52,14 +52,14 @@
 mod args;
 mod cache;
 mod capture;
-mod context;
 mod eager;
 mod executor;
+mod intercepted_op;
 mod kernels;
 mod log;
 mod mode;
-mod op_info;
 mod pending;
+mod pending_graph;
 mod resize;
 mod rules;
 mod shapes;
@@ -69,10 +69,10 @@ mod unboxed;
 
 pub use cache::clear as clear_cache;
 pub use executor::{current as executor, set_executor, CpuExecutor, Executable, Executor};
+pub use intercepted_op::{disable_ops, disabled_ops, enable_ops, StaticCoverage};
 pub use kernels::REGISTERED_OPS;
 pub use log::{capture_intercept_log, log_intercepts, set_log_intercepts, LOG_INTERCEPTS_ENV};
 pub use mode::{lazy_mode, set_lazy_mode, LazyModeGuard};
-pub use op_info::{disable_ops, disabled_ops, enable_ops, StaticCoverage};
 pub use rules::operators_with_shape_rules;
 pub use stats::{
     metrics_report, profile, profile_json, reset_stats, set_profiling, stats, LazyStats, OpProfile,
@@ -86,7 +86,7 @@ use switchboard_cpu as _;
 use switchboard_meta as _;
 use switchboard_ops as _;
 
-use crate::context::context;
+use crate::pending_graph::lock_pending_graph;
 use crate::stats::STATS;
 use crate::storage::Contents;
 
@@ -145,7 +145,7 @@ use crate::storage::Contents;
 /// `torch._lazy.sync`). Does nothing when nothing is pending.
 pub fn sync() -> Result<()> {
     STATS.explicit_syncs.inc();
-    context::sync()
+    pending_graph::sync()
 }
 
 /// Marks the end of a step and runs everything pending ([`sync`]; torch_xla's `mark_step`).
@@ -168,7 +168,7 @@ pub fn mark_step() -> Result<()> {
 /// # drop(y);
 /// ```
 pub fn pending_graph() -> Graph {
-    let ctx = context();
+    let ctx = lock_pending_graph();
     let mut outputs = Vec::new();
     for ls in ctx.pending.live() {
         let contents = ls.lock().contents.clone();
@@ -187,5 +187,5 @@ pub fn pending_graph() -> Graph {
 
 /// The number of calls captured since the last sync (dead ones included).
 pub fn pending_calls() -> usize {
-    context().graph.num_calls()
+    lock_pending_graph().graph.num_calls()
 }

@@ -10,7 +10,7 @@ use crate::storage::{Contents, LazyStorage};
 // Note [Pending storages]
 // A sync must know which storages wait for a value of the pending graph and are still held
 // by someone: those get the graph's results, the calls only dead storages needed are not
-// run. The context holds every storage given a pending value in the current epoch, strongly;
+// run. The pending graph holds every storage given a pending value in the current epoch, strongly;
 // one that nobody else holds any more (its strong count is 1: no tensor, view or capture
 // refers to it) is dead. A dead storage has no data (its contents are a pending value), so
 // keeping it until the next sync costs a few words, and it lets the backend reuse it: dead
@@ -41,7 +41,7 @@ pub(crate) struct PendingStorages {
     prune_at: usize,
 }
 
-/// Whether nobody but the context holds `ls`.
+/// Whether nobody but the pending graph holds `ls`.
 fn dead(ls: &Arc<LazyStorage>) -> bool {
     Arc::strong_count(ls) == 1
 }
@@ -50,12 +50,11 @@ fn dead(ls: &Arc<LazyStorage>) -> bool {
 #[cold]
 fn new_registered(
     base: Arc<TensorMeta>,
-    plain: bool,
     nbytes: usize,
     contents: Contents,
     epoch: u64,
 ) -> Arc<LazyStorage> {
-    let mut fresh = LazyStorage::new_known(base, plain, nbytes, contents);
+    let mut fresh = LazyStorage::new(base, nbytes, contents);
     fresh
         .state
         .get_mut()
@@ -73,14 +72,12 @@ impl PendingStorages {
         }
     }
 
-    /// A storage of `nbytes` whose base is `base` (`plain` if `plain_geometry(&base)`), holding
-    /// `contents` (a value of epoch `epoch`), registered as waiting for it: a spare one when
-    /// there is one, else a new one.
+    /// A storage of `nbytes` whose base is `base`, holding `contents` (a value of epoch
+    /// `epoch`), registered as waiting for it: a spare one when there is one, else a new one.
     #[inline]
     pub fn fresh(
         &mut self,
         base: Arc<TensorMeta>,
-        plain: bool,
         nbytes: usize,
         contents: Contents,
         epoch: u64,
@@ -90,12 +87,12 @@ impl PendingStorages {
         let ls = match self.spares.pop() {
             Some(mut ls) => match Arc::get_mut(&mut ls) {
                 Some(slot) => {
-                    slot.renew(base, plain, nbytes, contents, epoch);
+                    slot.renew(base, nbytes, contents, epoch);
                     ls
                 }
-                None => new_registered(base, plain, nbytes, contents, epoch),
+                None => new_registered(base, nbytes, contents, epoch),
             },
-            None => new_registered(base, plain, nbytes, contents, epoch),
+            None => new_registered(base, nbytes, contents, epoch),
         };
         self.held.push(ls);
         self.held.last().expect("just registered")
@@ -171,7 +168,7 @@ mod tests {
         contents: Contents,
         epoch: u64,
     ) -> Arc<LazyStorage> {
-        p.fresh(meta(), true, nbytes, contents, epoch);
+        p.fresh(meta(), nbytes, contents, epoch);
         p.held.pop().expect("just registered")
     }
 
@@ -225,7 +222,7 @@ mod tests {
     #[test]
     fn reused_storages_get_new_ids() {
         let mut p = PendingStorages::new();
-        let id = p.fresh(meta(), true, 4, pending(0), 0).id();
+        let id = p.fresh(meta(), 4, pending(0), 0).id();
         assert!(p.take_live().is_empty());
         let again = unregistered(&mut p, 4, pending(1), 1);
         assert_eq!(again.lock().registered_epoch, 1);

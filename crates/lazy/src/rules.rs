@@ -43,7 +43,7 @@ impl ShapeRule {
     }
 }
 
-/// The operators with a rule (names as `OpInfo::name`), and how many `Scalar` arguments
+/// The operators with a rule (names as `InterceptedOp::name`), and how many `Scalar` arguments
 /// follow their tensor operands (their typed kernel's signature, Note [Unboxed capture]).
 const RULES: &[(&str, ShapeRule, usize)] = &[
     ("aten::neg", ShapeRule::Unary, 0),

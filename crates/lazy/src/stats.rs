@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::op_info::{all_op_infos, static_coverage, OpInfo, StaticCoverage};
+use crate::intercepted_op::{all_intercepted_ops, static_coverage, InterceptedOp, StaticCoverage};
 
 /// A relaxed event counter.
 pub(crate) struct Counter(AtomicU64);
@@ -137,7 +137,7 @@ pub struct LazyStats {
 pub fn stats() -> LazyStats {
     let mut fallback_ops = BTreeMap::new();
     let mut eager_fallback_ops = BTreeMap::new();
-    for info in all_op_infos() {
+    for info in all_intercepted_ops() {
         let f = info.fallback_captures.load(Ordering::Relaxed);
         if f > 0 {
             fallback_ops.insert(info.name.clone(), f);
@@ -210,7 +210,7 @@ pub fn reset_stats() {
     ] {
         c.reset();
     }
-    for info in all_op_infos() {
+    for info in all_intercepted_ops() {
         info.reset_counts();
     }
 }
@@ -348,7 +348,7 @@ pub(crate) fn profile_start() -> Option<Instant> {
 }
 
 #[inline]
-pub(crate) fn profile_end(info: &OpInfo, start: Option<Instant>) {
+pub(crate) fn profile_end(info: &InterceptedOp, start: Option<Instant>) {
     if let Some(t) = start {
         info.profile_count.fetch_add(1, Ordering::Relaxed);
         info.profile_ns
@@ -368,7 +368,7 @@ pub struct OpProfile {
 
 /// The per-operator overhead profile (operators intercepted while profiling was on).
 pub fn profile() -> BTreeMap<String, OpProfile> {
-    all_op_infos()
+    all_intercepted_ops()
         .into_iter()
         .filter_map(|info| {
             let count = info.profile_count.load(Ordering::Relaxed);

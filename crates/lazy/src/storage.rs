@@ -16,22 +16,6 @@ use switchboard_tensor::{
 /// The device of every lazy tensor: `lazy:0`.
 pub const DEVICE: Device = Device::with_index(DeviceType::Lazy, 0);
 
-/// Whether `t` has `m`'s sizes, strides and offset (where its elements are in its storage).
-#[inline]
-pub(crate) fn same_geometry(m: &TensorMeta, t: &TensorImpl) -> bool {
-    if m.storage_offset != t.storage_offset() || m.dtype != t.dtype() {
-        return false;
-    }
-    // One loop over the four lists (this runs for every operand of every capture).
-    let (sizes, strides) = (&m.sizes[..], &m.strides[..]);
-    let (t_sizes, t_strides) = (t.sizes(), t.strides());
-    let n = sizes.len();
-    n == t_sizes.len()
-        && n == strides.len()
-        && n == t_strides.len()
-        && (0..n).all(|d| sizes[d] == t_sizes[d] && strides[d] == t_strides[d])
-}
-
 /// The payload tag [`tensor_of`] gives the tensors it makes (Note [Payload tags] in
 /// switchboard-tensor): the tensor has its storage's base geometry. Views and shallow copies
 /// of it share its storage, not its tag.
@@ -41,7 +25,7 @@ pub(crate) const AT_BASE: u32 = 1;
 /// [`tensor_of`] made for it (its tag says so, no comparison), or one with the same metadata.
 #[inline]
 pub(crate) fn at_base(ls: &LazyStorage, t: &TensorImpl) -> bool {
-    t.payload_tag() == AT_BASE || same_geometry(&ls.base, t)
+    t.payload_tag() == AT_BASE || ls.base.matches_layout(t)
 }
 
 /// Equality of short dimension lists, without a `memcmp` call.
@@ -73,8 +57,8 @@ pub(crate) enum Contents {
     Failed(Arc<str>),
 }
 
-/// The mutable state of a lazy storage, guarded by its mutex (taken only while the context
-/// lock is held, or for a materialised storage, so the lock order is always context, then
+/// The mutable state of a lazy storage, guarded by its mutex (taken only while the pending graph
+/// lock is held, or for a materialised storage, so the lock order is always pending graph, then
 /// storage).
 pub(crate) struct StorageState {
     pub contents: Contents,
@@ -112,13 +96,15 @@ pub struct LazyStorage {
 // Note [Storage value hints]
 // Every capture reads the graph value of its operands, and most operands have their storage's
 // base geometry, whose value is the storage's pending value or the graph input standing for
-// its data (`Context::read_known`). Taking the storage's lock for that cost a tenth of a
-// capture, so the storage also keeps that value, with the epoch it belongs to, in two atomics:
-// a value of an older epoch is no value. Everything that changes what the storage's base reads
-// as (a new pending value, an input recorded for its data, materialised or failed contents)
-// runs with the context lock held (in `Context`'s methods, which take `&mut self`) or on a
-// storage nobody else holds (`new`, `renew`), and sets the hint with it; the readers hold the
-// context lock too. So the lock orders every access, and relaxed atomics suffice.
+// its data (`PendingGraph::read`). Taking the storage's lock for that costs a tenth of a
+// capture (measured on the CI-guarded `lazy_add_1elem` scenario: 1,048 instructions per
+// capture with the hint, 1,151 without), so the storage also keeps that value, with the epoch
+// it belongs to, in two atomics: a value of an older epoch is no value. Everything that
+// changes what the storage's base reads as (a new pending value, an input recorded for its
+// data, materialised or failed contents) runs with the pending-graph lock held (in
+// `PendingGraph`'s methods, which take `&mut self`) or on a storage nobody else holds (`new`,
+// `renew`), and sets the hint with it; the readers hold the pending-graph lock too. So the
+// lock orders every access, and relaxed atomics suffice.
 
 /// See Note [Storage value hints].
 struct ValueHint {
@@ -163,22 +149,9 @@ impl std::fmt::Debug for LazyStorage {
 impl LazyStorage {
     /// A storage of `nbytes` whose base is `base`, holding `contents`.
     pub(crate) fn new(base: Arc<TensorMeta>, nbytes: usize, contents: Contents) -> LazyStorage {
-        let plain = plain_geometry(&base);
-        LazyStorage::new_known(base, plain, nbytes, contents)
-    }
-
-    /// [`new`](Self::new) when the caller knows whether `base` is plain
-    /// (`plain_geometry(&base)`).
-    pub(crate) fn new_known(
-        base: Arc<TensorMeta>,
-        plain: bool,
-        nbytes: usize,
-        contents: Contents,
-    ) -> LazyStorage {
-        debug_assert_eq!(plain, plain_geometry(&base));
         LazyStorage {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            plain_base: plain,
+            plain_base: plain_geometry(&base),
             base,
             nbytes,
             meta: OnceLock::new(),
@@ -193,21 +166,19 @@ impl LazyStorage {
         }
     }
 
-    /// Makes this storage, which nobody else holds, what [`new_known`](Self::new_known) would make,
+    /// Makes this storage, which nobody else holds, what [`new`](Self::new) would make,
     /// keeping its allocations (a spare's reuse, Note [Pending storages]), registered in
     /// `registered_epoch`.
     #[inline]
     pub(crate) fn renew(
         &mut self,
         base: Arc<TensorMeta>,
-        plain: bool,
         nbytes: usize,
         contents: Contents,
         registered_epoch: u64,
     ) {
-        debug_assert_eq!(plain, plain_geometry(&base));
         self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        self.plain_base = plain;
+        self.plain_base = plain_geometry(&base);
         self.base = base;
         self.nbytes = nbytes;
         self.meta.take();
@@ -226,14 +197,14 @@ impl LazyStorage {
     }
 
     /// The value of this storage's base in the graph of `epoch`, if known without the lock
-    /// (Note [Storage value hints]; the caller holds the context lock).
+    /// (Note [Storage value hints]; the caller holds the pending-graph lock).
     #[inline]
     pub(crate) fn hinted_value(&self, epoch: u64) -> Option<Value> {
         self.hint.get(epoch)
     }
 
     /// Records that this storage's base reads as `v` in the graph of `epoch` (the caller holds
-    /// the context lock and has just made it so).
+    /// the pending-graph lock and has just made it so).
     pub(crate) fn set_hint(&self, epoch: u64, v: Value) {
         self.hint.set(epoch, v);
     }
@@ -289,13 +260,13 @@ impl LazyStorage {
 
 /// `t`'s elements in `data`, the CPU tensor of a storage whose base is `base`.
 pub(crate) fn view_of_data(base: &TensorMeta, data: &Tensor, t: &TensorImpl) -> Result<Tensor> {
-    if same_geometry(base, t) {
+    if base.matches_layout(t) {
         return Ok(data.clone());
     }
     let of = if t.dtype() == data.dtype() {
         data.clone()
     } else {
-        // A view of another dtype (Note [Lazy views of another dtype] in context.rs).
+        // A view of another dtype (Note [Lazy views of another dtype] in pending_graph.rs).
         let flat = flat_elements(data.storage().nbytes(), data.dtype(), t.dtype());
         RawOps::as_strided(data, &[flat], &[1], 0)?.view_dtype(t.dtype())?
     };
@@ -308,7 +279,7 @@ pub(crate) fn view_of_data(base: &TensorMeta, data: &Tensor, t: &TensorImpl) -> 
 }
 
 /// How many elements of `from` a flat view of a storage of `nbytes` holds so that it can be
-/// viewed as `to` (Note [Lazy views of another dtype] in context.rs): the bytes up to the last
+/// viewed as `to` (Note [Lazy views of another dtype] in pending_graph.rs): the bytes up to the last
 /// whole element of the larger of the two dtypes.
 pub(crate) fn flat_elements(nbytes: usize, from: ScalarType, to: ScalarType) -> i64 {
     let wider = from.element_size().max(to.element_size());
@@ -388,7 +359,7 @@ pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) 
 /// A lazy tensor of `base`'s storage (sharing its storage, version counter, key set and
 /// payload) with `m`'s geometry: a view.
 pub(crate) fn view_tensor(base: &Tensor, m: &TensorMeta) -> Result<Tensor> {
-    if same_geometry(m, base) {
+    if m.matches_layout(base) {
         return Ok(base.clone());
     }
     Ok(RawOps::as_strided(
@@ -462,15 +433,9 @@ mod tests {
         assert_eq!(ls.hinted_value(4), None);
         // A renewed storage holding data has no hint; one holding a pending value has its own.
         ls.set_hint(4, w);
-        ls.renew(m.clone(), true, 8, Contents::Failed("x".into()), u64::MAX);
+        ls.renew(m.clone(), 8, Contents::Failed("x".into()), u64::MAX);
         assert_eq!(ls.hinted_value(4), None);
-        ls.renew(
-            m,
-            true,
-            8,
-            Contents::Pending { value: w, epoch: 9 },
-            u64::MAX,
-        );
+        ls.renew(m, 8, Contents::Pending { value: w, epoch: 9 }, u64::MAX);
         assert_eq!(ls.hinted_value(9), Some(w));
     }
 

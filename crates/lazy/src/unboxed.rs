@@ -8,10 +8,10 @@ use switchboard_graph::Arg;
 use switchboard_tensor::{Scalar, Tensor, TensorError};
 
 use crate::capture::record_ruled;
+use crate::intercepted_op::{intercepted_op, Handling, InterceptedOp};
 use crate::kernels::intercept;
 use crate::log;
 use crate::mode::lazy_mode;
-use crate::op_info::{op_info, Handling, OpInfo};
 use crate::rules::{self, ShapeRule};
 use crate::stats::{profiling, STATS};
 
@@ -31,16 +31,16 @@ use crate::stats::{profiling, STATS};
 /// dispatcher).
 struct Site {
     name: &'static str,
-    resolved: OnceLock<(OperatorHandle, Arc<OpInfo>)>,
+    resolved: OnceLock<(OperatorHandle, Arc<InterceptedOp>)>,
 }
 
 impl Site {
-    fn resolve(&self) -> Result<&(OperatorHandle, Arc<OpInfo>)> {
+    fn resolve(&self) -> Result<&(OperatorHandle, Arc<InterceptedOp>)> {
         if let Some(r) = self.resolved.get() {
             return Ok(r);
         }
         let op = Dispatcher::global().find_schema_or_throw(&format!("aten::{}", self.name))?;
-        let info = op_info(&op);
+        let info = intercepted_op(&op);
         info.registered.store(true, Relaxed);
         Ok(self.resolved.get_or_init(|| (op, info)))
     }
@@ -77,7 +77,7 @@ impl Site {
 
 /// Whether a call of `info`'s operator is captured as is, with nothing to log or profile.
 #[inline]
-fn unobserved(info: &OpInfo) -> bool {
+fn unobserved(info: &InterceptedOp) -> bool {
     lazy_mode()
         && info.handling == Handling::Capture
         && !info.disabled()

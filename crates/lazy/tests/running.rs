@@ -192,6 +192,31 @@ fn lazy_mode_off_runs_at_once_with_the_same_results() {
 }
 
 #[test]
+fn disabling_applies_to_operators_seen_before_and_after() {
+    let _g = serial();
+    let la = lz(&seq(&[2]));
+    let eager_calls = |name: &str| *lazy::stats().eager_fallback_ops.get(name).unwrap_or(&0);
+    // `neg` is intercepted (and so registered) before the filter changes; `tanh` is not.
+    ops::neg(&la).unwrap();
+    let (neg0, tanh0) = (eager_calls("aten::neg"), eager_calls("aten::tanh"));
+    lazy::disable_ops(&["neg", "tanh"]).unwrap();
+    ops::neg(&la).unwrap();
+    ops::tanh(&la).unwrap();
+    assert_eq!(
+        (eager_calls("aten::neg"), eager_calls("aten::tanh")),
+        (neg0 + 1, tanh0 + 1)
+    );
+    lazy::enable_ops(&["neg", "tanh"]).unwrap();
+    ops::neg(&la).unwrap();
+    ops::tanh(&la).unwrap();
+    assert_eq!(
+        (eager_calls("aten::neg"), eager_calls("aten::tanh")),
+        (neg0 + 1, tanh0 + 1)
+    );
+    assert!(lazy::disabled_ops().is_empty());
+}
+
+#[test]
 fn disabled_operators_run_eagerly() {
     let _g = serial();
     let a = seq(&[2, 2]);

@@ -68,17 +68,17 @@
 
 pub mod composite;
 mod cpu_fallback;
-mod lazy_handle;
+mod first_use_handle;
 mod out_arguments;
 
 pub use cpu_fallback::cpu_fallback;
-pub use lazy_handle::LazyHandle;
+pub use first_use_handle::FirstUseHandle;
 pub use out_arguments::write_out;
 
 // Generated code: long signatures are PyTorch's schemas.
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 mod generated {
-    use crate::LazyHandle;
+    use crate::FirstUseHandle;
 
     use switchboard_dispatcher::{
         DispatchKeySet, KernelFunction, Library, PackedScalar, Result, Tag, TypedOperatorHandle,

@@ -10,13 +10,13 @@ use std::fmt;
 /// records `!`.  For a list (`Tensor(a)[]`) the annotation of the elements
 /// is in `contained_types()[0]` and the list's own sets may be empty.
 ///
-/// // Note [Alias set order]
+/// Note [Alias set order]
 /// PyTorch keeps the sets in an `unordered_set`, so `Tensor(a|b)` may print
 /// as `Tensor(b|a)` depending on its hash.  We keep the sets in the order
 /// written (duplicates dropped) and print them that way; equality compares
 /// them as sets.
 ///
-/// // Note [Compact alias sets]
+/// Note [Compact alias sets]
 /// Set names are identifiers, `*` or `$n`, so a set list is stored as one
 /// `|`-joined string, and the after sets are not stored at all while they
 /// mirror the before sets (the usual `Tensor(a!)`): one allocation instead

@@ -1,6 +1,6 @@
 //! Parsing default values (`=1`, `=[0, 1]`, `="mean"`, `=None`, `=long`).
 //!
-//! // Note [Defaults follow the fake type]
+//! Note [Defaults follow the fake type]
 //! PyTorch picks the default grammar from the argument's *fake* type
 //! (`ScalarType` is `int`), and an optional argument always takes a single
 //! constant, so `int[]? x=[1]` is an error while `int[1]? x=3` is the int
@@ -12,7 +12,7 @@
 //! the element kind afterwards, with PyTorch's internal-assert failures for
 //! elements of the wrong kind.
 //!
-//! // Note [Named defaults]
+//! Note [Named defaults]
 //! A name as a default is an integer constant: `float` (6), `complex` (9),
 //! `long` (4), `strided` (0), `Mean` (1) and `contiguous_format` (0) for an
 //! argument of any type, and for a `ScalarType` or `ScalarType?` argument

@@ -1,7 +1,7 @@
 //! The source excerpt PyTorch prints under a parse error: the offending
 //! line(s) with a line of `~` under the range and ` <--- HERE`.
 //!
-//! // Note [Byte-exact highlight]
+//! Note [Byte-exact highlight]
 //! This follows `SourceRange::print_with_context` (context of 3 lines)
 //! step by step, quirks included: only spaces (not tabs) before the range
 //! are left blank under it, a range that starts with a space or only covers

@@ -2,7 +2,7 @@
 //! its schema parser.  The rules for single tokens (byte classes,
 //! identifiers and keywords, strings, operators) are in `lexer_rules`.
 //!
-//! // Note [Indentation tokens in a schema]
+//! Note [Indentation tokens in a schema]
 //! PyTorch parses schemas with the Python-like lexer: a newline outside
 //! brackets ends a "line", and the indentation of the next line becomes an
 //! INDENT, NEWLINE or DEDENT token.  So `foo(Tensor x) ->\n  Tensor` fails
@@ -11,14 +11,14 @@
 //! wrapping counter (PyTorch's is a `size_t`), so an unmatched `)` turns
 //! every later newline into whitespace, as it does there.
 //!
-//! // Note [Lazy lexing]
+//! Note [Lazy lexing]
 //! Tokens are produced on demand with one token of lookahead, exactly when
 //! PyTorch's parser asks for them.  That keeps error precedence identical:
 //! an invalid character after a syntax error is never reached, and an
 //! invalid character right after a token is reported when that token is
 //! consumed, before any semantic check that follows.
 //!
-//! // Note [One token of state]
+//! Note [One token of state]
 //! Tokens are `Copy` byte ranges into the source (the text is sliced out
 //! when asked for), and the lookahead PyTorch keeps in a queue is, for the
 //! schema grammar, never more than: the current token, at most one token
@@ -168,7 +168,7 @@ impl<'a> Lexer<'a> {
 
     /// Lexes the next token into `cur` when nothing is pending.
     ///
-    /// // Note [The lexer's fast path]
+    /// Note [The lexer's fast path]
     /// Between two tokens of a schema there is at most a space or two.
     /// Spaces are skipped here and the token is matched right away (see
     /// Note [Byte classes]), written into `cur` in place.  Any other

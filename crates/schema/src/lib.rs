@@ -34,7 +34,7 @@
 //! # Ok::<(), switchboard_schema::SchemaParseError>(())
 //! ```
 //!
-//! // Note [Fidelity over tidiness]
+//! Note [Fidelity over tidiness]
 //! The reference is PyTorch 2.15's behaviour, including its oddities: the
 //! schema lexer is the TorchScript lexer (indentation tokens, keywords,
 //! `strtod` numbers), unknown lowercase identifiers are type variables,

@@ -1,6 +1,6 @@
 //! Argument names without an allocation each.
 //!
-//! // Note [Common argument names are static]
+//! Note [Common argument names are static]
 //! A schema's argument names are mostly the same few dozen words (`self`,
 //! `other`, `out`, `dim`, `dtype` ...), and a name of its own costs an
 //! allocation (and a free) per argument, a good part of a small schema's

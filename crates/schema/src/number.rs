@@ -2,7 +2,7 @@
 //! lexer's notion of a number), `std::stod` / `std::stoll` conversions with
 //! their two failure modes, and `operator<<` of a double in an `IValue`.
 //!
-//! // Note [Why emulate libc]
+//! Note [Why emulate libc]
 //! PyTorch's lexer decides where a number token ends by calling `strtod`, so
 //! `0x1p3`, `1.`, `.5` and `1e5` are numbers, `1e` is the number `1`
 //! followed by the identifier `e`, and `1j` is a complex literal.  Defaults

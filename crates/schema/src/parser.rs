@@ -1,6 +1,6 @@
 //! The schema parser: declarations, names and arguments.
 //!
-//! // Note [Same steps, same errors]
+//! Note [Same steps, same errors]
 //! The parser mirrors PyTorch's `SchemaParser` call for call: the same
 //! tokens are consumed in the same order and every check happens at the
 //! same point.  Together with the lazy lexer (Note [Lazy lexing]) this is

@@ -1,6 +1,6 @@
 //! Printing arguments and schemas exactly as PyTorch's `operator<<` does.
 //!
-//! // Note [Argument printing]
+//! Note [Argument printing]
 //! PyTorch prints an argument's *real* type with these rules:
 //! * a top-level `T?` prints as `T`, then the annotation, then `?`
 //!   (`Tensor(a!)?`), because `T?(a!)` would not parse;

@@ -1,7 +1,7 @@
 //! Token kinds of PyTorch's TorchScript lexer, as far as schema strings can
 //! reach them.
 //!
-//! // Note [Why the whole keyword table]
+//! Note [Why the whole keyword table]
 //! The schema parser reuses the TorchScript lexer, so `in`, `if`, `True`,
 //! `is not`, `**=` ... are tokens, not identifiers, and they show up by name
 //! in error messages ("expected ident but found 'in' here:").  To reject the
@@ -226,7 +226,7 @@ pub(crate) fn may_be_keyword(word: &[u8]) -> bool {
 
 /// The keyword an identifier-shaped word is, if any.
 ///
-/// // Note [Keyword lookup by length and first byte]
+/// Note [Keyword lookup by length and first byte]
 /// Every identifier of a schema goes through here, and nearly none is a
 /// keyword.  Switching on the length and then the first byte leaves at most
 /// two candidates to compare, and rejects `Tensor`, `self`, `int` ... after

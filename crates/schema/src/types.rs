@@ -9,7 +9,7 @@ use std::fmt;
 /// [`Type::annotation_str`] the Python spelling PyTorch's `str(type)` gives
 /// (`Optional[Tensor]`, `List[int]`, `number`).
 ///
-/// // Note [Real and fake types]
+/// Note [Real and fake types]
 /// PyTorch keeps two types per argument: the *real* one (`ScalarType`,
 /// `SymInt[]`) and a *fake* one where `SymInt`, `ScalarType`, `Layout` and
 /// `MemoryFormat` are plain `int` (see [`Type::fake`]).  Arguments store the

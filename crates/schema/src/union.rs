@@ -1,6 +1,6 @@
 //! `Union(...)` and `T?` construction, following PyTorch's canonicalisation.
 //!
-//! // Note [Union canonicalisation]
+//! Note [Union canonicalisation]
 //! PyTorch builds `T?` as a union `{T, None}` and normalises every union:
 //! members are flattened (nested unions and optionals, `Scalar` becoming
 //! `int, float, complex`), members that are subtypes of others are merged,

@@ -5,7 +5,7 @@
 //! schemas mutated by deleting, inserting, replacing and swapping
 //! characters.
 //!
-//! // Note [Prints PyTorch cannot reparse]
+//! Note [Prints PyTorch cannot reparse]
 //! Printing is faithful to PyTorch, and some of PyTorch's prints do not
 //! parse back: complex defaults (`0.+1.j`), the fresh alias set of the
 //! `Tensor!` shorthand (`$0`), string defaults of non-string type and device

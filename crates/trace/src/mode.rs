@@ -4,16 +4,14 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use switchboard_dispatcher::{
-    DispatchKey, DispatchKeySet, Dispatcher, IValue, OperatorHandle, Result, Stack,
-};
-use switchboard_graph::{Arg, Graph, Output, Source, TensorMeta, Value};
+use switchboard_dispatcher::{DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack};
+use switchboard_graph::{unreturned_writes, Arg, Graph, Output, Source, TensorMeta, Value};
 use switchboard_modes::{push_mode, DispatchMode};
 use switchboard_tensor::{Tensor, TensorError};
 
 use crate::values::{Lookup, Values};
 
-// Note \[Tracing\]
+// Note [Tracing]
 // A trace is a dispatch mode (crates/modes), as PyTorch's make_fx is one
 // (`ProxyTorchDispatchMode`). A mode is entered at the Python key, which sits below Autograd,
 // ADInplaceOrView and Autocast and above the backends, so it sees exactly the calls make_fx
@@ -43,8 +41,6 @@ pub(crate) struct State {
     /// For each graph input, in order: `None` for an input the user declared, the snapshot
     /// for a constant.
     pub inputs: Vec<Option<Tensor>>,
-    /// The `aten::as_strided` operator, once needed.
-    as_strided: Option<OperatorHandle>,
 }
 
 impl State {
@@ -69,24 +65,9 @@ impl State {
         match self.values.lookup(t) {
             Lookup::Value(v) => Ok(v),
             Lookup::ViewOf(base) => {
-                let op = match &self.as_strided {
-                    Some(op) => op.clone(),
-                    None => {
-                        let op = Dispatcher::global().find_schema_or_throw("aten::as_strided")?;
-                        self.as_strided = Some(op.clone());
-                        op
-                    }
-                };
-                let args = vec![
-                    Arg::Value(base),
-                    Arg::Const(IValue::IntList(t.sizes().into())),
-                    Arg::Const(IValue::IntList(t.strides().into())),
-                    Arg::Const(IValue::Int(t.storage_offset())),
-                ];
-                let node =
-                    self.graph
-                        .add_call(op, args, vec![Output::ret(0, TensorMeta::of(t))])?;
-                let v = self.graph.value(node, 0);
+                let v = self
+                    .graph
+                    .add_as_strided(base, Arc::new(TensorMeta::of(t)))?;
                 self.values.record(t, v);
                 Ok(v)
             }
@@ -117,7 +98,7 @@ impl State {
     }
 
     /// Adds the node of a call that ran: `rets` are its returns, `written` the tensors it
-    /// wrote (by argument index).
+    /// wrote without returning them (by argument index: [`unreturned_writes`]).
     fn add_node(
         &mut self,
         op: &OperatorHandle,
@@ -127,7 +108,7 @@ impl State {
     ) -> Result<()> {
         let mut outputs = Vec::new();
         let mut produced: Vec<Tensor> = Vec::new();
-        let mut output = |t: &Tensor, source: Source, produced: &mut Vec<Tensor>| {
+        let mut output = |t: &Tensor, source: Source| {
             outputs.push(Output {
                 meta: Arc::new(TensorMeta::of(t)),
                 source,
@@ -136,21 +117,18 @@ impl State {
         };
         for (i, r) in rets.iter().enumerate() {
             match r {
-                IValue::Tensor(t) => output(t, Source::Return(i as u32), &mut produced),
+                IValue::Tensor(t) => output(t, Source::Return(i as u32)),
                 IValue::TensorList(ts) => {
                     for (j, t) in ts.iter().enumerate() {
-                        output(t, Source::ReturnItem(i as u32, j as u32), &mut produced);
+                        output(t, Source::ReturnItem(i as u32, j as u32));
                     }
                 }
                 _ => {}
             }
         }
-        // A written argument the call does not return (`out=` forms with several outputs,
-        // `Tensor(a!)` arguments of custom operators) has a new value all the same.
+        // A written argument the call does not return has a new value all the same.
         for (k, t) in written {
-            if !produced.iter().any(|p| p.is_same(&t)) {
-                output(&t, Source::Argument(k as u32), &mut produced);
-            }
+            output(&t, Source::Argument(k as u32));
         }
         let node = self.graph.add_call(op.clone(), args, outputs)?;
         for (j, t) in produced.iter().enumerate() {
@@ -160,7 +138,7 @@ impl State {
     }
 }
 
-/// The dispatch mode of a trace (Note \[Tracing\]).
+/// The dispatch mode of a trace (Note [Tracing]).
 pub(crate) struct TraceMode {
     pub state: Rc<RefCell<State>>,
 }
@@ -198,10 +176,8 @@ impl DispatchMode for TraceMode {
                 .iter()
                 .map(|v| state.arg(v))
                 .collect::<Result<Vec<_>>>()?;
-            let written: Vec<(usize, Tensor)> = semantics
-                .written
-                .iter()
-                .filter_map(|&k| match stack.get(base + k) {
+            let written: Vec<(usize, Tensor)> = unreturned_writes(&semantics)
+                .filter_map(|k| match stack.get(base + k) {
                     Some(IValue::Tensor(t)) => Some((k, t.clone())),
                     _ => None,
                 })

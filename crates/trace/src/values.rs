@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use switchboard_graph::Value;
-use switchboard_tensor::{ScalarType, Storage, Tensor, TensorImpl, WeakTensor};
+use switchboard_graph::{TensorMeta, Value};
+use switchboard_tensor::{Storage, Tensor, TensorImpl, WeakTensor};
 
 // Note [Tensor identity in a trace]
 // A tracer must know, for each tensor an operator reads, which graph value it is. make_fx
@@ -37,20 +37,8 @@ struct Known {
 /// on it), the layout and the newest value with that layout.
 struct StorageView {
     storage: Storage,
-    dtype: ScalarType,
-    sizes: Vec<i64>,
-    strides: Vec<i64>,
-    offset: i64,
+    layout: TensorMeta,
     value: Value,
-}
-
-impl StorageView {
-    fn is_layout_of(&self, t: &Tensor) -> bool {
-        self.dtype == t.dtype()
-            && self.sizes == t.sizes()
-            && self.strides == t.strides()
-            && self.offset == t.storage_offset()
-    }
 }
 
 /// What the table knows about a tensor.
@@ -99,15 +87,12 @@ impl Values {
         let bucket = self.by_storage.entry(storage_key(t)).or_default();
         match bucket
             .iter_mut()
-            .find(|v| Storage::ptr_eq(&v.storage, t.storage()) && v.is_layout_of(t))
+            .find(|v| Storage::ptr_eq(&v.storage, t.storage()) && v.layout.matches_layout(t))
         {
             Some(v) => v.value = value,
             None => bucket.push(StorageView {
                 storage: t.storage().clone(),
-                dtype: t.dtype(),
-                sizes: t.sizes().to_vec(),
-                strides: t.strides().to_vec(),
-                offset: t.storage_offset(),
+                layout: TensorMeta::of(t),
                 value,
             }),
         }
@@ -128,10 +113,10 @@ impl Values {
             if !Storage::ptr_eq(&v.storage, t.storage()) {
                 continue;
             }
-            if v.is_layout_of(t) {
+            if v.layout.matches_layout(t) {
                 return Lookup::Value(v.value);
             }
-            if v.dtype == t.dtype() && newest.is_none_or(|n| v.value > n) {
+            if v.layout.dtype == t.dtype() && newest.is_none_or(|n| v.value > n) {
                 newest = Some(v.value);
             }
         }

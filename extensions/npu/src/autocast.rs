@@ -2,7 +2,7 @@
 //! `autocast(npu, Half, ...)` casts as `torch.autocast("npu")` does for a PrivateUse1
 //! accelerator.
 //!
-//! // Note [Autocast of a private-use backend]
+//! Note [Autocast of a private-use backend]
 //! PyTorch gives PrivateUse1 an autocast key (`AutocastPrivateUse1`, float16 by default) but no
 //! kernels: the out-of-tree backend registers its own. This one registers a policy table
 //! (`switchboard::autocast::BackendPolicy`) with the CUDA policy's operator lists, the lists

@@ -4,7 +4,7 @@
 //! `switchboard call OPERATOR [--in INPUT.safetensors] [--out OUTPUT.safetensors] [--backward]
 //! [--device DEVICE] [NAME=VALUE ...]`
 //!
-//! // Note [switchboard call]
+//! Note [switchboard call]
 //! The operator is looked up by name (`aten::add.Tensor`; the namespace defaults to `aten`, a
 //! bare `add` is the overload-less `aten::add`). Each argument is given by its schema name and
 //! read according to its schema type (see [`AFTER_HELP`]); omitted arguments take their schema

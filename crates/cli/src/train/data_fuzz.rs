@@ -1,4 +1,4 @@
-//! Fuzzing the CSV loader (issue #22): arbitrary bytes, CSV built from hostile cells (NaN,
+//! Fuzzing the CSV loader: arbitrary bytes, CSV built from hostile cells (NaN,
 //! infinities, huge and negative numbers, quotes, comments, ragged rows), gzip streams of them,
 //! truncated or not, give a data set or an error, never a panic, an abort or a hang; what loads
 //! holds what `Dataset` promises. Bounded to run in seconds.

@@ -17,13 +17,7 @@ use switchboard_tensor::{write_output_file, Device, Tensor};
 
 use super::TrainError;
 use crate::device::{is_lazy, to_device};
-
-/// The format `--graph-out` writes, from its file name's extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum GraphFormat {
-    Dot,
-    Json,
-}
+use crate::layers::GraphFormat;
 
 /// Where the training runs, and what it writes about the lazy backend.
 pub(super) struct Placement {
@@ -50,16 +44,11 @@ impl Placement {
                 )))
             }
             Some(p) => {
-                let format = match p.extension().and_then(|e| e.to_str()) {
-                    Some(e) if e.eq_ignore_ascii_case("dot") => GraphFormat::Dot,
-                    Some(e) if e.eq_ignore_ascii_case("json") => GraphFormat::Json,
-                    _ => {
-                        return Err(TrainError::Config(format!(
-                            "--graph-out {}: the file name must end in .dot (Graphviz) or \
-                             .json",
-                            p.display()
-                        )))
-                    }
+                let Some(format) = GraphFormat::of_path(p) else {
+                    return Err(TrainError::Config(format!(
+                        "--graph-out {}: the file name must end in .dot (Graphviz) or .json",
+                        p.display()
+                    )));
                 };
                 Some((p.to_path_buf(), format))
             }
@@ -98,10 +87,7 @@ impl Placement {
             return Ok(String::new());
         }
         let graph = lazy::pending_graph();
-        let text = match format {
-            GraphFormat::Dot => graph.to_dot(),
-            GraphFormat::Json => graph.to_json().to_string(),
-        };
+        let text = format.render(|| graph.to_json(), || graph.to_dot());
         let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
         let written = write_output_file(path, text.as_bytes(), &inputs)
             .map_err(|e| TrainError::Config(format!("--graph-out {}: {e}", path.display())))?;

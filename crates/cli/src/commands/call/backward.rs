@@ -1,6 +1,6 @@
 //! `switchboard call --backward`: the gradients of a call with respect to its tensor inputs.
 //!
-//! // Note [switchboard call --backward]
+//! Note [switchboard call --backward]
 //! Before the call, every floating-point tensor argument (also inside `Tensor[]` and
 //! `Tensor?[]`) that the operator's derivative formulas differentiate (for an aten operator
 //! with a derivatives.yaml entry; every one otherwise) is replaced by a fresh leaf that requires grad: a `detach` of the loaded tensor,

@@ -92,7 +92,7 @@ fn argument_errors_name_the_argument() {
 fn int_literals_beyond_int64_overflow() {
     let f = fixture();
     let overflow = "Overflow when unpacking long (an int must fit in int64)";
-    // Issue #22: a Scalar literal beyond int64 used to become a float silently.
+    // A Scalar literal beyond int64 used to become a float silently.
     let add = |alpha: &str| {
         f.err(&[
             "test::add",

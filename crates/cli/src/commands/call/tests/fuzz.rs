@@ -1,4 +1,4 @@
-//! Fuzzing `switchboard call`'s argument reader (issue #22): arbitrary text for every schema
+//! Fuzzing `switchboard call`'s argument reader: arbitrary text for every schema
 //! type gives a value or an error; arbitrary `NAME=VALUE` lists, on the test operators and on
 //! real aten operators with hostile numbers, end in `Ok` or an error, never in a panic (which
 //! `run` would report as [`CallError::Panic`]), an abort or a hang. Bounded to run in seconds.

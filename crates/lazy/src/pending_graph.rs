@@ -11,14 +11,11 @@ use switchboard_tensor::{DimVec, ScalarType, Tensor, TensorError, TensorImpl, Ve
 
 use crate::cache;
 use crate::pending::PendingStorages;
-use crate::rules::plain_geometry;
 use crate::stats::STATS;
-use crate::storage::{
-    at_base, failed, flat_elements, lazy_meta, same_geometry, tensor_of, Contents, LazyStorage,
-};
+use crate::storage::{at_base, failed, flat_elements, lazy_meta, tensor_of, Contents, LazyStorage};
 
-/// The pending graph and what goes with it (one per process, behind [`context`]).
-pub(crate) struct Context {
+/// The pending graph and what goes with it (one per process, behind [`lock_pending_graph`]).
+pub(crate) struct PendingGraph {
     /// The calls captured since the last sync, in program order.
     pub graph: Graph,
     /// The tensor each input of `graph` stands for (materialised data, host tensors).
@@ -35,8 +32,8 @@ pub(crate) struct Context {
     spare: Option<(Graph, Vec<Tensor>)>,
 }
 
-static CONTEXT: LazyLock<Mutex<Context>> = LazyLock::new(|| {
-    Mutex::new(Context {
+static PENDING_GRAPH: LazyLock<Mutex<PendingGraph>> = LazyLock::new(|| {
+    Mutex::new(PendingGraph {
         graph: Graph::new(),
         inputs: Vec::new(),
         pending: PendingStorages::new(),
@@ -51,8 +48,8 @@ static SYNC_DONE: Condvar = Condvar::new();
 
 /// The pending graph, locked. Lock order: this lock, then storage locks. While another thread
 /// runs a sync, waits until it is done (Note [Running without the lock]).
-pub(crate) fn context() -> MutexGuard<'static, Context> {
-    let ctx = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+pub(crate) fn lock_pending_graph() -> MutexGuard<'static, PendingGraph> {
+    let ctx = PENDING_GRAPH.lock().unwrap_or_else(|e| e.into_inner());
     if ctx.running.is_none() {
         return ctx;
     }
@@ -61,7 +58,7 @@ pub(crate) fn context() -> MutexGuard<'static, Context> {
 
 #[cold]
 #[inline(never)]
-fn wait_for_sync(mut ctx: MutexGuard<'static, Context>) -> MutexGuard<'static, Context> {
+fn wait_for_sync(mut ctx: MutexGuard<'static, PendingGraph>) -> MutexGuard<'static, PendingGraph> {
     let me = std::thread::current().id();
     while ctx.running.is_some_and(|(owner, _)| owner != me) {
         ctx = SYNC_DONE.wait(ctx).unwrap_or_else(|e| e.into_inner());
@@ -76,11 +73,6 @@ fn aten_op(cell: &'static OnceLock<OperatorHandle>, name: &str) -> &'static Oper
             .find_schema_or_throw(name)
             .unwrap_or_else(|_| panic!("switchboard-ops defines {name}"))
     })
-}
-
-fn as_strided_op() -> &'static OperatorHandle {
-    static OP: OnceLock<OperatorHandle> = OnceLock::new();
-    aten_op(&OP, "aten::as_strided")
 }
 
 fn view_dtype_op() -> &'static OperatorHandle {
@@ -103,24 +95,16 @@ fn view_dtype_op() -> &'static OperatorHandle {
 // not its input's elements. On the CPU these are views of the same memory, so the program the
 // executor runs is still the eager one.
 
-impl Context {
+impl PendingGraph {
     /// The graph value of lazy tensor `t`, whose storage is `ls` (Note [Lazy mutations and
     /// views]): the storage's value when `t` has the storage's base geometry, else a view
     /// (`as_strided`) of it.
     #[inline]
     pub fn read(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
-        self.read_known(t, ls, at_base(ls, t))
-    }
-
-    /// [`read`](Self::read) when the caller knows whether `t` has the storage's base geometry
-    /// (`at_base`).
-    #[inline]
-    pub fn read_known(&mut self, t: &TensorImpl, ls: &LazyStorage, at_base: bool) -> Result<Value> {
-        debug_assert_eq!(at_base, same_geometry(&ls.base, t));
         // The usual case, inline: a tensor with its storage's base geometry whose value (a
         // pending one, or the input standing for its data) is already in this epoch's graph.
         // (Note [Storage value hints]: no storage lock.)
-        if at_base {
+        if at_base(ls, t) {
             if let Some(v) = ls.hinted_value(self.epoch) {
                 return Ok(v);
             }
@@ -154,16 +138,16 @@ impl Context {
             st.views.clear();
             st.views_epoch = self.epoch;
         }
-        if let Some((_, v)) = st.views.iter().find(|(m, _)| same_geometry(m, t)) {
+        if let Some((_, v)) = st.views.iter().find(|(m, _)| m.matches_layout(t)) {
             return Ok(*v);
         }
         let m = Arc::new(lazy_meta(t));
         let of = if t.dtype() == ls.base.dtype {
             base
         } else {
-            self.reinterpret(base, ls.base.dtype, t.dtype(), ls.nbytes)
+            self.reinterpret(base, ls.base.dtype, t.dtype(), ls.nbytes)?
         };
-        let v = self.as_strided(of, m.clone());
+        let v = self.as_strided(of, m.clone())?;
         st.views.push((m, v));
         Ok(v)
     }
@@ -177,23 +161,21 @@ impl Context {
 
     /// A call of `aten::as_strided` on `of` (a value with a storage's base geometry or a view
     /// of that storage) giving the elements of geometry `m`.
-    fn as_strided(&mut self, of: Value, m: Arc<TensorMeta>) -> Value {
-        let args = vec![
-            Arg::Value(of),
-            Arg::Const(IValue::IntList(m.sizes.iter().copied().collect())),
-            Arg::Const(IValue::IntList(m.strides.iter().copied().collect())),
-            Arg::Const(IValue::Int(m.storage_offset)),
-        ];
-        let id =
-            self.graph
-                .add_call_unchecked(as_strided_op().clone(), args, vec![Output::ret(0, m)]);
+    fn as_strided(&mut self, of: Value, m: Arc<TensorMeta>) -> Result<Value> {
+        let v = self.graph.add_as_strided(of, m)?;
         STATS.nodes_captured.inc();
-        Value::new(id, 0)
+        Ok(v)
     }
 
     /// `v`, a value of storage bytes `nbytes` with elements of `from`, as one flat row of
     /// elements of `to` (Note [Lazy views of another dtype]).
-    fn reinterpret(&mut self, v: Value, from: ScalarType, to: ScalarType, nbytes: usize) -> Value {
+    fn reinterpret(
+        &mut self,
+        v: Value,
+        from: ScalarType,
+        to: ScalarType,
+        nbytes: usize,
+    ) -> Result<Value> {
         let n = flat_elements(nbytes, from, to);
         let flat = |n: i64, dtype: ScalarType| {
             Arc::new(TensorMeta {
@@ -204,7 +186,7 @@ impl Context {
                 device: crate::DEVICE,
             })
         };
-        let row = self.as_strided(v, flat(n, from));
+        let row = self.as_strided(v, flat(n, from))?;
         let m = flat(
             n * from.element_size() as i64 / to.element_size() as i64,
             to,
@@ -214,26 +196,24 @@ impl Context {
             self.graph
                 .add_call_unchecked(view_dtype_op().clone(), args, vec![Output::ret(0, m)]);
         STATS.nodes_captured.inc();
-        Value::new(id, 0)
+        Ok(Value::new(id, 0))
     }
 
     /// Makes `v`, the new value of the elements of geometry `m` of storage `ls`, part of the
     /// storage's contents (a write through a view updates the whole storage).
-    pub fn write(&mut self, ls: &Arc<LazyStorage>, m: &TensorMeta, v: Value) {
-        let same = m.storage_offset == ls.base.storage_offset
-            && m.sizes == ls.base.sizes
-            && m.strides == ls.base.strides
-            && m.dtype == ls.base.dtype;
-        let new = if same {
+    pub fn write(&mut self, ls: &Arc<LazyStorage>, m: &TensorMeta, v: Value) -> Result<()> {
+        // Every geometry here is a lazy tensor's (device `lazy:0`): equal metadata is the
+        // same layout.
+        let new = if *m == *ls.base {
             v
         } else if m.dtype != ls.base.dtype {
             // A write through a view of another dtype (Note [Lazy views of another dtype]).
-            let row = self.reinterpret(v, m.dtype, ls.base.dtype, ls.nbytes);
-            self.as_strided(row, ls.base.clone())
+            let row = self.reinterpret(v, m.dtype, ls.base.dtype, ls.nbytes)?;
+            self.as_strided(row, ls.base.clone())?
         } else {
             // The result of a write through a view aliases the whole storage: its base is an
             // `as_strided` of it with the base geometry.
-            self.as_strided(v, ls.base.clone())
+            self.as_strided(v, ls.base.clone())?
         };
         let mut st = ls.lock();
         st.contents = Contents::Pending {
@@ -247,29 +227,15 @@ impl Context {
             st.registered_epoch = self.epoch;
             self.pending.register(ls.clone());
         }
+        Ok(())
     }
 
     /// A new lazy tensor with metadata `meta` over `nbytes`, holding `v`, with a version
     /// counter of its own or `version`.
+    #[inline]
     pub fn fresh(
         &mut self,
         meta: Arc<TensorMeta>,
-        nbytes: usize,
-        v: Value,
-        version: Option<VersionCounter>,
-    ) -> Result<Tensor> {
-        let plain = plain_geometry(&meta);
-        self.fresh_known(meta, plain, nbytes, v, version)
-    }
-
-    /// [`fresh`](Self::fresh) when the caller knows whether `meta` is plain
-    /// (`plain_geometry(&meta)`, Note [Shape rules]).
-    // Inlined into the capture's fast path (see `record_ruled`).
-    #[inline(always)]
-    pub fn fresh_known(
-        &mut self,
-        meta: Arc<TensorMeta>,
-        plain: bool,
         nbytes: usize,
         v: Value,
         version: Option<VersionCounter>,
@@ -278,14 +244,12 @@ impl Context {
             value: v,
             epoch: self.epoch,
         };
-        let ls = self
-            .pending
-            .fresh(meta, plain, nbytes, contents, self.epoch);
+        let ls = self.pending.fresh(meta, nbytes, contents, self.epoch);
         tensor_of(ls, version)
     }
 
     /// Ends the epoch: takes the calls and the live storages waiting for them out of the
-    /// context, for [`sync`] to run without the lock (Note [Running without the lock]).
+    /// pending graph, for [`sync`] to run without the lock (Note [Running without the lock]).
     /// `None` when no live storage waits for a value.
     fn start_sync(&mut self) -> Option<RunningSync> {
         let mut live = Vec::new();
@@ -327,16 +291,16 @@ impl Context {
 // Note [Running without the lock]
 // The calls of a graph are kernels, and a kernel is user code: a custom operator's kernel may
 // call the lazy API (`pending_calls`, capture more lazy calls, even `sync`). So a sync holds
-// the context lock only to take the graph out (ending the epoch) and to store the results:
+// the pending-graph lock only to take the graph out (ending the epoch) and to store the results:
 // the executor compiles and runs the graph without it, and the graph cache is not locked
-// while the executor compiles. While it runs, the context records which thread runs it, and
-// other threads wait in `context()` until it is done (as they waited for the lock before), so
+// while the executor compiles. While it runs, the pending graph records which thread runs it, and
+// other threads wait in `lock_pending_graph()` until it is done (as they waited for the lock before), so
 // they never see the storages it is computing. The running thread itself goes on: what its
 // kernels capture belongs to the new epoch, and reading a storage being computed is an error
 // (its value does not exist yet) instead of a deadlock. The kernels must call the lazy API on
 // the thread that runs them (the executor's thread).
 
-/// A graph taken out of the context by [`Context::start_sync`], running.
+/// A graph taken out of the pending graph by [`PendingGraph::start_sync`], running.
 struct RunningSync {
     graph: Graph,
     inputs: Vec<Tensor>,
@@ -345,12 +309,12 @@ struct RunningSync {
     live: Vec<Arc<LazyStorage>>,
     /// The epoch whose graph it is.
     epoch: u64,
-    /// Whether the results are stored and the context released.
+    /// Whether the results are stored and the pending graph released.
     ended: bool,
 }
 
 impl RunningSync {
-    /// Runs the graph (without the context lock) and stores each result in its storage.
+    /// Runs the graph (without the pending-graph lock) and stores each result in its storage.
     fn finish(mut self) -> Result<()> {
         let results = self.run().and_then(|results| {
             if results.len() == self.live.len() {
@@ -363,7 +327,7 @@ impl RunningSync {
             ))
             .into())
         });
-        let mut ctx = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ctx = PENDING_GRAPH.lock().unwrap_or_else(|e| e.into_inner());
         let live = std::mem::take(&mut self.live);
         let outcome = match results {
             Ok(results) => {
@@ -395,7 +359,7 @@ impl RunningSync {
     }
 
     /// Gives `ls` its contents after the run, unless it was given a new value meanwhile (or
-    /// already got its result). Called with the context lock held (Note [Storage value hints]).
+    /// already got its result). Called with the pending-graph lock held (Note [Storage value hints]).
     fn store(&self, ls: &LazyStorage, contents: Contents) {
         let mut st = ls.lock();
         if matches!(st.contents, Contents::Pending { epoch, .. } if epoch == self.epoch) {
@@ -405,9 +369,9 @@ impl RunningSync {
         }
     }
 
-    /// The sync is over: other threads may use the context again; the graph's memory is kept
+    /// The sync is over: other threads may use the pending graph again; the graph's memory is kept
     /// for a later epoch.
-    fn end(&mut self, ctx: &mut Context) {
+    fn end(&mut self, ctx: &mut PendingGraph) {
         self.ended = true;
         ctx.running = match ctx.running {
             Some((owner, depth)) if depth > 1 => Some((owner, depth - 1)),
@@ -453,13 +417,13 @@ impl RunningSync {
 }
 
 impl Drop for RunningSync {
-    /// A kernel panicked during the run: the storages it was computing fail, and the context
+    /// A kernel panicked during the run: the storages it was computing fail, and the pending graph
     /// is released for the other threads.
     fn drop(&mut self) {
         if self.ended {
             return;
         }
-        let mut ctx = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ctx = PENDING_GRAPH.lock().unwrap_or_else(|e| e.into_inner());
         let msg: Arc<str> = "a kernel of the graph panicked".into();
         for ls in std::mem::take(&mut self.live) {
             self.store(&ls, Contents::Failed(msg.clone()));
@@ -472,7 +436,7 @@ impl Drop for RunningSync {
 /// (Note [Running without the lock]). A call that fails fails the storages that depend on it
 /// (with its error, which is returned); the others get their values.
 pub(crate) fn sync() -> Result<()> {
-    let running = context().start_sync();
+    let running = lock_pending_graph().start_sync();
     match running {
         Some(r) => r.finish(),
         None => Ok(()),

@@ -23,7 +23,7 @@ pub(crate) enum Handling {
 }
 
 /// An operator as the lazy backend sees it (one per operator, made on its first call).
-pub(crate) struct OpInfo {
+pub(crate) struct InterceptedOp {
     /// `aten::add.Tensor`.
     pub name: String,
     pub semantics: Arc<OperatorSemantics>,
@@ -34,9 +34,9 @@ pub(crate) struct OpInfo {
     pub accepts_host: bool,
     /// A dedicated kernel on `Lazy` (layer 1) rather than the boxed fallback.
     pub registered: AtomicBool,
-    /// The filter generation this operator's `disabled` flag was computed for, and the flag
-    /// (`generation << 1 | disabled`).
-    filter: AtomicU64,
+    /// Whether `disable_ops` turned interception off for it: the filter's verdict, set when the
+    /// operator is first seen and whenever the filter changes (Note [Selective interception]).
+    disabled: AtomicBool,
     pub captures: AtomicU64,
     pub fallback_captures: AtomicU64,
     pub eager: AtomicU64,
@@ -44,22 +44,22 @@ pub(crate) struct OpInfo {
     pub profile_ns: AtomicU64,
 }
 
-impl OpInfo {
-    fn new(op: &OperatorHandle) -> OpInfo {
+impl InterceptedOp {
+    fn new(op: &OperatorHandle) -> InterceptedOp {
         let schema = op.schema();
         let handling = match &schema {
             None => Handling::Eager("the operator has no schema"),
             Some(r) => handling_of(op, &r.schema, &r.semantics),
         };
         let name = op.name().to_string();
-        OpInfo {
+        InterceptedOp {
             rule: rule_for(&name),
             accepts_host: name == "aten::copy_",
             name,
             semantics: op.semantics().unwrap_or_default(),
             handling,
             registered: AtomicBool::new(false),
-            filter: AtomicU64::new(u64::MAX),
+            disabled: AtomicBool::new(false),
             captures: AtomicU64::new(0),
             fallback_captures: AtomicU64::new(0),
             eager: AtomicU64::new(0),
@@ -71,21 +71,7 @@ impl OpInfo {
     /// Whether `disable_ops` turned interception off for this operator.
     #[inline]
     pub fn disabled(&self) -> bool {
-        let generation = FILTER_GENERATION.load(Ordering::Acquire);
-        if generation == 0 {
-            return false; // no filter was ever set
-        }
-        let cached = self.filter.load(Ordering::Relaxed);
-        if cached >> 1 == generation {
-            return cached & 1 == 1;
-        }
-        let disabled = FILTER
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_disabled(&self.name);
-        self.filter
-            .store(generation << 1 | u64::from(disabled), Ordering::Relaxed);
-        disabled
+        self.disabled.load(Ordering::Relaxed)
     }
 
     pub fn reset_counts(&self) {
@@ -152,11 +138,11 @@ fn is_tensor_return(t: &Type) -> bool {
     }
 }
 
-static REGISTRY: LazyLock<RwLock<HashMap<usize, Arc<OpInfo>>>> =
+static REGISTRY: LazyLock<RwLock<HashMap<usize, Arc<InterceptedOp>>>> =
     LazyLock::new(|| RwLock::new(HashMap::new()));
 
 /// The information on `op` (made on first use).
-pub(crate) fn op_info(op: &OperatorHandle) -> Arc<OpInfo> {
+pub(crate) fn intercepted_op(op: &OperatorHandle) -> Arc<InterceptedOp> {
     if let Some(i) = REGISTRY
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -164,17 +150,21 @@ pub(crate) fn op_info(op: &OperatorHandle) -> Arc<OpInfo> {
     {
         return i.clone();
     }
-    let info = Arc::new(OpInfo::new(op));
-    REGISTRY
-        .write()
+    let info = Arc::new(InterceptedOp::new(op));
+    // Lock order: the registry, then the filter (as `update_filter`), so that the verdict
+    // is the filter's at insertion and no later change is missed.
+    let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    let info = registry.entry(op.id()).or_insert(info).clone();
+    let disabled = FILTER
+        .read()
         .unwrap_or_else(|e| e.into_inner())
-        .entry(op.id())
-        .or_insert(info)
-        .clone()
+        .is_disabled(&info.name);
+    info.disabled.store(disabled, Ordering::Relaxed);
+    info
 }
 
 /// Every operator seen so far.
-pub(crate) fn all_op_infos() -> Vec<Arc<OpInfo>> {
+pub(crate) fn all_intercepted_ops() -> Vec<Arc<InterceptedOp>> {
     REGISTRY
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -187,9 +177,10 @@ pub(crate) fn all_op_infos() -> Vec<Arc<OpInfo>> {
 // `disable_ops(["aten::add", "mm"])` sends the calls of those operators to the eager path
 // (interception layer 3: inputs materialised, the operator run on CPU, its result wrapped);
 // `enable_ops` takes operators off that list again. A name without namespace means `aten::`;
-// a name without overload means every overload. Names must be registered operators. The
-// decision is cached per operator and invalidated by a generation counter, so an intercepted
-// call pays one atomic load when no filter was ever set.
+// a name without overload means every overload. Names must be registered operators. Each
+// operator seen so far carries the filter's verdict, set when it is first seen and updated
+// whenever the filter changes (both under the registry's lock), so an intercepted call reads
+// one flag.
 
 #[derive(Default)]
 struct Filter {
@@ -208,7 +199,6 @@ impl Filter {
 }
 
 static FILTER: LazyLock<RwLock<Filter>> = LazyLock::new(|| RwLock::new(Filter::default()));
-static FILTER_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// `aten::add` / `add` / `aten::add.Tensor` / `add.Tensor`, checked against the dispatcher's
 /// operators, as the filter stores it.
@@ -246,6 +236,8 @@ fn update_filter(names: &[&str], disable: bool) -> Result<(), DispatchError> {
         .iter()
         .map(|n| normalize(n))
         .collect::<Result<_, _>>()?;
+    // Lock order: the registry, then the filter (as `intercepted_op`).
+    let registry = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
     let mut f = FILTER.write().unwrap_or_else(|e| e.into_inner());
     for n in names {
         if disable {
@@ -254,7 +246,10 @@ fn update_filter(names: &[&str], disable: bool) -> Result<(), DispatchError> {
             f.disabled.remove(&n);
         }
     }
-    FILTER_GENERATION.fetch_add(1, Ordering::Release);
+    for info in registry.values() {
+        info.disabled
+            .store(f.is_disabled(&info.name), Ordering::Relaxed);
+    }
     Ok(())
 }
 
@@ -332,7 +327,7 @@ pub(crate) fn static_coverage() -> StaticCoverage {
         match d.kernel_origin(&op, DispatchKey::Lazy).provenance {
             Provenance::Kernel => c.registered += 1,
             Provenance::DefaultBackend | Provenance::Math => c.composite += 1,
-            _ => match op_info(&op).handling {
+            _ => match intercepted_op(&op).handling {
                 Handling::Capture => c.fallback += 1,
                 Handling::Eager(_) => c.eager_only += 1,
             },

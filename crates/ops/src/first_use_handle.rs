@@ -1,4 +1,4 @@
-//! [`LazyHandle`]: a generated operator's typed handle, looked up on first use.
+//! [`FirstUseHandle`]: a generated operator's typed handle, looked up on first use.
 
 use std::sync::OnceLock;
 
@@ -6,30 +6,30 @@ use switchboard_dispatcher::{
     ArgList, DispatchKeySet, Invoke, KernelReturn, Result, TypedOperatorHandle,
 };
 
-// Note [Lazy handles keep the first call out of line]
+// Note [First-use handles keep the first call out of line]
 // The generated functions call through handles looked up in the global dispatcher on first
 // use. With `OnceLock::get_or_init` inline, the look-up is a call in the middle of the
 // function, so the arguments must survive it: the compiler keeps them in callee-saved
 // registers, and every call pays their saves and restores. That matters most in the kernels
 // that wrap others (autograd's pass-through path is a redispatch and little else), so the
-// generated `redispatch::` functions go through `LazyHandle::redispatch`, which branches on
+// generated `redispatch::` functions go through `FirstUseHandle::redispatch`, which branches on
 // "looked up yet?" and sends the first call, whole, to an out-of-line function: on the hot path
 // nothing is live across a call. (The top-level functions keep `get_or_init`: their callers are
 // user code, and there building the argument tuple for the out-of-line path costs more than
 // it saves.) See also Note [Autograd fast path].
 
-/// A typed operator handle of the global dispatcher, looked up on first use (Note [Lazy
-/// handles keep the first call out of line]). The generated `handles::lazy` module holds one
+/// A typed operator handle of the global dispatcher, looked up on first use (Note [First-use
+/// handles keep the first call out of line]). The generated `handles::first_use` module holds one
 /// per operator.
-pub struct LazyHandle<A: ArgList, R: KernelReturn> {
+pub struct FirstUseHandle<A: ArgList, R: KernelReturn> {
     name: &'static str,
     cell: OnceLock<TypedOperatorHandle<A, R>>,
 }
 
-impl<A: ArgList, R: KernelReturn> LazyHandle<A, R> {
+impl<A: ArgList, R: KernelReturn> FirstUseHandle<A, R> {
     /// The handle of the operator `name` (`ns::name.overload`), not looked up yet.
     pub const fn new(name: &'static str) -> Self {
-        LazyHandle {
+        FirstUseHandle {
             name,
             cell: OnceLock::new(),
         }
@@ -77,9 +77,9 @@ impl<A: ArgList, R: KernelReturn> LazyHandle<A, R> {
     }
 }
 
-/// The first redispatch through a handle, as a kernel object (see `LazyHandle::redispatch`):
+/// The first redispatch through a handle, as a kernel object (see `FirstUseHandle::redispatch`):
 /// looks the operator up, then calls it.
-impl<A: ArgList, R: KernelReturn> Invoke for LazyHandle<A, R> {
+impl<A: ArgList, R: KernelReturn> Invoke for FirstUseHandle<A, R> {
     type Args = A;
     type Ret = R;
     #[inline(always)]
