@@ -32,6 +32,17 @@ pub(crate) fn vmap_error(message: String) -> DispatchError {
     DispatchError::from(DispatchErrorKind::Kernel(message))
 }
 
+/// PyTorch's error for reading a batched value as a number.
+pub(crate) fn item_error() -> DispatchError {
+    vmap_error(
+        "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over \
+         calling .item() on a Tensor, please try to rewrite what you're doing with other \
+         operations. If error is occurring somewhere inside PyTorch internals, please file a \
+         bug report."
+            .into(),
+    )
+}
+
 /// One call being batched: the operator, its arguments and the level being unwrapped.
 pub(crate) struct BatchedCall<'a> {
     pub op: &'a OperatorHandle,
@@ -83,13 +94,7 @@ pub(crate) fn batched_kernel(
     let semantics = &record.semantics;
     let base = op.name().base_name();
     if base == "_local_scalar_dense" || base == "item" {
-        return Err(vmap_error(
-            "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over \
-             calling .item() on a Tensor, please try to rewrite what you're doing with other \
-             operations. If error is occurring somewhere inside PyTorch internals, please file \
-             a bug report."
-                .into(),
-        ));
+        return Err(item_error());
     }
     if semantics.is_data_dependent {
         return Err(vmap_error(format!(

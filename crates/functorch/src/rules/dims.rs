@@ -62,7 +62,16 @@ pub(crate) fn dim_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
         .schema()
         .expect("rules are found for defined operators");
     let base = call.op.name().base_name();
-    let rank = self_.dim();
+    // A 0-dim sample takes its dimension arguments as a 1-dim one does (0 and -1): the
+    // physical tensor gets a size-1 dimension for them, dropped again from results that keep
+    // it (`sum(x, 0, keepdim=True)` of a 0-dim tensor is 0-dim).
+    let scalar_sample = self_.dim() == 0 && base != "unsqueeze";
+    let self_p = if scalar_sample {
+        ops::unsqueeze(&self_p, 1)?
+    } else {
+        self_p
+    };
+    let rank = self_.dim().max(usize::from(scalar_sample));
     let index_like = INDEX_LIKE.contains(&base);
     let reduction = call.op.has_tag(Tag::Reduction);
     // `unsqueeze` and `movedim`'s destination name a position in the result.
@@ -75,13 +84,12 @@ pub(crate) fn dim_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
         }
         let value = match arg {
             IValue::Tensor(t) if index_like => {
-                IValue::Tensor(front_value_or_expand(t, call.level, call.batch_size)?)
-            }
-            IValue::Tensor(t) if is_batched_at(t, call.level) => {
-                if t.dim() != rank {
-                    return fallback::loop_call(call);
-                }
-                IValue::Tensor(front(call, t)?.expect("batched at the level"))
+                let p = front_value_or_expand(t, call.level, call.batch_size)?;
+                IValue::Tensor(if scalar_sample {
+                    ops::unsqueeze(&p, 1)?
+                } else {
+                    p
+                })
             }
             _ if arg.tensors().any(|t| is_batched_at(t, call.level)) => {
                 return fallback::loop_call(call);
@@ -114,7 +122,33 @@ pub(crate) fn dim_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
         stack.push(value);
     }
     call.op.call_boxed(&mut stack)?;
+    if scalar_sample && base != "flatten" {
+        for v in &mut stack {
+            v.try_map_tensors(|t| {
+                if t.dim() == 2 {
+                    ops::squeeze_dim(t, 1)
+                } else {
+                    Ok(t.clone())
+                }
+            })?;
+        }
+    }
     batch_returns(call, stack)
+}
+
+/// `squeeze(self)`: the sample's size-1 dimensions, not the batch.
+pub(crate) fn squeeze_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
+    let Some(self_) = tensor_arg(call, 0) else {
+        return fallback::loop_call(call);
+    };
+    let Some(p) = front(call, self_)? else {
+        return fallback::loop_call(call);
+    };
+    let dims: Vec<i64> = (0..self_.dim())
+        .filter(|&d| self_.sizes()[d] == 1)
+        .map(|d| d as i64 + 1)
+        .collect();
+    batched(call, ops::squeeze_dims(&p, &dims)?).map(|v| vec![v])
 }
 
 /// `view`, `_unsafe_view`, `reshape`: the size list gets the batch in front.
@@ -125,6 +159,10 @@ pub(crate) fn view_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
     let Some(p) = front(call, self_)? else {
         return fallback::loop_call(call);
     };
+    if call.op.name().base_name() == "view" && call.batch_size > 0 {
+        // The sample must be viewable with its own strides, whatever the batch's are.
+        ops::view(&ops::select(&p, 0, 0)?, size)?;
+    }
     let mut physical_size = Vec::with_capacity(size.len() + 1);
     physical_size.push(call.batch_size);
     physical_size.extend_from_slice(size);
@@ -268,6 +306,46 @@ pub(crate) fn index_like_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
     };
     if !is_batched_at(self_, call.level) {
         return fallback::loop_call(call);
+    }
+    dim_rule(call)
+}
+
+/// `as_strided(self, size, stride, storage_offset)`: each sample's view of the storage, the
+/// samples `batch stride` elements apart.
+pub(crate) fn as_strided_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
+    let (Some(self_), Some(IValue::IntList(size)), Some(IValue::IntList(stride))) =
+        (tensor_arg(call, 0), call.args.get(1), call.args.get(2))
+    else {
+        return fallback::loop_call(call);
+    };
+    let Some(b) = crate::batched_tensor::batched_value(self_).filter(|b| b.level == call.level)
+    else {
+        return fallback::loop_call(call);
+    };
+    let offset = match call.args.get(3) {
+        Some(IValue::Int(o)) => *o,
+        _ => self_.storage_offset(),
+    };
+    let mut physical_size = vec![call.batch_size];
+    physical_size.extend_from_slice(size);
+    let mut physical_stride = vec![b.value.strides()[b.bdim]];
+    physical_stride.extend_from_slice(stride);
+    let out = ops::as_strided_with(
+        &b.value,
+        &physical_size,
+        &physical_stride,
+        ops::AsStridedOptions {
+            storage_offset: Some(offset),
+        },
+    )?;
+    batched(call, out).map(|v| vec![v])
+}
+
+/// `narrow.Tensor(self, dim, start)`: a batched `start` would be read per sample (PyTorch's
+/// `.item()` error); a shared one is the dim rule's.
+pub(crate) fn narrow_tensor_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
+    if tensor_arg(call, 2).is_some_and(|t| is_batched_at(t, call.level)) {
+        return Err(crate::fallback::item_error());
     }
     dim_rule(call)
 }

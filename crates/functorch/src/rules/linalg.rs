@@ -57,7 +57,8 @@ fn physical_matmul(call: &BatchedCall<'_>, a: &Tensor, b: &Tensor) -> Result<Ten
         out = ops::squeeze_dim(&out, -1)?;
     }
     if squeeze_row {
-        out = ops::squeeze_dim(&out, if squeeze_col { -1 } else { -2 })?;
+        // A vector on the right took the product's last dimension away.
+        out = ops::squeeze_dim(&out, if rb == 1 { -1 } else { -2 })?;
     }
     Ok(out)
 }

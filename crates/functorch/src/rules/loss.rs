@@ -64,7 +64,12 @@ pub(crate) fn nll_loss_forward_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue
         &ops::ne_scalar(&t, ignore_index)?,
         ops::ToCopyOptions::default().dtype(input.dtype()),
     )?;
-    let total_weight = ops::sum_dim_int_list(&counted, Some(&[1]))?;
+    let total_weight = if reduction == REDUCTION_NONE {
+        // The kernel leaves it 0 without a reduction.
+        ops::mul_scalar(&ops::sum_dim_int_list(&counted, Some(&[1]))?, 0)?
+    } else {
+        ops::sum_dim_int_list(&counted, Some(&[1]))?
+    };
     let output = match reduction {
         REDUCTION_NONE if rank == 1 => ops::squeeze_dim(&loss, 1)?,
         REDUCTION_NONE => loss,
