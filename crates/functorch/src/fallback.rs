@@ -19,10 +19,10 @@ use crate::batched_tensor::{batch_size_at, batched_value, make_batched};
 use crate::random;
 use crate::rules;
 
-static FALLBACK_WARNING: AtomicBool = AtomicBool::new(false);
+static FALLBACK_WARNING: AtomicBool = AtomicBool::new(true);
 
 /// Whether the slow path warns that an operator has no batching rule
-/// (`torch._C._functorch._set_vmap_fallback_warning_enabled`; off by default, as PyTorch's).
+/// (`torch._C._functorch._set_vmap_fallback_warning_enabled`; on by default, as in PyTorch 2.15).
 pub fn set_vmap_fallback_warning_enabled(enabled: bool) {
     FALLBACK_WARNING.store(enabled, Ordering::Relaxed);
 }
