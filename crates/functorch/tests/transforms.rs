@@ -124,14 +124,14 @@ fn grad_of_vmap_differentiates_through_the_batched_computation() {
 fn jacrev_of_jacrev_is_the_hessian() {
     let x = floats(&[1., 2., 3.], &[3]);
     let cube_sum = |a: &[Tensor]| ops::sum(&ops::mul(&ops::mul(&a[0], &a[0])?, &a[0])?);
-    let h = hessian(cube_sum, &[x.clone()], 0).unwrap();
+    let h = hessian(cube_sum, std::slice::from_ref(&x), 0).unwrap();
     close(
         &h,
         &floats(&[6., 0., 0., 0., 12., 0., 0., 0., 18.], &[3, 3]),
         "hessian",
     );
     // jacrev of an elementwise function: the diagonal of its derivative.
-    let j = jacrev(|a| ops::exp(&a[0]), &[x.clone()], &[0]).unwrap();
+    let j = jacrev(|a| ops::exp(&a[0]), std::slice::from_ref(&x), &[0]).unwrap();
     let e = ops::exp(&x).unwrap().to_vec::<f32>().unwrap();
     let want = [e[0], 0., 0., 0., e[1], 0., 0., 0., e[2]];
     close(&j[0], &floats(&want, &[3, 3]), "jacobian of exp");
@@ -164,15 +164,23 @@ fn vmap_of_jacrev_gives_per_sample_jacobians() {
 #[test]
 fn grad_and_value_and_vjp_under_vmap() {
     let x = floats(&[1., 2., 3., 4.], &[2, 2]);
-    let (g, v) =
-        grad_and_value(|a| ops::sum(&ops::mul(&a[0], &a[0])?), &[x.clone()], &[0]).unwrap();
+    let (g, v) = grad_and_value(
+        |a| ops::sum(&ops::mul(&a[0], &a[0])?),
+        std::slice::from_ref(&x),
+        &[0],
+    )
+    .unwrap();
     close(&g[0], &floats(&[2., 4., 6., 8.], &[2, 2]), "grad");
     close(&v, &floats(&[30.], &[]), "value");
     assert!(
         !v.requires_grad(),
         "the value is released from the transform's graph"
     );
-    let (out, vjp_fn) = vjp(|a| Ok(vec![ops::mul(&a[0], &a[0])?]), &[x.clone()]).unwrap();
+    let (out, vjp_fn) = vjp(
+        |a| Ok(vec![ops::mul(&a[0], &a[0])?]),
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
     close(&out[0], &floats(&[1., 4., 9., 16.], &[2, 2]), "vjp output");
     let ct = vjp_fn.call(&[floats(&[1., 0., 0., 1.], &[2, 2])]).unwrap();
     close(&ct[0], &floats(&[2., 0., 0., 8.], &[2, 2]), "vjp");
@@ -219,7 +227,12 @@ fn nested_vmap_and_dims() {
         .call(|a| Ok(a[0].clone()), &[Tree::Tensor(x.clone())])
         .unwrap();
     assert_eq!(moved.as_tensor().unwrap().sizes(), &[3, 2, 4]);
-    let expanded = vmap(|_| Ok(floats(&[7.], &[1])), &[Some(0)], &[x.clone()]).unwrap();
+    let expanded = vmap(
+        |_| Ok(floats(&[7.], &[1])),
+        &[Some(0)],
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
     assert_eq!(expanded.sizes(), &[2, 1]);
     // chunk_size gives the same result in pieces.
     let chunked = Vmap::new()
@@ -334,7 +347,7 @@ fn in_place_rules_and_errors() {
     vmap(
         |a| ops::mul_scalar_(&a[0], 2),
         &[Some(0)],
-        &[target.clone()],
+        std::slice::from_ref(&target),
     )
     .unwrap();
     close(&target, &ops::mul_scalar(&x, 2).unwrap(), "in place");
@@ -345,7 +358,11 @@ fn in_place_rules_and_errors() {
 fn data_dependent_operators_and_argument_errors() {
     let x = floats(&[1., 0., 3., 4.], &[2, 2]);
     assert_eq!(
-        err(vmap(|a| ops::nonzero(&a[0]), &[Some(0)], &[x.clone()])),
+        err(vmap(
+            |a| ops::nonzero(&a[0]),
+            &[Some(0)],
+            std::slice::from_ref(&x)
+        )),
         "vmap: We do not support batching operators that can output dynamic shape. Attempted \
          to vmap over aten::nonzero. Please file an issue at \
          https://github.com/pytorch/pytorch/issues if you need this feature."
@@ -356,11 +373,15 @@ fn data_dependent_operators_and_argument_errors() {
             Ok(a[0].clone())
         },
         &[Some(0)],
-        &[x.clone()]
+        std::slice::from_ref(&x)
     ))
     .starts_with("vmap: It looks like you're calling .item() on a Tensor."));
     assert_eq!(
-        err(vmap(|a| Ok(a[0].clone()), &[Some(2)], &[x.clone()])),
+        err(vmap(
+            |a| Ok(a[0].clone()),
+            &[Some(2)],
+            std::slice::from_ref(&x)
+        )),
         "vmap(<function>, in_dims=(2,), ...)(<inputs>): Got in_dim=2 for some input, but that \
          input is a Tensor of dimensionality 2 so expected in_dim to satisfy -2 <= in_dim < 2."
     );
@@ -374,7 +395,11 @@ fn data_dependent_operators_and_argument_errors() {
          [2, 3] for the mapped dimension"
     );
     assert_eq!(
-        err(vmap(|a| Ok(a[0].clone()), &[None], &[x.clone()])),
+        err(vmap(
+            |a| Ok(a[0].clone()),
+            &[None],
+            std::slice::from_ref(&x)
+        )),
         "vmap: Expected at least one Tensor to vmap over"
     );
     assert_eq!(
@@ -390,7 +415,7 @@ fn data_dependent_operators_and_argument_errors() {
         "vmap: chunk_size should be None or greater than 0. (got 0)"
     );
     assert_eq!(
-        err(grad(|a| Ok(a[0].clone()), &[x.clone()], &[0])),
+        err(grad(|a| Ok(a[0].clone()), std::slice::from_ref(&x), &[0])),
         "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor \
          with 2 dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
     );
