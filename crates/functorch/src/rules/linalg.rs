@@ -52,7 +52,10 @@ fn physical_matmul(call: &BatchedCall<'_>, a: &Tensor, b: &Tensor) -> Result<Ten
         Some(p) => pad_to_logical_rank(p, rank)?,
         None => b.clone(),
     };
-    let mut out = ops::matmul(&pa, &pb)?;
+    let mut out = match super::shared_matmul::shared_right_matmul(&pa, &pb)? {
+        Some(out) => out,
+        None => ops::matmul(&pa, &pb)?,
+    };
     if squeeze_col {
         out = ops::squeeze_dim(&out, -1)?;
     }

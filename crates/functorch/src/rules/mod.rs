@@ -7,6 +7,7 @@ mod dims;
 mod linalg;
 mod loss;
 mod pointwise;
+mod shared_matmul;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
