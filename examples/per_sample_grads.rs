@@ -84,6 +84,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut argv = std::env::args().skip(1);
     let runs: usize = argv.next().map_or(Ok(5), |s| s.parse())?;
     let batch: i64 = argv.next().map_or(Ok(64), |s| s.parse())?;
+    // Large per-sample gradient buffers are freed and made again every run: keep them in the
+    // heap (Note [Allocator tuning] in switchboard-tensor), as the benches do.
+    switchboard::tensor::tune_allocator();
     switchboard::tensor::manual_seed(0);
     let sizes = [784i64, 512, 512, 10];
     let params: Vec<Tensor> = sizes
