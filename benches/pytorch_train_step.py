@@ -102,15 +102,71 @@ def run(bench, steps, threads):
     }), flush=True)
 
 
+def per_sample_grads(steps, threads):
+    """The per-sample gradients of the MLP's cross-entropy at batch 64: torch.func's
+    vmap(grad(loss)) against a loop of 64 single-sample grad calls (compute_bench's
+    `per_sample_grads`)."""
+    from torch.func import functional_call, grad, vmap
+
+    torch.manual_seed(0)
+    model = mlp()
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x = torch.rand(64, 784)
+    y = torch.randint(0, 10, (64,))
+
+    def loss(p, sample, target):
+        out = functional_call(model, p, (sample.unsqueeze(0),))
+        return F.cross_entropy(out, target.unsqueeze(0))
+
+    per_sample = vmap(grad(loss), in_dims=(None, 0, 0))
+    single = grad(loss)
+
+    def vmapped():
+        per_sample(params, x, y)
+
+    def looped():
+        for b in range(64):
+            single(params, x[b], y[b])
+
+    def timed(f, n):
+        f()
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            f()
+            times.append((time.perf_counter() - t) * 1e3)
+        times.sort()
+        return times
+
+    v = timed(vmapped, max(steps, 1))
+    loop = timed(looped, max(steps // 5, 3))
+    print(json.dumps({
+        "bench": "per_sample_grads",
+        "impl": "pytorch " + torch.__version__,
+        "model": "MLP 784-512-512-10 (ReLU), cross-entropy per sample",
+        "batch": 64,
+        "threads": threads,
+        "steps": len(v),
+        "ms_per_step_median": round(v[len(v) // 2], 3),
+        "ms_per_step_min": round(v[0], 3),
+        "loop_ms_median": round(loop[len(loop) // 2], 3),
+        "loop_steps": len(loop),
+        "speedup_vs_loop": round(loop[len(loop) // 2] / v[len(v) // 2], 3),
+    }), flush=True)
+
+
 def main():
     args = sys.argv[1:]
     steps = int(args[0]) if args else 50
     threads = int(args[1]) if len(args) > 1 else 2
-    benches = args[2:] or list(WORKLOADS)
+    benches = args[2:] or [*WORKLOADS, "per_sample_grads"]
     torch.set_num_threads(threads)
     for bench in benches:
+        if bench == "per_sample_grads":
+            per_sample_grads(steps, threads)
+            continue
         if bench not in WORKLOADS:
-            sys.exit(f"unknown bench {bench}; one of {', '.join(WORKLOADS)}")
+            sys.exit(f"unknown bench {bench}; one of {', '.join(WORKLOADS)}, per_sample_grads")
         run(bench, steps, threads)
 
 

@@ -30,6 +30,8 @@ pub use switchboard_autograd as autograd;
 pub use switchboard_cpu as cpu;
 pub use switchboard_dispatcher as dispatcher;
 pub use switchboard_functionalize as functionalize;
+/// The composable function transforms (`torch.func`): `vmap`, `grad`, `vjp`, `jacrev`, ...
+pub use switchboard_functorch as func;
 pub use switchboard_graph as graph;
 pub use switchboard_keys as keys;
 pub use switchboard_lazy as lazy;

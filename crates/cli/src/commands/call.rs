@@ -41,6 +41,7 @@ mod output;
 #[cfg(test)]
 mod tests;
 mod value;
+mod vmapped;
 
 use output::write_outputs;
 use value::{Inputs, ValueError};
@@ -69,6 +70,10 @@ are printed without --out; other returns are printed as one JSON object, e.g. {\
 reduced to sum(outI * grad_outI) (grad_outI from the --in file, else ones), backward runs and
 each input's gradient is output as grad.NAME (NAME: the argument; an input that gets no gradient
 is left out, with a note on stderr).
+--vmap: the call runs under vmap, every tensor argument (each element of a Tensor[] too) mapped
+over its first dimension (all the same batch size), other arguments shared, tensor outputs batch
+first; with --backward, each sample's gradients (vmap(grad(...))), grad.NAME batch first, with
+grad_outI from the --in file batched too.
 --device DEVICE: the tensor arguments (and --backward's grad_outI) are moved to DEVICE first
 (lazy: the call is captured by the lazy backend and runs when its outputs are read), the outputs
 and gradients back to the CPU; cpu:0 is the CPU. --autocast opens the region of DEVICE's type
@@ -94,6 +99,11 @@ pub struct CallArgs {
     /// inputs as `grad.NAME`, for the outputs weighted by `@grad_outI` (else ones).
     #[arg(long)]
     pub backward: bool,
+    /// Runs the call under vmap: every tensor argument is mapped over its first dimension
+    /// (`in_dims=0`), the tensor outputs carry the batch first; with --backward, per-sample
+    /// gradients (`vmap(grad(...))`).
+    #[arg(long, conflicts_with = "functionalize")]
+    pub vmap: bool,
     /// Runs the call on DEVICE (`lazy`, `meta`, ...): the tensor arguments are moved there
     /// first and the tensor outputs (and gradients) moved back to the CPU to be written.
     #[arg(long, value_name = "DEVICE")]
@@ -365,6 +375,23 @@ fn run_unguarded(
             op: op_name.clone(),
             message: one_line(&e.to_string()),
         })?;
+    if args.vmap {
+        let _grad_mode = args.backward.then(switchboard::autograd::enable_grad);
+        let _below_autograd =
+            (!args.backward).then(switchboard::dispatcher::AutoDispatchBelowADInplaceOrView::new);
+        let (mut returns, mut grads) =
+            vmapped::call_vmapped(&op, schema, &op_name, stack, inputs.as_ref(), args.backward)?;
+        drop(region);
+        on_device.outputs(&mut returns, &mut grads)?;
+        return write_outputs(
+            &op_name,
+            returns,
+            grads,
+            args.output.as_deref(),
+            stdout,
+            stderr,
+        );
+    }
     let remove = functionalized::remove(args.functionalize.as_deref())?;
     let call =
         |op: &OperatorHandle, schema: &FunctionSchema, name: &str, stack, autograd| match remove {

@@ -49,7 +49,9 @@ fn leaf(t: &Tensor) -> Result<Option<Tensor>, DispatchError> {
 }
 
 /// The inputs an aten operator's derivatives.yaml entry differentiates, if it has one.
-fn aten_differentiable_inputs(schema: &FunctionSchema) -> Option<&'static [&'static str]> {
+pub(super) fn aten_differentiable_inputs(
+    schema: &FunctionSchema,
+) -> Option<&'static [&'static str]> {
     if schema.namespace() != Some("aten") {
         return None;
     }
@@ -125,7 +127,7 @@ pub(super) fn make_leaves(
 }
 
 /// The tensor returns by output name (`outI`, `outI.J`), in return order.
-fn tensor_outputs(returns: &Stack) -> Vec<(String, Tensor)> {
+pub(super) fn tensor_outputs(returns: &Stack) -> Vec<(String, Tensor)> {
     let mut out = Vec::new();
     for (i, v) in returns.iter().enumerate() {
         match v {
