@@ -16,7 +16,10 @@
 //! AutocastCPU key) and `add_1elem_empty_mode` (under a dispatch mode that only runs the call:
 //! the PythonTLSSnapshot and Python fallbacks, the boxing and the mode), `add_1elem_traced`
 //! (under a trace, `switchboard::trace::Tracer`: the call runs and becomes a graph node with its
-//! arguments' values and its output's metadata); `lazy_add_1elem` (`ops::add` of two 1-element
+//! arguments' values and its output's metadata); `meta_add_1elem` (`ops::add` of two
+//! 1-element Meta tensors: autograd kernel, then the Meta kernel, which is `add`'s structured
+//! meta function (Note [Structured kernels] in switchboard-ops) and the output's allocation,
+//! without data); `lazy_add_1elem` (`ops::add` of two 1-element
 //! lazy tensors: the call is captured, its metadata given by a shape rule (Note [Shape rules] in
 //! switchboard-lazy), a lazy tensor returned; nothing runs: the results are dropped, so each
 //! `lazy::sync()`, made after every `LAZY_STEP` captures as a training loop syncs once a step,
@@ -168,6 +171,16 @@ fn main() {
                 assert_eq!(traced.graph().num_calls() as u64, n);
             }
         }
+        "meta_add_1elem" => {
+            let meta = |_| {
+                Tensor::empty_on(&[1], ScalarType::Float, switchboard::tensor::Device::META)
+                    .unwrap()
+            };
+            let (a, b) = (meta(0), meta(1));
+            for _ in 0..n {
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
+            }
+        }
         "lazy_add_1elem" => {
             use switchboard::lazy;
             let cpu = Tensor::ones(&[1], ScalarType::Float).unwrap();
@@ -206,7 +219,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, lazy_add_1elem");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, meta_add_1elem, lazy_add_1elem");
             std::process::exit(2);
         }
     }

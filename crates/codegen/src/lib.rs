@@ -22,6 +22,7 @@ mod emit_autograd;
 mod emit_backend;
 mod formula;
 mod model;
+mod structured;
 mod tags;
 mod types;
 
@@ -32,5 +33,5 @@ pub use derivatives::{
 pub use emit_api::api;
 pub use emit_autograd::autograd;
 pub use emit_backend::backend;
-pub use model::{parse_yaml, NativeFunction};
+pub use model::{parse_yaml, NativeFunction, StructuredForm, StructuredKind};
 pub use types::{rust_ident, RustArg};

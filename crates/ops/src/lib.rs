@@ -70,6 +70,7 @@ pub mod composite;
 mod cpu_fallback;
 mod lazy_handle;
 mod out_arguments;
+pub mod structured;
 
 pub use cpu_fallback::cpu_fallback;
 pub use lazy_handle::LazyHandle;
