@@ -23,7 +23,9 @@
 //! lazy tensors: the call is captured, its metadata given by a shape rule (Note [Shape rules] in
 //! switchboard-lazy), a lazy tensor returned; nothing runs: the results are dropped, so each
 //! `lazy::sync()`, made after every `LAZY_STEP` captures as a training loop syncs once a step,
-//! only ends the epoch, and its cost is shared by the step's captures).
+//! only ends the epoch, and its cost is shared by the step's captures); `lazy_add_1elem_long`
+//! (the same on `int64` tensors, which no shape rule takes: the output metadata comes from
+//! the Meta kernel, i.e. `add`'s meta function).
 
 use std::hint::black_box;
 
@@ -181,9 +183,14 @@ fn main() {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
             }
         }
-        "lazy_add_1elem" => {
+        "lazy_add_1elem" | "lazy_add_1elem_long" => {
             use switchboard::lazy;
-            let cpu = Tensor::ones(&[1], ScalarType::Float).unwrap();
+            let dtype = if scenario == "lazy_add_1elem_long" {
+                ScalarType::Long
+            } else {
+                ScalarType::Float
+            };
+            let cpu = Tensor::ones(&[1], dtype).unwrap();
             let to_lazy = |t: &Tensor| {
                 switchboard::ops::_to_copy_with(
                     t,
@@ -219,7 +226,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, meta_add_1elem, lazy_add_1elem");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, meta_add_1elem, lazy_add_1elem, lazy_add_1elem_long");
             std::process::exit(2);
         }
     }

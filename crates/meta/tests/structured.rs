@@ -77,13 +77,7 @@ const CASES: &[Case] = &[
     ),
     (
         "div floor long",
-        || {
-            ops::div_tensor_mode_with(
-                &e(&[2], S::Long),
-                &e(&[2], S::Long),
-                ops::DivTensorModeOptions::default().rounding_mode("floor"),
-            )
-        },
+        || ops::div_tensor_mode(&e(&[2], S::Long), &e(&[2], S::Long), Some("floor")),
         &[2],
         &[1],
         S::Long,
@@ -234,7 +228,11 @@ const ERRORS: &[ErrorCase] = &[
     ("sum repeated dim", |d| ops::sum_dim_int_list(&on(d, &[2, 3], S::Float), Some(&[1, -1])), "dim 1 appears multiple times in the list of dims"),
     ("sum out of another dtype than dtype=", |d| ops::sum_int_list_out_with(&on(d, &[2], S::Long), Some(&[0]), &on(d, &[0], S::Float), ops::SumIntListOutOptions::default().dtype(S::Double)), "Expected out tensor to have dtype double, but got float instead"),
     ("mean of long", |d| ops::mean_dim(&on(d, &[2], S::Long), Some(&[0])), "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long"),
-    ("div bad rounding mode", |d| ops::div_tensor_mode_with(&on(d, &[2], S::Float), &on(d, &[2], S::Float), ops::DivTensorModeOptions::default().rounding_mode("x")), "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'x'"),
+    ("div bad rounding mode", |d| ops::div_tensor_mode(&on(d, &[2], S::Float), &on(d, &[2], S::Float), Some("x")), "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'x'"),
+    ("amax of an empty tensor over all dims", |d| ops::amax(&on(d, &[0, 2], S::Float)), "amax(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."),
+    ("amin over an empty dim, as given", |d| ops::amin_with(&on(d, &[0, 2], S::Float), ops::AminOptions::default().dim(&[-2])), "amin(): Expected reduction dim -2 to have non-zero size."),
+    ("amax out of another dtype", |d| ops::amax_out(&on(d, &[2], S::Float), &on(d, &[0], S::Long)), "Expected the dtype for input and out to match, but got Float for input's dtype and Long for out's dtype."),
+    ("argmax of an empty tensor", |d| ops::argmax(&on(d, &[0, 2], S::Float)), "argmax(): Expected reduction dim to be specified for input.numel() == 0."),
     ("add shapes", |d| ops::add(&on(d, &[2], S::Float), &on(d, &[3], S::Float)), "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
 ];
 
