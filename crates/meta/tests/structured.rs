@@ -293,6 +293,23 @@ fn out_resize_warns_when_out_had_elements() {
     }
 }
 
+/// An `out=` tensor that is resized gets the strides a fresh output would (torchgen's
+/// `resize_out` restrides it), on the CPU as on Meta.
+#[test]
+fn resized_out_follows_the_inputs_layout() {
+    for d in [Device::META, Device::CPU] {
+        let a = on(d, &[4, 3], S::Float).t().unwrap();
+        let out = ops::sigmoid_backward_grad_input(&a, &a, &on(d, &[0], S::Float)).unwrap();
+        assert_eq!(
+            (out.sizes(), out.strides()),
+            (&[3i64, 4][..], &[1i64, 3][..]),
+            "{d}"
+        );
+        let out = ops::add_out(&a, &a, &on(d, &[0], S::Float)).unwrap();
+        assert_eq!(out.strides(), &[1, 3], "{d}");
+    }
+}
+
 /// The Meta kernels of a structured family are its meta function's glue, not a CPU kernel.
 #[test]
 fn meta_kernels_of_structured_families_are_meta_functions() {
