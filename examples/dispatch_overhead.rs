@@ -18,11 +18,16 @@
 //! (under a trace, `switchboard::trace::Tracer`: the call runs and becomes a graph node with its
 //! arguments' values and its output's metadata), `add_1elem_functionalized` (of two functional
 //! tensors under functionalization, switchboard::functionalize: the Functionalize fallback
-//! unwraps them, calls `add` on the values and wraps the result); `lazy_add_1elem` (`ops::add` of two 1-element
+//! unwraps them, calls `add` on the values and wraps the result); `meta_add_1elem` (`ops::add` of two
+//! 1-element Meta tensors: autograd kernel, then the Meta kernel, which is `add`'s structured
+//! meta function (Note [Structured kernels] in switchboard-ops) and the output's allocation,
+//! without data); `lazy_add_1elem` (`ops::add` of two 1-element
 //! lazy tensors: the call is captured, its metadata given by a shape rule (Note [Shape rules] in
 //! switchboard-lazy), a lazy tensor returned; nothing runs: the results are dropped, so each
 //! `lazy::sync()`, made after every `LAZY_STEP` captures as a training loop syncs once a step,
-//! only ends the epoch, and its cost is shared by the step's captures).
+//! only ends the epoch, and its cost is shared by the step's captures); `lazy_add_1elem_long`
+//! (the same on `int64` tensors, which no shape rule takes: the output metadata comes from
+//! the Meta kernel, i.e. `add`'s meta function).
 
 use std::hint::black_box;
 
@@ -185,9 +190,22 @@ fn main() {
                 assert_eq!(traced.graph().num_calls() as u64, n);
             }
         }
-        "lazy_add_1elem" => {
+        "meta_add_1elem" => {
+            let meta = switchboard::tensor::Device::META;
+            let a = Tensor::empty_on(&[1], ScalarType::Float, meta).unwrap();
+            let b = Tensor::empty_on(&[1], ScalarType::Float, meta).unwrap();
+            for _ in 0..n {
+                black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
+            }
+        }
+        "lazy_add_1elem" | "lazy_add_1elem_long" => {
             use switchboard::lazy;
-            let cpu = Tensor::ones(&[1], ScalarType::Float).unwrap();
+            let dtype = if scenario == "lazy_add_1elem_long" {
+                ScalarType::Long
+            } else {
+                ScalarType::Float
+            };
+            let cpu = Tensor::ones(&[1], dtype).unwrap();
             let to_lazy = |t: &Tensor| {
                 switchboard::ops::_to_copy_with(
                     t,
@@ -223,7 +241,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, add_1elem_functionalized, lazy_add_1elem");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, add_1elem_functionalized, meta_add_1elem, lazy_add_1elem, lazy_add_1elem_long");
             std::process::exit(2);
         }
     }

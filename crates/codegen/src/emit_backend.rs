@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::model::NativeFunction;
+use crate::structured::meta_glue;
 use crate::types::{return_type, RustArg};
 
 /// Generates the registrations of the kernels declared for `key` (`CPU`, `Meta`, ...): one
@@ -26,7 +27,14 @@ pub fn backend(
     )
     .unwrap();
     for f in funcs {
-        for (k, kernel) in &f.dispatch {
+        // A structured family's Meta kernels are its meta function's glue (Note [Structured
+        // glue]).
+        let structured_meta = f
+            .structured_form
+            .as_ref()
+            .filter(|_| key == "Meta")
+            .map(|form| ("Meta".to_owned(), form.meta.clone()));
+        for (k, kernel) in f.dispatch.iter().chain(&structured_meta) {
             if k != key {
                 continue;
             }
@@ -41,18 +49,26 @@ pub fn backend(
                 .collect();
             let names: Vec<&str> = args.iter().map(|a| a.name.as_str()).collect();
             let wrapper = format!("kernel_{}", f.api_name.trim_start_matches("r#"));
+            let (body, debug) = match (&structured_meta, &f.structured_form) {
+                (Some(_), Some(form)) => (
+                    meta_glue(form, &names),
+                    format!("switchboard_ops::structured::{kernel} [{key}]"),
+                ),
+                _ => (
+                    format!("    Ok({path}::{kernel}({})?)", names.join(", ")),
+                    format!("{name}::{kernel} [{key}]"),
+                ),
+            };
             writeln!(
                 o,
-                "#[inline(always)]\n#[allow(non_snake_case)]\nfn {wrapper}({}) -> Result<{ret}> {{\n    Ok({path}::{kernel}({})?)\n}}\n",
+                "#[inline(always)]\n#[allow(non_snake_case)]\nfn {wrapper}({}) -> Result<{ret}> {{\n{body}\n}}\n",
                 params.join(", "),
-                names.join(", ")
             )
             .unwrap();
             writeln!(
                 reg,
-                "    lib.impl_with_static_debug({:?}, None, KernelFunction::from_fn({wrapper}), {:?})?;",
+                "    lib.impl_with_static_debug({:?}, None, KernelFunction::from_fn({wrapper}), {debug:?})?;",
                 f.qualified(),
-                format!("{name}::{kernel} [{key}]")
             )
             .unwrap();
         }

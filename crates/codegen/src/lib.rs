@@ -25,6 +25,7 @@ mod emit_backend;
 mod emit_lazy;
 mod formula;
 mod model;
+mod structured;
 mod tags;
 mod types;
 
@@ -36,5 +37,5 @@ pub use emit_api::api;
 pub use emit_autograd::autograd;
 pub use emit_backend::backend;
 pub use emit_lazy::lazy_registrations;
-pub use model::{parse_yaml, NativeFunction};
+pub use model::{parse_yaml, NativeFunction, StructuredForm, StructuredKind};
 pub use types::{rust_ident, RustArg};

@@ -34,6 +34,36 @@ pub struct NativeFunction {
     /// `autogen:`); the operator is registered with these and the ones torchgen adds (Note
     /// [Tags torchgen adds] in `tags.rs`).
     pub tags: Vec<Tag>,
+    /// `structured: True`: an `out=` overload whose kernel computes into the outputs it is
+    /// given, after the family's meta function (Note [Structured kernels] in switchboard-ops).
+    pub structured: bool,
+    /// `structured_delegate: NAME.out`: a functional or in-place overload of that structured
+    /// family, as written.
+    pub structured_delegate: Option<String>,
+    /// For a member of a structured family (the structured overload or a delegate), its form
+    /// and the family's meta function (resolved from the YAML).
+    pub structured_form: Option<StructuredForm>,
+}
+
+/// The form of an overload in a structured family: which glue torchgen would write for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructuredForm {
+    /// Functional, in-place or `out=`.
+    pub kind: StructuredKind,
+    /// The family's meta function in `switchboard_ops::structured`: named after the
+    /// functional overload (`add.Tensor` -> `add_tensor`, `maximum` -> `maximum`).
+    pub meta: String,
+}
+
+/// The three forms of a structured family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StructuredKind {
+    /// Allocates its output from the meta result.
+    Functional,
+    /// Writes `self`, which must be what the meta function describes.
+    Inplace,
+    /// Writes its `out` argument, resized to the meta result.
+    Out,
 }
 
 impl NativeFunction {
@@ -58,7 +88,7 @@ impl NativeFunction {
     }
 }
 
-fn snake(overload: &str) -> String {
+pub(crate) fn snake(overload: &str) -> String {
     let mut out = String::new();
     let chars: Vec<char> = overload.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
@@ -211,9 +241,13 @@ pub fn parse_yaml(text: &str) -> Result<Vec<NativeFunction>, String> {
             autogen,
             out_of: None,
             tags,
+            structured: matches!(e["structured"], Yaml::Boolean(true)),
+            structured_delegate: e["structured_delegate"].as_str().map(str::to_owned),
+            structured_form: None,
         });
     }
     resolve_autogen(&mut out)?;
+    crate::structured::resolve_structured(&mut out)?;
     for f in &out {
         crate::tags::check_nondeterministic_seeded(f)?;
     }

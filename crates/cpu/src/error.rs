@@ -26,30 +26,7 @@ pub fn shape_str(v: &[i64]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// The device the tensors of one op run on, with PyTorch's rule that zero-dim CPU tensors may
-/// mix with tensors on any device (`TensorIteratorBase::compute_types`). Fails with
-/// "Expected all tensors to be on the same device, but found at least two devices, cpu and
-/// meta!" otherwise. With no tensors, or only zero-dim CPU tensors, the device is the CPU.
-pub fn common_device(tensors: &[&Tensor]) -> Result<Device> {
-    let mut common: Option<Device> = None;
-    for t in tensors {
-        if t.is_cpu() && t.dim() == 0 {
-            continue;
-        }
-        match common {
-            None => common = Some(t.device()),
-            Some(d) if d != t.device() => {
-                return Err(TensorError::invalid(format!(
-                    "Expected all tensors to be on the same device, but found at least two \
-                     devices, {d} and {}!",
-                    t.device()
-                )))
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(common.unwrap_or(Device::CPU))
-}
+pub use switchboard_ops::structured::common_device;
 
 /// Like [`common_device`] but without the zero-dim CPU exception (for ops such as `mm`,
 /// `index_select` or `cat` whose every tensor must be on the same device).

@@ -8,9 +8,11 @@ use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
 use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{Acc, CpuElement, Num};
+use crate::error::check_cpu_or_meta;
 use crate::error::{invalid, Result};
 use crate::reduce::{reduce_into, reduction_mask, Reducer};
-use crate::reductions::reduction_out;
+use crate::reductions::{reduction_out, structured_output};
+use switchboard_ops::structured;
 
 /// NaN-propagating max or min of values.
 struct ExtremumR<T>(bool, PhantomData<T>);
@@ -45,27 +47,23 @@ impl<T: CpuElement> Reducer<T> for ExtremumR<T> {
     }
 }
 
-fn check_nonempty_reduction(name: &str, self_: &Tensor, mask: &[bool]) -> Result<()> {
-    for (d, (&s, &m)) in self_.sizes().iter().zip(mask).enumerate() {
-        if m && s == 0 {
-            return Err(invalid(format!(
-                "{name}(): Expected reduction dim {d} to have non-zero size."
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn extremum_values(
-    name: &'static str,
+/// `amax`/`amin` into `out` (given, or fresh), after their meta function.
+fn extremum_into(
     max: bool,
     self_: &Tensor,
-    dim: Option<&[i64]>,
+    dim: &[i64],
     keepdim: bool,
+    out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let mask = reduction_mask(dim, self_.dim())?;
-    check_nonempty_reduction(name, self_, &mask)?;
-    let result = reduction_out(self_, &mask, keepdim, self_.dtype())?;
+    check_cpu_or_meta("reduction", self_.device())?;
+    let meta = if max {
+        structured::amax(self_, dim, keepdim, out)?
+    } else {
+        structured::amin(self_, dim, keepdim, out)?
+    };
+    let result = structured_output(&meta, out)?;
+    let mask = reduction_mask(Some(dim), self_.dim())?;
+    let name = if max { "amax_cpu" } else { "amin_cpu" };
     dispatch_all_types_and_bool!(self_.dtype(), name, T => {
         reduce_into(self_, &result, &mask, keepdim, &ExtremumR::<T>(max, PhantomData))
     })?;
@@ -75,12 +73,22 @@ fn extremum_values(
 /// `amax(Tensor self, int[1] dim=[], bool keepdim=False)`: the maximum over `dim` (all dims
 /// when empty), propagating NaN.
 pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
-    extremum_values("amax", true, self_, Some(dim), keepdim)
+    extremum_into(true, self_, dim, keepdim, None)
+}
+
+/// `amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out)`.
+pub fn amax_out(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    extremum_into(true, self_, dim, keepdim, Some(out))
 }
 
 /// `amin(Tensor self, int[1] dim=[], bool keepdim=False)`.
 pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
-    extremum_values("amin", false, self_, Some(dim), keepdim)
+    extremum_into(false, self_, dim, keepdim, None)
+}
+
+/// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out)`.
+pub fn amin_out(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    extremum_into(false, self_, dim, keepdim, Some(out))
 }
 
 fn check_all_reduce(name: &str, self_: &Tensor) -> Result<()> {
@@ -96,13 +104,13 @@ fn check_all_reduce(name: &str, self_: &Tensor) -> Result<()> {
 /// `max(Tensor self)`: the maximum element as a zero-dim tensor (NaN if any).
 pub fn max(self_: &Tensor) -> Result<Tensor> {
     check_all_reduce("max", self_)?;
-    extremum_values("max", true, self_, None, false)
+    extremum_into(true, self_, &[], false, None)
 }
 
 /// `min(Tensor self)`.
 pub fn min(self_: &Tensor) -> Result<Tensor> {
     check_all_reduce("min", self_)?;
-    extremum_values("min", false, self_, None, false)
+    extremum_into(false, self_, &[], false, None)
 }
 
 /// Max or min with the index of its first occurrence (NaN counts as the extremum).
@@ -258,12 +266,46 @@ pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tenso
 /// `argmax(Tensor self, int? dim=None, bool keepdim=False)`: the index of the first maximum
 /// (over the flattened tensor when `dim` is `None`).
 pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
-    Ok(arg_reduce("argmax", true, self_, dim, keepdim, false)?.1)
+    arg_extremum_into(true, self_, dim, keepdim, None)
+}
+
+/// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out)`.
+pub fn argmax_out(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    arg_extremum_into(true, self_, dim, keepdim, Some(out))
 }
 
 /// `argmin(Tensor self, int? dim=None, bool keepdim=False)`.
 pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
-    Ok(arg_reduce("argmin", false, self_, dim, keepdim, false)?.1)
+    arg_extremum_into(false, self_, dim, keepdim, None)
+}
+
+/// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out)`.
+pub fn argmin_out(self_: &Tensor, dim: Option<i64>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    arg_extremum_into(false, self_, dim, keepdim, Some(out))
+}
+
+/// `argmax`/`argmin` after their meta function; into `out` when given.
+fn arg_extremum_into(
+    max: bool,
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let (name, meta) = if max {
+        ("argmax", structured::argmax(self_, dim, keepdim, out)?)
+    } else {
+        ("argmin", structured::argmin(self_, dim, keepdim, out)?)
+    };
+    let indices = arg_reduce(name, max, self_, dim, keepdim, false)?.1;
+    match out {
+        Some(o) => {
+            let o = structured::resize_out(o, &meta)?;
+            crate::copy::copy_into(&o, &indices)?;
+            Ok(o)
+        }
+        None => Ok(indices),
+    }
 }
 
 #[cfg(test)]

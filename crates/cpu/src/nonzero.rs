@@ -12,7 +12,7 @@ use crate::shape::check_no_overlap;
 // `nonzero`'s row count is the number of non-zero elements: only the data tells it. PyTorch has
 // no C++ Meta kernel for it; its Python meta registration (torch/_meta_registrations.py) fails
 // by default, with the message below, rather than guess a shape. The CPU kernel here serves
-// both keys (Note [Meta kernels are the CPU kernels] in switchboard-meta) and fails the same
+// both keys (Note [Meta kernels] in switchboard-meta) and fails the same
 // way on a tensor without data, so Meta shape inference of a model stops at the `nonzero`
 // with PyTorch's explanation, and a backend that captures graphs from Meta shapes must run
 // it eagerly instead (the lazy backend does, for every operator PyTorch tags

@@ -10,7 +10,8 @@
 //! dtype the result can be cast to; it is resized when its shape differs (`resize_output`, Note
 //! [Functional resize]) and the resized tensor is returned.
 
-use switchboard_tensor::{can_cast, Scalar, ScalarType, Tensor};
+use switchboard_ops::structured::{resize_out, MetaOutput};
+use switchboard_tensor::{can_cast, DimVec, Scalar, ScalarType, Tensor};
 
 use crate::copy::copy_into;
 use crate::error::{invalid, Result};
@@ -32,7 +33,15 @@ fn write_out(result: &Tensor, out: &Tensor) -> Result<Tensor> {
             out.dtype().c10_name()
         )));
     }
-    let out = out.resize_output(result.sizes())?;
+    // Resized as the structured glue resizes `out=` (`resize_out`): to the result's strides,
+    // which follow the inputs' layout.
+    let meta = MetaOutput {
+        sizes: DimVec::from_slice(result.sizes()),
+        strides: DimVec::from_slice(result.strides()),
+        dtype: out.dtype(),
+        device: out.device(),
+    };
+    let out = resize_out(out, &meta)?;
     if out.has_data() && result.has_data() {
         copy_into(&out, result)?;
     }

@@ -8,7 +8,7 @@
 //!   side by side while the loop walks the reduced dimensions, so the input is read in order.
 
 use smallvec::SmallVec;
-use switchboard_tensor::{wrap_dim, Access, DimVec, Element, Tensor};
+use switchboard_tensor::{Access, DimVec, Element, Tensor};
 
 use crate::error::{invalid, Result};
 use crate::loops::{for_each_row, in_parallel_region, parallel_for, Geometry, GRAIN_SIZE};
@@ -38,42 +38,7 @@ pub trait Reducer<T: Element>: Sync {
     fn project(&self, acc: Self::Acc) -> Self::Out;
 }
 
-/// Which dimensions an op reduces: `dims` wrapped against `ndim`; `None` or an empty list
-/// means all of them (`sum.dim_IntList`'s `int[1]? dim`). Repeated dims fail as in PyTorch.
-pub fn reduction_mask(dims: Option<&[i64]>, ndim: usize) -> Result<SmallVec<[bool; 6]>> {
-    let mut mask: SmallVec<[bool; 6]> = SmallVec::from_elem(false, ndim);
-    match dims {
-        None | Some([]) => mask.iter_mut().for_each(|m| *m = true),
-        Some(ds) => {
-            for &d in ds {
-                let w = wrap_dim(d, ndim)?;
-                if ndim == 0 {
-                    continue;
-                }
-                if mask[w] {
-                    return Err(invalid(format!(
-                        "dim {w} appears multiple times in the list of dims"
-                    )));
-                }
-                mask[w] = true;
-            }
-        }
-    }
-    Ok(mask)
-}
-
-/// The output shape of a reduction: reduced dims become 1 (`keepdim`) or disappear.
-pub fn reduced_shape(sizes: &[i64], mask: &[bool], keepdim: bool) -> DimVec {
-    let mut out = DimVec::new();
-    for (d, &s) in sizes.iter().enumerate() {
-        if !mask[d] {
-            out.push(s);
-        } else if keepdim {
-            out.push(1);
-        }
-    }
-    out
-}
+pub use switchboard_ops::structured::{reduced_shape, reduction_mask};
 
 /// The stride of `out` for each input dimension (0 for reduced ones), given that `out` has
 /// the shape [`reduced_shape`] made with `keepdim`.

@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 
+use switchboard_ops::structured::{self, MetaOutput};
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::copy::cast;
@@ -73,27 +74,6 @@ pub(crate) fn reduction_out(
     )
 }
 
-/// Checks the dtype of a user-given `out` of a reduction (its shape is resized: see
-/// [`finish_out`]).
-fn check_out(out: &Tensor, expected: &Tensor) -> Result<()> {
-    if out.dtype() != expected.dtype() {
-        return Err(invalid(format!(
-            "Expected out tensor to have dtype {}, but got {} instead",
-            expected.dtype().type_meta_name(),
-            out.dtype().type_meta_name()
-        )));
-    }
-    Ok(())
-}
-
-fn sum_dtype(input: ScalarType, dtype: Option<ScalarType>) -> ScalarType {
-    dtype.unwrap_or(if input.is_integral(true) {
-        ScalarType::Long
-    } else {
-        input
-    })
-}
-
 fn sum_impl(
     self_: &Tensor,
     dim: Option<&[i64]>,
@@ -101,31 +81,23 @@ fn sum_impl(
     dtype: Option<ScalarType>,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let out_dtype = sum_dtype(self_.dtype(), dtype);
+    check_cpu_or_meta("reduction", self_.device())?;
+    let meta = structured::sum_dim_int_list(self_, dim, keepdim, dtype, out)?;
+    let result = structured_output(&meta, out)?;
     let mask = reduction_mask(dim, self_.dim())?;
-    let result = reduction_out(self_, &mask, keepdim, out_dtype)?;
-    if let Some(o) = out {
-        check_out(o, &result)?;
-    }
-    let input = cast(self_, out_dtype)?;
-    dispatch_all_types_and_bool!(out_dtype, "sum_cpu", T => {
+    let input = cast(self_, meta.dtype)?;
+    dispatch_all_types_and_bool!(meta.dtype, "sum_cpu", T => {
         reduce_into(&input, &result, &mask, keepdim, &SumR::<T>(PhantomData))
     })?;
-    finish_out(result, out)
+    Ok(result)
 }
 
-/// Copies a result into a user's `out` (its dtype checked), resized to the result's shape
-/// (`resize_output`, Note [Functional resize]); returns the resized `out`.
-fn finish_out(result: Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+/// The output a structured kernel computes into: a fresh one from the meta result, or the
+/// given `out` resized to it (torchgen's glue, Note [Structured glue] in switchboard-codegen).
+pub(crate) fn structured_output(meta: &MetaOutput, out: Option<&Tensor>) -> Result<Tensor> {
     match out {
-        Some(o) => {
-            let o = o.resize_output(result.sizes())?;
-            if o.has_data() {
-                crate::copy::copy_into(&o, &result)?;
-            }
-            Ok(o)
-        }
-        None => Ok(result),
+        Some(o) => structured::resize_out(o, meta),
+        None => meta.allocate(),
     }
 }
 
@@ -173,22 +145,8 @@ fn mean_impl(
     dtype: Option<ScalarType>,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    if let Some(d) = dtype {
-        if !d.is_floating_point() {
-            return Err(invalid(format!(
-                "mean(): could not infer output dtype. Optional dtype must be either a floating \
-                 point or complex dtype. Got: {}",
-                d.c10_name()
-            )));
-        }
-    } else if !self_.dtype().is_floating_point() {
-        return Err(invalid(format!(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point \
-             or complex dtype. Got: {}",
-            self_.dtype().c10_name()
-        )));
-    }
-    let out_dtype = dtype.unwrap_or(self_.dtype());
+    check_cpu_or_meta("reduction", self_.device())?;
+    let meta = structured::mean_dim(self_, dim, keepdim, dtype, out)?;
     let mask = reduction_mask(dim, self_.dim())?;
     let count: i64 = self_
         .sizes()
@@ -197,15 +155,12 @@ fn mean_impl(
         .filter(|(_, m)| **m)
         .map(|(s, _)| *s)
         .product();
-    let result = reduction_out(self_, &mask, keepdim, out_dtype)?;
-    if let Some(o) = out {
-        check_out(o, &result)?;
-    }
-    let input = cast(self_, out_dtype)?;
-    dispatch_floating_types!(out_dtype, "mean_cpu", T => {
+    let result = structured_output(&meta, out)?;
+    let input = cast(self_, meta.dtype)?;
+    dispatch_floating_types!(meta.dtype, "mean_cpu", T => {
         reduce_into(&input, &result, &mask, keepdim, &MeanR::<T>(count as f64, PhantomData))
     })?;
-    finish_out(result, out)
+    Ok(result)
 }
 
 struct MeanR<T>(f64, PhantomData<T>);

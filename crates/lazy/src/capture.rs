@@ -1,9 +1,8 @@
 //! Capturing a call on lazy tensors as a node of the pending graph (interception layers 1 and
 //! 2 share this path): output metadata from a shape rule (Note [Shape rules]) or the
-//! operator's Meta kernel (through the shape cache, Note [Shape cache]), arguments as graph
-//! values and constants, writes and views as Note [Lazy mutations and views] says.
+//! operator's Meta kernel (Note [Output metadata of a capture]), arguments as graph values and
+//! constants, writes and views as Note [Lazy mutations and views] says.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -19,76 +18,19 @@ use crate::args::{check_devices, classify, ArgKind};
 use crate::intercepted_op::InterceptedOp;
 use crate::pending_graph::{lock_pending_graph, PendingGraph};
 use crate::rules::{self, RuledCall};
-use crate::shapes::{self, CachedReturn, OutMeta, Shapes};
+use crate::shapes::{MetaReturn, OutMeta, Shapes};
 use crate::stats::STATS;
 use crate::storage::{lazy_meta, meta_like, storage_of, view_tensor, LazyStorage, DEVICE};
 
 /// The key set the shape functions run with.
 const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
 
-fn ints(words: &mut Vec<u64>, v: &[i64]) {
-    words.push(v.len() as u64);
-    words.extend(v.iter().map(|x| *x as u64));
-}
-
-/// The shape-cache key of a call (Note [Shape cache]): the operator, and per argument its
-/// metadata (tensors, with the first argument sharing its storage) or its value (constants).
-fn shape_key(op: &OperatorHandle, kinds: &[ArgKind<'_>], words: &mut Vec<u64>) {
-    words.clear();
-    words.push(op.id() as u64);
-    let mut storages: SmallVec<[*const LazyStorage; 4]> = SmallVec::new();
-    let mut tensor = |words: &mut Vec<u64>, k: &ArgKind| match k {
-        ArgKind::Lazy(t, ls) => {
-            let p: *const LazyStorage = *ls;
-            let class = storages.iter().position(|s| *s == p).unwrap_or_else(|| {
-                storages.push(p);
-                storages.len() - 1
-            });
-            words.extend([1, t.dtype() as u64, ls.nbytes as u64, class as u64]);
-            ints(words, t.sizes());
-            ints(words, t.strides());
-            words.push(t.storage_offset() as u64);
-        }
-        ArgKind::Host(t) => {
-            words.extend([
-                2,
-                t.dtype() as u64,
-                t.storage().nbytes() as u64,
-                u64::from(t.is_wrapped_number()),
-            ]);
-            ints(words, t.sizes());
-            ints(words, t.strides());
-            words.push(t.storage_offset() as u64);
-        }
-        ArgKind::List(..) | ArgKind::LazyDevice | ArgKind::Other(_) => {}
-    };
-    for k in kinds {
-        match k {
-            ArgKind::List(items, optional) => {
-                words.extend([3, u64::from(*optional), items.len() as u64]);
-                for item in items {
-                    match item {
-                        Some(k) => tensor(words, k),
-                        None => words.push(0),
-                    }
-                }
-            }
-            ArgKind::LazyDevice => words.push(5),
-            ArgKind::Other(v) => {
-                words.push(4);
-                constant_words(v, words);
-            }
-            k => tensor(words, k),
-        }
-    }
-}
-
 fn out_meta(t: &Tensor) -> OutMeta {
     (Arc::new(lazy_meta(t)), t.storage().nbytes())
 }
 
 /// Runs the Meta kernel of the call on tensors standing for its arguments and records its
-/// returns (Note [Shape cache]).
+/// returns (Note [Output metadata of a capture]).
 fn run_meta(op: &OperatorHandle, kinds: &[ArgKind<'_>], accepts_host: bool) -> Result<Shapes> {
     let twin = |k: &ArgKind| -> Result<Tensor> {
         match k {
@@ -143,13 +85,13 @@ fn run_meta(op: &OperatorHandle, kinds: &[ArgKind<'_>], accepts_host: bool) -> R
                     .iter()
                     .position(|s| s.as_ref().is_some_and(|s| Storage::ptr_eq(s, t.storage())))
                     .map(|k| k as u32);
-                CachedReturn::Tensor {
+                MetaReturn::Tensor {
                     meta: out_meta(&t),
                     alias,
                 }
             }
-            IValue::TensorList(ts) => CachedReturn::List(ts.iter().map(out_meta).collect()),
-            other => CachedReturn::Value(other),
+            IValue::TensorList(ts) => MetaReturn::List(ts.iter().map(out_meta).collect()),
+            other => MetaReturn::Value(other),
         })
         .collect())
 }
@@ -203,30 +145,6 @@ enum ReturnToMake {
     Fresh(OutMeta, u32, Option<VersionCounter>),
     /// A list of fresh storages.
     FreshList(Vec<(OutMeta, u32)>),
-}
-
-thread_local! {
-    /// The shape-cache key buffer, reused across captures.
-    static KEY: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The returns of a call from the shape cache, running the Meta kernel on a miss (Note [Shape
-/// cache]).
-fn cached_shapes(
-    op: &OperatorHandle,
-    kinds: &[ArgKind<'_>],
-    accepts_host: bool,
-) -> Result<Arc<Shapes>> {
-    KEY.with(|key| {
-        let mut key = key.borrow_mut();
-        shape_key(op, kinds, &mut key);
-        if let Some(s) = shapes::lookup(&key) {
-            return Ok(s);
-        }
-        let s = Arc::new(run_meta(op, kinds, accepts_host)?);
-        shapes::insert(&key, s.clone());
-        Ok(s)
-    })
 }
 
 /// Captures a call of `op` whose arguments are on `stack`, leaving its returns there (see the
@@ -294,7 +212,7 @@ fn record(
     info: &InterceptedOp,
     kinds: &[ArgKind<'_>],
 ) -> Result<SmallVec<[IValue; 2]>> {
-    let shapes = cached_shapes(op, kinds, info.accepts_host)?;
+    let shapes = run_meta(op, kinds, info.accepts_host)?;
 
     let al = &info.semantics;
     let lazy_arg = |k: usize| match kinds.get(k) {
@@ -306,7 +224,7 @@ fn record(
     let mut to_make: SmallVec<[ReturnToMake; 2]> = SmallVec::new();
     for (r, ret) in shapes.iter().enumerate() {
         match ret {
-            CachedReturn::Tensor { meta, alias } => {
+            MetaReturn::Tensor { meta, alias } => {
                 let write = al.return_writes.get(r).copied().unwrap_or(false);
                 match alias.and_then(|k| lazy_arg(k as usize)) {
                     Some(t) => {
@@ -330,7 +248,7 @@ fn record(
                     }
                 }
             }
-            CachedReturn::List(metas) => {
+            MetaReturn::List(metas) => {
                 let mut list = Vec::with_capacity(metas.len());
                 for (j, m) in metas.iter().enumerate() {
                     let o = outputs.len() as u32;
@@ -342,7 +260,7 @@ fn record(
                 }
                 to_make.push(ReturnToMake::FreshList(list));
             }
-            CachedReturn::Value(v) => to_make.push(ReturnToMake::Done(v.clone())),
+            MetaReturn::Value(v) => to_make.push(ReturnToMake::Done(v.clone())),
         }
     }
     // Written arguments no return stands for: their new value is an output of the node too.

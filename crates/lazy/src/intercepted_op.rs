@@ -28,7 +28,7 @@ pub(crate) struct InterceptedOp {
     pub name: String,
     pub semantics: Arc<OperatorSemantics>,
     pub handling: Handling,
-    /// The rule giving its output metadata without the shape cache (Note [Shape rules]).
+    /// The rule giving its output metadata without the Meta kernel (Note [Shape rules]).
     pub rule: Option<ShapeRule>,
     /// Whether a host tensor of any size may be an argument (`copy_`'s source).
     pub accepts_host: bool,

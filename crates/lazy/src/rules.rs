@@ -1,5 +1,5 @@
 //! Shape rules: the output metadata of the hottest captured calls, computed directly instead
-//! of through the shape cache (Note [Shape rules]).
+//! of by the Meta kernel (Note [Shape rules]).
 
 use std::sync::Arc;
 
@@ -12,15 +12,14 @@ use crate::storage::{at_base, same_dims, LazyStorage, DEVICE};
 
 // Note [Shape rules]
 // Most calls a training step captures are elementwise: `add`, `mul`, `relu`, their
-// backwards, the optimizer's arithmetic. Their output metadata needs neither the Meta kernel
-// nor the shape cache's key (Note [Shape cache]): when every tensor operand is a lazy tensor
+// backwards, the optimizer's arithmetic. Their output metadata does not need the Meta kernel
+// (Note [Output metadata of a capture]): when every tensor operand is a lazy tensor
 // with the canonical contiguous strides of one set of sizes and one floating dtype, and the
 // other arguments are numbers, the result is a fresh tensor of those sizes with contiguous
 // strides and that dtype. This is the case the CPU kernels also take a shortcut for (Note
 // [Dense binary loops] in switchboard-cpu), whose result is the general path's. Every other
 // case (broadcasting, promotion, other layouts, integral or bool dtypes, a bad argument that
-// must raise eager's error) returns `None` here and takes the shape cache, i.e. the Meta
-// kernel. `tests/shape_rules.rs` checks the rules against the Meta kernels, case by case.
+// must raise eager's error) returns `None` here and takes the Meta kernel. `tests/shape_rules.rs` checks the rules against the Meta kernels, case by case.
 // The result shares the metadata of an operand whose storage has exactly that geometry (the
 // usual case), so a rule allocates nothing.
 

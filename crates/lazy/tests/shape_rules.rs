@@ -1,6 +1,6 @@
 //! The shape rules of the hot operators (Note [Shape rules]) give exactly the metadata, or
 //! the error, of the operators' Meta kernels, whether the rule applies to the call or the call
-//! falls back to the shape cache.
+//! falls back to the Meta kernel.
 
 mod common;
 

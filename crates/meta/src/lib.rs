@@ -3,13 +3,16 @@
 //! checks and errors as on CPU, without touching data. Use it to check shapes of a whole
 //! model, or as the shape function of a backend that captures graphs.
 //!
-//! Note [Meta kernels are the CPU kernels]
-//! As PyTorch's structured kernels share one "meta" function between the Meta and the CPU
-//! implementations, Switchboard's CPU kernels compute the output metadata first (shapes,
+//! Note [Meta kernels]
+//! An operator of a structured family (`structured: True` / `structured_delegate:` in
+//! native_functions.yaml) has its meta function (`switchboard_ops::structured`, PyTorch's
+//! `TORCH_META_FUNC`) as its Meta kernel: the generated glue allocates, checks or resizes
+//! the output from it (Note [Structured glue] in switchboard-codegen), and nothing runs a CPU
+//! kernel. The other operators' CPU kernels compute the output metadata first (shapes,
 //! strides, dtype promotion, all checks) and only then touch data, which they skip for
-//! tensors without data. The Meta backend therefore registers the same functions for the
-//! `Meta` key (generated from the `CPU, Meta:` entries of native_functions.yaml), and this
-//! crate's tests check that every such operator gives identical metadata on both devices.
+//! tensors without data; this crate registers those functions for the `Meta` key (from the
+//! `CPU, Meta:` entries). The tests check that every operator gives identical metadata on
+//! both devices, and the structured ones PyTorch's.
 //!
 //! ```
 //! use switchboard_ops as ops;

@@ -74,8 +74,10 @@ pub struct Sample {
     pub no_grad: Option<&'static str>,
     /// The call is expected to fail (on every device, with the same message).
     pub error: bool,
-    /// The call fails because of the values (an index out of range): on the CPU only, as in
-    /// PyTorch (a Meta tensor has no values to check).
+    /// The call fails in the CPU kernel, not in PyTorch's meta function: because of the values
+    /// (an index out of range: a Meta tensor has no values to check) or of the kernel's dtype
+    /// dispatch (`AT_DISPATCH_*`, which a structured operator's meta function does not run).
+    /// It fails on the CPU only, as in PyTorch.
     pub error_from_data: bool,
     /// The call reads values to decide its result's shape (`narrow.Tensor`'s start): it fails
     /// on Meta, as PyTorch's does.
@@ -129,6 +131,13 @@ impl Sample {
         self.error = true;
         self.error_from_data = true;
         self
+    }
+
+    /// Expected to fail on the CPU because its kernel has no loop for the dtype ("GeluKernelImpl"
+    /// not implemented for 'Long'); a structured operator's meta function (Meta) runs it, as
+    /// PyTorch's does.
+    pub fn error_from_kernel_dtype(self) -> Sample {
+        self.error_from_data()
     }
 
     /// Reads values to decide its result's shape (fails on Meta).

@@ -70,6 +70,7 @@ pub mod composite;
 mod cpu_fallback;
 mod first_use_handle;
 mod out_arguments;
+pub mod structured;
 
 pub use cpu_fallback::cpu_fallback;
 pub use first_use_handle::FirstUseHandle;

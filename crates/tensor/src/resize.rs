@@ -112,13 +112,29 @@ impl Tensor {
     }
 
     /// `at::native::resize_output`: this tensor when it already has `sizes`, else
-    /// [`resized`](Self::resized) (PyTorch also warns when a non-empty tensor is resized).
+    /// [`resized`](Self::resized), with PyTorch's deprecation warning when the tensor had
+    /// elements (`resize_output_check`).
     pub fn resize_output(&self, sizes: &[i64]) -> Result<Tensor> {
         if self.sizes() == sizes {
             return Ok(self.clone());
         }
+        if self.numel() != 0 {
+            warn_resized_output(self.sizes(), sizes);
+        }
         self.resized(sizes)
     }
+}
+
+/// `resize_output_check`'s warning: an `out=` tensor with elements was resized.
+#[cold]
+fn warn_resized_output(from: &[i64], to: &[i64]) {
+    switchboard_keys::warn(&format!(
+        "An output with one or more elements was resized since it had shape {from:?}, which does \
+         not match the required output shape {to:?}. This behavior is deprecated, and in a \
+         future PyTorch release outputs will not be resized unless they have zero elements. You \
+         can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with \
+         t.resize_(0)."
+    ));
 }
 
 /// A storage of `needed` bytes on `t`'s device holding a copy of `t`'s storage bytes.

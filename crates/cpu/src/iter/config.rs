@@ -5,6 +5,7 @@
 use std::cell::Cell;
 
 use smallvec::SmallVec;
+use switchboard_ops::structured::{resize_out, MetaOutput};
 use switchboard_tensor::{DimVec, ScalarType, Tensor, TensorError};
 
 use super::dims::{broadcast_strides, coalesce, reorder_dims, strides_for_perm};
@@ -221,7 +222,21 @@ impl<'a> IterConfig<'a> {
                         shape_str(&shape)
                     )));
                 } else {
-                    resized = Some(o.resize_output(&shape)?);
+                    // Resized as the structured glue resizes `out=` (`resize_out`): to the
+                    // strides a fresh output would get.
+                    let strides: SmallVec<[DimVec; 4]> = self
+                        .inputs
+                        .iter()
+                        .map(|(t, _)| broadcast_strides(t, &shape))
+                        .collect();
+                    let refs: SmallVec<[&[i64]; 4]> = strides.iter().map(|s| &s[..]).collect();
+                    let meta = MetaOutput {
+                        strides: strides_for_perm(&shape, &reorder_dims(&shape, &refs)),
+                        sizes: shape.clone(),
+                        dtype: o.dtype(),
+                        device: o.device(),
+                    };
+                    resized = Some(resize_out(o, &meta)?);
                 }
             }
         }

@@ -1,73 +1,12 @@
 //! Loop dimensions of an elementwise op: broadcast strides, PyTorch's dimension order
-//! (`reorder_dimensions`), strides for that order, and coalescing into a [`Geometry`].
+//! (`reorder_dimensions`) and strides for that order (the structured meta functions', in
+//! switchboard-ops), and coalescing into a [`Geometry`].
 
 use smallvec::SmallVec;
-use switchboard_tensor::{DimVec, Tensor};
+pub use switchboard_ops::structured::{broadcast_strides, reorder_dims, strides_for_perm};
+use switchboard_tensor::DimVec;
 
 use crate::loops::Geometry;
-
-/// `t`'s strides aligned to `shape` (right-aligned; 0 for broadcast and size-1 dimensions).
-pub fn broadcast_strides(t: &Tensor, shape: &[i64]) -> DimVec {
-    let nd = shape.len();
-    let td = t.dim();
-    let mut st = DimVec::from_elem(0, nd);
-    for i in 0..td {
-        let d = nd - td + i;
-        if t.sizes()[i] != 1 {
-            st[d] = t.strides()[i];
-        }
-    }
-    st
-}
-
-/// PyTorch's `reorder_dimensions`: the dimensions from fastest to slowest by the operands'
-/// strides (operand order breaks ties; broadcast dimensions do not vote).
-pub fn reorder_dims(shape: &[i64], strides: &[&[i64]]) -> SmallVec<[usize; 6]> {
-    let nd = shape.len();
-    let mut perm: SmallVec<[usize; 6]> = (0..nd).rev().collect();
-    let should_swap = |d0: usize, d1: usize| -> i32 {
-        for st in strides {
-            let (s0, s1) = (st[d0], st[d1]);
-            if s0 == 0 || s1 == 0 {
-                continue;
-            }
-            if s0 < s1 {
-                return -1;
-            }
-            if s0 > s1 {
-                return 1;
-            }
-            if shape[d0] > shape[d1] {
-                return 1;
-            }
-        }
-        0
-    };
-    for i in 1..nd {
-        let mut d1 = i;
-        for d0 in (0..i).rev() {
-            let c = should_swap(perm[d0], perm[d1]);
-            if c > 0 {
-                perm.swap(d0, d1);
-                d1 = d0;
-            } else if c < 0 {
-                break;
-            }
-        }
-    }
-    perm
-}
-
-/// Dense strides laying the dimensions out in `perm` order (fastest first).
-pub fn strides_for_perm(shape: &[i64], perm: &[usize]) -> DimVec {
-    let mut st = DimVec::from_elem(0, shape.len());
-    let mut acc = 1i64;
-    for &d in perm {
-        st[d] = acc;
-        acc = acc.saturating_mul(shape[d].max(1));
-    }
-    st
-}
 
 /// Applies `perm` and merges dimensions every operand walks contiguously
 /// (`TensorIteratorBase::coalesce_dimensions`).

@@ -1,0 +1,202 @@
+//! Structured kernels in the YAML (`structured: True`, `structured_delegate:`) and the glue
+//! torchgen writes for each form of a family from its meta function (Note [Structured
+//! kernels] in switchboard-ops).
+
+use std::collections::HashMap;
+
+use crate::model::{snake, NativeFunction, StructuredForm, StructuredKind};
+
+// Note [Structured glue]
+// As torchgen's `RegisterDispatchKey` does for a structured family, the generator writes one
+// kernel per form from the family's meta function (`switchboard_ops::structured::NAME`, which
+// takes the functional arguments and the output when there is one):
+// - functional: `NAME(args, None)?.allocate()`;
+// - in-place: `NAME(args, Some(self))`, then `check_inplace(self, &meta)`, and `self` returned;
+// - out=: `NAME(args, Some(out))`, then `resize_out(out, &meta)` (dtype and device checks,
+//   resize with PyTorch's warning, restride), the resized `out` returned.
+// The Meta backend registers these for every member of a structured family (torchgen registers
+// the meta function for the Meta key without a `dispatch:` line, so a structured family's
+// entries name no Meta kernel); the CPU backend registers the kernels its `dispatch:` lines
+// name.
+
+/// Checks the structured families of `funcs` and records each member's form and meta
+/// function: a `structured: True` entry is an `out=` overload with one output, a
+/// `structured_delegate:` names a structured entry of the same operator, and every structured
+/// entry has one functional delegate (which names the meta function).
+pub(crate) fn resolve_structured(funcs: &mut [NativeFunction]) -> Result<(), String> {
+    let index: HashMap<String, usize> = funcs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.qualified(), i))
+        .collect();
+    let mut meta_of: HashMap<usize, String> = HashMap::new();
+    for f in funcs.iter() {
+        let Some(target) = &f.structured_delegate else {
+            continue;
+        };
+        let Some(&t) = index.get(target) else {
+            return Err(format!(
+                "{}: `structured_delegate: {target}` names no declared overload",
+                f.schema_text
+            ));
+        };
+        if !funcs[t].structured {
+            return Err(format!(
+                "{}: `structured_delegate: {target}` names an overload without `structured: True`",
+                f.schema_text
+            ));
+        }
+        if f.structured {
+            return Err(format!(
+                "{}: an entry is `structured: True` or has a `structured_delegate:`, not both",
+                f.schema_text
+            ));
+        }
+        if !is_inplace(f) {
+            let meta = if f.overload.is_empty() {
+                f.name.clone()
+            } else {
+                format!("{}_{}", f.name, snake(&f.overload))
+            };
+            if meta_of.insert(t, meta).is_some() {
+                return Err(format!("{target}: two functional overloads delegate to it"));
+            }
+        }
+    }
+    for (i, f) in funcs.iter_mut().enumerate() {
+        let (kind, family) = if f.structured {
+            (StructuredKind::Out, i)
+        } else if let Some(target) = &f.structured_delegate {
+            let kind = if is_inplace(f) {
+                StructuredKind::Inplace
+            } else {
+                StructuredKind::Functional
+            };
+            (kind, index[target])
+        } else {
+            continue;
+        };
+        let Some(meta) = meta_of.get(&family) else {
+            return Err(format!(
+                "{}: a structured overload needs a functional overload with `structured_delegate: {}`",
+                f.schema_text,
+                f.qualified()
+            ));
+        };
+        let outs = f.schema.arguments().iter().filter(|a| a.is_out()).count();
+        let one_tensor = f.schema.returns().len() == 1;
+        let shape_ok = match kind {
+            StructuredKind::Out => outs == 1 && one_tensor,
+            _ => outs == 0 && one_tensor,
+        };
+        if !shape_ok {
+            return Err(format!(
+                "{}: structured families here have one Tensor output (and `structured: True` on its out= overload)",
+                f.schema_text
+            ));
+        }
+        if f.dispatch.iter().any(|(k, _)| k == "Meta") {
+            return Err(format!(
+                "{}: a structured overload's Meta kernel is its family's meta function: drop `Meta` from `dispatch:`",
+                f.schema_text
+            ));
+        }
+        f.structured_form = Some(StructuredForm {
+            kind,
+            meta: meta.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn is_inplace(f: &NativeFunction) -> bool {
+    f.name.ends_with('_') && !f.name.ends_with("__")
+}
+
+/// The body of the Meta kernel of a structured family member (Note [Structured glue]);
+/// `names` are its parameters in schema order.
+pub(crate) fn meta_glue(form: &StructuredForm, names: &[&str]) -> String {
+    let meta = format!("switchboard_ops::structured::{}", form.meta);
+    match form.kind {
+        StructuredKind::Functional => {
+            format!("    Ok({meta}({}, None)?.allocate()?)", names.join(", "))
+        }
+        StructuredKind::Inplace => format!(
+            "    let meta = {meta}({}, Some({}))?;\n    switchboard_ops::structured::check_inplace({1}, &meta)?;\n    Ok({1}.clone())",
+            names.join(", "),
+            names[0]
+        ),
+        StructuredKind::Out => {
+            let (out, inputs) = names.split_last().expect("an out= overload has an out argument");
+            format!(
+                "    let meta = {meta}({}, Some({out}))?;\n    Ok(switchboard_ops::structured::resize_out({out}, &meta)?)",
+                inputs.join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{parse_yaml, StructuredKind};
+
+    const FAMILY: &str = "
+- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+  structured_delegate: add.out
+  dispatch:
+    CPU: add_tensor
+- func: add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+  structured: True
+  dispatch:
+    CPU: add_out
+- func: add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
+  structured_delegate: add.out
+";
+
+    #[test]
+    fn families_resolve() {
+        let f = parse_yaml(FAMILY).unwrap();
+        let forms: Vec<_> = f
+            .iter()
+            .map(|f| {
+                let s = f.structured_form.as_ref().unwrap();
+                (s.kind, s.meta.as_str())
+            })
+            .collect();
+        assert_eq!(
+            forms,
+            [
+                (StructuredKind::Functional, "add_tensor"),
+                (StructuredKind::Out, "add_tensor"),
+                (StructuredKind::Inplace, "add_tensor"),
+            ]
+        );
+        let code = crate::backend(&f, "Meta", "switchboard_cpu", "switchboard_cpu").unwrap();
+        assert!(code
+            .contains("switchboard_ops::structured::add_tensor(self_, other, alpha, Some(out))"));
+        assert!(code.contains("check_inplace(self_, &meta)"));
+        assert!(code.contains("\"add.Tensor\""), "{code}");
+    }
+
+    #[test]
+    fn malformed_families_fail() {
+        let no_target = FAMILY.replace(
+            "structured_delegate: add.out\n  dispatch",
+            "structured_delegate: add.outt\n  dispatch",
+        );
+        assert!(parse_yaml(&no_target)
+            .unwrap_err()
+            .contains("names no declared overload"));
+        let not_structured = FAMILY.replace("  structured: True\n", "");
+        assert!(parse_yaml(&not_structured)
+            .unwrap_err()
+            .contains("without `structured: True`"));
+        let meta_named = FAMILY.replace("CPU: add_out", "CPU, Meta: add_out");
+        assert!(parse_yaml(&meta_named).unwrap_err().contains("drop `Meta`"));
+        let orphan =
+            "- func: neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  structured: True\n";
+        assert!(parse_yaml(orphan)
+            .unwrap_err()
+            .contains("needs a functional overload"));
+    }
+}

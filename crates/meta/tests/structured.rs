@@ -1,0 +1,334 @@
+//! The structured families' meta functions against PyTorch 2.15 (values recorded from
+//! `torch` on the meta and CPU devices): output sizes, strides (memory-format propagation)
+//! and dtypes (type promotion), the in-place broadcast error, the `out=` dtype rules, and
+//! `out=` resizing with PyTorch's warning (on Meta and CPU alike: both go through
+//! `resize_output`).
+
+use std::sync::{Arc, Mutex};
+
+use switchboard_dispatcher::{set_warning_handler, Result};
+use switchboard_ops::{self as ops, TensorOps};
+use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
+
+use switchboard_cpu as _;
+use switchboard_meta as _;
+
+fn e(sizes: &[i64], dtype: S) -> Tensor {
+    Tensor::empty_on(sizes, dtype, Device::META).unwrap()
+}
+
+fn f(sizes: &[i64]) -> Tensor {
+    e(sizes, S::Float)
+}
+
+type Case = (
+    &'static str,
+    fn() -> Result<Tensor>,
+    &'static [i64],
+    &'static [i64],
+    S,
+);
+
+/// `(name, call, sizes, strides, dtype)` as PyTorch 2.15 gives them.
+const CASES: &[Case] = &[
+    (
+        "add channels_last + row",
+        || {
+            let cl = Tensor::empty_with_format(
+                &[2, 3, 4, 5],
+                S::Float,
+                Device::META,
+                MemoryFormat::ChannelsLast,
+            )
+            .unwrap();
+            ops::add(&cl, &f(&[5]))
+        },
+        &[2, 3, 4, 5],
+        &[60, 1, 15, 3],
+        S::Float,
+    ),
+    (
+        "add transposed + contiguous",
+        || ops::add(&f(&[3, 4]).t()?, &f(&[4, 3])),
+        &[4, 3],
+        &[1, 4],
+        S::Float,
+    ),
+    (
+        "add long + float row",
+        || ops::add(&e(&[2, 3], S::Long), &f(&[3])),
+        &[2, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "add int + 0-dim double",
+        || ops::add(&e(&[2], S::Int), &Tensor::scalar_tensor(1.5, S::Double)),
+        &[2],
+        &[1],
+        S::Double,
+    ),
+    (
+        "div long",
+        || ops::div(&e(&[2], S::Long), &e(&[2], S::Long)),
+        &[2],
+        &[1],
+        S::Float,
+    ),
+    (
+        "div floor long",
+        || ops::div_tensor_mode(&e(&[2], S::Long), &e(&[2], S::Long), Some("floor")),
+        &[2],
+        &[1],
+        S::Long,
+    ),
+    (
+        "eq broadcast",
+        || ops::eq(&f(&[2, 1]), &f(&[3])),
+        &[2, 3],
+        &[3, 1],
+        S::Bool,
+    ),
+    (
+        "lt int < 2.5",
+        || ops::lt_scalar(&e(&[2], S::Int), 2.5),
+        &[2],
+        &[1],
+        S::Bool,
+    ),
+    (
+        "sigmoid long",
+        || ops::sigmoid(&e(&[2, 3], S::Long)),
+        &[2, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "neg transposed",
+        || ops::neg(&f(&[3, 4]).t()?),
+        &[4, 3],
+        &[1, 4],
+        S::Float,
+    ),
+    (
+        "maximum bool, uint8",
+        || ops::maximum(&e(&[2], S::Bool), &e(&[2], S::Byte)),
+        &[2],
+        &[1],
+        S::Byte,
+    ),
+    (
+        "threshold_backward follows self",
+        || ops::threshold_backward(&f(&[3, 4]).t()?, &f(&[4, 3]), 0.5),
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "sum int keepdim",
+        || {
+            ops::sum_dim_int_list_with(
+                &e(&[2, 3, 4], S::Int),
+                Some(&[0, 2]),
+                ops::SumDimIntListOptions::default().keepdim(true),
+            )
+        },
+        &[1, 3, 1],
+        &[3, 1, 1],
+        S::Long,
+    ),
+    (
+        "sum dtype",
+        || {
+            ops::sum_dim_int_list_with(
+                &f(&[2, 3]).t()?,
+                Some(&[1]),
+                ops::SumDimIntListOptions::default().dtype(S::Double),
+            )
+        },
+        &[3],
+        &[1],
+        S::Double,
+    ),
+    (
+        "sum all keepdim",
+        || {
+            ops::sum_dim_int_list_with(
+                &f(&[2, 3]),
+                None,
+                ops::SumDimIntListOptions::default().keepdim(true),
+            )
+        },
+        &[1, 1],
+        &[1, 1],
+        S::Float,
+    ),
+    (
+        "mean last",
+        || ops::mean_dim(&f(&[2, 3, 4]), Some(&[-1])),
+        &[2, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "sum out long into float",
+        || ops::sum_int_list_out(&e(&[2, 3], S::Long), Some(&[1]), &f(&[0])),
+        &[2],
+        &[1],
+        S::Float,
+    ),
+    (
+        "add out resized gets the meta strides",
+        || ops::add_out(&f(&[3, 4]).t()?, &f(&[4, 3]), &f(&[0])),
+        &[4, 3],
+        &[1, 4],
+        S::Float,
+    ),
+    (
+        "eq_ keeps self's dtype",
+        || f(&[2]).eq_tensor_(&f(&[2])),
+        &[2],
+        &[1],
+        S::Float,
+    ),
+];
+
+#[test]
+fn meta_functions_give_pytorchs_geometry() {
+    let mut failures = Vec::new();
+    for (name, call, sizes, strides, dtype) in CASES {
+        match call() {
+            Ok(t) => {
+                let got = (t.sizes(), t.strides(), t.dtype(), t.is_meta(), t.has_data());
+                if got != (*sizes, *strides, *dtype, true, false) {
+                    failures.push(format!(
+                        "{name}: got {got:?}, PyTorch gives {sizes:?} {strides:?} {dtype:?}"
+                    ));
+                }
+            }
+            Err(err) => failures.push(format!("{name}: {err}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+type ErrorCase = (&'static str, fn(Device) -> Result<Tensor>, &'static str);
+
+fn on(d: Device, sizes: &[i64], dtype: S) -> Tensor {
+    Tensor::empty_on(sizes, dtype, d).unwrap()
+}
+
+/// PyTorch 2.15's messages (CPU), which Meta gives as well.
+const ERRORS: &[ErrorCase] = &[
+    ("add_ broadcast would resize self", |d| on(d, &[2], S::Float).add_(&on(d, &[3, 2], S::Float)), "output with shape [2] doesn't match the broadcast shape [3, 2]"),
+    ("mul_ of int by float", |d| on(d, &[2], S::Int).mul_(&on(d, &[2], S::Float)), "result type Float can't be cast to the desired output type Int"),
+    ("add out of a narrower dtype", |d| ops::add_out(&on(d, &[2], S::Float), &on(d, &[2], S::Float), &on(d, &[2], S::Long)), "result type Float can't be cast to the desired output type Long"),
+    ("sub of bool", |d| ops::sub(&on(d, &[2], S::Bool), &on(d, &[2], S::Float)), "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."),
+    ("add float alpha on ints", |d| ops::add_with(&on(d, &[2], S::Long), &on(d, &[2], S::Long), ops::AddOptions::default().alpha(0.5)), "For integral input tensors, argument alpha must not be a floating point number."),
+    ("sum repeated dim", |d| ops::sum_dim_int_list(&on(d, &[2, 3], S::Float), Some(&[1, -1])), "dim 1 appears multiple times in the list of dims"),
+    ("sum out of another dtype than dtype=", |d| ops::sum_int_list_out_with(&on(d, &[2], S::Long), Some(&[0]), &on(d, &[0], S::Float), ops::SumIntListOutOptions::default().dtype(S::Double)), "Expected out tensor to have dtype double, but got float instead"),
+    ("mean of long", |d| ops::mean_dim(&on(d, &[2], S::Long), Some(&[0])), "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long"),
+    ("div bad rounding mode", |d| ops::div_tensor_mode(&on(d, &[2], S::Float), &on(d, &[2], S::Float), Some("x")), "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'x'"),
+    ("amax of an empty tensor over all dims", |d| ops::amax(&on(d, &[0, 2], S::Float)), "amax(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."),
+    ("amin over an empty dim, as given", |d| ops::amin_with(&on(d, &[0, 2], S::Float), ops::AminOptions::default().dim(&[-2])), "amin(): Expected reduction dim -2 to have non-zero size."),
+    ("amax out of another dtype", |d| ops::amax_out(&on(d, &[2], S::Float), &on(d, &[0], S::Long)), "Expected the dtype for input and out to match, but got Float for input's dtype and Long for out's dtype."),
+    ("argmax of an empty tensor", |d| ops::argmax(&on(d, &[0, 2], S::Float)), "argmax(): Expected reduction dim to be specified for input.numel() == 0."),
+    ("add shapes", |d| ops::add(&on(d, &[2], S::Float), &on(d, &[3], S::Float)), "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
+];
+
+#[test]
+fn meta_functions_fail_with_pytorchs_errors() {
+    let mut failures = Vec::new();
+    for (name, call, message) in ERRORS {
+        for d in [Device::META, Device::CPU] {
+            match call(d) {
+                Ok(_) => failures.push(format!("{name} on {d}: no error")),
+                Err(err) if err.first_line() != *message => {
+                    failures.push(format!("{name} on {d}: `{}`", err.first_line()))
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The warnings `f` emits on this thread.
+fn warnings_of(f: impl FnOnce()) -> Vec<String> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    {
+        let _guard = set_warning_handler(move |m: &str| sink.lock().unwrap().push(m.to_owned()));
+        f();
+    }
+    let v = seen.lock().unwrap().clone();
+    v
+}
+
+#[test]
+fn out_resize_warns_when_out_had_elements() {
+    let expected = "An output with one or more elements was resized since it had shape [2], which does \
+                    not match the required output shape [3, 2]. This behavior is deprecated, and in a \
+                    future PyTorch release outputs will not be resized unless they have zero elements. \
+                    You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements \
+                    with t.resize_(0).";
+    for d in [Device::META, Device::CPU] {
+        let (a, b) = (on(d, &[3, 2], S::Float), on(d, &[2], S::Float));
+        let mut resized = None;
+        let seen =
+            warnings_of(|| resized = Some(ops::add_out(&a, &b, &on(d, &[2], S::Float)).unwrap()));
+        assert_eq!(seen, [expected], "{d}");
+        assert_eq!(resized.unwrap().sizes(), &[3, 2]);
+        // An empty out, or one of the right shape, is resized silently.
+        let seen = warnings_of(|| {
+            ops::add_out(&a, &b, &on(d, &[0], S::Float)).unwrap();
+            ops::add_out(&a, &b, &on(d, &[3, 2], S::Float)).unwrap();
+            ops::sum_int_list_out(&a, Some(&[0]), &on(d, &[0], S::Float)).unwrap();
+        });
+        assert!(seen.is_empty(), "{d}: {seen:?}");
+        let seen = warnings_of(|| {
+            ops::sum_int_list_out(&a, Some(&[0]), &on(d, &[5], S::Float)).unwrap();
+        });
+        assert_eq!(seen.len(), 1, "{d}: {seen:?}");
+    }
+}
+
+/// An `out=` tensor that is resized gets the strides a fresh output would (torchgen's
+/// `resize_out` restrides it), on the CPU as on Meta.
+#[test]
+fn resized_out_follows_the_inputs_layout() {
+    for d in [Device::META, Device::CPU] {
+        let a = on(d, &[4, 3], S::Float).t().unwrap();
+        let out = ops::sigmoid_backward_grad_input(&a, &a, &on(d, &[0], S::Float)).unwrap();
+        assert_eq!(
+            (out.sizes(), out.strides()),
+            (&[3i64, 4][..], &[1i64, 3][..]),
+            "{d}"
+        );
+        let out = ops::add_out(&a, &a, &on(d, &[0], S::Float)).unwrap();
+        assert_eq!(out.strides(), &[1, 3], "{d}");
+    }
+}
+
+/// The Meta kernels of a structured family are its meta function's glue, not a CPU kernel.
+#[test]
+fn meta_kernels_of_structured_families_are_meta_functions() {
+    let d = switchboard_dispatcher::Dispatcher::global();
+    for name in [
+        "aten::add.Tensor",
+        "aten::add_.Tensor",
+        "aten::add.out",
+        "aten::sum.dim_IntList",
+        "aten::eq.Scalar_out",
+    ] {
+        let state = d.dump_state(name);
+        let meta = state
+            .lines()
+            .find(|l| l.starts_with("Meta"))
+            .unwrap_or_default();
+        assert!(
+            meta.contains("switchboard_ops::structured::"),
+            "{name}: {state}"
+        );
+    }
+}
