@@ -178,16 +178,6 @@ pub(crate) fn encode_node(w: &mut Encoder, node: Node<'_>, value: impl Fn(Value)
     }
 }
 
-/// Appends the words of constant `c` to `words`, as [`StructuralKey`]s encode constants
-/// (floats by bit pattern, strings by bytes): for other caches keyed by call arguments.
-pub fn constant_words(c: &IValue, words: &mut Vec<u64>) {
-    let mut w = Encoder {
-        words: std::mem::take(words),
-    };
-    encode_ivalue(&mut w, c);
-    *words = w.words;
-}
-
 /// Encodes a constant (tensors never appear here, see `Graph::add_call`).
 pub(crate) fn encode_ivalue(w: &mut Encoder, c: &IValue) {
     match c {

@@ -48,7 +48,7 @@ mod record;
 
 pub use aliasing::{is_pure, is_random, output_root};
 pub use graph::{Graph, GraphError};
-pub use key::{constant_words, StructuralKey};
+pub use key::StructuralKey;
 pub use node::{snapshot, Arg, Node, NodeId, NodeKind, Output, Source, TensorMeta, Value};
 pub use plan::{Plan, RunOptions};
 pub use print::{const_code, meta_annotation, op_path, short_dtype};

@@ -9,9 +9,7 @@ use smallvec::SmallVec;
 use switchboard_dispatcher::{
     DispatchError, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack, ThinVec,
 };
-use switchboard_graph::{
-    constant_words, unreturned_writes, Arg, NodeId, Output, Source, TensorMeta, Value,
-};
+use switchboard_graph::{unreturned_writes, Arg, NodeId, Output, Source, TensorMeta, Value};
 use switchboard_tensor::{Device, Storage, Tensor, TensorError, VersionCounter};
 
 use crate::args::{check_devices, classify, ArgKind};
