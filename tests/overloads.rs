@@ -429,12 +429,15 @@ fn reduction_out_forms() {
         &ops::var_correction(&a).unwrap(),
         "var.correction_out",
     );
-    // Exact-dtype outs name both dtypes as PyTorch does.
+    // Exact-dtype outs name both dtypes as PyTorch's meta function for amax does.
     let e = ops::amax_out(&a, &empty(ScalarType::Float))
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("Expected out tensor to have dtype double, but got float instead"),
+        e.contains(
+            "Expected the dtype for input and out to match, but got Double for input's dtype \
+             and Float for out's dtype."
+        ),
         "{e}"
     );
 }

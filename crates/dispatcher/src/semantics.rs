@@ -267,6 +267,34 @@ pub(crate) fn is_functional_counterpart(
 }
 
 impl Dispatcher {
+    /// The `*_copy` form of view operator `op` (torchgen's view-copy operators, which
+    /// functionalization calls for views: `transpose.int` -> `transpose_copy.int`), if defined.
+    pub fn view_copy_form(&self, op: &OperatorHandle) -> Option<OperatorHandle> {
+        let record = op.schema()?;
+        if !record.semantics.is_view {
+            return None;
+        }
+        let name = op.name();
+        let qualified = match name.overload_name() {
+            "" => format!("{}_copy", name.name()),
+            overload => format!("{}_copy.{overload}", name.name()),
+        };
+        self.find_schema(&qualified)
+    }
+
+    /// The view operator whose `*_copy` form `op` is (`transpose_copy.int` ->
+    /// `transpose.int`); `None` when `op` is not a view's copy form.
+    pub fn view_of_copy_form(&self, op: &OperatorHandle) -> Option<OperatorHandle> {
+        let name = op.name();
+        let base = name.name().strip_suffix("_copy")?;
+        let qualified = match name.overload_name() {
+            "" => base.to_string(),
+            overload => format!("{base}.{overload}"),
+        };
+        self.find_schema(&qualified)
+            .filter(|view| view.schema().is_some_and(|r| r.semantics.is_view))
+    }
+
     /// The functional overload an in-place, out= or mutable overload `op` corresponds to
     /// (torchgen's `NativeFunctionsGroup`: `add_.Tensor` and `add.out` -> `add.Tensor`,
     /// `_native_batch_norm_legit` -> `_native_batch_norm_legit_functional`), resolved by name

@@ -54,16 +54,9 @@ impl ViewMeta {
     }
 }
 
-/// The `*_copy` form of view operator `op` (`transpose.int` -> `transpose_copy.int`), if the
-/// dispatcher has it.
+/// The `*_copy` form of view operator `op`, if the dispatcher has it.
 pub(crate) fn copy_form(op: &OperatorHandle) -> Option<OperatorHandle> {
-    let name = op.name();
-    let base = name.name();
-    let qualified = match name.overload_name() {
-        "" => format!("{base}_copy"),
-        overload => format!("{base}_copy.{overload}"),
-    };
-    Dispatcher::global().find_schema(&qualified)
+    Dispatcher::global().view_copy_form(op)
 }
 
 /// The value of the view made by `metas` from `base`: with the `*_copy` forms when views are

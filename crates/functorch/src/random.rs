@@ -22,7 +22,8 @@ use crate::layers::{self, Randomness};
 // that the per-sample loop draws for each sample. In "same" mode a factory draws once (the
 // result is not batched and broadcasts); an operator on batched tensors runs the per-sample
 // loop with the generator's state restored before each sample, so every sample draws the same
-// numbers. The key is excluded while the operator runs: its per-sample calls are not random
+// numbers (so another thread drawing from that generator meanwhile changes what the samples
+// after it draw: the default generator is shared, as PyTorch's is). The key is excluded while the operator runs: its per-sample calls are not random
 // calls of this vmap again.
 
 thread_local! {

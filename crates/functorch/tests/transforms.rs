@@ -12,6 +12,11 @@ use switchboard_functorch::{
 use switchboard_ops as ops;
 use switchboard_tensor::{manual_seed, ScalarType, Tensor};
 
+/// Held by the tests that draw from the default generator: "same" randomness replays the
+/// generator's state for each sample (Note [Randomness under vmap]), which a test seeding or
+/// drawing on another thread at the same time would disturb.
+static DEFAULT_GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn close(a: &Tensor, b: &Tensor, what: &str) {
     assert_eq!(a.sizes(), b.sizes(), "{what}: sizes");
     let (x, y) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
@@ -55,6 +60,7 @@ fn mlp_params(sizes: &[i64]) -> Vec<Tensor> {
 
 #[test]
 fn per_sample_gradients_of_the_mlp_equal_a_loop_of_single_sample_gradients() {
+    let _generator = DEFAULT_GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
     let params = mlp_params(&[20, 16, 16, 5]);
     let batch = 8;
     let x = ops::randn(&[batch, 20]).unwrap();
@@ -255,6 +261,7 @@ fn err<T: std::fmt::Debug>(r: Result<T>) -> String {
 
 #[test]
 fn randomness_modes() {
+    let _generator = DEFAULT_GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
     let x = ops::zeros(&[4, 3]).unwrap();
     let random = |mode: Randomness| {
         Vmap::new().randomness(mode).call(

@@ -12,7 +12,9 @@ mod shared_matmul;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use switchboard_dispatcher::{IValue, OperatorHandle, OperatorSemantics, Result, SchemaKind, Tag};
+use switchboard_dispatcher::{
+    Dispatcher, IValue, OperatorHandle, OperatorSemantics, Result, SchemaKind, Tag,
+};
 use switchboard_tensor::Tensor;
 
 use crate::batched_tensor::{front_value, make_batched};
@@ -27,11 +29,13 @@ thread_local! {
 
 /// The batching rule of `op`, if it has one (looked up once per operator and thread).
 pub(crate) fn find(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option<Rule> {
-    RULES.with(|r| {
-        *r.borrow_mut()
-            .entry(op.id())
-            .or_insert_with(|| derive(op, semantics))
-    })
+    if let Some(rule) = RULES.with(|r| r.borrow().get(&op.id()).copied()) {
+        return rule;
+    }
+    // Derived outside the borrow: a view's copy form derives the view's rule first.
+    let rule = derive(op, semantics);
+    RULES.with(|r| r.borrow_mut().insert(op.id(), rule));
+    rule
 }
 
 fn derive(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option<Rule> {
@@ -61,6 +65,12 @@ fn derive(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option<Rule> {
     if written.is_some() {
         return written;
     }
+    // A view's `*_copy` form batches as the view does, then copies (functorch registers the
+    // view rules for the copy forms too).
+    if let Some(view) = Dispatcher::global().view_of_copy_form(op) {
+        let record = view.schema()?;
+        return find(&view, &record.semantics).map(|_| view_copy_rule as Rule);
+    }
     let is_pointwise = op.has_tag(Tag::Pointwise);
     if is_pointwise && matches!(semantics.kind, SchemaKind::Functional | SchemaKind::Inplace) {
         return Some(pointwise::pointwise_rule);
@@ -69,6 +79,39 @@ fn derive(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option<Rule> {
         return Some(dims::dim_rule);
     }
     None
+}
+
+/// The `*_copy` form of a view: the view's rule on the same arguments, each returned tensor
+/// then copied into a fresh contiguous one.
+fn view_copy_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
+    let view = Dispatcher::global()
+        .view_of_copy_form(call.op)
+        .expect("the rule is only found for view copy forms");
+    let record = view.schema().expect("found views have a schema");
+    let rule = find(&view, &record.semantics).expect("the rule is only found for views with one");
+    let view_call = BatchedCall {
+        op: &view,
+        args: call.args.clone(),
+        level: call.level,
+        batch_size: call.batch_size,
+    };
+    let mut returns = rule(&view_call)?;
+    for v in &mut returns {
+        v.try_map_tensors(|t| match front_value(t, call.level)? {
+            Some(p) => make_batched(
+                switchboard_ops::clone_with(
+                    &p,
+                    switchboard_ops::CloneOptions {
+                        memory_format: Some(switchboard_tensor::MemoryFormat::Contiguous),
+                    },
+                )?,
+                0,
+                call.level,
+            ),
+            None => switchboard_ops::clone(t),
+        })?;
+    }
+    Ok(returns)
 }
 
 /// The tensor of argument `i`, if it is one.
