@@ -1,7 +1,7 @@
 //! Error helpers: every kernel returns the tensor crate's [`TensorError`] with PyTorch's
 //! message, so the dispatcher can convert it without knowing this crate.
 
-use switchboard_tensor::{Device, ScalarType, Tensor, TensorError};
+use switchboard_tensor::{Device, ScalarType, TensorError};
 
 /// Shorthand for `Result<T, TensorError>`.
 pub type Result<T, E = TensorError> = std::result::Result<T, E>;
@@ -26,27 +26,7 @@ pub fn shape_str(v: &[i64]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-pub use switchboard_ops::structured::common_device;
-
-/// Like [`common_device`] but without the zero-dim CPU exception (for ops such as `mm`,
-/// `index_select` or `cat` whose every tensor must be on the same device).
-pub fn same_device(tensors: &[&Tensor]) -> Result<Device> {
-    let mut common: Option<Device> = None;
-    for t in tensors {
-        match common {
-            None => common = Some(t.device()),
-            Some(d) if d != t.device() => {
-                return Err(TensorError::invalid(format!(
-                    "Expected all tensors to be on the same device, but found at least two \
-                     devices, {d} and {}!",
-                    t.device()
-                )))
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(common.unwrap_or(Device::CPU))
-}
+pub use switchboard_ops::structured::{common_device, same_device};
 
 /// Fails unless `device` is the CPU or meta (the devices these kernels handle: CPU computes,
 /// meta only propagates metadata).
@@ -63,6 +43,7 @@ pub fn check_cpu_or_meta(op: &str, device: Device) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_tensor::Tensor;
 
     #[test]
     fn messages() {

@@ -188,12 +188,27 @@ pub fn common_device(tensors: &[&Tensor]) -> Result<Device> {
     common_device_of(tensors.iter().copied())
 }
 
+/// Like [`common_device`] but without the zero-dim CPU exception (for ops such as `mm`,
+/// `index_select` or `cat` whose every tensor must be on the same device).
+pub fn same_device(tensors: &[&Tensor]) -> Result<Device> {
+    devices_agree(tensors.iter().copied(), false)
+}
+
 /// [`common_device`] of an iterator of tensors.
 #[inline]
 fn common_device_of<'t>(tensors: impl IntoIterator<Item = &'t Tensor>) -> Result<Device> {
+    devices_agree(tensors, true)
+}
+
+/// The one device of `tensors` (zero-dim CPU tensors skipped when `cpu_scalars_mix`).
+#[inline]
+fn devices_agree<'t>(
+    tensors: impl IntoIterator<Item = &'t Tensor>,
+    cpu_scalars_mix: bool,
+) -> Result<Device> {
     let mut common: Option<Device> = None;
     for t in tensors {
-        if t.is_cpu() && t.dim() == 0 {
+        if cpu_scalars_mix && t.is_cpu() && t.dim() == 0 {
             continue;
         }
         match common {

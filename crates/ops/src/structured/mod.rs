@@ -28,7 +28,7 @@ mod pointwise;
 mod reduction;
 
 pub use elementwise::{
-    broadcast_strides, common_device, reorder_dims, strides_for_perm, Elementwise,
+    broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
 };
 pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, result_device};
 pub use pointwise::*;
