@@ -138,7 +138,7 @@ thread_local! {
 
 /// The dense backend key whose kernel is `op`'s CompositeImplicitAutograd decomposition, if it
 /// has one for the backend of `keys`.
-fn composite_key(op: &OperatorHandle, keys: DispatchKeySet) -> Option<DispatchKey> {
+pub(crate) fn composite_key(op: &OperatorHandle, keys: DispatchKeySet) -> Option<DispatchKey> {
     let backend = keys.highest_backend_key();
     let key = DispatchKey::to_runtime_per_backend_functionality_key(DispatchKey::Dense, backend);
     if key == DispatchKey::Undefined {

@@ -10,8 +10,9 @@ use switchboard_dispatcher::{
 use switchboard_keys::{DispatchKey, DispatchKeySet};
 use switchboard_tensor::{Generator, GeneratorState, Tensor};
 
+use crate::batched_tensor::front_value;
 use crate::batched_tensor::{front_value_or_expand, is_batched_at, make_batched};
-use crate::fallback::{arg_tensors, vmap_error};
+use crate::fallback::{arg_tensors, composite_key, vmap_error};
 use crate::layers::{self, Randomness};
 
 // Note [Randomness under vmap]
@@ -22,7 +23,9 @@ use crate::layers::{self, Randomness};
 // that the per-sample loop draws for each sample. In "same" mode a factory draws once (the
 // result is not batched and broadcasts); an operator on batched tensors runs the per-sample
 // loop with the generator's state restored before each sample, so every sample draws the same
-// numbers (so another thread drawing from that generator meanwhile changes what the samples
+// numbers (this path serves composites such as `dropout`, whose decomposition draws into
+// batched tensors; a primitive operator draws once, see `same_on_batched`; another thread
+// drawing from that generator meanwhile changes what the samples
 // after it draw: the default generator is shared, as PyTorch's is). The key is excluded while the operator runs: its per-sample calls are not random
 // calls of this vmap again.
 
@@ -95,6 +98,9 @@ pub(crate) fn vmap_mode_kernel(
             if !any_batched {
                 return op.redispatch_boxed(below, stack);
             }
+            if composite_key(op, keys).is_none() {
+                return same_on_batched(op, semantics.kind, stack, first, level);
+            }
             let generator = stack[first..]
                 .iter()
                 .find_map(|a| match a {
@@ -147,4 +153,49 @@ pub(crate) fn vmap_mode_kernel(
             op.call_boxed(stack)
         }
     }
+}
+
+/// "same" randomness for a primitive random operator with batched tensors, as functorch's
+/// random batching rules: an in-place operator on a batched `self` (its only batched argument)
+/// draws once into a tensor shaped as one sample and copies it into every sample; a `*_like`
+/// factory draws once for one sample and returns it unbatched (it broadcasts); an operator
+/// whose batched tensors give values (`bernoulli(p)`, `normal(mean, std)`, `poisson`) is
+/// PyTorch's error.
+fn same_on_batched(
+    op: &OperatorHandle,
+    kind: SchemaKind,
+    stack: &mut Stack,
+    first: usize,
+    level: u32,
+) -> Result<()> {
+    let only_self_batched = stack[first..]
+        .iter()
+        .enumerate()
+        .all(|(i, a)| (i == 0) == a.tensors().any(|t| is_batched_at(t, level)));
+    let like = op.name().base_name().ends_with("_like");
+    let self_ = match &stack[first] {
+        IValue::Tensor(t) if only_self_batched && (kind == SchemaKind::Inplace || like) => {
+            t.clone()
+        }
+        _ => {
+            return Err(vmap_error(
+                "Vmap does not currently support same randomness with a batched tensor input. \
+                 Please file an issue with functorch"
+                    .into(),
+            ))
+        }
+    };
+    let physical = front_value(&self_, level)?.expect("self is batched at this level");
+    let sample = switchboard_ops::select(&physical, 0, 0)?;
+    if kind == SchemaKind::Inplace {
+        let once = switchboard_ops::empty_like(&sample)?;
+        stack[first] = IValue::Tensor(once.clone());
+        op.call_boxed(stack)?;
+        stack.truncate(first);
+        switchboard_ops::copy_(&self_, &once)?;
+        stack.push(IValue::Tensor(self_));
+        return Ok(());
+    }
+    stack[first] = IValue::Tensor(sample);
+    op.call_boxed(stack)
 }

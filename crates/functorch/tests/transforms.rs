@@ -311,6 +311,27 @@ fn randomness_modes() {
     assert!(same.iter().all(|r| r == &same[0]));
     let different = rows(&dropout(Randomness::Different));
     assert!(different[0] != different[1]);
+    // A primitive in-place draw on a batched tensor draws once in "same" mode (functorch's
+    // random batching rules); an operator whose batched input gives values is PyTorch's error.
+    let on_batched = |mode: Randomness, f: fn(&Tensor) -> Result<Tensor>| {
+        Vmap::new().randomness(mode).call(
+            move |a| Ok(Tree::Tensor(f(a[0].as_tensor().unwrap())?)),
+            &[Tree::Tensor(ones.clone())],
+        )
+    };
+    let uniform = |x: &Tensor| ops::uniform_(&ops::clone(x)?);
+    let same = rows(&on_batched(Randomness::Same, uniform).unwrap());
+    assert!(
+        same.iter().all(|r| r == &same[0]),
+        "same uniform_: {same:?}"
+    );
+    let different = rows(&on_batched(Randomness::Different, uniform).unwrap());
+    assert!(different[0] != different[1]);
+    assert_eq!(
+        err(on_batched(Randomness::Same, |x| ops::bernoulli(x, 0.5))),
+        "Vmap does not currently support same randomness with a batched tensor input. Please \
+         file an issue with functorch"
+    );
     assert_eq!(
         err(Randomness::parse("foo")),
         "Only allowed values for randomness are 'error', 'different', or 'same'. Got foo"
