@@ -10,7 +10,7 @@ use switchboard_dispatcher::{
 };
 use switchboard_tensor::{DatalessTensor, Device, Tensor};
 
-use crate::view_meta::{copy_form, ViewMeta};
+use crate::view_meta::ViewMeta;
 use crate::wrapper::{call_plain, error, functional, new_base};
 
 // Note [Functionalization above autograd]
@@ -133,7 +133,7 @@ fn view_call(op: &OperatorHandle, sem: &OperatorSemantics, args: Stack) -> Resul
     };
     let plain = unwrap_all(&args)?;
     let copy = if crate::remove_views() {
-        copy_form(op)
+        Dispatcher::global().view_copy_form(op)
     } else {
         None
     };

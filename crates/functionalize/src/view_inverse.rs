@@ -1,10 +1,10 @@
 //! The inverse of one view operation: a base with the view's region replaced by a new value,
 //! computed with pure operators (Note [Writing through a view]).
 
-use switchboard_dispatcher::{IValue, Result};
+use switchboard_dispatcher::{Dispatcher, IValue, Result};
 use switchboard_tensor::{RawOps, Tensor};
 
-use crate::view_meta::{copy_form, ViewMeta};
+use crate::view_meta::ViewMeta;
 use crate::wrapper::{call_plain, single_tensor};
 
 impl ViewMeta {
@@ -28,7 +28,10 @@ impl ViewMeta {
             }
             ("aten::t", "") | ("aten::transpose", "int") => {
                 // Its own inverse.
-                let op = match remove_views.then(|| copy_form(&self.op)).flatten() {
+                let op = match remove_views
+                    .then(|| Dispatcher::global().view_copy_form(&self.op))
+                    .flatten()
+                {
                     Some(copy) => copy,
                     None => self.op.clone(),
                 };

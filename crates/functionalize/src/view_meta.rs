@@ -54,18 +54,13 @@ impl ViewMeta {
     }
 }
 
-/// The `*_copy` form of view operator `op`, if the dispatcher has it.
-pub(crate) fn copy_form(op: &OperatorHandle) -> Option<OperatorHandle> {
-    Dispatcher::global().view_copy_form(op)
-}
-
 /// The value of the view made by `metas` from `base`: with the `*_copy` forms when views are
 /// removed (a fresh tensor), with the view operators themselves otherwise.
 pub(crate) fn replay(base: &Tensor, metas: &[ViewMeta], remove_views: bool) -> Result<Tensor> {
     let mut value = base.clone();
     for meta in metas {
         let copy = if remove_views {
-            copy_form(&meta.op)
+            Dispatcher::global().view_copy_form(&meta.op)
         } else {
             None
         };
