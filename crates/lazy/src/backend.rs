@@ -163,6 +163,13 @@ impl LazyBackend {
         }
     }
 
+    /// This backend, as the table holds it (every backend is in the table, for the process's
+    /// lifetime).
+    #[inline]
+    pub(crate) fn as_static(&self) -> &'static LazyBackend {
+        backend_at(self.device.index.unwrap_or(0) as usize)
+    }
+
     /// The lazy device this backend is (`lazy:N`).
     #[inline]
     pub fn device(&self) -> Device {

@@ -179,21 +179,21 @@ pub fn pending_calls() -> usize {
 impl LazyBackend {
     /// Runs everything pending on this device: every live lazy tensor of it waiting for a value
     /// gets it. Does nothing when nothing is pending.
-    pub fn sync(&'static self) -> Result<()> {
+    pub fn sync(&self) -> Result<()> {
         self.stats.explicit_syncs.inc();
-        self.run_pending()
+        self.as_static().run_pending()
     }
 
     /// Marks the end of a step and runs everything pending ([`sync`](Self::sync)).
-    pub fn mark_step(&'static self) -> Result<()> {
+    pub fn mark_step(&self) -> Result<()> {
         self.sync()
     }
 
     /// The pending graph as it would run now: the live lazy tensors waiting for a value are its
     /// outputs, the calls none of them needs are left out. Print it (`Display`: code), or export
     /// it with [`Graph::to_dot`] and [`Graph::to_json`].
-    pub fn pending_graph(&'static self) -> Graph {
-        let ctx = self.lock_pending_graph();
+    pub fn pending_graph(&self) -> Graph {
+        let ctx = self.as_static().lock_pending_graph();
         let mut outputs = Vec::new();
         for ls in ctx.pending.live() {
             let contents = ls.lock().contents.clone();
@@ -211,7 +211,7 @@ impl LazyBackend {
     }
 
     /// The number of calls captured since the last sync (dead ones included).
-    pub fn pending_calls(&'static self) -> usize {
-        self.lock_pending_graph().graph.num_calls()
+    pub fn pending_calls(&self) -> usize {
+        self.as_static().lock_pending_graph().graph.num_calls()
     }
 }
