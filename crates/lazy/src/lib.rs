@@ -91,7 +91,7 @@ use switchboard_ops as _;
 use crate::storage::Contents;
 
 // Note [Lazy tensors]
-// A lazy tensor is an ordinary `TensorImpl` on device `lazy:0` (key set `Lazy,
+// A lazy tensor is an ordinary `TensorImpl` on a lazy device (key set `Lazy,
 // ADInplaceOrView, AutogradLazy`) with real sizes, strides, offset, dtype and version counter
 // over a storage without data, and a backend payload (the core's general slot for backend
 // data): an `Arc<LazyStorage>`. Views share their base's `Storage` (so `is_alias_of` and the

@@ -229,7 +229,7 @@ impl PendingGraph {
     /// Makes `v`, the new value of the elements of geometry `m` of storage `ls`, part of the
     /// storage's contents (a write through a view updates the whole storage).
     pub fn write(&mut self, ls: &Arc<LazyStorage>, m: &TensorMeta, v: Value) -> Result<()> {
-        // Every geometry here is a lazy tensor's (device `lazy:0`): equal metadata is the
+        // Every geometry here is a lazy tensor's (the storage's device): equal metadata is the
         // same layout.
         let new = if *m == *ls.base {
             v
