@@ -217,7 +217,7 @@ pub(crate) fn record_ruled(
         std::iter::once(output),
     );
     backend.stats.nodes_captured.inc();
-    ctx.fresh(meta, nbytes, Value::new(id, 0), None)
+    ctx.fresh(backend, meta, nbytes, Value::new(id, 0), None)
 }
 
 /// Records the call whose arguments are `kinds` on `backend`'s device and returns its returns.
@@ -311,12 +311,12 @@ fn record(
         returns.push(match p {
             ReturnToMake::Done(v) => v,
             ReturnToMake::Fresh((m, nbytes), o, version) => {
-                IValue::Tensor(ctx.fresh(m, nbytes, Value::new(id, o), version)?)
+                IValue::Tensor(ctx.fresh(backend, m, nbytes, Value::new(id, o), version)?)
             }
             ReturnToMake::FreshList(list) => {
                 let mut ts = ThinVec::with_capacity(list.len());
                 for (m, o) in list {
-                    ts.push(ctx.fresh(m.0, m.1, Value::new(id, o), None)?);
+                    ts.push(ctx.fresh(backend, m.0, m.1, Value::new(id, o), None)?);
                 }
                 IValue::TensorList(ts)
             }

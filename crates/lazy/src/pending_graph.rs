@@ -58,7 +58,6 @@ impl PendingGraph {
 impl LazyBackend {
     /// The pending graph, locked. Lock order: this lock, then storage locks. While another
     /// thread runs a sync, waits until it is done (Note [Running without the lock]).
-    #[inline]
     pub(crate) fn lock_pending_graph(&'static self) -> MutexGuard<'static, PendingGraph> {
         let ctx = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         if ctx.running.is_none() {
@@ -257,11 +256,12 @@ impl PendingGraph {
         Ok(())
     }
 
-    /// A new lazy tensor with metadata `meta` over `nbytes`, holding `v`, with a version
-    /// counter of its own or `version`.
+    /// A new lazy tensor of `backend`'s device (whose pending graph this is) with metadata
+    /// `meta` over `nbytes`, holding `v`, with a version counter of its own or `version`.
     #[inline]
     pub fn fresh(
         &mut self,
+        backend: &'static LazyBackend,
         meta: Arc<TensorMeta>,
         nbytes: usize,
         v: Value,
@@ -271,7 +271,6 @@ impl PendingGraph {
             value: v,
             epoch: self.epoch,
         };
-        let backend = self.backend();
         let ls = self
             .pending
             .fresh(backend, meta, nbytes, contents, self.epoch);
