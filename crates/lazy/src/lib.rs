@@ -41,6 +41,13 @@
 //! tensor needs, runs identical pure calls once and frees each intermediate after its last
 //! use.
 //!
+//! # Devices
+//!
+//! Each lazy device (`lazy:0` to `lazy:63`) is one [`LazyBackend`] ([`backend`]) with its own
+//! pending graph, graph cache, executor, statistics, operator filter and profile: two devices
+//! capture and run independently, and their tensors do not mix. The free functions of this
+//! crate act on the default device, `lazy:0` ([`default_backend`]; Note [Lazy devices]).
+//!
 //! # Seeing what happens
 //!
 //! [`stats`] and [`metrics_report`]; `SWITCHBOARD_LOG_INTERCEPTS=1` (or
