@@ -27,12 +27,13 @@ use switchboard::lazy;
 use switchboard::ops;
 use switchboard::tensor::{Device, Tensor};
 
-/// Parses a `--device` value as `torch.device` does; `lazy` is the lazy backend's one device,
-/// `lazy:0`.
+/// Parses a `--device` value as `torch.device` does; `lazy` is the default lazy device,
+/// `lazy:0`, and `lazy:N` another one (Note [Lazy devices] in switchboard-lazy).
 ///
 /// ```
 /// use switchboard_cli::device::parse_device;
 /// assert_eq!(parse_device("lazy").unwrap().to_string(), "lazy:0");
+/// assert_eq!(parse_device("lazy:2").unwrap().to_string(), "lazy:2");
 /// assert_eq!(parse_device("cpu").unwrap().to_string(), "cpu");
 /// assert!(parse_device("gpu").unwrap_err().contains("gpu"));
 /// ```
@@ -41,12 +42,9 @@ pub fn parse_device(text: &str) -> std::result::Result<Device, String> {
     install_linked(ty)?;
     let d = Device::from_str(text.trim()).map_err(|e| format!("--device {text:?}: {e}"))?;
     Ok(match d.ty {
-        DeviceType::Lazy if d.index.is_none_or(|i| i == 0) => lazy::DEVICE,
-        DeviceType::Lazy => {
-            return Err(format!(
-                "--device {text:?}: the lazy backend has one device, lazy:0"
-            ))
-        }
+        DeviceType::Lazy => lazy::backend(d)
+            .map_err(|e| format!("--device {text:?}: {e}"))?
+            .device(),
         _ => d,
     })
 }

@@ -16,24 +16,17 @@ fn config(device: Device) -> TrainConfig {
     }
 }
 
-/// The lazy backend's statistics are per process and each lazy run resets them: the tests
-/// that train on it run one at a time.
-static LAZY_RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    LAZY_RUNS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn lazy() -> Device {
-    parse_device("lazy").unwrap()
+/// The lazy device `lazy:index`: the tests that train on the lazy backend each use their own
+/// (a lazy run resets its device's statistics), so they run in parallel.
+fn lazy(index: u8) -> Device {
+    parse_device(&format!("lazy:{index}")).unwrap()
 }
 
 #[test]
 fn lazy_training_gives_the_eager_numbers_and_a_metrics_report() {
-    let _serial = serial();
     let eager = train(&config(Device::CPU), &mut Vec::new()).unwrap();
     let mut out = Vec::new();
-    let lazy_run = train(&config(lazy()), &mut out).unwrap();
+    let lazy_run = train(&config(lazy(1)), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert_eq!(eager.epochs.len(), lazy_run.epochs.len());
     for (e, l) in eager.epochs.iter().zip(&lazy_run.epochs) {
@@ -44,15 +37,16 @@ fn lazy_training_gives_the_eager_numbers_and_a_metrics_report() {
     assert_eq!(eager.test_accuracy, lazy_run.test_accuracy);
     assert!(eager.lazy.is_none());
 
-    assert!(text.contains("parameters on lazy:0;"), "{text}");
+    assert!(text.contains("parameters on lazy:1;"), "{text}");
     assert!(
         text.contains("Lazy backend metrics (executor: cpu, lazy mode: on)"),
         "{text}"
     );
     assert!(text.contains("Counter: GraphCache"), "{text}");
     let stats = lazy_run.lazy.expect("the lazy run reports its statistics");
-    // Every step's graph after the first is a cache hit (the stats are shared by the
-    // process's tests, so only lower bounds are checked).
+    // Nothing ran on the default device: the run's captures, syncs and report are lazy:1's.
+    assert_eq!(switchboard::lazy::stats().operation_count, 0);
+    // Every step's graph after the first is a cache hit.
     assert!(stats.cache_hits >= lazy_run.steps as u64 - 2, "{stats:?}");
     assert!(
         stats.nodes_executed > 0 && stats.registered_captures > 0,
@@ -62,13 +56,12 @@ fn lazy_training_gives_the_eager_numbers_and_a_metrics_report() {
 
 #[test]
 fn graph_out_writes_the_graph_of_one_step() {
-    let _serial = serial();
     let dir = std::env::temp_dir().join(format!("switchboard-train-lazy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let one_epoch = |graph_out: &str| TrainConfig {
         epochs: 1,
         graph_out: Some(dir.join(graph_out)),
-        ..config(lazy())
+        ..config(lazy(2))
     };
     train(&one_epoch("step.dot"), &mut Vec::new()).unwrap();
     let dot = std::fs::read_to_string(dir.join("step.dot")).unwrap();
@@ -101,7 +94,7 @@ fn graph_out_writes_the_graph_of_one_step() {
     let err = |cfg: TrainConfig| train(&cfg, &mut Vec::new()).unwrap_err().to_string();
     let e = err(TrainConfig {
         graph_out: Some(dir.join("step.png")),
-        ..config(lazy())
+        ..config(lazy(2))
     });
     assert!(e.contains("must end in .dot (Graphviz) or .json"), "{e}");
     let e = err(TrainConfig {

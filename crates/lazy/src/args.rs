@@ -6,7 +6,9 @@ use switchboard_dispatcher::{stack_tensors, IValue, Result};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, Tensor, TensorError};
 
-use crate::storage::{storage_error, LazyStorage, DEVICE};
+use crate::backend::LazyBackend;
+use crate::eager::materialize;
+use crate::storage::{storage_error, LazyStorage};
 
 /// An argument as the capture sees it, borrowed from the call's stack.
 pub(crate) enum ArgKind<'a> {
@@ -17,7 +19,7 @@ pub(crate) enum ArgKind<'a> {
     /// A list of lazy or host tensors (`None` items of a `Tensor?[]`), and whether it is a
     /// `Tensor?[]`.
     List(Vec<Option<ArgKind<'a>>>, bool),
-    /// A device argument naming a lazy device: `lazy:0` in the graph, `meta` for the shape
+    /// A device argument naming a lazy device: that device in the graph, `meta` for the shape
     /// function.
     LazyDevice,
     /// Any other argument (a constant).
@@ -32,12 +34,13 @@ fn host_ok(t: &Tensor, accepts_host: bool) -> bool {
 }
 
 /// "Expected all tensors to be on the same device, but found at least two devices, lazy:0
-/// and cpu!", with the devices in argument order, as eager reports it.
+/// and cpu!" (or `lazy:0 and lazy:1`), with the devices in argument order, as eager reports it.
 pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
     let mut first: Option<Device> = None;
     let visit = |t: &Tensor| -> Result<()> {
         let d = if t.device().ty == DeviceType::Lazy {
-            DEVICE
+            // `lazy` without an index is `lazy:0`.
+            Device::with_index(DeviceType::Lazy, t.device().index.unwrap_or(0))
         } else if host_ok(t, accepts_host) {
             return Ok(());
         } else {
@@ -59,10 +62,14 @@ pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
     stack_tensors(args).try_for_each(visit)
 }
 
-fn classify_tensor(t: &Tensor) -> Result<ArgKind<'_>> {
+/// How the capture of a call on `backend`'s device sees tensor `t`: a lazy tensor of another
+/// lazy device (an argument of a factory making tensors on this one, `empty_like(x,
+/// device=lazy:1)`) is a host tensor holding its values.
+fn classify_tensor<'a>(t: &'a Tensor, backend: &LazyBackend) -> Result<ArgKind<'a>> {
     if t.device().ty == DeviceType::Lazy {
         match t.payload_as::<LazyStorage>() {
-            Some(ls) => Ok(ArgKind::Lazy(t, ls)),
+            Some(ls) if std::ptr::eq(ls.backend, backend) => Ok(ArgKind::Lazy(t, ls)),
+            Some(_) => Ok(ArgKind::Host(materialize(t)?)),
             None => Err(storage_error()),
         }
     } else {
@@ -70,19 +77,19 @@ fn classify_tensor(t: &Tensor) -> Result<ArgKind<'_>> {
     }
 }
 
-/// How the capture sees argument `v`.
-pub(crate) fn classify(v: &IValue) -> Result<ArgKind<'_>> {
+/// How the capture of a call on `backend`'s device sees argument `v`.
+pub(crate) fn classify<'a>(v: &'a IValue, backend: &LazyBackend) -> Result<ArgKind<'a>> {
     Ok(match v {
-        IValue::Tensor(t) => classify_tensor(t)?,
+        IValue::Tensor(t) => classify_tensor(t, backend)?,
         IValue::TensorList(ts) => ArgKind::List(
             ts.iter()
-                .map(|t| classify_tensor(t).map(Some))
+                .map(|t| classify_tensor(t, backend).map(Some))
                 .collect::<Result<_>>()?,
             false,
         ),
         IValue::OptionalTensorList(ts) => ArgKind::List(
             ts.iter()
-                .map(|t| t.as_ref().map(classify_tensor).transpose())
+                .map(|t| t.as_ref().map(|t| classify_tensor(t, backend)).transpose())
                 .collect::<Result<_>>()?,
             true,
         ),

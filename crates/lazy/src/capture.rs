@@ -13,23 +13,30 @@ use switchboard_graph::{unreturned_writes, Arg, NodeId, Output, Source, TensorMe
 use switchboard_tensor::{Device, Storage, Tensor, TensorError, VersionCounter};
 
 use crate::args::{check_devices, classify, ArgKind};
+use crate::backend::LazyBackend;
 use crate::intercepted_op::InterceptedOp;
-use crate::pending_graph::{lock_pending_graph, PendingGraph};
+use crate::pending_graph::PendingGraph;
 use crate::rules::{self, RuledCall};
 use crate::shapes::{MetaReturn, OutMeta, Shapes};
-use crate::stats::STATS;
-use crate::storage::{lazy_meta, meta_like, storage_of, view_tensor, LazyStorage, DEVICE};
+use crate::storage::{lazy_meta, meta_like, storage_of, view_tensor, LazyStorage};
 
 /// The key set the shape functions run with.
 const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
 
-fn out_meta(t: &Tensor) -> OutMeta {
-    (Arc::new(lazy_meta(t)), t.storage().nbytes())
+/// The metadata of a lazy tensor of `device` laid out as `t` (a meta tensor a shape function
+/// returned).
+fn out_meta(t: &Tensor, device: Device) -> OutMeta {
+    (Arc::new(lazy_meta(t, device)), t.storage().nbytes())
 }
 
 /// Runs the Meta kernel of the call on tensors standing for its arguments and records its
 /// returns (Note [Output metadata of a capture]).
-fn run_meta(op: &OperatorHandle, kinds: &[ArgKind<'_>], accepts_host: bool) -> Result<Shapes> {
+fn run_meta(
+    op: &OperatorHandle,
+    kinds: &[ArgKind<'_>],
+    accepts_host: bool,
+    device: Device,
+) -> Result<Shapes> {
     let twin = |k: &ArgKind| -> Result<Tensor> {
         match k {
             ArgKind::Lazy(t, ls) => ls.meta_twin(t),
@@ -74,7 +81,8 @@ fn run_meta(op: &OperatorHandle, kinds: &[ArgKind<'_>], accepts_host: bool) -> R
             }
         }
     }
-    op.redispatch_boxed(META, &mut stack).map_err(translate)?;
+    op.redispatch_boxed(META, &mut stack)
+        .map_err(|e| translate(e, device))?;
     Ok(stack
         .into_iter()
         .map(|r| match r {
@@ -84,31 +92,33 @@ fn run_meta(op: &OperatorHandle, kinds: &[ArgKind<'_>], accepts_host: bool) -> R
                     .position(|s| s.as_ref().is_some_and(|s| Storage::ptr_eq(s, t.storage())))
                     .map(|k| k as u32);
                 MetaReturn::Tensor {
-                    meta: out_meta(&t),
+                    meta: out_meta(&t, device),
                     alias,
                 }
             }
-            IValue::TensorList(ts) => MetaReturn::List(ts.iter().map(out_meta).collect()),
+            IValue::TensorList(ts) => {
+                MetaReturn::List(ts.iter().map(|t| out_meta(t, device)).collect())
+            }
             other => MetaReturn::Value(other),
         })
         .collect())
 }
 
-/// Shape functions report the devices of the meta tensors standing for lazy ones; say
-/// `lazy:0` as eager would.
-fn translate(e: DispatchError) -> DispatchError {
+/// Shape functions report the devices of the meta tensors standing for lazy ones; say the
+/// lazy device as eager would.
+fn translate(e: DispatchError, device: Device) -> DispatchError {
     let msg = e.to_string();
     if msg.contains("found at least two devices") && msg.contains("meta") {
         let fixed = msg
-            .replace("devices, meta and", "devices, lazy:0 and")
-            .replace(" and meta!", " and lazy:0!");
+            .replace("devices, meta and", &format!("devices, {device} and"))
+            .replace(" and meta!", &format!(" and {device}!"));
         return TensorError::invalid(fixed).into();
     }
     e
 }
 
-/// The graph argument of a classified argument.
-fn graph_arg(ctx: &mut PendingGraph, k: &ArgKind<'_>) -> Result<Arg> {
+/// The graph argument of a classified argument of a call on `device`.
+fn graph_arg(ctx: &mut PendingGraph, k: &ArgKind<'_>, device: Device) -> Result<Arg> {
     Ok(match k {
         ArgKind::Lazy(t, ls) => Arg::Value(ctx.read(t, ls)?),
         ArgKind::Host(t) => Arg::Value(ctx.host_input(t.clone())),
@@ -127,7 +137,7 @@ fn graph_arg(ctx: &mut PendingGraph, k: &ArgKind<'_>) -> Result<Arg> {
                 Arg::Values(values.into_iter().flatten().collect())
             }
         }
-        ArgKind::LazyDevice => Arg::Const(IValue::Device(DEVICE)),
+        ArgKind::LazyDevice => Arg::Const(IValue::Device(device)),
         ArgKind::Other(v) => Arg::Const((*v).clone()),
     })
 }
@@ -145,10 +155,15 @@ enum ReturnToMake {
     FreshList(Vec<(OutMeta, u32)>),
 }
 
-/// Captures a call of `op` whose arguments are on `stack`, leaving its returns there (see the
-/// module documentation). Errors of the shape function (shapes, dtypes, devices) are the
+/// Captures a call of `op` whose arguments are on `stack` on `backend`'s device, leaving its
+/// returns there (see the module documentation). Errors of the shape function (shapes, dtypes, devices) are the
 /// call's errors, with eager's messages; nothing is recorded then.
-pub(crate) fn capture(op: &OperatorHandle, info: &InterceptedOp, stack: &mut Stack) -> Result<()> {
+pub(crate) fn capture(
+    backend: &'static LazyBackend,
+    op: &OperatorHandle,
+    info: &InterceptedOp,
+    stack: &mut Stack,
+) -> Result<()> {
     if let Some(call) = info.rule.and_then(|rule| rules::infer(rule, stack)) {
         let constants = stack[call.operands().len()..]
             .iter()
@@ -162,9 +177,9 @@ pub(crate) fn capture(op: &OperatorHandle, info: &InterceptedOp, stack: &mut Sta
     let returns = {
         let kinds = stack
             .iter()
-            .map(classify)
+            .map(|v| classify(v, backend))
             .collect::<Result<SmallVec<[_; 6]>>>()?;
-        record(op, info, &kinds)?
+        record(backend, op, info, &kinds)?
     };
     stack.clear();
     stack.extend(returns);
@@ -185,8 +200,9 @@ pub(crate) fn record_ruled(
     call: RuledCall<'_>,
     constants: impl Iterator<Item = Arg>,
 ) -> Result<Tensor> {
-    let mut ctx = lock_pending_graph();
     let operands = call.operands();
+    let backend = operands[0].1.backend;
+    let mut ctx = backend.lock_pending_graph();
     let mut values = [Value::new(NodeId(0), 0); 2];
     for (v, &(t, ls, _)) in values.iter_mut().zip(operands) {
         *v = ctx.read(t, ls)?;
@@ -200,17 +216,19 @@ pub(crate) fn record_ruled(
         constants,
         std::iter::once(output),
     );
-    STATS.nodes_captured.inc();
-    ctx.fresh(meta, nbytes, Value::new(id, 0), None)
+    backend.stats.nodes_captured.inc();
+    ctx.fresh(backend, meta, nbytes, Value::new(id, 0), None)
 }
 
-/// Records the call whose arguments are `kinds` and returns its returns.
+/// Records the call whose arguments are `kinds` on `backend`'s device and returns its returns.
 fn record(
+    backend: &'static LazyBackend,
     op: &OperatorHandle,
     info: &InterceptedOp,
     kinds: &[ArgKind<'_>],
 ) -> Result<SmallVec<[IValue; 2]>> {
-    let shapes = run_meta(op, kinds, info.accepts_host)?;
+    let device = backend.device();
+    let shapes = run_meta(op, kinds, info.accepts_host, device)?;
 
     let al = &info.semantics;
     let lazy_arg = |k: usize| match kinds.get(k) {
@@ -265,7 +283,7 @@ fn record(
     for k in unreturned_writes(al) {
         if let Some(t) = lazy_arg(k) {
             let o = outputs.len() as u32;
-            let m = Arc::new(lazy_meta(t));
+            let m = Arc::new(lazy_meta(t, device));
             outputs.push(Output {
                 meta: m.clone(),
                 source: Source::Argument(k as u32),
@@ -274,15 +292,15 @@ fn record(
         }
     }
 
-    let mut ctx = lock_pending_graph();
+    let mut ctx = backend.lock_pending_graph();
     let id = if outputs.is_empty() {
         NodeId(u32::MAX) // views only: no node
     } else {
         let mut args: SmallVec<[Arg; 8]> = SmallVec::with_capacity(kinds.len());
         for k in kinds {
-            args.push(graph_arg(&mut ctx, k)?);
+            args.push(graph_arg(&mut ctx, k, device)?);
         }
-        STATS.nodes_captured.inc();
+        backend.stats.nodes_captured.inc();
         ctx.graph.add_call_unchecked(op.clone(), args, outputs)
     };
     for (ls, g, o) in writes {
@@ -293,12 +311,12 @@ fn record(
         returns.push(match p {
             ReturnToMake::Done(v) => v,
             ReturnToMake::Fresh((m, nbytes), o, version) => {
-                IValue::Tensor(ctx.fresh(m, nbytes, Value::new(id, o), version)?)
+                IValue::Tensor(ctx.fresh(backend, m, nbytes, Value::new(id, o), version)?)
             }
             ReturnToMake::FreshList(list) => {
                 let mut ts = ThinVec::with_capacity(list.len());
                 for (m, o) in list {
-                    ts.push(ctx.fresh(m.0, m.1, Value::new(id, o), None)?);
+                    ts.push(ctx.fresh(backend, m.0, m.1, Value::new(id, o), None)?);
                 }
                 IValue::TensorList(ts)
             }

@@ -4,12 +4,14 @@
 
 use std::sync::Arc;
 
-use switchboard_dispatcher::{DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack};
+use switchboard_dispatcher::{
+    stack_tensors, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack,
+};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, RawOps, Storage, Tensor, TensorError, TensorImpl};
 
-use crate::pending_graph::{in_flight, sync};
-use crate::stats::STATS;
+use crate::backend::LazyBackend;
+use crate::pending_graph::in_flight;
 use crate::storage::{fresh_tensor, lazy_meta, storage_of, Contents, LazyStorage};
 
 const CPU: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::CPU);
@@ -26,12 +28,12 @@ fn has_lazy(v: &IValue) -> bool {
 /// graph first if it is not computed yet. Counts a materialisation.
 pub(crate) fn materialize(t: &TensorImpl) -> Result<Tensor> {
     let ls = storage_of(t)?;
-    STATS.materializations.inc();
+    ls.backend.stats.materializations.inc();
     if let Some(d) = ls.data_of(t)? {
         return Ok(d);
     }
     // A failing call fails only what depends on it: this storage's own contents tell.
-    let synced = sync();
+    let synced = ls.backend.run_pending();
     match ls.data_of(t)? {
         Some(d) => Ok(d),
         None => {
@@ -55,13 +57,26 @@ struct Replaced {
     cpu: Tensor,
 }
 
-/// Runs `op` on the CPU data of its lazy arguments and wraps its results as lazy tensors.
-pub(crate) fn run_eagerly(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
+/// Runs `op` on the CPU data of its lazy arguments and wraps its results as lazy tensors of
+/// `backend`'s device.
+pub(crate) fn run_eagerly(
+    backend: &'static LazyBackend,
+    op: &OperatorHandle,
+    stack: &mut Stack,
+) -> Result<()> {
     if stack.iter().any(has_lazy) {
+        check_lazy_devices(stack)?;
         // Everything pending runs first: the call must see every earlier write, and may
         // write data that pending calls read. A failed call fails only what depends on it:
-        // an argument that does is reported when it is materialised below.
-        let _ = sync();
+        // an argument that does is reported when it is materialised below. (The arguments'
+        // device is `backend`'s but for a factory's arguments.)
+        let _ = backend.run_pending();
+        if let Some(t) = stack_tensors(stack).find(|t| is_lazy_tensor(t)) {
+            let of_args = storage_of(t)?.backend;
+            if !std::ptr::eq(of_args, backend) {
+                let _ = of_args.run_pending();
+            }
+        }
     }
     let mut replaced: Vec<Replaced> = Vec::new();
     let mut to_cpu = |t: Tensor| -> Result<Tensor> {
@@ -85,14 +100,35 @@ pub(crate) fn run_eagerly(op: &OperatorHandle, stack: &mut Stack) -> Result<()> 
     }
     op.redispatch_boxed(CPU, stack)?;
     for v in stack.iter_mut() {
-        v.try_map_tensors(|t| wrap(&replaced, t.clone()))?;
+        v.try_map_tensors(|t| wrap(backend, &replaced, t.clone()))?;
     }
     Ok(())
 }
 
+/// Eager's error for a call on tensors of two lazy devices (the CPU kernel the call runs on
+/// would not see it): "Expected all tensors to be on the same device, but found at least two
+/// devices, lazy:0 and lazy:1!".
+fn check_lazy_devices(stack: &[IValue]) -> Result<()> {
+    let mut lazy = stack_tensors(stack)
+        .filter(|t| is_lazy_tensor(t))
+        .map(|t| Device::with_index(DeviceType::Lazy, t.device().index.unwrap_or(0)));
+    let Some(first) = lazy.next() else {
+        return Ok(());
+    };
+    match lazy.find(|d| *d != first) {
+        None => Ok(()),
+        Some(other) => Err(TensorError::invalid(format!(
+            "Expected all tensors to be on the same device, but found at least two devices, \
+             {first} and {other}!"
+        ))
+        .into()),
+    }
+}
+
 /// A CPU result as a lazy tensor: the lazy argument itself (or a view of its storage) when
-/// the result is (a view of) that argument's data, else a new lazy tensor holding it.
-fn wrap(replaced: &[Replaced], t: Tensor) -> Result<Tensor> {
+/// the result is (a view of) that argument's data, else a new lazy tensor of `backend`'s device
+/// holding it.
+fn wrap(backend: &'static LazyBackend, replaced: &[Replaced], t: Tensor) -> Result<Tensor> {
     if !t.is_cpu() || !t.has_data() {
         return Ok(t);
     }
@@ -114,6 +150,9 @@ fn wrap(replaced: &[Replaced], t: Tensor) -> Result<Tensor> {
             t.storage_offset(),
         )?);
     }
-    let (meta, nbytes) = (Arc::new(lazy_meta(&t)), t.storage().nbytes());
-    Ok(fresh_tensor(meta, nbytes, Contents::Data(t), None)?.0)
+    let (meta, nbytes) = (
+        Arc::new(lazy_meta(&t, backend.device())),
+        t.storage().nbytes(),
+    );
+    Ok(fresh_tensor(backend, meta, nbytes, Contents::Data(t), None)?.0)
 }

@@ -1,6 +1,6 @@
 //! The [`Executor`] trait (how a pending graph runs) and the CPU executor.
 
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::Arc;
 
 use switchboard_dispatcher::{
     AutoDispatchBelowADInplaceOrView, DispatchKey, DispatchKeySet, Result,
@@ -9,12 +9,14 @@ use switchboard_graph::{Graph, Plan, RunOptions};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, Tensor};
 
+use crate::backend::default_backend;
+
 /// Runs the graphs the lazy backend captures. [`compile`](Executor::compile) prepares a graph
 /// once (on a miss of the graph cache); the [`Executable`] it returns runs every graph with
 /// the same structure (Note [Structural keys] in switchboard-graph): its inputs change, its
 /// calls and constants do not.
 ///
-/// A graph's device constants name `lazy:0`; its inputs are CPU tensors (materialised data
+/// A graph's device constants name its lazy device; its inputs are CPU tensors (materialised data
 /// and host tensors copied in), in the order of the graph's inputs. An executable returns one
 /// CPU tensor per graph output, laid out as the output's recorded metadata says (the lazy
 /// storages keep them as their data, and views of them address the same elements).
@@ -93,21 +95,13 @@ impl Executable for CpuPlan {
     }
 }
 
-static EXECUTOR: LazyLock<RwLock<Arc<dyn Executor>>> =
-    LazyLock::new(|| RwLock::new(Arc::new(CpuExecutor)));
-
-/// The executor in use.
+/// The executor of the default lazy device.
 pub fn current() -> Arc<dyn Executor> {
-    EXECUTOR.read().unwrap_or_else(|e| e.into_inner()).clone()
+    default_backend().executor()
 }
 
-/// Replaces the executor (the graph cache is emptied: its plans are the old executor's) and
-/// returns the previous one. Pending calls run with the new executor.
+/// Replaces the default lazy device's executor (see [`LazyBackend::set_executor`](crate::LazyBackend::set_executor)) and returns
+/// the previous one.
 pub fn set_executor(executor: Arc<dyn Executor>) -> Arc<dyn Executor> {
-    let old = std::mem::replace(
-        &mut *EXECUTOR.write().unwrap_or_else(|e| e.into_inner()),
-        executor,
-    );
-    crate::cache::clear();
-    old
+    default_backend().set_executor(executor)
 }

@@ -2,7 +2,7 @@
 //! its aliasing, whether interception is disabled for it, its counts.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 
 use switchboard_dispatcher::{
@@ -11,6 +11,7 @@ use switchboard_dispatcher::{
 use switchboard_schema::{FunctionSchema, OperatorName, Type};
 use switchboard_tensor::TensorError;
 
+use crate::backend::default_backend;
 use crate::rules::{rule_for, ShapeRule};
 
 /// How calls of an operator are handled.
@@ -22,8 +23,11 @@ pub(crate) enum Handling {
     Eager(&'static str),
 }
 
-/// An operator as the lazy backend sees it (one per operator, made on its first call).
+/// An operator as the lazy backend sees it (one per operator, made on its first call; the
+/// same on every lazy device, Note [Lazy devices]).
 pub(crate) struct InterceptedOp {
+    /// The operator's id in the dispatcher.
+    pub id: usize,
     /// `aten::add.Tensor`.
     pub name: String,
     pub semantics: Arc<OperatorSemantics>,
@@ -32,16 +36,6 @@ pub(crate) struct InterceptedOp {
     pub rule: Option<ShapeRule>,
     /// Whether a host tensor of any size may be an argument (`copy_`'s source).
     pub accepts_host: bool,
-    /// A dedicated kernel on `Lazy` (layer 1) rather than the boxed fallback.
-    pub registered: AtomicBool,
-    /// Whether `disable_ops` turned interception off for it: the filter's verdict, set when the
-    /// operator is first seen and whenever the filter changes (Note [Selective interception]).
-    disabled: AtomicBool,
-    pub captures: AtomicU64,
-    pub fallback_captures: AtomicU64,
-    pub eager: AtomicU64,
-    pub profile_count: AtomicU64,
-    pub profile_ns: AtomicU64,
 }
 
 impl InterceptedOp {
@@ -53,36 +47,12 @@ impl InterceptedOp {
         };
         let name = op.name().to_string();
         InterceptedOp {
+            id: op.id(),
             rule: rule_for(&name),
             accepts_host: name == "aten::copy_",
             name,
             semantics: op.semantics().unwrap_or_default(),
             handling,
-            registered: AtomicBool::new(false),
-            disabled: AtomicBool::new(false),
-            captures: AtomicU64::new(0),
-            fallback_captures: AtomicU64::new(0),
-            eager: AtomicU64::new(0),
-            profile_count: AtomicU64::new(0),
-            profile_ns: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether `disable_ops` turned interception off for this operator.
-    #[inline]
-    pub fn disabled(&self) -> bool {
-        self.disabled.load(Ordering::Relaxed)
-    }
-
-    pub fn reset_counts(&self) {
-        for c in [
-            &self.captures,
-            &self.fallback_captures,
-            &self.eager,
-            &self.profile_count,
-            &self.profile_ns,
-        ] {
-            c.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -138,12 +108,13 @@ fn is_tensor_return(t: &Type) -> bool {
     }
 }
 
-static REGISTRY: LazyLock<RwLock<HashMap<usize, Arc<InterceptedOp>>>> =
+/// What each operator seen so far is to the lazy backend, by operator id.
+static OPERATORS: LazyLock<RwLock<HashMap<usize, Arc<InterceptedOp>>>> =
     LazyLock::new(|| RwLock::new(HashMap::new()));
 
 /// The information on `op` (made on first use).
 pub(crate) fn intercepted_op(op: &OperatorHandle) -> Arc<InterceptedOp> {
-    if let Some(i) = REGISTRY
+    if let Some(i) = OPERATORS
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .get(&op.id())
@@ -151,54 +122,79 @@ pub(crate) fn intercepted_op(op: &OperatorHandle) -> Arc<InterceptedOp> {
         return i.clone();
     }
     let info = Arc::new(InterceptedOp::new(op));
-    // Lock order: the registry, then the filter (as `update_filter`), so that the verdict
-    // is the filter's at insertion and no later change is missed.
-    let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
-    let info = registry.entry(op.id()).or_insert(info).clone();
-    let disabled = FILTER
-        .read()
+    OPERATORS
+        .write()
         .unwrap_or_else(|e| e.into_inner())
-        .is_disabled(&info.name);
-    info.disabled.store(disabled, Ordering::Relaxed);
-    info
-}
-
-/// Every operator seen so far.
-pub(crate) fn all_intercepted_ops() -> Vec<Arc<InterceptedOp>> {
-    REGISTRY
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .values()
-        .cloned()
-        .collect()
+        .entry(op.id())
+        .or_insert(info)
+        .clone()
 }
 
 // Note [Selective interception]
 // `disable_ops(["aten::add", "mm"])` sends the calls of those operators to the eager path
 // (interception layer 3: inputs materialised, the operator run on CPU, its result wrapped);
-// `enable_ops` takes operators off that list again. A name without namespace means `aten::`;
-// a name without overload means every overload. Names must be registered operators. Each
-// operator seen so far carries the filter's verdict, set when it is first seen and updated
-// whenever the filter changes (both under the registry's lock), so an intercepted call reads
-// one flag.
+// `enable_ops` takes operators off that list again, on one lazy device (Note [Lazy devices]).
+// A name without namespace means `aten::`; a name without overload means every overload.
+// Names must be registered operators. While no operator is disabled, an intercepted call reads
+// one flag of the device's filter; otherwise it looks its operator's name up.
 
+/// The operators `disable_ops` turned interception off for, on one lazy device.
 #[derive(Default)]
-struct Filter {
+pub(crate) struct OperatorFilter {
     /// `aten::add` (all overloads) or `aten::add.Tensor`.
-    disabled: HashSet<String>,
+    disabled: RwLock<HashSet<String>>,
+    /// Whether `disabled` has any name: while it has none, an intercepted call reads this flag
+    /// only.
+    any: AtomicBool,
 }
 
-impl Filter {
-    fn is_disabled(&self, full_name: &str) -> bool {
-        if self.disabled.is_empty() {
+impl OperatorFilter {
+    /// Whether no operator is disabled (one relaxed load).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Relaxed)
+    }
+
+    /// Whether interception is off for operator `full_name` (`aten::add.Tensor`).
+    pub fn is_disabled(&self, full_name: &str) -> bool {
+        if self.is_empty() {
             return false;
         }
+        let disabled = self.disabled.read().unwrap_or_else(|e| e.into_inner());
         let base = full_name.split('.').next().unwrap_or(full_name);
-        self.disabled.contains(full_name) || self.disabled.contains(base)
+        disabled.contains(full_name) || disabled.contains(base)
+    }
+
+    pub fn update(&self, names: &[&str], disable: bool) -> Result<(), DispatchError> {
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| normalize(n))
+            .collect::<Result<_, _>>()?;
+        let mut f = self.disabled.write().unwrap_or_else(|e| e.into_inner());
+        for n in names {
+            if disable {
+                f.insert(n);
+            } else {
+                f.remove(&n);
+            }
+        }
+        self.any.store(!f.is_empty(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The disabled names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .disabled
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        v.sort();
+        v
     }
 }
-
-static FILTER: LazyLock<RwLock<Filter>> = LazyLock::new(|| RwLock::new(Filter::default()));
 
 /// `aten::add` / `add` / `aten::add.Tensor` / `add.Tensor`, checked against the dispatcher's
 /// operators, as the filter stores it.
@@ -231,31 +227,9 @@ fn normalize(name: &str) -> Result<String, DispatchError> {
     })
 }
 
-fn update_filter(names: &[&str], disable: bool) -> Result<(), DispatchError> {
-    let names: Vec<String> = names
-        .iter()
-        .map(|n| normalize(n))
-        .collect::<Result<_, _>>()?;
-    // Lock order: the registry, then the filter (as `intercepted_op`).
-    let registry = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
-    let mut f = FILTER.write().unwrap_or_else(|e| e.into_inner());
-    for n in names {
-        if disable {
-            f.disabled.insert(n);
-        } else {
-            f.disabled.remove(&n);
-        }
-    }
-    for info in registry.values() {
-        info.disabled
-            .store(f.is_disabled(&info.name), Ordering::Relaxed);
-    }
-    Ok(())
-}
-
-/// Turns interception off for these operators: their calls on lazy tensors run eagerly on
-/// CPU (materialising their inputs) and their results are wrapped as lazy tensors (Note
-/// [Selective interception]).
+/// Turns interception off for these operators on the default lazy device: their calls on lazy
+/// tensors run eagerly on CPU (materialising their inputs) and their results are wrapped as
+/// lazy tensors (Note [Selective interception]).
 ///
 /// ```
 /// # use switchboard_lazy as lazy;
@@ -266,25 +240,17 @@ fn update_filter(names: &[&str], disable: bool) -> Result<(), DispatchError> {
 /// assert!(lazy::disable_ops(&["no_such_op"]).is_err());
 /// ```
 pub fn disable_ops(names: &[&str]) -> Result<(), DispatchError> {
-    update_filter(names, true)
+    default_backend().disable_ops(names)
 }
 
 /// Turns interception back on for these operators (see [`disable_ops`]).
 pub fn enable_ops(names: &[&str]) -> Result<(), DispatchError> {
-    update_filter(names, false)
+    default_backend().enable_ops(names)
 }
 
-/// The operators whose interception is turned off, sorted.
+/// The operators whose interception is turned off on the default lazy device, sorted.
 pub fn disabled_ops() -> Vec<String> {
-    let mut v: Vec<String> = FILTER
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .disabled
-        .iter()
-        .cloned()
-        .collect();
-    v.sort();
-    v
+    default_backend().disabled_ops()
 }
 
 /// How many of the dispatcher's operators each interception layer handles.

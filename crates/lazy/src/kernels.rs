@@ -10,13 +10,13 @@ use switchboard_dispatcher::{
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{register_grow_storage, register_host_copy, TensorError};
 
+use crate::backend::{backend_of_call, LazyBackend};
 use crate::capture::capture;
 use crate::eager::{host_copy, materialize, run_eagerly};
 use crate::intercepted_op::{intercepted_op, Handling, InterceptedOp};
 use crate::log;
 use crate::mode::lazy_mode;
 use crate::rules;
-use crate::stats::{profile_end, profile_start, STATS};
 use crate::storage::lazy_storage;
 use crate::unboxed::typed_kernel;
 
@@ -29,18 +29,20 @@ const CPU: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::CPU);
 const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
 
 /// The path every intercepted call takes: captured (layers 1 and 2), or run eagerly (layer
-/// 3: not capturable, disabled, or lazy mode off); counted, logged, profiled.
+/// 3: not capturable, disabled, or lazy mode off); counted, logged, profiled on the call's
+/// lazy device.
 pub(crate) fn intercept(
     op: &OperatorHandle,
-    info: &InterceptedOp,
+    info: &Arc<InterceptedOp>,
     registered: bool,
     stack: &mut Stack,
 ) -> Result<()> {
-    STATS.operations.inc();
-    let start = profile_start();
+    let backend = backend_of_call(stack)?;
+    backend.stats.operations.inc();
+    let start = backend.profile_start();
     let log = log::wanted().then(|| log::shapes(stack));
-    let result = dispatch(op, info, registered, stack);
-    profile_end(info, start);
+    let result = dispatch(backend, op, info, registered, stack);
+    backend.profile_end(info, start);
     if let (Some(in_shapes), Ok(id)) = (log, &result) {
         log::emit(&info.name, *id, &in_shapes, stack);
     }
@@ -49,30 +51,34 @@ pub(crate) fn intercept(
 
 /// Runs the call; returns the id of its first lazy result (for the log).
 fn dispatch(
+    backend: &'static LazyBackend,
     op: &OperatorHandle,
-    info: &InterceptedOp,
+    info: &Arc<InterceptedOp>,
     registered: bool,
     stack: &mut Stack,
 ) -> Result<Option<u64>> {
     use std::sync::atomic::Ordering::Relaxed;
+    let stats = &backend.stats;
     if !lazy_mode() {
-        STATS.eager_mode_calls.inc();
-        run_eagerly(op, stack)?;
+        stats.eager_mode_calls.inc();
+        run_eagerly(backend, op, stack)?;
         return Ok(first_id(stack));
     }
-    if info.disabled() || matches!(info.handling, Handling::Eager(_)) {
-        STATS.eager_fallbacks.inc();
-        info.eager.fetch_add(1, Relaxed);
-        run_eagerly(op, stack)?;
+    if matches!(info.handling, Handling::Eager(_)) || backend.filter.is_disabled(&info.name) {
+        stats.eager_fallbacks.inc();
+        backend.op_counts(info).eager.fetch_add(1, Relaxed);
+        run_eagerly(backend, op, stack)?;
         return Ok(first_id(stack));
     }
-    capture(op, info, stack)?;
-    info.captures.fetch_add(1, Relaxed);
+    capture(backend, op, info, stack)?;
     if registered {
-        STATS.registered_captures.inc();
+        stats.registered_captures.inc();
     } else {
-        STATS.fallback_captures.inc();
-        info.fallback_captures.fetch_add(1, Relaxed);
+        stats.fallback_captures.inc();
+        backend
+            .op_counts(info)
+            .fallback_captures
+            .fetch_add(1, Relaxed);
     }
     Ok(first_id(stack))
 }
@@ -97,38 +103,42 @@ fn registered_kernel() -> KernelFunction {
     let cell: OnceLock<Arc<InterceptedOp>> = OnceLock::new();
     KernelFunction::from_boxed(
         move |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
-            let info = cell.get_or_init(|| {
-                let info = intercepted_op(op);
-                info.registered
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                info
-            });
+            let info = cell.get_or_init(|| intercepted_op(op));
             intercept(op, info, true, stack)
         },
     )
 }
 
-/// `copy_` on `Lazy`: into a lazy tensor it is captured (a host source becomes a graph
-/// input); from a lazy tensor into a CPU (or meta) tensor it materialises the source and
-/// copies on that device.
+/// `copy_` on `Lazy`: into a lazy tensor it is captured (a host source, or a lazy one of
+/// another lazy device, becomes a graph input); from a lazy tensor into a CPU (or meta) tensor
+/// it materialises the source and copies on that device.
 fn copy_kernel() -> KernelFunction {
     let cell: OnceLock<Arc<InterceptedOp>> = OnceLock::new();
     KernelFunction::from_boxed(
         move |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
-            let info = cell.get_or_init(|| {
-                let info = intercepted_op(op);
-                info.registered
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                info
-            });
-            let into_lazy = matches!(stack.first(), Some(IValue::Tensor(t)) if t.device().ty == DeviceType::Lazy);
-            if into_lazy {
+            let info = cell.get_or_init(|| intercepted_op(op));
+            let lazy_device = |v: Option<&IValue>| match v {
+                Some(IValue::Tensor(t)) if t.device().ty == DeviceType::Lazy => {
+                    Some(t.device().index.unwrap_or(0))
+                }
+                _ => None,
+            };
+            if let Some(into) = lazy_device(stack.first()) {
+                if lazy_device(stack.get(1)).is_some_and(|from| from != into) {
+                    // `x.to("lazy:1")` of a tensor on lazy:0: its values, as a host tensor.
+                    let src = match &stack[1] {
+                        IValue::Tensor(t) => materialize(t)?,
+                        _ => unreachable!("matched a tensor"),
+                    };
+                    stack[1] = IValue::Tensor(src);
+                }
                 return intercept(op, info, true, stack);
             }
-            STATS.operations.inc();
-            let start = profile_start();
+            let backend = backend_of_call(stack)?;
+            backend.stats.operations.inc();
+            let start = backend.profile_start();
             let result = copy_out(op, stack);
-            profile_end(info, start);
+            backend.profile_end(info, start);
             result
         },
     )
@@ -168,9 +178,16 @@ fn register(lib: &mut Library) -> Result<()> {
     register_host_copy(DeviceType::Lazy, host_copy)?;
     register_grow_storage(DeviceType::Lazy, crate::resize::grow_storage)?;
     for name in REGISTERED_OPS {
-        // Typed where the operator has a shape rule (Note [Unboxed capture]).
-        let typed = rules::signature_of(&format!("aten::{name}"))
-            .and_then(|(rule, scalars)| typed_kernel(name, rule, scalars));
+        let full_name = format!("aten::{name}");
+        // Typed where the operator has a shape rule (Note [Unboxed capture]), with the
+        // operator's handle resolved here, once.
+        let typed = match rules::signature_of(&full_name) {
+            Some((rule, scalars)) => {
+                let op = lib.dispatcher().find_schema_or_throw(&full_name)?;
+                typed_kernel(op, rule, scalars)
+            }
+            None => None,
+        };
         let kernel = match typed {
             Some(kernel) => kernel,
             None if *name == "copy_" => copy_kernel(),

@@ -41,6 +41,13 @@
 //! tensor needs, runs identical pure calls once and frees each intermediate after its last
 //! use.
 //!
+//! # Devices
+//!
+//! Each lazy device (`lazy:0` to `lazy:63`) is one [`LazyBackend`] ([`backend`]) with its own
+//! pending graph, graph cache, executor, statistics, operator filter and profile: two devices
+//! capture and run independently, and their tensors do not mix. The free functions of this
+//! crate act on the default device, `lazy:0` ([`default_backend`]; Note [Lazy devices]).
+//!
 //! # Seeing what happens
 //!
 //! [`stats`] and [`metrics_report`]; `SWITCHBOARD_LOG_INTERCEPTS=1` (or
@@ -50,6 +57,7 @@
 #![warn(missing_docs)]
 
 mod args;
+mod backend;
 mod cache;
 mod capture;
 mod eager;
@@ -67,6 +75,7 @@ mod stats;
 mod storage;
 mod unboxed;
 
+pub use backend::{backend, default_backend, LazyBackend, MAX_LAZY_DEVICES};
 pub use cache::clear as clear_cache;
 pub use executor::{current as executor, set_executor, CpuExecutor, Executable, Executor};
 pub use intercepted_op::{disable_ops, disabled_ops, enable_ops, StaticCoverage};
@@ -86,12 +95,10 @@ use switchboard_cpu as _;
 use switchboard_meta as _;
 use switchboard_ops as _;
 
-use crate::pending_graph::lock_pending_graph;
-use crate::stats::STATS;
 use crate::storage::Contents;
 
 // Note [Lazy tensors]
-// A lazy tensor is an ordinary `TensorImpl` on device `lazy:0` (key set `Lazy,
+// A lazy tensor is an ordinary `TensorImpl` on a lazy device (key set `Lazy,
 // ADInplaceOrView, AutogradLazy`) with real sizes, strides, offset, dtype and version counter
 // over a storage without data, and a backend payload (the core's general slot for backend
 // data): an `Arc<LazyStorage>`. Views share their base's `Storage` (so `is_alias_of` and the
@@ -141,21 +148,20 @@ use crate::storage::Contents;
 //   model above (Note [Lazy mutations and views]); the graph IR keeps writes as explicit nodes
 //   with SSA outputs, which a tracer can reuse as they are.
 
-/// Runs everything pending: every live lazy tensor waiting for a value gets it (PyTorch's
-/// `torch._lazy.sync`). Does nothing when nothing is pending.
+/// Runs everything pending on the default lazy device: every live lazy tensor waiting for a
+/// value gets it (PyTorch's `torch._lazy.sync`). Does nothing when nothing is pending.
 pub fn sync() -> Result<()> {
-    STATS.explicit_syncs.inc();
-    pending_graph::sync()
+    default_backend().sync()
 }
 
-/// Marks the end of a step and runs everything pending ([`sync`]; torch_xla's `mark_step`).
+/// Marks the end of a step on the default lazy device and runs everything pending ([`sync`];
+/// torch_xla's `mark_step`).
 pub fn mark_step() -> Result<()> {
-    sync()
+    default_backend().mark_step()
 }
 
-/// The pending graph as it would run now: the live lazy tensors waiting for a value are its
-/// outputs, the calls none of them needs are left out. Print it (`Display`: code), or export
-/// it with [`Graph::to_dot`] and [`Graph::to_json`].
+/// The default lazy device's pending graph as it would run now (see
+/// [`LazyBackend::pending_graph`]).
 ///
 /// ```
 /// use switchboard_lazy as lazy;
@@ -168,24 +174,51 @@ pub fn mark_step() -> Result<()> {
 /// # drop(y);
 /// ```
 pub fn pending_graph() -> Graph {
-    let ctx = lock_pending_graph();
-    let mut outputs = Vec::new();
-    for ls in ctx.pending.live() {
-        let contents = ls.lock().contents.clone();
-        if let Contents::Pending { value, epoch } = contents {
-            if epoch == ctx.epoch {
-                outputs.push(value);
-            }
-        }
-    }
-    let mut g = ctx.graph.clone();
-    if g.set_outputs(outputs).is_err() {
-        return Graph::new();
-    }
-    g.eliminate_dead_code().0
+    default_backend().pending_graph()
 }
 
-/// The number of calls captured since the last sync (dead ones included).
+/// The number of calls captured on the default lazy device since its last sync (dead ones
+/// included).
 pub fn pending_calls() -> usize {
-    lock_pending_graph().graph.num_calls()
+    default_backend().pending_calls()
+}
+
+impl LazyBackend {
+    /// Runs everything pending on this device: every live lazy tensor of it waiting for a value
+    /// gets it. Does nothing when nothing is pending.
+    pub fn sync(&self) -> Result<()> {
+        self.stats.explicit_syncs.inc();
+        self.as_static().run_pending()
+    }
+
+    /// Marks the end of a step and runs everything pending ([`sync`](Self::sync)).
+    pub fn mark_step(&self) -> Result<()> {
+        self.sync()
+    }
+
+    /// The pending graph as it would run now: the live lazy tensors waiting for a value are its
+    /// outputs, the calls none of them needs are left out. Print it (`Display`: code), or export
+    /// it with [`Graph::to_dot`] and [`Graph::to_json`].
+    pub fn pending_graph(&self) -> Graph {
+        let ctx = self.as_static().lock_pending_graph();
+        let mut outputs = Vec::new();
+        for ls in ctx.pending.live() {
+            let contents = ls.lock().contents.clone();
+            if let Contents::Pending { value, epoch } = contents {
+                if epoch == ctx.epoch {
+                    outputs.push(value);
+                }
+            }
+        }
+        let mut g = ctx.graph.clone();
+        if g.set_outputs(outputs).is_err() {
+            return Graph::new();
+        }
+        g.eliminate_dead_code().0
+    }
+
+    /// The number of calls captured since the last sync (dead ones included).
+    pub fn pending_calls(&self) -> usize {
+        self.as_static().lock_pending_graph().graph.num_calls()
+    }
 }

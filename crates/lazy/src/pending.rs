@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use switchboard_graph::TensorMeta;
 
+use crate::backend::LazyBackend;
 use crate::storage::{Contents, LazyStorage};
 
 // Note [Pending storages]
@@ -49,12 +50,13 @@ fn dead(ls: &Arc<LazyStorage>) -> bool {
 /// A new storage as [`PendingStorages::fresh`] makes, registered in `epoch` (no spare to reuse).
 #[cold]
 fn new_registered(
+    backend: &'static LazyBackend,
     base: Arc<TensorMeta>,
     nbytes: usize,
     contents: Contents,
     epoch: u64,
 ) -> Arc<LazyStorage> {
-    let mut fresh = LazyStorage::new(base, nbytes, contents);
+    let mut fresh = LazyStorage::new(backend, base, nbytes, contents);
     fresh
         .state
         .get_mut()
@@ -72,11 +74,13 @@ impl PendingStorages {
         }
     }
 
-    /// A storage of `nbytes` whose base is `base`, holding `contents` (a value of epoch
-    /// `epoch`), registered as waiting for it: a spare one when there is one, else a new one.
+    /// A storage of `backend`'s device (whose pending graph this is) of `nbytes` whose base is
+    /// `base`, holding `contents` (a value of epoch `epoch`), registered as waiting for it: a
+    /// spare one when there is one, else a new one.
     #[inline]
     pub fn fresh(
         &mut self,
+        backend: &'static LazyBackend,
         base: Arc<TensorMeta>,
         nbytes: usize,
         contents: Contents,
@@ -90,9 +94,9 @@ impl PendingStorages {
                     slot.renew(base, nbytes, contents, epoch);
                     ls
                 }
-                None => new_registered(base, nbytes, contents, epoch),
+                None => new_registered(backend, base, nbytes, contents, epoch),
             },
-            None => new_registered(base, nbytes, contents, epoch),
+            None => new_registered(backend, base, nbytes, contents, epoch),
         };
         self.held.push(ls);
         self.held.last().expect("just registered")
@@ -159,6 +163,7 @@ mod tests {
     use switchboard_tensor::{DimVec, ScalarType};
 
     use super::*;
+    use crate::backend::default_backend;
     use crate::storage::DEVICE;
 
     /// A storage as [`PendingStorages::fresh`] makes, taken back out of the registry.
@@ -168,7 +173,7 @@ mod tests {
         contents: Contents,
         epoch: u64,
     ) -> Arc<LazyStorage> {
-        p.fresh(meta(), nbytes, contents, epoch);
+        p.fresh(default_backend(), meta(), nbytes, contents, epoch);
         p.held.pop().expect("just registered")
     }
 
@@ -195,7 +200,7 @@ mod tests {
         let mut kept = Vec::new();
         for i in 0..200 {
             // New storages (not `p.fresh`, which would take the spares back).
-            let ls = Arc::new(LazyStorage::new(meta(), 4, pending(i)));
+            let ls = Arc::new(LazyStorage::new(default_backend(), meta(), 4, pending(i)));
             p.register(ls.clone());
             if i % 2 == 0 {
                 kept.push(ls); // the others die at once
@@ -222,7 +227,7 @@ mod tests {
     #[test]
     fn reused_storages_get_new_ids() {
         let mut p = PendingStorages::new();
-        let id = p.fresh(meta(), 4, pending(0), 0).id();
+        let id = p.fresh(default_backend(), meta(), 4, pending(0), 0).id();
         assert!(p.take_live().is_empty());
         let again = unregistered(&mut p, 4, pending(1), 1);
         assert_eq!(again.lock().registered_epoch, 1);

@@ -1,7 +1,7 @@
 //! The pending graph: every captured call of the current epoch, the tensors its inputs stand
 //! for, the storages waiting for its results; and running it (`sync`).
 
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, MutexGuard, OnceLock};
 use std::thread::ThreadId;
 use std::time::Instant;
 
@@ -9,12 +9,12 @@ use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
 use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta, Value};
 use switchboard_tensor::{DimVec, ScalarType, Tensor, TensorError, TensorImpl, VersionCounter};
 
-use crate::cache;
+use crate::backend::{backend_at, LazyBackend};
 use crate::pending::PendingStorages;
-use crate::stats::STATS;
 use crate::storage::{at_base, failed, flat_elements, lazy_meta, tensor_of, Contents, LazyStorage};
 
-/// The pending graph and what goes with it (one per process, behind [`lock_pending_graph`]).
+/// The pending graph and what goes with it (one per lazy device, behind
+/// [`LazyBackend::lock_pending_graph`]).
 pub(crate) struct PendingGraph {
     /// The calls captured since the last sync, in program order.
     pub graph: Graph,
@@ -30,40 +30,65 @@ pub(crate) struct PendingGraph {
     running: Option<(ThreadId, u32)>,
     /// The graph and input list of the last sync, emptied, for a later epoch to reuse.
     spare: Option<(Graph, Vec<Tensor>)>,
+    /// The index of its lazy device (Note [Lazy devices]).
+    device_index: usize,
 }
 
-static PENDING_GRAPH: LazyLock<Mutex<PendingGraph>> = LazyLock::new(|| {
-    Mutex::new(PendingGraph {
-        graph: Graph::new(),
-        inputs: Vec::new(),
-        pending: PendingStorages::new(),
-        epoch: 0,
-        running: None,
-        spare: None,
-    })
-});
-
-/// Signalled when a sync ends (Note [Running without the lock]).
-static SYNC_DONE: Condvar = Condvar::new();
-
-/// The pending graph, locked. Lock order: this lock, then storage locks. While another thread
-/// runs a sync, waits until it is done (Note [Running without the lock]).
-pub(crate) fn lock_pending_graph() -> MutexGuard<'static, PendingGraph> {
-    let ctx = PENDING_GRAPH.lock().unwrap_or_else(|e| e.into_inner());
-    if ctx.running.is_none() {
-        return ctx;
+impl PendingGraph {
+    /// The empty pending graph of the lazy device with index `device_index`.
+    pub fn new(device_index: usize) -> PendingGraph {
+        PendingGraph {
+            graph: Graph::new(),
+            inputs: Vec::new(),
+            pending: PendingStorages::new(),
+            epoch: 0,
+            running: None,
+            spare: None,
+            device_index,
+        }
     }
-    wait_for_sync(ctx)
+
+    /// The backend whose pending graph this is.
+    #[inline]
+    pub fn backend(&self) -> &'static LazyBackend {
+        backend_at(self.device_index)
+    }
 }
 
-#[cold]
-#[inline(never)]
-fn wait_for_sync(mut ctx: MutexGuard<'static, PendingGraph>) -> MutexGuard<'static, PendingGraph> {
-    let me = std::thread::current().id();
-    while ctx.running.is_some_and(|(owner, _)| owner != me) {
-        ctx = SYNC_DONE.wait(ctx).unwrap_or_else(|e| e.into_inner());
+impl LazyBackend {
+    /// The pending graph, locked. Lock order: this lock, then storage locks. While another
+    /// thread runs a sync, waits until it is done (Note [Running without the lock]).
+    pub(crate) fn lock_pending_graph(&'static self) -> MutexGuard<'static, PendingGraph> {
+        let ctx = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if ctx.running.is_none() {
+            return ctx;
+        }
+        self.wait_for_sync(ctx)
     }
-    ctx
+
+    #[cold]
+    #[inline(never)]
+    fn wait_for_sync(
+        &'static self,
+        mut ctx: MutexGuard<'static, PendingGraph>,
+    ) -> MutexGuard<'static, PendingGraph> {
+        let me = std::thread::current().id();
+        while ctx.running.is_some_and(|(owner, _)| owner != me) {
+            ctx = self.sync_done.wait(ctx).unwrap_or_else(|e| e.into_inner());
+        }
+        ctx
+    }
+
+    /// Runs the pending graph for every live storage waiting for a value, and starts a new
+    /// epoch (Note [Running without the lock]). A call that fails fails the storages that
+    /// depend on it (with its error, which is returned); the others get their values.
+    pub(crate) fn run_pending(&'static self) -> Result<()> {
+        let running = self.lock_pending_graph().start_sync(self);
+        match running {
+            Some(r) => r.finish(),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The handle of `name`, an operator switchboard-ops defines, looked up once into `cell`.
@@ -103,9 +128,9 @@ impl PendingGraph {
     pub fn read(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
         // The usual case, inline: a tensor with its storage's base geometry whose value (a
         // pending one, or the input standing for its data) is already in this epoch's graph.
-        // (Note [Storage value hints]: no storage lock.)
+        // (Note [Cached storage values]: no storage lock.)
         if at_base(ls, t) {
-            if let Some(v) = ls.hinted_value(self.epoch) {
+            if let Some(v) = ls.cached_value(self.epoch) {
                 return Ok(v);
             }
         }
@@ -126,7 +151,7 @@ impl PendingGraph {
                     let v = self.graph.add_input(TensorMeta::of(d));
                     self.inputs.push(d.clone());
                     st.input = Some((self.epoch, v));
-                    ls.set_hint(self.epoch, v);
+                    ls.cache_value(self.epoch, v);
                     v
                 }
             },
@@ -141,7 +166,7 @@ impl PendingGraph {
         if let Some((_, v)) = st.views.iter().find(|(m, _)| m.matches_layout(t)) {
             return Ok(*v);
         }
-        let m = Arc::new(lazy_meta(t));
+        let m = Arc::new(lazy_meta(t, ls.backend.device()));
         let of = if t.dtype() == ls.base.dtype {
             base
         } else {
@@ -163,7 +188,7 @@ impl PendingGraph {
     /// of that storage) giving the elements of geometry `m`.
     fn as_strided(&mut self, of: Value, m: Arc<TensorMeta>) -> Result<Value> {
         let v = self.graph.add_as_strided(of, m)?;
-        STATS.nodes_captured.inc();
+        self.backend().stats.nodes_captured.inc();
         Ok(v)
     }
 
@@ -177,13 +202,14 @@ impl PendingGraph {
         nbytes: usize,
     ) -> Result<Value> {
         let n = flat_elements(nbytes, from, to);
+        let device = self.backend().device();
         let flat = |n: i64, dtype: ScalarType| {
             Arc::new(TensorMeta {
                 sizes: DimVec::from_slice(&[n]),
                 strides: DimVec::from_slice(&[1]),
                 storage_offset: 0,
                 dtype,
-                device: crate::DEVICE,
+                device,
             })
         };
         let row = self.as_strided(v, flat(n, from))?;
@@ -195,14 +221,14 @@ impl PendingGraph {
         let id =
             self.graph
                 .add_call_unchecked(view_dtype_op().clone(), args, vec![Output::ret(0, m)]);
-        STATS.nodes_captured.inc();
+        self.backend().stats.nodes_captured.inc();
         Ok(Value::new(id, 0))
     }
 
     /// Makes `v`, the new value of the elements of geometry `m` of storage `ls`, part of the
     /// storage's contents (a write through a view updates the whole storage).
     pub fn write(&mut self, ls: &Arc<LazyStorage>, m: &TensorMeta, v: Value) -> Result<()> {
-        // Every geometry here is a lazy tensor's (device `lazy:0`): equal metadata is the
+        // Every geometry here is a lazy tensor's (the storage's device): equal metadata is the
         // same layout.
         let new = if *m == *ls.base {
             v
@@ -222,7 +248,7 @@ impl PendingGraph {
         };
         st.views.clear();
         st.input = None;
-        ls.set_hint(self.epoch, new);
+        ls.cache_value(self.epoch, new);
         if st.registered_epoch != self.epoch {
             st.registered_epoch = self.epoch;
             self.pending.register(ls.clone());
@@ -230,11 +256,12 @@ impl PendingGraph {
         Ok(())
     }
 
-    /// A new lazy tensor with metadata `meta` over `nbytes`, holding `v`, with a version
-    /// counter of its own or `version`.
+    /// A new lazy tensor of `backend`'s device (whose pending graph this is) with metadata
+    /// `meta` over `nbytes`, holding `v`, with a version counter of its own or `version`.
     #[inline]
     pub fn fresh(
         &mut self,
+        backend: &'static LazyBackend,
         meta: Arc<TensorMeta>,
         nbytes: usize,
         v: Value,
@@ -244,14 +271,16 @@ impl PendingGraph {
             value: v,
             epoch: self.epoch,
         };
-        let ls = self.pending.fresh(meta, nbytes, contents, self.epoch);
+        let ls = self
+            .pending
+            .fresh(backend, meta, nbytes, contents, self.epoch);
         tensor_of(ls, version)
     }
 
     /// Ends the epoch: takes the calls and the live storages waiting for them out of the
     /// pending graph, for [`sync`] to run without the lock (Note [Running without the lock]).
     /// `None` when no live storage waits for a value.
-    fn start_sync(&mut self) -> Option<RunningSync> {
+    fn start_sync(&mut self, backend: &'static LazyBackend) -> Option<RunningSync> {
         let mut live = Vec::new();
         let mut outputs = Vec::new();
         for ls in self.pending.take_live() {
@@ -278,6 +307,7 @@ impl PendingGraph {
             None => (me, 1),
         });
         Some(RunningSync {
+            backend,
             graph,
             inputs,
             outputs,
@@ -294,7 +324,7 @@ impl PendingGraph {
 // the pending-graph lock only to take the graph out (ending the epoch) and to store the results:
 // the executor compiles and runs the graph without it, and the graph cache is not locked
 // while the executor compiles. While it runs, the pending graph records which thread runs it, and
-// other threads wait in `lock_pending_graph()` until it is done (as they waited for the lock before), so
+// other threads wait in `lock_pending_graph` until it is done (as they waited for the lock before), so
 // they never see the storages it is computing. The running thread itself goes on: what its
 // kernels capture belongs to the new epoch, and reading a storage being computed is an error
 // (its value does not exist yet) instead of a deadlock. The kernels must call the lazy API on
@@ -302,6 +332,7 @@ impl PendingGraph {
 
 /// A graph taken out of the pending graph by [`PendingGraph::start_sync`], running.
 struct RunningSync {
+    backend: &'static LazyBackend,
     graph: Graph,
     inputs: Vec<Tensor>,
     outputs: Vec<Value>,
@@ -327,7 +358,11 @@ impl RunningSync {
             ))
             .into())
         });
-        let mut ctx = PENDING_GRAPH.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ctx = self
+            .backend
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let live = std::mem::take(&mut self.live);
         let outcome = match results {
             Ok(results) => {
@@ -359,13 +394,13 @@ impl RunningSync {
     }
 
     /// Gives `ls` its contents after the run, unless it was given a new value meanwhile (or
-    /// already got its result). Called with the pending-graph lock held (Note [Storage value hints]).
+    /// already got its result). Called with the pending-graph lock held (Note [Cached storage values]).
     fn store(&self, ls: &LazyStorage, contents: Contents) {
         let mut st = ls.lock();
         if matches!(st.contents, Contents::Pending { epoch, .. } if epoch == self.epoch) {
             st.contents = contents;
             st.input = None;
-            ls.clear_hint();
+            ls.forget_cached_value();
         }
     }
 
@@ -382,7 +417,7 @@ impl RunningSync {
         graph.clear();
         inputs.clear();
         ctx.spare = Some((graph, inputs));
-        SYNC_DONE.notify_all();
+        self.backend.sync_done.notify_all();
     }
 
     /// Compiles (or finds in the cache) and runs the graph: each output's tensor or error.
@@ -402,16 +437,19 @@ impl RunningSync {
             })
             .collect();
         let dead = keep.iter().filter(|k| !**k).count();
-        let exe = cache::get_or_compile(key, || self.graph.compact(&keep).0);
+        let stats = &self.backend.stats;
+        let exe = self
+            .backend
+            .get_or_compile(key, || self.graph.compact(&keep).0);
         let result = exe.and_then(|exe| {
             let r = exe.run_each(inputs)?;
-            STATS.nodes_executed.add(exe.calls() as u64);
-            STATS.nodes_merged.add(exe.merged() as u64);
+            stats.nodes_executed.add(exe.calls() as u64);
+            stats.nodes_merged.add(exe.merged() as u64);
             Ok(r)
         });
-        STATS.syncs.inc();
-        STATS.nodes_dead.add(dead as u64);
-        STATS.sync_ns.add(start.elapsed().as_nanos() as u64);
+        stats.syncs.inc();
+        stats.nodes_dead.add(dead as u64);
+        stats.sync_ns.add(start.elapsed().as_nanos() as u64);
         result
     }
 }
@@ -423,23 +461,16 @@ impl Drop for RunningSync {
         if self.ended {
             return;
         }
-        let mut ctx = PENDING_GRAPH.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ctx = self
+            .backend
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let msg: Arc<str> = "a kernel of the graph panicked".into();
         for ls in std::mem::take(&mut self.live) {
             self.store(&ls, Contents::Failed(msg.clone()));
         }
         self.end(&mut ctx);
-    }
-}
-
-/// Runs the pending graph for every live storage waiting for a value, and starts a new epoch
-/// (Note [Running without the lock]). A call that fails fails the storages that depend on it
-/// (with its error, which is returned); the others get their values.
-pub(crate) fn sync() -> Result<()> {
-    let running = lock_pending_graph().start_sync();
-    match running {
-        Some(r) => r.finish(),
-        None => Ok(()),
     }
 }
 

@@ -6,8 +6,6 @@ use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::{AnyArc, RawOps, Storage, Tensor, TensorError};
 
-use crate::storage::DEVICE;
-
 /// The growth function registered for lazy tensors: `needed` bytes of storage and its payload.
 pub(crate) fn grow_storage(
     t: &Tensor,
@@ -22,7 +20,9 @@ fn grow(t: &Tensor, needed: usize) -> Result<(Storage, Option<AnyArc>)> {
     let elements = |bytes: usize| i64::try_from(bytes.div_ceil(elem)).unwrap_or(i64::MAX);
     let grown = ops::zeros_with(
         &[elements(needed)],
-        ops::ZerosOptions::default().dtype(t.dtype()).device(DEVICE),
+        ops::ZerosOptions::default()
+            .dtype(t.dtype())
+            .device(t.device()),
     )?;
     let kept = elements(t.storage().nbytes());
     if kept > 0 {

@@ -8,7 +8,7 @@ use switchboard_graph::TensorMeta;
 use switchboard_tensor::{DimVec, Tensor};
 
 use crate::shapes::OutMeta;
-use crate::storage::{at_base, same_dims, LazyStorage, DEVICE};
+use crate::storage::{at_base, same_dims, LazyStorage};
 
 // Note [Shape rules]
 // Most calls a training step captures are elementwise: `add`, `mul`, `relu`, their
@@ -184,6 +184,10 @@ pub(crate) fn infer_operands<'a>(
     if let Some(second) = second {
         let second = plain(second)?;
         let t = second.0;
+        // Operands of two lazy devices take the general path, which reports eager's error.
+        if !std::ptr::eq(first.1.backend, second.1.backend) {
+            return None;
+        }
         // Operands of one storage base (a result and its operand often share it) match.
         let same_base = first.2 && second.2 && Arc::ptr_eq(&first.1.base, &second.1.base);
         if !same_base && (t.dtype() != first.0.dtype() || !same_dims(t.sizes(), first.0.sizes())) {
@@ -206,7 +210,7 @@ pub(crate) fn infer_operands<'a>(
             strides: DimVec::from_slice(t.strides()),
             storage_offset: 0,
             dtype: t.dtype(),
-            device: DEVICE,
+            device: first.1.backend.device(),
         })
     });
     Some(RuledCall {

@@ -18,7 +18,7 @@ use switchboard_graph::TensorMeta;
 // of the step, and the lazy MLP step kept its ratio to eager without it (measured when it was
 // removed). Errors are the Meta kernel's, so a call fails at capture with eager's message.
 
-/// The metadata of a tensor a call returns (device `lazy:0`; shared by every node and
+/// The metadata of a tensor a call returns (on the call's lazy device; shared by every node and
 /// storage it describes), and the size of its storage.
 pub(crate) type OutMeta = (Arc<TensorMeta>, usize);
 

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::json;
 
-use crate::intercepted_op::{all_intercepted_ops, static_coverage, InterceptedOp, StaticCoverage};
+use crate::backend::{default_backend, LazyBackend};
+use crate::intercepted_op::{static_coverage, StaticCoverage};
 
 /// A relaxed event counter.
 pub(crate) struct Counter(AtomicU64);
@@ -33,7 +33,7 @@ impl Counter {
     }
 }
 
-/// The process-wide counters.
+/// The counters of one lazy device.
 pub(crate) struct Counters {
     pub operations: Counter,
     /// Registered captures made by the typed kernels' fast path (counted here only, so the
@@ -55,27 +55,31 @@ pub(crate) struct Counters {
     pub sync_ns: Counter,
 }
 
-pub(crate) static STATS: Counters = Counters {
-    operations: Counter::new(),
-    unboxed_captures: Counter::new(),
-    registered_captures: Counter::new(),
-    fallback_captures: Counter::new(),
-    eager_fallbacks: Counter::new(),
-    eager_mode_calls: Counter::new(),
-    materializations: Counter::new(),
-    syncs: Counter::new(),
-    explicit_syncs: Counter::new(),
-    nodes_captured: Counter::new(),
-    nodes_executed: Counter::new(),
-    nodes_merged: Counter::new(),
-    nodes_dead: Counter::new(),
-    cache_hits: Counter::new(),
-    cache_misses: Counter::new(),
-    sync_ns: Counter::new(),
-};
+impl Counters {
+    pub const fn new() -> Counters {
+        Counters {
+            operations: Counter::new(),
+            unboxed_captures: Counter::new(),
+            registered_captures: Counter::new(),
+            fallback_captures: Counter::new(),
+            eager_fallbacks: Counter::new(),
+            eager_mode_calls: Counter::new(),
+            materializations: Counter::new(),
+            syncs: Counter::new(),
+            explicit_syncs: Counter::new(),
+            nodes_captured: Counter::new(),
+            nodes_executed: Counter::new(),
+            nodes_merged: Counter::new(),
+            nodes_dead: Counter::new(),
+            cache_hits: Counter::new(),
+            cache_misses: Counter::new(),
+            sync_ns: Counter::new(),
+        }
+    }
+}
 
-/// What the lazy backend has done since start-up (or the last [`reset_stats`]): Genie's
-/// statistics, and more. See [`metrics_report`] for a readable form.
+/// What a lazy device's backend has done since start-up (or the last [`reset_stats`]):
+/// Genie's statistics, and more. See [`metrics_report`] for a readable form.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LazyStats {
     /// Operators with a dedicated kernel on the `Lazy` key (interception layer 1).
@@ -133,166 +137,182 @@ pub struct LazyStats {
     pub static_coverage: StaticCoverage,
 }
 
-/// The lazy backend's statistics (see [`LazyStats`]).
+/// The default lazy device's statistics (see [`LazyStats`]).
 pub fn stats() -> LazyStats {
-    let mut fallback_ops = BTreeMap::new();
-    let mut eager_fallback_ops = BTreeMap::new();
-    for info in all_intercepted_ops() {
-        let f = info.fallback_captures.load(Ordering::Relaxed);
-        if f > 0 {
-            fallback_ops.insert(info.name.clone(), f);
-        }
-        let e = info.eager.load(Ordering::Relaxed);
-        if e > 0 {
-            eager_fallback_ops.insert(info.name.clone(), e);
-        }
-    }
-    let s = &STATS;
-    let unboxed = s.unboxed_captures.get();
-    let registered = s.registered_captures.get() + unboxed;
-    let captured = registered + s.fallback_captures.get();
-    let eager = s.eager_fallbacks.get();
-    let coverage_percentage = if captured + eager == 0 {
-        100.0
-    } else {
-        100.0 * captured as f64 / (captured + eager) as f64
-    };
-    let coverage = static_coverage();
-    LazyStats {
-        registered_ops: coverage.registered,
-        operation_count: s.operations.get(),
-        registered_captures: registered,
-        unboxed_captures: unboxed,
-        fallback_capture_count: s.fallback_captures.get(),
-        fallback_ops,
-        eager_fallback_count: eager,
-        eager_fallback_ops,
-        eager_mode_calls: s.eager_mode_calls.get(),
-        materializations: s.materializations.get(),
-        syncs: s.syncs.get(),
-        explicit_syncs: s.explicit_syncs.get(),
-        nodes_captured: s.nodes_captured.get(),
-        nodes_executed: s.nodes_executed.get(),
-        nodes_merged: s.nodes_merged.get(),
-        nodes_dead: s.nodes_dead.get(),
-        cache_hits: s.cache_hits.get(),
-        cache_misses: s.cache_misses.get(),
-        cache_size: crate::cache::len(),
-        lazy_mode: crate::lazy_mode(),
-        executor: crate::executor::current().name().to_string(),
-        sync_ms: s.sync_ns.get() as f64 / 1e6,
-        coverage_percentage,
-        static_coverage: coverage,
-    }
+    default_backend().stats()
 }
 
-/// Sets every counter (and the per-operator counts and profile) back to zero; the graph
-/// cache is kept.
+/// Sets every counter of the default lazy device (and its per-operator counts and profile) back
+/// to zero; the graph cache is kept.
 pub fn reset_stats() {
-    let s = &STATS;
-    for c in [
-        &s.operations,
-        &s.unboxed_captures,
-        &s.registered_captures,
-        &s.fallback_captures,
-        &s.eager_fallbacks,
-        &s.eager_mode_calls,
-        &s.materializations,
-        &s.syncs,
-        &s.explicit_syncs,
-        &s.nodes_captured,
-        &s.nodes_executed,
-        &s.nodes_merged,
-        &s.nodes_dead,
-        &s.cache_hits,
-        &s.cache_misses,
-        &s.sync_ns,
-    ] {
-        c.reset();
-    }
-    for info in all_intercepted_ops() {
-        info.reset_counts();
-    }
+    default_backend().reset_stats()
 }
 
-/// The statistics as a readable report, in the style of torch_xla's metrics report:
-///
-/// ```text
-/// Lazy backend metrics (executor: cpu, lazy mode: on)
-/// Counter: OperationCount
-///   Value: 1845
-/// ...
-/// ```
+/// The default lazy device's statistics as a readable report (see
+/// [`LazyBackend::metrics_report`]).
 pub fn metrics_report() -> String {
-    let s = stats();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Lazy backend metrics (executor: {}, lazy mode: {})",
-        s.executor,
-        if s.lazy_mode { "on" } else { "off" }
-    );
-    let counter = |out: &mut String, name: &str, v: String| {
-        let _ = writeln!(out, "Counter: {name}\n  Value: {v}");
-    };
-    counter(&mut out, "RegisteredOps", s.registered_ops.to_string());
-    counter(&mut out, "OperationCount", s.operation_count.to_string());
-    counter(
-        &mut out,
-        "RegisteredCaptures",
-        s.registered_captures.to_string(),
-    );
-    counter(
-        &mut out,
-        "FallbackCaptures",
-        s.fallback_capture_count.to_string(),
-    );
-    counter(
-        &mut out,
-        "FallbackCapturedOps",
-        s.fallback_ops.len().to_string(),
-    );
-    counter(
-        &mut out,
-        "EagerFallbacks",
-        s.eager_fallback_count.to_string(),
-    );
-    counter(
-        &mut out,
-        "EagerFallbackOps",
-        s.eager_fallback_ops.len().to_string(),
-    );
-    counter(&mut out, "EagerModeCalls", s.eager_mode_calls.to_string());
-    counter(&mut out, "Materializations", s.materializations.to_string());
-    counter(
-        &mut out,
-        "Syncs",
-        format!("{} ({} explicit)", s.syncs, s.explicit_syncs),
-    );
-    counter(&mut out, "NodesCaptured", s.nodes_captured.to_string());
-    counter(&mut out, "NodesExecuted", s.nodes_executed.to_string());
-    counter(&mut out, "NodesDead", s.nodes_dead.to_string());
-    counter(&mut out, "NodesMerged", s.nodes_merged.to_string());
-    counter(
-        &mut out,
-        "GraphCache",
-        format!(
-            "{} hits, {} misses, {} plans",
-            s.cache_hits, s.cache_misses, s.cache_size
-        ),
-    );
-    let _ = writeln!(
-        out,
-        "Metric: SyncTime\n  TotalSamples: {}\n  Accumulator: {:.3} ms",
-        s.syncs, s.sync_ms
-    );
-    let _ = writeln!(
-        out,
-        "Coverage: {:.2}% of calls captured without an eager fallback",
-        s.coverage_percentage
-    );
-    let c = &s.static_coverage;
-    let _ = writeln!(
+    default_backend().metrics_report()
+}
+
+impl LazyBackend {
+    /// This device's statistics (see [`LazyStats`]).
+    pub fn stats(&self) -> LazyStats {
+        let mut fallback_ops = BTreeMap::new();
+        let mut eager_fallback_ops = BTreeMap::new();
+        for c in self.all_op_counts() {
+            let f = c.fallback_captures.load(Ordering::Relaxed);
+            if f > 0 {
+                fallback_ops.insert(c.op.name.clone(), f);
+            }
+            let e = c.eager.load(Ordering::Relaxed);
+            if e > 0 {
+                eager_fallback_ops.insert(c.op.name.clone(), e);
+            }
+        }
+        let s = &self.stats;
+        let unboxed = s.unboxed_captures.get();
+        let registered = s.registered_captures.get() + unboxed;
+        let captured = registered + s.fallback_captures.get();
+        let eager = s.eager_fallbacks.get();
+        let coverage_percentage = if captured + eager == 0 {
+            100.0
+        } else {
+            100.0 * captured as f64 / (captured + eager) as f64
+        };
+        let coverage = static_coverage();
+        LazyStats {
+            registered_ops: coverage.registered,
+            operation_count: s.operations.get(),
+            registered_captures: registered,
+            unboxed_captures: unboxed,
+            fallback_capture_count: s.fallback_captures.get(),
+            fallback_ops,
+            eager_fallback_count: eager,
+            eager_fallback_ops,
+            eager_mode_calls: s.eager_mode_calls.get(),
+            materializations: s.materializations.get(),
+            syncs: s.syncs.get(),
+            explicit_syncs: s.explicit_syncs.get(),
+            nodes_captured: s.nodes_captured.get(),
+            nodes_executed: s.nodes_executed.get(),
+            nodes_merged: s.nodes_merged.get(),
+            nodes_dead: s.nodes_dead.get(),
+            cache_hits: s.cache_hits.get(),
+            cache_misses: s.cache_misses.get(),
+            cache_size: self.cache.len(),
+            lazy_mode: crate::lazy_mode(),
+            executor: self.executor().name().to_string(),
+            sync_ms: s.sync_ns.get() as f64 / 1e6,
+            coverage_percentage,
+            static_coverage: coverage,
+        }
+    }
+
+    /// Sets every counter (and the per-operator counts and profile) back to zero; the graph
+    /// cache is kept.
+    pub fn reset_stats(&self) {
+        let s = &self.stats;
+        for c in [
+            &s.operations,
+            &s.unboxed_captures,
+            &s.registered_captures,
+            &s.fallback_captures,
+            &s.eager_fallbacks,
+            &s.eager_mode_calls,
+            &s.materializations,
+            &s.syncs,
+            &s.explicit_syncs,
+            &s.nodes_captured,
+            &s.nodes_executed,
+            &s.nodes_merged,
+            &s.nodes_dead,
+            &s.cache_hits,
+            &s.cache_misses,
+            &s.sync_ns,
+        ] {
+            c.reset();
+        }
+        self.reset_op_counts();
+    }
+
+    /// The statistics as a readable report, in the style of torch_xla's metrics report:
+    ///
+    /// ```text
+    /// Lazy backend metrics (executor: cpu, lazy mode: on)
+    /// Counter: OperationCount
+    ///   Value: 1845
+    /// ...
+    /// ```
+    pub fn metrics_report(&self) -> String {
+        let s = self.stats();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Lazy backend metrics (executor: {}, lazy mode: {})",
+            s.executor,
+            if s.lazy_mode { "on" } else { "off" }
+        );
+        let counter = |out: &mut String, name: &str, v: String| {
+            let _ = writeln!(out, "Counter: {name}\n  Value: {v}");
+        };
+        counter(&mut out, "RegisteredOps", s.registered_ops.to_string());
+        counter(&mut out, "OperationCount", s.operation_count.to_string());
+        counter(
+            &mut out,
+            "RegisteredCaptures",
+            s.registered_captures.to_string(),
+        );
+        counter(
+            &mut out,
+            "FallbackCaptures",
+            s.fallback_capture_count.to_string(),
+        );
+        counter(
+            &mut out,
+            "FallbackCapturedOps",
+            s.fallback_ops.len().to_string(),
+        );
+        counter(
+            &mut out,
+            "EagerFallbacks",
+            s.eager_fallback_count.to_string(),
+        );
+        counter(
+            &mut out,
+            "EagerFallbackOps",
+            s.eager_fallback_ops.len().to_string(),
+        );
+        counter(&mut out, "EagerModeCalls", s.eager_mode_calls.to_string());
+        counter(&mut out, "Materializations", s.materializations.to_string());
+        counter(
+            &mut out,
+            "Syncs",
+            format!("{} ({} explicit)", s.syncs, s.explicit_syncs),
+        );
+        counter(&mut out, "NodesCaptured", s.nodes_captured.to_string());
+        counter(&mut out, "NodesExecuted", s.nodes_executed.to_string());
+        counter(&mut out, "NodesDead", s.nodes_dead.to_string());
+        counter(&mut out, "NodesMerged", s.nodes_merged.to_string());
+        counter(
+            &mut out,
+            "GraphCache",
+            format!(
+                "{} hits, {} misses, {} plans",
+                s.cache_hits, s.cache_misses, s.cache_size
+            ),
+        );
+        let _ = writeln!(
+            out,
+            "Metric: SyncTime\n  TotalSamples: {}\n  Accumulator: {:.3} ms",
+            s.syncs, s.sync_ms
+        );
+        let _ = writeln!(
+            out,
+            "Coverage: {:.2}% of calls captured without an eager fallback",
+            s.coverage_percentage
+        );
+        let c = &s.static_coverage;
+        let _ = writeln!(
         out,
         "Static coverage: {:.1}% of {} operators capturable ({} registered, {} by the fallback, \
          {} decomposed by composite kernels, {} eager only)",
@@ -303,57 +323,31 @@ pub fn metrics_report() -> String {
         c.composite,
         c.eager_only
     );
-    if !s.fallback_ops.is_empty() {
-        let _ = writeln!(out, "Fallback-captured operators:");
-        for (k, v) in &s.fallback_ops {
-            let _ = writeln!(out, "  {k}: {v}");
+        if !s.fallback_ops.is_empty() {
+            let _ = writeln!(out, "Fallback-captured operators:");
+            for (k, v) in &s.fallback_ops {
+                let _ = writeln!(out, "  {k}: {v}");
+            }
         }
-    }
-    if !s.eager_fallback_ops.is_empty() {
-        let _ = writeln!(out, "Eager-fallback operators:");
-        for (k, v) in &s.eager_fallback_ops {
-            let _ = writeln!(out, "  {k}: {v}");
+        if !s.eager_fallback_ops.is_empty() {
+            let _ = writeln!(out, "Eager-fallback operators:");
+            for (k, v) in &s.eager_fallback_ops {
+                let _ = writeln!(out, "  {k}: {v}");
+            }
         }
+        out
     }
-    out
 }
 
 // Note [Zero-cost profiling]
 // The per-operator overhead profile reads the clock twice per intercepted call. When it is
-// off, an interception pays one relaxed load of `PROFILING` and a not-taken branch; the clock
-// is never read.
+// off, an interception pays one relaxed load of its device's `profiling` flag and a not-taken
+// branch; the clock is never read.
 
-static PROFILING: AtomicBool = AtomicBool::new(false);
-
-/// Turns the per-operator overhead profile on or off (Note [Zero-cost profiling]); returns
-/// the previous setting.
+/// Turns the default lazy device's per-operator overhead profile on or off (Note [Zero-cost
+/// profiling]); returns the previous setting.
 pub fn set_profiling(on: bool) -> bool {
-    PROFILING.swap(on, Ordering::Relaxed)
-}
-
-/// Whether the per-operator overhead profile is on.
-#[inline(always)]
-pub(crate) fn profiling() -> bool {
-    PROFILING.load(Ordering::Relaxed)
-}
-
-/// The start of a profiled interception, when profiling is on.
-#[inline(always)]
-pub(crate) fn profile_start() -> Option<Instant> {
-    if profiling() {
-        Some(Instant::now())
-    } else {
-        None
-    }
-}
-
-#[inline]
-pub(crate) fn profile_end(info: &InterceptedOp, start: Option<Instant>) {
-    if let Some(t) = start {
-        info.profile_count.fetch_add(1, Ordering::Relaxed);
-        info.profile_ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    }
+    default_backend().set_profiling(on)
 }
 
 /// One operator's line of the overhead profile.
@@ -366,34 +360,46 @@ pub struct OpProfile {
     pub avg_overhead_ns: f64,
 }
 
-/// The per-operator overhead profile (operators intercepted while profiling was on).
+/// The default lazy device's per-operator overhead profile.
 pub fn profile() -> BTreeMap<String, OpProfile> {
-    all_intercepted_ops()
-        .into_iter()
-        .filter_map(|info| {
-            let count = info.profile_count.load(Ordering::Relaxed);
-            (count > 0).then(|| {
-                let ns = info.profile_ns.load(Ordering::Relaxed);
-                (
-                    info.name.clone(),
-                    OpProfile {
-                        count,
-                        avg_overhead_ns: ns as f64 / count as f64,
-                    },
-                )
-            })
-        })
-        .collect()
+    default_backend().profile()
 }
 
-/// The profile as JSON: `{"aten::mm": {"count": 1000, "avg_overhead_ns": 150.0}, ...}`.
+/// The default lazy device's profile as JSON (see [`LazyBackend::profile_json`]).
 pub fn profile_json() -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for (k, p) in profile() {
-        m.insert(
-            k,
-            json!({ "count": p.count, "avg_overhead_ns": (p.avg_overhead_ns * 10.0).round() / 10.0 }),
-        );
+    default_backend().profile_json()
+}
+
+impl LazyBackend {
+    /// The per-operator overhead profile (operators intercepted while profiling was on).
+    pub fn profile(&self) -> BTreeMap<String, OpProfile> {
+        self.all_op_counts()
+            .into_iter()
+            .filter_map(|c| {
+                let count = c.profile_count.load(Ordering::Relaxed);
+                (count > 0).then(|| {
+                    let ns = c.profile_ns.load(Ordering::Relaxed);
+                    (
+                        c.op.name.clone(),
+                        OpProfile {
+                            count,
+                            avg_overhead_ns: ns as f64 / count as f64,
+                        },
+                    )
+                })
+            })
+            .collect()
     }
-    serde_json::Value::Object(m)
+
+    /// The profile as JSON: `{"aten::mm": {"count": 1000, "avg_overhead_ns": 150.0}, ...}`.
+    pub fn profile_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        for (k, p) in self.profile() {
+            m.insert(
+                k,
+                json!({ "count": p.count, "avg_overhead_ns": (p.avg_overhead_ns * 10.0).round() / 10.0 }),
+            );
+        }
+        serde_json::Value::Object(m)
+    }
 }

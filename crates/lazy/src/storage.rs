@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use crate::backend::LazyBackend;
 use crate::rules::plain_geometry;
 use switchboard_dispatcher::Result;
 use switchboard_graph::{NodeId, TensorMeta, Value};
@@ -13,7 +14,7 @@ use switchboard_tensor::{
     TensorError, TensorImpl, VersionCounter,
 };
 
-/// The device of every lazy tensor: `lazy:0`.
+/// The default lazy device, `lazy:0` (Note [Lazy devices]).
 pub const DEVICE: Device = Device::with_index(DeviceType::Lazy, 0);
 
 /// The payload tag [`tensor_of`] gives the tensors it makes (Note [Payload tags] in
@@ -34,14 +35,14 @@ pub(crate) fn same_dims(a: &[i64], b: &[i64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
-/// The metadata of `t` as the graph records lazy values (device `lazy:0`).
-pub(crate) fn lazy_meta(t: &TensorImpl) -> TensorMeta {
+/// The metadata of `t` as the graph records values of lazy device `device`.
+pub(crate) fn lazy_meta(t: &TensorImpl, device: Device) -> TensorMeta {
     TensorMeta {
         sizes: DimVec::from_slice(t.sizes()),
         strides: DimVec::from_slice(t.strides()),
         storage_offset: t.storage_offset(),
         dtype: t.dtype(),
-        device: DEVICE,
+        device,
     }
 }
 
@@ -74,11 +75,13 @@ pub(crate) struct StorageState {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A lazy tensor's storage: the backend payload of every lazy tensor (a view carries its
-/// base's, so all of them see one state; Note [Lazy tensors]). It remembers the metadata of
+/// base's, so all of them see one state; Note [Lazy tensors]), on one lazy device. It remembers the metadata of
 /// the tensor that created it ("base") and its size, and makes on demand the meta tensor that
 /// stands for it when shape functions run.
 pub struct LazyStorage {
     pub(crate) id: u64,
+    /// The backend of its lazy device (Note [Lazy devices]).
+    pub(crate) backend: &'static LazyBackend,
     pub(crate) base: Arc<TensorMeta>,
     /// Whether `base` is a plain operand of a shape rule (Note [Shape rules]): found once
     /// here, so that the rules check a tensor with the base geometry by comparing it.
@@ -89,40 +92,40 @@ pub struct LazyStorage {
     meta: OnceLock<Tensor>,
     pub(crate) state: Mutex<StorageState>,
     /// The storage's value in the current epoch's graph, readable without `state`'s lock
-    /// (Note [Storage value hints]).
-    hint: ValueHint,
+    /// (Note [Cached storage values]).
+    cached: CachedValue,
 }
 
-// Note [Storage value hints]
+// Note [Cached storage values]
 // Every capture reads the graph value of its operands, and most operands have their storage's
 // base geometry, whose value is the storage's pending value or the graph input standing for
 // its data (`PendingGraph::read`). Taking the storage's lock for that costs a tenth of a
 // capture (measured on the CI-guarded `lazy_add_1elem` scenario: 1,048 instructions per
-// capture with the hint, 1,151 without), so the storage also keeps that value, with the epoch
+// capture with the cached value, 1,151 without), so the storage also keeps that value, with the epoch
 // it belongs to, in two atomics: a value of an older epoch is no value. Everything that
 // changes what the storage's base reads as (a new pending value, an input recorded for its
 // data, materialised or failed contents) runs with the pending-graph lock held (in
 // `PendingGraph`'s methods, which take `&mut self`) or on a storage nobody else holds (`new`,
-// `renew`), and sets the hint with it; the readers hold the pending-graph lock too. So the
+// `renew`), and sets the cached value with it; the readers hold the pending-graph lock too. So the
 // lock orders every access, and relaxed atomics suffice.
 
-/// See Note [Storage value hints].
-struct ValueHint {
+/// See Note [Cached storage values].
+struct CachedValue {
     epoch: AtomicU64,
     /// `Value { node, output }` as `node << 32 | output`.
     value: AtomicU64,
 }
 
-impl ValueHint {
-    fn new(contents: &Contents) -> ValueHint {
-        let h = ValueHint {
+impl CachedValue {
+    fn new(contents: &Contents) -> CachedValue {
+        let c = CachedValue {
             epoch: AtomicU64::new(u64::MAX),
             value: AtomicU64::new(0),
         };
         if let Contents::Pending { value, epoch } = *contents {
-            h.set(epoch, value);
+            c.set(epoch, value);
         }
-        h
+        c
     }
 
     fn set(&self, epoch: u64, v: Value) {
@@ -148,14 +151,20 @@ impl std::fmt::Debug for LazyStorage {
 
 impl LazyStorage {
     /// A storage of `nbytes` whose base is `base`, holding `contents`.
-    pub(crate) fn new(base: Arc<TensorMeta>, nbytes: usize, contents: Contents) -> LazyStorage {
+    pub(crate) fn new(
+        backend: &'static LazyBackend,
+        base: Arc<TensorMeta>,
+        nbytes: usize,
+        contents: Contents,
+    ) -> LazyStorage {
         LazyStorage {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            backend,
             plain_base: plain_geometry(&base),
             base,
             nbytes,
             meta: OnceLock::new(),
-            hint: ValueHint::new(&contents),
+            cached: CachedValue::new(&contents),
             state: Mutex::new(StorageState {
                 contents,
                 input: None,
@@ -182,7 +191,7 @@ impl LazyStorage {
         self.base = base;
         self.nbytes = nbytes;
         self.meta.take();
-        self.hint = ValueHint::new(&contents);
+        self.cached = CachedValue::new(&contents);
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         st.contents = contents;
         st.input = None;
@@ -197,21 +206,21 @@ impl LazyStorage {
     }
 
     /// The value of this storage's base in the graph of `epoch`, if known without the lock
-    /// (Note [Storage value hints]; the caller holds the pending-graph lock).
+    /// (Note [Cached storage values]; the caller holds the pending-graph lock).
     #[inline]
-    pub(crate) fn hinted_value(&self, epoch: u64) -> Option<Value> {
-        self.hint.get(epoch)
+    pub(crate) fn cached_value(&self, epoch: u64) -> Option<Value> {
+        self.cached.get(epoch)
     }
 
     /// Records that this storage's base reads as `v` in the graph of `epoch` (the caller holds
     /// the pending-graph lock and has just made it so).
-    pub(crate) fn set_hint(&self, epoch: u64, v: Value) {
-        self.hint.set(epoch, v);
+    pub(crate) fn cache_value(&self, epoch: u64, v: Value) {
+        self.cached.set(epoch, v);
     }
 
-    /// Forgets the hint (the contents are no pending value any more).
-    pub(crate) fn clear_hint(&self) {
-        self.hint.epoch.store(u64::MAX, Ordering::Relaxed);
+    /// Forgets the cached value (the contents are no pending value any more).
+    pub(crate) fn forget_cached_value(&self) {
+        self.cached.epoch.store(u64::MAX, Ordering::Relaxed);
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, StorageState> {
@@ -326,15 +335,16 @@ pub(crate) const KEY_SET: DispatchKeySet = DispatchKeySet::from_key(DispatchKey:
     .union(BackendComponent::LazyBit.autograd_related_key_set())
     .union(BackendComponent::LazyBit.autocast_related_key_set());
 
-/// A new lazy tensor (on [`DEVICE`]) with metadata `base` over a new storage of `nbytes`
+/// A new lazy tensor of `backend`'s device with metadata `base` over a new storage of `nbytes`
 /// holding `contents`, with its own version counter or `version`.
 pub(crate) fn fresh_tensor(
+    backend: &'static LazyBackend,
     base: Arc<TensorMeta>,
     nbytes: usize,
     contents: Contents,
     version: Option<VersionCounter>,
 ) -> Result<(Tensor, Arc<LazyStorage>)> {
-    let ls = Arc::new(LazyStorage::new(base, nbytes, contents));
+    let ls = Arc::new(LazyStorage::new(backend, base, nbytes, contents));
     Ok((tensor_of(&ls, version)?, ls))
 }
 
@@ -348,7 +358,7 @@ pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) 
         strides: &ls.base.strides,
         storage_offset: ls.base.storage_offset,
         dtype: ls.base.dtype,
-        device: DEVICE,
+        device: ls.backend.device(),
         key_set: KEY_SET,
         storage_nbytes: ls.nbytes,
         payload_tag: AT_BASE,
@@ -385,6 +395,7 @@ pub(crate) fn meta_like(t: &TensorImpl) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::default_backend;
 
     #[test]
     fn the_key_set_is_the_devices() {
@@ -394,7 +405,8 @@ mod tests {
     #[test]
     fn only_the_tensor_made_for_a_storage_is_tagged_at_base() {
         let m = meta(&[2, 3], &[3, 1], 0, ScalarType::Float);
-        let (t, ls) = fresh_tensor(m, 24, Contents::Failed("x".into()), None).unwrap();
+        let (t, ls) =
+            fresh_tensor(default_backend(), m, 24, Contents::Failed("x".into()), None).unwrap();
         assert_eq!(t.payload_tag(), AT_BASE);
         assert!(at_base(&ls, &t));
         // A view shares the storage, not the tag: its geometry is compared.
@@ -419,24 +431,24 @@ mod tests {
     }
 
     #[test]
-    fn hints_hold_a_value_of_one_epoch() {
+    fn cached_values_hold_a_value_of_one_epoch() {
         let v = Value::new(NodeId(u32::MAX - 1), 7);
         let pending = Contents::Pending { value: v, epoch: 3 };
         let m = meta(&[2], &[1], 0, ScalarType::Float);
-        let mut ls = LazyStorage::new(m.clone(), 8, pending);
-        assert_eq!(ls.hinted_value(3), Some(v));
-        assert_eq!(ls.hinted_value(4), None);
+        let mut ls = LazyStorage::new(default_backend(), m.clone(), 8, pending);
+        assert_eq!(ls.cached_value(3), Some(v));
+        assert_eq!(ls.cached_value(4), None);
         let w = Value::new(NodeId(5), 0);
-        ls.set_hint(4, w);
-        assert_eq!((ls.hinted_value(3), ls.hinted_value(4)), (None, Some(w)));
-        ls.clear_hint();
-        assert_eq!(ls.hinted_value(4), None);
-        // A renewed storage holding data has no hint; one holding a pending value has its own.
-        ls.set_hint(4, w);
+        ls.cache_value(4, w);
+        assert_eq!((ls.cached_value(3), ls.cached_value(4)), (None, Some(w)));
+        ls.forget_cached_value();
+        assert_eq!(ls.cached_value(4), None);
+        // A renewed storage holding data has no cached value; one holding a pending value has its own.
+        ls.cache_value(4, w);
         ls.renew(m.clone(), 8, Contents::Failed("x".into()), u64::MAX);
-        assert_eq!(ls.hinted_value(4), None);
+        assert_eq!(ls.cached_value(4), None);
         ls.renew(m, 8, Contents::Pending { value: w, epoch: 9 }, u64::MAX);
-        assert_eq!(ls.hinted_value(9), Some(w));
+        assert_eq!(ls.cached_value(9), Some(w));
     }
 
     #[test]
@@ -448,6 +460,7 @@ mod tests {
         assert!(!plain(&meta(&[2, 3], &[3, 1], 1, ScalarType::Float)));
         assert!(!plain(&meta(&[2, 3], &[3, 1], 0, ScalarType::Long)));
         let ls = LazyStorage::new(
+            default_backend(),
             meta(&[4], &[2], 0, ScalarType::Float),
             32,
             Contents::Failed("x".into()),

@@ -1,19 +1,18 @@
 //! Typed kernels on `Lazy` for the operators with a shape rule (Note [Unboxed capture]).
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, OnceLock};
 
-use switchboard_dispatcher::{Dispatcher, IValue, KernelFunction, OperatorHandle, Result, Stack};
+use switchboard_dispatcher::{IValue, KernelFunction, OperatorHandle, Result, Stack};
 use switchboard_graph::Arg;
 use switchboard_tensor::{Scalar, Tensor, TensorError};
 
+use crate::backend::LazyBackend;
 use crate::capture::record_ruled;
 use crate::intercepted_op::{intercepted_op, Handling, InterceptedOp};
 use crate::kernels::intercept;
 use crate::log;
 use crate::mode::lazy_mode;
 use crate::rules::{self, ShapeRule};
-use crate::stats::{profiling, STATS};
 
 // Note [Unboxed capture]
 // The operators with a shape rule (Note [Shape rules]) make most of the calls a training step
@@ -26,44 +25,41 @@ use crate::stats::{profiling, STATS};
 // and takes the general path (`intercept`), so results, errors, statistics and log lines are
 // the same either way. Boxed calls reach these kernels through the dispatcher's unboxing.
 
-/// An operator with a typed kernel: its name, and its handle and information, found on the
-/// first call (a typed kernel is not given its operator; the lazy kernels live in the global
-/// dispatcher).
+/// An operator with a typed kernel: its handle, resolved when the kernel is registered, and
+/// its information, made on the first call (it reads the dispatcher's tables, which are not
+/// complete while kernels are being registered).
 struct Site {
-    name: &'static str,
-    resolved: OnceLock<(OperatorHandle, Arc<InterceptedOp>)>,
+    op: OperatorHandle,
+    info: OnceLock<Arc<InterceptedOp>>,
 }
 
 impl Site {
-    fn resolve(&self) -> Result<&(OperatorHandle, Arc<InterceptedOp>)> {
-        if let Some(r) = self.resolved.get() {
-            return Ok(r);
-        }
-        let op = Dispatcher::global().find_schema_or_throw(&format!("aten::{}", self.name))?;
-        let info = intercepted_op(&op);
-        info.registered.store(true, Relaxed);
-        Ok(self.resolved.get_or_init(|| (op, info)))
+    #[inline]
+    fn info(&self) -> &Arc<InterceptedOp> {
+        self.info.get_or_init(|| intercepted_op(&self.op))
     }
 
     /// Captures a call on `first` (and `second`, for binary rules) and `scalars`.
     fn call(&self, first: &Tensor, second: Option<&Tensor>, scalars: &[Scalar]) -> Result<Tensor> {
-        let (op, info) = self.resolve()?;
+        let info = self.info();
         let numbers = scalars.iter().all(|s| !matches!(s, Scalar::Bool(_)));
-        if numbers && unobserved(info) {
+        if numbers {
             if let Some(call) = rules::infer_operands(first, second) {
-                STATS.operations.inc();
-                let constants = scalars.iter().map(|s| Arg::Const(IValue::from(*s)));
-                let t = record_ruled(op, call, constants)?;
-                info.captures.fetch_add(1, Relaxed);
-                STATS.unboxed_captures.inc();
-                return Ok(t);
+                let backend = call.operands()[0].1.backend;
+                if unobserved(backend, info) {
+                    backend.stats.operations.inc();
+                    let constants = scalars.iter().map(|s| Arg::Const(IValue::from(*s)));
+                    let t = record_ruled(&self.op, call, constants)?;
+                    backend.stats.unboxed_captures.inc();
+                    return Ok(t);
+                }
             }
         }
         let mut stack: Stack = Vec::with_capacity(2 + scalars.len());
         stack.push(IValue::Tensor(first.clone()));
         stack.extend(second.map(|t| IValue::Tensor(t.clone())));
         stack.extend(scalars.iter().map(|s| IValue::from(*s)));
-        intercept(op, info, true, &mut stack)?;
+        intercept(&self.op, info, true, &mut stack)?;
         match (stack.pop(), stack.is_empty()) {
             (Some(IValue::Tensor(t)), true) => Ok(t),
             _ => Err(TensorError::invalid(format!(
@@ -75,27 +71,27 @@ impl Site {
     }
 }
 
-/// Whether a call of `info`'s operator is captured as is, with nothing to log or profile.
+/// Whether a call of `info`'s operator on `backend`'s device is captured as is, with nothing to
+/// log or profile.
 #[inline]
-fn unobserved(info: &InterceptedOp) -> bool {
+fn unobserved(backend: &LazyBackend, info: &InterceptedOp) -> bool {
     lazy_mode()
         && info.handling == Handling::Capture
-        && !info.disabled()
-        && !profiling()
+        && backend.filter.is_empty()
+        && !backend.profiling()
         && !log::wanted()
 }
 
-/// The typed kernel of operator `name` (as `REGISTERED_OPS` names it) whose shape rule is
-/// `rule` and which takes `scalars` `Scalar` arguments after its tensor operands; `None` for
-/// a signature without a typed kernel.
+/// The typed kernel of operator `op` whose shape rule is `rule` and which takes `scalars`
+/// `Scalar` arguments after its tensor operands; `None` for a signature without a typed kernel.
 pub(crate) fn typed_kernel(
-    name: &'static str,
+    op: OperatorHandle,
     rule: ShapeRule,
     scalars: usize,
 ) -> Option<KernelFunction> {
     let site = Site {
-        name,
-        resolved: OnceLock::new(),
+        op,
+        info: OnceLock::new(),
     };
     Some(match (rule, scalars) {
         (ShapeRule::Unary, 0) => KernelFunction::from_fn(move |a: &Tensor| site.call(a, None, &[])),

@@ -47,42 +47,42 @@ fn test_ops() {
 
 #[test]
 fn registered_kernels_capture_without_running() {
-    let _g = serial();
-    let before = lazy::stats();
-    let x = lz(&seq(&[2, 2]));
-    lazy::sync().unwrap();
-    let syncs = lazy::stats().syncs;
+    let d = own_device();
+    let before = d.stats();
+    let x = d.lz(&seq(&[2, 2]));
+    d.sync().unwrap();
+    let syncs = d.stats().syncs;
     let (z, cpu_calls) = cpu_kernel_calls(|| {
         let y = ops::mm(&x, &x).unwrap();
         ops::relu(&ops::sub(&y, &x).unwrap()).unwrap()
     });
     assert_eq!(z.sizes(), &[2, 2]);
-    assert_eq!(z.device(), lazy::DEVICE);
+    assert_eq!(z.device(), d.device());
     assert_eq!(cpu_calls, 0, "capturing computes nothing");
-    let after = lazy::stats();
+    let after = d.stats();
     assert_eq!(after.syncs, syncs, "capturing runs nothing");
     assert!(after.registered_captures >= before.registered_captures + 3);
-    assert!(lazy::pending_calls() >= 3);
+    assert!(d.pending_calls() >= 3);
     let (v, cpu_calls) = cpu_kernel_calls(|| values(&z));
     assert_eq!(v, [6.0, 8.0, 12.0, 18.0]);
     assert!(
         cpu_calls >= 3,
         "the sync runs the calls on CPU: {cpu_calls}"
     );
-    assert_eq!(lazy::stats().syncs, syncs + 1);
-    assert_eq!(lazy::pending_calls(), 0);
+    assert_eq!(d.stats().syncs, syncs + 1);
+    assert_eq!(d.pending_calls(), 0);
 }
 
 #[test]
 fn the_fallback_captures_every_other_operator() {
-    let _g = serial();
+    let d = own_device();
     assert!(!lazy::REGISTERED_OPS.contains(&"clamp"));
-    let before = lazy::stats();
-    let x = lz(&f32s(&[-2.0, -0.5, 0.5, 2.0], &[4]));
+    let before = d.stats();
+    let x = d.lz(&f32s(&[-2.0, -0.5, 0.5, 2.0], &[4]));
     let c = ops::clamp_with(&x, ops::ClampOptions::default().min(-1).max(1)).unwrap();
-    let v = ops::var_dim(&lz(&seq(&[2, 3])), Some(&[1])).unwrap();
-    assert_eq!(lazy::stats().syncs, before.syncs, "captured, not run");
-    let after = lazy::stats();
+    let v = ops::var_dim(&d.lz(&seq(&[2, 3])), Some(&[1])).unwrap();
+    assert_eq!(d.stats().syncs, before.syncs, "captured, not run");
+    let after = d.stats();
     assert_eq!(
         after.fallback_capture_count,
         before.fallback_capture_count + 2
@@ -99,25 +99,25 @@ fn the_fallback_captures_every_other_operator() {
 
 #[test]
 fn operators_that_cannot_be_captured_run_eagerly() {
-    let _g = serial();
+    let d = own_device();
     test_ops();
-    let d = Dispatcher::global();
-    let twice = d
+    let dispatcher = Dispatcher::global();
+    let twice = dispatcher
         .find_schema_or_throw("lazytest::twice")
         .unwrap()
         .typed::<(Tensor,), Tensor>()
         .unwrap();
-    let count = d
+    let count = dispatcher
         .find_schema_or_throw("lazytest::count_positive")
         .unwrap()
         .typed::<(Tensor,), i64>()
         .unwrap();
-    let before = lazy::stats();
-    let x = ops::neg(&lz(&f32s(&[1.0, -2.0, 3.0], &[3]))).unwrap();
+    let before = d.stats();
+    let x = ops::neg(&d.lz(&f32s(&[1.0, -2.0, 3.0], &[3]))).unwrap();
     // No Meta kernel: the inputs are materialised, the CPU kernel runs, the result is lazy.
     let y = twice.call((&x,)).unwrap();
-    assert_eq!(y.device(), lazy::DEVICE);
-    let mid = lazy::stats();
+    assert_eq!(y.device(), d.device());
+    let mid = d.stats();
     assert_eq!(mid.syncs, before.syncs + 1, "the pending neg ran first");
     assert!(mid.materializations > before.materializations);
     assert_eq!(values(&y), [-2.0, 4.0, -6.0]);
@@ -128,11 +128,11 @@ fn operators_that_cannot_be_captured_run_eagerly() {
     let g2 = Generator::new(7);
     let cpu = Tensor::zeros(&[5], ScalarType::Float).unwrap();
     ops::normal_with_(&cpu, ops::NormalInplaceOptions::default().generator(&g1)).unwrap();
-    let l = lz(&Tensor::zeros(&[5], ScalarType::Float).unwrap());
+    let l = d.lz(&Tensor::zeros(&[5], ScalarType::Float).unwrap());
     let r = ops::normal_with_(&l, ops::NormalInplaceOptions::default().generator(&g2)).unwrap();
     assert!(r.is_same(&l), "an in-place op returns its argument");
     assert_eq!(values(&l), values(&cpu));
-    let after = lazy::stats();
+    let after = d.stats();
     assert_eq!(
         after.eager_fallback_ops["lazytest::twice"],
         before
@@ -150,34 +150,39 @@ fn operators_that_cannot_be_captured_run_eagerly() {
 
 #[test]
 fn errors_appear_at_capture_time_as_in_eager() {
-    let _g = serial();
+    let d = own_device();
     let a = seq(&[2, 3]);
     let b = seq(&[4]);
-    let (la, lb) = (lz(&a), lz(&b));
-    lazy::sync().unwrap();
+    let (la, lb) = (d.lz(&a), d.lz(&b));
+    d.sync().unwrap();
     let msg = |r: Result<Tensor>| r.unwrap_err().to_string();
     assert_eq!(msg(ops::add(&la, &lb)), msg(ops::add(&a, &b)));
     assert_eq!(msg(ops::mm(&la, &la)), msg(ops::mm(&a, &a)));
     let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
     assert_eq!(
         msg(ops::add_with(
-            &lz(&i),
-            &lz(&i),
+            &d.lz(&i),
+            &d.lz(&i),
             ops::AddOptions::default().alpha(2.5)
         )),
         msg(ops::add_with(&i, &i, ops::AddOptions::default().alpha(2.5)))
     );
-    lazy::sync().unwrap();
-    assert_eq!(lazy::pending_calls(), 0, "a failed capture records nothing");
+    d.sync().unwrap();
+    assert_eq!(d.pending_calls(), 0, "a failed capture records nothing");
+    let dev = d.device();
     assert_eq!(
         msg(ops::add(&la, &a)),
-        "Expected all tensors to be on the same device, but found at least two devices, lazy:0 \
-         and cpu!"
+        format!(
+            "Expected all tensors to be on the same device, but found at least two devices, \
+             {dev} and cpu!"
+        )
     );
     assert_eq!(
         msg(ops::mm(&a, &la)),
-        "Expected all tensors to be on the same device, but found at least two devices, cpu and \
-         lazy:0!"
+        format!(
+            "Expected all tensors to be on the same device, but found at least two devices, cpu \
+             and {dev}!"
+        )
     );
     // A zero-dim CPU tensor mixes with lazy tensors, as CPU scalars do with any device.
     let s = Tensor::scalar_tensor(2.0, ScalarType::Float);
@@ -189,9 +194,9 @@ fn errors_appear_at_capture_time_as_in_eager() {
 
 #[test]
 fn the_intercept_log_uses_genies_format() {
-    let _g = serial();
-    let x = lz(&seq(&[4, 4]));
-    let v = lz(&seq(&[3]));
+    let d = own_device();
+    let x = d.lz(&seq(&[4, 4]));
+    let v = d.lz(&seq(&[3]));
     let (_, lines) = lazy::capture_intercept_log(|| {
         (
             ops::mm(&x, &x).unwrap(),
@@ -234,15 +239,15 @@ fn the_intercept_log_uses_genies_format() {
 
 #[test]
 fn factories_and_transfers() {
-    let _g = serial();
+    let d = own_device();
     let z = ops::zeros_with(
         &[2, 3],
         ops::ZerosOptions::default()
             .dtype(ScalarType::Int)
-            .device(lazy::DEVICE),
+            .device(d.device()),
     )
     .unwrap();
-    assert_eq!((z.dtype(), z.device()), (ScalarType::Int, lazy::DEVICE));
+    assert_eq!((z.dtype(), z.device()), (ScalarType::Int, d.device()));
     let r = ops::arange_with(
         5,
         ops::ArangeOptions::default().device("lazy".parse().unwrap()),
@@ -250,11 +255,11 @@ fn factories_and_transfers() {
     .unwrap();
     assert_eq!(r.device().to_string(), "lazy:0");
     assert_eq!(r.to_vec::<i64>().unwrap(), [0, 1, 2, 3, 4]);
-    let e = ops::empty_with(&[3], ops::EmptyOptions::default().device(lazy::DEVICE)).unwrap();
+    let e = ops::empty_with(&[3], ops::EmptyOptions::default().device(d.device())).unwrap();
     assert_eq!(e.sizes(), &[3]);
     // to(lazy) copies: later writes to the CPU tensor do not show.
     let c = seq(&[3]);
-    let l = lz(&c);
+    let l = d.lz(&c);
     ops::add_(&c, &c).unwrap();
     assert_eq!(values(&l), [1.0, 2.0, 3.0]);
     // to(cpu) and copy_ across devices, with broadcasting and conversion.
@@ -267,12 +272,15 @@ fn factories_and_transfers() {
     let dst = Tensor::zeros(&[2, 3], ScalarType::Double).unwrap();
     ops::copy_(&dst, &l).unwrap();
     assert_eq!(dst.to_vec::<f64>().unwrap(), [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
-    let ldst = ops::zeros_with(&[2, 3], ops::ZerosOptions::default().device(lazy::DEVICE)).unwrap();
+    let ldst = ops::zeros_with(&[2, 3], ops::ZerosOptions::default().device(d.device())).unwrap();
     ops::copy_(&ldst, &c).unwrap();
     assert_eq!(values(&ldst), [2.0, 4.0, 6.0, 2.0, 4.0, 6.0]);
     assert_eq!(
         ldst.to_string(),
-        "tensor([[2., 4., 6.],\n        [2., 4., 6.]], device='lazy:0')"
+        format!(
+            "tensor([[2., 4., 6.],\n        [2., 4., 6.]], device='{}')",
+            d.device()
+        )
     );
     assert_eq!(ops::sum(&l).unwrap().item().unwrap().to_f64(), 6.0);
 }

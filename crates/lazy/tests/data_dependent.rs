@@ -6,7 +6,6 @@ mod common;
 
 use common::*;
 use switchboard_dispatcher::{Dispatcher, KernelFunction, Tag};
-use switchboard_lazy as lazy;
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
 
@@ -20,14 +19,14 @@ fn longs(t: &Tensor) -> Vec<i64> {
 
 #[test]
 fn nonzero_takes_the_eager_fallback() {
-    let _g = serial();
+    let d = own_device();
     let cpu = ops::nonzero(&ops::mul_scalar(&mixed(), 2).unwrap()).unwrap();
     // Its input is pending: the fallback runs the graph, then nonzero on CPU.
-    let x = ops::mul_scalar(&lz(&mixed()), 2).unwrap();
-    let before = lazy::stats();
+    let x = ops::mul_scalar(&d.lz(&mixed()), 2).unwrap();
+    let before = d.stats();
     let nz = ops::nonzero(&x).unwrap();
-    let after = lazy::stats();
-    assert_eq!(nz.device(), lazy::DEVICE);
+    let after = d.stats();
+    assert_eq!(nz.device(), d.device());
     assert_eq!(
         (nz.sizes(), nz.strides(), nz.dtype()),
         (cpu.sizes(), cpu.strides(), ScalarType::Long)
@@ -47,36 +46,33 @@ fn nonzero_takes_the_eager_fallback() {
 
 #[test]
 fn decompositions_of_nonzero_run_eagerly_too() {
-    let _g = serial();
-    let x = lz(&mixed());
+    let d = own_device();
+    let x = d.lz(&mixed());
     assert_eq!(longs(&ops::argwhere(&x).unwrap()), [0, 1, 1, 0, 1, 2]);
     let columns = ops::where_default(&x).unwrap();
     assert_eq!(columns.len(), 2);
     assert_eq!(longs(&columns[0]), [0, 1, 1]);
     assert_eq!(longs(&columns[1]), [1, 0, 2]);
-    assert!(columns.iter().all(|c| c.device() == lazy::DEVICE));
-    let out = lz(&Tensor::zeros(&[0], ScalarType::Long).unwrap());
+    assert!(columns.iter().all(|c| c.device() == d.device()));
+    let out = d.lz(&Tensor::zeros(&[0], ScalarType::Long).unwrap());
     let written = ops::nonzero_out(&x, &out).unwrap();
     assert_eq!(longs(&written), [0, 1, 1, 0, 1, 2]);
 }
 
 #[test]
 fn nonzero_static_is_captured() {
-    let _g = serial();
+    let d = own_device();
     let cpu = ops::nonzero_static_with(
         &mixed(),
         5,
         ops::NonzeroStaticOptions::default().fill_value(-3),
     )
     .unwrap();
-    let x = lz(&mixed());
-    let before = lazy::stats();
+    let x = d.lz(&mixed());
+    let before = d.stats();
     let s = ops::nonzero_static_with(&x, 5, ops::NonzeroStaticOptions::default().fill_value(-3))
         .unwrap();
-    assert_eq!(
-        lazy::stats().eager_fallback_count,
-        before.eager_fallback_count
-    );
+    assert_eq!(d.stats().eager_fallback_count, before.eager_fallback_count);
     assert_eq!((s.sizes(), s.strides()), (cpu.sizes(), cpu.strides()));
     assert_eq!(longs(&s), [0, 1, 1, 0, 1, 2, -3, -3, -3, -3]);
     assert_eq!(to(&s, Device::CPU).device(), Device::CPU);
@@ -110,24 +106,24 @@ switchboard_dispatcher::library!(IMPL lazy_tag_test, Meta, |lib| {
 
 #[test]
 fn custom_operators_tagged_data_dependent_run_eagerly() {
-    let _g = serial();
-    let d = Dispatcher::global();
+    let d = own_device();
+    let dispatcher = Dispatcher::global();
     for (name, eager) in [("plain", false), ("shaped", true), ("valued", true)] {
-        let op = d
+        let op = dispatcher
             .find_schema_or_throw(&format!("lazy_tag_test::{name}"))
             .unwrap()
             .typed::<(Tensor,), Tensor>()
             .unwrap();
-        let x = lz(&mixed());
-        let before = lazy::stats();
+        let x = d.lz(&mixed());
+        let before = d.stats();
         let y = op.call((&x,)).unwrap();
-        let after = lazy::stats();
+        let after = d.stats();
         assert_eq!(
             after.eager_fallback_count - before.eager_fallback_count,
             u64::from(eager),
             "{name}"
         );
-        assert_eq!(y.device(), lazy::DEVICE);
+        assert_eq!(y.device(), d.device());
         let v = y.to_vec::<f32>().unwrap();
         assert_eq!(v[1], 2.5, "{name}");
     }

@@ -18,20 +18,23 @@ use switchboard_tensor::{Device, Generator, ScalarType, Tensor};
 
 #[test]
 fn values_are_computed_on_demand() {
-    let _g = serial();
-    let x = lz(&seq(&[2, 2]));
+    let d = own_device();
+    let x = d.lz(&seq(&[2, 2]));
     let y = ops::mul_scalar(&x, 3).unwrap();
-    let before = lazy::stats();
+    let before = d.stats();
     assert_eq!(y.to_vec::<f32>().unwrap(), [3.0, 6.0, 9.0, 12.0]);
     let s = ops::sum(&y).unwrap();
     assert_eq!(s.item().unwrap().to_f64(), 30.0);
     assert_eq!(
         y.to_string(),
-        "tensor([[ 3.,  6.],\n        [ 9., 12.]], device='lazy:0')"
+        format!(
+            "tensor([[ 3.,  6.],\n        [ 9., 12.]], device='{}')",
+            d.device()
+        )
     );
     let c = to(&ops::relu(&y).unwrap(), Device::CPU);
     assert_eq!(c.device(), Device::CPU);
-    let after = lazy::stats();
+    let after = d.stats();
     assert_eq!(
         after.syncs,
         before.syncs + 3,
@@ -40,12 +43,12 @@ fn values_are_computed_on_demand() {
     assert!(after.materializations >= before.materializations + 4);
     // sync / mark_step run what is pending and nothing when nothing is.
     let z = ops::exp(&x).unwrap();
-    assert!(lazy::pending_calls() > 0);
-    lazy::mark_step().unwrap();
-    assert_eq!(lazy::pending_calls(), 0);
-    let s1 = lazy::stats();
-    lazy::sync().unwrap();
-    let s2 = lazy::stats();
+    assert!(d.pending_calls() > 0);
+    d.mark_step().unwrap();
+    assert_eq!(d.pending_calls(), 0);
+    let s1 = d.stats();
+    d.sync().unwrap();
+    let s2 = d.stats();
     assert_eq!(
         (s2.syncs, s2.explicit_syncs),
         (s1.syncs, s1.explicit_syncs + 1)
@@ -56,45 +59,45 @@ fn values_are_computed_on_demand() {
 /// The same training step each iteration: one plan, then hits.
 #[test]
 fn the_graph_cache_reuses_plans() {
-    let _g = serial();
+    let d = own_device();
     let mut model = mlp(&[6, 5, 3], 1).unwrap();
-    model.to_device(lazy::DEVICE).unwrap();
-    let x = lz(&seq(&[4, 6]));
-    let y = lz(&Tensor::from_vec(vec![0i64, 1, 2, 1], &[4]).unwrap());
+    model.to_device(d.device()).unwrap();
+    let x = d.lz(&seq(&[4, 6]));
+    let y = d.lz(&Tensor::from_vec(vec![0i64, 1, 2, 1], &[4]).unwrap());
     let mut opt = Sgd::new(model.parameters(), 0.01).momentum(0.9);
     let mut step = || {
         let loss = ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y).unwrap();
         opt.zero_grad();
         loss.backward().unwrap();
         opt.step().unwrap();
-        lazy::mark_step().unwrap();
+        d.mark_step().unwrap();
         loss.item().unwrap().to_f64()
     };
     step(); // the momentum buffers are created: another graph
     step();
-    let before = lazy::stats();
+    let before = d.stats();
     for _ in 0..3 {
         step();
     }
-    let after = lazy::stats();
+    let after = d.stats();
     assert_eq!(after.cache_misses, before.cache_misses);
     assert_eq!(after.cache_hits, before.cache_hits + 3);
 }
 
 #[test]
 fn dead_nodes_do_not_run_and_identical_pure_nodes_run_once() {
-    let _g = serial();
-    let x = lz(&seq(&[3]));
-    lazy::sync().unwrap();
-    let before = lazy::stats();
+    let d = own_device();
+    let x = d.lz(&seq(&[3]));
+    d.sync().unwrap();
+    let before = d.stats();
     let dead = ops::exp(&x).unwrap();
     drop(dead);
     let a = ops::relu(&x).unwrap();
     let b = ops::relu(&x).unwrap();
     let c = ops::add(&a, &b).unwrap();
     drop((a, b));
-    lazy::sync().unwrap();
-    let after = lazy::stats();
+    d.sync().unwrap();
+    let after = d.stats();
     assert_eq!(after.nodes_dead, before.nodes_dead + 1, "exp");
     assert_eq!(
         after.nodes_merged,
@@ -138,27 +141,27 @@ impl lazy::Executable for CountingExe {
 
 #[test]
 fn executors_are_pluggable() {
-    let _g = serial();
+    let d = own_device();
     let runs = Arc::new(AtomicUsize::new(0));
-    let old = lazy::set_executor(Arc::new(Counting(runs.clone())));
-    assert_eq!(lazy::stats().executor, "counting");
-    assert_eq!(lazy::stats().cache_size, 0, "the cache is emptied");
-    let x = lz(&seq(&[2]));
+    let old = d.set_executor(Arc::new(Counting(runs.clone())));
+    assert_eq!(d.stats().executor, "counting");
+    assert_eq!(d.stats().cache_size, 0, "the cache is emptied");
+    let x = d.lz(&seq(&[2]));
     assert_eq!(values(&ops::neg(&x).unwrap()), [-1.0, -2.0]);
     assert!(runs.load(Ordering::SeqCst) >= 1);
-    assert!(lazy::metrics_report().contains("executor: counting"));
-    lazy::set_executor(old);
-    assert_eq!(lazy::stats().executor, "cpu");
+    assert!(d.metrics_report().contains("executor: counting"));
+    d.set_executor(old);
+    assert_eq!(d.stats().executor, "cpu");
 }
 
 #[test]
 fn a_failing_graph_reports_its_error_and_poisons_its_results() {
-    let _g = serial();
-    let x = lz(&seq(&[3]));
-    let bad = lz(&Tensor::from_vec(vec![0i64, 5], &[2]).unwrap());
-    lazy::sync().unwrap();
+    let d = own_device();
+    let x = d.lz(&seq(&[3]));
+    let bad = d.lz(&Tensor::from_vec(vec![0i64, 5], &[2]).unwrap());
+    d.sync().unwrap();
     let y = ops::index_select(&x, 0, &bad).unwrap(); // the index is only checked on data
-    let err = lazy::sync().unwrap_err().to_string();
+    let err = d.sync().unwrap_err().to_string();
     assert!(err.contains("out of range"), "{err}");
     let err = y.to_vec::<f32>().unwrap_err().to_string();
     assert!(err.contains("the graph computing it failed"), "{err}");
@@ -168,24 +171,24 @@ fn a_failing_graph_reports_its_error_and_poisons_its_results() {
 
 #[test]
 fn lazy_mode_off_runs_at_once_with_the_same_results() {
-    let _g = serial();
+    let d = own_device();
     let a = seq(&[2, 3]);
     let want = values(&ops::relu(&ops::mm(&a, &ops::t(&a).unwrap()).unwrap()).unwrap());
-    let la = lz(&a);
-    lazy::sync().unwrap();
-    let before = lazy::stats();
+    let la = d.lz(&a);
+    d.sync().unwrap();
+    let before = d.stats();
     let got = {
         let _eager = lazy::LazyModeGuard::new(false);
         assert!(!lazy::lazy_mode());
         let r = ops::relu(&ops::mm(&la, &ops::t(&la).unwrap()).unwrap()).unwrap();
-        assert_eq!(lazy::pending_calls(), 0, "nothing deferred");
-        assert_eq!(r.device(), lazy::DEVICE);
-        assert!(lazy::metrics_report().contains("lazy mode: off"));
+        assert_eq!(d.pending_calls(), 0, "nothing deferred");
+        assert_eq!(r.device(), d.device());
+        assert!(d.metrics_report().contains("lazy mode: off"));
         r
     };
     assert!(lazy::lazy_mode(), "the guard restores the mode");
     assert_eq!(values(&got), want);
-    let after = lazy::stats();
+    let after = d.stats();
     assert!(after.eager_mode_calls >= before.eager_mode_calls + 3);
     assert_eq!(after.syncs, before.syncs, "eager calls need no graph");
     assert!(!lazy::set_lazy_mode(true) || lazy::lazy_mode());
@@ -193,39 +196,39 @@ fn lazy_mode_off_runs_at_once_with_the_same_results() {
 
 #[test]
 fn disabling_applies_to_operators_seen_before_and_after() {
-    let _g = serial();
-    let la = lz(&seq(&[2]));
-    let eager_calls = |name: &str| *lazy::stats().eager_fallback_ops.get(name).unwrap_or(&0);
+    let d = own_device();
+    let la = d.lz(&seq(&[2]));
+    let eager_calls = |name: &str| *d.stats().eager_fallback_ops.get(name).unwrap_or(&0);
     // `neg` is intercepted (and so registered) before the filter changes; `tanh` is not.
     ops::neg(&la).unwrap();
     let (neg0, tanh0) = (eager_calls("aten::neg"), eager_calls("aten::tanh"));
-    lazy::disable_ops(&["neg", "tanh"]).unwrap();
+    d.disable_ops(&["neg", "tanh"]).unwrap();
     ops::neg(&la).unwrap();
     ops::tanh(&la).unwrap();
     assert_eq!(
         (eager_calls("aten::neg"), eager_calls("aten::tanh")),
         (neg0 + 1, tanh0 + 1)
     );
-    lazy::enable_ops(&["neg", "tanh"]).unwrap();
+    d.enable_ops(&["neg", "tanh"]).unwrap();
     ops::neg(&la).unwrap();
     ops::tanh(&la).unwrap();
     assert_eq!(
         (eager_calls("aten::neg"), eager_calls("aten::tanh")),
         (neg0 + 1, tanh0 + 1)
     );
-    assert!(lazy::disabled_ops().is_empty());
+    assert!(d.disabled_ops().is_empty());
 }
 
 #[test]
 fn disabled_operators_run_eagerly() {
-    let _g = serial();
+    let d = own_device();
     let a = seq(&[2, 2]);
-    let la = lz(&a);
-    lazy::disable_ops(&["aten::mm"]).unwrap();
-    let before = lazy::stats();
+    let la = d.lz(&a);
+    d.disable_ops(&["aten::mm"]).unwrap();
+    let before = d.stats();
     let r = ops::mm(&la, &la).unwrap();
     let e = ops::exp(&la).unwrap();
-    let mid = lazy::stats();
+    let mid = d.stats();
     assert_eq!(
         mid.eager_fallback_ops.get("aten::mm"),
         Some(&(before.eager_fallback_ops.get("aten::mm").unwrap_or(&0) + 1))
@@ -235,40 +238,40 @@ fn disabled_operators_run_eagerly() {
         before.registered_captures + 1,
         "exp is captured"
     );
-    lazy::enable_ops(&["mm"]).unwrap();
+    d.enable_ops(&["mm"]).unwrap();
     let r2 = ops::mm(&la, &la).unwrap();
     assert_eq!(
-        lazy::stats().eager_fallback_ops.get("aten::mm"),
+        d.stats().eager_fallback_ops.get("aten::mm"),
         mid.eager_fallback_ops.get("aten::mm")
     );
     assert_eq!(values(&r), values(&ops::mm(&a, &a).unwrap()));
     assert_eq!(values(&r), values(&r2));
     assert_eq!(values(&e)[0], 1f32.exp());
-    assert!(lazy::disabled_ops().is_empty());
+    assert!(d.disabled_ops().is_empty());
 }
 
 #[test]
 fn statistics_report_and_profile() {
-    let _g = serial();
-    lazy::reset_stats();
-    let x = lz(&seq(&[4, 4]));
-    assert!(lazy::profile().is_empty(), "off: nothing recorded");
-    lazy::set_profiling(true);
+    let d = own_device();
+    d.reset_stats();
+    let x = d.lz(&seq(&[4, 4]));
+    assert!(d.profile().is_empty(), "off: nothing recorded");
+    d.set_profiling(true);
     for _ in 0..3 {
         let _ = ops::mm(&x, &x).unwrap();
     }
     let _ = ops::clamp_with(&x, ops::ClampOptions::default().max(2)).unwrap();
-    lazy::set_profiling(false);
+    d.set_profiling(false);
     let _ = ops::mm(&x, &x).unwrap();
-    lazy::sync().unwrap();
-    let p = lazy::profile();
+    d.sync().unwrap();
+    let p = d.profile();
     assert_eq!(p["aten::mm"].count, 3);
     assert!(p["aten::mm"].avg_overhead_ns > 0.0);
-    let j = lazy::profile_json();
+    let j = d.profile_json();
     assert_eq!(j["aten::mm"]["count"], 3);
     assert!(j["aten::clamp"]["avg_overhead_ns"].as_f64().unwrap() > 0.0);
 
-    let s = lazy::stats();
+    let s = d.stats();
     assert_eq!(s.registered_ops, s.static_coverage.registered);
     assert!(s.registered_ops >= 80);
     assert_eq!(s.fallback_ops["aten::clamp"], 1);
@@ -287,7 +290,7 @@ fn statistics_report_and_profile() {
         c.registered + c.fallback + c.composite + c.eager_only
     );
     assert!(c.percentage() > 90.0);
-    let report = lazy::metrics_report();
+    let report = d.metrics_report();
     for line in [
         "Counter: OperationCount",
         "Counter: RegisteredCaptures",
@@ -300,17 +303,17 @@ fn statistics_report_and_profile() {
     ] {
         assert!(report.contains(line), "{line} in\n{report}");
     }
-    lazy::reset_stats();
-    assert_eq!(lazy::stats().operation_count, 0);
+    d.reset_stats();
+    assert_eq!(d.stats().operation_count, 0);
 }
 
 #[test]
 fn the_pending_graph_as_code_dot_and_json() {
-    let _g = serial();
-    let x = lz(&seq(&[2, 3]));
-    lazy::sync().unwrap();
+    let d = own_device();
+    let x = d.lz(&seq(&[2, 3]));
+    d.sync().unwrap();
     let y = ops::relu(&ops::mm(&x, &ops::t(&x).unwrap()).unwrap()).unwrap();
-    let g = lazy::pending_graph();
+    let g = d.pending_graph();
     let code = g.to_string();
     assert!(
         code.starts_with("def graph(arg0: \"f32[2, 3]\"):"),
@@ -330,16 +333,19 @@ fn the_pending_graph_as_code_dot_and_json() {
     let j = g.to_json();
     assert_eq!(j["nodes"].as_array().unwrap().len(), 3);
     assert_eq!(j["nodes"][2]["op"], "aten::relu");
-    assert_eq!(j["nodes"][2]["outputs"][0]["device"], "lazy:0");
+    assert_eq!(
+        j["nodes"][2]["outputs"][0]["device"],
+        d.device().to_string()
+    );
     assert!(g.to_dot().contains("aten::mm"));
     assert_eq!(values(&y), [14.0, 32.0, 32.0, 77.0]);
-    assert_eq!(lazy::pending_graph().len(), 0);
+    assert_eq!(d.pending_graph().len(), 0);
 }
 
 /// Training an MLP on lazy tensors gives eager's numbers, with backward captured.
 #[test]
 fn autograd_runs_above_the_lazy_backend() {
-    let _g = serial();
+    let d = own_device();
     let run = |device: Device| -> (Vec<f64>, Vec<f32>) {
         let mut model = mlp(&[8, 16, 4], 0).unwrap();
         let gen = Generator::new(3);
@@ -368,16 +374,16 @@ fn autograd_runs_above_the_lazy_backend() {
             let loss = ops::cross_entropy_loss(&model.forward(&x).unwrap(), &y).unwrap();
             opt.zero_grad();
             let ((), cpu_calls) = cpu_kernel_calls(|| loss.backward().unwrap());
-            if device == lazy::DEVICE && i == 0 {
+            if device == d.device() && i == 0 {
                 let g = model.parameters()[0].grad().unwrap();
-                assert_eq!(g.device(), lazy::DEVICE, "gradients are lazy tensors");
+                assert_eq!(g.device(), d.device(), "gradients are lazy tensors");
                 assert_eq!(cpu_calls, 0, "backward was captured, not run");
-                assert!(lazy::pending_calls() > 20, "backward was captured");
+                assert!(d.pending_calls() > 20, "backward was captured");
             }
             opt.step().unwrap();
             losses.push(loss.item().unwrap().to_f64());
         }
         (losses, values(&model.parameters()[0]))
     };
-    assert_eq!(run(Device::CPU), run(lazy::DEVICE));
+    assert_eq!(run(Device::CPU), run(d.device()));
 }

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use switchboard_autograd::{operator_autograd, AutogradKind, AutogradTensor};
 use switchboard_dispatcher::{DispatchError, IValue, OperatorHandle, Result};
+use switchboard_keys::DeviceType;
 use switchboard_lazy as lazy;
 use switchboard_opinfo::{
     assert_close, aten_operators, harness_error, operator, registry, returned_tensors, short_name,
@@ -20,9 +21,14 @@ use switchboard_opinfo::{
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
 
-// The backend's state (pending graph, lazy mode) is per process; the tests of this binary
-// take turns.
+// Each test runs on a lazy device of its own (lazy:1, lazy:2, lazy:3; lazy mode is the
+// thread's), but the default generator, reseeded before each run so that random operators
+// draw alike on both devices, is the process's: the tests of this binary take turns.
 static SERIAL: Mutex<()> = Mutex::new(());
+
+fn lazy_device(index: i16) -> Device {
+    Device::with_index(DeviceType::Lazy, index)
+}
 
 /// How a sample is called.
 #[derive(Clone, Copy)]
@@ -83,7 +89,11 @@ fn run(info: &OpInfo, s: &Sample, form: Form, device: Device) -> Result<Run> {
     };
     // What is still pending runs now: a call refused at capture time left nothing behind,
     // one whose values are wrong fails here.
-    let (returns, deferred) = match (returns, lazy::sync()) {
+    let synced = match device.ty {
+        DeviceType::Lazy => lazy::backend(device)?.sync(),
+        _ => Ok(()),
+    };
+    let (returns, deferred) = match (returns, synced) {
         (Ok(_), Err(e)) => (Err(e), true),
         (r, _) => (r, false),
     };
@@ -214,7 +224,7 @@ struct Counts {
 
 /// Runs every sample (and its variants) on the CPU and on `lazy`; the mismatches, and how
 /// many calls ran.
-fn lazy_against_cpu() -> (Vec<String>, Counts) {
+fn lazy_against_cpu(device: Device) -> (Vec<String>, Counts) {
     let all = aten_operators();
     let mut failures = Vec::new();
     let mut n = Counts::default();
@@ -225,7 +235,7 @@ fn lazy_against_cpu() -> (Vec<String>, Counts) {
             let what = format!("{} sample {k}", info.name);
             let both = |form: Form| -> std::result::Result<(Run, Run), String> {
                 let c = run(&info, s, form, Device::CPU).map_err(|e| format!("{what}: {e}"))?;
-                let l = run(&info, s, form, lazy::DEVICE).map_err(|e| format!("{what}: {e}"))?;
+                let l = run(&info, s, form, device).map_err(|e| format!("{what}: {e}"))?;
                 Ok((c, l))
             };
             n.samples += 1;
@@ -264,11 +274,11 @@ fn lazy_against_cpu() -> (Vec<String>, Counts) {
     (failures, n)
 }
 
-/// Every sample on `lazy` against the CPU, with lazy mode `on` or off.
-fn every_sample_runs_alike(on: bool) {
+/// Every sample on lazy device `device` against the CPU, with lazy mode `on` or off.
+fn every_sample_runs_alike(device: Device, on: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _mode = lazy::LazyModeGuard::new(on);
-    let (failures, n) = lazy_against_cpu();
+    let (failures, n) = lazy_against_cpu(device);
     eprintln!("lazy mode {}: {n:?}", if on { "on" } else { "off" });
     assert!(
         n.samples > 1000 && n.errors > 50 && n.variants > 400,
@@ -279,12 +289,12 @@ fn every_sample_runs_alike(on: bool) {
 
 #[test]
 fn every_sample_runs_alike_on_lazy_and_cpu() {
-    every_sample_runs_alike(true);
+    every_sample_runs_alike(lazy_device(1), true);
 }
 
 #[test]
 fn every_sample_runs_alike_with_lazy_mode_off() {
-    every_sample_runs_alike(false);
+    every_sample_runs_alike(lazy_device(2), false);
 }
 
 /// The differentiable inputs of an entry: its formula's, or any for a composite operator.
@@ -363,7 +373,7 @@ fn gradients_through_lazy_tensors_are_the_cpus() {
             }
             let what = format!("{} sample {k} (backward)", info.name);
             let cpu = gradients(&info, s, Device::CPU);
-            let lz = gradients(&info, s, lazy::DEVICE);
+            let lz = gradients(&info, s, lazy_device(3));
             checked += 1;
             match (cpu, lz) {
                 (Ok(c), Ok(l)) => {

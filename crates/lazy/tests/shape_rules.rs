@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::serial;
+use common::{own_device, OwnDevice};
 use switchboard_dispatcher::{Dispatcher, IValue, Stack};
 use switchboard_lazy as lazy;
 use switchboard_ops as ops;
@@ -109,7 +109,7 @@ fn binary(op: &str) -> bool {
 }
 
 /// Compares a lazy call with the same call on meta tensors.
-fn check(op: &str, tensors: &[(ScalarType, Geometry)], numbers: &[IValue]) -> bool {
+fn check(d: &OwnDevice, op: &str, tensors: &[(ScalarType, Geometry)], numbers: &[IValue]) -> bool {
     let args = |device: Device| -> Vec<IValue> {
         tensors
             .iter()
@@ -118,14 +118,14 @@ fn check(op: &str, tensors: &[(ScalarType, Geometry)], numbers: &[IValue]) -> bo
             .collect()
     };
     let on_meta = outcome(op, args(Device::META));
-    let on_lazy = outcome(op, args(lazy::DEVICE));
+    let on_lazy = outcome(op, args(d.device()));
     assert_eq!(on_lazy, on_meta, "{op} on {tensors:?} with {numbers:?}");
     on_meta.is_ok()
 }
 
 #[test]
 fn rules_agree_with_the_meta_kernels() {
-    let _g = serial();
+    let d = own_device();
     let mut ok = 0;
     let mut failed = 0;
     for op in lazy::operators_with_shape_rules() {
@@ -136,13 +136,13 @@ fn rules_agree_with_the_meta_kernels() {
                         // The second operand: the same, another dtype, another geometry.
                         let others = [(dtype, g), (ScalarType::Double, g), (dtype, GEOMETRIES[0])];
                         for other in others {
-                            if check(op, &[(dtype, g), other], &nums) {
+                            if check(&d, op, &[(dtype, g), other], &nums) {
                                 ok += 1;
                             } else {
                                 failed += 1;
                             }
                         }
-                    } else if check(op, &[(dtype, g)], &nums) {
+                    } else if check(&d, op, &[(dtype, g)], &nums) {
                         ok += 1;
                     } else {
                         failed += 1;
@@ -150,7 +150,7 @@ fn rules_agree_with_the_meta_kernels() {
                 }
             }
         }
-        lazy::sync().unwrap();
+        d.sync().unwrap();
     }
     // Both kinds of outcome were compared.
     assert!(ok > 1000 && failed > 100, "{ok} results, {failed} errors");
@@ -158,11 +158,11 @@ fn rules_agree_with_the_meta_kernels() {
 
 #[test]
 fn a_rule_result_runs_like_eager() {
-    let _g = serial();
+    let d = own_device();
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0, -4.0], &[2, 2]).unwrap();
     let y = Tensor::from_vec(vec![0.5f32, 0.25, 2.0, 1.0], &[2, 2]).unwrap();
     let to_lazy = |t: &Tensor| {
-        ops::_to_copy_with(t, ops::ToCopyOptions::default().device(lazy::DEVICE)).unwrap()
+        ops::_to_copy_with(t, ops::ToCopyOptions::default().device(d.device())).unwrap()
     };
     let (lx, ly) = (to_lazy(&x), to_lazy(&y));
     let step = |a: &Tensor, b: &Tensor| {

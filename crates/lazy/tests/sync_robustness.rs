@@ -5,7 +5,7 @@
 mod common;
 
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::*;
@@ -18,15 +18,15 @@ use switchboard_tensor::Tensor;
 
 #[test]
 fn a_failing_call_fails_only_what_depends_on_it() {
-    let _g = serial();
-    let x = lz(&seq(&[3]));
-    let bad = lz(&Tensor::from_vec(vec![0i64, 5], &[2]).unwrap());
-    let acc = lz(&seq(&[2]));
-    lazy::sync().unwrap();
+    let d = own_device();
+    let x = d.lz(&seq(&[3]));
+    let bad = d.lz(&Tensor::from_vec(vec![0i64, 5], &[2]).unwrap());
+    let acc = d.lz(&seq(&[2]));
+    d.sync().unwrap();
     let y = ops::index_select(&x, 0, &bad).unwrap(); // the index is only checked on data
     let dependent = ops::mul_scalar(&y, 2).unwrap();
     ops::add_(&acc, &y).unwrap(); // a write of a failed value fails the storage
-    let ones = ops::ones_with(&[2], ops::OnesOptions::default().device(lazy::DEVICE)).unwrap();
+    let ones = ops::ones_with(&[2], ops::OnesOptions::default().device(d.device())).unwrap();
     let independent = ops::add_scalar(&ones, 1).unwrap();
     let after = ops::neg(&x).unwrap(); // captured after the failing call, independent of it
                                        // Reading the independent value runs the whole step; it gets its value, as in eager.
@@ -40,7 +40,7 @@ fn a_failing_call_fails_only_what_depends_on_it() {
     // An explicit sync of such a step reports the failure.
     let y = ops::index_select(&x, 0, &bad).unwrap();
     let z = ops::exp(&x).unwrap();
-    let err = lazy::sync().unwrap_err().to_string();
+    let err = d.sync().unwrap_err().to_string();
     assert!(err.contains("out of range"), "{err}");
     assert!(y.to_vec::<f32>().is_err());
     assert_eq!(values(&z), values(&ops::exp(&seq(&[3])).unwrap()));
@@ -48,21 +48,24 @@ fn a_failing_call_fails_only_what_depends_on_it() {
 
 /// What the kernel of `lazy_reentry::probe` saw of the lazy API while the graph ran.
 static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The lazy device the probe's test runs on.
+static PROBED: OnceLock<OwnDevice> = OnceLock::new();
 /// A lazy tensor the graph running the kernel computes (read from inside it).
 static IN_FLIGHT: Mutex<Option<Tensor>> = Mutex::new(None);
 
 /// `x + 1`, calling the lazy API from inside the kernel: counting pending calls, capturing and
 /// reading new lazy values (a nested sync), reading a value of its own running graph.
 fn probe_cpu(x: &Tensor) -> Result<Tensor> {
+    let d = PROBED.get().expect("the test set its device");
     let mut seen = SEEN.lock().unwrap();
-    seen.push(format!("pending {}", lazy::pending_calls()));
-    let inner = ops::add_scalar(&lz(&seq(&[2])), 10)?;
+    seen.push(format!("pending {}", d.pending_calls()));
+    let inner = ops::add_scalar(&d.lz(&seq(&[2])), 10)?;
     seen.push(format!("inner {:?}", inner.to_vec::<f32>()?));
     let held = IN_FLIGHT.lock().unwrap().clone();
     if let Some(t) = held {
         seen.push(format!("in flight {}", t.to_vec::<f32>().unwrap_err()));
     }
-    seen.push(format!("stats {}", lazy::stats().syncs > 0));
+    seen.push(format!("stats {}", d.stats().syncs > 0));
     ops::add_scalar(x, 1)
 }
 
@@ -94,15 +97,15 @@ fn without_deadlock<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
 
 #[test]
 fn kernels_run_by_a_sync_can_call_the_lazy_api() {
-    let _g = serial();
+    let d = *PROBED.get_or_init(own_device);
     SEEN.lock().unwrap().clear();
-    let got = without_deadlock(|| {
+    let got = without_deadlock(move || {
         let op = switchboard_dispatcher::Dispatcher::global()
             .find_schema_or_throw("lazy_reentry::probe")
             .unwrap()
             .typed::<(Tensor,), Tensor>()
             .unwrap();
-        let x = lz(&seq(&[3]));
+        let x = d.lz(&seq(&[3]));
         let y = op.call((&x,)).unwrap(); // captured (its Meta kernel gives the shape)
         let other = ops::exp(&x).unwrap(); // computed by the same graph
         *IN_FLIGHT.lock().unwrap() = Some(other.clone());
@@ -127,27 +130,28 @@ fn kernels_run_by_a_sync_can_call_the_lazy_api() {
 }
 
 /// An executor whose compilation uses the lazy API (it is user code too).
-struct Reentrant;
+struct Reentrant(OwnDevice);
 
 impl lazy::Executor for Reentrant {
     fn name(&self) -> &str {
         "reentrant"
     }
     fn compile(&self, graph: Graph) -> Result<Arc<dyn lazy::Executable>> {
-        let _ = lazy::pending_calls();
-        let _ = lazy::stats();
-        lazy::clear_cache();
+        let d = self.0;
+        let _ = d.pending_calls();
+        let _ = d.stats();
+        d.clear_cache();
         lazy::CpuExecutor.compile(graph)
     }
 }
 
 #[test]
 fn executors_can_call_the_lazy_api_while_compiling() {
-    let _g = serial();
-    let got = without_deadlock(|| {
-        let old = lazy::set_executor(Arc::new(Reentrant));
-        let r = values(&ops::neg(&lz(&seq(&[2]))).unwrap());
-        lazy::set_executor(old);
+    let d = own_device();
+    let got = without_deadlock(move || {
+        let old = d.set_executor(Arc::new(Reentrant(d)));
+        let r = values(&ops::neg(&d.lz(&seq(&[2]))).unwrap());
+        d.set_executor(old);
         r
     });
     assert_eq!(got, [-1.0, -2.0]);
@@ -166,16 +170,16 @@ fn on_small_stack(f: impl FnOnce() + Send + 'static) {
 
 #[test]
 fn deep_lazy_chains_capture_run_print_and_drop() {
-    let _g = serial();
-    on_small_stack(|| {
-        let x = lz(&Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+    let d = own_device();
+    on_small_stack(move || {
+        let x = d.lz(&Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
         let mut y = x.clone();
         for _ in 0..100_000 {
             y = ops::add(&y, &x).unwrap();
         }
-        assert!(lazy::pending_graph().to_string().len() > 100_000);
+        assert!(d.pending_graph().to_string().len() > 100_000);
         drop(y); // pending, never run
-        lazy::sync().unwrap();
+        d.sync().unwrap();
         let mut y = x.clone();
         for _ in 0..100_000 {
             y = ops::add(&y, &x).unwrap();
@@ -187,9 +191,10 @@ fn deep_lazy_chains_capture_run_print_and_drop() {
 
 #[test]
 fn backward_through_a_deep_lazy_chain() {
-    let _g = serial();
-    on_small_stack(|| {
-        let x = lz(&Tensor::from_vec(vec![1.0f32], &[1]).unwrap())
+    let d = own_device();
+    on_small_stack(move || {
+        let x = d
+            .lz(&Tensor::from_vec(vec![1.0f32], &[1]).unwrap())
             .requires_grad_(true)
             .unwrap();
         let mut y = x.clone();
@@ -205,6 +210,6 @@ fn backward_through_a_deep_lazy_chain() {
             y = ops::mul(&y, &x).unwrap();
         }
         drop(y);
-        lazy::sync().unwrap();
+        d.sync().unwrap();
     });
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{f32s, lz, serial, values};
+use common::{f32s, own_device, values, OwnDevice};
 use switchboard_dispatcher::{Dispatcher, IValue, Stack};
 use switchboard_lazy as lazy;
 use switchboard_ops as ops;
@@ -24,8 +24,8 @@ fn inputs() -> (Tensor, Tensor) {
 
 /// The pending graph's last call: its operator, arguments and outputs, with the value it
 /// produced renamed, so that two captures of the same call compare equal.
-fn last_call() -> String {
-    let g = lazy::pending_graph();
+fn last_call(d: &OwnDevice) -> String {
+    let g = d.pending_graph();
     let node = g
         .nodes()
         .filter(|n| n.op().is_some())
@@ -41,21 +41,21 @@ fn last_call() -> String {
 
 #[test]
 fn typed_and_boxed_calls_capture_the_same_node() {
-    let _g = serial();
+    let d = own_device();
     let (x, y) = inputs();
     let eager = values(&add_alpha(&x, &y));
-    let (lx, ly) = (lz(&x), lz(&y));
-    lazy::sync().unwrap();
+    let (lx, ly) = (d.lz(&x), d.lz(&y));
+    d.sync().unwrap();
 
-    let before = lazy::stats();
+    let before = d.stats();
     let typed = add_alpha(&lx, &ly);
-    let mid = lazy::stats();
+    let mid = d.stats();
     // The typed kernel's fast path captured it.
     assert_eq!(mid.unboxed_captures, before.unboxed_captures + 1);
     assert_eq!(mid.registered_captures, before.registered_captures + 1);
     assert_eq!(mid.operation_count, before.operation_count + 1);
     assert_eq!(mid.nodes_captured, before.nodes_captured + 1);
-    let typed_node = last_call();
+    let typed_node = last_call(&d);
 
     // The boxed call reaches the typed kernel through the dispatcher's unboxing.
     let add = Dispatcher::global()
@@ -70,12 +70,12 @@ fn typed_and_boxed_calls_capture_the_same_node() {
     let Some(IValue::Tensor(boxed)) = stack.pop() else {
         panic!("add returned {stack:?}")
     };
-    let after = lazy::stats();
+    let after = d.stats();
     assert_eq!(after.unboxed_captures, mid.unboxed_captures + 1);
     assert_eq!(after.registered_captures, mid.registered_captures + 1);
     assert_eq!(after.nodes_captured, mid.nodes_captured + 1);
     // The same node: operator, operands (the same graph values), alpha, output metadata.
-    assert_eq!(last_call(), typed_node);
+    assert_eq!(last_call(&d), typed_node);
     assert!(typed_node.starts_with("aten::add.Tensor"), "{typed_node}");
     assert!(typed_node.contains("Const(IValue(2))"), "{typed_node}");
     assert_eq!(values(&typed), eager);
@@ -84,26 +84,26 @@ fn typed_and_boxed_calls_capture_the_same_node() {
 
 #[test]
 fn calls_the_rule_does_not_cover_take_the_general_path() {
-    let _g = serial();
+    let d = own_device();
     let x = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
     let row = f32s(&[10.0, 20.0, 30.0], &[3]);
     let eager = values(&add_alpha(&x, &row));
     // Broadcasting: no rule; a transposed operand: no rule; a bool scalar: no rule.
-    let (lx, lrow) = (lz(&x), lz(&row));
-    lazy::sync().unwrap();
-    let before = lazy::stats();
+    let (lx, lrow) = (d.lz(&x), d.lz(&row));
+    d.sync().unwrap();
+    let before = d.stats();
     let broadcast = add_alpha(&lx, &lrow);
     let t = ops::t(&lx).unwrap();
     let transposed = ops::mul_scalar(&t, true).unwrap();
     assert_eq!(broadcast.sizes(), &[2, 3]);
     assert_eq!(transposed.sizes(), &[3, 2]);
-    let after = lazy::stats();
+    let after = d.stats();
     // Captured by the dedicated kernels (`t` too), none by the typed fast path.
     assert_eq!(after.registered_captures, before.registered_captures + 3);
     assert_eq!(after.unboxed_captures, before.unboxed_captures);
     // The same call that the rule covers takes the fast path.
     let ruled = add_alpha(&lx, &lx);
-    assert_eq!(lazy::stats().unboxed_captures, after.unboxed_captures + 1);
+    assert_eq!(d.stats().unboxed_captures, after.unboxed_captures + 1);
     assert_eq!(values(&broadcast), eager);
     assert_eq!(values(&transposed), values(&ops::t(&x).unwrap()));
     assert_eq!(values(&ruled), values(&add_alpha(&x, &x)));
@@ -117,11 +117,11 @@ fn calls_the_rule_does_not_cover_take_the_general_path() {
 
 #[test]
 fn observed_calls_are_logged_profiled_and_filtered() {
-    let _g = serial();
+    let d = own_device();
     let (x, y) = inputs();
     let eager = values(&add_alpha(&x, &y));
-    let (lx, ly) = (lz(&x), lz(&y));
-    lazy::sync().unwrap();
+    let (lx, ly) = (d.lz(&x), d.lz(&y));
+    d.sync().unwrap();
 
     // The intercept log sees the call.
     let (logged, lines) = lazy::capture_intercept_log(|| add_alpha(&lx, &ly));
@@ -134,30 +134,30 @@ fn observed_calls_are_logged_profiled_and_filtered() {
     assert_eq!(values(&logged), eager);
 
     // The profile counts it.
-    lazy::reset_stats();
-    let was = lazy::set_profiling(true);
+    d.reset_stats();
+    let was = d.set_profiling(true);
     let profiled = add_alpha(&lx, &ly);
-    lazy::set_profiling(was);
-    assert_eq!(lazy::profile()["aten::add.Tensor"].count, 1);
+    d.set_profiling(was);
+    assert_eq!(d.profile()["aten::add.Tensor"].count, 1);
     assert_eq!(values(&profiled), eager);
 
     // Disabled, it runs eagerly.
-    lazy::disable_ops(&["aten::add.Tensor"]).unwrap();
-    let before = lazy::stats();
+    d.disable_ops(&["aten::add.Tensor"]).unwrap();
+    let before = d.stats();
     let disabled = add_alpha(&lx, &ly);
-    let after = lazy::stats();
-    lazy::enable_ops(&["aten::add.Tensor"]).unwrap();
+    let after = d.stats();
+    d.enable_ops(&["aten::add.Tensor"]).unwrap();
     assert_eq!(after.eager_fallback_count, before.eager_fallback_count + 1);
     assert_eq!(after.registered_captures, before.registered_captures);
     assert_eq!(values(&disabled), eager);
 
     // Lazy mode off: run at once.
-    let before = lazy::stats();
+    let before = d.stats();
     let eager_mode = {
         let _off = lazy::LazyModeGuard::new(false);
         add_alpha(&lx, &ly)
     };
-    let after = lazy::stats();
+    let after = d.stats();
     assert_eq!(after.eager_mode_calls, before.eager_mode_calls + 1);
     assert_eq!(values(&eager_mode), eager);
 }

@@ -29,14 +29,14 @@ fn program(x: &Tensor) -> Vec<Tensor> {
 
 #[test]
 fn views_of_another_dtype_read_and_write_the_same_bytes() {
-    let _g = serial();
+    let d = own_device();
     let x = f32s(&[1.0, -2.5, 3.0, 0.5, -0.0, 7.0], &[3, 2]);
     let cpu = program(&x);
     for mode in [true, false] {
         let _m = lazy::LazyModeGuard::new(mode);
-        let lz_out = program(&lz(&x));
+        let lz_out = program(&d.lz(&x));
         for (k, (c, l)) in cpu.iter().zip(&lz_out).enumerate() {
-            assert_eq!(l.device(), lazy::DEVICE);
+            assert_eq!(l.device(), d.device());
             assert_eq!(
                 (c.sizes(), c.strides(), c.storage_offset(), c.dtype()),
                 (l.sizes(), l.strides(), l.storage_offset(), l.dtype()),
@@ -53,9 +53,9 @@ fn views_of_another_dtype_read_and_write_the_same_bytes() {
 
 #[test]
 fn a_dtype_view_of_materialised_data_and_its_errors() {
-    let _g = serial();
-    let x = lz(&f32s(&[1.0, -1.0], &[2]));
-    lazy::sync().unwrap();
+    let d = own_device();
+    let x = d.lz(&f32s(&[1.0, -1.0], &[2]));
+    d.sync().unwrap();
     let bits = x.view_dtype(ScalarType::Int).unwrap();
     assert!(bits.is_alias_of(&x));
     assert_eq!(
@@ -63,7 +63,7 @@ fn a_dtype_view_of_materialised_data_and_its_errors() {
         [1.0f32.to_bits() as i32, (-1.0f32).to_bits() as i32]
     );
     // The geometry errors are eager's (PyTorch's), at the call.
-    let odd = lz(&f32s(&[1.0, 2.0, 3.0], &[3]));
+    let odd = d.lz(&f32s(&[1.0, 2.0, 3.0], &[3]));
     let e = odd.view_dtype(ScalarType::Double).unwrap_err().to_string();
     let want = f32s(&[1.0, 2.0, 3.0], &[3])
         .view_dtype(ScalarType::Double)

@@ -6,18 +6,18 @@ mod common;
 
 use common::*;
 use switchboard_autograd::AutogradTensor;
-use switchboard_lazy as lazy;
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
 
 /// Runs `program` on CPU tensors and on lazy tensors (its `input` argument moves a CPU
 /// tensor to the device) and checks that every tensor it returns agrees.
 fn same_on_both(program: impl Fn(&dyn Fn(Tensor) -> Tensor) -> Vec<Tensor>) {
+    let d = own_device();
     let cpu = program(&|t| t);
-    let lazy_out = program(&|t| lz(&t));
+    let lazy_out = program(&|t| d.lz(&t));
     assert_eq!(cpu.len(), lazy_out.len());
     for (i, (c, l)) in cpu.iter().zip(&lazy_out).enumerate() {
-        assert_eq!(l.device(), lazy::DEVICE, "tensor {i}");
+        assert_eq!(l.device(), d.device(), "tensor {i}");
         assert_eq!(c.sizes(), l.sizes(), "sizes of tensor {i}");
         assert_eq!(c.strides(), l.strides(), "strides of tensor {i}");
         assert_eq!(
@@ -42,7 +42,6 @@ fn same_on_both(program: impl Fn(&dyn Fn(Tensor) -> Tensor) -> Vec<Tensor>) {
 
 #[test]
 fn a_write_through_a_view_is_seen_by_the_base_and_every_view() {
-    let _g = serial();
     same_on_both(|input| {
         let base = ops::view(&input(seq(&[12])), &[3, 4]).unwrap();
         let row = ops::select(&base, 0, 1).unwrap();
@@ -57,7 +56,6 @@ fn a_write_through_a_view_is_seen_by_the_base_and_every_view() {
 
 #[test]
 fn writes_to_the_base_reach_existing_views() {
-    let _g = serial();
     same_on_both(|input| {
         let base = input(seq(&[3, 4]));
         let t = ops::t(&base).unwrap();
@@ -72,7 +70,6 @@ fn writes_to_the_base_reach_existing_views() {
 
 #[test]
 fn in_place_on_transposed_views_and_copies_into_slices() {
-    let _g = serial();
     same_on_both(|input| {
         let base = input(seq(&[4, 3]));
         let t = ops::t(&base).unwrap(); // [3, 4] strides [1, 3]
@@ -89,7 +86,6 @@ fn in_place_on_transposed_views_and_copies_into_slices() {
 
 #[test]
 fn reads_and_writes_keep_program_order() {
-    let _g = serial();
     same_on_both(|input| {
         let a = input(Tensor::ones(&[3], ScalarType::Float).unwrap());
         let b = ops::mul_scalar(&a, 2).unwrap();
@@ -107,7 +103,6 @@ fn reads_and_writes_keep_program_order() {
 
 #[test]
 fn out_variants_and_resizes() {
-    let _g = serial();
     same_on_both(|input| {
         let a = input(seq(&[2, 2]));
         let out = input(Tensor::zeros(&[2, 2], ScalarType::Float).unwrap());
@@ -125,8 +120,8 @@ fn out_variants_and_resizes() {
 
 #[test]
 fn versions_and_autograds_checks() {
-    let _g = serial();
-    for device in [Device::CPU, lazy::DEVICE] {
+    let d = own_device();
+    for device in [Device::CPU, d.device()] {
         let x = to(&seq(&[3]), device).requires_grad_(true).unwrap();
         let y = ops::exp(&x).unwrap();
         assert_eq!(y.version(), 0);
@@ -147,7 +142,7 @@ fn versions_and_autograds_checks() {
 
 #[test]
 fn in_place_on_a_view_with_autograd() {
-    let _g = serial();
+    let d = own_device();
     let run = |device: Device| -> (Vec<f32>, Vec<f32>) {
         let x = to(&seq(&[2, 3]), device).requires_grad_(true).unwrap();
         let y = ops::mul_scalar(&x, 1).unwrap();
@@ -158,6 +153,6 @@ fn in_place_on_a_view_with_autograd() {
         (values(&y), values(&x.grad().unwrap()))
     };
     let cpu = run(Device::CPU);
-    let lzy = run(lazy::DEVICE);
+    let lzy = run(d.device());
     assert_eq!(cpu, lzy);
 }

@@ -55,7 +55,7 @@ impl Placement {
         };
         if is_lazy(device) {
             // The report covers this run only.
-            lazy::reset_stats();
+            lazy::backend(device)?.reset_stats();
         }
         // The device the model's tensors are on: `cpu` for `--device cpu:0`.
         let device = device.tensor_device();
@@ -86,7 +86,7 @@ impl Placement {
         if step != 0 {
             return Ok(String::new());
         }
-        let graph = lazy::pending_graph();
+        let graph = lazy::backend(self.device)?.pending_graph();
         let text = format.render(|| graph.to_json(), || graph.to_dot());
         let inputs: Vec<&Path> = self.inputs.iter().map(PathBuf::as_path).collect();
         let written = write_output_file(path, text.as_bytes(), &inputs)
@@ -99,8 +99,9 @@ impl Placement {
         if !is_lazy(self.device) {
             return Ok(None);
         }
+        let backend = lazy::backend(self.device)?;
         writeln!(out)?;
-        write!(out, "{}", lazy::metrics_report())?;
-        Ok(Some(lazy::stats()))
+        write!(out, "{}", backend.metrics_report())?;
+        Ok(Some(backend.stats()))
     }
 }

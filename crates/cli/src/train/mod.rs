@@ -314,8 +314,7 @@ pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, Train
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
     let tensor_device = cfg.device.tensor_device();
-    if cfg.distributed && tensor_device != Device::CPU && tensor_device != switchboard::lazy::DEVICE
-    {
+    if cfg.distributed && tensor_device != Device::CPU && !crate::device::is_lazy(tensor_device) {
         return Err(TrainError::Config(format!(
             "--distributed trains on cpu or lazy, not on {}",
             cfg.device

@@ -2,23 +2,47 @@
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use switchboard_dispatcher::add_observer;
-use switchboard_keys::DispatchKey;
+use switchboard_keys::{DeviceType, DispatchKey};
 
-use switchboard_lazy as lazy;
+use switchboard_lazy::{self as lazy, LazyBackend};
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, Tensor};
 
-// The backend's state (pending graph, mode, filter, counters) is per process, and the tests
-// of one binary run on several threads: each test holds this lock.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// A lazy device of one test's own: the tests of one binary run on several threads, in
+/// parallel, each on a lazy device no other test of the binary uses (a backend's pending graph,
+/// counters, filter, cache and executor are its device's, Note [Lazy devices]; lazy mode is
+/// the thread's). Derefs to the device's backend: `d.stats()`, `d.sync()`, ...
+#[derive(Clone, Copy)]
+pub struct OwnDevice(&'static LazyBackend);
 
-pub fn serial() -> MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    lazy::sync().unwrap();
-    g
+impl std::ops::Deref for OwnDevice {
+    type Target = LazyBackend;
+    fn deref(&self) -> &LazyBackend {
+        self.0
+    }
+}
+
+impl OwnDevice {
+    /// `t` moved to this device.
+    pub fn lz(&self, t: &Tensor) -> Tensor {
+        to(t, self.0.device())
+    }
+}
+
+/// A lazy device no other test of this binary has (`lazy:1`, `lazy:2`, ...; `lazy:0`, the
+/// default, is left to the tests of the free functions).
+pub fn own_device() -> OwnDevice {
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    let index = NEXT.fetch_add(1, Ordering::Relaxed);
+    assert!(
+        index < lazy::MAX_LAZY_DEVICES,
+        "more tests than lazy devices"
+    );
+    let device = Device::with_index(DeviceType::Lazy, index as i16);
+    OwnDevice(lazy::backend(device).unwrap())
 }
 
 pub fn f32s(v: &[f32], sizes: &[i64]) -> Tensor {
@@ -28,10 +52,6 @@ pub fn f32s(v: &[f32], sizes: &[i64]) -> Tensor {
 /// `t` moved to `device` (`to(device)`).
 pub fn to(t: &Tensor, device: Device) -> Tensor {
     ops::_to_copy_with(t, ops::ToCopyOptions::default().device(device)).unwrap()
-}
-
-pub fn lz(t: &Tensor) -> Tensor {
-    to(t, lazy::DEVICE)
 }
 
 pub fn values(t: &Tensor) -> Vec<f32> {
