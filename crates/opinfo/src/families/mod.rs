@@ -1,6 +1,7 @@
 //! The registry's entries, by kind of operator.
 
 mod factory;
+mod indexing;
 mod linalg;
 mod nn;
 mod pointwise;
@@ -18,6 +19,7 @@ pub fn register(r: &mut Registry) {
     linalg::register(r);
     nn::register(r);
     shape::register(r);
+    indexing::register(r);
     view_copy::register(r);
     factory::register(r);
     random::register(r);
