@@ -41,7 +41,10 @@ fn sort_lines(
     let n = self_.sizes()[d] as usize;
     let mut lines = DimVec::from_slice(self_.sizes());
     lines[d] = 1;
-    let pos = Positions::new(&lines, [self_.strides(), values.strides(), indices.strides()]);
+    let pos = Positions::new(
+        &lines,
+        [self_.strides(), values.strides(), indices.strides()],
+    );
     let (ss, sv, si) = (
         self_.strides()[d] as isize,
         values.strides()[d] as isize,
@@ -141,7 +144,11 @@ pub fn topk(
     let _ = sorted;
     check_cpu_or_meta("topk", self_.device())?;
     let d = wrap_dim(dim, self_.dim())?;
-    let size = if self_.dim() == 0 { 1 } else { self_.sizes()[d] };
+    let size = if self_.dim() == 0 {
+        1
+    } else {
+        self_.sizes()[d]
+    };
     if k < 0 || k > size {
         return Err(invalid("selected index k out of range"));
     }

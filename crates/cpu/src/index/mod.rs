@@ -41,6 +41,7 @@ mod scatter;
 mod select;
 
 pub use advanced::*;
+pub(crate) use common::Positions;
 pub use gather::*;
 pub use index_add::*;
 pub use masked_scatter::*;

@@ -8,6 +8,7 @@ mod pointwise;
 mod random;
 mod reduction;
 mod shape;
+mod sorting;
 mod view_copy;
 
 use crate::Registry;
@@ -20,6 +21,7 @@ pub fn register(r: &mut Registry) {
     nn::register(r);
     shape::register(r);
     indexing::register(r);
+    sorting::register(r);
     view_copy::register(r);
     factory::register(r);
     random::register(r);
