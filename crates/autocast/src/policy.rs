@@ -130,6 +130,7 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("sum", Fp32SetOptDtype),
         ("sum.dim_IntList", Fp32SetOptDtype),
         // promote
+        ("index_put", Promote),
         ("scatter_add", Promote),
     ],
 };

@@ -33,8 +33,9 @@ use crate::not_implemented::{record_not_implemented, record_not_implemented_inpl
 #[allow(unused_imports)]
 use crate::recording::{
     as_view, check_inplace, check_no_requires_grad, fresh, grad_of, guarded, hint, hint_list,
-    hint_optional, out_requires_grad_error, rebase_history, record_function, record_inplace_begin,
-    unpack_list, unpack_optional, SavedInts, AFTER_AD, AFTER_ADIV,
+    hint_optional, hint_optional_list, out_requires_grad_error, rebase_history, record_function,
+    record_inplace_begin, unpack_list, unpack_optional, unpack_optional_list, SavedInts, AFTER_AD,
+    AFTER_ADIV,
 };
 use crate::{is_grad_enabled, AutogradKind, OperatorAutograd};
 

@@ -59,6 +59,12 @@ pub(crate) fn hint_list(ts: &[Tensor]) -> bool {
     ts.iter().any(|t| t.requires_grad_hint())
 }
 
+/// [`hint`] of a `Tensor?[]`.
+#[inline(always)]
+pub(crate) fn hint_optional_list(ts: &[Option<Tensor>]) -> bool {
+    ts.iter().flatten().any(|t| t.requires_grad_hint())
+}
+
 /// Whether `t` may get a gradient (floating point).
 pub(crate) fn differentiable(t: &Tensor) -> bool {
     t.dtype().is_floating_point()
@@ -245,6 +251,17 @@ pub(crate) fn unpack_optional(
     node: &Arc<dyn Node>,
 ) -> Result<Option<Tensor>> {
     v.as_ref().map(|s| s.unpack(node)).transpose()
+}
+
+/// A saved `Tensor?[]`, unpacked (the `indices` of `index.Tensor`'s and `index_put`'s
+/// formulas).
+pub(crate) fn unpack_optional_list(
+    v: &[Option<SavedTensor>],
+    node: &Arc<dyn Node>,
+) -> Result<Vec<Option<Tensor>>> {
+    v.iter()
+        .map(|s| s.as_ref().map(|s| s.unpack(node)).transpose())
+        .collect()
 }
 
 /// A saved tensor list, unpacked (for a formula that reads a tensor list; none does yet).

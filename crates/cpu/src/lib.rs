@@ -55,6 +55,7 @@ mod random;
 mod reductions;
 mod shape;
 mod softmax;
+mod sorting;
 mod ternary;
 mod unary;
 
@@ -85,5 +86,6 @@ pub use random::*;
 pub use reductions::*;
 pub use shape::*;
 pub use softmax::*;
+pub use sorting::*;
 pub use ternary::*;
 pub use unary::*;

@@ -2,14 +2,14 @@
 //! computed with pure operators (Note [Writing through a view]).
 
 use switchboard_dispatcher::{Dispatcher, IValue, Result};
-use switchboard_tensor::{RawOps, Tensor};
+use switchboard_tensor::Tensor;
 
 use crate::view_meta::ViewMeta;
 use crate::wrapper::{call_plain, single_tensor};
 
 impl ViewMeta {
     /// `base` (the tensor this view was taken of) with the view's elements replaced by
-    /// `value`, or `None` when the view has no inverse here (`as_strided`, `expand`).
+    /// `value`, or `None` when the view has no inverse here (a view an extension adds).
     pub(crate) fn scatter(
         &self,
         base: &Tensor,
@@ -51,22 +51,39 @@ impl ViewMeta {
                 }
                 Some(switchboard_ops::permute(value, &inverse)?)
             }
+            // PyTorch's `FunctionalInverses` (the non-view modes): the `*_scatter` operators.
             ("aten::select", "int") => {
                 let (Some(dim), Some(index)) = (int(1), int(2)) else {
                     return Ok(None);
                 };
-                let dim = normalize_dim(dim, base.dim());
-                let positions = region_positions(base, dim, |line| line.select(0, index))?;
-                let unsqueezed = switchboard_ops::unsqueeze(value, dim as i64)?;
-                Some(replace_positions(base, dim, &positions, &unsqueezed)?)
+                Some(switchboard_ops::select_scatter(base, value, dim, index)?)
             }
             ("aten::slice", "Tensor") => {
-                let dim = normalize_dim(int(1).unwrap_or(0), base.dim());
-                let bound = |i: usize| int(i);
-                let (start, end, step) = (bound(2), bound(3), int(4).unwrap_or(1));
-                let positions =
-                    region_positions(base, dim, |line| line.slice(0, start, end, step))?;
-                Some(replace_positions(base, dim, &positions, value)?)
+                let options = switchboard_ops::SliceScatterOptions {
+                    dim: int(1).unwrap_or(0),
+                    start: int(2),
+                    end: int(3),
+                    step: int(4).unwrap_or(1),
+                };
+                Some(switchboard_ops::slice_scatter_with(base, value, options)?)
+            }
+            ("aten::as_strided", "") => {
+                let (Some(IValue::IntList(size)), Some(IValue::IntList(stride))) =
+                    (self.args.get(1), self.args.get(2))
+                else {
+                    return Ok(None);
+                };
+                let options = switchboard_ops::AsStridedScatterOptions {
+                    storage_offset: int(3),
+                };
+                Some(switchboard_ops::as_strided_scatter_with(
+                    base, value, size, stride, options,
+                )?)
+            }
+            ("aten::expand", "") => {
+                // `base + sum_to(value - base, base.sizes())`.
+                let delta = sum_to(&switchboard_ops::sub(value, base)?, base.sizes())?;
+                Some(switchboard_ops::add(base, &delta)?)
             }
             _ => None,
         };
@@ -74,46 +91,22 @@ impl ViewMeta {
     }
 }
 
-fn normalize_dim(dim: i64, ndim: usize) -> usize {
-    let n = ndim.max(1) as i64;
-    (if dim < 0 { dim + n } else { dim }) as usize
-}
-
-/// The positions along `dim` of `base` that `view` (applied to a line of positions) keeps,
-/// with the view's own normalisation of indices.
-fn region_positions(
-    base: &Tensor,
-    dim: usize,
-    view: impl FnOnce(&Tensor) -> switchboard_tensor::Result<Tensor>,
-) -> Result<Vec<i64>> {
-    let size = base.sizes().get(dim).copied().unwrap_or(1);
-    let line = Tensor::from_vec((0..size).collect::<Vec<i64>>(), &[size])?;
-    Ok(view(&line)?.to_vec::<i64>()?)
-}
-
-/// `base` with the slices at `positions` along `dim` replaced by the slices of `value` (of
-/// `positions.len()` along `dim`), as `where(mask, index_select(value, ...), base)`.
-fn replace_positions(
-    base: &Tensor,
-    dim: usize,
-    positions: &[i64],
-    value: &Tensor,
-) -> Result<Tensor> {
-    let size = base.sizes()[dim];
-    let mut mask = vec![false; size as usize];
-    let mut source = vec![0i64; size as usize];
-    for (k, &p) in positions.iter().enumerate() {
-        mask[p as usize] = true;
-        source[p as usize] = k as i64;
+/// `t` summed over the dimensions it was broadcast along from `sizes` (`at::sum_to`).
+fn sum_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let lead = t.dim() - sizes.len().min(t.dim());
+    let mut dims: Vec<i64> = (0..lead as i64).collect();
+    for (i, &s) in sizes.iter().enumerate() {
+        if s == 1 && t.sizes()[lead + i] != 1 {
+            dims.push((lead + i) as i64);
+        }
     }
-    let mut shape = vec![1i64; base.dim()];
-    shape[dim] = size;
-    let mut mask = Tensor::from_vec(mask, &shape)?;
-    let mut source = Tensor::from_vec(source, &[size])?;
-    if !base.device().is_cpu() {
-        mask = switchboard_ops::to_device(&mask, base.device(), mask.dtype())?;
-        source = switchboard_ops::to_device(&source, base.device(), source.dtype())?;
+    if dims.is_empty() {
+        return Ok(t.clone());
     }
-    let spread = switchboard_ops::index_select(value, dim as i64, &source)?;
-    switchboard_ops::r#where(&mask, &spread, base)
+    let summed = switchboard_ops::sum_dim_int_list_with(
+        t,
+        Some(&dims),
+        switchboard_ops::SumDimIntListOptions::default().keepdim(true),
+    )?;
+    switchboard_ops::reshape(&summed, sizes)
 }

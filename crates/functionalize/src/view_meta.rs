@@ -13,13 +13,12 @@ use crate::wrapper::{below_functionalization, call_plain, error, single_tensor};
 // view's inverse applied to the new value of its output and the value it viewed (PyTorch's
 // `ViewMeta::reverse_fn`). Shape views (`view`, `squeeze`, `unsqueeze`, `alias`) invert by a
 // `reshape`, `t`, `transpose` and `permute` by themselves (inverted), `view.dtype` by a view
-// back; `select` and `slice` write a region, which PyTorch's `select_scatter` and
-// `slice_scatter` express and Switchboard's registry has not: it is `where(mask,
-// index_select(value, dim, positions), base)`, pure operators, with the mask and positions
-// computed here from the view's own index normalisation. A view without an inverse here
-// (`as_strided`, `expand`) writes through `copy_` into the view of a fresh clone of the base:
-// still a function of values (the clone is the layer's own), but a graph captured then shows
-// that `copy_`.
+// back; `select`, `slice` and `as_strided` write a region, which PyTorch's `select_scatter`,
+// `slice_scatter` and `as_strided_scatter` express, and `expand` adds what the writes summed
+// over its broadcast dimensions changed (`base + sum_to(value - base)`), as PyTorch's
+// `FunctionalInverses` do. A view without an inverse here (one an extension registers) writes
+// through `copy_` into the view of a fresh clone of the base: still a function of values (the
+// clone is the layer's own), but a graph captured then shows that `copy_`.
 
 /// One view operation: `op` called with `args`, whose argument `self_index` is the tensor
 /// viewed, returning the view as its tensor output number `output` (0 for a single tensor;

@@ -204,3 +204,62 @@ fn autocast_casts_the_values_of_a_functionalized_function() {
             .unwrap()
     );
 }
+
+/// Writes through `select`, `slice` and `as_strided` views: their bases are rebuilt by the
+/// `*_scatter` operators (PyTorch's `FunctionalInverses`), not by `copy_` into a clone.
+fn writes_through_views(xs: &[Tensor]) -> switchboard_dispatcher::Result<Vec<Tensor>> {
+    let base = xs[0].mul_scalar(1.0)?;
+    let slice = |t: &Tensor, end, step| {
+        let (dim, start, end) = (1, Some(0), Some(end));
+        ops::slice_with(
+            t,
+            ops::SliceOptions {
+                dim,
+                start,
+                end,
+                step,
+            },
+        )
+    };
+    base.select(0, 1)?.zero_()?;
+    slice(&base, 3, 2)?.mul_(&slice(&xs[1], 2, 1)?)?;
+    let offset = ops::AsStridedOptions {
+        storage_offset: Some(3),
+    };
+    ops::as_strided_with(&base, &[2], &[4], offset)?.zero_()?;
+    Ok(vec![base])
+}
+
+#[test]
+fn writes_through_views_use_the_scatter_operators() {
+    let arange = |n: i64| {
+        Tensor::from_vec((0..n).map(|v| v as f32 + 1.0).collect(), &[n])
+            .unwrap()
+            .view(&[3, 3])
+            .unwrap()
+    };
+    let inputs = [arange(9), arange(9)];
+    let traced = trace(&inputs, |xs| {
+        functionalize(writes_through_views, Remove::Mutations)(xs)
+    })
+    .unwrap();
+    let names = traced.op_names();
+    for op in [
+        "aten::select_scatter",
+        "aten::slice_scatter",
+        "aten::as_strided_scatter",
+    ] {
+        assert!(names.iter().any(|n| n == op), "{op} not in {names:?}");
+    }
+    assert!(!names.iter().any(|n| writes(n)), "{names:?}");
+    let got = functionalize(writes_through_views, Remove::Mutations)(&inputs).unwrap();
+    let eager = writes_through_views(&inputs).unwrap();
+    assert_eq!(
+        got[0].to_vec::<f32>().unwrap(),
+        eager[0].to_vec::<f32>().unwrap()
+    );
+    assert_eq!(
+        eager[0].to_vec::<f32>().unwrap(),
+        [1., 2., 6., 0., 0., 0., 49., 0., 72.]
+    );
+}

@@ -48,6 +48,13 @@ fn value_json(v: &IValue, next: &mut dyn FnMut() -> Value) -> Value {
         IValue::TensorList(ts) => {
             json!({ "kind": "tensors", "items": ts.iter().map(|_| next()).collect::<Vec<_>>() })
         }
+        IValue::OptionalTensorList(ts) => json!({
+            "kind": "tensors",
+            "items": ts
+                .iter()
+                .map(|t| if t.is_some() { next() } else { json!({ "kind": "none" }) })
+                .collect::<Vec<_>>()
+        }),
         IValue::Int(i) => json!({ "kind": "int", "value": i }),
         IValue::Double(d) => json!({ "kind": "float", "value": d }),
         IValue::Bool(b) => json!({ "kind": "bool", "value": b }),

@@ -45,6 +45,7 @@ pub struct TensorSlot {
 enum Slot {
     Tensor(usize),
     Tensors(Vec<usize>),
+    OptionalTensors(Vec<Option<usize>>),
     Value(IValue),
 }
 
@@ -103,6 +104,11 @@ impl Prepared {
                             .map(|t| make(t, a.name()))
                             .collect::<Result<_>>()?,
                     ),
+                    Some(Arg::OptionalTensors(ts)) => Slot::OptionalTensors(
+                        ts.iter()
+                            .map(|t| t.as_ref().map(|t| make(t, a.name())).transpose())
+                            .collect::<Result<_>>()?,
+                    ),
                     // A sample written for the CPU runs on the device of the run.
                     Some(Arg::Value(IValue::Device(d))) if d.is_cpu() => Slot::Value(device.into()),
                     Some(Arg::Value(v)) => Slot::Value(v.clone()),
@@ -154,6 +160,9 @@ impl Prepared {
                 Slot::Tensors(is) => {
                     IValue::TensorList(is.iter().map(|i| tensors[*i].clone()).collect())
                 }
+                Slot::OptionalTensors(is) => IValue::OptionalTensorList(
+                    is.iter().map(|i| i.map(|i| tensors[i].clone())).collect(),
+                ),
                 Slot::Value(v) => v.clone(),
             })
             .collect()

@@ -13,6 +13,8 @@ pub enum Arg {
     Tensor(TensorSpec),
     /// A `Tensor[]`.
     Tensors(Vec<TensorSpec>),
+    /// A `Tensor?[]` (the `indices` of `index.Tensor`): tensors and `None`s.
+    OptionalTensors(Vec<Option<TensorSpec>>),
     /// A `Tensor?[]`-free optional tensor given as `None`, or any non-tensor value.
     Value(IValue),
 }
@@ -26,6 +28,12 @@ impl From<TensorSpec> for Arg {
 impl From<Vec<TensorSpec>> for Arg {
     fn from(t: Vec<TensorSpec>) -> Arg {
         Arg::Tensors(t)
+    }
+}
+
+impl From<Vec<Option<TensorSpec>>> for Arg {
+    fn from(t: Vec<Option<TensorSpec>>) -> Arg {
+        Arg::OptionalTensors(t)
     }
 }
 
@@ -101,6 +109,7 @@ impl Sample {
             match a {
                 Arg::Tensor(t) => salt(t),
                 Arg::Tensors(ts) => ts.iter_mut().for_each(&mut salt),
+                Arg::OptionalTensors(ts) => ts.iter_mut().flatten().for_each(&mut salt),
                 Arg::Value(_) => {}
             }
         }
@@ -161,10 +170,13 @@ impl Sample {
         self.args
             .iter()
             .chain(self.kwargs.iter().map(|(_, a)| a))
-            .flat_map(|a| match a {
-                Arg::Tensor(t) => std::slice::from_ref(t),
-                Arg::Tensors(ts) => ts.as_slice(),
-                Arg::Value(_) => &[],
+            .flat_map(|a| -> Box<dyn Iterator<Item = &TensorSpec>> {
+                match a {
+                    Arg::Tensor(t) => Box::new(std::iter::once(t)),
+                    Arg::Tensors(ts) => Box::new(ts.iter()),
+                    Arg::OptionalTensors(ts) => Box::new(ts.iter().flatten()),
+                    Arg::Value(_) => Box::new(std::iter::empty()),
+                }
             })
     }
 

@@ -9,6 +9,7 @@ mod linalg;
 mod nn;
 mod pointwise;
 mod reduction;
+mod scatter;
 mod shape;
 
 pub(crate) use convolution::*;
@@ -17,6 +18,7 @@ pub(crate) use linalg::*;
 pub(crate) use nn::*;
 pub(crate) use pointwise::*;
 pub(crate) use reduction::*;
+pub(crate) use scatter::*;
 pub(crate) use shape::*;
 
 use switchboard_dispatcher::Result;

@@ -126,6 +126,21 @@ pub(crate) fn gather_backward(
     ops::scatter_add(&new_zeros(grad, sizes)?, dim, index, grad)
 }
 
+/// `index`'s gradient (`index_backward`): `grad` put into `zeros_like_self` at `indices`,
+/// repeated indices adding up.
+pub(crate) fn index_backward(
+    zeros_like_self: &Tensor,
+    indices: &[Option<Tensor>],
+    grad: &Tensor,
+) -> Result<Tensor> {
+    ops::index_put_with(
+        zeros_like_self,
+        indices,
+        grad,
+        ops::IndexPutOptions::default().accumulate(true),
+    )
+}
+
 /// `permute`'s gradient: `grad` permuted back.
 pub(crate) fn permute_backwards(grad: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let n = dims.len();

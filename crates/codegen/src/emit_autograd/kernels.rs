@@ -29,6 +29,8 @@ pub(super) fn emit_differentiable(
         .filter(|a| {
             !n.inputs.iter().any(|i| i.name() == a.name())
                 && !d.non_differentiable.iter().any(|x| x == a.name())
+                // As PyTorch's `check_no_requires_grad`, which takes no `Tensor?[]`.
+                && !is_optional_list(a.ty())
                 && a.name() != "output"
         })
         .collect();
@@ -86,6 +88,9 @@ pub(super) fn emit_differentiable(
                 match a.ty() {
                     Type::Tensor => format!("SavedTensor::input({p})"),
                     t if is_list(t) => format!("{p}.iter().map(SavedTensor::input).collect()"),
+                    t if is_optional_list(t) => {
+                        format!("{p}.iter().map(|t| t.as_ref().map(SavedTensor::input)).collect()")
+                    }
                     _ => format!("{p}.map(SavedTensor::input)"),
                 }
             }
@@ -311,7 +316,10 @@ pub(super) fn emit_not_implemented(w: &mut String, f: &NativeFunction) -> Result
     let hint = hint_expr(&all, &sig, f);
     let call = sig.call(f, "ks");
     let edges = edges_expr(&all, &sig, f);
-    let edges = if all.iter().any(|a| is_list(a.ty())) {
+    let edges = if all
+        .iter()
+        .any(|a| is_list(a.ty()) || is_optional_list(a.ty()))
+    {
         // Lists and single tensors together: collect every tensor.
         let parts: Vec<String> = all
             .iter()
@@ -321,6 +329,9 @@ pub(super) fn emit_not_implemented(w: &mut String, f: &NativeFunction) -> Result
                 match a.ty() {
                     Type::Tensor => format!("v.push(Some({name}));"),
                     t if is_list(t) => format!("v.extend({name}.iter().map(Some));"),
+                    t if is_optional_list(t) => {
+                        format!("v.extend({name}.iter().map(Option::as_ref));")
+                    }
                     _ => format!("v.push({name});"),
                 }
             })

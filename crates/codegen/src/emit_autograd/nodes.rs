@@ -138,6 +138,11 @@ pub(super) fn is_list(t: &Type) -> bool {
     matches!(t, Type::List(e) if **e == Type::Tensor)
 }
 
+/// A `Tensor?[]` (the `indices` of `index.Tensor` and `index_put`).
+pub(super) fn is_optional_list(t: &Type) -> bool {
+    matches!(t, Type::List(e) if is_optional_tensor(e))
+}
+
 pub(super) fn is_optional_tensor(t: &Type) -> bool {
     matches!(t, Type::Optional(e) if **e == Type::Tensor)
 }
@@ -274,6 +279,7 @@ impl<'a> NodeSpec<'a> {
                 match a.ty() {
                     Type::Tensor => "SavedTensor".to_owned(),
                     t if is_list(t) => "Vec<SavedTensor>".to_owned(),
+                    t if is_optional_list(t) => "Vec<Option<SavedTensor>>".to_owned(),
                     _ => "Option<SavedTensor>".to_owned(),
                 }
             }
@@ -462,6 +468,12 @@ pub(super) fn emit_node(w: &mut String, n: &NodeSpec<'_>) -> Result<(), String> 
                         writeln!(
                             w,
                             "        let {first}_list_ = unpack_list(&{field}, node_)?;\n        let {first} = &{first}_list_[..];"
+                        )
+                        .unwrap();
+                    } else if is_optional_list(t) {
+                        writeln!(
+                            w,
+                            "        let {first}_list_ = unpack_optional_list(&{field}, node_)?;\n        let {first} = &{first}_list_[..];"
                         )
                         .unwrap();
                     } else {

@@ -64,6 +64,7 @@ pub(super) fn hint_expr(args: &[&Argument], sig: &Sig, f: &NativeFunction) -> St
             match a.ty() {
                 Type::Tensor => format!("hint({name})"),
                 t if is_list(t) => format!("hint_list({name})"),
+                t if is_optional_list(t) => format!("hint_optional_list({name})"),
                 t if is_optional_tensor(t) => format!("hint_optional({name})"),
                 t => unreachable!("not a tensor type: {t}"),
             }

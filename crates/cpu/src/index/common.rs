@@ -10,13 +10,13 @@ use crate::loops::{for_each_row, parallel_for, Geometry, GRAIN_SIZE};
 
 /// The positions of a shape for `K` strided operands, walked row by row in memory-friendly
 /// order (permuted and coalesced as the elementwise iterator does).
-pub(super) struct Positions<const K: usize> {
+pub(crate) struct Positions<const K: usize> {
     geom: Geometry,
     rs: [isize; K],
 }
 
 impl<const K: usize> Positions<K> {
-    pub(super) fn new(shape: &[i64], strides: [&[i64]; K]) -> Positions<K> {
+    pub(crate) fn new(shape: &[i64], strides: [&[i64]; K]) -> Positions<K> {
         let st: SmallVec<[DimVec; 4]> = strides.iter().map(|s| DimVec::from_slice(s)).collect();
         let perm = reorder_dims(shape, &strides);
         let geom = coalesce(shape, &st, &perm);
@@ -24,13 +24,13 @@ impl<const K: usize> Positions<K> {
         Positions { geom, rs }
     }
 
-    pub(super) fn numel(&self) -> usize {
+    pub(crate) fn numel(&self) -> usize {
         self.geom.numel()
     }
 
     /// Calls `row(n, offsets, strides)` for the rows covering positions `start..end` (in
     /// walking order), on this thread: `n` positions from `offsets`, `strides` apart.
-    pub(super) fn run_rows(
+    pub(crate) fn run_rows(
         &self,
         start: usize,
         end: usize,
@@ -43,7 +43,7 @@ impl<const K: usize> Positions<K> {
     }
 
     /// Calls `f(offsets)` for every position, split across threads above `grain` positions.
-    pub(super) fn par_run(&self, grain: usize, f: impl Fn([isize; K]) + Sync) {
+    pub(crate) fn par_run(&self, grain: usize, f: impl Fn([isize; K]) + Sync) {
         parallel_for(self.numel(), grain.max(1), |s, e| {
             self.run_rows(s, e, |n, offs, rs| {
                 for i in 0..n as isize {

@@ -1,4 +1,4 @@
-//! Indexing along a dimension: `index_select` (+`out`), `gather`, `scatter_add` (+in-place)
+//! Advanced indexing (`index.Tensor`, `index_put`) and indexing along a dimension: `index_select` (+`out`), `gather`, `scatter_add` (+in-place)
 //! and `index_add` (+in-place). `index_add` and `scatter_add` are what autograd uses for the
 //! backward of `index_select` and `gather`.
 //!
@@ -32,14 +32,23 @@ macro_rules! by_element_size {
     };
 }
 
+mod advanced;
 mod common;
 mod gather;
 mod index_add;
+mod masked_scatter;
+mod scatter;
 mod select;
 
+pub use advanced::*;
+pub(crate) use common::Positions;
 pub use gather::*;
 pub use index_add::*;
+pub use masked_scatter::*;
+pub use scatter::*;
 pub use select::*;
 
+#[cfg(test)]
+mod scatter_tests;
 #[cfg(test)]
 mod tests;

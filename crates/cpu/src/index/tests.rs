@@ -149,7 +149,7 @@ fn gather_values_and_errors() {
         )
         .unwrap_err()
         .to_string(),
-        "Size does not match at dimension 1 expected index [1, 4] to be smaller than self \
+        "Size does not match at dimension 1 expected index [1, 4] to be no larger than self \
          [2, 3] apart from dimension 0"
     );
     assert_eq!(
@@ -211,8 +211,8 @@ fn scatter_add_values_and_errors() {
         )
         .unwrap_err()
         .to_string(),
-        "Expected index [3, 3] to be smaller than self [2, 3] apart from dimension 0 and to be \
-         smaller size than src [2, 3]"
+        "Expected index [3, 3] to be no larger than self [2, 3] apart from dimension 0 and to be \
+         no larger size than src [2, 3]"
     );
     assert_eq!(
         scatter_add(&z, 0, &longs(&[0]), &s)

@@ -45,9 +45,18 @@ pub(crate) fn has_dim_arguments(op: &OperatorHandle) -> bool {
             .any(|a| DIM_ARGUMENTS.contains(&a.name()) && is_dim(a.ty()))
 }
 
-/// Operators whose other tensor arguments index `self` position by position: they are batched
-/// along with it (expanded when they are not batched).
-const INDEX_LIKE: &[&str] = &["gather", "scatter", "scatter_add", "scatter_reduce"];
+/// Operators whose other tensor arguments index `self` position by position, or fill a view of
+/// it (the `*_scatter` of the views): they are batched along with it (expanded when they are
+/// not batched).
+const INDEX_LIKE: &[&str] = &[
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "select_scatter",
+    "slice_scatter",
+    "diagonal_scatter",
+];
 
 /// The rule of operators with `dim` arguments on a batched `self`.
 pub(crate) fn dim_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {

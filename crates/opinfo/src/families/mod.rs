@@ -1,12 +1,14 @@
 //! The registry's entries, by kind of operator.
 
 mod factory;
+mod indexing;
 mod linalg;
 mod nn;
 mod pointwise;
 mod random;
 mod reduction;
 mod shape;
+mod sorting;
 mod view_copy;
 
 use crate::Registry;
@@ -18,6 +20,8 @@ pub fn register(r: &mut Registry) {
     linalg::register(r);
     nn::register(r);
     shape::register(r);
+    indexing::register(r);
+    sorting::register(r);
     view_copy::register(r);
     factory::register(r);
     random::register(r);

@@ -300,6 +300,7 @@ fn indexing(r: &mut Registry) {
                 sample![t(&[2, 3]).f64(), -1i64, gidx()],
                 sample![t(&[2, 3]), 1i64, gidx().dtype(Int)].error(),
                 sample![t(&[2, 3]), 1i64, longs(&[0, 1]).shape(&[2])].error(),
+                sample![t(&[2, 3]), 0i64, longs(&[0, 1, 0, 1]).shape(&[1, 4])].error(),
                 sample![t(&[2, 3]), 1i64, longs(&[3]).shape(&[1, 1])].error_from_data(),
             ])
             .meta()
@@ -315,6 +316,13 @@ fn indexing(r: &mut Registry) {
                 sample![t(&[]), 0i64, longs(&[0]).shape(&[]), t(&[])],
                 sample![t(&[2, 3]).f64(), -1i64, gidx(), t(&[2, 3]).f64()],
                 sample![t(&[2, 3]), 1i64, longs(&[3]).shape(&[1, 1]), t(&[1, 1])].error_from_data(),
+                sample![
+                    t(&[3, 4]),
+                    0i64,
+                    longs(&[0, 1, 2, 1, 0]).shape(&[1, 5]),
+                    t(&[2, 3])
+                ]
+                .error(),
             ])
             .meta()
             .inplace()

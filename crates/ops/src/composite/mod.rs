@@ -11,6 +11,7 @@ mod overloads;
 mod pointwise;
 mod properties;
 mod reduction;
+mod scatter_views;
 mod shape;
 mod view_copy;
 
@@ -22,6 +23,7 @@ pub use overloads::*;
 pub use pointwise::*;
 pub use properties::*;
 pub use reduction::*;
+pub use scatter_views::*;
 pub use shape::*;
 pub use view_copy::*;
 
