@@ -57,6 +57,7 @@ mod shape;
 mod softmax;
 mod ternary;
 mod unary;
+mod unary_float;
 
 #[cfg(feature = "register")]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
@@ -87,3 +88,4 @@ pub use shape::*;
 pub use softmax::*;
 pub use ternary::*;
 pub use unary::*;
+pub use unary_float::*;

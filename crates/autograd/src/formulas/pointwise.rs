@@ -138,6 +138,11 @@ pub(crate) fn div_tensor_other_backward(
     )
 }
 
+/// `log1p`'s gradient: `grad / (self + 1)`.
+pub(crate) fn log1p_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    ops::div(grad, &ops::add_scalar(self_, 1)?)
+}
+
 /// `pow.Tensor_Scalar`'s gradient: `grad * exponent * self^(exponent - 1)` (zeros for a zero
 /// exponent).
 pub(crate) fn pow_backward(grad: &Tensor, self_: &Tensor, exponent: Scalar) -> Result<Tensor> {

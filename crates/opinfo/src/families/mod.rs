@@ -7,6 +7,7 @@ mod pointwise;
 mod random;
 mod reduction;
 mod shape;
+mod unary_float;
 mod view_copy;
 
 use crate::Registry;
@@ -21,4 +22,5 @@ pub fn register(r: &mut Registry) {
     view_copy::register(r);
     factory::register(r);
     random::register(r);
+    unary_float::register(r);
 }

@@ -10,23 +10,30 @@ use crate::{sample, Registry};
 
 /// The values a unary operator is sampled in.
 #[derive(Clone, Copy)]
-enum Domain {
+pub(super) enum Domain {
     /// `[-1, 1)`.
     Any,
     /// `[0.5, 2)`: `log`, `sqrt`, `rsqrt`.
     Positive,
+    /// `[-0.9, 0.9)`, inside the open interval `(-1, 1)`: `asin`, `acos`, `atanh`, whose
+    /// derivatives are infinite at ±1.
+    Unit,
+    /// `[1.5, 3)`: `acosh`.
+    AboveOne,
 }
 
 fn x(shape: &[i64], d: Domain) -> TensorSpec {
     match d {
         Domain::Any => t(shape),
         Domain::Positive => t(shape).pos(),
+        Domain::Unit => t(shape).range(-0.9, 0.9),
+        Domain::AboveOne => t(shape).range(1.5, 3.0),
     }
 }
 
 /// Samples of a unary operator: plain, 0-dim, empty, non-contiguous, float64, NaN; integer and
 /// bool inputs when the operator takes them (`ints`).
-fn unary_samples(d: Domain, ints: bool) -> Vec<Sample> {
+pub(super) fn unary_samples(d: Domain, ints: bool) -> Vec<Sample> {
     let mut s = vec![
         sample![x(&[2, 3], d)],
         sample![x(&[], d)],

@@ -26,6 +26,7 @@ mod elementwise;
 mod overlap;
 mod pointwise;
 mod reduction;
+mod unary_float;
 
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
@@ -33,6 +34,7 @@ pub use elementwise::{
 pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, result_device};
 pub use pointwise::*;
 pub use reduction::*;
+pub use unary_float::*;
 
 use switchboard_tensor::{Device, DimVec, ScalarType, Tensor, TensorError};
 

@@ -221,6 +221,8 @@ macro_rules! unary_meta {
     )*};
 }
 
+pub(super) use unary_meta;
+
 unary_meta! {
     /// `exp` (and `exp_`, `exp.out`): integers compute in float.
     exp.int_to_float();
