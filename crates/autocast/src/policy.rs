@@ -142,6 +142,7 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("sum.dim_IntList", Fp32SetOptDtype),
         // promote
         ("scatter_add", Promote),
+        ("atan2", Promote),
     ],
 };
 

@@ -64,6 +64,7 @@ pub const CUDA: &[(&str, CastPolicy)] = &[
     ("sum", Fp32SetOptDtype),
     ("sum.dim_IntList", Fp32SetOptDtype),
     ("scatter_add", Promote),
+    ("atan2", Promote),
 ];
 
 /// The policy `list` gives operator `name` (`name.overload`), if any.

@@ -1,11 +1,13 @@
 //! The registry's entries, by kind of operator.
 
+mod binary_math;
 mod factory;
 mod linalg;
 mod nn;
 mod pointwise;
 mod random;
 mod reduction;
+mod rounding;
 mod shape;
 mod unary_float;
 mod view_copy;
@@ -23,4 +25,6 @@ pub fn register(r: &mut Registry) {
     factory::register(r);
     random::register(r);
     unary_float::register(r);
+    rounding::register(r);
+    binary_math::register(r);
 }

@@ -56,7 +56,7 @@ pub(super) fn unary_samples(d: Domain, ints: bool) -> Vec<Sample> {
 }
 
 /// Samples of a tensor-tensor operator; `other` drawn by `rhs` (a divisor is positive).
-fn binary_samples(rhs: fn(&[i64]) -> TensorSpec, ints: bool) -> Vec<Sample> {
+pub(super) fn binary_samples(rhs: fn(&[i64]) -> TensorSpec, ints: bool) -> Vec<Sample> {
     let mut s = vec![
         sample![t(&[2, 3]), rhs(&[2, 3])],
         sample![t(&[2, 3]), rhs(&[3])],
@@ -98,7 +98,7 @@ fn binary_samples(rhs: fn(&[i64]) -> TensorSpec, ints: bool) -> Vec<Sample> {
 }
 
 /// Samples of a tensor-scalar operator (`exponent`-like scalars stay small).
-fn scalar_samples(ints: bool) -> Vec<Sample> {
+pub(super) fn scalar_samples(ints: bool) -> Vec<Sample> {
     let mut s = vec![
         sample![t(&[2, 3]), 2.5],
         sample![t(&[]), -1.5],

@@ -5,6 +5,7 @@
 
 mod convert;
 mod factories;
+mod logical;
 mod nn;
 mod nonzero;
 mod overloads;
@@ -13,9 +14,11 @@ mod properties;
 mod reduction;
 mod shape;
 mod view_copy;
+mod wrapped_scalar;
 
 pub use convert::*;
 pub use factories::*;
+pub use logical::*;
 pub use nn::*;
 pub use nonzero::*;
 pub use overloads::*;
@@ -24,6 +27,7 @@ pub use properties::*;
 pub use reduction::*;
 pub use shape::*;
 pub use view_copy::*;
+pub use wrapped_scalar::*;
 
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind};
 

@@ -155,6 +155,8 @@ macro_rules! binary_meta {
     )*};
 }
 
+pub(super) use binary_meta;
+
 binary_meta! {
     /// `mul.Tensor` (and `mul_.Tensor`, `mul.out`).
     mul_tensor(self_, other);
