@@ -30,6 +30,7 @@ pub mod loops;
 pub mod promote;
 pub mod reduce;
 
+mod activation;
 mod activation_backward;
 mod atan2;
 mod binary;
@@ -68,6 +69,7 @@ mod unary_float;
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 mod registrations;
 
+pub use activation::*;
 pub use activation_backward::*;
 pub use atan2::*;
 pub use binary::*;

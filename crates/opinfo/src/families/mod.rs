@@ -1,5 +1,6 @@
 //! The registry's entries, by kind of operator.
 
+mod activation;
 mod binary_math;
 mod factory;
 mod linalg;
@@ -27,4 +28,5 @@ pub fn register(r: &mut Registry) {
     unary_float::register(r);
     rounding::register(r);
     binary_math::register(r);
+    activation::register(r);
 }

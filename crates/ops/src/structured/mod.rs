@@ -22,6 +22,7 @@
 //! assert_eq!((&m.sizes[..], &m.strides[..], m.dtype), (&[2i64, 3][..], &[3i64, 1][..], ScalarType::Float));
 //! ```
 
+mod activation;
 mod binary_math;
 mod bitwise;
 mod elementwise;
@@ -31,6 +32,7 @@ mod reduction;
 mod rounding;
 mod unary_float;
 
+pub use activation::*;
 pub use binary_math::*;
 pub use bitwise::*;
 pub use elementwise::{
