@@ -124,6 +124,17 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("nll_loss", Fp32),
         ("nll_loss2d", Fp32),
         ("mse_loss", Fp32),
+        // fp32: the float unary operators of UnaryOps.cpp
+        ("acos", Fp32),
+        ("asin", Fp32),
+        ("cosh", Fp32),
+        ("expm1", Fp32),
+        ("log10", Fp32),
+        ("log2", Fp32),
+        ("log1p", Fp32),
+        ("reciprocal", Fp32),
+        ("sinh", Fp32),
+        ("tan", Fp32),
         // fp32_set_opt_dtype
         ("softmax.int", Fp32SetOptDtype),
         ("log_softmax.int", Fp32SetOptDtype),
@@ -132,6 +143,7 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         // promote
         ("index_put", Promote),
         ("scatter_add", Promote),
+        ("atan2", Promote),
     ],
 };
 

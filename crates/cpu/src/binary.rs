@@ -253,7 +253,7 @@ fn div_kernel(iter: &impl BinaryLoop, mode: Rounding, b: &Tensor) -> Result<()> 
 }
 
 /// Whether an integer tensor holds a zero.
-fn has_zero(t: &Tensor) -> Result<bool> {
+pub(crate) fn has_zero(t: &Tensor) -> Result<bool> {
     if !t.has_data() {
         return Ok(false);
     }

@@ -75,36 +75,103 @@ pub trait Num: Copy + Send + Sync + PartialOrd + Debug + Default + 'static {
     }
 }
 
-/// Floating-point compute types (`f32`, `f64`): the transcendental functions.
+/// Floating-point compute types (`f32`, `f64`): the transcendental functions, each the
+/// standard library's (or libm's) function of that name.
 pub trait Float: Num {
     /// `e^x`.
     fn exp(self) -> Self;
+    /// `e^x - 1`, exact near 0.
+    fn exp_m1(self) -> Self;
     /// Natural logarithm.
     fn ln(self) -> Self;
     /// `ln(1 + x)`.
     fn ln_1p(self) -> Self;
+    /// Base-10 logarithm.
+    fn log10(self) -> Self;
+    /// Base-2 logarithm.
+    fn log2(self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
     /// Hyperbolic tangent.
     fn tanh(self) -> Self;
+    /// Hyperbolic sine.
+    fn sinh(self) -> Self;
+    /// Hyperbolic cosine.
+    fn cosh(self) -> Self;
+    /// Inverse hyperbolic sine.
+    fn asinh(self) -> Self;
+    /// Inverse hyperbolic cosine.
+    fn acosh(self) -> Self;
+    /// Inverse hyperbolic tangent.
+    fn atanh(self) -> Self;
     /// The error function.
     fn erf(self) -> Self;
     /// `self ** e` for real exponents.
     fn powf(self, e: Self) -> Self;
     /// Rounds toward negative infinity.
     fn floor(self) -> Self;
+    /// Rounds toward positive infinity.
+    fn ceil(self) -> Self;
+    /// Rounds toward zero.
+    fn trunc(self) -> Self;
+    /// Rounds to the nearest integer, ties to even (C's `nearbyint`, PyTorch's `round`).
+    fn round_ties_even(self) -> Self;
     /// Cosine.
     fn cos(self) -> Self;
     /// Sine.
     fn sin(self) -> Self;
+    /// Tangent.
+    fn tan(self) -> Self;
+    /// Arc cosine.
+    fn acos(self) -> Self;
+    /// Arc sine.
+    fn asin(self) -> Self;
+    /// Arc tangent.
+    fn atan(self) -> Self;
+    /// The angle of the point `(other, self)` (C's `atan2(self, other)`).
+    fn atan2(self, other: Self) -> Self;
     /// Whether finite.
     fn is_finite(self) -> bool;
+    /// Whether infinite.
+    fn is_infinite(self) -> bool;
     /// `1 / sqrt(x)`.
     #[inline]
     fn rsqrt(self) -> Self {
         Self::ONE.div(self.sqrt())
     }
 }
+
+/// Forwards [`Float`]'s methods to the inherent ones of `f32`/`f64` (and libm's `erf`).
+macro_rules! float_impl {
+    ($t:ident, $erf:path; $($f:ident($($a:ident),*) -> $r:ty;)*) => {
+        impl Float for $t {
+            $(
+                #[inline]
+                fn $f(self $(, $a: Self)*) -> $r {
+                    $t::$f(self $(, $a)*)
+                }
+            )*
+            #[inline]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+        }
+    };
+}
+
+macro_rules! float_impls {
+    ($($t:ident, $erf:path);*) => {$(
+        float_impl!($t, $erf;
+            exp() -> Self; exp_m1() -> Self; ln() -> Self; ln_1p() -> Self; log10() -> Self;
+            log2() -> Self; sqrt() -> Self; tanh() -> Self; sinh() -> Self; cosh() -> Self;
+            asinh() -> Self; acosh() -> Self; atanh() -> Self; powf(e) -> Self;
+            floor() -> Self; ceil() -> Self; trunc() -> Self; round_ties_even() -> Self;
+            cos() -> Self; sin() -> Self; tan() -> Self; acos() -> Self; asin() -> Self;
+            atan() -> Self; atan2(other) -> Self; is_finite() -> bool; is_infinite() -> bool;
+        );
+    )*};
+}
+float_impls!(f32, libm::erff; f64, libm::erf);
 
 /// A stored element type and its compute type ([`Num`]); see Note [Compute types].
 pub trait CpuElement: Element {
@@ -289,100 +356,6 @@ macro_rules! float_num {
     )*};
 }
 float_num!(f32, f64);
-
-impl Float for f32 {
-    #[inline]
-    fn exp(self) -> Self {
-        f32::exp(self)
-    }
-    #[inline]
-    fn ln(self) -> Self {
-        f32::ln(self)
-    }
-    #[inline]
-    fn ln_1p(self) -> Self {
-        f32::ln_1p(self)
-    }
-    #[inline]
-    fn sqrt(self) -> Self {
-        f32::sqrt(self)
-    }
-    #[inline]
-    fn tanh(self) -> Self {
-        f32::tanh(self)
-    }
-    #[inline]
-    fn erf(self) -> Self {
-        libm::erff(self)
-    }
-    #[inline]
-    fn powf(self, e: Self) -> Self {
-        f32::powf(self, e)
-    }
-    #[inline]
-    fn floor(self) -> Self {
-        f32::floor(self)
-    }
-    #[inline]
-    fn cos(self) -> Self {
-        f32::cos(self)
-    }
-    #[inline]
-    fn sin(self) -> Self {
-        f32::sin(self)
-    }
-    #[inline]
-    fn is_finite(self) -> bool {
-        f32::is_finite(self)
-    }
-}
-
-impl Float for f64 {
-    #[inline]
-    fn exp(self) -> Self {
-        f64::exp(self)
-    }
-    #[inline]
-    fn ln(self) -> Self {
-        f64::ln(self)
-    }
-    #[inline]
-    fn ln_1p(self) -> Self {
-        f64::ln_1p(self)
-    }
-    #[inline]
-    fn sqrt(self) -> Self {
-        f64::sqrt(self)
-    }
-    #[inline]
-    fn tanh(self) -> Self {
-        f64::tanh(self)
-    }
-    #[inline]
-    fn erf(self) -> Self {
-        libm::erf(self)
-    }
-    #[inline]
-    fn powf(self, e: Self) -> Self {
-        f64::powf(self, e)
-    }
-    #[inline]
-    fn floor(self) -> Self {
-        f64::floor(self)
-    }
-    #[inline]
-    fn cos(self) -> Self {
-        f64::cos(self)
-    }
-    #[inline]
-    fn sin(self) -> Self {
-        f64::sin(self)
-    }
-    #[inline]
-    fn is_finite(self) -> bool {
-        f64::is_finite(self)
-    }
-}
 
 macro_rules! identity_element {
     ($($t:ty),*) => {$(

@@ -30,8 +30,11 @@ pub mod loops;
 pub mod promote;
 pub mod reduce;
 
+mod activation;
 mod activation_backward;
+mod atan2;
 mod binary;
+mod bitwise;
 mod compare;
 mod conv;
 mod copy;
@@ -42,8 +45,10 @@ mod fresh_output;
 mod index;
 mod item;
 mod linalg;
+mod logical;
 mod loss;
 mod loss_nll2d;
+mod modulo;
 #[cfg(test)]
 mod nn_testutil;
 mod nonzero;
@@ -53,18 +58,23 @@ mod pool;
 mod pow;
 mod random;
 mod reductions;
+mod rounding;
 mod shape;
 mod softmax;
 mod sorting;
 mod ternary;
 mod unary;
+mod unary_float;
 
 #[cfg(feature = "register")]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 mod registrations;
 
+pub use activation::*;
 pub use activation_backward::*;
+pub use atan2::*;
 pub use binary::*;
+pub use bitwise::*;
 pub use compare::*;
 pub use conv::*;
 pub use copy::*;
@@ -75,8 +85,10 @@ pub use factory::*;
 pub use index::*;
 pub use item::*;
 pub use linalg::*;
+pub use logical::*;
 pub use loss::*;
 pub use loss_nll2d::*;
+pub use modulo::*;
 pub use nonzero::*;
 pub use norm::*;
 pub use overloads::*;
@@ -84,8 +96,10 @@ pub use pool::*;
 pub use pow::*;
 pub use random::*;
 pub use reductions::*;
+pub use rounding::*;
 pub use shape::*;
 pub use softmax::*;
 pub use sorting::*;
 pub use ternary::*;
 pub use unary::*;
+pub use unary_float::*;

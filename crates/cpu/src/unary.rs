@@ -33,7 +33,7 @@ fn num_unary_loop<T: CpuElement>(iter: &TensorIter, op: &impl NumUnary) -> Resul
     iter.for_each1(move |a: T| T::from_acc(op.apply(a.to_acc())))
 }
 
-fn float_unary(
+pub(crate) fn float_unary(
     name: &'static str,
     self_: &Tensor,
     out: Option<&Tensor>,
@@ -51,7 +51,7 @@ fn float_unary(
     iter.finish()
 }
 
-fn num_unary(
+pub(crate) fn num_unary(
     name: &'static str,
     self_: &Tensor,
     out: Option<&Tensor>,
@@ -67,31 +67,38 @@ fn num_unary(
     iter.finish()
 }
 
+/// Defines a float unary operator: its function (a [`FloatUnary`]) and its functional,
+/// `out=` and in-place kernels, which compute integer and bool inputs in the default float
+/// dtype.
 macro_rules! float_unary_op {
     ($(#[$doc:meta])* $Op:ident, $f:ident, $f_out:ident, $f_:ident, $kname:literal, |$x:ident| $body:expr) => {
         #[doc = concat!("The function of `", stringify!($f), "`.")]
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $Op;
-        impl FloatUnary for $Op {
+        impl $crate::unary::FloatUnary for $Op {
             #[inline(always)]
-            fn apply<F: Float>(&self, $x: F) -> F {
+            fn apply<F: $crate::dispatch_dtype::Float>(&self, $x: F) -> F {
                 $body
             }
         }
         $(#[$doc])*
-        pub fn $f(self_: &Tensor) -> Result<Tensor> {
-            float_unary($kname, self_, None, &$Op)
+        pub fn $f(self_: &switchboard_tensor::Tensor) -> $crate::error::Result<switchboard_tensor::Tensor> {
+            $crate::unary::float_unary($kname, self_, None, &$Op)
         }
         #[doc = concat!("`", stringify!($f), ".out(Tensor self, *, Tensor(a!) out)`.")]
-        pub fn $f_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-            float_unary($kname, self_, Some(out), &$Op)
+        pub fn $f_out(
+            self_: &switchboard_tensor::Tensor,
+            out: &switchboard_tensor::Tensor,
+        ) -> $crate::error::Result<switchboard_tensor::Tensor> {
+            $crate::unary::float_unary($kname, self_, Some(out), &$Op)
         }
         #[doc = concat!("`", stringify!($f), "_(Tensor(a!) self)`.")]
-        pub fn $f_(self_: &Tensor) -> Result<Tensor> {
-            float_unary($kname, self_, Some(self_), &$Op)
+        pub fn $f_(self_: &switchboard_tensor::Tensor) -> $crate::error::Result<switchboard_tensor::Tensor> {
+            $crate::unary::float_unary($kname, self_, Some(self_), &$Op)
         }
     };
 }
+pub(crate) use float_unary_op;
 
 float_unary_op!(
     /// `exp(Tensor self)`: `e^x`.
@@ -221,7 +228,7 @@ impl NumUnary for Abs {
     }
 }
 
-struct Sgn;
+pub(crate) struct Sgn;
 impl NumUnary for Sgn {
     #[inline(always)]
     fn apply<N: Num>(&self, x: N) -> N {

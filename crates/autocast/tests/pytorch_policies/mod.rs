@@ -49,11 +49,22 @@ pub const CUDA: &[(&str, CastPolicy)] = &[
     ("nll_loss", Fp32),
     ("nll_loss2d", Fp32),
     ("mse_loss", Fp32),
+    ("acos", Fp32),
+    ("asin", Fp32),
+    ("cosh", Fp32),
+    ("expm1", Fp32),
+    ("log10", Fp32),
+    ("log2", Fp32),
+    ("log1p", Fp32),
+    ("reciprocal", Fp32),
+    ("sinh", Fp32),
+    ("tan", Fp32),
     ("softmax.int", Fp32SetOptDtype),
     ("log_softmax.int", Fp32SetOptDtype),
     ("sum", Fp32SetOptDtype),
     ("sum.dim_IntList", Fp32SetOptDtype),
     ("scatter_add", Promote),
+    ("atan2", Promote),
 ];
 
 /// The policy `list` gives operator `name` (`name.overload`), if any.

@@ -210,13 +210,3 @@ pub(crate) fn new_zeros(like: &Tensor, sizes: &[i64]) -> Result<Tensor> {
             .device(like.device()),
     )
 }
-
-/// `a & b` of two boolean tensors, through `where` (no logical operators are declared).
-pub(crate) fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    ops::r#where(a, b, a)
-}
-
-/// `a | b` of two boolean tensors, through `where`.
-pub(crate) fn logical_or(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    ops::r#where(a, a, b)
-}

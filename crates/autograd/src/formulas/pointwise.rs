@@ -1,10 +1,9 @@
-//! Pointwise operators: clamp, division, powers, masked fills, dtype conversion.
+//! Pointwise operators: clamp, division, powers, `atan2`, `log1p`, masked fills, dtype
+//! conversion.
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, Scalar, ScalarType, Tensor};
-
-use super::{logical_and, logical_or};
 
 /// A bound of `clamp` (a number, or a tensor for `clamp.Tensor`): PyTorch overloads
 /// `clamp_backward` on both, and they differ at the bounds. With number bounds (PyTorch 2.15's
@@ -45,7 +44,7 @@ pub(crate) fn clamp_backward<B: ClampBound>(
 ) -> Result<Tensor> {
     let keep = |mask: &Tensor| ops::where_scalar_other(mask, grad, 0.0);
     match (min, max) {
-        (Some(lo), Some(hi)) => keep(&logical_and(
+        (Some(lo), Some(hi)) => keep(&ops::logical_and(
             &lo.passes_min(self_)?,
             &hi.passes_max(self_)?,
         )?),
@@ -70,13 +69,16 @@ pub(crate) fn clamp_backward_min_max(
     match (min, max) {
         (Some(lo), Some(hi)) => {
             if grad_input_mask[0] {
-                out.0 = Some(keep(&logical_and(
+                out.0 = Some(keep(&ops::logical_and(
                     &ops::lt(self_, lo)?,
                     &ops::lt(lo, hi)?,
                 )?)?);
             }
             if grad_input_mask[1] {
-                out.1 = Some(keep(&logical_or(&ops::gt(self_, hi)?, &ops::lt(hi, lo)?)?)?);
+                out.1 = Some(keep(&ops::logical_or(
+                    &ops::gt(self_, hi)?,
+                    &ops::lt(hi, lo)?,
+                )?)?);
             }
         }
         (Some(lo), None) if grad_input_mask[0] => out.0 = Some(keep(&ops::lt(self_, lo)?)?),
@@ -138,6 +140,36 @@ pub(crate) fn div_tensor_other_backward(
     )
 }
 
+/// `atan2`'s gradients: `grad * other / (self² + other²)` for `self`,
+/// `grad * -self / (self² + other²)` for `other`.
+pub(crate) fn atan2_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    other: &Tensor,
+    grad_input_mask: [bool; 2],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let recip = ops::reciprocal(&ops::add(
+        &ops::mul(self_, self_)?,
+        &ops::mul(other, other)?,
+    )?)?;
+    let self_grad = if grad_input_mask[0] {
+        Some(ops::mul(&ops::mul(grad, other)?, &recip)?)
+    } else {
+        None
+    };
+    let other_grad = if grad_input_mask[1] {
+        Some(ops::mul(&ops::mul(grad, &ops::neg(self_)?)?, &recip)?)
+    } else {
+        None
+    };
+    Ok((self_grad, other_grad))
+}
+
+/// `log1p`'s gradient: `grad / (self + 1)`.
+pub(crate) fn log1p_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    ops::div(grad, &ops::add_scalar(self_, 1)?)
+}
+
 /// `pow.Tensor_Scalar`'s gradient: `grad * exponent * self^(exponent - 1)` (zeros for a zero
 /// exponent).
 pub(crate) fn pow_backward(grad: &Tensor, self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
@@ -170,7 +202,7 @@ pub(crate) trait PowBase {
 
 impl PowBase for &Tensor {
     fn exponent_grad(self, grad: &Tensor, exponent: &Tensor, result: &Tensor) -> Result<Tensor> {
-        let cond = logical_and(&ops::eq_scalar(self, 0)?, &ops::ge_scalar(exponent, 0)?)?;
+        let cond = ops::logical_and(&ops::eq_scalar(self, 0)?, &ops::ge_scalar(exponent, 0)?)?;
         let d = ops::mul(result, &ops::log(self)?)?;
         ops::mul(grad, &ops::where_scalar_self(&cond, 0.0, &d)?)
     }

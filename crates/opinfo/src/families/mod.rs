@@ -1,5 +1,7 @@
 //! The registry's entries, by kind of operator.
 
+mod activation;
+mod binary_math;
 mod factory;
 mod indexing;
 mod linalg;
@@ -7,8 +9,10 @@ mod nn;
 mod pointwise;
 mod random;
 mod reduction;
+mod rounding;
 mod shape;
 mod sorting;
+mod unary_float;
 mod view_copy;
 
 use crate::Registry;
@@ -25,4 +29,8 @@ pub fn register(r: &mut Registry) {
     view_copy::register(r);
     factory::register(r);
     random::register(r);
+    unary_float::register(r);
+    rounding::register(r);
+    binary_math::register(r);
+    activation::register(r);
 }

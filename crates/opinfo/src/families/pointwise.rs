@@ -10,23 +10,30 @@ use crate::{sample, Registry};
 
 /// The values a unary operator is sampled in.
 #[derive(Clone, Copy)]
-enum Domain {
+pub(super) enum Domain {
     /// `[-1, 1)`.
     Any,
     /// `[0.5, 2)`: `log`, `sqrt`, `rsqrt`.
     Positive,
+    /// `[-0.9, 0.9)`, inside the open interval `(-1, 1)`: `asin`, `acos`, `atanh`, whose
+    /// derivatives are infinite at ±1.
+    Unit,
+    /// `[1.5, 3)`: `acosh`.
+    AboveOne,
 }
 
 fn x(shape: &[i64], d: Domain) -> TensorSpec {
     match d {
         Domain::Any => t(shape),
         Domain::Positive => t(shape).pos(),
+        Domain::Unit => t(shape).range(-0.9, 0.9),
+        Domain::AboveOne => t(shape).range(1.5, 3.0),
     }
 }
 
 /// Samples of a unary operator: plain, 0-dim, empty, non-contiguous, float64, NaN; integer and
 /// bool inputs when the operator takes them (`ints`).
-fn unary_samples(d: Domain, ints: bool) -> Vec<Sample> {
+pub(super) fn unary_samples(d: Domain, ints: bool) -> Vec<Sample> {
     let mut s = vec![
         sample![x(&[2, 3], d)],
         sample![x(&[], d)],
@@ -49,7 +56,7 @@ fn unary_samples(d: Domain, ints: bool) -> Vec<Sample> {
 }
 
 /// Samples of a tensor-tensor operator; `other` drawn by `rhs` (a divisor is positive).
-fn binary_samples(rhs: fn(&[i64]) -> TensorSpec, ints: bool) -> Vec<Sample> {
+pub(super) fn binary_samples(rhs: fn(&[i64]) -> TensorSpec, ints: bool) -> Vec<Sample> {
     let mut s = vec![
         sample![t(&[2, 3]), rhs(&[2, 3])],
         sample![t(&[2, 3]), rhs(&[3])],
@@ -91,7 +98,7 @@ fn binary_samples(rhs: fn(&[i64]) -> TensorSpec, ints: bool) -> Vec<Sample> {
 }
 
 /// Samples of a tensor-scalar operator (`exponent`-like scalars stay small).
-fn scalar_samples(ints: bool) -> Vec<Sample> {
+pub(super) fn scalar_samples(ints: bool) -> Vec<Sample> {
     let mut s = vec![
         sample![t(&[2, 3]), 2.5],
         sample![t(&[]), -1.5],

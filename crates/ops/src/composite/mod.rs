@@ -5,6 +5,7 @@
 
 mod convert;
 mod factories;
+mod logical;
 mod nn;
 mod nonzero;
 mod overloads;
@@ -14,9 +15,11 @@ mod reduction;
 mod scatter_views;
 mod shape;
 mod view_copy;
+mod wrapped_scalar;
 
 pub use convert::*;
 pub use factories::*;
+pub use logical::*;
 pub use nn::*;
 pub use nonzero::*;
 pub use overloads::*;
@@ -26,6 +29,7 @@ pub use reduction::*;
 pub use scatter_views::*;
 pub use shape::*;
 pub use view_copy::*;
+pub use wrapped_scalar::*;
 
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind};
 

@@ -22,17 +22,27 @@
 //! assert_eq!((&m.sizes[..], &m.strides[..], m.dtype), (&[2i64, 3][..], &[3i64, 1][..], ScalarType::Float));
 //! ```
 
+mod activation;
+mod binary_math;
+mod bitwise;
 mod elementwise;
 mod overlap;
 mod pointwise;
 mod reduction;
+mod rounding;
+mod unary_float;
 
+pub use activation::*;
+pub use binary_math::*;
+pub use bitwise::*;
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
 };
 pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, result_device};
 pub use pointwise::*;
 pub use reduction::*;
+pub use rounding::*;
+pub use unary_float::*;
 
 use switchboard_tensor::{Device, DimVec, ScalarType, Tensor, TensorError};
 

@@ -155,6 +155,8 @@ macro_rules! binary_meta {
     )*};
 }
 
+pub(super) use binary_meta;
+
 binary_meta! {
     /// `mul.Tensor` (and `mul_.Tensor`, `mul.out`).
     mul_tensor(self_, other);
@@ -220,6 +222,8 @@ macro_rules! unary_meta {
         }
     )*};
 }
+
+pub(super) use unary_meta;
 
 unary_meta! {
     /// `exp` (and `exp_`, `exp.out`): integers compute in float.
