@@ -4,7 +4,7 @@ use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
 
-use super::{logical_and, to_dtype};
+use super::to_dtype;
 use crate::node::err;
 
 /// `scatter_reduce`'s gradients for `self` and `src` (PyTorch's `scatter_reduce_backward`):
@@ -47,7 +47,7 @@ pub(crate) fn scatter_reduce_backward(
                 &to_dtype(&src_zero, self_.dtype())?,
             )?;
             let src_num_zeros = ops::gather(&zeros_in_group, dim, index)?;
-            let src_single_zero = logical_and(&src_zero, &ops::eq_scalar(&src_num_zeros, 1)?)?;
+            let src_single_zero = ops::logical_and(&src_zero, &ops::eq_scalar(&src_num_zeros, 1)?)?;
             // Where `src` is its group's only zero, `grad * result / src` would be 0/0: the
             // product of the others is computed with that zero replaced by one.
             let masked_src = ops::masked_fill(src, &src_single_zero, 1)?;
