@@ -64,6 +64,7 @@ pub const CUDA: &[(&str, CastPolicy)] = &[
     ("sum", Fp32SetOptDtype),
     ("sum.dim_IntList", Fp32SetOptDtype),
     ("scatter_add", Promote),
+    ("index_put", Promote),
     ("atan2", Promote),
 ];
 
