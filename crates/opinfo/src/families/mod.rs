@@ -3,6 +3,8 @@
 mod factory;
 mod linalg;
 mod nn;
+mod nn_norm;
+mod nn_pool;
 mod pointwise;
 mod random;
 mod reduction;
@@ -17,6 +19,8 @@ pub fn register(r: &mut Registry) {
     reduction::register(r);
     linalg::register(r);
     nn::register(r);
+    nn_norm::register(r);
+    nn_pool::register(r);
     shape::register(r);
     view_copy::register(r);
     factory::register(r);
