@@ -84,23 +84,34 @@ fn batch_norm(r: &mut Registry) {
             sample![t(&[2, 3]), t(&[4]), NONE, NONE, NONE, true, m, eps].error(),
             sample![t(&[2, 3]), NONE, NONE, NONE, NONE, false, m, eps].error(),
             sample![t(&[2, 3]), NONE, NONE, rm(3), NONE, true, m, eps].error(),
-            sample![t(&[0, 3]), NONE, NONE, NONE, NONE, true, m, eps].error(),
             sample![t(&[2, 3]).dtype(Int), NONE, NONE, NONE, NONE, true, m, eps].error(),
             sample![t(&[2, 3]), t(&[3]).f64(), NONE, NONE, NONE, true, m, eps].error(),
         ]
     };
-    r.add(
-        nn("batch_norm").samples(
-            native()
-                .into_iter()
-                .map(|mut s| {
-                    s.args.push(false.into());
-                    s
-                })
-                .collect(),
-        ),
-    );
-    r.add(nn("native_batch_norm").samples(native()).meta().out());
+    let mut composite: Vec<_> = native()
+        .into_iter()
+        .map(|mut s| {
+            s.args.push(false.into());
+            s
+        })
+        .collect();
+    // An empty input in training: the composite returns it through the parameters' first
+    // elements, the native operator fails (no batch statistics).
+    composite.push(sample![
+        t(&[0, 3]),
+        t(&[3]),
+        t(&[3]),
+        NONE,
+        NONE,
+        true,
+        m,
+        eps,
+        false
+    ]);
+    r.add(nn("batch_norm").samples(composite));
+    let mut native_samples = native();
+    native_samples.push(sample![t(&[0, 3]), NONE, NONE, NONE, NONE, true, m, eps].error());
+    r.add(nn("native_batch_norm").samples(native_samples).meta().out());
     r.add(
         nn("_native_batch_norm_legit")
             .samples(vec![

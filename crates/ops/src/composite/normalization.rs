@@ -36,16 +36,26 @@ pub fn batch_norm(
 ) -> Result<Tensor> {
     // `input.size(1)`: "Dimension out of range" below 2 dims.
     let features = input.sizes()[wrap_dim(1, input.dim())?];
-    if input.numel() != 0 {
-        for (name, t) in [("running_mean", running_mean), ("running_var", running_var)] {
-            if t.is_none() && !training {
-                return Err(error(format!("{name} must be defined in evaluation mode")));
-            }
-            check_features(name, features, t)?;
+    if input.numel() == 0 {
+        // PyTorch returns a new tensor (not a view, to keep the gradient chain) through the
+        // parameters' first elements, without normalizing.
+        let mut out = crate::clone(input)?;
+        if let Some(w) = weight {
+            out = crate::mul(&out, &crate::select(w, 0, 0)?)?;
         }
-        check_features("weight", features, weight)?;
-        check_features("bias", features, bias)?;
+        if let Some(b) = bias {
+            out = crate::add(&out, &crate::select(b, 0, 0)?)?;
+        }
+        return Ok(out);
     }
+    for (name, t) in [("running_mean", running_mean), ("running_var", running_var)] {
+        if t.is_none() && !training {
+            return Err(error(format!("{name} must be defined in evaluation mode")));
+        }
+        check_features(name, features, t)?;
+    }
+    check_features("weight", features, weight)?;
+    check_features("bias", features, bias)?;
     Ok(crate::native_batch_norm(
         input,
         weight,
