@@ -293,3 +293,7 @@ pub fn avg_pool2d_backward(
     })?;
     in_format_of(self_, gi)
 }
+
+#[cfg(test)]
+#[path = "avg_pool_tests.rs"]
+mod tests;
