@@ -4,6 +4,7 @@ mod factory;
 mod linalg;
 mod nn;
 mod nn_norm;
+mod nn_padding;
 mod nn_pool;
 mod pointwise;
 mod random;
@@ -20,6 +21,7 @@ pub fn register(r: &mut Registry) {
     linalg::register(r);
     nn::register(r);
     nn_norm::register(r);
+    nn_padding::register(r);
     nn_pool::register(r);
     shape::register(r);
     view_copy::register(r);
