@@ -110,3 +110,24 @@ pub fn group_norm(
     )?
     .0)
 }
+
+/// `_native_batch_norm_legit_functional` (CompositeExplicitAutograd; what functionalization
+/// calls for `_native_batch_norm_legit`): the same outputs, with the updated running
+/// statistics returned as new tensors instead of written into the arguments.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn _native_batch_norm_legit_functional(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    let (mean_out, var_out) = (crate::clone(running_mean)?, crate::clone(running_var)?);
+    let (out, save_mean, save_invstd) = crate::_native_batch_norm_legit(
+        input, weight, bias, &mean_out, &var_out, training, momentum, eps,
+    )?;
+    Ok((out, save_mean, save_invstd, mean_out, var_out))
+}
