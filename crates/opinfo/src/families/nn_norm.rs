@@ -160,44 +160,40 @@ fn batch_norm(r: &mut Registry) {
             ])
             .meta(),
     );
-    r.add(
-        nn("_native_batch_norm_legit_functional")
-            .samples(vec![
-                sample![t(&[2, 3]), NONE, NONE, rm(3), rv(3), true, m, eps],
-                sample![
-                    t(&[2, 3, 4]),
-                    t(&[3]),
-                    t(&[3]),
-                    rm(3),
-                    rv(3),
-                    true,
-                    0.5,
-                    eps
-                ],
-                sample![
-                    t(&[2, 3, 2, 2]),
-                    t(&[3]),
-                    t(&[3]),
-                    rm(3),
-                    rv(3),
-                    false,
-                    m,
-                    eps
-                ],
-                sample![
-                    t(&[2, 2, 3]).f64(),
-                    t(&[2]).f64(),
-                    NONE,
-                    rm(2).f64(),
-                    rv(2).f64(),
-                    true,
-                    m,
-                    eps
-                ],
-                sample![t(&[2, 3]), NONE, NONE, rm(2), rv(2), true, m, eps].error(),
-            ])
-            .meta(),
-    );
+    r.add(nn("_native_batch_norm_legit_functional").samples(vec![
+        sample![t(&[2, 3]), NONE, NONE, rm(3), rv(3), true, m, eps],
+        sample![
+            t(&[2, 3, 4]),
+            t(&[3]),
+            t(&[3]),
+            rm(3),
+            rv(3),
+            true,
+            0.5,
+            eps
+        ],
+        sample![
+            t(&[2, 3, 2, 2]),
+            t(&[3]),
+            t(&[3]),
+            rm(3),
+            rv(3),
+            false,
+            m,
+            eps
+        ],
+        sample![
+            t(&[2, 2, 3]).f64(),
+            t(&[2]).f64(),
+            NONE,
+            rm(2).f64(),
+            rv(2).f64(),
+            true,
+            m,
+            eps
+        ],
+        sample![t(&[2, 3]), NONE, NONE, rm(2), rv(2), true, m, eps].error(),
+    ]));
     r.add(
         nn("_native_batch_norm_legit.no_stats")
             .samples(vec![
