@@ -21,12 +21,14 @@ const KEYWORDS: &[&str] = &[
     "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
 
-/// A Rust identifier for a schema name: keywords become raw identifiers (`r#where`), and
-/// `self` (which cannot be raw) becomes `self_`.
+/// A Rust identifier for a schema name: keywords become raw identifiers (`r#where`), `self`
+/// (which cannot be raw) becomes `self_`, and PyTorch's capitalized names (`native_group_norm`'s
+/// `N`, `C`, `HxW`) are lower-cased, as Rust names variables (`n`, `c`, `hxw`).
 pub fn rust_ident(name: &str) -> String {
     match name {
         "self" | "Self" | "super" | "crate" => format!("{name}_"),
         n if KEYWORDS.contains(&n) => format!("r#{n}"),
+        n if n.bytes().any(|b| b.is_ascii_uppercase()) => rust_ident(&n.to_ascii_lowercase()),
         n => n.to_owned(),
     }
 }

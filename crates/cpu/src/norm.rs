@@ -60,7 +60,7 @@ fn check(
             shape_str(input.sizes())
         )));
     }
-    check_param_dtypes(input, weight, bias)?;
+    check_param_dtypes(input, &[weight, bias])?;
     if !input.dtype().is_floating_point() {
         return Err(crate::error::not_implemented(
             "LayerNormKernelImpl",
@@ -79,24 +79,18 @@ fn check(
     })
 }
 
-/// PyTorch's parameter dtype rules: parameters whose (first) dtype differs from the input's
-/// are a "mixed type", allowed only as Float parameters of a float16/bfloat16 input; otherwise
-/// every parameter has the input's dtype (its kernel reads them as the input's type).
-fn check_param_dtypes(
-    input: &Tensor,
-    weight: Option<&Tensor>,
-    bias: Option<&Tensor>,
-) -> Result<()> {
+/// PyTorch's parameter dtype rules (`is_mixed_type` / `check_mixed_data_type`): parameters
+/// whose (first) dtype differs from the input's are a "mixed type", allowed only as Float
+/// parameters of a float16/bfloat16 input; otherwise every parameter has the input's dtype
+/// (its kernel reads them as the input's type). Shared by layer, batch and group norm.
+pub(crate) fn check_param_dtypes(input: &Tensor, params: &[Option<&Tensor>]) -> Result<()> {
     let dtype = input.dtype();
-    let Some(first) = weight.or(bias).map(|p| p.dtype()) else {
+    let mut defined = params.iter().flatten();
+    let Some(first) = defined.clone().next().map(|p| p.dtype()) else {
         return Ok(());
     };
     if first != dtype {
-        if [weight, bias]
-            .into_iter()
-            .flatten()
-            .any(|p| p.dtype() != ScalarType::Float)
-        {
+        if defined.any(|p| p.dtype() != ScalarType::Float) {
             return Err(invalid(
                 "mixed dtype (CPU): expect parameter to have scalar type of Float",
             ));
@@ -108,11 +102,7 @@ fn check_param_dtypes(
         }
         return Ok(());
     }
-    if let Some(p) = [weight, bias]
-        .into_iter()
-        .flatten()
-        .find(|p| p.dtype() != dtype)
-    {
+    if let Some(p) = defined.find(|p| p.dtype() != dtype) {
         return Err(invalid(format!(
             "expected scalar type {} but found {}",
             dtype.c10_name(),
@@ -122,12 +112,15 @@ fn check_param_dtypes(
     Ok(())
 }
 
-/// The dtype of `mean`/`rstd` (and of the parameters' computation): Float for a Half or
-/// BFloat16 input with Float parameters (PyTorch's mixed type), else the input's dtype.
-fn param_dtype(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> ScalarType {
+/// The dtype of the statistics (and of the parameters' computation): Float for a Half or
+/// BFloat16 input whose first defined parameter is Float (PyTorch's mixed type), else the
+/// input's dtype.
+pub(crate) fn param_dtype(input: &Tensor, params: &[Option<&Tensor>]) -> ScalarType {
     let reduced = matches!(input.dtype(), ScalarType::Half | ScalarType::BFloat16);
-    let float_params = weight
-        .or(bias)
+    let float_params = params
+        .iter()
+        .flatten()
+        .next()
         .is_some_and(|p| p.dtype() == ScalarType::Float);
     if reduced && float_params {
         ScalarType::Float
@@ -137,7 +130,7 @@ fn param_dtype(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -
 }
 
 /// An optional parameter as `f64`s (or `n` copies of `default`).
-fn param(t: Option<&Tensor>, n: usize, default: f64) -> Result<Vec<f64>> {
+pub(crate) fn param(t: Option<&Tensor>, n: usize, default: f64) -> Result<Vec<f64>> {
     match t {
         Some(t) => t.to_vec_as::<f64>(),
         None => Ok(vec![default; n]),
@@ -222,7 +215,7 @@ pub fn native_layer_norm(
     eps: f64,
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let ln = check(input, normalized_shape, weight, bias, &[])?;
-    let stat_dtype = param_dtype(input, weight, bias);
+    let stat_dtype = param_dtype(input, &[weight, bias]);
     let y = Tensor::empty_on(input.sizes(), input.dtype(), ln.device)?;
     if ln.device.is_meta() {
         let mean = Tensor::empty_on(&ln.stat_shape, stat_dtype, ln.device)?;

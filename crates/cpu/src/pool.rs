@@ -16,19 +16,21 @@ use crate::{dispatch_all_types, dispatch_floating_types};
 
 /// The parsed pooling window (PyTorch's `TORCH_META_FUNC(max_pool2d_with_indices)`).
 #[derive(Clone, Copy, Debug)]
-struct Window {
-    kh: i64,
-    kw: i64,
-    sh: i64,
-    sw: i64,
-    ph: i64,
-    pw: i64,
-    dh: i64,
-    dw: i64,
+pub(crate) struct Window {
+    pub(crate) kh: i64,
+    pub(crate) kw: i64,
+    pub(crate) sh: i64,
+    pub(crate) sw: i64,
+    pub(crate) ph: i64,
+    pub(crate) pw: i64,
+    pub(crate) dh: i64,
+    pub(crate) dw: i64,
 }
 
-/// Reads the `int[2]` arguments (one value applies to both dims; empty stride = kernel).
+/// Reads the `int[2]` arguments (one value applies to both dims; empty stride = kernel) of
+/// the pooling operator `op` (named in the messages).
 fn parse_window(
+    op: &str,
     kernel_size: &[i64],
     stride: &[i64],
     padding: &[i64],
@@ -42,7 +44,7 @@ fn parse_window(
         let (a, b) = match v {
             [a] => (*a, *a),
             [a, b] => (*a, *b),
-            _ => return Err(invalid(format!("max_pool2d: {name} {msg}"))),
+            _ => return Err(invalid(format!("{op}: {name} {msg}"))),
         };
         to_int32(a)?;
         to_int32(b)?;
@@ -85,7 +87,15 @@ fn parse_window(
 }
 
 /// PyTorch's `pooling_output_shape`: the number of windows along one dim.
-fn pooling_output_shape(size: i64, k: i64, pad: i64, s: i64, d: i64, ceil: bool) -> Result<i64> {
+fn pooling_output_shape(
+    op: &str,
+    size: i64,
+    k: i64,
+    pad: i64,
+    s: i64,
+    d: i64,
+    ceil: bool,
+) -> Result<i64> {
     if s == 0 {
         return Err(invalid("stride should not be zero"));
     }
@@ -102,7 +112,7 @@ fn pooling_output_shape(size: i64, k: i64, pad: i64, s: i64, d: i64, ceil: bool)
     }
     let size = CheckedSize::new(size);
     let extra = if ceil { s - 1 } else { 0 };
-    let what = || "max_pool2d: the output size".to_string();
+    let what = || format!("{op}: the output size");
     let mut out = ((size + pad * 2 - (CheckedSize::new(k) - 1) * d - 1 + extra).div_floor(s) + 1)
         .get(what)?;
     // The last window must start inside the input (or its left padding).
@@ -125,22 +135,26 @@ fn first_inside(start: i64, dilation: i64) -> i64 {
 
 /// The checked geometry of one pooling: planes (`N*C`), input and output plane sizes, and
 /// the output shape.
-struct Pool {
-    win: Window,
-    planes: usize,
+pub(crate) struct Pool {
+    pub(crate) win: Window,
+    pub(crate) planes: usize,
     /// Elements of an input and an output plane (exact whenever there is a plane: a tensor
     /// with elements has a numel that fits; saturated otherwise, as they are then unused).
-    plane_in: usize,
-    plane_out: usize,
-    h: i64,
-    w: i64,
-    oh: i64,
-    ow: i64,
-    out_shape: Vec<i64>,
-    device: Device,
+    pub(crate) plane_in: usize,
+    pub(crate) plane_out: usize,
+    pub(crate) h: i64,
+    pub(crate) w: i64,
+    pub(crate) oh: i64,
+    pub(crate) ow: i64,
+    pub(crate) out_shape: Vec<i64>,
+    pub(crate) device: Device,
 }
 
-fn prepare(
+/// The checked geometry of a 2-d pooling of `input` by operator `op` (PyTorch's
+/// `pool2d_shape_check` and its argument parsing).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn prepare(
+    op: &str,
     tensors: &[&Tensor],
     input: &Tensor,
     kernel_size: &[i64],
@@ -150,8 +164,8 @@ fn prepare(
     ceil_mode: bool,
 ) -> Result<Pool> {
     let device = same_device(tensors)?;
-    check_cpu_or_meta("max_pool2d", device)?;
-    let win = parse_window(kernel_size, stride, padding, dilation)?;
+    check_cpu_or_meta(op, device)?;
+    let win = parse_window(op, kernel_size, stride, padding, dilation)?;
     let nd = input.dim();
     if nd != 3 && nd != 4 {
         return Err(invalid(
@@ -161,8 +175,8 @@ fn prepare(
     let s = input.sizes();
     let (c, h, w) = (s[nd - 3], s[nd - 2], s[nd - 1]);
     let n = if nd == 4 { s[0] } else { 1 };
-    let oh = pooling_output_shape(h, win.kh, win.ph, win.sh, win.dh, ceil_mode)?;
-    let ow = pooling_output_shape(w, win.kw, win.pw, win.sw, win.dw, ceil_mode)?;
+    let oh = pooling_output_shape(op, h, win.kh, win.ph, win.sh, win.dh, ceil_mode)?;
+    let ow = pooling_output_shape(op, w, win.kw, win.pw, win.sw, win.dw, ceil_mode)?;
     // pool2d_shape_check.
     if win.kw <= 0 || win.kh <= 0 {
         return Err(invalid(format!(
@@ -219,7 +233,7 @@ fn prepare(
     })
 }
 
-fn saturated_usize(v: i64) -> usize {
+pub(crate) fn saturated_usize(v: i64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
 }
 
@@ -433,6 +447,7 @@ pub fn max_pool2d_with_indices(
     ceil_mode: bool,
 ) -> Result<(Tensor, Tensor)> {
     let p = prepare(
+        "max_pool2d",
         &[self_],
         self_,
         kernel_size,
@@ -465,7 +480,7 @@ pub fn max_pool2d_with_indices(
 }
 
 /// PyTorch's `check_dim_size`.
-fn check_dim_size(t: &Tensor, dim: usize, at: usize, size: i64) -> Result<()> {
+pub(crate) fn check_dim_size(t: &Tensor, dim: usize, at: usize, size: i64) -> Result<()> {
     if t.dim() != dim || t.sizes()[at] != size {
         let got = t.sizes().get(at).copied().unwrap_or(-1);
         return Err(invalid(format!(
@@ -493,6 +508,7 @@ pub fn max_pool2d_with_indices_backward(
     indices: &Tensor,
 ) -> Result<Tensor> {
     let p = prepare(
+        "max_pool2d",
         &[grad_output, self_, indices],
         self_,
         kernel_size,

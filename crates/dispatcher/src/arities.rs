@@ -1,6 +1,6 @@
 //! The per-arity implementations of the typed calling convention: [`ArgList`] for tuples of
 //! argument families and [`KernelFn`] / [`KernelFnWithKeys`] for functions and closures of up
-//! to twelve parameters (Note [Spread arguments]).
+//! to thirteen parameters (Note [Spread arguments]; thirteen: `native_batch_norm_backward.out`).
 
 use switchboard_keys::DispatchKeySet;
 
@@ -214,3 +214,4 @@ arities!(9; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 arities!(10; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 arities!(11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 arities!(12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+arities!(13; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);

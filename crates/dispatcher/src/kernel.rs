@@ -671,7 +671,7 @@ pub(crate) fn argument_type_error(
 }
 
 /// A Rust function usable as a typed kernel; implemented for functions and closures of up to
-/// twelve parameters whose types are [`KernelParam`](crate::KernelParam)s and whose return is `Result<R>`.
+/// thirteen parameters whose types are [`KernelParam`](crate::KernelParam)s and whose return is `Result<R>`.
 pub trait KernelFn<Marker>: Send + Sync + 'static {
     /// The argument families.
     type Args: ArgList;

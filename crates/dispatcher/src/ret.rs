@@ -171,3 +171,4 @@ macro_rules! tuple_return {
 tuple_return!(2; A, B);
 tuple_return!(3; A, B, C);
 tuple_return!(4; A, B, C, D);
+tuple_return!(5; A, B, C, D, E);

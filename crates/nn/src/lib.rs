@@ -1,7 +1,9 @@
 //! Switchboard's neural-network building blocks, after `torch.nn` and `torch.optim`:
 //!
 //! - [`Module`]s: [`Linear`] (PyTorch's default initialization), [`ReLU`], [`Sequential`],
-//!   and [`mlp`] to stack them;
+//!   and [`mlp`] to stack them; [`BatchNorm2d`] and [`GroupNorm`]; [`AdaptiveAvgPool2d`] and
+//!   [`AvgPool2d`]; `train()` / `eval()` modes (batch norm's running statistics) and buffers
+//!   with PyTorch's names;
 //! - optimizers: [`Sgd`] (momentum, dampening, weight decay, Nesterov) and [`Adam`], with
 //!   PyTorch's update rules written as dispatched in-place tensor operators under
 //!   [`no_grad`](switchboard_autograd::no_grad).
@@ -30,8 +32,12 @@
 #![warn(missing_docs)]
 
 mod module;
+mod norm;
 mod optim;
+mod pooling;
 
 pub use module::{mlp, Linear, Module, ReLU, Sequential};
+pub use norm::{BatchNorm2d, GroupNorm};
 pub use optim::{Adam, Optimizer, Sgd};
+pub use pooling::{AdaptiveAvgPool2d, AvgPool2d};
 pub use switchboard_dispatcher::Result;

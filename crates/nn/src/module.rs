@@ -1,4 +1,5 @@
-//! Modules: [`Module`], [`Linear`], [`ReLU`], [`Sequential`], [`mlp`].
+//! Modules: [`Module`] (with its training mode), [`Linear`], [`ReLU`], [`Sequential`],
+//! [`mlp`].
 
 use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_dispatcher::Result;
@@ -33,6 +34,31 @@ pub trait Module: Send + Sync {
     /// A short description, as PyTorch prints modules.
     fn describe(&self) -> String;
 
+    /// The buffers (state that is not trained: `running_mean`, ...) with their dotted names,
+    /// as `named_buffers()`. Modules without buffers keep this default.
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        Vec::new()
+    }
+
+    /// Sets training mode (`module.train(mode)`), recursively: batch norm normalizes with the
+    /// batch statistics and updates its running ones in training, and uses the running ones
+    /// in evaluation. Modules whose computation does not depend on the mode keep this default,
+    /// which does nothing.
+    fn train(&mut self, mode: bool) {
+        let _ = mode;
+    }
+
+    /// Evaluation mode (`module.eval()`): `train(false)`.
+    fn eval(&mut self) {
+        self.train(false);
+    }
+
+    /// Whether the module is in training mode (modules that do not depend on it report the
+    /// default, training).
+    fn is_training(&self) -> bool {
+        true
+    }
+
     /// Moves the parameters to `device` (`module.to(device)`): each becomes a new leaf on
     /// that device with the same values and `requires_grad`, and gradients are dropped. Make
     /// optimizers after moving, over the moved parameters. Modules without parameters keep
@@ -44,7 +70,7 @@ pub trait Module: Send + Sync {
 }
 
 /// `p` on `device`, as a new leaf with the same values and `requires_grad`.
-fn moved(p: &Tensor, device: Device) -> Result<Tensor> {
+pub(crate) fn moved(p: &Tensor, device: Device) -> Result<Tensor> {
     if p.device() == device {
         return Ok(p.clone());
     }
@@ -186,13 +212,22 @@ impl Module for ReLU {
 }
 
 /// `nn.Sequential`: the modules applied in order.
-#[derive(Default)]
 pub struct Sequential {
     layers: Vec<Box<dyn Module>>,
+    training: bool,
+}
+
+impl Default for Sequential {
+    fn default() -> Sequential {
+        Sequential {
+            layers: Vec::new(),
+            training: true,
+        }
+    }
 }
 
 impl Sequential {
-    /// An empty sequence (the identity).
+    /// An empty sequence (the identity), in training mode.
     pub fn new() -> Sequential {
         Sequential::default()
     }
@@ -241,6 +276,27 @@ impl Module for Sequential {
 
     fn to_device(&mut self, device: Device) -> Result<()> {
         self.layers.iter_mut().try_for_each(|m| m.to_device(device))
+    }
+
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        self.layers
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| {
+                m.named_buffers()
+                    .into_iter()
+                    .map(move |(n, b)| (format!("{i}.{n}"), b))
+            })
+            .collect()
+    }
+
+    fn train(&mut self, mode: bool) {
+        self.training = mode;
+        self.layers.iter_mut().for_each(|m| m.train(mode));
+    }
+
+    fn is_training(&self) -> bool {
+        self.training
     }
 
     fn describe(&self) -> String {

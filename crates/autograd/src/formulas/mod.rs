@@ -3,7 +3,9 @@
 //! Every helper computes with dispatched operators, so that gradients taken with
 //! `create_graph` have history and can be differentiated again.
 
+mod batch_norm;
 mod convolution;
+mod group_norm;
 mod layer_norm;
 mod linalg;
 mod nn;
@@ -12,7 +14,9 @@ mod reduction;
 mod scatter;
 mod shape;
 
+pub(crate) use batch_norm::*;
 pub(crate) use convolution::*;
+pub(crate) use group_norm::*;
 pub(crate) use layer_norm::*;
 pub(crate) use linalg::*;
 pub(crate) use nn::*;

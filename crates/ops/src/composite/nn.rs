@@ -254,7 +254,7 @@ fn batchify(input: &Tensor, num_spatial: usize, op: &str) -> Result<(Tensor, boo
 }
 
 /// `[2, 3]`: a size as PyTorch prints an `IntArrayRef`.
-fn shape_str(sizes: &[i64]) -> String {
+pub(super) fn shape_str(sizes: &[i64]) -> String {
     let parts: Vec<String> = sizes.iter().map(i64::to_string).collect();
     format!("[{}]", parts.join(", "))
 }

@@ -1,0 +1,299 @@
+//! Average pooling: `avg_pool2d` and `avg_pool2d_backward` (windows with `ceil_mode`,
+//! `count_include_pad` and `divisor_override`), over 3-d `(C, H, W)` and 4-d `(N, C, H, W)`
+//! inputs, with PyTorch's output-size rules and messages (shared with max pooling).
+
+use rayon::prelude::*;
+use switchboard_tensor::{wrap_dim, MemoryFormat, RawOps, ScalarType, Tensor};
+
+use crate::copy::copy_into;
+use crate::dispatch_dtype::{CpuElement, Num};
+use crate::dispatch_floating_types;
+use crate::error::{invalid, Result};
+use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::pool::{check_dim_size, prepare, Pool};
+
+/// The output's memory format: channels-last when a 4-d input is (PyTorch's
+/// `suggest_memory_format`), else contiguous.
+pub(crate) fn pool_output_format(input: &Tensor) -> MemoryFormat {
+    if input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast {
+        MemoryFormat::ChannelsLast
+    } else {
+        MemoryFormat::Contiguous
+    }
+}
+
+/// `values` (contiguous, shaped `sizes`) in the memory format `like` suggests.
+pub(crate) fn in_format_of(like: &Tensor, values: Tensor) -> Result<Tensor> {
+    match pool_output_format(like) {
+        MemoryFormat::Contiguous => Ok(values),
+        format => {
+            let out =
+                Tensor::empty_with_format(values.sizes(), values.dtype(), values.device(), format)?;
+            copy_into(&out, &values)?;
+            Ok(out)
+        }
+    }
+}
+
+/// Runs `f(plane, out_plane)` over the planes of `out` (`len` elements each), in parallel when
+/// the work is large.
+pub(crate) fn for_each_plane<T: Send>(
+    out: &mut [T],
+    len: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [T]) + Sync,
+) {
+    if len == 0 {
+        return;
+    }
+    let planes = out.len() / len;
+    if planes > 1
+        && planes.saturating_mul(work) > GRAIN_SIZE
+        && !in_parallel_region()
+        && rayon::current_num_threads() > 1
+    {
+        out.par_chunks_mut(len)
+            .enumerate()
+            .for_each(|(p, o)| f(p, o));
+    } else {
+        out.chunks_mut(len).enumerate().for_each(|(p, o)| f(p, o));
+    }
+}
+
+/// One output's window: its clamped row and column ranges and its divisor.
+struct AvgWindow {
+    y: (i64, i64),
+    x: (i64, i64),
+    divisor: i64,
+}
+
+/// PyTorch's avg_pool2d window of output `(oy, ox)`: the window clipped to the padded input
+/// sets the divisor with `count_include_pad`, then to the input for the elements summed.
+fn window(p: &Pool, oy: i64, ox: i64, count_include_pad: bool, divisor: Option<i64>) -> AvgWindow {
+    let win = &p.win;
+    let y0 = oy * win.sh - win.ph;
+    let x0 = ox * win.sw - win.pw;
+    let y1 = (y0 + win.kh).min(p.h + win.ph);
+    let x1 = (x0 + win.kw).min(p.w + win.pw);
+    let padded = (y1 - y0) * (x1 - x0);
+    let (y0, x0, y1, x1) = (y0.max(0), x0.max(0), y1.min(p.h), x1.min(p.w));
+    let divisor = divisor.unwrap_or(if count_include_pad {
+        padded
+    } else {
+        (y1 - y0) * (x1 - x0)
+    });
+    AvgWindow {
+        y: (y0, y1),
+        x: (x0, x1),
+        divisor,
+    }
+}
+
+/// The argument checks of `avg_pool2d` and its backward: the parsed, checked geometry.
+#[allow(clippy::too_many_arguments)]
+fn checked(
+    op: &str,
+    tensors: &[&Tensor],
+    input: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    divisor_override: Option<i64>,
+) -> Result<Pool> {
+    // `input.size(-3)`: "Dimension out of range" below 3 dims.
+    wrap_dim(-3, input.dim())?;
+    // The kernels' dtypes, checked before the geometry so that Meta agrees.
+    let dtype = input.dtype();
+    if !dtype.is_floating_point() && dtype != ScalarType::Long {
+        return Err(crate::error::not_implemented(op, dtype));
+    }
+    if divisor_override == Some(0) {
+        return Err(invalid("divisor must be not zero"));
+    }
+    if kernel_size.is_empty() {
+        return Err(invalid(
+            "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints",
+        ));
+    }
+    prepare(
+        "avg_pool2d",
+        tensors,
+        input,
+        kernel_size,
+        stride,
+        padding,
+        &[1],
+        ceil_mode,
+    )
+}
+
+/// Runs `$body` with `$T` bound to the element type of `$dtype` for avg_pool2d's dtypes: the
+/// floating types and Long.
+macro_rules! dispatch_avg_pool_types {
+    ($dtype:expr, $name:expr, $T:ident => $body:expr) => {{
+        match $dtype {
+            ScalarType::Long => {
+                type $T = i64;
+                $body
+            }
+            dt => dispatch_floating_types!(dt, $name, $T => $body),
+        }
+    }};
+}
+
+fn avg_pool_planes<T: CpuElement>(
+    x: &[T],
+    out: &mut [T],
+    p: &Pool,
+    count_include_pad: bool,
+    divisor: Option<i64>,
+) {
+    let (w, ow) = (p.w as usize, p.ow);
+    let work = p.plane_out.saturating_mul((p.win.kh * p.win.kw) as usize);
+    for_each_plane(out, p.plane_out, work, |pl, o| {
+        let xp = &x[pl * p.plane_in..][..p.plane_in];
+        for oy in 0..p.oh {
+            for ox in 0..ow {
+                let win = window(p, oy, ox, count_include_pad, divisor);
+                let mut sum = <T::Acc as Num>::ZERO;
+                for iy in win.y.0..win.y.1 {
+                    let row = &xp[iy as usize * w..][..w];
+                    for v in &row[win.x.0 as usize..win.x.1 as usize] {
+                        sum = sum.add(v.to_acc());
+                    }
+                }
+                let d = <T::Acc as Num>::from_f64(win.divisor as f64);
+                o[(oy * ow + ox) as usize] = T::from_acc(sum.div(d));
+            }
+        }
+    });
+}
+
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool
+/// ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`: the
+/// mean of each window (its sum divided by `divisor_override`, or by the window's size within
+/// the padded input with `count_include_pad`, else within the input). Floating dtypes and
+/// Long (integer division).
+///
+/// ```
+/// use switchboard_tensor::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 6.0], &[1, 2, 2]).unwrap();
+/// let y = switchboard_cpu::avg_pool2d(&x, &[2], &[], &[0], false, true, None).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), [3.0]);
+/// ```
+pub fn avg_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let p = checked(
+        "avg_pool2d",
+        &[self_],
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        divisor_override,
+    )?;
+    let dtype = self_.dtype();
+    if p.device.is_meta() {
+        return Tensor::empty_with_format(&p.out_shape, dtype, p.device, pool_output_format(self_));
+    }
+    let x = self_.contiguous()?;
+    let out = Tensor::empty_on(&p.out_shape, dtype, p.device)?;
+    dispatch_avg_pool_types!(dtype, "avg_pool2d", T => {
+        avg_pool_planes::<T>(&x.data::<T>()?, &mut out.data_mut::<T>()?, &p, count_include_pad, divisor_override);
+        Ok(())
+    })?;
+    in_format_of(self_, out)
+}
+
+fn avg_pool_backward_planes<T: CpuElement>(
+    go: &[T],
+    gi: &mut [T],
+    p: &Pool,
+    count_include_pad: bool,
+    divisor: Option<i64>,
+) {
+    let (w, ow) = (p.w as usize, p.ow);
+    let work = p.plane_out.saturating_mul((p.win.kh * p.win.kw) as usize);
+    for_each_plane(gi, p.plane_in, work, |pl, g| {
+        g.fill(T::from_acc(<T::Acc as Num>::ZERO));
+        let gp = &go[pl * p.plane_out..][..p.plane_out];
+        for oy in 0..p.oh {
+            for ox in 0..ow {
+                let win = window(p, oy, ox, count_include_pad, divisor);
+                let d = <T::Acc as Num>::from_f64(win.divisor as f64);
+                let share = gp[(oy * ow + ox) as usize].to_acc().div(d);
+                for iy in win.y.0..win.y.1 {
+                    let row = &mut g[iy as usize * w..][..w];
+                    for v in &mut row[win.x.0 as usize..win.x.1 as usize] {
+                        *v = T::from_acc(v.to_acc().add(share));
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// `avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride,
+/// int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor`:
+/// each output's gradient divided by its window's divisor and added to the window's inputs.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let p = checked(
+        "avg_pool2d_backward_out_frame",
+        &[grad_output, self_],
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        divisor_override,
+    )?;
+    let nd = self_.dim();
+    let s = self_.sizes();
+    if nd == 4 {
+        check_dim_size(grad_output, nd, 0, s[0])?;
+    }
+    check_dim_size(grad_output, nd, nd - 3, s[nd - 3])?;
+    check_dim_size(grad_output, nd, nd - 2, p.oh)?;
+    check_dim_size(grad_output, nd, nd - 1, p.ow)?;
+    let dtype = self_.dtype();
+    if grad_output.dtype() != dtype {
+        return Err(invalid(format!(
+            "expected dtype {} for `gradOutput` but got dtype {}",
+            dtype.type_meta_name(),
+            grad_output.dtype().type_meta_name()
+        )));
+    }
+    if p.device.is_meta() {
+        return Tensor::empty_with_format(s, dtype, p.device, pool_output_format(self_));
+    }
+    let go = grad_output.contiguous()?;
+    let gi = Tensor::empty_on(s, dtype, p.device)?;
+    dispatch_avg_pool_types!(dtype, "avg_pool2d_backward_out_frame", T => {
+        avg_pool_backward_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &p, count_include_pad, divisor_override);
+        Ok(())
+    })?;
+    in_format_of(self_, gi)
+}
+
+#[cfg(test)]
+#[path = "avg_pool_tests.rs"]
+mod tests;
