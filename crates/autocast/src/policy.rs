@@ -88,6 +88,10 @@ pub static CPU: BackendPolicy = BackendPolicy {
         ("nll_loss", Fp32),
         ("nll_loss2d", Fp32),
         ("cross_entropy_loss", Fp32),
+        ("reflection_pad1d", Fp32),
+        ("reflection_pad2d", Fp32),
+        ("replication_pad2d", Fp32),
+        ("replication_pad3d", Fp32),
         // promote
         ("stack", Promote),
         ("cat", Promote),
@@ -121,6 +125,7 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("pow.Scalar", Fp32),
         ("layer_norm", Fp32),
         ("native_layer_norm", Fp32),
+        ("group_norm", Fp32),
         ("nll_loss", Fp32),
         ("nll_loss2d", Fp32),
         ("mse_loss", Fp32),

@@ -22,6 +22,10 @@ pub const CPU: &[(&str, CastPolicy)] = &[
     ("nll_loss", Fp32),
     ("nll_loss2d", Fp32),
     ("cross_entropy_loss", Fp32),
+    ("reflection_pad1d", Fp32),
+    ("reflection_pad2d", Fp32),
+    ("replication_pad2d", Fp32),
+    ("replication_pad3d", Fp32),
     ("stack", Promote),
     ("cat", Promote),
 ];
@@ -46,6 +50,7 @@ pub const CUDA: &[(&str, CastPolicy)] = &[
     ("pow.Scalar", Fp32),
     ("layer_norm", Fp32),
     ("native_layer_norm", Fp32),
+    ("group_norm", Fp32),
     ("nll_loss", Fp32),
     ("nll_loss2d", Fp32),
     ("mse_loss", Fp32),
