@@ -79,9 +79,9 @@ fn check(
     })
 }
 
-/// The memory format of the outputs shaped like the input: channels-last when the input is
-/// (PyTorch's `suggest_memory_format`), else contiguous.
-fn output_format(input: &Tensor) -> MemoryFormat {
+/// The memory format of the outputs shaped like the input (batch norm's and group norm's):
+/// channels-last when the input is (PyTorch's `suggest_memory_format`), else contiguous.
+pub(crate) fn output_format(input: &Tensor) -> MemoryFormat {
     match input.suggest_memory_format() {
         MemoryFormat::ChannelsLast => MemoryFormat::ChannelsLast,
         MemoryFormat::ChannelsLast3d => MemoryFormat::ChannelsLast3d,
@@ -90,7 +90,7 @@ fn output_format(input: &Tensor) -> MemoryFormat {
 }
 
 /// `values` (contiguous) as a tensor shaped like `input`, in `input`'s memory format.
-fn like_input(input: &Tensor, values: Tensor) -> Result<Tensor> {
+pub(crate) fn like_input(input: &Tensor, values: Tensor) -> Result<Tensor> {
     match output_format(input) {
         MemoryFormat::Contiguous => Ok(values),
         format => {

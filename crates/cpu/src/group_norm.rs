@@ -3,9 +3,10 @@
 //! dims, with a per-channel affine transform. Floating dtypes; statistics in f64.
 
 use rayon::prelude::*;
-use switchboard_tensor::{MemoryFormat, RawOps, Tensor};
+use switchboard_tensor::{RawOps, Tensor};
 
-use crate::copy::{cast, copy_into};
+use crate::batch_norm::{like_input, output_format};
+use crate::copy::cast;
 use crate::dispatch_dtype::{FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
@@ -98,28 +99,6 @@ fn check(
         group: group as usize,
         rows: rows as usize,
     })
-}
-
-/// The memory format of the input-shaped outputs: channels-last when the input is.
-fn output_format(input: &Tensor) -> MemoryFormat {
-    match input.suggest_memory_format() {
-        MemoryFormat::ChannelsLast => MemoryFormat::ChannelsLast,
-        MemoryFormat::ChannelsLast3d => MemoryFormat::ChannelsLast3d,
-        _ => MemoryFormat::Contiguous,
-    }
-}
-
-/// `values` (contiguous) as a tensor shaped like `input`, in `input`'s memory format.
-fn like_input(input: &Tensor, values: Tensor) -> Result<Tensor> {
-    match output_format(input) {
-        MemoryFormat::Contiguous => Ok(values),
-        format => {
-            let out =
-                Tensor::empty_with_format(input.sizes(), values.dtype(), values.device(), format)?;
-            copy_into(&out, &values)?;
-            Ok(out)
-        }
-    }
 }
 
 /// Runs `f(row, out_row)` over rows of `out` (length `d`), in parallel when large.
