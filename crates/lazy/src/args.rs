@@ -49,10 +49,10 @@ pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
         match first {
             None => first = Some(d),
             Some(f) if f != d => {
-                return Err(TensorError::invalid(format!(
-                    "Expected all tensors to be on the same device, but found at least two \
-                     devices, {f} and {d}!"
-                ))
+                return Err(TensorError::DeviceMismatch {
+                    first: f,
+                    second: d,
+                }
                 .into())
             }
             Some(_) => {}

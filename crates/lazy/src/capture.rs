@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 use switchboard_dispatcher::{
-    DispatchError, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack, ThinVec,
+    DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result,
+    Stack, ThinVec,
 };
 use switchboard_graph::{unreturned_writes, Arg, NodeId, Output, Source, TensorMeta, Value};
 use switchboard_tensor::{Device, Storage, Tensor, TensorError, VersionCounter};
@@ -107,14 +108,17 @@ fn run_meta(
 /// Shape functions report the devices of the meta tensors standing for lazy ones; say the
 /// lazy device as eager would.
 fn translate(e: DispatchError, device: Device) -> DispatchError {
-    let msg = e.to_string();
-    if msg.contains("found at least two devices") && msg.contains("meta") {
-        let fixed = msg
-            .replace("devices, meta and", &format!("devices, {device} and"))
-            .replace(" and meta!", &format!(" and {device}!"));
-        return TensorError::invalid(fixed).into();
+    let on_lazy = |d: Device| if d == Device::META { device } else { d };
+    match e.into_kind() {
+        DispatchErrorKind::Tensor(TensorError::DeviceMismatch { first, second }) => {
+            TensorError::DeviceMismatch {
+                first: on_lazy(first),
+                second: on_lazy(second),
+            }
+            .into()
+        }
+        kind => kind.into(),
     }
-    e
 }
 
 /// The graph argument of a classified argument of a call on `device`.

@@ -117,10 +117,10 @@ fn check_lazy_devices(stack: &[IValue]) -> Result<()> {
     };
     match lazy.find(|d| *d != first) {
         None => Ok(()),
-        Some(other) => Err(TensorError::invalid(format!(
-            "Expected all tensors to be on the same device, but found at least two devices, \
-             {first} and {other}!"
-        ))
+        Some(other) => Err(TensorError::DeviceMismatch {
+            first,
+            second: other,
+        }
         .into()),
     }
 }

@@ -190,6 +190,17 @@ fn errors_appear_at_capture_time_as_in_eager() {
         values(&ops::mul(&la, &s).unwrap()),
         values(&ops::mul(&a, &s).unwrap())
     );
+    // ...but not with an operator whose tensors must all be on one device: the shape function
+    // (on meta stand-ins) refuses it, and the error names the lazy device, not meta.
+    let ls = d.lz(&s);
+    let index = Tensor::from_vec(vec![0i64], &[]).unwrap();
+    assert_eq!(
+        msg(ops::gather(&ls, 0, &index)),
+        format!(
+            "Expected all tensors to be on the same device, but found at least two devices, \
+             {dev} and cpu!"
+        )
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! [`TensorError`]: every error of this crate, with PyTorch's messages.
 
+use crate::device::Device;
 use crate::dtype::ScalarType;
 
 /// Shorthand for `Result<T, TensorError>`.
@@ -81,6 +82,19 @@ pub enum TensorError {
         expected: ScalarType,
         /// The tensor's dtype.
         found: ScalarType,
+    },
+    /// Tensors of one operator call on two devices. A structured error, so that a backend whose
+    /// shape functions run on stand-in devices (the lazy backend's meta twins) can say the
+    /// devices its caller used.
+    #[error(
+        "Expected all tensors to be on the same device, but found at least two devices, \
+         {first} and {second}!"
+    )]
+    DeviceMismatch {
+        /// The device of the first tensor.
+        first: Device,
+        /// The first other device found.
+        second: Device,
     },
     /// A tensor without data (meta, or a device without real storage) read or written.
     #[error("Cannot access data of a tensor on device '{device}': it has no storage data")]

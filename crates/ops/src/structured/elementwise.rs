@@ -214,11 +214,10 @@ fn devices_agree<'t>(
         match common {
             None => common = Some(t.device()),
             Some(d) if d != t.device() => {
-                return Err(TensorError::invalid(format!(
-                    "Expected all tensors to be on the same device, but found at least two \
-                     devices, {d} and {}!",
-                    t.device()
-                )))
+                return Err(TensorError::DeviceMismatch {
+                    first: d,
+                    second: t.device(),
+                })
             }
             Some(_) => {}
         }
