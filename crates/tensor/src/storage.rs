@@ -8,6 +8,7 @@ use std::ptr::{addr_of_mut, NonNull};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::cpu_alloc::alloc_cpu;
 use crate::device::Device;
 use crate::dtype::{Element, ScalarType};
 use crate::error::{Result, TensorError};
@@ -569,7 +570,8 @@ impl StorageImpl {
 }
 
 /// A CPU buffer of `nbytes`: inline and zeroed up to [`INLINE_BYTES`], else a heap
-/// allocation, zeroed when `zeroed` (else uninitialised: see [`Storage::uninit_cpu`]).
+/// allocation ([`alloc_cpu`]), zeroed when `zeroed` (else uninitialised: see
+/// [`Storage::uninit_cpu`]).
 #[inline]
 fn cpu_buffer(nbytes: usize, zeroed: bool) -> Result<Buffer> {
     if nbytes <= INLINE_BYTES {
@@ -577,24 +579,7 @@ fn cpu_buffer(nbytes: usize, zeroed: bool) -> Result<Buffer> {
             [0; INLINE_BYTES],
         ))));
     }
-    let layout = Layout::from_size_align(nbytes, STORAGE_ALIGNMENT).map_err(|_| {
-        TensorError::invalid(format!(
-            "Trying to create tensor with {nbytes} bytes: too large"
-        ))
-    })?;
-    // SAFETY: `layout` has a non-zero size (nbytes > INLINE_BYTES > 0).
-    let ptr = unsafe {
-        if zeroed {
-            alloc::alloc_zeroed(layout)
-        } else {
-            alloc::alloc(layout)
-        }
-    };
-    let ptr = NonNull::new(ptr).ok_or_else(|| {
-        TensorError::invalid(format!(
-            "DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes."
-        ))
-    })?;
+    let (ptr, layout) = alloc_cpu(nbytes, zeroed)?;
     Ok(Buffer::Heap { ptr, layout })
 }
 
@@ -655,15 +640,20 @@ impl fmt::Debug for StorageBorrow<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu_alloc::HUGE_PAGE_BYTES;
 
     #[test]
     fn alignment_and_zeroing() {
-        for n in [0usize, 1, 63, 64, 65, 1000] {
+        let huge = HUGE_PAGE_BYTES;
+        for n in [0usize, 1, 63, 64, 65, 1000, huge - 1, huge, huge + 5] {
             let s = Storage::zeros(Device::CPU, n).unwrap();
             let align = if n <= INLINE_BYTES {
                 INLINE_ALIGNMENT
-            } else {
+            } else if n < huge {
                 STORAGE_ALIGNMENT
+            } else {
+                // Note [Huge pages for large buffers]
+                huge
             };
             assert_eq!(s.data_ptr() as usize % align, 0, "{n}");
             let b = s.try_borrow().unwrap();
