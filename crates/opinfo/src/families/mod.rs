@@ -9,6 +9,8 @@ mod nn;
 mod nn_norm;
 mod nn_padding;
 mod nn_pool;
+mod nn_pool3d;
+mod nn_upsample;
 mod pointwise;
 mod random;
 mod reduction;
@@ -29,6 +31,8 @@ pub fn register(r: &mut Registry) {
     nn_norm::register(r);
     nn_padding::register(r);
     nn_pool::register(r);
+    nn_pool3d::register(r);
+    nn_upsample::register(r);
     shape::register(r);
     indexing::register(r);
     sorting::register(r);
