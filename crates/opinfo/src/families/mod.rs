@@ -6,6 +6,7 @@ mod factory;
 mod indexing;
 mod linalg;
 mod nn;
+mod nn_fold;
 mod nn_norm;
 mod nn_padding;
 mod nn_pool;
@@ -32,6 +33,7 @@ pub fn register(r: &mut Registry) {
     nn_padding::register(r);
     nn_pool::register(r);
     nn_pool3d::register(r);
+    nn_fold::register(r);
     nn_upsample::register(r);
     shape::register(r);
     indexing::register(r);
