@@ -92,6 +92,9 @@ pub static CPU: BackendPolicy = BackendPolicy {
         ("reflection_pad2d", Fp32),
         ("replication_pad2d", Fp32),
         ("replication_pad3d", Fp32),
+        ("avg_pool3d", Fp32),
+        ("adaptive_avg_pool3d", Fp32),
+        ("max_pool3d", Fp32),
         // promote
         ("stack", Promote),
         ("cat", Promote),
@@ -140,6 +143,9 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("reciprocal", Fp32),
         ("sinh", Fp32),
         ("tan", Fp32),
+        // fp32: upsampling (AT_FORALL_FP32's upsample_* entries, the sized overloads)
+        ("upsample_nearest2d", Fp32),
+        ("upsample_bilinear2d", Fp32),
         // fp32_set_opt_dtype
         ("softmax.int", Fp32SetOptDtype),
         ("log_softmax.int", Fp32SetOptDtype),

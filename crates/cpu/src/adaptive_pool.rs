@@ -11,7 +11,7 @@ use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
 
 /// The input range `[start, end)` of output cell `o` (in i128: `o * isize` may exceed i64 for
 /// a user-given output size).
-fn cell(o: i64, osize: i64, isize: i64) -> (usize, usize) {
+pub(crate) fn cell(o: i64, osize: i64, isize: i64) -> (usize, usize) {
     let (o, os, is) = (o as i128, osize as i128, isize as i128);
     let start = o * is / os;
     let end = ((o + 1) * is + os - 1) / os;

@@ -87,7 +87,7 @@ fn parse_window(
 }
 
 /// PyTorch's `pooling_output_shape`: the number of windows along one dim.
-fn pooling_output_shape(
+pub(crate) fn pooling_output_shape(
     op: &str,
     size: i64,
     k: i64,

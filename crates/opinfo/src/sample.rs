@@ -60,6 +60,12 @@ impl<const N: usize> From<[i64; N]> for Arg {
     }
 }
 
+impl<const N: usize> From<[f64; N]> for Arg {
+    fn from(v: [f64; N]) -> Arg {
+        Arg::Value(IValue::DoubleList(v.iter().copied().collect()))
+    }
+}
+
 impl<const N: usize> From<[bool; N]> for Arg {
     fn from(v: [bool; N]) -> Arg {
         Arg::Value(IValue::BoolList(v.iter().copied().collect()))

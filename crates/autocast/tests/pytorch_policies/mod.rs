@@ -26,6 +26,9 @@ pub const CPU: &[(&str, CastPolicy)] = &[
     ("reflection_pad2d", Fp32),
     ("replication_pad2d", Fp32),
     ("replication_pad3d", Fp32),
+    ("avg_pool3d", Fp32),
+    ("adaptive_avg_pool3d", Fp32),
+    ("max_pool3d", Fp32),
     ("stack", Promote),
     ("cat", Promote),
 ];
@@ -64,6 +67,8 @@ pub const CUDA: &[(&str, CastPolicy)] = &[
     ("reciprocal", Fp32),
     ("sinh", Fp32),
     ("tan", Fp32),
+    ("upsample_nearest2d", Fp32),
+    ("upsample_bilinear2d", Fp32),
     ("softmax.int", Fp32SetOptDtype),
     ("log_softmax.int", Fp32SetOptDtype),
     ("sum", Fp32SetOptDtype),

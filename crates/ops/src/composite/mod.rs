@@ -16,6 +16,7 @@ mod properties;
 mod reduction;
 mod scatter_views;
 mod shape;
+mod upsample;
 mod view_copy;
 mod wrapped_scalar;
 
@@ -32,6 +33,7 @@ pub use properties::*;
 pub use reduction::*;
 pub use scatter_views::*;
 pub use shape::*;
+pub use upsample::*;
 pub use view_copy::*;
 pub use wrapped_scalar::*;
 

@@ -1,0 +1,384 @@
+//! 3-d average pooling: `avg_pool3d` and `avg_pool3d_backward` (windows with `ceil_mode`,
+//! `count_include_pad` and `divisor_override`) over 4-d `(C, T, H, W)` and 5-d
+//! `(N, C, T, H, W)` inputs, with PyTorch's argument parsing, `pool3d_shape_check` and
+//! messages. Outputs are contiguous whatever the input's layout, as PyTorch's.
+
+use switchboard_tensor::{to_int32, Device, RawOps, ScalarType, Tensor};
+
+use crate::avg_pool::for_each_plane;
+use crate::dispatch_dtype::{CpuElement, Num};
+use crate::dispatch_floating_types;
+use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::pool::{check_dim_size, pooling_output_shape, saturated_usize};
+
+/// The checked geometry of a 3-d pooling: the window, the input and output `(T, H, W)`, the
+/// output shape and the device.
+pub(crate) struct Pool3d {
+    pub(crate) kernel: [i64; 3],
+    pub(crate) stride: [i64; 3],
+    pub(crate) padding: [i64; 3],
+    pub(crate) dilation: [i64; 3],
+    pub(crate) input: [i64; 3],
+    pub(crate) output: [i64; 3],
+    pub(crate) out_shape: Vec<i64>,
+    pub(crate) device: Device,
+}
+
+impl Pool3d {
+    pub(crate) fn plane_in(&self) -> usize {
+        saturated_usize(self.input.iter().product())
+    }
+    pub(crate) fn plane_out(&self) -> usize {
+        saturated_usize(self.output.iter().product())
+    }
+}
+
+/// An `int[3]` argument: one value for all three dims, or three (each narrowed to a C++
+/// `int` as PyTorch's `safe_downcast`, which bounds the window arithmetic).
+pub(crate) fn triple(v: &[i64], msg: &str) -> Result<[i64; 3]> {
+    let t = match v {
+        [a] => [*a; 3],
+        [a, b, c] => [*a, *b, *c],
+        _ => return Err(invalid(msg.to_string())),
+    };
+    for x in t {
+        to_int32(x)?;
+    }
+    Ok(t)
+}
+
+/// PyTorch's `pool3d_shape_check`: the window, the input's sizes (the input no smaller than
+/// the kernel with `check_input_size`, as average pooling asks), the padding and the output.
+pub(crate) fn shape_check(
+    op: &str,
+    input: &Tensor,
+    g: &Pool3d,
+    check_input_size: bool,
+) -> Result<()> {
+    let slices = input.sizes()[input.dim() - 4];
+    let [kt, kh, kw] = g.kernel;
+    let [dt, dh, dw] = g.stride;
+    let [pt, ph, pw] = g.padding;
+    let [it, ih, iw] = g.input;
+    let [ot, oh, ow] = g.output;
+    if kt <= 0 || kw <= 0 || kh <= 0 {
+        return Err(invalid(format!(
+            "kernel size should be greater than zero, but got kT: {kt} kH: {kh} kW: {kw}"
+        )));
+    }
+    if dt <= 0 || dw <= 0 || dh <= 0 {
+        return Err(invalid(format!(
+            "stride should be greater than zero, but got dT: {dt} dH: {dh} dW: {dw}"
+        )));
+    }
+    let [lt, lh, lw] = g.dilation;
+    if lt <= 0 || lw <= 0 || lh <= 0 {
+        return Err(invalid(format!(
+            "dilation should be greater than zero, but got dilationT: {lt} dilationH: {lh} \
+             dilationW: {lw}"
+        )));
+    }
+    let nd = input.dim();
+    let s = input.sizes();
+    for (i, &size) in s.iter().enumerate() {
+        if nd == 5 && i == 0 {
+            continue;
+        }
+        if size == 0 {
+            return Err(invalid(format!(
+                "{op}: Expected input to have non-zero size for non-batch dimensions, but input \
+                 has sizes {} with dimension {i} being empty",
+                shape_str(s)
+            )));
+        }
+    }
+    if check_input_size && (it < kt || ih < kh || iw < kw) {
+        return Err(invalid(format!(
+            "input image (T: {it} H: {ih} W: {iw}) smaller than kernel size (kT: {kt} kH: {kh} \
+             kW: {kw})"
+        )));
+    }
+    if kt / 2 < pt || kw / 2 < pw || kh / 2 < ph {
+        return Err(invalid(format!(
+            "pad should be smaller than or equal to half of kernel size, but got kT: {kt} kW: \
+             {kw} kH: {kh} padT: {pt} padW: {pw} padH: {ph}"
+        )));
+    }
+    if ot < 1 || ow < 1 || oh < 1 {
+        return Err(invalid(format!(
+            "Given input size: ({slices}x{it}x{ih}x{iw}). Calculated output size: \
+             ({slices}x{ot}x{oh}x{ow}). Output size is too small"
+        )));
+    }
+    Ok(())
+}
+
+/// The argument checks of `avg_pool3d` and its backward (PyTorch's `TORCH_META_FUNC(avg_pool3d)`).
+#[allow(clippy::too_many_arguments)]
+fn checked(
+    tensors: &[&Tensor],
+    input: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    divisor_override: Option<i64>,
+) -> Result<Pool3d> {
+    let device = same_device(tensors)?;
+    check_cpu_or_meta("avg_pool3d", device)?;
+    let kernel = triple(
+        kernel_size,
+        "avg_pool3d: kernel_size must be a single int, or a tuple of three ints",
+    )?;
+    let stride = if stride.is_empty() {
+        kernel
+    } else {
+        triple(
+            stride,
+            "avg_pool3d: stride must be omitted, a single int, or a tuple of three ints",
+        )?
+    };
+    let padding = triple(
+        padding,
+        "avg_pool3d: padding must be a single int, or a tuple of three ints",
+    )?;
+    let nd = input.dim();
+    if nd != 4 && nd != 5 {
+        return Err(invalid(
+            "non-empty 4D or 5D (batch mode) tensor expected for input",
+        ));
+    }
+    if divisor_override == Some(0) {
+        return Err(invalid("divisor must be not zero"));
+    }
+    let s = input.sizes();
+    let spatial = [s[nd - 3], s[nd - 2], s[nd - 1]];
+    let mut output = [0; 3];
+    for d in 0..3 {
+        output[d] = pooling_output_shape(
+            "avg_pool3d",
+            spatial[d],
+            kernel[d],
+            padding[d],
+            stride[d],
+            1,
+            ceil_mode,
+        )?;
+    }
+    let mut out_shape = s[..nd - 3].to_vec();
+    out_shape.extend(output);
+    let g = Pool3d {
+        kernel,
+        stride,
+        padding,
+        dilation: [1; 3],
+        input: spatial,
+        output,
+        out_shape,
+        device,
+    };
+    shape_check("avg_pool3d()", input, &g, true)?;
+    Ok(g)
+}
+
+/// One output's window clamped to the input (`[start, end)` per dim) and its divisor, or
+/// `None` for a window wholly in the padding (its output is 0, as PyTorch's).
+fn window(
+    g: &Pool3d,
+    o: [i64; 3],
+    count_include_pad: bool,
+    divisor: Option<i64>,
+) -> Option<([(usize, usize); 3], i64)> {
+    let mut range = [(0usize, 0usize); 3];
+    let (mut padded, mut inside) = (1i64, 1i64);
+    for d in 0..3 {
+        let start = o[d] * g.stride[d] - g.padding[d];
+        let end = (start + g.kernel[d]).min(g.input[d] + g.padding[d]);
+        padded *= end - start;
+        let (start, end) = (start.max(0), end.min(g.input[d]));
+        if start >= end {
+            return None;
+        }
+        inside *= end - start;
+        range[d] = (start as usize, end as usize);
+    }
+    let divisor = divisor.unwrap_or(if count_include_pad { padded } else { inside });
+    Some((range, divisor))
+}
+
+/// Runs `$body` with `$T` bound to the element type of `$dtype` for avg_pool3d's dtypes: the
+/// floating types and Long.
+macro_rules! dispatch_avg_pool3d_types {
+    ($dtype:expr, $name:expr, $T:ident => $body:expr) => {{
+        match $dtype {
+            ScalarType::Long => {
+                type $T = i64;
+                $body
+            }
+            dt => dispatch_floating_types!(dt, $name, $T => $body),
+        }
+    }};
+}
+
+/// The output positions of a plane, in order.
+fn positions(out: [i64; 3]) -> impl Iterator<Item = [i64; 3]> {
+    (0..out[0])
+        .flat_map(move |t| (0..out[1]).flat_map(move |h| (0..out[2]).map(move |w| [t, h, w])))
+}
+
+fn avg_pool3d_planes<T: CpuElement>(
+    x: &[T],
+    out: &mut [T],
+    g: &Pool3d,
+    include_pad: bool,
+    divisor: Option<i64>,
+) {
+    let (plane_in, plane_out) = (g.plane_in(), g.plane_out());
+    let (h, w) = (g.input[1] as usize, g.input[2] as usize);
+    let work = plane_out.saturating_mul(saturated_usize(g.kernel.iter().product()));
+    for_each_plane(out, plane_out, work, |p, o| {
+        let xp = &x[p * plane_in..][..plane_in];
+        for (v, pos) in o.iter_mut().zip(positions(g.output)) {
+            let Some(([t, y, xr], d)) = window(g, pos, include_pad, divisor) else {
+                *v = T::from_acc(<T::Acc as Num>::ZERO);
+                continue;
+            };
+            let mut sum = <T::Acc as Num>::ZERO;
+            for it in t.0..t.1 {
+                for iy in y.0..y.1 {
+                    let row = &xp[(it * h + iy) * w..][..w];
+                    for e in &row[xr.0..xr.1] {
+                        sum = sum.add(e.to_acc());
+                    }
+                }
+            }
+            *v = T::from_acc(sum.div(<T::Acc as Num>::from_f64(d as f64)));
+        }
+    });
+}
+
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool
+/// ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`: the
+/// mean of each 3-d window (its sum divided by `divisor_override`, or by the window's size
+/// within the padded input with `count_include_pad`, else within the input). Floating dtypes
+/// and Long (integer division).
+///
+/// ```
+/// use switchboard_tensor::Tensor;
+/// let x = Tensor::from_vec((0..8).map(|v| v as f32).collect(), &[1, 2, 2, 2]).unwrap();
+/// let y = switchboard_cpu::avg_pool3d(&x, &[2], &[], &[0], false, true, None).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), [3.5]);
+/// ```
+pub fn avg_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let g = checked(
+        &[self_],
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        divisor_override,
+    )?;
+    let dtype = self_.dtype();
+    let out = Tensor::empty_on(&g.out_shape, dtype, g.device)?;
+    if g.device.is_meta() {
+        return Ok(out);
+    }
+    let x = self_.contiguous()?;
+    dispatch_avg_pool3d_types!(dtype, "avg_pool3d_out_frame", T => {
+        avg_pool3d_planes::<T>(&x.data::<T>()?, &mut out.data_mut::<T>()?, &g, count_include_pad, divisor_override);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn avg_pool3d_backward_planes<T: CpuElement>(
+    go: &[T],
+    gi: &mut [T],
+    g: &Pool3d,
+    include_pad: bool,
+    divisor: Option<i64>,
+) {
+    let (plane_in, plane_out) = (g.plane_in(), g.plane_out());
+    let (h, w) = (g.input[1] as usize, g.input[2] as usize);
+    let work = plane_out.saturating_mul(saturated_usize(g.kernel.iter().product()));
+    for_each_plane(gi, plane_in, work, |p, gp| {
+        gp.fill(T::from_acc(<T::Acc as Num>::ZERO));
+        let gop = &go[p * plane_out..][..plane_out];
+        for (v, pos) in gop.iter().zip(positions(g.output)) {
+            let Some(([t, y, xr], d)) = window(g, pos, include_pad, divisor) else {
+                continue;
+            };
+            let share = v.to_acc().div(<T::Acc as Num>::from_f64(d as f64));
+            for it in t.0..t.1 {
+                for iy in y.0..y.1 {
+                    let row = &mut gp[(it * h + iy) * w..][..w];
+                    for e in &mut row[xr.0..xr.1] {
+                        *e = T::from_acc(e.to_acc().add(share));
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// `avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride,
+/// int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor`:
+/// each output's gradient divided by its window's divisor and added to the window's inputs.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool3d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let g = checked(
+        &[grad_output, self_],
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        divisor_override,
+    )?;
+    let nd = self_.dim();
+    let s = self_.sizes();
+    check_dim_size(grad_output, nd, nd - 4, s[nd - 4])?;
+    for d in 0..3 {
+        check_dim_size(grad_output, nd, nd - 3 + d, g.output[d])?;
+    }
+    let dtype = self_.dtype();
+    if grad_output.dtype() != dtype {
+        return Err(invalid(format!(
+            "expected scalar type {} but found {}",
+            dtype.c10_name(),
+            grad_output.dtype().c10_name()
+        )));
+    }
+    let gi = Tensor::empty_on(s, dtype, g.device)?;
+    if g.device.is_meta() {
+        return Ok(gi);
+    }
+    let go = grad_output.contiguous()?;
+    dispatch_avg_pool3d_types!(dtype, "avg_pool3d_backward_out_frame", T => {
+        avg_pool3d_backward_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &g, count_include_pad, divisor_override);
+        Ok(())
+    })?;
+    Ok(gi)
+}
+
+#[cfg(test)]
+#[path = "avg_pool3d_tests.rs"]
+mod tests;
