@@ -1,9 +1,13 @@
 //! Switchboard's neural-network building blocks, after `torch.nn` and `torch.optim`:
 //!
-//! - [`Module`]s: [`Linear`] (PyTorch's default initialization), [`ReLU`], [`Sequential`],
-//!   and [`mlp`] to stack them; [`BatchNorm2d`] and [`GroupNorm`]; [`AdaptiveAvgPool2d`] and
-//!   [`AvgPool2d`]; `train()` / `eval()` modes (batch norm's running statistics) and buffers
-//!   with PyTorch's names;
+//! - [`Module`]s: [`Linear`] and [`Conv2d`] (PyTorch's default initialization from a seeded
+//!   generator), [`Embedding`], [`ReLU`], [`GELU`], [`Dropout`], [`Flatten`], [`Sequential`],
+//!   and [`mlp`] to stack them; [`BatchNorm2d`], [`GroupNorm`] and [`LayerNorm`];
+//!   [`AdaptiveAvgPool2d`], [`AvgPool2d`] and [`MaxPool2d`]; a small [`ResNet`] of
+//!   [`BasicBlock`]s; `train()` / `eval()` modes (batch norm's running statistics, dropout);
+//!   parameters and buffers with PyTorch's dotted names (`layer1.0.conv1.weight`);
+//! - state dicts ([`state_dict`], [`load_state_dict`] with PyTorch's strict checks and errors),
+//!   saved and loaded as safetensors files that PyTorch reads and writes;
 //! - optimizers: [`Sgd`] (momentum, dampening, weight decay, Nesterov) and [`Adam`], with
 //!   PyTorch's update rules written as dispatched in-place tensor operators under
 //!   [`no_grad`](switchboard_autograd::no_grad).
@@ -31,13 +35,24 @@
 //! ```
 #![warn(missing_docs)]
 
+mod activation;
+mod conv;
+mod embedding;
+mod init;
 mod module;
 mod norm;
 mod optim;
 mod pooling;
+mod resnet;
+mod state_dict;
 
+pub use activation::{Dropout, Flatten, GELU};
+pub use conv::{Conv2d, Conv2dOptions, Pair};
+pub use embedding::Embedding;
 pub use module::{mlp, Linear, Module, ReLU, Sequential};
-pub use norm::{BatchNorm2d, GroupNorm};
+pub use norm::{BatchNorm2d, GroupNorm, LayerNorm};
 pub use optim::{Adam, Optimizer, Sgd};
-pub use pooling::{AdaptiveAvgPool2d, AvgPool2d};
+pub use pooling::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
+pub use resnet::{BasicBlock, ResNet};
+pub use state_dict::{load_state_dict, load_state_dict_file, save_state_dict, state_dict};
 pub use switchboard_dispatcher::Result;
