@@ -8,9 +8,11 @@
 //!   parameters and buffers with PyTorch's dotted names (`layer1.0.conv1.weight`);
 //! - state dicts ([`state_dict`], [`load_state_dict`] with PyTorch's strict checks and errors),
 //!   saved and loaded as safetensors files that PyTorch reads and writes;
-//! - optimizers: [`Sgd`] (momentum, dampening, weight decay, Nesterov) and [`Adam`], with
-//!   PyTorch's update rules written as dispatched in-place tensor operators under
-//!   [`no_grad`](switchboard_autograd::no_grad).
+//! - optimizers: [`Sgd`] (momentum, dampening, weight decay, Nesterov) and [`Adam`] (and
+//!   AdamW: [`Adam::adamw`], decoupled weight decay; AMSGrad), with PyTorch's update rules
+//!   written as dispatched in-place tensor operators under
+//!   [`no_grad`](switchboard_autograd::no_grad); [`LambdaLR`] and
+//!   [`cosine_schedule_with_warmup`]; [`clip_grad_norm_`].
 //!
 //! Every computation goes through `switchboard_ops`, so the dispatcher (and its observers,
 //! and the autograd layer) sees each call. A backend must be linked (e.g. `switchboard-cpu`
@@ -36,9 +38,11 @@
 #![warn(missing_docs)]
 
 mod activation;
+mod clip_grad;
 mod conv;
 mod embedding;
 mod init;
+mod lr_scheduler;
 mod module;
 mod norm;
 mod optim;
@@ -47,8 +51,10 @@ mod resnet;
 mod state_dict;
 
 pub use activation::{Dropout, Flatten, GELU};
+pub use clip_grad::clip_grad_norm_;
 pub use conv::{Conv2d, Conv2dOptions, Pair};
 pub use embedding::Embedding;
+pub use lr_scheduler::{cosine_schedule_with_warmup, cosine_with_warmup_factor, LambdaLR};
 pub use module::{mlp, Linear, Module, ReLU, Sequential};
 pub use norm::{BatchNorm2d, GroupNorm, LayerNorm};
 pub use optim::{Adam, Optimizer, Sgd};
