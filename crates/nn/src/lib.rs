@@ -4,7 +4,8 @@
 //!   generator), [`Embedding`], [`ReLU`], [`GELU`], [`Dropout`], [`Flatten`], [`Sequential`],
 //!   and [`mlp`] to stack them; [`BatchNorm2d`], [`GroupNorm`] and [`LayerNorm`];
 //!   [`AdaptiveAvgPool2d`], [`AvgPool2d`] and [`MaxPool2d`]; a small [`ResNet`] of
-//!   [`BasicBlock`]s; `train()` / `eval()` modes (batch norm's running statistics, dropout);
+//!   [`BasicBlock`]s; [`MultiheadAttention`] over [`scaled_dot_product_attention`] (PyTorch's
+//!   math path); `train()` / `eval()` modes (batch norm's running statistics, dropout);
 //!   parameters and buffers with PyTorch's dotted names (`layer1.0.conv1.weight`);
 //! - state dicts ([`state_dict`], [`load_state_dict`] with PyTorch's strict checks and errors),
 //!   saved and loaded as safetensors files that PyTorch reads and writes;
@@ -38,6 +39,7 @@
 #![warn(missing_docs)]
 
 mod activation;
+mod attention;
 mod clip_grad;
 mod conv;
 mod embedding;
@@ -51,6 +53,7 @@ mod resnet;
 mod state_dict;
 
 pub use activation::{Dropout, Flatten, GELU};
+pub use attention::{scaled_dot_product_attention, MultiheadAttention};
 pub use clip_grad::clip_grad_norm_;
 pub use conv::{Conv2d, Conv2dOptions, Pair};
 pub use embedding::Embedding;
