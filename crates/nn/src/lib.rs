@@ -5,7 +5,8 @@
 //!   and [`mlp`] to stack them; [`BatchNorm2d`], [`GroupNorm`] and [`LayerNorm`];
 //!   [`AdaptiveAvgPool2d`], [`AvgPool2d`] and [`MaxPool2d`]; a small [`ResNet`] of
 //!   [`BasicBlock`]s; [`MultiheadAttention`] over [`scaled_dot_product_attention`] (PyTorch's
-//!   math path); `train()` / `eval()` modes (batch norm's running statistics, dropout);
+//!   math path) and a decoder-only [`DecoderLm`] of [`DecoderBlock`]s; `train()` / `eval()`
+//!   modes (batch norm's running statistics, dropout);
 //!   parameters and buffers with PyTorch's dotted names (`layer1.0.conv1.weight`);
 //! - state dicts ([`state_dict`], [`load_state_dict`] with PyTorch's strict checks and errors),
 //!   saved and loaded as safetensors files that PyTorch reads and writes;
@@ -42,6 +43,7 @@ mod activation;
 mod attention;
 mod clip_grad;
 mod conv;
+mod decoder;
 mod embedding;
 mod init;
 mod lr_scheduler;
@@ -56,6 +58,7 @@ pub use activation::{Dropout, Flatten, GELU};
 pub use attention::{scaled_dot_product_attention, MultiheadAttention};
 pub use clip_grad::clip_grad_norm_;
 pub use conv::{Conv2d, Conv2dOptions, Pair};
+pub use decoder::{DecoderBlock, DecoderLm};
 pub use embedding::Embedding;
 pub use lr_scheduler::{cosine_schedule_with_warmup, cosine_with_warmup_factor, LambdaLR};
 pub use module::{mlp, Linear, Module, ReLU, Sequential};

@@ -67,10 +67,11 @@ pub struct TrainArgs {
     pub max_data_mib: u64,
     /// The model: an MLP (features -> --hidden -> classes), or a ResNet of basic blocks
     /// (stages of 16, 32 and 64 channels, batch norm) over square one-channel images such as
-    /// the 8x8 digits.
+    /// the 8x8 digits, or a decoder-only transformer (AdamW, cosine schedule, clipping) that
+    /// learns to reverse generated digit sequences.
     #[arg(long, value_enum, default_value_t = Model::Mlp)]
     pub model: Model,
-    /// Passes over the training set [default: 20 for mlp, 8 for resnet].
+    /// Passes over the training set [default: 20 for mlp, 8 for resnet, 5 for transformer].
     #[arg(long, allow_negative_numbers = true,
           value_parser = int_option::<usize>(options::check_epochs))]
     pub epochs: Option<usize>,
@@ -156,6 +157,8 @@ pub enum Model {
     Mlp,
     /// A small ResNet.
     Resnet,
+    /// A small decoder-only transformer that learns to reverse digit sequences.
+    Transformer,
 }
 
 /// `--optimizer` values.
@@ -173,6 +176,7 @@ impl TrainArgs {
         let model = match self.model {
             Model::Mlp => ModelKind::Mlp,
             Model::Resnet => ModelKind::Resnet,
+            Model::Transformer => ModelKind::Transformer,
         };
         TrainConfig {
             data: self.data.clone(),

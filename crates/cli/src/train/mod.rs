@@ -29,6 +29,7 @@ mod divergence;
 pub mod model;
 pub mod options;
 pub mod summary;
+pub mod transformer;
 
 pub use data::{DataError, Dataset};
 pub use model::ModelKind;
@@ -336,6 +337,9 @@ pub fn evaluate(model: &mut dyn Module, x: &Tensor, y: &Tensor) -> Result<f64, T
 }
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
+    if cfg.model == ModelKind::Transformer {
+        return transformer::run(cfg, out);
+    }
     let tensor_device = cfg.device.tensor_device();
     if cfg.distributed && tensor_device != Device::CPU && !crate::device::is_lazy(tensor_device) {
         return Err(TrainError::Config(format!(

@@ -14,6 +14,8 @@ pub enum ModelKind {
     /// A ResNet of basic blocks over square one-channel images (the digits are 8x8):
     /// [`RESNET_WIDTHS`], one block per stage.
     Resnet,
+    /// A decoder-only transformer on a generated task (see [`super::transformer`]).
+    Transformer,
 }
 
 /// The ResNet's stage widths: a 16-channel stem and stage at full resolution, then 32 and 64
@@ -26,6 +28,7 @@ impl ModelKind {
         match self {
             ModelKind::Mlp => "mlp",
             ModelKind::Resnet => "resnet",
+            ModelKind::Transformer => "transformer",
         }
     }
 
@@ -34,13 +37,14 @@ impl ModelKind {
         match self {
             ModelKind::Mlp => 20,
             ModelKind::Resnet => 8,
+            ModelKind::Transformer => 5,
         }
     }
 
     /// The side of the square images of `n_features` pixels, for the ResNet (an error naming
     /// the feature count otherwise); `None` for the MLP, which takes the features as they are.
     pub fn image_side(self, n_features: usize) -> Result<Option<usize>, TrainError> {
-        if self == ModelKind::Mlp {
+        if self != ModelKind::Resnet {
             return Ok(None);
         }
         let side = n_features.isqrt();
@@ -62,7 +66,9 @@ impl ModelKind {
         seed: u64,
     ) -> Result<Box<dyn Module>, TrainError> {
         Ok(match self {
-            ModelKind::Mlp => Box::new(mlp(&[n_features, hidden, n_classes], seed)?),
+            ModelKind::Mlp | ModelKind::Transformer => {
+                Box::new(mlp(&[n_features, hidden, n_classes], seed)?)
+            }
             ModelKind::Resnet => {
                 self.image_side(n_features)?;
                 Box::new(ResNet::new(1, n_classes, &RESNET_WIDTHS, &[1, 1, 1], seed)?)
@@ -73,7 +79,9 @@ impl ModelKind {
     /// The model as the `model:` line describes it.
     pub fn summary(self, n_features: usize, hidden: usize, n_classes: usize) -> String {
         match self {
-            ModelKind::Mlp => format!("MLP {n_features} -> {hidden} -> {n_classes} (ReLU)"),
+            ModelKind::Mlp | ModelKind::Transformer => {
+                format!("MLP {n_features} -> {hidden} -> {n_classes} (ReLU)")
+            }
             ModelKind::Resnet => {
                 let side = n_features.isqrt();
                 format!(
