@@ -26,7 +26,7 @@ enum Command {
     Ops(commands::ops::OpsArgs),
     /// Print an operator's computed dispatch table, as PyTorch's `_dispatch_dump_table` does.
     Table(commands::table::TableArgs),
-    /// Train an MLP on the embedded UCI handwritten digits (or a CSV file) through the
+    /// Train an MLP or a small ResNet on the embedded UCI handwritten digits (or a CSV file) through the
     /// dispatcher: per-epoch loss and accuracy, the test accuracy and a dispatch summary.
     Train(commands::train::TrainArgs),
 }

@@ -1,12 +1,20 @@
 //! Switchboard's neural-network building blocks, after `torch.nn` and `torch.optim`:
 //!
-//! - [`Module`]s: [`Linear`] (PyTorch's default initialization), [`ReLU`], [`Sequential`],
-//!   and [`mlp`] to stack them; [`BatchNorm2d`] and [`GroupNorm`]; [`AdaptiveAvgPool2d`] and
-//!   [`AvgPool2d`]; `train()` / `eval()` modes (batch norm's running statistics) and buffers
-//!   with PyTorch's names;
-//! - optimizers: [`Sgd`] (momentum, dampening, weight decay, Nesterov) and [`Adam`], with
-//!   PyTorch's update rules written as dispatched in-place tensor operators under
-//!   [`no_grad`](switchboard_autograd::no_grad).
+//! - [`Module`]s: [`Linear`] and [`Conv2d`] (PyTorch's default initialization from a seeded
+//!   generator), [`Embedding`], [`ReLU`], [`GELU`], [`Dropout`], [`Flatten`], [`Sequential`],
+//!   and [`mlp`] to stack them; [`BatchNorm2d`], [`GroupNorm`] and [`LayerNorm`];
+//!   [`AdaptiveAvgPool2d`], [`AvgPool2d`] and [`MaxPool2d`]; a small [`ResNet`] of
+//!   [`BasicBlock`]s; [`MultiheadAttention`] over [`scaled_dot_product_attention`] (PyTorch's
+//!   math path) and a decoder-only [`DecoderLm`] of [`DecoderBlock`]s; `train()` / `eval()`
+//!   modes (batch norm's running statistics, dropout);
+//!   parameters and buffers with PyTorch's dotted names (`layer1.0.conv1.weight`);
+//! - state dicts ([`state_dict`], [`load_state_dict`] with PyTorch's strict checks and errors),
+//!   saved and loaded as safetensors files that PyTorch reads and writes;
+//! - optimizers: [`Sgd`] (momentum, dampening, weight decay, Nesterov) and [`Adam`] (and
+//!   AdamW: [`Adam::adamw`], decoupled weight decay; AMSGrad), with PyTorch's update rules
+//!   written as dispatched in-place tensor operators under
+//!   [`no_grad`](switchboard_autograd::no_grad); [`LambdaLR`] and
+//!   [`cosine_schedule_with_warmup`]; [`clip_grad_norm_`].
 //!
 //! Every computation goes through `switchboard_ops`, so the dispatcher (and its observers,
 //! and the autograd layer) sees each call. A backend must be linked (e.g. `switchboard-cpu`
@@ -31,13 +39,32 @@
 //! ```
 #![warn(missing_docs)]
 
+mod activation;
+mod attention;
+mod clip_grad;
+mod conv;
+mod decoder;
+mod embedding;
+mod init;
+mod lr_scheduler;
 mod module;
 mod norm;
 mod optim;
 mod pooling;
+mod resnet;
+mod state_dict;
 
+pub use activation::{Dropout, Flatten, GELU};
+pub use attention::{scaled_dot_product_attention, MultiheadAttention};
+pub use clip_grad::clip_grad_norm_;
+pub use conv::{Conv2d, Conv2dOptions, Pair};
+pub use decoder::{DecoderBlock, DecoderLm};
+pub use embedding::Embedding;
+pub use lr_scheduler::{cosine_schedule_with_warmup, cosine_with_warmup_factor, LambdaLR};
 pub use module::{mlp, Linear, Module, ReLU, Sequential};
-pub use norm::{BatchNorm2d, GroupNorm};
+pub use norm::{BatchNorm2d, GroupNorm, LayerNorm};
 pub use optim::{Adam, Optimizer, Sgd};
-pub use pooling::{AdaptiveAvgPool2d, AvgPool2d};
+pub use pooling::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
+pub use resnet::{BasicBlock, ResNet};
+pub use state_dict::{load_state_dict, load_state_dict_file, save_state_dict, state_dict};
 pub use switchboard_dispatcher::Result;

@@ -2,9 +2,11 @@
 //! [`mlp`].
 
 use switchboard_autograd::{no_grad, AutogradTensor};
-use switchboard_dispatcher::Result;
+use switchboard_dispatcher::{DispatchError, DispatchErrorKind, Result};
 use switchboard_ops as ops;
-use switchboard_tensor::{Device, Generator, ScalarType, Tensor};
+use switchboard_tensor::{Device, Generator, Tensor};
+
+use crate::init::{default_bound, dimension, uniform_parameter};
 
 /// A layer or a model (`torch.nn.Module`): a function of one tensor with trainable
 /// parameters.
@@ -69,6 +71,19 @@ pub trait Module: Send + Sync {
     }
 }
 
+/// A module's argument error (PyTorch raises `ValueError`).
+pub(crate) fn value_error(msg: String) -> DispatchError {
+    DispatchErrorKind::Kernel(msg).into()
+}
+
+/// The named tensors of a child module under `prefix` (`layer1.0` + `conv1.weight`).
+pub(crate) fn prefixed(prefix: &str, named: Vec<(String, Tensor)>) -> Vec<(String, Tensor)> {
+    named
+        .into_iter()
+        .map(|(n, t)| (format!("{prefix}.{n}"), t))
+        .collect()
+}
+
 /// `p` on `device`, as a new leaf with the same values and `requires_grad`.
 pub(crate) fn moved(p: &Tensor, device: Device) -> Result<Tensor> {
     if p.device() == device {
@@ -100,41 +115,13 @@ impl Linear {
         bias: bool,
         generator: &Generator,
     ) -> Result<Linear> {
-        // A feature count is a tensor dimension: it must fit an int64 (not wrap to a
-        // negative size).
-        let dim = |n: usize| {
-            i64::try_from(n).map_err(|_| {
-                switchboard_tensor::TensorError::invalid(format!(
-                    "Linear: {n} features: value cannot be converted to type int64_t without \
-                     overflow"
-                ))
-            })
-        };
-        let (fan_in, fan_out) = (dim(in_features)?, dim(out_features)?);
-        // Note [Linear init]
-        // kaiming_uniform_ with a = sqrt(5): gain = sqrt(2 / (1 + a^2)) = sqrt(1/3),
-        // std = gain / sqrt(fan_in), bound = sqrt(3) * std = 1 / sqrt(fan_in). The bias uses
-        // the same bound (PyTorch: 1 / sqrt(fan_in) when fan_in > 0, else 0).
-        let bound = if fan_in > 0 {
-            1.0 / (fan_in as f64).sqrt()
-        } else {
-            0.0
-        };
-        let _guard = no_grad();
-        let uniform = |sizes: &[i64]| -> Result<Tensor> {
-            let t = ops::empty_with(sizes, ops::EmptyOptions::default().dtype(ScalarType::Float))?;
-            ops::uniform_with_(
-                &t,
-                ops::UniformInplaceOptions::default()
-                    .from(-bound)
-                    .to(bound)
-                    .generator(generator),
-            )?;
-            t.requires_grad_(true)
-        };
-        let weight = uniform(&[fan_out, fan_in])?;
+        let fan_in = dimension("Linear: in_features", in_features)?;
+        let fan_out = dimension("Linear: out_features", out_features)?;
+        // Note [Default init bound]: weight first, then the bias, from the same generator.
+        let bound = default_bound(fan_in);
+        let weight = uniform_parameter(&[fan_out, fan_in], bound, generator)?;
         let bias = if bias {
-            Some(uniform(&[fan_out])?)
+            Some(uniform_parameter(&[fan_out], bound, generator)?)
         } else {
             None
         };

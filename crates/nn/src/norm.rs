@@ -1,11 +1,12 @@
-//! Normalization modules: [`BatchNorm2d`] and [`GroupNorm`].
+//! Normalization modules: [`BatchNorm2d`], [`GroupNorm`] and [`LayerNorm`].
 
-use switchboard_autograd::{no_grad, AutogradTensor};
-use switchboard_dispatcher::{DispatchError, DispatchErrorKind, Result};
+use switchboard_autograd::no_grad;
+use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
 
-use crate::module::{moved, Module};
+use crate::init::constant_parameter;
+use crate::module::{moved, value_error, Module};
 
 /// A float as Python's `repr` prints it (`1e-05`, `0.1`), for module descriptions.
 pub(crate) fn py_float(v: f64) -> String {
@@ -32,22 +33,6 @@ fn py_bool(b: bool) -> &'static str {
     } else {
         "False"
     }
-}
-
-/// A module's argument error (PyTorch raises `ValueError`).
-fn value_error(msg: String) -> DispatchError {
-    DispatchErrorKind::Kernel(msg).into()
-}
-
-/// A float32 leaf of `sizes` filled with `value` that requires grad (an affine parameter).
-fn parameter(sizes: &[i64], value: f64) -> Result<Tensor> {
-    let _guard = no_grad();
-    ops::full_with(
-        sizes,
-        value,
-        ops::FullOptions::default().dtype(ScalarType::Float),
-    )?
-    .requires_grad_(true)
 }
 
 /// `nn.BatchNorm2d`: batch normalization of `(N, C, H, W)` inputs per channel. In training
@@ -97,7 +82,10 @@ impl BatchNorm2d {
         }
         let c = [num_features];
         let (weight, bias) = if affine {
-            (Some(parameter(&c, 1.0)?), Some(parameter(&c, 0.0)?))
+            (
+                Some(constant_parameter(&c, 1.0)?),
+                Some(constant_parameter(&c, 0.0)?),
+            )
         } else {
             (None, None)
         };
@@ -263,7 +251,10 @@ impl GroupNorm {
         }
         let (weight, bias) = if affine {
             let c = [num_channels];
-            (Some(parameter(&c, 1.0)?), Some(parameter(&c, 0.0)?))
+            (
+                Some(constant_parameter(&c, 1.0)?),
+                Some(constant_parameter(&c, 0.0)?),
+            )
         } else {
             (None, None)
         };
@@ -314,6 +305,99 @@ impl Module for GroupNorm {
             "GroupNorm({}, {}, eps={}, affine={}, bias={})",
             self.num_groups,
             self.num_channels,
+            py_float(self.eps),
+            py_bool(self.weight.is_some()),
+            py_bool(self.bias.is_some())
+        )
+    }
+}
+
+/// `nn.LayerNorm`: normalizes each sample over its last dims (`normalized_shape`), then
+/// scales and shifts elementwise (`weight` ones and `bias` zeros of `normalized_shape`, when
+/// `elementwise_affine`; the bias can be left out). The same in training and evaluation.
+pub struct LayerNorm {
+    /// `normalized_shape`, when elementwise affine.
+    pub weight: Option<Tensor>,
+    /// `normalized_shape`, when elementwise affine with a bias.
+    pub bias: Option<Tensor>,
+    normalized_shape: Vec<i64>,
+    eps: f64,
+}
+
+impl LayerNorm {
+    /// `LayerNorm(normalized_shape)`: eps 1e-5, elementwise affine with a bias.
+    pub fn new(normalized_shape: &[i64]) -> Result<LayerNorm> {
+        LayerNorm::with_options(normalized_shape, 1e-5, true, true)
+    }
+
+    /// `LayerNorm(normalized_shape, eps, elementwise_affine, bias)`.
+    pub fn with_options(
+        normalized_shape: &[i64],
+        eps: f64,
+        elementwise_affine: bool,
+        bias: bool,
+    ) -> Result<LayerNorm> {
+        let (weight, bias) = if elementwise_affine {
+            let weight = constant_parameter(normalized_shape, 1.0)?;
+            let bias = bias
+                .then(|| constant_parameter(normalized_shape, 0.0))
+                .transpose()?;
+            (Some(weight), bias)
+        } else {
+            (None, None)
+        };
+        Ok(LayerNorm {
+            weight,
+            bias,
+            normalized_shape: normalized_shape.to_vec(),
+            eps,
+        })
+    }
+}
+
+impl Module for LayerNorm {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        ops::layer_norm_with(
+            input,
+            &self.normalized_shape,
+            ops::LayerNormOptions {
+                weight: self.weight.as_ref(),
+                bias: self.bias.as_ref(),
+                eps: self.eps,
+                cudnn_enable: true,
+            },
+        )
+    }
+
+    fn parameters(&self) -> Vec<Tensor> {
+        self.weight.iter().chain(&self.bias).cloned().collect()
+    }
+
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        [("weight", &self.weight), ("bias", &self.bias)]
+            .into_iter()
+            .filter_map(|(n, t)| t.clone().map(|t| (n.to_string(), t)))
+            .collect()
+    }
+
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        for v in [&mut self.weight, &mut self.bias].into_iter().flatten() {
+            *v = moved(v, device)?;
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        // A Python tuple: `(8,)`, `(4, 8)`.
+        let shape = match &self.normalized_shape[..] {
+            [one] => format!("({one},)"),
+            s => format!(
+                "({})",
+                s.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        format!(
+            "LayerNorm({shape}, eps={}, elementwise_affine={}, bias={})",
             py_float(self.eps),
             py_bool(self.weight.is_some()),
             py_bool(self.bias.is_some())

@@ -1,10 +1,13 @@
-//! Optimizers: [`Sgd`] and [`Adam`], PyTorch's `torch.optim` update rules (the
+//! Optimizers: [`Sgd`] and [`Adam`] (with AdamW), PyTorch's `torch.optim` update rules (the
 //! single-tensor, non-foreach implementations) as dispatched in-place tensor operators.
 
 use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
+
+use crate::module::value_error;
+use crate::norm::py_float;
 
 /// An optimizer over a fixed list of parameters (`torch.optim.Optimizer`).
 pub trait Optimizer {
@@ -152,14 +155,15 @@ impl Optimizer for Sgd {
     }
 }
 
-/// `torch.optim.Adam` (not AMSGrad; weight decay is L2 added to the gradient, as in Adam,
-/// not AdamW's decoupled decay).
+/// `torch.optim.Adam`, and `torch.optim.AdamW` ([`Adam::adamw`]: the same with decoupled
+/// weight decay, as PyTorch 2.15 defines it), optionally AMSGrad.
 ///
 /// Per parameter `p` with gradient `g`, at step `t` (from 1):
 /// ```text
-/// g = g + weight_decay * p
+/// p = p * (1 - lr * weight_decay)   (decoupled, AdamW)  or  g = g + weight_decay * p  (Adam)
 /// m = beta1 * m + (1 - beta1) * g
 /// v = beta2 * v + (1 - beta2) * g * g
+/// v_max = max(v_max, v)                     (AMSGrad: v_max replaces v below)
 /// p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 /// ```
 pub struct Adam {
@@ -168,6 +172,8 @@ pub struct Adam {
     betas: (f64, f64),
     eps: f64,
     weight_decay: f64,
+    decoupled_weight_decay: bool,
+    amsgrad: bool,
     state: Vec<Option<AdamState>>,
 }
 
@@ -175,6 +181,8 @@ struct AdamState {
     step: i32,
     exp_avg: Tensor,
     exp_avg_sq: Tensor,
+    /// AMSGrad's running maximum of `exp_avg_sq`.
+    max_exp_avg_sq: Option<Tensor>,
 }
 
 impl Adam {
@@ -188,7 +196,64 @@ impl Adam {
             betas: (0.9, 0.999),
             eps: 1e-8,
             weight_decay: 0.0,
+            decoupled_weight_decay: false,
+            amsgrad: false,
             state: (0..n).map(|_| None).collect(),
+        }
+    }
+
+    /// `torch.optim.AdamW` with learning rate `lr` and PyTorch's defaults: betas (0.9, 0.999),
+    /// eps 1e-8, decoupled weight decay 0.01, no AMSGrad.
+    pub fn adamw(params: Vec<Tensor>, lr: f64) -> Adam {
+        Adam {
+            weight_decay: 1e-2,
+            decoupled_weight_decay: true,
+            ..Adam::new(params, lr)
+        }
+    }
+
+    /// Uses AMSGrad's running maximum of the second moment (default off).
+    pub fn amsgrad(mut self, amsgrad: bool) -> Adam {
+        self.amsgrad = amsgrad;
+        self
+    }
+
+    /// Decays the parameters directly (`p *= 1 - lr * weight_decay`, AdamW) instead of adding
+    /// the L2 term to the gradient (Adam).
+    pub fn decoupled_weight_decay(mut self, decoupled: bool) -> Adam {
+        self.decoupled_weight_decay = decoupled;
+        self
+    }
+
+    /// PyTorch's checks of the hyperparameters (its `ValueError`s, which PyTorch raises when
+    /// the optimizer is made and [`Optimizer::step`] returns here).
+    fn check(&self) -> Result<()> {
+        let (beta1, beta2) = self.betas;
+        let bad = if !(0.0..).contains(&self.lr) {
+            Some(format!("Invalid learning rate: {}", py_float(self.lr)))
+        } else if !(0.0..).contains(&self.eps) {
+            Some(format!("Invalid epsilon value: {}", py_float(self.eps)))
+        } else if !(0.0..1.0).contains(&beta1) {
+            Some(format!(
+                "Invalid beta parameter at index 0: {}",
+                py_float(beta1)
+            ))
+        } else if !(0.0..1.0).contains(&beta2) {
+            Some(format!(
+                "Invalid beta parameter at index 1: {}",
+                py_float(beta2)
+            ))
+        } else if !(0.0..).contains(&self.weight_decay) {
+            Some(format!(
+                "Invalid weight_decay value: {}",
+                py_float(self.weight_decay)
+            ))
+        } else {
+            None
+        };
+        match bad {
+            Some(msg) => Err(value_error(msg)),
+            None => Ok(()),
         }
     }
 
@@ -213,6 +278,7 @@ impl Adam {
 
 impl Optimizer for Adam {
     fn step(&mut self) -> Result<()> {
+        self.check()?;
         let _guard = no_grad();
         let (beta1, beta2) = self.betas;
         for (p, state) in self.params.iter().zip(&mut self.state) {
@@ -223,11 +289,16 @@ impl Optimizer for Adam {
                     step: 0,
                     exp_avg: ops::zeros_like(p)?,
                     exp_avg_sq: ops::zeros_like(p)?,
+                    max_exp_avg_sq: self.amsgrad.then(|| ops::zeros_like(p)).transpose()?,
                 }),
             };
             s.step += 1;
             if self.weight_decay != 0.0 {
-                g = ops::add_with(&g, p, ops::AddOptions::default().alpha(self.weight_decay))?;
+                if self.decoupled_weight_decay {
+                    ops::mul_scalar_(p, 1.0 - self.lr * self.weight_decay)?;
+                } else {
+                    g = ops::add_with(&g, p, ops::AddOptions::default().alpha(self.weight_decay))?;
+                }
             }
             // exp_avg.lerp_(g, 1 - beta1)
             ops::mul_scalar_(&s.exp_avg, beta1)?;
@@ -246,8 +317,13 @@ impl Optimizer for Adam {
             let bias_correction1 = 1.0 - beta1.powi(s.step);
             let bias_correction2 = 1.0 - beta2.powi(s.step);
             let step_size = self.lr / bias_correction1;
-            // denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) + eps
-            let denom = ops::sqrt(&s.exp_avg_sq)?;
+            // denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) + eps, with AMSGrad's
+            // maximum (updated in place, `torch.maximum(..., out=max_exp_avg_sq)`) instead.
+            let second = match &s.max_exp_avg_sq {
+                Some(max) => ops::maximum_out(max, &s.exp_avg_sq, max)?,
+                None => s.exp_avg_sq.clone(),
+            };
+            let denom = ops::sqrt(&second)?;
             ops::div_scalar_(&denom, bias_correction2.sqrt())?;
             ops::add_scalar_(&denom, self.eps)?;
             // p.addcdiv_(exp_avg, denom, value=-step_size)
@@ -400,6 +476,85 @@ mod tests {
             &step_with(&mut opt, square_grad)[0],
             &[0.980967560, -1.980495142, 0.481849908],
         );
+    }
+
+    // Expected values: torch 2.15's AdamW with the same gradients (2 w each step).
+
+    #[test]
+    fn adamw_defaults_decouple_the_weight_decay() {
+        let mut opt = Adam::adamw(vec![param(&[1.0, -2.0, 0.5])], 0.1);
+        close(
+            &step_with(&mut opt, square_grad)[0],
+            &[0.899000049, -1.898000002, 0.399500012],
+        );
+        close(
+            &step_with(&mut opt, square_grad)[0],
+            &[0.798519075, -1.796272635, 0.300297856],
+        );
+        close(
+            &step_with(&mut opt, square_grad)[0],
+            &[0.698911250, -1.694944620, 0.203712404],
+        );
+    }
+
+    #[test]
+    fn adamw_amsgrad_keeps_the_largest_second_moment() {
+        // AdamW(lr=0.1, betas=(0.9, 0.5), weight_decay=0.1, amsgrad=True): the shrinking
+        // gradients make the second moment fall, so the maximum differs at step 3.
+        let make = |amsgrad| {
+            Adam::adamw(vec![param(&[1.0, -2.0, 0.5])], 0.1)
+                .betas(0.9, 0.5)
+                .weight_decay(0.1)
+                .amsgrad(amsgrad)
+        };
+        let mut opt = make(true);
+        close(
+            &step_with(&mut opt, square_grad)[0],
+            &[0.889999986, -1.879999995, 0.395000011],
+        );
+        close(
+            &step_with(&mut opt, square_grad)[0],
+            &[0.779592752, -1.760366559, 0.288301349],
+        );
+        close(
+            &step_with(&mut opt, square_grad)[0],
+            &[0.669135392, -1.640531182, 0.188842058],
+        );
+        let mut opt = make(false);
+        step_with(&mut opt, square_grad);
+        step_with(&mut opt, square_grad);
+        close(
+            &step_with(&mut opt, square_grad)[0],
+            &[0.667579830, -1.640531182, 0.177155912],
+        );
+    }
+
+    #[test]
+    fn adam_refuses_pytorchs_invalid_hyperparameters() {
+        let p = || vec![param(&[1.0])];
+        let cases = [
+            (Adam::adamw(p(), -1.0), "Invalid learning rate: -1.0"),
+            (
+                Adam::adamw(p(), 0.1).eps(-1.0),
+                "Invalid epsilon value: -1.0",
+            ),
+            (
+                Adam::adamw(p(), 0.1).betas(1.0, 0.9),
+                "Invalid beta parameter at index 0: 1.0",
+            ),
+            (
+                Adam::adamw(p(), 0.1).betas(0.9, 1.5),
+                "Invalid beta parameter at index 1: 1.5",
+            ),
+            (
+                Adam::new(p(), 0.1).weight_decay(-0.5),
+                "Invalid weight_decay value: -0.5",
+            ),
+        ];
+        for (mut opt, msg) in cases {
+            let e = opt.step().err().unwrap().to_string();
+            assert!(e.contains(msg), "{e}");
+        }
     }
 
     /// A tiny regression trained end to end with autograd: y = 3x - 2 from 16 points.

@@ -1,9 +1,10 @@
-//! Pooling modules: [`AdaptiveAvgPool2d`] and [`AvgPool2d`].
+//! Pooling modules: [`AdaptiveAvgPool2d`], [`AvgPool2d`] and [`MaxPool2d`].
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
 
+use crate::conv::Pair;
 use crate::module::Module;
 
 /// A size as PyTorch prints a module argument: `2` for one value, `(2, 3)` for a pair.
@@ -110,6 +111,87 @@ impl Module for AvgPool2d {
             py_size(&self.kernel_size),
             py_size(&self.stride),
             py_size(&self.padding)
+        )
+    }
+}
+
+/// `nn.MaxPool2d`: the maximum of each `kernel_size` window (elements `dilation` apart),
+/// moved by `stride` (the kernel size by default) over the input padded with `padding`
+/// negative infinities; `ceil_mode` as PyTorch's. No parameters.
+#[derive(Debug, Clone)]
+pub struct MaxPool2d {
+    kernel_size: Pair,
+    stride: Pair,
+    padding: Pair,
+    dilation: Pair,
+    /// `ceil_mode`: the last window may start in the right padding.
+    pub ceil_mode: bool,
+    /// Whether `kernel_size` was given as one value (as PyTorch prints it back).
+    square: [bool; 4],
+}
+
+impl MaxPool2d {
+    /// `MaxPool2d(kernel_size, stride=kernel_size, padding=0, dilation=1)`.
+    pub fn new(
+        kernel_size: impl Into<Pair> + Copy,
+        stride: Option<Pair>,
+        padding: impl Into<Pair> + Copy,
+    ) -> MaxPool2d {
+        let kernel = kernel_size.into();
+        let stride = stride.unwrap_or(kernel);
+        let padding = padding.into();
+        let square = |p: Pair| p.0[0] == p.0[1];
+        MaxPool2d {
+            kernel_size: kernel,
+            stride,
+            padding,
+            dilation: Pair([1, 1]),
+            ceil_mode: false,
+            square: [square(kernel), square(stride), square(padding), true],
+        }
+    }
+
+    /// Sets the dilation.
+    pub fn dilation(mut self, dilation: impl Into<Pair>) -> MaxPool2d {
+        self.dilation = dilation.into();
+        self.square[3] = self.dilation.0[0] == self.dilation.0[1];
+        self
+    }
+}
+
+impl Module for MaxPool2d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        ops::max_pool2d_with(
+            input,
+            &self.kernel_size.0,
+            ops::MaxPool2dOptions {
+                stride: &self.stride.0,
+                padding: &self.padding.0,
+                dilation: &self.dilation.0,
+                ceil_mode: self.ceil_mode,
+            },
+        )
+    }
+
+    fn parameters(&self) -> Vec<Tensor> {
+        Vec::new()
+    }
+
+    fn describe(&self) -> String {
+        let show = |p: Pair, square: bool| {
+            if square {
+                p.0[0].to_string()
+            } else {
+                p.py()
+            }
+        };
+        format!(
+            "MaxPool2d(kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={})",
+            show(self.kernel_size, self.square[0]),
+            show(self.stride, self.square[1]),
+            show(self.padding, self.square[2]),
+            show(self.dilation, self.square[3]),
+            if self.ceil_mode { "True" } else { "False" }
         )
     }
 }

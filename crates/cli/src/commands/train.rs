@@ -1,10 +1,11 @@
-//! `switchboard train`: trains an MLP on the embedded UCI handwritten digits (or a CSV file)
+//! `switchboard train`: trains an MLP or a ResNet on the embedded UCI handwritten digits (or a
+//! CSV file)
 //! through the dispatcher and prints per-epoch loss and accuracy, the final test accuracy and
 //! a summary of the dispatcher's work. The job itself is [`switchboard_cli::train`].
 
 use std::path::PathBuf;
 
-use switchboard_cli::train::{self, options, OptimizerKind, TrainConfig};
+use switchboard_cli::train::{self, options, ModelKind, OptimizerKind, TrainConfig};
 
 // Note [Command-line numbers]
 // Every numeric option takes negative numbers as values (`--lr -1` is the value -1, refused by
@@ -64,10 +65,16 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 1024, value_name = "MIB", allow_negative_numbers = true,
           value_parser = int_option::<u64>(options::check_max_data_mib))]
     pub max_data_mib: u64,
-    /// Passes over the training set.
-    #[arg(long, default_value_t = 20, allow_negative_numbers = true,
+    /// The model: an MLP (features -> --hidden -> classes), or a ResNet of basic blocks
+    /// (stages of 16, 32 and 64 channels, batch norm) over square one-channel images such as
+    /// the 8x8 digits, or a decoder-only transformer (AdamW, cosine schedule, clipping) that
+    /// learns to reverse generated digit sequences.
+    #[arg(long, value_enum, default_value_t = Model::Mlp)]
+    pub model: Model,
+    /// Passes over the training set [default: 20 for mlp, 8 for resnet, 5 for transformer].
+    #[arg(long, allow_negative_numbers = true,
           value_parser = int_option::<usize>(options::check_epochs))]
-    pub epochs: usize,
+    pub epochs: Option<usize>,
     /// Learning rate [default: 0.05 for SGD, 0.001 for Adam].
     #[arg(long, allow_negative_numbers = true, value_parser = float_option(options::check_lr))]
     pub lr: Option<f64>,
@@ -132,6 +139,26 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 1800, value_name = "SECS", allow_negative_numbers = true,
           value_parser = int_option::<u64>(options::check_distributed_timeout))]
     pub distributed_timeout: u64,
+    /// Writes the trained model's state dict to this safetensors file, with PyTorch's names
+    /// (`safetensors.torch.load_file` reads it into the same model written in PyTorch).
+    #[arg(long, value_name = "FILE.safetensors")]
+    pub save: Option<PathBuf>,
+    /// Starts from the state dict in this safetensors file (written by --save or by
+    /// `safetensors.torch.save_file(model.state_dict(), ...)` for the same model) instead of a
+    /// fresh initialization.
+    #[arg(long, value_name = "FILE.safetensors")]
+    pub load: Option<PathBuf>,
+}
+
+/// `--model` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Model {
+    /// A multi-layer perceptron.
+    Mlp,
+    /// A small ResNet.
+    Resnet,
+    /// A small decoder-only transformer that learns to reverse digit sequences.
+    Transformer,
 }
 
 /// `--optimizer` values.
@@ -146,9 +173,15 @@ pub enum Opt {
 impl TrainArgs {
     /// The library's configuration.
     pub fn config(&self) -> TrainConfig {
+        let model = match self.model {
+            Model::Mlp => ModelKind::Mlp,
+            Model::Resnet => ModelKind::Resnet,
+            Model::Transformer => ModelKind::Transformer,
+        };
         TrainConfig {
             data: self.data.clone(),
-            epochs: self.epochs,
+            model,
+            epochs: self.epochs.unwrap_or(model.default_epochs()),
             lr: self.lr,
             hidden: self.hidden,
             batch_size: self.batch_size,
@@ -170,6 +203,8 @@ impl TrainArgs {
             max_data_bytes: self.max_data_mib << 20,
             distributed: self.distributed,
             distributed_timeout: std::time::Duration::from_secs(self.distributed_timeout),
+            save: self.save.clone(),
+            load: self.load.clone(),
         }
     }
 }

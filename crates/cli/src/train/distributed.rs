@@ -9,7 +9,7 @@ use switchboard_distributed::{
     init_process_group, is_initialized, sampler, world, BackendKind, DistributedDataParallel,
     ProcessGroup, ProcessGroupOptions, ReduceOp, DEFAULT_BUCKET_CAP_MIB,
 };
-use switchboard_nn::{Module, Sequential};
+use switchboard_nn::Module;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
 
@@ -42,7 +42,7 @@ impl Parallel {
     pub(super) fn start(
         distributed: bool,
         timeout: Duration,
-        model: &Sequential,
+        model: &dyn Module,
     ) -> Result<Parallel, TrainError> {
         if !distributed {
             return Ok(Parallel::Alone);

@@ -1,12 +1,13 @@
 //! Training a small classifier end to end through the dispatcher: the job behind
 //! `switchboard train`.
 //!
-//! An MLP (`features -> hidden -> classes`, ReLU) learns the UCI handwritten digits (embedded,
-//! see [`data`]) or any CSV with the label in its last column: a seeded shuffled train/test
+//! An MLP (`features -> hidden -> classes`, ReLU) or a small ResNet ([`model`]) learns the UCI
+//! handwritten digits (embedded, see [`data`]) or any CSV with the label in its last column: a seeded shuffled train/test
 //! split, minibatches drawn with `index_select`, cross-entropy (`aten::cross_entropy_loss`),
 //! backward through switchboard-autograd, and an SGD-with-momentum or Adam step made of
 //! in-place operators. Every one of these goes through the dispatcher; [`summary`] counts
-//! what it did. The same configuration and seed give the same numbers.
+//! what it did. The same configuration and seed give the same numbers. The trained model's
+//! state dict can be saved as safetensors (`--save`), and a run can start from one (`--load`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::time::Instant;
 
 use switchboard_autograd::{no_grad, AutogradTensor};
 use switchboard_dispatcher::{set_dispatch_trace, DispatchError};
-use switchboard_nn::{mlp, Adam, Module, Optimizer, Sequential, Sgd};
+use switchboard_nn::{load_state_dict_file, save_state_dict, Adam, Module, Optimizer, Sgd};
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, Generator, Tensor};
 
@@ -25,10 +26,13 @@ pub mod data;
 mod device;
 mod distributed;
 mod divergence;
+pub mod model;
 pub mod options;
 pub mod summary;
+pub mod transformer;
 
 pub use data::{DataError, Dataset};
+pub use model::ModelKind;
 pub use summary::{DispatchStats, Recorder};
 
 /// The optimizer used by [`train`].
@@ -47,6 +51,8 @@ pub struct TrainConfig {
     /// A CSV file (label in the last column, optionally gzip-compressed) instead of the
     /// embedded digits.
     pub data: Option<PathBuf>,
+    /// The model to train.
+    pub model: ModelKind,
     /// Passes over the training set.
     pub epochs: usize,
     /// Learning rate; `None` is the optimizer's default here (SGD 0.05, Adam 0.001).
@@ -89,12 +95,18 @@ pub struct TrainConfig {
     pub distributed: bool,
     /// How long a rank waits on a collective before failing (a rank died or hangs).
     pub distributed_timeout: std::time::Duration,
+    /// Writes the trained model's state dict to this safetensors file.
+    pub save: Option<PathBuf>,
+    /// Starts from the state dict in this safetensors file (the same model's keys and shapes)
+    /// instead of a fresh initialization.
+    pub load: Option<PathBuf>,
 }
 
 impl Default for TrainConfig {
     fn default() -> TrainConfig {
         TrainConfig {
             data: None,
+            model: ModelKind::Mlp,
             epochs: 20,
             lr: None,
             hidden: 128,
@@ -114,6 +126,8 @@ impl Default for TrainConfig {
             max_data_bytes: data::MAX_CSV_BYTES,
             distributed: false,
             distributed_timeout: std::time::Duration::from_secs(30 * 60),
+            save: None,
+            load: None,
         }
     }
 }
@@ -160,6 +174,7 @@ impl TrainConfig {
         let outputs = [
             ("--trace-graph", self.layers.trace_graph.as_deref()),
             ("--graph-out", self.graph_out.as_deref()),
+            ("--save", self.save.as_deref()),
         ];
         let outputs: Vec<(&str, &Path)> = outputs
             .into_iter()
@@ -290,10 +305,14 @@ pub fn train(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainRep
     run(cfg, out)
 }
 
-/// Inputs and labels as tensors (taking the vectors over, no copy).
-fn tensors(d: Dataset) -> Result<(Tensor, Tensor), TrainError> {
+/// Inputs and labels as tensors (taking the vectors over, no copy): the inputs as rows of
+/// features, or as one-channel `side x side` images.
+fn tensors(d: Dataset, image_side: Option<usize>) -> Result<(Tensor, Tensor), TrainError> {
     let n = d.len() as i64;
-    let x = Tensor::from_vec(d.features, &[n, d.n_features as i64])?;
+    let x = match image_side {
+        None => Tensor::from_vec(d.features, &[n, d.n_features as i64])?,
+        Some(side) => Tensor::from_vec(d.features, &[n, 1, side as i64, side as i64])?,
+    };
     let y = Tensor::from_vec(d.labels, &[n])?;
     Ok((x, y))
 }
@@ -305,14 +324,22 @@ fn correct(logits: &Tensor, labels: &Tensor) -> Result<i64, TrainError> {
     Ok(ops::sum(&ops::eq(&pred, labels)?)?.item()?.to_i64())
 }
 
-/// Accuracy of `model` on `(x, y)`, without recording a graph.
-pub fn evaluate(model: &Sequential, x: &Tensor, y: &Tensor) -> Result<f64, TrainError> {
+/// Accuracy of `model` on `(x, y)` in evaluation mode (batch norm's running statistics),
+/// without recording a graph; the model is back in its mode afterwards.
+pub fn evaluate(model: &mut dyn Module, x: &Tensor, y: &Tensor) -> Result<f64, TrainError> {
     let _g = no_grad();
     let n = y.numel().max(1);
-    Ok(correct(&model.forward(x)?, y)? as f64 / n as f64)
+    let training = model.is_training();
+    model.eval();
+    let logits = model.forward(x);
+    model.train(training);
+    Ok(correct(&logits?, y)? as f64 / n as f64)
 }
 
 fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
+    if cfg.model == ModelKind::Transformer {
+        return transformer::run(cfg, out);
+    }
     let tensor_device = cfg.device.tensor_device();
     if cfg.distributed && tensor_device != Device::CPU && !crate::device::is_lazy(tensor_device) {
         return Err(TrainError::Config(format!(
@@ -338,16 +365,24 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     data.normalize_max_abs();
     let (train_set, test_set) = data.split(cfg.test_fraction, cfg.seed)?;
     let (n_features, n_classes, n_samples) = (data.n_features, data.n_classes, data.len());
+    let image_side = cfg.model.image_side(n_features)?;
     drop(data);
     let n_train = train_set.len();
     let n_test = test_set.len();
-    let (x_train, y_train) = tensors(train_set)?;
-    let (x_test, y_test) = tensors(test_set)?;
+    let (x_train, y_train) = tensors(train_set, image_side)?;
+    let (x_test, y_test) = tensors(test_set, image_side)?;
     let (x_test, y_test) = (placement.to_device(&x_test)?, placement.to_device(&y_test)?);
 
-    let mut model = mlp(&[n_features, cfg.hidden, n_classes], cfg.seed)?;
+    let mut model = cfg
+        .model
+        .build(n_features, cfg.hidden, n_classes, cfg.seed)?;
     model.to_device(placement.device())?;
-    let parallel = distributed::Parallel::start(cfg.distributed, cfg.distributed_timeout, &model)?;
+    if let Some(path) = &cfg.load {
+        load_state_dict_file(model.as_ref(), path)
+            .map_err(|e| TrainError::Config(format!("--load {}: {e}", path.display())))?;
+    }
+    let parallel =
+        distributed::Parallel::start(cfg.distributed, cfg.distributed_timeout, model.as_ref())?;
     // Only rank 0 prints.
     let mut quiet = std::io::sink();
     let out: &mut (dyn Write + Send) = if parallel.prints() { out } else { &mut quiet };
@@ -390,10 +425,8 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     }
     writeln!(
         out,
-        "model: MLP {} -> {} -> {} (ReLU), {} parameters on {}; {opt_name}, batch {}, {} epochs, {} threads",
-        n_features,
-        cfg.hidden,
-        n_classes,
+        "model: {}, {} parameters on {}; {opt_name}, batch {}, {} epochs, {} threads",
+        cfg.model.summary(n_features, cfg.hidden, n_classes),
         model.parameters().iter().map(|p| p.numel()).sum::<i64>(),
         placement.device(),
         cfg.batch_size,
@@ -492,7 +525,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
             bar.inc(1);
         }
         let (loss_sum, hits) = parallel.epoch_totals(loss_sum, hits)?;
-        let test_accuracy = evaluate(&model, &x_test, &y_test)?;
+        let test_accuracy = evaluate(model.as_mut(), &x_test, &y_test)?;
         let e = EpochStats {
             epoch,
             train_loss: loss_sum / n_train as f64,
@@ -512,13 +545,23 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
     let dispatch = recorder.map(Recorder::finish);
-    let test_accuracy = evaluate(&model, &x_test, &y_test)?;
+    let test_accuracy = evaluate(model.as_mut(), &x_test, &y_test)?;
     writeln!(
         out,
         "final test accuracy: {test_accuracy:.4} ({}/{n_test}), {steps} steps in {seconds:.2} s ({:.2} ms/step)",
         (test_accuracy * n_test as f64).round() as i64,
         1e3 * seconds / steps.max(1) as f64
     )?;
+    if let Some(path) = cfg.save.as_ref().filter(|_| parallel.prints()) {
+        save_state_dict(model.as_ref(), path)
+            .map_err(|e| TrainError::Config(format!("--save {}: {e}", path.display())))?;
+        writeln!(
+            out,
+            "saved the state dict ({} tensors, PyTorch's names) to {}",
+            model.named_parameters().len() + model.named_buffers().len(),
+            path.display()
+        )?;
+    }
     if let Some(d) = &dispatch {
         writeln!(out)?;
         write!(out, "{}", d.render(12))?;
