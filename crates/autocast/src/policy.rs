@@ -92,6 +92,8 @@ pub static CPU: BackendPolicy = BackendPolicy {
         ("reflection_pad2d", Fp32),
         ("replication_pad2d", Fp32),
         ("replication_pad3d", Fp32),
+        ("prod", Fp32),
+        ("prod.dim_int", Fp32),
         // promote
         ("stack", Promote),
         ("cat", Promote),
@@ -145,6 +147,9 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("log_softmax.int", Fp32SetOptDtype),
         ("sum", Fp32SetOptDtype),
         ("sum.dim_IntList", Fp32SetOptDtype),
+        ("prod", Fp32SetOptDtype),
+        ("prod.dim_int", Fp32SetOptDtype),
+        ("cumsum", Fp32SetOptDtype),
         // promote
         ("index_put", Promote),
         ("scatter_add", Promote),

@@ -26,6 +26,8 @@ pub const CPU: &[(&str, CastPolicy)] = &[
     ("reflection_pad2d", Fp32),
     ("replication_pad2d", Fp32),
     ("replication_pad3d", Fp32),
+    ("prod", Fp32),
+    ("prod.dim_int", Fp32),
     ("stack", Promote),
     ("cat", Promote),
 ];
@@ -68,6 +70,9 @@ pub const CUDA: &[(&str, CastPolicy)] = &[
     ("log_softmax.int", Fp32SetOptDtype),
     ("sum", Fp32SetOptDtype),
     ("sum.dim_IntList", Fp32SetOptDtype),
+    ("prod", Fp32SetOptDtype),
+    ("prod.dim_int", Fp32SetOptDtype),
+    ("cumsum", Fp32SetOptDtype),
     ("scatter_add", Promote),
     ("index_put", Promote),
     ("atan2", Promote),

@@ -5,6 +5,7 @@
 
 mod batch_norm;
 mod convolution;
+mod cumulative;
 mod group_norm;
 mod layer_norm;
 mod linalg;
@@ -16,6 +17,7 @@ mod shape;
 
 pub(crate) use batch_norm::*;
 pub(crate) use convolution::*;
+pub(crate) use cumulative::*;
 pub(crate) use group_norm::*;
 pub(crate) use layer_norm::*;
 pub(crate) use linalg::*;

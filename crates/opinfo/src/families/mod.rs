@@ -2,6 +2,7 @@
 
 mod activation;
 mod binary_math;
+mod cumulative;
 mod factory;
 mod indexing;
 mod linalg;
@@ -24,6 +25,7 @@ use crate::Registry;
 pub fn register(r: &mut Registry) {
     pointwise::register(r);
     reduction::register(r);
+    cumulative::register(r);
     linalg::register(r);
     nn::register(r);
     nn_norm::register(r);

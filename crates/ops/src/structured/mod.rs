@@ -25,6 +25,7 @@
 mod activation;
 mod binary_math;
 mod bitwise;
+mod cumulative;
 mod elementwise;
 mod overlap;
 mod pointwise;
@@ -35,6 +36,7 @@ mod unary_float;
 pub use activation::*;
 pub use binary_math::*;
 pub use bitwise::*;
+pub use cumulative::*;
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
 };
