@@ -242,6 +242,7 @@ const PYTORCH_COMPOSITE: &[&str] = &[
     "rand.generator_out",
     "randn.out",
     "randn.generator_out",
+    "pad",
 ];
 
 #[test]

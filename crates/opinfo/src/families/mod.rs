@@ -3,6 +3,7 @@
 mod activation;
 mod binary_math;
 mod cumulative;
+mod diagonal;
 mod factory;
 mod indexing;
 mod linalg;
@@ -16,6 +17,7 @@ mod reduction;
 mod rounding;
 mod shape;
 mod sorting;
+mod tiling;
 mod unary_float;
 mod view_copy;
 
@@ -32,8 +34,10 @@ pub fn register(r: &mut Registry) {
     nn_padding::register(r);
     nn_pool::register(r);
     shape::register(r);
+    diagonal::register(r);
     indexing::register(r);
     sorting::register(r);
+    tiling::register(r);
     view_copy::register(r);
     factory::register(r);
     random::register(r);

@@ -31,6 +31,7 @@ mod overlap;
 mod pointwise;
 mod reduction;
 mod rounding;
+mod triangular;
 mod unary_float;
 
 pub use activation::*;
@@ -44,6 +45,7 @@ pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, 
 pub use pointwise::*;
 pub use reduction::*;
 pub use rounding::*;
+pub use triangular::*;
 pub use unary_float::*;
 
 use switchboard_tensor::{Device, DimVec, ScalarType, Tensor, TensorError};
