@@ -95,6 +95,8 @@ pub static CPU: BackendPolicy = BackendPolicy {
         ("avg_pool3d", Fp32),
         ("adaptive_avg_pool3d", Fp32),
         ("max_pool3d", Fp32),
+        ("prod", Fp32),
+        ("prod.dim_int", Fp32),
         // promote
         ("stack", Promote),
         ("cat", Promote),
@@ -151,6 +153,9 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("log_softmax.int", Fp32SetOptDtype),
         ("sum", Fp32SetOptDtype),
         ("sum.dim_IntList", Fp32SetOptDtype),
+        ("prod", Fp32SetOptDtype),
+        ("prod.dim_int", Fp32SetOptDtype),
+        ("cumsum", Fp32SetOptDtype),
         // promote
         ("index_put", Promote),
         ("scatter_add", Promote),

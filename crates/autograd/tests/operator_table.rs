@@ -246,6 +246,7 @@ const PYTORCH_COMPOSITE: &[&str] = &[
     "rand.generator_out",
     "randn.out",
     "randn.generator_out",
+    "pad",
 ];
 
 #[test]

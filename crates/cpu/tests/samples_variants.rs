@@ -78,6 +78,10 @@ fn check_inplace(
         } else {
             "doesn't match the broadcast shape"
         })
+    } else if y.dtype() != self_.dtype() && s.kwargs.iter().any(|(n, _)| *n == "dtype") {
+        // An explicit `dtype` makes the result's dtype (`cumsum_`), and torchgen's
+        // `check_inplace` wants it to be `self`'s.
+        Some("Bad in-place call")
     } else if !can_cast(y.dtype(), self_.dtype()) {
         Some("can't be cast to the desired output type")
     } else {

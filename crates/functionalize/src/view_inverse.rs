@@ -58,6 +58,16 @@ impl ViewMeta {
                 };
                 Some(switchboard_ops::select_scatter(base, value, dim, index)?)
             }
+            ("aten::diagonal", "") => {
+                let options = switchboard_ops::DiagonalScatterOptions {
+                    offset: int(1).unwrap_or(0),
+                    dim1: int(2).unwrap_or(0),
+                    dim2: int(3).unwrap_or(1),
+                };
+                Some(switchboard_ops::diagonal_scatter_with(
+                    base, value, options,
+                )?)
+            }
             ("aten::slice", "Tensor") => {
                 let options = switchboard_ops::SliceScatterOptions {
                     dim: int(1).unwrap_or(0),

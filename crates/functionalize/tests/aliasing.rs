@@ -114,3 +114,20 @@ fn out_arguments_are_written() {
         &[arange(3)],
     );
 }
+
+#[test]
+fn diagonal_and_alias_views_write_through_to_their_base() {
+    // A write through `diagonal` reaches the base (`diagonal_scatter` functionally), and the
+    // base's write reaches an `alias`.
+    both(
+        |xs| {
+            let base = xs[0].mul_scalar(1.0)?;
+            let d = base.diagonal_with(ops::DiagonalOptions::default().offset(1))?;
+            d.mul_scalar_(10.0)?;
+            let a = base.alias()?;
+            base.add_scalar_(1.0)?;
+            Ok(vec![base.clone(), a.contiguous()?, d.contiguous()?])
+        },
+        &[arange(12).view(&[3, 4]).unwrap()],
+    );
+}

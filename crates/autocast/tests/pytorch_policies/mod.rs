@@ -29,6 +29,8 @@ pub const CPU: &[(&str, CastPolicy)] = &[
     ("avg_pool3d", Fp32),
     ("adaptive_avg_pool3d", Fp32),
     ("max_pool3d", Fp32),
+    ("prod", Fp32),
+    ("prod.dim_int", Fp32),
     ("stack", Promote),
     ("cat", Promote),
 ];
@@ -73,6 +75,9 @@ pub const CUDA: &[(&str, CastPolicy)] = &[
     ("log_softmax.int", Fp32SetOptDtype),
     ("sum", Fp32SetOptDtype),
     ("sum.dim_IntList", Fp32SetOptDtype),
+    ("prod", Fp32SetOptDtype),
+    ("prod.dim_int", Fp32SetOptDtype),
+    ("cumsum", Fp32SetOptDtype),
     ("scatter_add", Promote),
     ("index_put", Promote),
     ("atan2", Promote),

@@ -5,10 +5,12 @@
 
 mod batch_norm;
 mod convolution;
+mod cumulative;
 mod group_norm;
 mod layer_norm;
 mod linalg;
 mod nn;
+mod padding;
 mod pointwise;
 mod reduction;
 mod scatter;
@@ -16,10 +18,12 @@ mod shape;
 
 pub(crate) use batch_norm::*;
 pub(crate) use convolution::*;
+pub(crate) use cumulative::*;
 pub(crate) use group_norm::*;
 pub(crate) use layer_norm::*;
 pub(crate) use linalg::*;
 pub(crate) use nn::*;
+pub(crate) use padding::*;
 pub(crate) use pointwise::*;
 pub(crate) use reduction::*;
 pub(crate) use scatter::*;

@@ -191,3 +191,30 @@ pub(crate) fn mse_loss_double_backward(
     }
     Ok(g)
 }
+
+/// `elu_backward`'s gradient of `self_or_result` (PyTorch's `elu_double_backward`): zero where
+/// the forward was linear (`self_or_result >= 0`).
+pub(crate) fn elu_double_backward(
+    grad: &Tensor,
+    grad_output: &Tensor,
+    alpha: switchboard_tensor::Scalar,
+    scale: switchboard_tensor::Scalar,
+    input_scale: switchboard_tensor::Scalar,
+    is_result: bool,
+    self_or_result: &Tensor,
+) -> Result<Tensor> {
+    let negative = to_dtype(&ops::lt_scalar(self_or_result, 0)?, grad.dtype())?;
+    let scaled = ops::mul_scalar(&ops::mul(grad, grad_output)?, input_scale)?;
+    if is_result {
+        return ops::mul(&scaled, &negative);
+    }
+    let d = ops::elu_backward(
+        &scaled,
+        alpha,
+        scale,
+        input_scale,
+        is_result,
+        self_or_result,
+    )?;
+    ops::mul(&d, &negative)
+}

@@ -107,8 +107,10 @@ pub(super) fn emit_differentiable(
                     Some(a) => (name_of(&field.source), is_optional_tensor(a.ty())),
                     // An output's, read from the result after the call (`self` in place).
                     None if inplace => (name_of("self"), false),
-                    None if d.schema.returns().len() == 1 => ("&result".to_owned(), false),
-                    None => (format!("&{}", field.source), false),
+                    // Method calls on the output itself (`&result.dtype()` would borrow the
+                    // value read, not the output).
+                    None if d.schema.returns().len() == 1 => ("result".to_owned(), false),
+                    None => (field.source.clone(), false),
                 };
                 let e = |x: &str| match dv {
                     Derived::Sizes => format!("SavedInts::from_slice({x}.sizes())"),

@@ -45,6 +45,11 @@ pub(crate) fn has_dim_arguments(op: &OperatorHandle) -> bool {
             .any(|a| DIM_ARGUMENTS.contains(&a.name()) && is_dim(a.ty()))
 }
 
+/// Reductions (base name, overload) whose empty `dim` list reduces no dimension
+/// (`allow_empty_dims` in PyTorch's `make_dim_mask`), where `sum`'s legacy rule reduces all of
+/// them.
+const EMPTY_DIMS_REDUCE_NOTHING: &[(&str, &str)] = &[("any", "dims")];
+
 /// Operators whose other tensor arguments index `self` position by position, or fill a view of
 /// it (the `*_scatter` of the views): they are batched along with it (expanded when they are
 /// not batched).
@@ -83,6 +88,7 @@ pub(crate) fn dim_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
     let rank = self_.dim().max(usize::from(scalar_sample));
     let index_like = INDEX_LIKE.contains(&base);
     let reduction = call.op.has_tag(Tag::Reduction);
+    let overload = (base, call.op.name().overload_name());
     // `unsqueeze` and `movedim`'s destination name a position in the result.
     let dim_rank = if base == "unsqueeze" { rank + 1 } else { rank };
     let mut stack: Stack = Vec::with_capacity(call.args.len());
@@ -107,7 +113,7 @@ pub(crate) fn dim_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
                 IValue::Int(wrap_logical_dim(*d, dim_rank)? + 1)
             }
             IValue::IntList(ds) if DIM_ARGUMENTS.contains(&a.name()) => {
-                if ds.is_empty() && reduction {
+                if ds.is_empty() && reduction && !EMPTY_DIMS_REDUCE_NOTHING.contains(&overload) {
                     IValue::IntList((1..=rank as i64).collect())
                 } else {
                     let shifted: Result<Vec<i64>> = ds

@@ -54,7 +54,9 @@ fn derive(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option<Rule> {
         ("stack" | "cat", "") => Some(dims::list_dim_rule),
         ("sum" | "mean", "") => Some(dims::full_reduction_rule),
         ("copy_", "") => Some(pointwise::pointwise_rule),
-        ("_to_copy" | "contiguous" | "clone", _) | ("view", "dtype") => Some(dims::same_shape_rule),
+        ("_to_copy" | "contiguous" | "clone", _) | ("view", "dtype") | ("alias", "") => {
+            Some(dims::same_shape_rule)
+        }
         ("squeeze", "") => Some(dims::squeeze_rule),
         ("as_strided", "") => Some(dims::as_strided_rule),
         ("narrow", "Tensor") => Some(dims::narrow_tensor_rule),

@@ -1,5 +1,4 @@
-//! Piecewise-linear activations of `Activation.cpp`: `leaky_relu`, `hardtanh` and their
-//! backwards.
+//! Activations of `Activation.cpp`: `leaky_relu`, `hardtanh`, `elu` and their backwards.
 
 use switchboard_tensor::ScalarType::{BFloat16, Byte, Half, Long};
 
@@ -59,6 +58,59 @@ pub fn register(r: &mut Registry) {
             .differentiable()
             .meta()
             .inplace()
+            .out()
+            .promotion(Promotion::Default),
+    );
+    let mut elu = activation_samples(&[("alpha", 0.5), ("scale", 1.5), ("input_scale", 2.0)]);
+    // With a negative alpha the in-place form's backward fails, as PyTorch's does.
+    elu.push(
+        sample![t(&[4]).f64().range(-2.0, 2.0); alpha = -0.5]
+            .no_grad("elu_'s backward refuses a negative alpha"),
+    );
+    elu.push(sample![t(&[3]).dtype(Long)].error_from_kernel_dtype());
+    r.add(
+        OpInfo::new("elu", Family::Nn)
+            .samples(elu)
+            .differentiable()
+            .meta()
+            .inplace()
+            .out()
+            .promotion(Promotion::Default),
+    );
+    r.add(
+        OpInfo::new("elu_backward", Family::Nn)
+            .samples(vec![
+                sample![
+                    t(&[2, 3]),
+                    1.0,
+                    1.0,
+                    1.0,
+                    false,
+                    t(&[2, 3]).range(-2.0, 2.0)
+                ],
+                sample![
+                    t(&[3, 4]).transposed(),
+                    0.5,
+                    1.5,
+                    2.0,
+                    false,
+                    t(&[3, 4]).range(-2.0, 2.0)
+                ],
+                sample![
+                    t(&[4]).f64(),
+                    0.5,
+                    1.5,
+                    2.0,
+                    true,
+                    t(&[4]).f64().range(-0.4, 2.0)
+                ],
+                sample![t(&[]), 1.0, 1.0, 1.0, false, t(&[])],
+                sample![t(&[2, 3]), 1.0, 1.0, 1.0, false, t(&[3]).range(-2.0, 2.0)],
+                sample![t(&[3]), -1.0, 1.0, 1.0, true, t(&[3])].error(),
+                sample![t(&[2, 3]), 1.0, 1.0, 1.0, false, t(&[4])].error(),
+            ])
+            .differentiable()
+            .meta()
             .out()
             .promotion(Promotion::Default),
     );

@@ -2,6 +2,8 @@
 
 mod activation;
 mod binary_math;
+mod cumulative;
+mod diagonal;
 mod factory;
 mod indexing;
 mod linalg;
@@ -18,6 +20,7 @@ mod reduction;
 mod rounding;
 mod shape;
 mod sorting;
+mod tiling;
 mod unary_float;
 mod view_copy;
 
@@ -27,6 +30,7 @@ use crate::Registry;
 pub fn register(r: &mut Registry) {
     pointwise::register(r);
     reduction::register(r);
+    cumulative::register(r);
     linalg::register(r);
     nn::register(r);
     nn_norm::register(r);
@@ -36,8 +40,10 @@ pub fn register(r: &mut Registry) {
     nn_fold::register(r);
     nn_upsample::register(r);
     shape::register(r);
+    diagonal::register(r);
     indexing::register(r);
     sorting::register(r);
+    tiling::register(r);
     view_copy::register(r);
     factory::register(r);
     random::register(r);

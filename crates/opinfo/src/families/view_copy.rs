@@ -18,6 +18,8 @@ const VIEW_COPIES: &[(&str, &str)] = &[
     ("select.int", "select_copy.int"),
     ("slice.Tensor", "slice_copy.Tensor"),
     ("as_strided", "as_strided_copy"),
+    ("diagonal", "diagonal_copy"),
+    ("alias", "alias_copy"),
 ];
 
 /// Adds an entry per `*_copy` operator, after the views' entries.

@@ -4,12 +4,14 @@
 //! formulas). All of them call operators through the dispatcher, never kernels directly.
 
 mod convert;
+mod diagonal;
 mod factories;
 mod logical;
 mod nn;
 mod nonzero;
 mod normalization;
 mod overloads;
+mod padding;
 mod pointwise;
 mod pooling;
 mod properties;
@@ -21,12 +23,14 @@ mod view_copy;
 mod wrapped_scalar;
 
 pub use convert::*;
+pub use diagonal::*;
 pub use factories::*;
 pub use logical::*;
 pub use nn::*;
 pub use nonzero::*;
 pub use normalization::*;
 pub use overloads::*;
+pub use padding::*;
 pub use pointwise::*;
 pub use pooling::*;
 pub use properties::*;

@@ -105,3 +105,19 @@ pub fn as_strided_copy(
         crate::AsStridedOptions { storage_offset },
     )?)
 }
+
+/// `diagonal_copy`.
+pub fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    copied(crate::diagonal_with(
+        self_,
+        crate::DiagonalOptions::default()
+            .offset(offset)
+            .dim1(dim1)
+            .dim2(dim2),
+    )?)
+}
+
+/// `alias_copy`.
+pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
+    copied(crate::alias(self_)?)
+}

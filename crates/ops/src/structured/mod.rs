@@ -25,16 +25,19 @@
 mod activation;
 mod binary_math;
 mod bitwise;
+mod cumulative;
 mod elementwise;
 mod overlap;
 mod pointwise;
 mod reduction;
 mod rounding;
+mod triangular;
 mod unary_float;
 
 pub use activation::*;
 pub use binary_math::*;
 pub use bitwise::*;
+pub use cumulative::*;
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
 };
@@ -42,6 +45,7 @@ pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, 
 pub use pointwise::*;
 pub use reduction::*;
 pub use rounding::*;
+pub use triangular::*;
 pub use unary_float::*;
 
 use switchboard_tensor::{Device, DimVec, ScalarType, Tensor, TensorError};

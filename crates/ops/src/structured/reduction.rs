@@ -240,3 +240,73 @@ pub fn argmin(
 ) -> Result<MetaOutput> {
     arg_extremum("argmin()", self_, dim, keepdim)
 }
+
+/// `prod.dim_int` (and `prod.int_out`): `sum`'s dtype rule (integers and bool to `Long`).
+pub fn prod_dim_int(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    out: Option<&Tensor>,
+) -> Result<MetaOutput> {
+    let dtype = infer_dtype_from_optional(self_, dtype, out);
+    reduction_output(self_, Some(&[dim]), keepdim, dtype)
+}
+
+/// `prod`'s output (not structured in PyTorch: its CPU kernel computes the same geometry).
+pub fn prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<MetaOutput> {
+    reduction_output(self_, None, false, dtype_from_self(self_, dtype))
+}
+
+/// `allany_meta`'s output dtype: a given `out`'s (bool or uint8 only), else uint8 for a
+/// uint8 input (a legacy PyTorch keeps), else bool.
+fn bytebool_dtype(name: &str, self_: &Tensor, out: Option<&Tensor>) -> Result<ScalarType> {
+    match out {
+        Some(o) if !matches!(o.dtype(), ScalarType::Bool | ScalarType::Byte) => {
+            Err(TensorError::invalid(format!(
+                "{name} only supports bool tensor for result, got: {}",
+                o.dtype().c10_name()
+            )))
+        }
+        Some(o) => Ok(o.dtype()),
+        None if self_.dtype() == ScalarType::Byte => Ok(ScalarType::Byte),
+        None => Ok(ScalarType::Bool),
+    }
+}
+
+/// `any.dims` (and `any.dims_out`): unlike `sum`'s, an empty `dim` list reduces nothing
+/// (`allow_empty_dims`); `None` reduces every dimension.
+pub fn any_dims(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    out: Option<&Tensor>,
+) -> Result<MetaOutput> {
+    let dtype = bytebool_dtype("any", self_, out)?;
+    let mask = match dim {
+        Some([]) => SmallVec::from_elem(false, self_.dim()),
+        _ => reduction_mask(dim, self_.dim())?,
+    };
+    let sizes = reduced_shape(self_.sizes(), &mask, keepdim);
+    Ok(MetaOutput {
+        strides: contiguous_strides(&sizes),
+        sizes,
+        dtype,
+        device: self_.device(),
+    })
+}
+
+/// `any.dim` (and `any.out`).
+pub fn any_dim(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    out: Option<&Tensor>,
+) -> Result<MetaOutput> {
+    any_dims(self_, Some(&[dim]), keepdim, out)
+}
+
+/// `any` (and `any.all_out`).
+pub fn any(self_: &Tensor, out: Option<&Tensor>) -> Result<MetaOutput> {
+    any_dims(self_, None, false, out)
+}

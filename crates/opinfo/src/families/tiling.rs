@@ -1,0 +1,94 @@
+//! Tiling, padding and triangles: `repeat`, `constant_pad_nd`, `pad`, `triu`, `tril`.
+
+use switchboard_tensor::ScalarType::{Bool, Long};
+
+use crate::info::{Family, OpInfo, Promotion};
+use crate::spec::{mask, t};
+use crate::{sample, Registry};
+
+fn op(name: &'static str) -> OpInfo {
+    OpInfo::new(name, Family::Shape)
+        .differentiable()
+        .promotion(Promotion::SameAsSelf)
+}
+
+/// The tiling, padding and triangle operators.
+pub fn register(r: &mut Registry) {
+    let empty: &[i64] = &[];
+    r.add(
+        op("repeat")
+            .samples(vec![
+                sample![t(&[2, 3]), [2i64, 2]],
+                sample![t(&[2, 3]), [2i64, 1, 3]],
+                sample![t(&[3, 2]).transposed(), [1i64, 2]],
+                sample![t(&[4, 2]).strided(), [3i64, 1]],
+                sample![t(&[]), empty],
+                sample![t(&[]), [2i64, 3]],
+                sample![t(&[2, 3]), [0i64, 2]],
+                sample![t(&[0, 3]), [2i64, 2]],
+                sample![t(&[3]).f64(), [2i64]],
+                sample![t(&[2]).dtype(Long), [3i64]],
+                sample![mask(&[2]), [2i64]],
+                sample![t(&[2, 3]), [2i64]].error(),
+                sample![t(&[2, 3]), [-1i64, 2]].error(),
+            ])
+            .meta()
+            .out(),
+    );
+    r.add(
+        op("constant_pad_nd")
+            .samples(vec![
+                sample![t(&[2, 3]), [1i64, 2]],
+                sample![t(&[2, 3]), [-1i64, 1, 1, 0]; value = 2.5],
+                sample![t(&[2, 3, 4]), [1i64, 1, 0, 2, 1, 0]],
+                sample![t(&[3, 4]).transposed(), [1i64, 1]],
+                sample![t(&[2, 3]), [-1i64, -1]],
+                sample![t(&[2, 3]), [-3i64, 0]],
+                sample![t(&[2, 3]), empty],
+                sample![t(&[3]).f64(), [2i64, 1]; value = -1.0],
+                sample![t(&[2]).dtype(Long), [1i64, 1]; value = 2.5],
+                sample![t(&[1]).dtype(Bool), [1i64, 1]; value = 2i64],
+                sample![t(&[2, 3]), [1i64]].error(),
+                sample![t(&[2, 3]), [1i64, 1, 1, 1, 1, 1]].error(),
+                sample![t(&[2, 3]), [-2i64, -2]].error(),
+            ])
+            .meta()
+            .out(),
+    );
+    r.add(
+        OpInfo::new("pad", Family::Shape)
+            .samples(vec![
+                sample![t(&[2, 3]), [1i64, 1]],
+                sample![t(&[2, 3]), [1i64, 1], "constant", 2.0],
+                sample![t(&[2, 3]), [1i64, 1], "reflect"],
+                sample![t(&[1, 2, 3, 3]), [1i64, 1, 2, 0], "replicate"],
+                sample![t(&[2, 3]), [-1i64, 2, 1, 0]],
+                sample![t(&[2, 3]), [1i64, 1], "reflect", 1.0].error(),
+                sample![t(&[2, 3]), [1i64, 1], "foo"].error(),
+                sample![t(&[2, 3]), [1i64, 1, 1]].error(),
+            ])
+            .differentiable()
+            .promotion(Promotion::SameAsSelf),
+    );
+    for name in ["triu", "tril"] {
+        r.add(
+            op(name)
+                .samples(vec![
+                    sample![t(&[3, 3])],
+                    sample![t(&[3, 4]), 1i64],
+                    sample![t(&[4, 3]), -1i64],
+                    sample![t(&[2, 3, 3]).transposed(), 0i64],
+                    sample![t(&[3, 2]), 5i64],
+                    sample![t(&[3, 2]), -5i64],
+                    sample![t(&[0, 3])],
+                    sample![t(&[3, 3]).f64(), 1i64],
+                    sample![t(&[3, 3]).dtype(Long)],
+                    sample![mask(&[2, 2, 2])],
+                    sample![t(&[3])].error(),
+                ])
+                .meta()
+                .inplace()
+                .out(),
+        );
+    }
+}
