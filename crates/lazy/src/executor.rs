@@ -26,7 +26,30 @@ pub trait Executor: Send + Sync {
 
     /// Prepares `graph` (dead nodes already removed) to run.
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>>;
+
+    /// The CPU tensor holding the elements of `data`, a tensor this executor's executables
+    /// returned (Note [Data an executor keeps]). The default: `data` is a CPU tensor already.
+    fn to_host(&self, data: &Tensor) -> Result<Tensor> {
+        Ok(data.clone())
+    }
+
+    /// Lines the executor adds to the metrics report (its own counters), each ending with a
+    /// newline; none by default.
+    fn report(&self) -> String {
+        String::new()
+    }
 }
+
+// Note [Data an executor keeps]
+// An executor may keep the results of its graphs where it ran them (a remote worker's memory)
+// instead of copying them to the host: it returns tensors that stand for them (no data on the
+// host, only a handle), and the lazy storages keep those as their materialised data. Such a
+// tensor comes back to the executor as a graph input when a later graph reads the storage, so
+// what lives on the executor's side stays there across graphs (parameters updated in place
+// every step are never copied). The host sees the elements only when it asks: reading values,
+// an eager fallback, a copy to the CPU call `to_host`, which knows how to fetch them. A tensor
+// the host reads is not given back as data: the storage keeps the executor's tensor, so the
+// next graph does not upload what already lives on the executor's side.
 
 /// A prepared graph (see [`Executor`]).
 pub trait Executable: Send + Sync {

@@ -301,6 +301,7 @@ impl LazyBackend {
                 s.cache_hits, s.cache_misses, s.cache_size
             ),
         );
+        out.push_str(&self.executor().report());
         let _ = writeln!(
             out,
             "Metric: SyncTime\n  TotalSamples: {}\n  Accumulator: {:.3} ms",

@@ -260,7 +260,15 @@ impl LazyStorage {
     pub(crate) fn data_of(&self, t: &TensorImpl) -> Result<Option<Tensor>> {
         let state = self.lock();
         match &state.contents {
-            Contents::Data(d) => Ok(Some(view_of_data(&self.base, d, t)?)),
+            Contents::Data(d) if d.is_cpu() => Ok(Some(view_of_data(&self.base, d, t)?)),
+            // Kept by the executor (Note [Data an executor keeps] in executor.rs): fetched
+            // without the storage's lock, as fetching may wait on the executor.
+            Contents::Data(d) => {
+                let d = d.clone();
+                drop(state);
+                let host = self.backend.executor().to_host(&d)?;
+                Ok(Some(view_of_data(&self.base, &host, t)?))
+            }
             Contents::Failed(e) => Err(failed(e)),
             Contents::Pending { .. } => Ok(None),
         }
