@@ -62,6 +62,7 @@ mod cache;
 mod capture;
 mod eager;
 mod executor;
+mod install;
 mod intercepted_op;
 mod kernels;
 mod log;
@@ -75,9 +76,12 @@ mod stats;
 mod storage;
 mod unboxed;
 
-pub use backend::{backend, default_backend, LazyBackend, MAX_LAZY_DEVICES};
+pub use backend::{backend, default_backend, is_lazy_device_type, LazyBackend, MAX_LAZY_DEVICES};
 pub use cache::clear as clear_cache;
-pub use executor::{current as executor, set_executor, CpuExecutor, Executable, Executor};
+pub use executor::{
+    captured_device_type, current as executor, set_executor, CpuExecutor, Executable, Executor,
+};
+pub use install::install;
 pub use intercepted_op::{disable_ops, disabled_ops, enable_ops, StaticCoverage};
 pub use kernels::REGISTERED_OPS;
 pub use log::{capture_intercept_log, log_intercepts, set_log_intercepts, LOG_INTERCEPTS_ENV};
