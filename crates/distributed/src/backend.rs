@@ -39,6 +39,25 @@ pub enum Collective {
         /// The reduction (never `Avg`).
         op: ReduceOp,
     },
+    /// `root` gets the reduction of every rank's `data`; the others keep theirs.
+    Reduce {
+        /// This rank's elements.
+        data: Buffer,
+        /// The reduction (never `Avg`).
+        op: ReduceOp,
+        /// The rank that gets the reduction.
+        root: usize,
+    },
+    /// Rank `r` sends `data`'s `send_counts[r']` elements (in order) to each rank `r'`, and
+    /// receives `recv_counts[r']` from each, concatenated in rank order.
+    AllToAll {
+        /// This rank's elements (as many as `send_counts` sums to).
+        data: Buffer,
+        /// The elements sent to each rank.
+        send_counts: Vec<usize>,
+        /// The elements received from each rank.
+        recv_counts: Vec<usize>,
+    },
     /// Completes when every rank reached it.
     Barrier,
     /// Sends `data` to rank `dst`.
@@ -69,6 +88,8 @@ impl Collective {
             Collective::Broadcast { .. } => "BROADCAST",
             Collective::AllGather { .. } => "ALLGATHER",
             Collective::ReduceScatter { .. } => "REDUCE_SCATTER",
+            Collective::Reduce { .. } => "REDUCE",
+            Collective::AllToAll { .. } => "ALLTOALL_BASE",
             Collective::Barrier => "BARRIER",
             Collective::Send { .. } => "SEND",
             Collective::Recv { .. } => "RECV",
@@ -125,7 +146,22 @@ impl Backend for SingleProcess {
                 Collective::AllReduce { data, .. }
                 | Collective::Broadcast { data, .. }
                 | Collective::AllGather { data }
-                | Collective::ReduceScatter { data, .. } => Ok(data),
+                | Collective::ReduceScatter { data, .. }
+                | Collective::Reduce { data, .. } => Ok(data),
+                Collective::AllToAll {
+                    data, recv_counts, ..
+                } => {
+                    if recv_counts.iter().sum::<usize>() == data.len() {
+                        Ok(data)
+                    } else {
+                        Err(crate::DistError::Invalid(format!(
+                            "alltoall: a group of one process receives what it sends, but the \
+                             output takes {} elements and the input has {}",
+                            recv_counts.iter().sum::<usize>(),
+                            data.len()
+                        )))
+                    }
+                }
                 Collective::Barrier => Ok(Buffer::Byte(Vec::new())),
                 // The group refuses a peer other than a rank of the group, and the only rank
                 // is this one: sending to oneself is refused before reaching here.

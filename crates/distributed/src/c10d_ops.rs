@@ -26,7 +26,7 @@ impl CustomClass for ReduceOp {
 }
 
 /// The schemas, as PyTorch 2.15 defines them (the collectives this crate's process groups run).
-pub const SCHEMAS: [&str; 7] = [
+pub const SCHEMAS: [&str; 9] = [
     "allreduce_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, \
      __torch__.torch.classes.c10d.ReduceOp reduce_op, Tensor? sparse_indices, \
      bool async_op=True, int timeout=-1) -> (Tensor[], __torch__.torch.classes.c10d.Work)",
@@ -40,6 +40,13 @@ pub const SCHEMAS: [&str; 7] = [
      __torch__.torch.classes.c10d.ProcessGroup process_group, \
      __torch__.torch.classes.c10d.ReduceOp reduce_op, bool async_op=True, int timeout=-1) \
      -> (Tensor, __torch__.torch.classes.c10d.Work)",
+    "reduce_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, \
+     __torch__.torch.classes.c10d.ReduceOp reduce_op, int root_rank, int root_tensor, \
+     bool async_op=True, int timeout=-1) -> __torch__.torch.classes.c10d.Work",
+    "alltoall_base_(Tensor output, Tensor input, \
+     __torch__.torch.classes.c10d.ProcessGroup process_group, int[] output_split_sizes, \
+     int[] input_split_sizes, bool async_op=True, int timeout=-1) \
+     -> __torch__.torch.classes.c10d.Work",
     "barrier(Tensor tensor, __torch__.torch.classes.c10d.ProcessGroup process_group, \
      int[] device_ids, bool async_op=True, int timeout=-1) -> __torch__.torch.classes.c10d.Work",
     "send(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, int dst, \
@@ -64,6 +71,8 @@ library!(IMPL c10d, CPU, |lib| {
         None,
         KernelFunction::from_fn(reduce_scatter_base_cpu),
     )?;
+    lib.impl_("reduce_", None, KernelFunction::from_fn(reduce_cpu))?;
+    lib.impl_("alltoall_base_", None, KernelFunction::from_fn(alltoall_base_cpu))?;
     lib.impl_("barrier", None, KernelFunction::from_fn(barrier_cpu))?;
     lib.impl_("send", None, KernelFunction::from_fn(send_cpu))?;
     lib.impl_("recv_", None, KernelFunction::from_fn(recv_cpu))?;
@@ -83,6 +92,8 @@ library!(IMPL c10d, Meta, |lib| {
         None,
         KernelFunction::from_fn(reduce_scatter_base_meta),
     )?;
+    lib.impl_("reduce_", None, KernelFunction::from_fn(reduce_meta))?;
+    lib.impl_("alltoall_base_", None, KernelFunction::from_fn(alltoall_base_meta))?;
     lib.impl_("barrier", None, KernelFunction::from_fn(barrier_meta))?;
     lib.impl_("send", None, KernelFunction::from_fn(point_to_point_meta))?;
     lib.impl_("recv_", None, KernelFunction::from_fn(point_to_point_meta))?;
@@ -197,6 +208,40 @@ fn reduce_scatter_base_cpu(
     Ok((output.clone(), work))
 }
 
+fn reduce_cpu(
+    tensors: &[Tensor],
+    pg: &Arc<ProcessGroup>,
+    op: &Arc<ReduceOp>,
+    root_rank: i64,
+    root_tensor: i64,
+    _async_op: bool,
+    timeout: i64,
+) -> Result<Arc<Work>> {
+    let t = single_tensor(tensors)?;
+    if root_tensor != 0 {
+        return Err(DistError::Invalid(format!(
+            "root_tensor must be 0 with one tensor per call, but got {root_tensor}"
+        ))
+        .into());
+    }
+    let root = rank_arg("root", root_rank, pg)?;
+    timed(pg.reduce(t, root, **op), timeout)
+}
+
+#[allow(clippy::too_many_arguments)] // the operator's schema
+fn alltoall_base_cpu(
+    output: &Tensor,
+    input: &Tensor,
+    pg: &Arc<ProcessGroup>,
+    output_split_sizes: &[i64],
+    input_split_sizes: &[i64],
+    _async_op: bool,
+    timeout: i64,
+) -> Result<Arc<Work>> {
+    let work = pg.all_to_all_single(output, input, output_split_sizes, input_split_sizes);
+    timed(work, timeout)
+}
+
 fn barrier_cpu(
     _tensor: &Tensor,
     pg: &Arc<ProcessGroup>,
@@ -270,6 +315,31 @@ fn reduce_scatter_base_meta(
     _timeout: i64,
 ) -> Result<(Tensor, Arc<Work>)> {
     Ok((output.clone(), fake_work()))
+}
+
+#[allow(clippy::too_many_arguments)] // the operator's schema
+fn reduce_meta(
+    _tensors: &[Tensor],
+    _pg: &Arc<ProcessGroup>,
+    _op: &Arc<ReduceOp>,
+    _root_rank: i64,
+    _root_tensor: i64,
+    _async_op: bool,
+    _timeout: i64,
+) -> Result<Arc<Work>> {
+    Ok(fake_work())
+}
+
+fn alltoall_base_meta(
+    _output: &Tensor,
+    _input: &Tensor,
+    _pg: &Arc<ProcessGroup>,
+    _output_split_sizes: &[i64],
+    _input_split_sizes: &[i64],
+    _async_op: bool,
+    _timeout: i64,
+) -> Result<Arc<Work>> {
+    Ok(fake_work())
 }
 
 fn barrier_meta(
@@ -370,6 +440,45 @@ pub fn reduce_scatter_base_(
             input.into(),
             group(pg),
             IValue::Object(Object::new(Arc::new(op))),
+            true.into(),
+            (-1i64).into(),
+        ],
+    )
+}
+
+/// `dist.reduce(t, dst, op, group, async_op=True)`: `c10d::reduce_` on `t`.
+pub fn reduce_(t: &Tensor, dst: i64, op: ReduceOp, pg: &Arc<ProcessGroup>) -> Result<Work> {
+    call(
+        "reduce_",
+        vec![
+            vec![t.clone()].into(),
+            group(pg),
+            IValue::Object(Object::new(Arc::new(op))),
+            dst.into(),
+            0i64.into(),
+            true.into(),
+            (-1i64).into(),
+        ],
+    )
+}
+
+/// `dist.all_to_all_single(output, input, output_split_sizes, input_split_sizes, group,
+/// async_op=True)`: `c10d::alltoall_base_`.
+pub fn alltoall_base_(
+    output: &Tensor,
+    input: &Tensor,
+    output_split_sizes: &[i64],
+    input_split_sizes: &[i64],
+    pg: &Arc<ProcessGroup>,
+) -> Result<Work> {
+    call(
+        "alltoall_base_",
+        vec![
+            output.into(),
+            input.into(),
+            group(pg),
+            output_split_sizes.to_vec().into(),
+            input_split_sizes.to_vec().into(),
             true.into(),
             (-1i64).into(),
         ],

@@ -26,6 +26,7 @@ pub mod functional_autograd;
 #[cfg(feature = "mpi")]
 mod mpi_backend;
 mod process_group;
+mod reduce_and_all_to_all;
 mod reduce_op;
 mod registry;
 pub mod sampler;

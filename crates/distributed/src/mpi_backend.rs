@@ -7,10 +7,11 @@ use std::thread::JoinHandle;
 
 use half::{bf16, f16};
 use mpi::collective::SystemOperation;
-use mpi::datatype::Equivalence;
+use mpi::datatype::{Equivalence, Partition, PartitionMut};
 use mpi::environment::Threading;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Destination, Root, Source};
+use mpi::Count;
 
 use crate::backend::{Backend, Collective};
 use crate::buffer::Buffer;
@@ -156,6 +157,21 @@ fn run(world: &SimpleCommunicator, c: Collective) -> Completion {
             let chunk = data.len() / world.size() as usize;
             Ok(reduce(world, Reducing::ReduceScatter, data, chunk, op))
         }
+        Collective::Reduce { data, op, root } => {
+            let n = data.len();
+            if world.rank() as usize == root {
+                Ok(reduce(world, Reducing::ToRoot(root), data, n, op))
+            } else {
+                // Only the root's buffer receives: the others keep their elements.
+                reduce(world, Reducing::ToRoot(root), data.clone(), 0, op);
+                Ok(data)
+            }
+        }
+        Collective::AllToAll {
+            data,
+            send_counts,
+            recv_counts,
+        } => all_to_all(world, &data, &send_counts, &recv_counts),
         Collective::Broadcast { mut data, root } => {
             let root = world.process_at_rank(root as i32);
             with_wire_mut(&mut data, |b| b.broadcast(&root));
@@ -294,11 +310,13 @@ fn gather(data: &Buffer, out: &mut Buffer, world: &SimpleCommunicator) {
     }
 }
 
-/// The two reducing collectives.
+/// The reducing collectives.
 #[derive(Clone, Copy)]
 enum Reducing {
     AllReduce,
     ReduceScatter,
+    /// To this root rank.
+    ToRoot(usize),
 }
 
 fn reduce_typed<T: Equivalence>(
@@ -311,6 +329,14 @@ fn reduce_typed<T: Equivalence>(
     match kind {
         Reducing::AllReduce => world.all_reduce_into(send, recv, op),
         Reducing::ReduceScatter => world.reduce_scatter_block_into(send, recv, op),
+        Reducing::ToRoot(root) => {
+            let root = world.process_at_rank(root as i32);
+            if world.rank() == root.rank() {
+                root.reduce_into_root(send, recv, op)
+            } else {
+                root.reduce_into(send, op)
+            }
+        }
     }
 }
 
@@ -351,4 +377,76 @@ fn reduce(
             Buffer::BFloat16(out.into_iter().map(bf16::from_f32).collect())
         }
     }
+}
+
+/// Counts and displacements (prefix sums) as MPI takes them; the group checked that they fit
+/// (every count and their sum are at most `i32::MAX`).
+fn partition(counts: &[usize]) -> Result<(Vec<Count>, Vec<Count>), DistError> {
+    let too_many = || DistError::Invalid("alltoall: more than 2^31 - 1 elements".into());
+    let counts: Vec<Count> = counts
+        .iter()
+        .map(|&c| Count::try_from(c).map_err(|_| too_many()))
+        .collect::<Result<_, _>>()?;
+    let mut displs = Vec::with_capacity(counts.len());
+    let mut at: Count = 0;
+    for &c in &counts {
+        displs.push(at);
+        at = at.checked_add(c).ok_or_else(too_many)?;
+    }
+    Ok((counts, displs))
+}
+
+fn all_to_all(
+    world: &SimpleCommunicator,
+    data: &Buffer,
+    send_counts: &[usize],
+    recv_counts: &[usize],
+) -> Completion {
+    fn go<T: Equivalence>(
+        world: &SimpleCommunicator,
+        send: &[T],
+        sent: &(Vec<Count>, Vec<Count>),
+        recv: &mut [T],
+        received: &(Vec<Count>, Vec<Count>),
+    ) {
+        let s = Partition::new(send, &sent.0[..], &sent.1[..]);
+        let mut r = PartitionMut::new(recv, &received.0[..], &received.1[..]);
+        world.all_to_all_varcount_into(&s, &mut r);
+    }
+    let (sent, received) = (partition(send_counts)?, partition(recv_counts)?);
+    let total: usize = recv_counts.iter().sum();
+    let mut out = Buffer::zeros(data.dtype(), total);
+    macro_rules! typed {
+        ($s:expr, $r:expr) => {
+            go(world, $s, &sent, $r, &received)
+        };
+    }
+    match (data, &mut out) {
+        (Buffer::Byte(s), Buffer::Byte(r)) => typed!(s, r),
+        (Buffer::Char(s), Buffer::Char(r)) => typed!(s, r),
+        (Buffer::Short(s), Buffer::Short(r)) => typed!(s, r),
+        (Buffer::Int(s), Buffer::Int(r)) => typed!(s, r),
+        (Buffer::Long(s), Buffer::Long(r)) => typed!(s, r),
+        (Buffer::Float(s), Buffer::Float(r)) => typed!(s, r),
+        (Buffer::Double(s), Buffer::Double(r)) => typed!(s, r),
+        (Buffer::Bool(s), Buffer::Bool(r)) => typed!(s, r),
+        (Buffer::Half(s), Buffer::Half(r)) => {
+            let bits: Vec<u16> = s.iter().map(|x| x.to_bits()).collect();
+            let mut got = vec![0u16; r.len()];
+            typed!(&bits, &mut got);
+            for (x, b) in r.iter_mut().zip(got) {
+                *x = f16::from_bits(b);
+            }
+        }
+        (Buffer::BFloat16(s), Buffer::BFloat16(r)) => {
+            let bits: Vec<u16> = s.iter().map(|x| x.to_bits()).collect();
+            let mut got = vec![0u16; r.len()];
+            typed!(&bits, &mut got);
+            for (x, b) in r.iter_mut().zip(got) {
+                *x = bf16::from_bits(b);
+            }
+        }
+        _ => unreachable!("the output buffer is made with the input's dtype"),
+    }
+    Ok(out)
 }

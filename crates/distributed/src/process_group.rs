@@ -70,7 +70,7 @@ impl std::fmt::Debug for ProcessGroup {
 
 /// Refuses a tensor without values (meta) before anything is launched; one whose values the
 /// host cannot read is refused when its elements are copied out (Note [Collective buffers]).
-fn check_tensor(what: &str, t: &Tensor) -> Result<(), DistError> {
+pub(crate) fn check_tensor(what: &str, t: &Tensor) -> Result<(), DistError> {
     if t.is_meta() {
         return Err(DistError::Invalid(format!(
             "{what}: collectives need tensors with data, but got one on {}",
@@ -80,7 +80,7 @@ fn check_tensor(what: &str, t: &Tensor) -> Result<(), DistError> {
     Ok(())
 }
 
-fn numel(t: &Tensor) -> usize {
+pub(crate) fn numel(t: &Tensor) -> usize {
     usize::try_from(t.numel()).unwrap_or(0)
 }
 
@@ -152,7 +152,7 @@ impl ProcessGroup {
         self.backend.shutdown(wait);
     }
 
-    fn check_rank(&self, what: &str, r: usize) -> Result<(), DistError> {
+    pub(crate) fn check_rank(&self, what: &str, r: usize) -> Result<(), DistError> {
         if r >= self.size() {
             return Err(DistError::Invalid(format!(
                 "Invalid {what} rank: should be within the range of [0, {}), but got {r}.",
@@ -178,7 +178,7 @@ impl ProcessGroup {
     }
 
     /// Launches `c` (after the fingerprint check when on), with `then` run on completion.
-    fn launch(
+    pub(crate) fn launch(
         &self,
         c: Collective,
         t: Option<&Tensor>,
@@ -226,7 +226,7 @@ impl ProcessGroup {
         })
     }
 
-    fn or_failed(r: Result<Work, DistError>) -> Work {
+    pub(crate) fn or_failed(r: Result<Work, DistError>) -> Work {
         r.unwrap_or_else(Work::failed)
     }
 

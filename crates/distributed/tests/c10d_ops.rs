@@ -49,7 +49,29 @@ fn the_schemas_are_pytorchs() {
          sparse_indices, bool async_op=True, int timeout=-1) -> (Tensor[], \
          __torch__.torch.classes.c10d.Work)"
     );
-    assert_eq!(c10d_ops::SCHEMAS.len(), 7);
+    assert_eq!(c10d_ops::SCHEMAS.len(), 9);
+    let schema = |name: &str| {
+        Dispatcher::global()
+            .find_schema_or_throw(&format!("c10d::{name}"))
+            .unwrap()
+            .schema()
+            .unwrap()
+            .schema
+            .to_string()
+    };
+    assert_eq!(
+        schema("reduce_"),
+        "c10d::reduce_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup \
+         process_group, __torch__.torch.classes.c10d.ReduceOp reduce_op, int root_rank, int \
+         root_tensor, bool async_op=True, int timeout=-1) -> __torch__.torch.classes.c10d.Work"
+    );
+    assert_eq!(
+        schema("alltoall_base_"),
+        "c10d::alltoall_base_(Tensor output, Tensor input, \
+         __torch__.torch.classes.c10d.ProcessGroup process_group, int[] output_split_sizes, \
+         int[] input_split_sizes, bool async_op=True, int timeout=-1) -> \
+         __torch__.torch.classes.c10d.Work"
+    );
 }
 
 #[test]
@@ -264,4 +286,45 @@ fn the_lazy_backend_runs_them_eagerly_in_place() {
     work.wait().unwrap();
     assert_eq!(y.device(), lazy);
     assert_eq!(y.to_vec::<f32>().unwrap(), [1., 4., 9.]);
+}
+
+#[test]
+fn reduce_and_all_to_all_on_one_process() {
+    let pg = group();
+    let x = t(&[1., 2.]);
+    c10d_ops::reduce_(&x, 0, ReduceOp::Avg, &pg)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [1., 2.]);
+    let out = t(&[0., 0., 0.]);
+    c10d_ops::alltoall_base_(&out, &t(&[4., 5., 6.]), &[3], &[3], &pg)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), [4., 5., 6.]);
+    let failed =
+        |w: switchboard_dispatcher::Result<Work>| w.unwrap().wait().unwrap_err().to_string();
+    // PyTorch's checkSplitSizes messages.
+    assert!(
+        failed(c10d_ops::alltoall_base_(&out, &x, &[3], &[1, 1], &pg))
+            .contains("Number of tensor splits not equal to group size")
+    );
+    assert!(failed(c10d_ops::alltoall_base_(&out, &x, &[3], &[1], &pg))
+        .contains("Split sizes doesn't match total dim 0 size"));
+    assert!(failed(c10d_ops::alltoall_base_(&out, &x, &[3], &[-1], &pg))
+        .contains("split sizes must be >= 0, but got -1"));
+    let e = failed(c10d_ops::alltoall_base_(&out, &x, &[], &[], &pg));
+    assert!(
+        e.contains("the output takes 3 elements and the input has 2"),
+        "{e}"
+    );
+    let long = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+    assert!(failed(c10d_ops::alltoall_base_(&out, &long, &[], &[], &pg))
+        .contains("output tensor must have the same type as input tensor"));
+    assert!(failed(c10d_ops::reduce_(&x, 1, ReduceOp::Sum, &pg))
+        .contains("Invalid root rank: should be within the range of [0, 1), but got 1."));
+    let flags = Tensor::from_vec(vec![true], &[1]).unwrap();
+    assert!(failed(c10d_ops::reduce_(&flags, 0, ReduceOp::Avg, &pg))
+        .contains("Cannot use ReduceOp.AVG with boolean inputs"));
 }
