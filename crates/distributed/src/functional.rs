@@ -20,13 +20,15 @@ use crate::registry::resolve_process_group;
 use crate::work::Work;
 
 /// The schemas, as PyTorch 2.15 defines them (torch/csrc/distributed/c10d/Functional.cpp).
-pub const SCHEMAS: [&str; 7] = [
+pub const SCHEMAS: [&str; 8] = [
     "all_reduce(Tensor input, str reduce_op, str group_name) -> Tensor",
     "all_reduce_(Tensor(a!) input, str reduce_op, str group_name) -> Tensor(a!)",
     "all_gather_into_tensor(Tensor input, int group_size, str group_name) -> Tensor",
     "reduce_scatter_tensor(Tensor input, str reduce_op, int group_size, str group_name) -> Tensor",
     "broadcast(Tensor input, int src, str group_name) -> Tensor",
     "broadcast_(Tensor(a!) input, int src, str group_name) -> Tensor(a!)",
+    "all_to_all_single(Tensor input, SymInt[] output_split_sizes, SymInt[] input_split_sizes, \
+     str group_name) -> Tensor",
     "wait_tensor(Tensor tensor) -> Tensor",
 ];
 
@@ -52,6 +54,11 @@ library!(IMPL _c10d_functional, CPU, |lib| {
     )?;
     lib.impl_("broadcast", None, KernelFunction::from_fn(broadcast_cpu))?;
     lib.impl_("broadcast_", None, KernelFunction::from_fn(broadcast_in_place_cpu))?;
+    lib.impl_(
+        "all_to_all_single",
+        None,
+        KernelFunction::from_fn(all_to_all_single_cpu),
+    )?;
     lib.impl_("wait_tensor", None, KernelFunction::from_fn(wait_tensor_cpu))?;
     Ok(())
 });
@@ -71,6 +78,11 @@ library!(IMPL _c10d_functional, Meta, |lib| {
     )?;
     lib.impl_("broadcast", None, KernelFunction::from_fn(broadcast_meta))?;
     lib.impl_("broadcast_", None, KernelFunction::from_fn(broadcast_in_place_meta))?;
+    lib.impl_(
+        "all_to_all_single",
+        None,
+        KernelFunction::from_fn(all_to_all_single_meta),
+    )?;
     lib.impl_("wait_tensor", None, KernelFunction::from_fn(wait_tensor_meta))?;
     Ok(())
 });
@@ -163,6 +175,26 @@ pub fn broadcast_(input: &Tensor, src: i64, group_name: &str) -> Result<Tensor> 
         vec![
             IValue::Tensor(input.clone()),
             IValue::Int(src),
+            s(group_name),
+        ],
+    )
+}
+
+/// `_c10d_functional::all_to_all_single`: `input`'s rows scattered to the ranks
+/// (`input_split_sizes[r]` rows to rank `r`) and theirs gathered (`output_split_sizes[r]` rows
+/// from rank `r`), in a new tensor; empty split lists mean equal shares.
+pub fn all_to_all_single(
+    input: &Tensor,
+    output_split_sizes: &[i64],
+    input_split_sizes: &[i64],
+    group_name: &str,
+) -> Result<Tensor> {
+    call(
+        "all_to_all_single",
+        vec![
+            IValue::Tensor(input.clone()),
+            output_split_sizes.to_vec().into(),
+            input_split_sizes.to_vec().into(),
             s(group_name),
         ],
     )
@@ -273,6 +305,60 @@ fn broadcast_in_place_cpu(input: &Tensor, src: i64, group_name: &str) -> Result<
     let work = pg.broadcast(input, root);
     register_work(input, work);
     Ok(input.clone())
+}
+
+/// The output sizes of `all_to_all_single`: `input`'s, with the first dimension the sum of
+/// `output_split_sizes` when they are given (PyTorch's meta function).
+fn all_to_all_sizes(input: &Tensor, output_split_sizes: &[i64]) -> Result<Vec<i64>> {
+    let mut sizes = input.sizes().to_vec();
+    if output_split_sizes.is_empty() {
+        return Ok(sizes);
+    }
+    let mut rows: i64 = 0;
+    for &s in output_split_sizes {
+        if s < 0 {
+            return Err(
+                DistError::Invalid(format!("split sizes must be >= 0, but got {s}")).into(),
+            );
+        }
+        rows = rows.checked_add(s).ok_or_else(|| {
+            DistError::Invalid("all_to_all_single: the split sizes overflow".into())
+        })?;
+    }
+    match sizes.first_mut() {
+        Some(first) => *first = rows,
+        None => {
+            return Err(DistError::Invalid(
+                "all_to_all_single: a 0-dim input has no rows to split".into(),
+            )
+            .into())
+        }
+    }
+    Ok(sizes)
+}
+
+fn all_to_all_single_cpu(
+    input: &Tensor,
+    output_split_sizes: &[i64],
+    input_split_sizes: &[i64],
+    group_name: &str,
+) -> Result<Tensor> {
+    let pg = group(group_name)?;
+    let out = Tensor::empty(&all_to_all_sizes(input, output_split_sizes)?, input.dtype())?;
+    let input = contiguous_copy(input)?;
+    let work = pg.all_to_all_single(&out, &input, output_split_sizes, input_split_sizes);
+    register_work(&out, work);
+    Ok(out)
+}
+
+fn all_to_all_single_meta(
+    input: &Tensor,
+    output_split_sizes: &[i64],
+    _input_split_sizes: &[i64],
+    _group_name: &str,
+) -> Result<Tensor> {
+    let sizes = all_to_all_sizes(input, output_split_sizes)?;
+    Ok(Tensor::empty_on(&sizes, input.dtype(), Device::META)?)
 }
 
 fn wait_tensor_cpu(t: &Tensor) -> Result<Tensor> {

@@ -13,9 +13,11 @@ use crate::functional;
 use crate::reduce_op::ReduceOp;
 
 /// The schemas, as PyTorch 2.15 defines them (torch/csrc/distributed/c10d/Functional.cpp).
-pub const SCHEMAS: [&str; 2] = [
+pub const SCHEMAS: [&str; 3] = [
     "all_gather_into_tensor(Tensor input, int group_size, str group_name) -> Tensor",
     "reduce_scatter_tensor(Tensor input, str reduce_op, int group_size, str group_name) -> Tensor",
+    "all_to_all_single(Tensor input, SymInt[] output_split_sizes, SymInt[] input_split_sizes, \
+     str group_name) -> Tensor",
 ];
 
 library!(DEF _c10d_functional_autograd, |lib| {
@@ -35,6 +37,11 @@ library!(IMPL _c10d_functional_autograd, Autograd, |lib| {
         "reduce_scatter_tensor",
         None,
         KernelFunction::from_fn(reduce_scatter_tensor_autograd),
+    )?;
+    lib.impl_(
+        "all_to_all_single",
+        None,
+        KernelFunction::from_fn(all_to_all_single_autograd),
     )?;
     Ok(())
 });
@@ -64,6 +71,69 @@ pub fn reduce_scatter_tensor(input: &Tensor, group_size: i64, group_name: &str) 
             functional::s(group_name),
         ],
     )
+}
+
+/// `_c10d_functional_autograd::all_to_all_single`: the all-to-all of `input`'s rows,
+/// differentiable (the gradient is the all-to-all of the output's gradient with the split
+/// sizes swapped: each row goes back where it came from).
+pub fn all_to_all_single(
+    input: &Tensor,
+    output_split_sizes: &[i64],
+    input_split_sizes: &[i64],
+    group_name: &str,
+) -> Result<Tensor> {
+    functional::call_op(
+        "_c10d_functional_autograd::all_to_all_single",
+        vec![
+            IValue::Tensor(input.clone()),
+            output_split_sizes.to_vec().into(),
+            input_split_sizes.to_vec().into(),
+            functional::s(group_name),
+        ],
+    )
+}
+
+struct AllToAllSingle {
+    output_split_sizes: Vec<i64>,
+    input_split_sizes: Vec<i64>,
+    group_name: String,
+}
+
+impl Function for AllToAllSingle {
+    fn forward(&self, _: &mut FunctionCtx, x: &[Tensor]) -> Result<Vec<Tensor>> {
+        let _below = AutoDispatchBelowADInplaceOrView::new();
+        let out = functional::all_to_all_single(
+            &x[0],
+            &self.output_split_sizes,
+            &self.input_split_sizes,
+            &self.group_name,
+        )?;
+        Ok(vec![functional::wait_tensor(&out)?])
+    }
+
+    fn backward(&self, _: &FunctionCtx, g: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let grad = functional::all_to_all_single(
+            &g[0],
+            &self.input_split_sizes,
+            &self.output_split_sizes,
+            &self.group_name,
+        )?;
+        Ok(vec![Some(functional::wait_tensor(&grad)?)])
+    }
+}
+
+fn all_to_all_single_autograd(
+    input: &Tensor,
+    output_split_sizes: &[i64],
+    input_split_sizes: &[i64],
+    group_name: &str,
+) -> Result<Tensor> {
+    let f = AllToAllSingle {
+        output_split_sizes: output_split_sizes.to_vec(),
+        input_split_sizes: input_split_sizes.to_vec(),
+        group_name: group_name.to_string(),
+    };
+    Ok(apply(f, std::slice::from_ref(input))?.remove(0))
 }
 
 struct AllGatherIntoTensor {

@@ -54,4 +54,40 @@ rank_test!(functional_collectives_across_ranks, [2, 3], |pg| {
     let r = pg.rank();
     let want: Vec<f32> = (0..2).map(|i| size as f32 * (2 * r + i) as f32).collect();
     assert_eq!(xg.grad().unwrap().to_vec::<f32>().unwrap(), want);
+
+    // All-to-all: rank r sends j+1 rows of value 10r+j to rank j (lazy: captured, then run).
+    let send: Vec<f32> = (0..size)
+        .flat_map(|j| vec![(10 * r + j) as f32; j + 1])
+        .collect();
+    let input_splits: Vec<i64> = (0..size as i64).map(|j| j + 1).collect();
+    let output_splits = vec![r as i64 + 1; size];
+    let a = ops::to_device(&t(send.clone()), lazy, ScalarType::Float).unwrap();
+    let out = functional::all_to_all_single(&a, &output_splits, &input_splits, WORLD).unwrap();
+    assert_eq!(
+        out.sizes(),
+        [(size * (r + 1)) as i64],
+        "the meta function's shape"
+    );
+    let out = functional::wait_tensor(&out).unwrap();
+    let want: Vec<f32> = (0..size)
+        .flat_map(|i| vec![(10 * i + r) as f32; r + 1])
+        .collect();
+    assert_eq!(out.to_vec::<f32>().unwrap(), want);
+
+    // Its gradient goes back where each row came from: d/dx sum(a2a(x) * w) = w's rows, sent back.
+    let xa = t(send).requires_grad_(true).unwrap();
+    let moved =
+        functional_autograd::all_to_all_single(&xa, &output_splits, &input_splits, WORLD).unwrap();
+    let w: Vec<f32> = (0..size)
+        .flat_map(|i| vec![(1000 * i + r) as f32; r + 1])
+        .collect();
+    ops::sum(&ops::mul(&moved, &t(w)).unwrap())
+        .unwrap()
+        .backward()
+        .unwrap();
+    // Row block j of x went to rank j, whose weight for rows from rank r is 1000r + j.
+    let want: Vec<f32> = (0..size)
+        .flat_map(|j| vec![(1000 * r + j) as f32; j + 1])
+        .collect();
+    assert_eq!(xa.grad().unwrap().to_vec::<f32>().unwrap(), want);
 });
