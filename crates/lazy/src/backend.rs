@@ -7,22 +7,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
-use switchboard_dispatcher::{DispatchError, IValue, Result};
+use switchboard_dispatcher::{IValue, Result};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, Tensor, TensorError};
 
 use crate::cache::GraphCache;
 use crate::executor::{CpuExecutor, Executor};
-use crate::intercepted_op::{InterceptedOp, OperatorFilter};
+use crate::intercepted_op::InterceptedOp;
+use crate::op_filter::OperatorFilter;
 use crate::pending_graph::PendingGraph;
+use crate::registration::Registrations;
 use crate::stats::Counters;
 use crate::storage::LazyStorage;
 
 // Note [Lazy devices]
 // Each lazy device (`lazy:0`, `lazy:1`, ...) is one `LazyBackend` value, as a torch_xla /
 // lazy-tensor-core backend keeps a device context per device: the device's pending graph and
-// its lock, the graph cache, the executor, the counters, the operator filter of
-// `disable_ops`, the overhead profile. Two devices capture and run independently: a sync of
+// its lock, the graph cache, the executor, the counters, the operator lists of
+// `enable_ops` / `disable_ops`, the operators `register_op` registered, the overhead profile. Two devices capture and run independently: a sync of
 // one runs only its graph, and each has its own statistics. Every lazy storage knows its
 // device's backend, so a captured call finds the state it records into from its operands (or,
 // for a factory, from its `device` argument) without a look-up; a call mixing tensors of two
@@ -68,7 +70,10 @@ pub struct LazyBackend {
     pub(crate) stats: Counters,
     /// Whether the per-operator overhead profile is on (Note [Zero-cost profiling]).
     profiling: AtomicBool,
+    /// `enable_ops` / `disable_ops` (Note [Selective interception]).
     pub(crate) filter: OperatorFilter,
+    /// `register_op` (Note [Operators registered at run time]).
+    pub(crate) registrations: Registrations,
     /// The per-operator counts, by operator id.
     op_counts: RwLock<HashMap<usize, Arc<OpCounts>>>,
 }
@@ -80,6 +85,9 @@ pub(crate) struct OpCounts {
     pub eager: AtomicU64,
     pub profile_count: AtomicU64,
     pub profile_ns: AtomicU64,
+    /// Calls and time reported by `record_execution_time`.
+    pub recorded_calls: AtomicU64,
+    pub recorded_ns: AtomicU64,
 }
 
 impl OpCounts {
@@ -89,6 +97,8 @@ impl OpCounts {
             &self.eager,
             &self.profile_count,
             &self.profile_ns,
+            &self.recorded_calls,
+            &self.recorded_ns,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -159,6 +169,7 @@ impl LazyBackend {
             stats: Counters::new(),
             profiling: AtomicBool::new(false),
             filter: OperatorFilter::default(),
+            registrations: Registrations::default(),
             op_counts: RwLock::new(HashMap::new()),
         }
     }
@@ -198,22 +209,6 @@ impl LazyBackend {
     /// Empties the graph cache.
     pub fn clear_cache(&self) {
         self.cache.clear();
-    }
-
-    /// Turns interception off for these operators on this device (see
-    /// [`disable_ops`](crate::disable_ops)).
-    pub fn disable_ops(&self, names: &[&str]) -> Result<(), DispatchError> {
-        self.filter.update(names, true)
-    }
-
-    /// Turns interception back on for these operators on this device.
-    pub fn enable_ops(&self, names: &[&str]) -> Result<(), DispatchError> {
-        self.filter.update(names, false)
-    }
-
-    /// The operators whose interception is turned off on this device, sorted.
-    pub fn disabled_ops(&self) -> Vec<String> {
-        self.filter.names()
     }
 
     /// Turns the per-operator overhead profile on or off (Note [Zero-cost profiling]); returns
@@ -270,6 +265,8 @@ impl LazyBackend {
                     eager: AtomicU64::new(0),
                     profile_count: AtomicU64::new(0),
                     profile_ns: AtomicU64::new(0),
+                    recorded_calls: AtomicU64::new(0),
+                    recorded_ns: AtomicU64::new(0),
                 })
             })
             .clone()

@@ -1,0 +1,161 @@
+//! Filters on composite operators: an interposed kernel that marks the calls a composite
+//! operator's decomposition makes (Note [Filters on composite operators]).
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex};
+
+use switchboard_dispatcher::{
+    DispatchError, DispatchKey, DispatchKeySet, Dispatcher, KernelFunction, KernelKind,
+    OperatorHandle, Provenance, RegistrationDebug, Result, Stack,
+};
+use switchboard_tensor::TensorError;
+
+use crate::backend::{backend_of_call, LazyBackend};
+use crate::intercepted_op::intercepted_op;
+
+// Note [Filters on composite operators]
+// `linear`, `conv2d`, `matmul` and the other CompositeImplicitAutograd operators never reach a
+// backend: the dispatcher runs their decomposition (at the Autograd key) and only the calls it
+// makes reach the lazy backend; CompositeExplicitAutograd operators run their kernel at the
+// backend key in place of the backend's. A filter on their name would do nothing. So naming
+// one in `enable_ops` / `disable_ops` interposes a kernel on it, through the dispatcher's
+// public registration API, at the keys where lazy calls meet the composite kernel: `Lazy` and,
+// for an implicit composite, `AutogradLazy` (a backend kernel would otherwise make the
+// Autograd slot skip the decomposition; at both keys inference mode, which skips Autograd, is
+// covered too). The interposed kernel pushes a thread-local scope, "inside an enabled
+// (disabled) composite call on device D", when D's lists name the operator, and calls the
+// composite kernel itself through the `Undefined` slot (which holds an operator's composite
+// kernel, as in PyTorch, for calls without dispatch keys). A call of the decomposition on D
+// then takes the default path when it runs inside a disabled composite, and is captured, with
+// an allow-list, when it runs inside an enabled one (Note [Selective interception]: disable
+// wins); nested composites add their scopes. Autograd still differentiates the decomposition
+// (it runs at the same keys as before), and its backward calls run outside the scope.
+// Expanding a composite to the operators it decomposes into was the other choice: which ones
+// depends on the arguments (`linear` is `addmm` with a bias and a matrix input, `matmul`
+// otherwise), and a filter on `linear` would then also catch the same operators called
+// outside it. The interposed kernel is registered once per operator, for the life of the
+// process: with no list naming its operator, it adds a look-up and the `Undefined` call.
+
+/// What a device's lists say about a composite call on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Enabled,
+    Disabled,
+}
+
+thread_local! {
+    /// The composite calls running on this thread whose operator a list names: the device's
+    /// backend (by address) and what the list says.
+    static SCOPES: RefCell<Vec<(usize, Verdict)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether this thread runs inside a composite call on `backend`'s device with `verdict`.
+pub(crate) fn inside(backend: &LazyBackend, verdict: Verdict) -> bool {
+    let id = backend as *const LazyBackend as usize;
+    SCOPES.with(|s| s.borrow().iter().any(|&(b, v)| b == id && v == verdict))
+}
+
+/// Pops its scope when dropped (also when the composite kernel fails or panics).
+struct Scope;
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        SCOPES.with(|s| s.borrow_mut().pop());
+    }
+}
+
+fn enter(backend: &LazyBackend, verdict: Verdict) -> Scope {
+    let id = backend as *const LazyBackend as usize;
+    SCOPES.with(|s| s.borrow_mut().push((id, verdict)));
+    Scope
+}
+
+/// The (backend, autograd) keys of the lazy device types.
+const LAZY_KEYS: [(DispatchKey, DispatchKey); 1] = [(DispatchKey::Lazy, DispatchKey::AutogradLazy)];
+
+/// The operators with an interposed kernel, by id.
+static INTERPOSED: LazyLock<Mutex<HashSet<usize>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
+
+/// Whether `op` has the interposed kernel (its `Lazy` slot is then not a lazy kernel).
+pub(crate) fn is_interposed(op: &OperatorHandle) -> bool {
+    INTERPOSED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&op.id())
+}
+
+/// Makes a filter naming `op` take effect: nothing to do for an operator whose lazy calls reach
+/// the lazy backend; the interposed kernel for a composite one; an error naming the operator
+/// when neither works. `what` names the caller in the error.
+pub(crate) fn make_effective(what: &str, op: &OperatorHandle) -> Result<()> {
+    let d = Dispatcher::global();
+    let mut interposed = INTERPOSED.lock().unwrap_or_else(|e| e.into_inner());
+    if interposed.contains(&op.id()) {
+        return Ok(());
+    }
+    let cannot = |why: &str| -> DispatchError {
+        TensorError::invalid(format!(
+            "{what}: operator '{}' cannot be filtered on lazy devices: {why}",
+            op.name()
+        ))
+        .into()
+    };
+    for (backend_key, autograd_key) in LAZY_KEYS {
+        let origin = d.kernel_origin(op, backend_key);
+        if origin.kind != KernelKind::Regular {
+            return Err(cannot(&format!("its {backend_key} slot holds no kernel")));
+        }
+        let implicit = match origin.provenance {
+            Provenance::Kernel | Provenance::BackendFallback => continue,
+            Provenance::Math => true,
+            Provenance::DefaultBackend => false,
+            other => {
+                return Err(cannot(&format!(
+                    "its {backend_key} kernel comes from {other:?}, which cannot be interposed"
+                )))
+            }
+        };
+        let composite = d.kernel_origin(op, DispatchKey::Undefined);
+        if composite.kind != KernelKind::Regular || composite.provenance != origin.provenance {
+            return Err(cannot("its composite kernel is not reachable"));
+        }
+        let autograd_is_composite =
+            implicit && d.kernel_origin(op, autograd_key).provenance == Provenance::Math;
+        // The Autograd slot first: until the backend slot is registered it would skip the
+        // decomposition for a call of another thread.
+        let debug = RegistrationDebug::static_text("switchboard_lazy::composite_scope");
+        if autograd_is_composite {
+            d.register_impl(
+                op.name().clone(),
+                Some(autograd_key),
+                interposer(),
+                debug.clone(),
+            )?
+            .leak();
+        }
+        d.register_impl(op.name().clone(), Some(backend_key), interposer(), debug)?
+            .leak();
+        interposed.insert(op.id());
+    }
+    Ok(())
+}
+
+/// The interposed kernel: the composite kernel, inside the scope the call's device's lists give.
+fn interposer() -> KernelFunction {
+    KernelFunction::from_boxed(
+        |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
+            let backend = backend_of_call(stack)?;
+            let _scope = if backend.filter.is_empty() {
+                None
+            } else {
+                backend
+                    .filter
+                    .verdict(&intercepted_op(op).name)
+                    .map(|v| enter(backend, v))
+            };
+            // The empty key set selects the `Undefined` slot: the composite kernel.
+            op.redispatch_boxed(DispatchKeySet::default(), stack)
+        },
+    )
+}
