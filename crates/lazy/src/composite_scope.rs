@@ -6,13 +6,15 @@ use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex};
 
 use switchboard_dispatcher::{
-    DispatchError, DispatchKey, DispatchKeySet, Dispatcher, KernelFunction, KernelKind,
-    OperatorHandle, Provenance, RegistrationDebug, Result, Stack,
+    stack_tensors, DispatchError, DispatchKey, DispatchKeySet, Dispatcher, KernelFunction,
+    KernelKind, OperatorHandle, Provenance, RegistrationDebug, Result, Stack,
 };
 use switchboard_tensor::TensorError;
 
 use crate::backend::{backend_of_call, LazyBackend};
 use crate::intercepted_op::intercepted_op;
+use crate::kernels::intercept;
+use crate::mode::lazy_mode;
 
 // Note [Filters on composite operators]
 // `linear`, `conv2d`, `matmul` and the other CompositeImplicitAutograd operators never reach a
@@ -36,6 +38,10 @@ use crate::intercepted_op::intercepted_op;
 // otherwise), and a filter on `linear` would then also catch the same operators called
 // outside it. The interposed kernel is registered once per operator, for the life of the
 // process: with no list naming its operator, it adds a look-up and the `Undefined` call.
+// `register_op` on a composite operator interposes the same kernel: a call that takes the
+// default path (lazy mode off, the operator filtered out) runs the registered implementation
+// instead of the decomposition, unless an input requires grad at the Autograd key (the
+// implementation has no derivative; the decomposition, run down the default path, has).
 
 /// What a device's lists say about a composite call on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,32 +132,41 @@ pub(crate) fn make_effective(what: &str, op: &OperatorHandle) -> Result<()> {
         // decomposition for a call of another thread.
         let debug = RegistrationDebug::static_text("switchboard_lazy::composite_scope");
         if autograd_is_composite {
-            d.register_impl(
-                op.name().clone(),
-                Some(autograd_key),
-                interposer(),
-                debug.clone(),
-            )?
-            .leak();
+            let kernel = interposer(true);
+            d.register_impl(op.name().clone(), Some(autograd_key), kernel, debug.clone())?
+                .leak();
         }
-        d.register_impl(op.name().clone(), Some(backend_key), interposer(), debug)?
+        let kernel = interposer(false);
+        d.register_impl(op.name().clone(), Some(backend_key), kernel, debug)?
             .leak();
         interposed.insert(op.id());
     }
     Ok(())
 }
 
-/// The interposed kernel: the composite kernel, inside the scope the call's device's lists give.
-fn interposer() -> KernelFunction {
+/// The interposed kernel (at an Autograd key if `autograd`): the composite kernel, inside the
+/// scope the call's device's lists give; or the implementation `register_op` gave the operator
+/// when the call takes the default path.
+fn interposer(autograd: bool) -> KernelFunction {
     KernelFunction::from_boxed(
-        |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
+        move |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
             let backend = backend_of_call(stack)?;
+            let info = intercepted_op(op);
+            if backend.registrations.has_implementation(&info.name)
+                && (!lazy_mode() || backend.filter.diverts(backend, &info.name))
+                && !(autograd && stack_tensors(stack).any(|t| t.requires_grad_hint()))
+            {
+                // The whole call down the default path, through the implementation (Note
+                // [Operators registered at run time]); with an input that requires grad,
+                // autograd needs the decomposition: the implementation has no derivative.
+                return intercept(op, &info, true, stack);
+            }
             let _scope = if backend.filter.is_empty() {
                 None
             } else {
                 backend
                     .filter
-                    .verdict(&intercepted_op(op).name)
+                    .verdict(&info.name)
                     .map(|v| enter(backend, v))
             };
             // The empty key set selects the `Undefined` slot: the composite kernel.

@@ -10,6 +10,7 @@ use switchboard_graph::Graph;
 use switchboard_tensor::TensorError;
 
 use crate::backend::{default_backend, LazyBackend};
+use crate::composite_scope::make_effective;
 use crate::eager::{run_eagerly, run_eagerly_with};
 use crate::intercepted_op::{intercepted_op, Handling, InterceptedOp};
 use crate::kernels::REGISTERED_OPS;
@@ -38,6 +39,9 @@ use crate::op_filter::{names, resolve};
 //   (`REGISTERED_OPS`, registered when the crate loads, as Genie's decorated operators are) and
 //   the names registered at run time; `coverage_percentage` is Genie's successful / (successful
 //   + failed).
+// - A composite operator (`linear`) never reaches the backend itself: registering one
+//   interposes a kernel on it (Note [Filters on composite operators]) that runs the
+//   implementation when the call takes the default path, unless an input requires grad.
 // - `register_ops_from_trace(&graph)` registers, for capture only (no implementation), the
 //   operators a recorded trace called; one that cannot be captured (random, data-dependent,
 //   no Meta kernel) is a failed registration with the reason.
@@ -87,6 +91,11 @@ impl Registrations {
     #[inline]
     pub fn contains(&self, full_name: &str) -> bool {
         self.any.load(Ordering::Relaxed) && names(&self.read().names, full_name)
+    }
+
+    /// Whether an implementation is registered for operator `full_name`.
+    pub fn has_implementation(&self, full_name: &str) -> bool {
+        self.any.load(Ordering::Relaxed) && self.implementation(full_name).is_some()
     }
 
     /// The implementation registered for operator `full_name`, the overload's before the
@@ -206,8 +215,14 @@ impl LazyBackend {
     where
         F: Fn(&OperatorHandle, &mut Stack) -> Result<()> + Send + Sync + 'static,
     {
-        let stored = match resolve("register_op", name) {
-            Ok((stored, _)) => stored,
+        let made_effective = resolve("register_op", name).and_then(|(stored, ops)| {
+            for op in &ops {
+                make_effective("register_op", op)?;
+            }
+            Ok(stored)
+        });
+        let stored = match made_effective {
+            Ok(stored) => stored,
             Err(e) => {
                 self.registrations.fail(name, &e);
                 return Err(e);

@@ -468,3 +468,101 @@ fn performance_stats_include_time_recorded_elsewhere() {
     d.reset_stats();
     assert!(d.profile().is_empty());
 }
+
+#[test]
+fn filters_apply_to_explicit_composites_too() {
+    // `ones_like` is CompositeExplicitAutograd: its kernel runs at the Lazy key itself.
+    let d = own_device();
+    let x = d.lz(&seq(&[2, 2]));
+    d.sync().unwrap();
+    d.disable_ops(&["ones_like"]).unwrap();
+    let before = d.stats().eager_fallback_count;
+    let o = ops::ones_like(&x).unwrap();
+    assert!(
+        d.stats().eager_fallback_count > before,
+        "its kernel's calls run eagerly"
+    );
+    assert_eq!(d.pending_calls(), 0);
+    assert_eq!((o.device(), values(&o)), (d.device(), vec![1.0; 4]));
+    let before = d.stats().eager_fallback_count;
+    let z = ops::zeros_like(&x).unwrap();
+    assert_eq!(
+        d.stats().eager_fallback_count,
+        before,
+        "zeros_like is captured"
+    );
+    assert!(d.pending_calls() > 0);
+    assert_eq!(values(&z), [0.0; 4]);
+}
+
+#[test]
+fn an_implementation_of_a_composite_operator_runs_on_the_default_path() {
+    // `softmax.int` (CompositeImplicitAutograd): no other test of this binary names it, so the
+    // interposed kernel is this registration's.
+    let softmax_op = Dispatcher::global()
+        .find_schema("aten::softmax.int")
+        .unwrap();
+    let origin =
+        Dispatcher::global().kernel_origin(&softmax_op, switchboard_dispatcher::DispatchKey::Lazy);
+    assert_eq!(origin.provenance, switchboard_dispatcher::Provenance::Math);
+    let d = own_device();
+    let a = seq(&[2, 3]);
+    let x = d.lz(&a);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    d.register_op("softmax.int", move |op, stack| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        op.redispatch_boxed(
+            switchboard_dispatcher::DispatchKeySet::from_key(
+                switchboard_dispatcher::DispatchKey::CPU,
+            ),
+            stack,
+        )?;
+        let IValue::Tensor(t) = &stack[0] else {
+            unreachable!()
+        };
+        stack[0] = IValue::Tensor(ops::add_scalar(t, 1000)?);
+        Ok(())
+    })
+    .unwrap();
+    let softmax = |x: &Tensor| ops::softmax(x, 1).unwrap();
+    let want = values(&softmax(&a));
+    let plus_1000: Vec<f32> = want.iter().map(|v| v + 1000.0).collect();
+    // Lazy mode on: the decomposition is captured.
+    assert!(close(&values(&softmax(&x)), &want));
+    assert_eq!(calls.load(Ordering::Relaxed), 0);
+    {
+        let _off = lazy::LazyModeGuard::new(false);
+        let y = softmax(&x);
+        assert_eq!(
+            calls.load(Ordering::Relaxed),
+            1,
+            "lazy mode off: the implementation"
+        );
+        assert_eq!(y.device(), d.device());
+        assert!(close(&values(&y), &plus_1000));
+        // An input that requires grad: the decomposition, which autograd differentiates.
+        let xg = x.detach().requires_grad_(true).unwrap();
+        let y = softmax(&xg);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        assert!(close(&values(&y), &want));
+        ops::sum(&ops::mul(&y, &y).unwrap())
+            .unwrap()
+            .backward()
+            .unwrap();
+        let ac = a.detach().requires_grad_(true).unwrap();
+        let yc = softmax(&ac);
+        ops::sum(&ops::mul(&yc, &yc).unwrap())
+            .unwrap()
+            .backward()
+            .unwrap();
+        assert!(close(
+            &values(&xg.grad().unwrap()),
+            &values(&ac.grad().unwrap())
+        ));
+    }
+    // Disabled, it takes the default path in lazy mode too.
+    d.disable_ops(&["softmax"]).unwrap();
+    assert!(close(&values(&softmax(&x)), &plus_1000));
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
+}
