@@ -26,9 +26,10 @@ use crate::composite_scope::{self, Verdict};
 // A name without namespace means `aten::`; a name without overload means every overload (`add`
 // is `add.Tensor`, `add.Scalar`, ...) and `.default` the overload without a name. Every name
 // must be an operator the dispatcher knows; an unknown one is an error naming it, and then
-// nothing changes. Composite operators (`linear`, `conv2d`, `matmul`) never reach the backend
-// themselves; naming one applies to the calls its decomposition makes (Note [Filters on
-// composite operators]). While both lists are empty, an intercepted call reads one flag.
+// nothing changes; an empty list changes nothing either (it makes no empty allow-list).
+// Composite operators (`linear`, `conv2d`, `matmul`) never reach the backend themselves;
+// naming one applies to the calls its decomposition makes (Note [Filters on composite
+// operators]). While both lists are empty, an intercepted call reads one flag.
 
 /// The operator lists of one lazy device (Note [Selective interception]).
 #[derive(Default)]
@@ -98,8 +99,11 @@ impl OperatorFilter {
     }
 
     /// Adds `names` to the allow-list (`allow`) or the deny-list; an unknown name changes
-    /// nothing.
+    /// nothing, and so does an empty list (it does not make an empty allow-list).
     pub fn add(&self, names: &[&str], allow: bool) -> Result<(), DispatchError> {
+        if names.is_empty() {
+            return Ok(());
+        }
         let what = if allow { "enable_ops" } else { "disable_ops" };
         let mut normalized = Vec::with_capacity(names.len());
         for name in names {

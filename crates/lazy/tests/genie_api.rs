@@ -98,6 +98,8 @@ fn unknown_names_are_errors_naming_the_operator_and_change_nothing() {
         d.enabled_ops().is_none(),
         "a failed call leaves the lists as they were"
     );
+    d.enable_ops(&[]).unwrap();
+    assert!(d.enabled_ops().is_none(), "an empty list is no allow-list");
     assert!(d.disabled_ops().is_empty());
     // Overload names and `.default`.
     d.disable_ops(&["add.Tensor", "aten::mm.default"]).unwrap();
