@@ -23,8 +23,8 @@ use crate::storage::LazyStorage;
 // Note [Lazy devices]
 // Each lazy device (`lazy:0`, `lazy:1`, ...) is one `LazyBackend` value, as a torch_xla /
 // lazy-tensor-core backend keeps a device context per device: the device's pending graph and
-// its lock, the graph cache, the executor, the counters, the operator lists of
-// `enable_ops` / `disable_ops`, the operators `register_op` registered, the overhead profile. Two devices capture and run independently: a sync of
+// its lock, the graph cache, the executor, the counters, the operator filter of
+// `disable_ops`, the overhead profile. Two devices capture and run independently: a sync of
 // one runs only its graph, and each has its own statistics. Every lazy storage knows its
 // device's backend, so a captured call finds the state it records into from its operands (or,
 // for a factory, from its `device` argument) without a look-up; a call mixing tensors of two
