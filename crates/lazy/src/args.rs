@@ -3,10 +3,9 @@
 //! constants; and the device check eager makes of them.
 
 use switchboard_dispatcher::{stack_tensors, IValue, Result};
-use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, Tensor, TensorError};
 
-use crate::backend::LazyBackend;
+use crate::backend::{indexed, is_lazy_device_type, LazyBackend};
 use crate::eager::materialize;
 use crate::storage::{storage_error, LazyStorage};
 
@@ -38,9 +37,9 @@ fn host_ok(t: &Tensor, accepts_host: bool) -> bool {
 pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
     let mut first: Option<Device> = None;
     let visit = |t: &Tensor| -> Result<()> {
-        let d = if t.device().ty == DeviceType::Lazy {
+        let d = if is_lazy_device_type(t.device().ty) {
             // `lazy` without an index is `lazy:0`.
-            Device::with_index(DeviceType::Lazy, t.device().index.unwrap_or(0))
+            indexed(t.device())
         } else if host_ok(t, accepts_host) {
             return Ok(());
         } else {
@@ -66,7 +65,7 @@ pub(crate) fn check_devices(args: &[IValue], accepts_host: bool) -> Result<()> {
 /// lazy device (an argument of a factory making tensors on this one, `empty_like(x,
 /// device=lazy:1)`) is a host tensor holding its values.
 fn classify_tensor<'a>(t: &'a Tensor, backend: &LazyBackend) -> Result<ArgKind<'a>> {
-    if t.device().ty == DeviceType::Lazy {
+    if is_lazy_device_type(t.device().ty) {
         match t.payload_as::<LazyStorage>() {
             Some(ls) if std::ptr::eq(ls.backend, backend) => Ok(ArgKind::Lazy(t, ls)),
             Some(_) => Ok(ArgKind::Host(materialize(t)?)),
@@ -93,7 +92,7 @@ pub(crate) fn classify<'a>(v: &'a IValue, backend: &LazyBackend) -> Result<ArgKi
                 .collect::<Result<_>>()?,
             true,
         ),
-        IValue::Device(d) if d.ty == DeviceType::Lazy => ArgKind::LazyDevice,
+        IValue::Device(d) if is_lazy_device_type(d.ty) => ArgKind::LazyDevice,
         other => ArgKind::Other(other),
     })
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use switchboard_dispatcher::{IValue, Result};
-use switchboard_keys::DeviceType;
+use switchboard_keys::{DeviceType, DispatchKeySet};
 use switchboard_tensor::{Device, Tensor, TensorError};
 
 use crate::cache::GraphCache;
@@ -36,11 +36,64 @@ use crate::storage::LazyStorage;
 // mode is. The backends live as long as the process (a device does not go away), in a table
 // of `MAX_LAZY_DEVICES`, each made on first use.
 
-/// How many lazy devices there are: `lazy:0` to `lazy:63`.
+/// How many devices of each lazy device type there are: `lazy:0` to `lazy:63`.
 pub const MAX_LAZY_DEVICES: usize = 64;
 
-static BACKENDS: [OnceLock<LazyBackend>; MAX_LAZY_DEVICES] =
-    [const { OnceLock::new() }; MAX_LAZY_DEVICES];
+/// The device types the capture can run on: `lazy`, and the three private-use backends
+/// (Note [Lazy device types]).
+const DEVICE_TYPES: usize = 4;
+
+// Note [Lazy device types]
+// The capture is not tied to the `lazy` device type: [`install`](crate::install) puts the
+// same kernels and fallback on a private-use backend under a name of its own (Genie's
+// `remote_accelerator` is PrivateUse1 renamed, as its aten registrations use PrivateUse1), and
+// that backend's devices then capture and run graphs exactly as `lazy` ones do, each device
+// with its own `LazyBackend` (Note [Lazy devices]), typically with an executor of its own.
+// What depends on the device type is only which device a tensor or a `device` argument names:
+// every check asks `is_lazy_device_type`, and the CPU executor maps whatever lazy device the
+// graph names to the CPU. `lazy` is always a lazy device type; a private-use one is once
+// installed, and stays so (registrations are for the process's life).
+
+static BACKENDS: [[OnceLock<LazyBackend>; MAX_LAZY_DEVICES]; DEVICE_TYPES] =
+    [const { [const { OnceLock::new() }; MAX_LAZY_DEVICES] }; DEVICE_TYPES];
+
+/// Which private-use device types are lazy ones (installed), by slot (slot 0, `lazy`, always).
+static INSTALLED: [AtomicBool; DEVICE_TYPES] = [
+    AtomicBool::new(true),
+    AtomicBool::new(false),
+    AtomicBool::new(false),
+    AtomicBool::new(false),
+];
+
+/// The slot of device type `ty` in the tables (Note [Lazy device types]).
+#[inline]
+pub(crate) fn slot_of(ty: DeviceType) -> Option<usize> {
+    match ty {
+        DeviceType::Lazy => Some(0),
+        DeviceType::PrivateUse1 => Some(1),
+        DeviceType::PrivateUse2 => Some(2),
+        DeviceType::PrivateUse3 => Some(3),
+        _ => None,
+    }
+}
+
+/// Marks the private-use device type of `slot` as a lazy one.
+pub(crate) fn mark_installed(slot: usize) {
+    INSTALLED[slot].store(true, Ordering::Release);
+}
+
+/// Whether tensors of device type `ty` are captured by this crate: `lazy`, or a private-use
+/// type [`install`](crate::install)ed (Note [Lazy device types]).
+#[inline]
+pub fn is_lazy_device_type(ty: DeviceType) -> bool {
+    ty == DeviceType::Lazy || slot_of(ty).is_some_and(|s| INSTALLED[s].load(Ordering::Acquire))
+}
+
+/// `d` with its index (`lazy` alone is `lazy:0`).
+#[inline]
+pub(crate) fn indexed(d: Device) -> Device {
+    Device::with_index(d.ty, d.index.unwrap_or(0))
+}
 
 /// One lazy device's state (Note [Lazy devices]). Get it with [`backend`] or
 /// [`default_backend`]; the crate's free functions act on the default one.
@@ -61,6 +114,8 @@ static BACKENDS: [OnceLock<LazyBackend>; MAX_LAZY_DEVICES] =
 /// ```
 pub struct LazyBackend {
     device: Device,
+    /// The key set of its tensors (its device's dense key set).
+    pub(crate) key_set: DispatchKeySet,
     /// The pending graph, locked by `lock_pending_graph` (pending_graph.rs).
     pub(crate) pending: Mutex<PendingGraph>,
     /// Signalled when a sync ends (Note [Running without the lock]).
@@ -105,31 +160,44 @@ impl OpCounts {
     }
 }
 
-/// The backend of lazy device `device` (`lazy` alone is `lazy:0`).
+/// The backend of lazy device `device` (`lazy` alone is `lazy:0`; a device of a type
+/// [`install`](crate::install)ed on a private-use backend, such as `remote_accelerator:0`).
 pub fn backend(device: Device) -> Result<&'static LazyBackend> {
-    if device.ty != DeviceType::Lazy {
-        return Err(TensorError::invalid(format!("{device} is not a lazy device")).into());
-    }
+    let slot = match slot_of(device.ty) {
+        Some(s) if is_lazy_device_type(device.ty) => s,
+        _ => return Err(TensorError::invalid(format!("{device} is not a lazy device")).into()),
+    };
     let index = device.index.unwrap_or(0);
     match usize::try_from(index) {
-        Ok(i) if i < MAX_LAZY_DEVICES => Ok(backend_at(i)),
-        _ => Err(TensorError::invalid(format!(
-            "lazy device index {index} is out of range: the lazy devices are lazy:0 to lazy:{}",
-            MAX_LAZY_DEVICES - 1
-        ))
-        .into()),
+        Ok(i) if i < MAX_LAZY_DEVICES => Ok(backend_at(slot, i)),
+        _ => {
+            let ty = device.ty.name();
+            Err(TensorError::invalid(format!(
+                "{ty} device index {index} is out of range: the {ty} devices are {ty}:0 to {ty}:{}",
+                MAX_LAZY_DEVICES - 1
+            ))
+            .into())
+        }
     }
 }
 
-pub(crate) fn backend_at(index: usize) -> &'static LazyBackend {
-    BACKENDS[index]
-        .get_or_init(|| LazyBackend::new(Device::with_index(DeviceType::Lazy, index as i16)))
+/// The backend of device `index` of the device type in `slot`.
+pub(crate) fn backend_at(slot: usize, index: usize) -> &'static LazyBackend {
+    BACKENDS[slot][index].get_or_init(|| {
+        let ty = match slot {
+            0 => DeviceType::Lazy,
+            1 => DeviceType::PrivateUse1,
+            2 => DeviceType::PrivateUse2,
+            _ => DeviceType::PrivateUse3,
+        };
+        LazyBackend::new(Device::with_index(ty, index as i16))
+    })
 }
 
 /// The backend of the default lazy device, `lazy:0` ([`DEVICE`](crate::DEVICE)).
 #[inline]
 pub fn default_backend() -> &'static LazyBackend {
-    backend_at(0)
+    backend_at(0, 0)
 }
 
 /// The backend of the lazy tensor `t`.
@@ -145,13 +213,13 @@ pub(crate) fn backend_of_tensor(t: &Tensor) -> Result<&'static LazyBackend> {
 pub(crate) fn backend_of_call(stack: &[IValue]) -> Result<&'static LazyBackend> {
     for v in stack {
         if let IValue::Device(d) = v {
-            if d.ty == DeviceType::Lazy {
+            if is_lazy_device_type(d.ty) {
                 return backend(*d);
             }
         }
     }
     for v in stack {
-        if let Some(t) = v.tensors().find(|t| t.device().ty == DeviceType::Lazy) {
+        if let Some(t) = v.tensors().find(|t| is_lazy_device_type(t.device().ty)) {
             return backend_of_tensor(t);
         }
     }
@@ -162,7 +230,10 @@ impl LazyBackend {
     fn new(device: Device) -> LazyBackend {
         LazyBackend {
             device,
-            pending: Mutex::new(PendingGraph::new(device.index.unwrap_or(0) as usize)),
+            key_set: device
+                .dense_key_set()
+                .expect("a lazy device type has a backend component"),
+            pending: Mutex::new(PendingGraph::new(device)),
             sync_done: Condvar::new(),
             cache: GraphCache::new(),
             executor: RwLock::new(Arc::new(CpuExecutor)),
@@ -178,7 +249,8 @@ impl LazyBackend {
     /// lifetime).
     #[inline]
     pub(crate) fn as_static(&self) -> &'static LazyBackend {
-        backend_at(self.device.index.unwrap_or(0) as usize)
+        let slot = slot_of(self.device.ty).expect("a lazy device type");
+        backend_at(slot, self.device.index.unwrap_or(0) as usize)
     }
 
     /// The lazy device this backend is (`lazy:N`).

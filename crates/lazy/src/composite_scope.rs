@@ -9,6 +9,7 @@ use switchboard_dispatcher::{
     stack_tensors, DispatchError, DispatchKey, DispatchKeySet, Dispatcher, KernelFunction,
     KernelKind, OperatorHandle, Provenance, RegistrationDebug, Result, Stack,
 };
+use switchboard_keys::DeviceType;
 use switchboard_tensor::TensorError;
 
 use crate::backend::{backend_of_call, LazyBackend};
@@ -22,8 +23,9 @@ use crate::mode::lazy_mode;
 // makes reach the lazy backend; CompositeExplicitAutograd operators run their kernel at the
 // backend key in place of the backend's. A filter on their name would do nothing. So naming
 // one in `enable_ops` / `disable_ops` interposes a kernel on it, through the dispatcher's
-// public registration API, at the keys where lazy calls meet the composite kernel: `Lazy` and,
-// for an implicit composite, `AutogradLazy` (a backend kernel would otherwise make the
+// public registration API, at the keys where the device type's calls meet the composite
+// kernel: its backend key (`Lazy`, or the private-use key of Note [Lazy device types]) and,
+// for an implicit composite, its Autograd key (a backend kernel would otherwise make the
 // Autograd slot skip the decomposition; at both keys inference mode, which skips Autograd, is
 // covered too). The interposed kernel pushes a thread-local scope, "inside an enabled
 // (disabled) composite call on device D", when D's lists name the operator, and calls the
@@ -77,70 +79,75 @@ fn enter(backend: &LazyBackend, verdict: Verdict) -> Scope {
     Scope
 }
 
-/// The (backend, autograd) keys of the lazy device types.
-const LAZY_KEYS: [(DispatchKey, DispatchKey); 1] = [(DispatchKey::Lazy, DispatchKey::AutogradLazy)];
+/// The operators with an interposed kernel, by id, with the backend key it is at.
+static INTERPOSED: LazyLock<Mutex<HashSet<(usize, DispatchKey)>>> =
+    LazyLock::new(|| Mutex::new(HashSet::new()));
 
-/// The operators with an interposed kernel, by id.
-static INTERPOSED: LazyLock<Mutex<HashSet<usize>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
-
-/// Whether `op` has the interposed kernel (its `Lazy` slot is then not a lazy kernel).
+/// Whether `op` has the interposed kernel at `Lazy` (its `Lazy` slot is then not a lazy
+/// kernel).
 pub(crate) fn is_interposed(op: &OperatorHandle) -> bool {
     INTERPOSED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .contains(&op.id())
+        .contains(&(op.id(), DispatchKey::Lazy))
 }
 
-/// Makes a filter naming `op` take effect: nothing to do for an operator whose lazy calls reach
-/// the lazy backend; the interposed kernel for a composite one; an error naming the operator
-/// when neither works. `what` names the caller in the error.
-pub(crate) fn make_effective(what: &str, op: &OperatorHandle) -> Result<()> {
-    let d = Dispatcher::global();
-    let mut interposed = INTERPOSED.lock().unwrap_or_else(|e| e.into_inner());
-    if interposed.contains(&op.id()) {
-        return Ok(());
-    }
+/// Makes a filter or registration naming `op` take effect on devices of type `device_type`:
+/// nothing to do for an operator whose calls reach the lazy backend; the interposed kernel for
+/// a composite one; an error naming the operator when neither works. `what` names the caller
+/// in the error.
+pub(crate) fn make_effective(
+    what: &str,
+    op: &OperatorHandle,
+    device_type: DeviceType,
+) -> Result<()> {
     let cannot = |why: &str| -> DispatchError {
         TensorError::invalid(format!(
-            "{what}: operator '{}' cannot be filtered on lazy devices: {why}",
-            op.name()
+            "{what}: operator '{}' cannot be filtered on {} devices: {why}",
+            op.name(),
+            device_type.name()
         ))
         .into()
     };
-    for (backend_key, autograd_key) in LAZY_KEYS {
-        let origin = d.kernel_origin(op, backend_key);
-        if origin.kind != KernelKind::Regular {
-            return Err(cannot(&format!("its {backend_key} slot holds no kernel")));
-        }
-        let implicit = match origin.provenance {
-            Provenance::Kernel | Provenance::BackendFallback => continue,
-            Provenance::Math => true,
-            Provenance::DefaultBackend => false,
-            other => {
-                return Err(cannot(&format!(
-                    "its {backend_key} kernel comes from {other:?}, which cannot be interposed"
-                )))
-            }
-        };
-        let composite = d.kernel_origin(op, DispatchKey::Undefined);
-        if composite.kind != KernelKind::Regular || composite.provenance != origin.provenance {
-            return Err(cannot("its composite kernel is not reachable"));
-        }
-        let autograd_is_composite =
-            implicit && d.kernel_origin(op, autograd_key).provenance == Provenance::Math;
-        // The Autograd slot first: until the backend slot is registered it would skip the
-        // decomposition for a call of another thread.
-        let debug = RegistrationDebug::static_text("switchboard_lazy::composite_scope");
-        if autograd_is_composite {
-            let kernel = interposer(true);
-            d.register_impl(op.name().clone(), Some(autograd_key), kernel, debug.clone())?
-                .leak();
-        }
-        let kernel = interposer(false);
-        d.register_impl(op.name().clone(), Some(backend_key), kernel, debug)?
-            .leak();
-        interposed.insert(op.id());
+    let backend_key = device_type.dense_key().map_err(|e| cannot(&e.message()))?;
+    let autograd_key = backend_key.to_backend_component().autograd_key();
+    let d = Dispatcher::global();
+    let mut interposed = INTERPOSED.lock().unwrap_or_else(|e| e.into_inner());
+    if interposed.contains(&(op.id(), backend_key)) {
+        return Ok(());
     }
+    let origin = d.kernel_origin(op, backend_key);
+    if origin.kind != KernelKind::Regular {
+        return Err(cannot(&format!("its {backend_key} slot holds no kernel")));
+    }
+    let implicit = match origin.provenance {
+        Provenance::Kernel | Provenance::BackendFallback => return Ok(()),
+        Provenance::Math => true,
+        Provenance::DefaultBackend => false,
+        other => {
+            return Err(cannot(&format!(
+                "its {backend_key} kernel comes from {other:?}, which cannot be interposed"
+            )))
+        }
+    };
+    let composite = d.kernel_origin(op, DispatchKey::Undefined);
+    if composite.kind != KernelKind::Regular || composite.provenance != origin.provenance {
+        return Err(cannot("its composite kernel is not reachable"));
+    }
+    let autograd_is_composite =
+        implicit && d.kernel_origin(op, autograd_key).provenance == Provenance::Math;
+    // The Autograd slot first: until the backend slot is registered it would skip the
+    // decomposition for a call of another thread.
+    let debug = RegistrationDebug::static_text("switchboard_lazy::composite_scope");
+    if autograd_is_composite {
+        let kernel = interposer(true);
+        d.register_impl(op.name().clone(), Some(autograd_key), kernel, debug.clone())?
+            .leak();
+    }
+    let kernel = interposer(false);
+    d.register_impl(op.name().clone(), Some(backend_key), kernel, debug)?
+        .leak();
+    interposed.insert((op.id(), backend_key));
     Ok(())
 }
 

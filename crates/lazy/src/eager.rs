@@ -7,17 +7,16 @@ use std::sync::Arc;
 use switchboard_dispatcher::{
     stack_tensors, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack,
 };
-use switchboard_keys::DeviceType;
 use switchboard_tensor::{Device, RawOps, Storage, Tensor, TensorError, TensorImpl};
 
-use crate::backend::LazyBackend;
+use crate::backend::{indexed, is_lazy_device_type, LazyBackend};
 use crate::pending_graph::in_flight;
 use crate::storage::{fresh_tensor, lazy_meta, storage_of, Contents, LazyStorage};
 
 const CPU: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::CPU);
 
 fn is_lazy_tensor(t: &Tensor) -> bool {
-    t.device().ty == DeviceType::Lazy
+    is_lazy_device_type(t.device().ty)
 }
 
 fn has_lazy(v: &IValue) -> bool {
@@ -99,8 +98,10 @@ pub(crate) fn run_eagerly_with(
         if !is_lazy_tensor(&t) {
             return Ok(t);
         }
-        let cpu = materialize(&t)?;
         let storage = storage_of(&t)?;
+        // The call may write it: the host copy must be the storage's data.
+        storage.bring_to_host()?;
+        let cpu = materialize(&t)?;
         replaced.push(Replaced {
             lazy: t,
             storage,
@@ -110,7 +111,7 @@ pub(crate) fn run_eagerly_with(
     };
     for v in stack.iter_mut() {
         match v {
-            IValue::Device(d) if d.ty == DeviceType::Lazy => *d = Device::CPU,
+            IValue::Device(d) if is_lazy_device_type(d.ty) => *d = Device::CPU,
             v => v.try_map_tensors(|t| to_cpu(t.clone()))?,
         }
     }
@@ -127,7 +128,7 @@ pub(crate) fn run_eagerly_with(
 fn check_lazy_devices(stack: &[IValue]) -> Result<()> {
     let mut lazy = stack_tensors(stack)
         .filter(|t| is_lazy_tensor(t))
-        .map(|t| Device::with_index(DeviceType::Lazy, t.device().index.unwrap_or(0)));
+        .map(|t| indexed(t.device()));
     let Some(first) = lazy.next() else {
         return Ok(());
     };

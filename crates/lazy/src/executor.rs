@@ -80,13 +80,28 @@ pub trait Executable: Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuExecutor;
 
-struct CpuPlan(Plan);
+struct CpuPlan(Plan, RunOptions);
 
-const RUN_ON_CPU: RunOptions = RunOptions {
-    keys: Some(DispatchKeySet::from_key(DispatchKey::CPU)),
-    device_map: Some((DeviceType::Lazy, Device::CPU)),
-    check_metadata: true,
-};
+/// How a graph recorded on lazy device type `ty` runs on the CPU: its device constants name the
+/// CPU.
+fn run_on_cpu(ty: DeviceType) -> RunOptions {
+    RunOptions {
+        keys: Some(DispatchKeySet::from_key(DispatchKey::CPU)),
+        device_map: Some((ty, Device::CPU)),
+        check_metadata: true,
+    }
+}
+
+/// The lazy device type `graph` was captured on (Note [Lazy device types]): the device its calls'
+/// results are recorded on (`lazy` for a graph without calls).
+pub fn captured_device_type(graph: &Graph) -> DeviceType {
+    graph
+        .nodes()
+        .flat_map(|n| n.outputs().iter())
+        .map(|o| o.meta.device.ty)
+        .find(|ty| crate::backend::is_lazy_device_type(*ty))
+        .unwrap_or(DeviceType::Lazy)
+}
 
 impl Executor for CpuExecutor {
     fn name(&self) -> &str {
@@ -94,19 +109,20 @@ impl Executor for CpuExecutor {
     }
 
     fn compile(&self, graph: Graph) -> Result<Arc<dyn Executable>> {
-        Ok(Arc::new(CpuPlan(Plan::new(graph))))
+        let opts = run_on_cpu(captured_device_type(&graph));
+        Ok(Arc::new(CpuPlan(Plan::new(graph), opts)))
     }
 }
 
 impl Executable for CpuPlan {
     fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         let _below = AutoDispatchBelowADInplaceOrView::new();
-        self.0.run(inputs, &RUN_ON_CPU)
+        self.0.run(inputs, &self.1)
     }
 
     fn run_each(&self, inputs: Vec<Tensor>) -> Result<Vec<Result<Tensor>>> {
         let _below = AutoDispatchBelowADInplaceOrView::new();
-        self.0.run_each(inputs, &RUN_ON_CPU)
+        self.0.run_each(inputs, &self.1)
     }
 
     fn calls(&self) -> usize {

@@ -10,7 +10,7 @@ use switchboard_dispatcher::{
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{register_grow_storage, register_host_copy, TensorError};
 
-use crate::backend::{backend_of_call, LazyBackend};
+use crate::backend::{backend_of_call, indexed, is_lazy_device_type, LazyBackend};
 use crate::capture::capture;
 use crate::eager::{host_copy, materialize};
 use crate::intercepted_op::{intercepted_op, Handling, InterceptedOp};
@@ -119,8 +119,8 @@ fn copy_kernel() -> KernelFunction {
         move |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
             let info = cell.get_or_init(|| intercepted_op(op));
             let lazy_device = |v: Option<&IValue>| match v {
-                Some(IValue::Tensor(t)) if t.device().ty == DeviceType::Lazy => {
-                    Some(t.device().index.unwrap_or(0))
+                Some(IValue::Tensor(t)) if is_lazy_device_type(t.device().ty) => {
+                    Some(indexed(t.device()))
                 }
                 _ => None,
             };
@@ -172,12 +172,18 @@ fn copy_out(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
     op.redispatch_boxed(keys, stack)
 }
 
-/// Registers the dedicated kernels (and the host-copy and storage-growth functions of lazy
-/// tensors, Notes [Host copies of tensors without data] and [Growing storages without data]
-/// in switchboard-tensor).
+/// Registers the dedicated kernels on `Lazy` (and the host-copy and storage-growth functions
+/// of lazy tensors).
 fn register(lib: &mut Library) -> Result<()> {
-    register_host_copy(DeviceType::Lazy, host_copy)?;
-    register_grow_storage(DeviceType::Lazy, crate::resize::grow_storage)?;
+    register_on(lib, DeviceType::Lazy)
+}
+
+/// Registers the dedicated kernels in `lib` (whose dispatch key is the backend key of device
+/// type `ty`), and the host-copy and storage-growth functions of `ty`'s tensors (Notes [Host
+/// copies of tensors without data] and [Growing storages without data] in switchboard-tensor).
+pub(crate) fn register_on(lib: &mut Library, ty: DeviceType) -> Result<()> {
+    register_host_copy(ty, host_copy)?;
+    register_grow_storage(ty, crate::resize::grow_storage)?;
     for name in REGISTERED_OPS {
         let full_name = format!("aten::{name}");
         // Typed where the operator has a shape rule (Note [Unboxed capture]), with the
@@ -200,7 +206,9 @@ fn register(lib: &mut Library) -> Result<()> {
 }
 
 switchboard_dispatcher::library!(IMPL aten, Lazy, register);
-switchboard_dispatcher::library!(IMPL _, Lazy, |lib| lib.fallback(
-    None,
+switchboard_dispatcher::library!(IMPL _, Lazy, |lib| lib.fallback(None, fallback_kernel()));
+
+/// The boxed fallback (interception layers 2 and 3).
+pub(crate) fn fallback_kernel() -> KernelFunction {
     KernelFunction::from_boxed(fallback)
-));
+}

@@ -68,6 +68,7 @@ mod capture;
 mod composite_scope;
 mod eager;
 mod executor;
+mod install;
 mod intercepted_op;
 mod kernels;
 mod log;
@@ -84,9 +85,12 @@ mod stats;
 mod storage;
 mod unboxed;
 
-pub use backend::{backend, default_backend, LazyBackend, MAX_LAZY_DEVICES};
+pub use backend::{backend, default_backend, is_lazy_device_type, LazyBackend, MAX_LAZY_DEVICES};
 pub use cache::clear as clear_cache;
-pub use executor::{current as executor, set_executor, CpuExecutor, Executable, Executor};
+pub use executor::{
+    captured_device_type, current as executor, set_executor, CpuExecutor, Executable, Executor,
+};
+pub use install::install;
 pub use intercepted_op::StaticCoverage;
 pub use kernels::REGISTERED_OPS;
 pub use log::{capture_intercept_log, log_intercepts, set_log_intercepts, LOG_INTERCEPTS_ENV};

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 
 use switchboard_dispatcher::{DispatchError, Dispatcher, OperatorHandle};
+use switchboard_keys::DeviceType;
 use switchboard_schema::OperatorName;
 use switchboard_tensor::TensorError;
 
@@ -98,9 +99,15 @@ impl OperatorFilter {
         }
     }
 
-    /// Adds `names` to the allow-list (`allow`) or the deny-list; an unknown name changes
-    /// nothing, and so does an empty list (it does not make an empty allow-list).
-    pub fn add(&self, names: &[&str], allow: bool) -> Result<(), DispatchError> {
+    /// Adds `names` to the allow-list (`allow`) or the deny-list of a device of type
+    /// `device_type`; an unknown name changes nothing, and so does an empty list (it does not
+    /// make an empty allow-list).
+    pub fn add(
+        &self,
+        device_type: DeviceType,
+        names: &[&str],
+        allow: bool,
+    ) -> Result<(), DispatchError> {
         if names.is_empty() {
             return Ok(());
         }
@@ -109,7 +116,7 @@ impl OperatorFilter {
         for name in names {
             let (n, ops) = resolve(what, name)?;
             for op in &ops {
-                composite_scope::make_effective(what, op)?;
+                composite_scope::make_effective(what, op, device_type)?;
             }
             normalized.push(n);
         }
@@ -256,13 +263,13 @@ pub fn enabled_ops() -> Option<Vec<String>> {
 impl LazyBackend {
     /// Makes interception an allow-list on this device (see [`enable_ops`](crate::enable_ops)).
     pub fn enable_ops(&self, names: &[&str]) -> Result<(), DispatchError> {
-        self.filter.add(names, true)
+        self.filter.add(self.device().ty, names, true)
     }
 
     /// Sends these operators down the default path on this device (see
     /// [`disable_ops`](crate::disable_ops)).
     pub fn disable_ops(&self, names: &[&str]) -> Result<(), DispatchError> {
-        self.filter.add(names, false)
+        self.filter.add(self.device().ty, names, false)
     }
 
     /// Empties both lists: every operator is intercepted again.

@@ -7,9 +7,11 @@ use std::time::Instant;
 
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
 use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta, Value};
-use switchboard_tensor::{DimVec, ScalarType, Tensor, TensorError, TensorImpl, VersionCounter};
+use switchboard_tensor::{
+    Device, DimVec, ScalarType, Tensor, TensorError, TensorImpl, VersionCounter,
+};
 
-use crate::backend::{backend_at, LazyBackend};
+use crate::backend::{backend_at, slot_of, LazyBackend};
 use crate::pending::PendingStorages;
 use crate::storage::{at_base, failed, flat_elements, lazy_meta, tensor_of, Contents, LazyStorage};
 
@@ -30,13 +32,14 @@ pub(crate) struct PendingGraph {
     running: Option<(ThreadId, u32)>,
     /// The graph and input list of the last sync, emptied, for a later epoch to reuse.
     spare: Option<(Graph, Vec<Tensor>)>,
-    /// The index of its lazy device (Note [Lazy devices]).
-    device_index: usize,
+    /// The slot of its lazy device's type and the device's index (Notes [Lazy devices] and
+    /// [Lazy device types]).
+    device: (usize, usize),
 }
 
 impl PendingGraph {
-    /// The empty pending graph of the lazy device with index `device_index`.
-    pub fn new(device_index: usize) -> PendingGraph {
+    /// The empty pending graph of lazy device `device`.
+    pub fn new(device: Device) -> PendingGraph {
         PendingGraph {
             graph: Graph::new(),
             inputs: Vec::new(),
@@ -44,14 +47,17 @@ impl PendingGraph {
             epoch: 0,
             running: None,
             spare: None,
-            device_index,
+            device: (
+                slot_of(device.ty).expect("a lazy device type"),
+                device.index.unwrap_or(0) as usize,
+            ),
         }
     }
 
     /// The backend whose pending graph this is.
     #[inline]
     pub fn backend(&self) -> &'static LazyBackend {
-        backend_at(self.device_index)
+        backend_at(self.device.0, self.device.1)
     }
 }
 

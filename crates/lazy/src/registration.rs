@@ -217,7 +217,7 @@ impl LazyBackend {
     {
         let made_effective = resolve("register_op", name).and_then(|(stored, ops)| {
             for op in &ops {
-                make_effective("register_op", op)?;
+                make_effective("register_op", op, self.device().ty)?;
             }
             Ok(stored)
         });

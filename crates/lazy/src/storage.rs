@@ -8,7 +8,7 @@ use crate::backend::LazyBackend;
 use crate::rules::plain_geometry;
 use switchboard_dispatcher::Result;
 use switchboard_graph::{NodeId, TensorMeta, Value};
-use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
+use switchboard_keys::DeviceType;
 use switchboard_tensor::{
     DatalessTensor, Device, DimVec, RawOps, ScalarType, Storage, Tensor, TensorBuilder,
     TensorError, TensorImpl, VersionCounter,
@@ -275,6 +275,29 @@ impl LazyStorage {
     }
 }
 
+impl LazyStorage {
+    /// Makes the host the holder of this storage's data when an executor keeps it (Note [Data
+    /// an executor keeps]): an eager call is about to run on the host copy, and may write it.
+    /// The next graph reading the storage takes the host data as its input.
+    pub(crate) fn bring_to_host(&self) -> Result<()> {
+        let kept = match &self.lock().contents {
+            Contents::Data(d) if !d.is_cpu() => d.clone(),
+            _ => return Ok(()),
+        };
+        let host = self.backend.executor().to_host(&kept)?;
+        // Lock order: pending graph, then storage (Note [Cached storage values]).
+        let _ctx = self.backend.as_static().lock_pending_graph();
+        let mut st = self.lock();
+        if matches!(&st.contents, Contents::Data(d) if Storage::ptr_eq(d.storage(), kept.storage()))
+        {
+            st.contents = Contents::Data(host);
+            st.input = None;
+            self.forget_cached_value();
+        }
+        Ok(())
+    }
+}
+
 /// `t`'s elements in `data`, the CPU tensor of a storage whose base is `base`.
 pub(crate) fn view_of_data(base: &TensorMeta, data: &Tensor, t: &TensorImpl) -> Result<Tensor> {
     if base.matches_layout(t) {
@@ -316,10 +339,11 @@ pub fn lazy_storage(t: &TensorImpl) -> Option<&LazyStorage> {
     t.payload_as::<LazyStorage>()
 }
 
-/// Whether `t` is on the lazy device.
+/// Whether `t` is on a lazy device (`lazy`, or a device type [`install`](crate::install)ed on
+/// a private-use backend).
 #[inline]
 pub fn is_lazy(t: &TensorImpl) -> bool {
-    t.device().ty == DeviceType::Lazy
+    crate::backend::is_lazy_device_type(t.device().ty)
 }
 
 /// The error PyTorch-like code gets for a tensor on the lazy device this backend did not make.
@@ -337,11 +361,6 @@ pub(crate) fn storage_of(t: &TensorImpl) -> Result<Arc<LazyStorage>> {
         .and_then(|p| p.clone().downcast::<LazyStorage>().ok())
         .ok_or_else(storage_error)
 }
-
-/// The key set of every lazy tensor (`DEVICE.dense_key_set()`, as a constant).
-pub(crate) const KEY_SET: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Lazy)
-    .union(BackendComponent::LazyBit.autograd_related_key_set())
-    .union(BackendComponent::LazyBit.autocast_related_key_set());
 
 /// A new lazy tensor of `backend`'s device with metadata `base` over a new storage of `nbytes`
 /// holding `contents`, with its own version counter or `version`.
@@ -367,7 +386,7 @@ pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) 
         storage_offset: ls.base.storage_offset,
         dtype: ls.base.dtype,
         device: ls.backend.device(),
-        key_set: KEY_SET,
+        key_set: ls.backend.key_set,
         storage_nbytes: ls.nbytes,
         payload_tag: AT_BASE,
     };
@@ -407,7 +426,7 @@ mod tests {
 
     #[test]
     fn the_key_set_is_the_devices() {
-        assert_eq!(Ok(KEY_SET), DEVICE.dense_key_set());
+        assert_eq!(Ok(default_backend().key_set), DEVICE.dense_key_set());
     }
 
     #[test]

@@ -568,3 +568,67 @@ fn an_implementation_of_a_composite_operator_runs_on_the_default_path() {
     assert!(close(&values(&softmax(&x)), &plus_1000));
     assert_eq!(calls.load(Ordering::Relaxed), 2);
 }
+
+#[test]
+fn the_api_works_on_a_private_use_lazy_device_type() {
+    let ty = lazy::install(
+        switchboard_keys::BackendComponent::PrivateUse1Bit,
+        "remote_accelerator",
+    )
+    .unwrap();
+    let dev = switchboard_tensor::Device::with_index(ty, 1);
+    let d = lazy::backend(dev).unwrap();
+    let (x, w, b) = (seq(&[4, 3]), seq(&[2, 3]), seq(&[2]));
+    let want = ops::linear_with(&x, &w, ops::LinearOptions::default().bias(&b)).unwrap();
+    let (rx, rw, rb) = (to(&x, dev), to(&w, dev), to(&b, dev));
+    d.sync().unwrap();
+    // A composite operator filtered on this device type.
+    d.disable_ops(&["linear"]).unwrap();
+    let addmm0 = eager_calls(d, "aten::addmm");
+    let y = ops::linear_with(&rx, &rw, ops::LinearOptions::default().bias(&rb)).unwrap();
+    assert_eq!(eager_calls(d, "aten::addmm"), addmm0 + 1);
+    assert_eq!(d.pending_calls(), 0);
+    assert_eq!(y.device().to_string(), "remote_accelerator:1");
+    assert_eq!(values(&y), values(&want));
+    // An allow-list, a run-time implementation, lazy mode off.
+    d.enable_ops(&["mm"]).unwrap();
+    let t0 = eager_calls(d, "aten::t");
+    let m = ops::mm(&rx, &ops::t(&rw).unwrap()).unwrap();
+    assert_eq!(eager_calls(d, "aten::t"), t0 + 1, "t is not listed");
+    assert!(
+        d.pending_graph().to_string().contains("aten.mm.default"),
+        "mm is captured"
+    );
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    d.register_op("neg", move |op, stack| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        op.redispatch_boxed(
+            switchboard_dispatcher::DispatchKeySet::from_key(
+                switchboard_dispatcher::DispatchKey::CPU,
+            ),
+            stack,
+        )
+    })
+    .unwrap();
+    let n = {
+        let _off = lazy::LazyModeGuard::new(false);
+        ops::neg(&m).unwrap()
+    };
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    assert_eq!((n.device(), d.pending_calls()), (dev, 0));
+    let mut neg_want = values(&ops::mm(&x, &ops::t(&w).unwrap()).unwrap());
+    neg_want.iter_mut().for_each(|v| *v = -*v);
+    assert_eq!(values(&n), neg_want);
+    assert!(d.is_operation_registered("neg"));
+    assert_eq!(
+        d.stats().to_json()["registered_ops"],
+        lazy::REGISTERED_OPS.len()
+    );
+    d.record_execution_time("mm", 1, 10).unwrap();
+    assert_eq!(d.profile()["aten::mm"].count, 1);
+    assert!(
+        lazy::default_backend().enabled_ops().is_none(),
+        "lazy:0 is not filtered"
+    );
+}
