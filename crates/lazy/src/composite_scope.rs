@@ -109,7 +109,7 @@ pub(crate) fn make_effective(
         ))
         .into()
     };
-    let backend_key = device_type.dense_key().map_err(|e| cannot(&e.message()))?;
+    let backend_key = device_type.dense_key().map_err(|e| cannot(e.message()))?;
     let autograd_key = backend_key.to_backend_component().autograd_key();
     let d = Dispatcher::global();
     let mut interposed = INTERPOSED.lock().unwrap_or_else(|e| e.into_inner());
