@@ -7,14 +7,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
-use switchboard_dispatcher::{DispatchError, IValue, Result};
+use switchboard_dispatcher::{IValue, Result};
 use switchboard_keys::{DeviceType, DispatchKeySet};
 use switchboard_tensor::{Device, Tensor, TensorError};
 
 use crate::cache::GraphCache;
 use crate::executor::{CpuExecutor, Executor};
-use crate::intercepted_op::{InterceptedOp, OperatorFilter};
+use crate::intercepted_op::InterceptedOp;
+use crate::op_filter::OperatorFilter;
 use crate::pending_graph::PendingGraph;
+use crate::registration::Registrations;
 use crate::stats::Counters;
 use crate::storage::LazyStorage;
 
@@ -123,7 +125,10 @@ pub struct LazyBackend {
     pub(crate) stats: Counters,
     /// Whether the per-operator overhead profile is on (Note [Zero-cost profiling]).
     profiling: AtomicBool,
+    /// `enable_ops` / `disable_ops` (Note [Selective interception]).
     pub(crate) filter: OperatorFilter,
+    /// `register_op` (Note [Operators registered at run time]).
+    pub(crate) registrations: Registrations,
     /// The per-operator counts, by operator id.
     op_counts: RwLock<HashMap<usize, Arc<OpCounts>>>,
 }
@@ -135,6 +140,9 @@ pub(crate) struct OpCounts {
     pub eager: AtomicU64,
     pub profile_count: AtomicU64,
     pub profile_ns: AtomicU64,
+    /// Calls and time reported by `record_execution_time`.
+    pub recorded_calls: AtomicU64,
+    pub recorded_ns: AtomicU64,
 }
 
 impl OpCounts {
@@ -144,6 +152,8 @@ impl OpCounts {
             &self.eager,
             &self.profile_count,
             &self.profile_ns,
+            &self.recorded_calls,
+            &self.recorded_ns,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -230,6 +240,7 @@ impl LazyBackend {
             stats: Counters::new(),
             profiling: AtomicBool::new(false),
             filter: OperatorFilter::default(),
+            registrations: Registrations::default(),
             op_counts: RwLock::new(HashMap::new()),
         }
     }
@@ -270,22 +281,6 @@ impl LazyBackend {
     /// Empties the graph cache.
     pub fn clear_cache(&self) {
         self.cache.clear();
-    }
-
-    /// Turns interception off for these operators on this device (see
-    /// [`disable_ops`](crate::disable_ops)).
-    pub fn disable_ops(&self, names: &[&str]) -> Result<(), DispatchError> {
-        self.filter.update(names, true)
-    }
-
-    /// Turns interception back on for these operators on this device.
-    pub fn enable_ops(&self, names: &[&str]) -> Result<(), DispatchError> {
-        self.filter.update(names, false)
-    }
-
-    /// The operators whose interception is turned off on this device, sorted.
-    pub fn disabled_ops(&self) -> Vec<String> {
-        self.filter.names()
     }
 
     /// Turns the per-operator overhead profile on or off (Note [Zero-cost profiling]); returns
@@ -342,6 +337,8 @@ impl LazyBackend {
                     eager: AtomicU64::new(0),
                     profile_count: AtomicU64::new(0),
                     profile_ns: AtomicU64::new(0),
+                    recorded_calls: AtomicU64::new(0),
+                    recorded_ns: AtomicU64::new(0),
                 })
             })
             .clone()

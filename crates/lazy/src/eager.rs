@@ -63,6 +63,22 @@ pub(crate) fn run_eagerly(
     op: &OperatorHandle,
     stack: &mut Stack,
 ) -> Result<()> {
+    run_eagerly_with(
+        backend,
+        op,
+        stack,
+        &|op: &OperatorHandle, stack: &mut Stack| op.redispatch_boxed(CPU, stack),
+    )
+}
+
+/// [`run_eagerly`] with `kernel` in place of the operator's CPU kernel (an implementation
+/// registered at run time, Note [Operators registered at run time]).
+pub(crate) fn run_eagerly_with(
+    backend: &'static LazyBackend,
+    op: &OperatorHandle,
+    stack: &mut Stack,
+    kernel: &dyn Fn(&OperatorHandle, &mut Stack) -> Result<()>,
+) -> Result<()> {
     if stack.iter().any(has_lazy) {
         check_lazy_devices(stack)?;
         // Everything pending runs first: the call must see every earlier write, and may
@@ -99,7 +115,7 @@ pub(crate) fn run_eagerly(
             v => v.try_map_tensors(|t| to_cpu(t.clone()))?,
         }
     }
-    op.redispatch_boxed(CPU, stack)?;
+    kernel(op, stack)?;
     for v in stack.iter_mut() {
         v.try_map_tensors(|t| wrap(backend, &replaced, t.clone()))?;
     }

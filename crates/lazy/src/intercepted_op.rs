@@ -1,17 +1,15 @@
 //! What the lazy backend knows about each operator it intercepts: whether it can be captured,
-//! its aliasing, whether interception is disabled for it, its counts.
+//! its aliasing, its shape rule; how many operators each interception layer handles.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, RwLock};
 
 use switchboard_dispatcher::{
-    DispatchError, DispatchKey, Dispatcher, OperatorHandle, OperatorSemantics, Provenance, Tag,
+    DispatchKey, Dispatcher, OperatorHandle, OperatorSemantics, Provenance, Tag,
 };
-use switchboard_schema::{FunctionSchema, OperatorName, Type};
-use switchboard_tensor::TensorError;
+use switchboard_schema::{FunctionSchema, Type};
 
-use crate::backend::default_backend;
+use crate::composite_scope::is_interposed;
 use crate::rules::{rule_for, ShapeRule};
 
 /// How calls of an operator are handled.
@@ -130,129 +128,6 @@ pub(crate) fn intercepted_op(op: &OperatorHandle) -> Arc<InterceptedOp> {
         .clone()
 }
 
-// Note [Selective interception]
-// `disable_ops(["aten::add", "mm"])` sends the calls of those operators to the eager path
-// (interception layer 3: inputs materialised, the operator run on CPU, its result wrapped);
-// `enable_ops` takes operators off that list again, on one lazy device (Note [Lazy devices]).
-// A name without namespace means `aten::`; a name without overload means every overload.
-// Names must be registered operators. While no operator is disabled, an intercepted call reads
-// one flag of the device's filter; otherwise it looks its operator's name up.
-
-/// The operators `disable_ops` turned interception off for, on one lazy device.
-#[derive(Default)]
-pub(crate) struct OperatorFilter {
-    /// `aten::add` (all overloads) or `aten::add.Tensor`.
-    disabled: RwLock<HashSet<String>>,
-    /// Whether `disabled` has any name: while it has none, an intercepted call reads this flag
-    /// only.
-    any: AtomicBool,
-}
-
-impl OperatorFilter {
-    /// Whether no operator is disabled (one relaxed load).
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        !self.any.load(Ordering::Relaxed)
-    }
-
-    /// Whether interception is off for operator `full_name` (`aten::add.Tensor`).
-    pub fn is_disabled(&self, full_name: &str) -> bool {
-        if self.is_empty() {
-            return false;
-        }
-        let disabled = self.disabled.read().unwrap_or_else(|e| e.into_inner());
-        let base = full_name.split('.').next().unwrap_or(full_name);
-        disabled.contains(full_name) || disabled.contains(base)
-    }
-
-    pub fn update(&self, names: &[&str], disable: bool) -> Result<(), DispatchError> {
-        let names: Vec<String> = names
-            .iter()
-            .map(|n| normalize(n))
-            .collect::<Result<_, _>>()?;
-        let mut f = self.disabled.write().unwrap_or_else(|e| e.into_inner());
-        for n in names {
-            if disable {
-                f.insert(n);
-            } else {
-                f.remove(&n);
-            }
-        }
-        self.any.store(!f.is_empty(), Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// The disabled names, sorted.
-    pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .disabled
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned()
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-/// `aten::add` / `add` / `aten::add.Tensor` / `add.Tensor`, checked against the dispatcher's
-/// operators, as the filter stores it.
-fn normalize(name: &str) -> Result<String, DispatchError> {
-    let qualified = if name.contains("::") {
-        name.to_string()
-    } else {
-        format!("aten::{name}")
-    };
-    let (base, overload) = match qualified.split_once('.') {
-        Some((b, o)) => (b.to_string(), Some(o.to_string())),
-        None => (qualified.clone(), None),
-    };
-    let ops = Dispatcher::global().list_operators();
-    let known = ops.iter().any(|o: &OperatorName| {
-        o.name() == base && overload.as_deref().is_none_or(|ov| o.overload_name() == ov)
-    }) || (overload.as_deref() == Some("default")
-        && ops
-            .iter()
-            .any(|o| o.name() == base && o.overload_name().is_empty()));
-    if !known {
-        return Err(TensorError::invalid(format!(
-            "enable_ops/disable_ops: unknown operator '{name}'"
-        ))
-        .into());
-    }
-    Ok(match overload.as_deref() {
-        Some("default") => base,
-        _ => qualified,
-    })
-}
-
-/// Turns interception off for these operators on the default lazy device: their calls on lazy
-/// tensors run eagerly on CPU (materialising their inputs) and their results are wrapped as
-/// lazy tensors (Note [Selective interception]).
-///
-/// ```
-/// # use switchboard_lazy as lazy;
-/// lazy::disable_ops(&["aten::mm", "relu"]).unwrap();
-/// assert_eq!(lazy::disabled_ops(), ["aten::mm", "aten::relu"]);
-/// lazy::enable_ops(&["mm", "aten::relu"]).unwrap();
-/// assert!(lazy::disabled_ops().is_empty());
-/// assert!(lazy::disable_ops(&["no_such_op"]).is_err());
-/// ```
-pub fn disable_ops(names: &[&str]) -> Result<(), DispatchError> {
-    default_backend().disable_ops(names)
-}
-
-/// Turns interception back on for these operators (see [`disable_ops`]).
-pub fn enable_ops(names: &[&str]) -> Result<(), DispatchError> {
-    default_backend().enable_ops(names)
-}
-
-/// The operators whose interception is turned off on the default lazy device, sorted.
-pub fn disabled_ops() -> Vec<String> {
-    default_backend().disabled_ops()
-}
-
 /// How many of the dispatcher's operators each interception layer handles.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StaticCoverage {
@@ -291,6 +166,8 @@ pub(crate) fn static_coverage() -> StaticCoverage {
         }
         c.operators += 1;
         match d.kernel_origin(&op, DispatchKey::Lazy).provenance {
+            // A filter's interposed kernel (Note [Filters on composite operators]).
+            Provenance::Kernel if is_interposed(&op) => c.composite += 1,
             Provenance::Kernel => c.registered += 1,
             Provenance::DefaultBackend | Provenance::Math => c.composite += 1,
             _ => match intercepted_op(&op).handling {

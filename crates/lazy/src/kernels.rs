@@ -12,10 +12,11 @@ use switchboard_tensor::{register_grow_storage, register_host_copy, TensorError}
 
 use crate::backend::{backend_of_call, indexed, is_lazy_device_type, LazyBackend};
 use crate::capture::capture;
-use crate::eager::{host_copy, materialize, run_eagerly};
+use crate::eager::{host_copy, materialize};
 use crate::intercepted_op::{intercepted_op, Handling, InterceptedOp};
 use crate::log;
 use crate::mode::lazy_mode;
+use crate::registration::run_default_path;
 use crate::rules;
 use crate::storage::lazy_storage;
 use crate::unboxed::typed_kernel;
@@ -61,17 +62,17 @@ fn dispatch(
     let stats = &backend.stats;
     if !lazy_mode() {
         stats.eager_mode_calls.inc();
-        run_eagerly(backend, op, stack)?;
+        run_default_path(backend, op, info, stack)?;
         return Ok(first_id(stack));
     }
-    if matches!(info.handling, Handling::Eager(_)) || backend.filter.is_disabled(&info.name) {
+    if matches!(info.handling, Handling::Eager(_)) || backend.filter.diverts(backend, &info.name) {
         stats.eager_fallbacks.inc();
         backend.op_counts(info).eager.fetch_add(1, Relaxed);
-        run_eagerly(backend, op, stack)?;
+        run_default_path(backend, op, info, stack)?;
         return Ok(first_id(stack));
     }
     capture(backend, op, info, stack)?;
-    if registered {
+    if registered || backend.registrations.contains(&info.name) {
         stats.registered_captures.inc();
     } else {
         stats.fallback_captures.inc();

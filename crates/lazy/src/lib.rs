@@ -25,11 +25,14 @@
 //! 2. every other operator through a boxed fallback on `Lazy`, its output metadata computed by
 //!    its Meta kernel;
 //! 3. operators that cannot be captured (no Meta kernel, host-value results, random results),
-//!    operators turned off with [`disable_ops`], and every call while lazy mode is off
-//!    ([`set_lazy_mode`]) run eagerly on CPU on their materialised inputs, and their results
-//!    are wrapped as lazy tensors.
+//!    operators left out by [`enable_ops`]' allow-list or sent away by [`disable_ops`], and
+//!    every call while lazy mode is off ([`set_lazy_mode`]) run eagerly on CPU on their
+//!    materialised inputs (or through the implementation [`register_op`] gave their
+//!    operator), and their results are wrapped as lazy tensors.
 //!
-//! Layers 1 and 2 share one capture path; the counts of each are in [`stats`].
+//! Layers 1 and 2 share one capture path; the counts of each are in [`stats`] (with Genie's
+//! `get_stats` fields; [`stats_json`] has its keys). Operators can be registered at run time
+//! ([`register_op`], [`is_operation_registered`], [`register_ops_from_trace`]).
 //!
 //! # Running
 //!
@@ -51,8 +54,10 @@
 //! # Seeing what happens
 //!
 //! [`stats`] and [`metrics_report`]; `SWITCHBOARD_LOG_INTERCEPTS=1` (or
-//! [`set_log_intercepts`]) prints a line per intercepted call in Genie's format; an optional
-//! per-operator overhead profile ([`set_profiling`], [`profile`]); the pending graph as code,
+//! [`set_log_intercepts`]) prints a line per intercepted call in Genie's format, and Genie's
+//! info lines (`Dispatcher lazy mode enabled`); an optional per-operator overhead profile
+//! ([`set_profiling`], [`profile`]: Genie's `get_performance_stats`, with the execution time
+//! an executor reports, [`LazyBackend::record_execution_time`]); the pending graph as code,
 //! DOT or JSON ([`pending_graph`]).
 #![warn(missing_docs)]
 
@@ -60,6 +65,7 @@ mod args;
 mod backend;
 mod cache;
 mod capture;
+mod composite_scope;
 mod eager;
 mod executor;
 mod install;
@@ -67,8 +73,11 @@ mod intercepted_op;
 mod kernels;
 mod log;
 mod mode;
+mod op_filter;
 mod pending;
 mod pending_graph;
+mod profile;
+mod registration;
 mod resize;
 mod rules;
 mod shapes;
@@ -82,14 +91,17 @@ pub use executor::{
     captured_device_type, current as executor, set_executor, CpuExecutor, Executable, Executor,
 };
 pub use install::install;
-pub use intercepted_op::{disable_ops, disabled_ops, enable_ops, StaticCoverage};
+pub use intercepted_op::StaticCoverage;
 pub use kernels::REGISTERED_OPS;
 pub use log::{capture_intercept_log, log_intercepts, set_log_intercepts, LOG_INTERCEPTS_ENV};
 pub use mode::{lazy_mode, set_lazy_mode, LazyModeGuard};
-pub use rules::operators_with_shape_rules;
-pub use stats::{
-    metrics_report, profile, profile_json, reset_stats, set_profiling, stats, LazyStats, OpProfile,
+pub use op_filter::{disable_ops, disabled_ops, enable_all_ops, enable_ops, enabled_ops};
+pub use profile::{profile, profile_json, set_profiling, OpProfile};
+pub use registration::{
+    is_operation_registered, register_op, register_ops_from_trace, OpImplementation,
 };
+pub use rules::operators_with_shape_rules;
+pub use stats::{metrics_report, registration_coverage, reset_stats, stats, stats_json, LazyStats};
 pub use storage::{is_lazy, lazy_storage, LazyStorage, DEVICE};
 
 use switchboard_dispatcher::Result;

@@ -1,5 +1,5 @@
-//! The intercept log: one line per intercepted call, in Genie's format
-//! (`SWITCHBOARD_LOG_INTERCEPTS=1`).
+//! The lazy backend's log: one line per intercepted call, in Genie's format, and Genie's info
+//! lines (lazy mode changes), on stderr when `SWITCHBOARD_LOG_INTERCEPTS=1`.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -55,8 +55,9 @@ pub fn set_log_intercepts(on: bool) {
     STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
 }
 
-/// Runs `f` and returns, with its result, the intercept log lines of the calls it made on this
-/// thread (whether or not the log is on; nothing goes to stderr for them).
+/// Runs `f` and returns, with its result, the log lines of what it did on this thread: one per
+/// intercepted call, and the info lines (Genie's `Dispatcher lazy mode enabled`), whether or
+/// not the log is on; nothing goes to stderr for them.
 ///
 /// ```
 /// use switchboard_lazy as lazy;
@@ -123,14 +124,27 @@ pub(crate) fn emit(op: &str, id: Option<u64>, in_shapes: &[String], returns: &[I
         "[switchboard] Intercepted {op} -> id={id}, in_shapes=[{}], out_shape={out}",
         in_shapes.join(", ")
     );
-    let kept = BUFFER.with(|b| match b.borrow_mut().as_mut() {
+    write(line);
+}
+
+/// Writes an info line of the backend (Genie's `logger.info`): `[switchboard] {message}`.
+pub(crate) fn info(message: &str) {
+    write(format!("[switchboard] {message}"));
+}
+
+/// Keeps `line` for the running capture of this thread, or prints it when the log is on.
+fn write(line: String) {
+    let line = match BUFFER.with(|b| match b.borrow_mut().as_mut() {
         Some(buf) => {
-            buf.push(line.clone());
-            true
+            buf.push(line);
+            None
         }
-        None => false,
-    });
-    if !kept && log_intercepts() {
+        None => Some(line),
+    }) {
+        Some(line) => line,
+        None => return,
+    };
+    if log_intercepts() {
         eprintln!("{line}");
     }
 }

@@ -13,18 +13,33 @@ thread_local! {
     static GUARDS: GuardStack<bool> = const { GuardStack::new() };
 }
 
-/// Turns lazy mode on or off on this thread and returns the previous setting. Off, every call
-/// on lazy tensors runs at once on CPU (what is pending runs first) and returns lazy tensors
-/// holding the results: the same values, nothing deferred. Other threads keep their own mode
-/// (on until they change it).
+/// Turns lazy mode on or off on this thread and returns the previous setting; logs Genie's
+/// info line, `Dispatcher lazy mode enabled` (`disabled`), to the backend's log. Off, every
+/// call on tensors of a lazy device runs at once (what is pending runs first), on CPU or
+/// through the implementation [`register_op`](crate::LazyBackend::register_op) gave its
+/// operator, and returns ordinary tensors of that device holding the results (materialised
+/// data, no pending value): the same values, nothing deferred. Other threads keep their own
+/// mode (on until they change it). A [`LazyModeGuard`] sets it for a scope without logging.
 ///
 /// ```
 /// # use switchboard_lazy as lazy;
-/// let was = lazy::set_lazy_mode(false);
+/// let (was, lines) = lazy::capture_intercept_log(|| lazy::set_lazy_mode(false));
+/// assert_eq!(lines, ["[switchboard] Dispatcher lazy mode disabled"]);
 /// assert!(!lazy::lazy_mode());
 /// lazy::set_lazy_mode(was);
 /// ```
 pub fn set_lazy_mode(on: bool) -> bool {
+    let previous = replace_lazy_mode(on);
+    crate::log::info(if on {
+        "Dispatcher lazy mode enabled"
+    } else {
+        "Dispatcher lazy mode disabled"
+    });
+    previous
+}
+
+/// Sets this thread's lazy mode, without a log line.
+fn replace_lazy_mode(on: bool) -> bool {
     LAZY_MODE.with(|m| m.replace(on))
 }
 
@@ -55,7 +70,7 @@ pub struct LazyModeGuard {
 impl LazyModeGuard {
     /// Sets lazy mode to `on` until the guard is dropped.
     pub fn new(on: bool) -> LazyModeGuard {
-        let previous = set_lazy_mode(on);
+        let previous = replace_lazy_mode(on);
         LazyModeGuard {
             frame: GUARDS.with(|g| g.push(previous)),
             _not_send: PhantomData,
@@ -66,7 +81,7 @@ impl LazyModeGuard {
 impl Drop for LazyModeGuard {
     fn drop(&mut self) {
         if let Some(previous) = GUARDS.with(|g| g.pop(self.frame)) {
-            set_lazy_mode(previous);
+            replace_lazy_mode(previous);
         }
     }
 }

@@ -1,11 +1,9 @@
-//! Counters and the statistics of the lazy backend: [`stats`], [`metrics_report`], the
-//! per-operator overhead profile.
+//! Counters and the statistics of the lazy backend: [`stats`] (Genie's `get_stats`, and
+//! more), [`stats_json`], [`metrics_report`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use serde_json::json;
 
 use crate::backend::{default_backend, LazyBackend};
 use crate::intercepted_op::{static_coverage, StaticCoverage};
@@ -79,11 +77,21 @@ impl Counters {
 }
 
 /// What a lazy device's backend has done since start-up (or the last [`reset_stats`]):
-/// Genie's statistics, and more. See [`metrics_report`] for a readable form.
+/// Genie's statistics (`get_stats`: its fields have its names, [`LazyStats::to_json`] has its
+/// keys), and more. See [`metrics_report`] for a readable form.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LazyStats {
-    /// Operators with a dedicated kernel on the `Lazy` key (interception layer 1).
+    /// Operators registered on the device: those with a dedicated kernel on the `Lazy` key
+    /// (interception layer 1, [`REGISTERED_OPS`](crate::REGISTERED_OPS)) and the names
+    /// registered at run time (Note [Operators registered at run time]).
     pub registered_ops: usize,
+    /// Registrations that took effect: the same operators (a failed one registers nothing).
+    pub successful_registrations: usize,
+    /// Names [`register_op`](crate::LazyBackend::register_op) and
+    /// [`register_ops_from_trace`](crate::LazyBackend::register_ops_from_trace) refused ...
+    pub failed_registrations: usize,
+    /// ... with the reason, by name.
+    pub registration_failures: BTreeMap<String, String>,
     /// Calls that reached the lazy backend (all three layers).
     pub operation_count: u64,
     /// Calls captured by a dedicated kernel (layer 1) ...
@@ -93,7 +101,8 @@ pub struct LazyStats {
     pub unboxed_captures: u64,
     /// Calls captured by the boxed fallback (layer 2), in total ...
     pub fallback_capture_count: u64,
-    /// ... and per operator: the unique fallback-captured operators are the keys.
+    /// ... and per operator: the unique fallback-captured operators are the keys (Genie's
+    /// `fallback_ops` count adds the failed registrations, see [`LazyStats::to_json`]).
     pub fallback_ops: BTreeMap<String, u64>,
     /// Calls that ran eagerly on CPU because they cannot be captured or are disabled
     /// (layer 3), in total ...
@@ -129,15 +138,19 @@ pub struct LazyStats {
     pub executor: String,
     /// Milliseconds spent in syncs (planning and running graphs).
     pub sync_ms: f64,
+    /// Genie's coverage: successful registrations / (successful + failed) * 100, 0 when
+    /// nothing was registered ([`registration_coverage`]).
+    pub coverage_percentage: f64,
     /// The share of intercepted calls captured without an eager fallback, in percent (100
     /// when there was none).
-    pub coverage_percentage: f64,
+    pub capture_percentage: f64,
     /// Which registered operators the layers can capture (computed from the dispatcher's
     /// tables).
     pub static_coverage: StaticCoverage,
 }
 
 /// The default lazy device's statistics (see [`LazyStats`]).
+#[doc(alias = "get_stats")]
 pub fn stats() -> LazyStats {
     default_backend().stats()
 }
@@ -156,6 +169,7 @@ pub fn metrics_report() -> String {
 
 impl LazyBackend {
     /// This device's statistics (see [`LazyStats`]).
+    #[doc(alias = "get_stats")]
     pub fn stats(&self) -> LazyStats {
         let mut fallback_ops = BTreeMap::new();
         let mut eager_fallback_ops = BTreeMap::new();
@@ -174,14 +188,20 @@ impl LazyBackend {
         let registered = s.registered_captures.get() + unboxed;
         let captured = registered + s.fallback_captures.get();
         let eager = s.eager_fallbacks.get();
-        let coverage_percentage = if captured + eager == 0 {
+        let capture_percentage = if captured + eager == 0 {
             100.0
         } else {
             100.0 * captured as f64 / (captured + eager) as f64
         };
         let coverage = static_coverage();
+        let successful = self.registrations.successful();
+        let registration_failures = self.registrations.failed();
         LazyStats {
-            registered_ops: coverage.registered,
+            registered_ops: successful,
+            successful_registrations: successful,
+            failed_registrations: registration_failures.len(),
+            coverage_percentage: registration_coverage(successful, registration_failures.len()),
+            registration_failures,
             operation_count: s.operations.get(),
             registered_captures: registered,
             unboxed_captures: unboxed,
@@ -203,7 +223,7 @@ impl LazyBackend {
             lazy_mode: crate::lazy_mode(),
             executor: self.executor().name().to_string(),
             sync_ms: s.sync_ns.get() as f64 / 1e6,
-            coverage_percentage,
+            capture_percentage,
             static_coverage: coverage,
         }
     }
@@ -310,7 +330,12 @@ impl LazyBackend {
         let _ = writeln!(
             out,
             "Coverage: {:.2}% of calls captured without an eager fallback",
-            s.coverage_percentage
+            s.capture_percentage
+        );
+        let _ = writeln!(
+            out,
+            "Registrations: {} successful, {} failed ({:.1}% coverage)",
+            s.successful_registrations, s.failed_registrations, s.coverage_percentage
         );
         let c = &s.static_coverage;
         let _ = writeln!(
@@ -340,67 +365,61 @@ impl LazyBackend {
     }
 }
 
-// Note [Zero-cost profiling]
-// The per-operator overhead profile reads the clock twice per intercepted call. When it is
-// off, an interception pays one relaxed load of its device's `profiling` flag and a not-taken
-// branch; the clock is never read.
-
-/// Turns the default lazy device's per-operator overhead profile on or off (Note [Zero-cost
-/// profiling]); returns the previous setting.
-pub fn set_profiling(on: bool) -> bool {
-    default_backend().set_profiling(on)
-}
-
-/// One operator's line of the overhead profile.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OpProfile {
-    /// Intercepted calls while profiling.
-    pub count: u64,
-    /// Mean time in the lazy backend per call, in nanoseconds (capture, or the eager run of
-    /// an eager fallback).
-    pub avg_overhead_ns: f64,
-}
-
-/// The default lazy device's per-operator overhead profile.
-pub fn profile() -> BTreeMap<String, OpProfile> {
-    default_backend().profile()
-}
-
-/// The default lazy device's profile as JSON (see [`LazyBackend::profile_json`]).
-pub fn profile_json() -> serde_json::Value {
-    default_backend().profile_json()
-}
-
-impl LazyBackend {
-    /// The per-operator overhead profile (operators intercepted while profiling was on).
-    pub fn profile(&self) -> BTreeMap<String, OpProfile> {
-        self.all_op_counts()
-            .into_iter()
-            .filter_map(|c| {
-                let count = c.profile_count.load(Ordering::Relaxed);
-                (count > 0).then(|| {
-                    let ns = c.profile_ns.load(Ordering::Relaxed);
-                    (
-                        c.op.name.clone(),
-                        OpProfile {
-                            count,
-                            avg_overhead_ns: ns as f64 / count as f64,
-                        },
-                    )
-                })
-            })
-            .collect()
+/// Genie's `_calculate_coverage`: `successful / (successful + failed) * 100`, 0 when nothing was
+/// registered.
+///
+/// ```
+/// # use switchboard_lazy::registration_coverage;
+/// assert_eq!(registration_coverage(45, 5), 90.0);
+/// assert_eq!(registration_coverage(0, 0), 0.0);
+/// assert_eq!(registration_coverage(0, 3), 0.0);
+/// ```
+pub fn registration_coverage(successful: usize, failed: usize) -> f64 {
+    let total = successful + failed;
+    if total == 0 {
+        return 0.0;
     }
+    successful as f64 / total as f64 * 100.0
+}
 
-    /// The profile as JSON: `{"aten::mm": {"count": 1000, "avg_overhead_ns": 150.0}, ...}`.
-    pub fn profile_json(&self) -> serde_json::Value {
-        let mut m = serde_json::Map::new();
-        for (k, p) in self.profile() {
-            m.insert(
-                k,
-                json!({ "count": p.count, "avg_overhead_ns": (p.avg_overhead_ns * 10.0).round() / 10.0 }),
-            );
-        }
-        serde_json::Value::Object(m)
+/// The default lazy device's statistics with Genie's keys (see [`LazyStats::to_json`]).
+#[doc(alias = "get_stats")]
+pub fn stats_json() -> serde_json::Value {
+    default_backend().stats().to_json()
+}
+
+impl LazyStats {
+    /// Genie's `get_stats()` dictionary, with exactly its keys: `registered_ops`,
+    /// `successful_registrations`, `failed_registrations`, `fallback_ops` (the number of
+    /// unique operators captured by the fallback or whose registration failed, as Genie adds
+    /// failed registrations to its fallback set), `fallback_capture_count` (from its fallback
+    /// statistics), `operation_count`, `lazy_mode`, `coverage_percentage`.
+    ///
+    /// ```
+    /// # use switchboard_lazy as lazy;
+    /// let j = lazy::stats().to_json();
+    /// let mut keys: Vec<&str> = j.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    /// keys.sort();
+    /// assert_eq!(keys, ["coverage_percentage", "failed_registrations", "fallback_capture_count",
+    ///     "fallback_ops", "lazy_mode", "operation_count", "registered_ops",
+    ///     "successful_registrations"]);
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        let fallback_ops = self
+            .fallback_ops
+            .keys()
+            .chain(self.registration_failures.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        serde_json::json!({
+            "registered_ops": self.registered_ops,
+            "successful_registrations": self.successful_registrations,
+            "failed_registrations": self.failed_registrations,
+            "fallback_ops": fallback_ops,
+            "fallback_capture_count": self.fallback_capture_count,
+            "operation_count": self.operation_count,
+            "lazy_mode": self.lazy_mode,
+            "coverage_percentage": self.coverage_percentage,
+        })
     }
 }

@@ -145,7 +145,7 @@ fn operators_that_cannot_be_captured_run_eagerly() {
         .eager_fallback_ops
         .contains_key("lazytest::count_positive"));
     assert!(after.eager_fallback_ops.contains_key("aten::normal_"));
-    assert!(after.coverage_percentage < 100.0);
+    assert!(after.capture_percentage < 100.0);
 }
 
 #[test]
