@@ -54,6 +54,16 @@ const DEVICE_TYPES: usize = 4;
 // graph names to the CPU. `lazy` is always a lazy device type; a private-use one is once
 // installed, and stays so (registrations are for the process's life).
 
+// Note [Eager calls on the executor]
+// With lazy mode off, a call on a lazy device runs at once: by default on the host's CPU, on
+// its materialised inputs (interception layer 3). A device whose executor runs elsewhere (a
+// remote worker, whose memory holds the device's data) can ask for eager calls to run there
+// instead (`set_eager_on_executor`): the call is captured as in lazy mode and the device's
+// graph runs at once, so each call is a graph of its own and its results are the executor's
+// data, as an ordinary tensor of an accelerator lives in the accelerator's memory. Calls that
+// cannot be captured, and operators given an implementation with `register_op`, still take
+// the default path.
+
 static BACKENDS: [[OnceLock<LazyBackend>; MAX_LAZY_DEVICES]; DEVICE_TYPES] =
     [const { [const { OnceLock::new() }; MAX_LAZY_DEVICES] }; DEVICE_TYPES];
 
@@ -129,6 +139,8 @@ pub struct LazyBackend {
     pub(crate) filter: OperatorFilter,
     /// `register_op` (Note [Operators registered at run time]).
     pub(crate) registrations: Registrations,
+    /// See [`LazyBackend::set_eager_on_executor`].
+    eager_on_executor: AtomicBool,
     /// The per-operator counts, by operator id.
     op_counts: RwLock<HashMap<usize, Arc<OpCounts>>>,
 }
@@ -241,6 +253,7 @@ impl LazyBackend {
             profiling: AtomicBool::new(false),
             filter: OperatorFilter::default(),
             registrations: Registrations::default(),
+            eager_on_executor: AtomicBool::new(false),
             op_counts: RwLock::new(HashMap::new()),
         }
     }
@@ -257,6 +270,18 @@ impl LazyBackend {
     #[inline]
     pub fn device(&self) -> Device {
         self.device
+    }
+
+    /// Whether calls made with lazy mode off run on the executor (Note [Eager calls on the
+    /// executor]); off by default.
+    pub fn eager_on_executor(&self) -> bool {
+        self.eager_on_executor.load(Ordering::Relaxed)
+    }
+
+    /// Makes calls made with lazy mode off run on the executor, one call per graph, instead of
+    /// on the host's CPU (Note [Eager calls on the executor]); returns the previous setting.
+    pub fn set_eager_on_executor(&self, on: bool) -> bool {
+        self.eager_on_executor.swap(on, Ordering::Relaxed)
     }
 
     /// The executor in use.

@@ -62,6 +62,15 @@ fn dispatch(
     let stats = &backend.stats;
     if !lazy_mode() {
         stats.eager_mode_calls.inc();
+        // Note [Eager calls on the executor]
+        if backend.eager_on_executor()
+            && !matches!(info.handling, Handling::Eager(_))
+            && !backend.registrations.contains(&info.name)
+        {
+            capture(backend, op, info, stack)?;
+            backend.run_pending()?;
+            return Ok(first_id(stack));
+        }
         run_default_path(backend, op, info, stack)?;
         return Ok(first_id(stack));
     }

@@ -253,3 +253,36 @@ fn kept_data_is_never_read_as_host_data() {
     assert!(!t.has_data());
     assert_eq!(t.dtype(), ScalarType::Float);
 }
+
+#[test]
+fn eager_calls_can_run_on_the_executor() {
+    let d = accel(4);
+    let b = lazy::backend(d).unwrap();
+    let ex = Arc::new(KeepingExecutor::default());
+    b.set_executor(Arc::new(Shared(ex.clone())));
+    assert!(!b.set_eager_on_executor(true));
+    let x = to(&cpu(&[1., -2., 3.], &[3]), d);
+    b.sync().unwrap();
+    let runs = ex.inputs.lock().unwrap().len();
+    let y = {
+        let _eager = lazy::LazyModeGuard::new(false);
+        let y = ops::relu(&x).unwrap();
+        // Ran at once, on the executor: nothing pending, one more graph, a kept result.
+        assert_eq!(b.pending_calls(), 0);
+        assert_eq!(ex.inputs.lock().unwrap().len(), runs + 1);
+        ops::mul_scalar_(&y, 2.0).unwrap();
+        assert_eq!(ex.inputs.lock().unwrap().len(), runs + 2);
+        y
+    };
+    assert_eq!(y.device(), d);
+    assert_eq!(y.to_vec::<f32>().unwrap(), [2., 0., 6.]);
+    // Off again: eager calls run on the host's CPU, no graph.
+    assert!(b.set_eager_on_executor(false));
+    {
+        let _eager = lazy::LazyModeGuard::new(false);
+        let z = ops::neg(&y).unwrap();
+        assert_eq!(z.to_vec::<f32>().unwrap(), [-2., 0., -6.]);
+    }
+    assert_eq!(ex.inputs.lock().unwrap().len(), runs + 2);
+    b.set_executor(Arc::new(CpuExecutor));
+}
