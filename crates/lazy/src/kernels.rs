@@ -154,6 +154,43 @@ fn copy_kernel() -> KernelFunction {
     )
 }
 
+// Note [The running statistics of native_batch_norm]
+// `native_batch_norm` in training mode updates `running_mean` and `running_var` in place, but
+// its schema does not say so (`Tensor? running_mean`, no `(a!)`): PyTorch's graph capture
+// decomposes it into `_native_batch_norm_legit`, whose schema marks both as written, for the
+// same reason. Captured as it is, the graph would compute the updated statistics into memory
+// no storage keeps. So on a lazy device a training-mode call given running statistics is
+// captured as `_native_batch_norm_legit` (same arguments in the same order, same returns),
+// and the statistics' storages get their new values as any written argument's do. Other calls
+// write nothing and are captured as they are.
+
+/// `native_batch_norm` on `Lazy` (Note [The running statistics of native_batch_norm]).
+fn native_batch_norm_kernel() -> KernelFunction {
+    let cells: [OnceLock<Arc<InterceptedOp>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let legit: OnceLock<OperatorHandle> = OnceLock::new();
+    KernelFunction::from_boxed(
+        move |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
+            let writes_statistics = matches!(stack.get(5), Some(IValue::Bool(true)))
+                && matches!(stack.get(3), Some(IValue::Tensor(_)))
+                && matches!(stack.get(4), Some(IValue::Tensor(_)));
+            if !writes_statistics {
+                let info = cells[0].get_or_init(|| intercepted_op(op));
+                return intercept(op, info, true, stack);
+            }
+            let legit = match legit.get() {
+                Some(l) => l,
+                None => {
+                    let found = switchboard_dispatcher::Dispatcher::global()
+                        .find_schema_or_throw("aten::_native_batch_norm_legit")?;
+                    legit.get_or_init(|| found)
+                }
+            };
+            let info = cells[1].get_or_init(|| intercepted_op(legit));
+            intercept(legit, info, true, stack)
+        },
+    )
+}
+
 fn copy_out(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
     let (Some(IValue::Tensor(dst)), Some(IValue::Tensor(src))) = (stack.first(), stack.get(1))
     else {
@@ -211,6 +248,12 @@ pub(crate) fn register_on(lib: &mut Library, ty: DeviceType) -> Result<()> {
         };
         lib.impl_with_static_debug(name, None, kernel, "switchboard_lazy::capture [Lazy]")?;
     }
+    lib.impl_with_static_debug(
+        "native_batch_norm",
+        None,
+        native_batch_norm_kernel(),
+        "switchboard_lazy::capture [Lazy]",
+    )?;
     Ok(())
 }
 
