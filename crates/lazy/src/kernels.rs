@@ -244,16 +244,11 @@ pub(crate) fn register_on(lib: &mut Library, ty: DeviceType) -> Result<()> {
         let kernel = match typed {
             Some(kernel) => kernel,
             None if *name == "copy_" => copy_kernel(),
+            None if *name == "native_batch_norm" => native_batch_norm_kernel(),
             None => registered_kernel(),
         };
         lib.impl_with_static_debug(name, None, kernel, "switchboard_lazy::capture [Lazy]")?;
     }
-    lib.impl_with_static_debug(
-        "native_batch_norm",
-        None,
-        native_batch_norm_kernel(),
-        "switchboard_lazy::capture [Lazy]",
-    )?;
     Ok(())
 }
 
