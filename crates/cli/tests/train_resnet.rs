@@ -219,3 +219,36 @@ fn resnet_default_run_reaches_its_accuracy() {
         .unwrap();
     assert!(accuracy >= 0.97, "{stdout}");
 }
+
+#[test]
+fn resnet_on_lazy_gives_the_eager_numbers() {
+    // Batch norm's running statistics included: the test accuracy is measured with them.
+    let dir = Dir::new("lazy");
+    let data = digits_csv(&dir);
+    let eager = quick(&data, &[]);
+    let lazy = quick(&data, &["--device", "lazy"]);
+    let ((e, e_err), (l, l_err)) = (text(&eager), text(&lazy));
+    assert!(
+        eager.status.success() && lazy.status.success(),
+        "{e_err}\n{l_err}"
+    );
+    let (le, ll) = (losses(&e), losses(&l));
+    assert_eq!(le.len(), 2, "{e}");
+    for (a, b) in le.iter().zip(&ll) {
+        assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{e}\n{l}");
+    }
+    // The accuracies of every epoch and the final one, without the timings.
+    let accuracy = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.starts_with("epoch"))
+            .map(|l| l.split("  (").next().unwrap_or_default().to_string())
+            .chain(
+                s.lines()
+                    .filter(|l| l.contains("final test accuracy"))
+                    .map(|l| l.split(", ").next().unwrap_or_default().to_string()),
+            )
+            .collect()
+    };
+    assert_eq!(accuracy(&e), accuracy(&l), "{e}\n{l}");
+    assert_eq!(accuracy(&e).len(), 3, "{e}");
+}
