@@ -1,0 +1,365 @@
+//! A worker session: the tensors and plans of one connection, and running a request on them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use switchboard_dispatcher::{
+    AutoDispatchBelowADInplaceOrView, DispatchKey, DispatchKeySet, IValue,
+};
+use switchboard_graph::{Graph, NodeKind, Plan, RunOptions, TensorMeta};
+use switchboard_keys::DeviceType;
+use switchboard_tensor::{Device, Tensor};
+
+use crate::protocol::{
+    ErrorKind, Handle, HostTensor, OperatorTime, OutputPolicy, RunInput, RunOutput, RunReply,
+    RunRequest, WorkerError,
+};
+use crate::tensor_bytes::{from_host_tensor, to_host_tensor, with_layout};
+
+/// The limits a session enforces (from the worker's configuration).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SessionLimits {
+    pub max_message_bytes: usize,
+    pub inline_elements: usize,
+    pub max_plans: usize,
+}
+
+/// A plan a session keeps: the graph prepared to run, and how it runs on the CPU.
+struct WorkerPlan {
+    plan: Plan,
+    inputs: Vec<TensorMeta>,
+    options: RunOptions,
+}
+
+#[derive(Default)]
+struct SessionState {
+    tensors: HashMap<u64, Tensor>,
+    plans: HashMap<u64, Arc<WorkerPlan>>,
+    next_id: u64,
+    closed: bool,
+}
+
+/// One connection's session (Note [Remote protocol]).
+pub(crate) struct Session {
+    pub instance: u64,
+    pub id: u64,
+    state: Mutex<SessionState>,
+}
+
+fn invalid(msg: impl Into<String>) -> WorkerError {
+    WorkerError::new(ErrorKind::InvalidRequest, msg)
+}
+
+impl Session {
+    pub fn new(instance: u64, id: u64) -> Session {
+        Session {
+            instance,
+            id,
+            state: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SessionState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The number of tensors the session keeps.
+    pub fn resident(&self) -> usize {
+        self.lock().tensors.len()
+    }
+
+    /// Frees everything (the connection closed).
+    pub fn close(&self) {
+        let mut s = self.lock();
+        s.closed = true;
+        s.tensors.clear();
+        s.plans.clear();
+    }
+
+    /// Refuses a handle this session did not make.
+    fn check(&self, h: &Handle) -> Result<(), WorkerError> {
+        if h.instance != self.instance {
+            return Err(WorkerError::new(
+                ErrorKind::StateLost,
+                format!(
+                    "remote worker state lost (the worker restarted: handle {} was made by \
+                     worker instance {:016x}, this is instance {:016x})",
+                    h.id, h.instance, self.instance
+                ),
+            ));
+        }
+        if h.session != self.id {
+            return Err(invalid(format!(
+                "handle {} belongs to session {}, not to this connection's session {}: a \
+                 session can only use its own tensors",
+                h.id, h.session, self.id
+            )));
+        }
+        Ok(())
+    }
+
+    fn release_locked(&self, s: &mut SessionState, handles: &[Handle]) -> Result<(), WorkerError> {
+        for h in handles {
+            self.check(h)?;
+        }
+        for h in handles {
+            // Releasing twice is harmless: releases are queued and may be resent.
+            s.tensors.remove(&h.id);
+        }
+        Ok(())
+    }
+
+    /// Frees `handles`.
+    pub fn release(&self, handles: &[Handle]) -> Result<(), WorkerError> {
+        let mut s = self.lock();
+        self.release_locked(&mut s, handles)
+    }
+
+    fn tensor(&self, s: &SessionState, h: &Handle) -> Result<Tensor, WorkerError> {
+        self.check(h)?;
+        s.tensors.get(&h.id).cloned().ok_or_else(|| {
+            invalid(format!(
+                "unknown handle {} of session {}: it was released, or never returned by this \
+                 worker",
+                h.id, h.session
+            ))
+        })
+    }
+
+    /// The elements of `handle`, after freeing `release`.
+    pub fn fetch(
+        &self,
+        handle: &Handle,
+        release: &[Handle],
+        limits: &SessionLimits,
+    ) -> Result<HostTensor, WorkerError> {
+        let t = {
+            let mut s = self.lock();
+            self.release_locked(&mut s, release)?;
+            self.tensor(&s, handle)?
+        };
+        host_tensor_within(&t, limits, &format!("handle {}", handle.id))
+    }
+
+    /// Runs a request (on the calling thread: the worker calls it off its I/O threads).
+    pub fn run(&self, req: RunRequest, limits: &SessionLimits) -> Result<RunReply, WorkerError> {
+        let (plan, inputs) = {
+            let mut s = self.lock();
+            if s.closed {
+                return Err(invalid("the session is closed"));
+            }
+            self.release_locked(&mut s, &req.release)?;
+            let plan = match (&req.graph, s.plans.get(&req.plan)) {
+                (Some(bytes), _) => {
+                    let plan = Arc::new(prepare(bytes)?);
+                    if s.plans.len() >= limits.max_plans {
+                        // Any plan: the client resends the graph of an evicted one.
+                        if let Some(k) = s.plans.keys().next().copied() {
+                            s.plans.remove(&k);
+                        }
+                    }
+                    s.plans.insert(req.plan, plan.clone());
+                    plan
+                }
+                (None, Some(p)) => p.clone(),
+                (None, None) => {
+                    return Err(WorkerError::new(
+                        ErrorKind::UnknownPlan,
+                        format!("unknown plan {}: send its graph", req.plan),
+                    ))
+                }
+            };
+            if req.inputs.len() != plan.inputs.len() {
+                return Err(invalid(format!(
+                    "the graph has {} inputs but {} were sent",
+                    plan.inputs.len(),
+                    req.inputs.len()
+                )));
+            }
+            let mut inputs = Vec::with_capacity(req.inputs.len());
+            for (k, (input, meta)) in req.inputs.iter().zip(&plan.inputs).enumerate() {
+                let t = match input {
+                    RunInput::Resident(h) => {
+                        let t = self.tensor(&s, h)?;
+                        if !meta.matches_layout(&t) {
+                            return Err(invalid(format!(
+                                "input {k} (handle {}): a {} tensor of sizes {:?}, strides {:?}, \
+                                 offset {} where the graph expects {} of sizes {:?}, strides \
+                                 {:?}, offset {}",
+                                h.id,
+                                t.dtype().name(),
+                                t.sizes(),
+                                t.strides(),
+                                t.storage_offset(),
+                                meta.dtype.name(),
+                                meta.sizes.as_slice(),
+                                meta.strides.as_slice(),
+                                meta.storage_offset
+                            )));
+                        }
+                        t
+                    }
+                    RunInput::Inline(h) => from_host_tensor(h)
+                        .and_then(|t| with_layout(t, meta))
+                        .map_err(|e| invalid(format!("input {k}: {e}")))?,
+                };
+                inputs.push(t);
+            }
+            (plan, inputs)
+        };
+        let start = Instant::now();
+        let mut times: Vec<OperatorTime> = Vec::new();
+        let outputs = {
+            let _below = AutoDispatchBelowADInplaceOrView::new();
+            if req.profile {
+                let mut by_op: HashMap<String, (u64, u64)> = HashMap::new();
+                let r = plan.plan.run_timed(inputs, &plan.options, &mut |op, d| {
+                    let e = by_op.entry(op.name().to_string()).or_default();
+                    e.0 += 1;
+                    e.1 += d.as_nanos() as u64;
+                });
+                times = by_op
+                    .into_iter()
+                    .map(|(op, (count, total_ns))| OperatorTime {
+                        op,
+                        count,
+                        total_ns,
+                    })
+                    .collect();
+                r
+            } else {
+                plan.plan.run(inputs, &plan.options)
+            }
+        }
+        .map_err(|e| WorkerError::new(ErrorKind::Execution, e.to_string()))?;
+        let execution_ns = start.elapsed().as_nanos() as u64;
+        let mut reply = Vec::with_capacity(outputs.len());
+        let mut inline_bytes = 0usize;
+        for (j, t) in outputs.into_iter().enumerate() {
+            let policy = req.outputs.get(j).copied().unwrap_or(OutputPolicy::Auto);
+            let inline = match policy {
+                OutputPolicy::Inline => true,
+                OutputPolicy::Auto => (t.numel() as usize) <= limits.inline_elements,
+                OutputPolicy::Resident => false,
+            };
+            let inline = if inline {
+                let h = host_tensor_within(&t, limits, &format!("output {j}"))?;
+                inline_bytes += h.bytes.len();
+                if inline_bytes > limits.max_message_bytes / 2 {
+                    return Err(too_large(inline_bytes, limits, "the inline outputs"));
+                }
+                Some(h)
+            } else {
+                None
+            };
+            let mut s = self.lock();
+            if s.closed {
+                return Err(invalid("the session is closed"));
+            }
+            let id = s.next_id;
+            s.next_id += 1;
+            s.tensors.insert(id, t);
+            reply.push(RunOutput {
+                handle: Handle {
+                    instance: self.instance,
+                    session: self.id,
+                    id,
+                },
+                inline,
+            });
+        }
+        Ok(RunReply {
+            outputs: reply,
+            execution_ns,
+            operator_times: times,
+        })
+    }
+}
+
+fn too_large(bytes: usize, limits: &SessionLimits, what: &str) -> WorkerError {
+    WorkerError::new(
+        ErrorKind::TooLarge,
+        format!(
+            "{what} would be a message of {bytes} bytes, over the limit of {} bytes \
+             (--max-message-bytes)",
+            limits.max_message_bytes
+        ),
+    )
+}
+
+fn host_tensor_within(
+    t: &Tensor,
+    limits: &SessionLimits,
+    what: &str,
+) -> Result<HostTensor, WorkerError> {
+    let bytes = (t.numel() as usize).saturating_mul(t.element_size());
+    // Room for the reply's own fields.
+    if bytes > limits.max_message_bytes.saturating_sub(4096) {
+        return Err(too_large(bytes, limits, what));
+    }
+    to_host_tensor(t).map_err(|e| WorkerError::new(ErrorKind::Execution, format!("{what}: {e}")))
+}
+
+/// Decodes a graph and prepares it to run on the CPU: its device constants (the device it was
+/// captured for: `lazy`, a renamed PrivateUse1 device) become `cpu`.
+fn prepare(bytes: &[u8]) -> Result<WorkerPlan, WorkerError> {
+    let graph = Graph::from_bytes(bytes).map_err(|e| invalid(format!("bad graph: {e}")))?;
+    let inputs = graph
+        .inputs()
+        .iter()
+        .map(|id| (*graph.node(*id).outputs()[0].meta).clone())
+        .collect();
+    let device = captured_device(&graph)?;
+    let options = RunOptions {
+        keys: Some(DispatchKeySet::from_key(DispatchKey::CPU)),
+        device_map: device.map(|ty| (ty, Device::CPU)),
+        check_metadata: true,
+    };
+    Ok(WorkerPlan {
+        plan: Plan::new(graph),
+        inputs,
+        options,
+    })
+}
+
+/// The one device type other than the CPU and meta that the graph's device constants name.
+fn captured_device(graph: &Graph) -> Result<Option<DeviceType>, WorkerError> {
+    let mut found: Option<DeviceType> = None;
+    for n in graph.nodes() {
+        if let NodeKind::Call { .. } = n.kind() {
+            for a in n.args() {
+                let switchboard_graph::Arg::Const(c) = a else {
+                    continue;
+                };
+                let devices: Vec<Device> = match c {
+                    IValue::Device(d) => vec![*d],
+                    IValue::Tuple(vs) | IValue::GenericList(vs) => vs
+                        .iter()
+                        .filter_map(|v| match v {
+                            IValue::Device(d) => Some(*d),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => continue,
+                };
+                for d in devices {
+                    if matches!(d.ty, DeviceType::CPU | DeviceType::Meta) {
+                        continue;
+                    }
+                    match found {
+                        Some(ty) if ty != d.ty => {
+                            return Err(invalid(format!(
+                                "the graph names devices of two types, {ty} and {}: a worker \
+                                 runs graphs captured for one device",
+                                d.ty
+                            )))
+                        }
+                        _ => found = Some(d.ty),
+                    }
+                }
+            }
+        }
+    }
+    Ok(found)
+}
