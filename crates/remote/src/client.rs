@@ -328,6 +328,7 @@ impl RemoteClient {
             })
             .sum();
         let mut release = self.take_releases(&info);
+        let mut retried = false;
         loop {
             let size = inline + if send_graph { graph.len() } else { 0 } + 32 * release.len();
             // Room for the envelope (ids, context, lengths).
@@ -355,6 +356,18 @@ impl RemoteClient {
                 {
                     send_graph = true;
                 }
+                Err(e) if e.kind == RemoteErrorKind::Connection && !retried => {
+                    // The worker may have restarted: a new session tells. Tensors of the old
+                    // one are lost; a request without any is sent again.
+                    retried = true;
+                    let info = self.reconnect(&mut slot, e)?;
+                    for input in &inputs {
+                        if let RunInput::Resident(h) = input {
+                            self.check(&info, h)?;
+                        }
+                    }
+                    send_graph = true;
+                }
                 Err(e) => return Err(e),
                 Ok(reply) => {
                     if let Some(c) = slot.as_mut() {
@@ -376,8 +389,32 @@ impl RemoteClient {
         let info = self.ensure(&mut slot)?.info;
         self.check(&info, &handle)?;
         let release = self.take_releases(&info);
-        self.call_on(&mut slot, |c, ctx| async move {
+        match self.call_on(&mut slot, |c, ctx| async move {
             c.fetch(ctx, handle, release).await
-        })
+        }) {
+            Err(e) if e.kind == RemoteErrorKind::Connection => {
+                let info = self.reconnect(&mut slot, e.clone())?;
+                self.check(&info, &handle)?;
+                Err(e)
+            }
+            r => r,
+        }
+    }
+
+    /// Opens a new session after `lost` broke the connection; if that fails too, the error
+    /// says both.
+    fn reconnect(
+        &self,
+        slot: &mut Option<Connection>,
+        lost: RemoteError,
+    ) -> Result<SessionInfo, RemoteError> {
+        *slot = None;
+        match self.ensure(slot) {
+            Ok(c) => Ok(c.info),
+            Err(e) => Err(RemoteError::new(
+                lost.kind,
+                format!("{} (reconnecting failed: {})", lost.message, e.message),
+            )),
+        }
     }
 }

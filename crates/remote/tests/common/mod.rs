@@ -105,3 +105,73 @@ impl Trainer {
         self.model.parameters().iter().map(|p| p.nbytes()).sum()
     }
 }
+
+/// A worker client that skips `RemoteClient`'s own checks (to see what the worker does with
+/// requests a well-behaved client would not send), on `rt`.
+pub fn raw_client(
+    rt: &tokio::runtime::Runtime,
+    addr: std::net::SocketAddr,
+) -> switchboard_remote::WorkerServiceClient {
+    use tarpc::tokio_serde::formats::Bincode;
+    use tarpc::tokio_util::codec::LengthDelimitedCodec;
+    rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let framed = LengthDelimitedCodec::builder().new_framed(tcp);
+        let t = tarpc::serde_transport::new(framed, Bincode::default());
+        switchboard_remote::WorkerServiceClient::new(Default::default(), t).spawn()
+    })
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+pub fn ctx() -> tarpc::context::Context {
+    let mut c = tarpc::context::current();
+    c.deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    c
+}
+
+/// `x * 2` for a float tensor of `sizes`, in the wire format.
+pub fn double_graph(sizes: &[i64]) -> Vec<u8> {
+    use switchboard_dispatcher::{Dispatcher, IValue};
+    use switchboard_graph::{Arg, Graph, Output, TensorMeta};
+    let x = Tensor::zeros(sizes, ScalarType::Float).unwrap();
+    let mut g = Graph::new();
+    let a = g.add_input(TensorMeta::of(&x));
+    let mul = Dispatcher::global()
+        .find_schema_or_throw("aten::mul.Scalar")
+        .unwrap();
+    let n = g
+        .add_call(
+            mul,
+            vec![Arg::Value(a), Arg::Const(IValue::Int(2))],
+            vec![Output::ret(0, TensorMeta::of(&x))],
+        )
+        .unwrap();
+    g.set_outputs(vec![g.value(n, 0)]).unwrap();
+    g.to_bytes().unwrap()
+}
+
+pub fn host_f32(v: &[f32], sizes: &[i64]) -> switchboard_remote::HostTensor {
+    switchboard_remote::to_host_tensor(&Tensor::from_slice(v, sizes).unwrap()).unwrap()
+}
+
+pub fn run_request(
+    plan: u64,
+    graph: Option<Vec<u8>>,
+    inputs: Vec<switchboard_remote::RunInput>,
+) -> switchboard_remote::RunRequest {
+    switchboard_remote::RunRequest {
+        plan,
+        graph,
+        inputs,
+        outputs: vec![],
+        profile: false,
+        release: vec![],
+    }
+}
