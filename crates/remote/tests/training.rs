@@ -145,3 +145,54 @@ fn a_training_step_graph_survives_the_wire_format() {
     assert_eq!(back.to_json(), g.to_json());
     drop(loss);
 }
+
+/// A graph that writes its input in place: the host copy the input's buffer held from an
+/// earlier run is stale afterwards, and reading the input fetches the new elements.
+#[test]
+fn an_input_written_in_place_is_not_read_from_a_stale_host_copy() {
+    use switchboard_dispatcher::{Dispatcher, IValue};
+    use switchboard_graph::{Arg, Output, Source, TensorMeta};
+    use switchboard_lazy::Executor;
+    use switchboard_remote::RemoteBuffer;
+    use switchboard_tensor::Tensor;
+
+    let w = worker();
+    let (_d, exe) = remote_device(&w);
+    let x = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    let meta = TensorMeta::of(&x);
+    let op = |name: &str| Dispatcher::global().find_schema_or_throw(name).unwrap();
+    // mul: y = x * 2, returned with its elements inline.
+    let mut g = Graph::new();
+    let a = g.add_input(meta.clone());
+    let n = g
+        .add_call(
+            op("aten::mul.Scalar"),
+            vec![Arg::Value(a), Arg::Const(IValue::Int(2))],
+            vec![Output::ret(0, meta.clone())],
+        )
+        .unwrap();
+    g.set_outputs(vec![g.value(n, 0)]).unwrap();
+    let y = exe.compile(g).unwrap().run(vec![x]).unwrap().remove(0);
+    assert!(y.payload_as::<RemoteBuffer>().unwrap().has_host_copy());
+    assert_eq!(values(&exe.to_host(&y).unwrap()), [2.0, 4.0]);
+    // add_: y += 1 in place on the worker.
+    let mut g = Graph::new();
+    let a = g.add_input(TensorMeta::of(&y));
+    let n = g.add_call(
+        op("aten::add_.Scalar"),
+        vec![
+            Arg::Value(a),
+            Arg::Const(IValue::Int(1)),
+            Arg::Const(IValue::Int(1)),
+        ],
+        vec![Output {
+            meta: meta.into(),
+            source: Source::Return(0),
+        }],
+    )
+    .unwrap();
+    g.set_outputs(vec![g.value(n, 0)]).unwrap();
+    exe.compile(g).unwrap().run(vec![y.clone()]).unwrap();
+    assert!(!y.payload_as::<RemoteBuffer>().unwrap().has_host_copy());
+    assert_eq!(values(&exe.to_host(&y).unwrap()), [3.0, 5.0]);
+}
