@@ -23,6 +23,7 @@ pub(crate) struct SessionLimits {
     pub max_message_bytes: usize,
     pub inline_elements: usize,
     pub max_plans: usize,
+    pub max_session_bytes: u64,
 }
 
 /// A plan a session keeps: the graph prepared to run, and how it runs on the CPU.
@@ -30,11 +31,15 @@ struct WorkerPlan {
     plan: Plan,
     inputs: Vec<TensorMeta>,
     options: RunOptions,
+    /// The bytes of every call's results, as recorded (each checked when decoded).
+    result_bytes: u64,
 }
 
 #[derive(Default)]
 struct SessionState {
     tensors: HashMap<u64, Tensor>,
+    /// The bytes of the storages of `tensors` (a storage kept twice counts twice).
+    bytes: u64,
     plans: HashMap<u64, Arc<WorkerPlan>>,
     next_id: u64,
     closed: bool,
@@ -74,6 +79,7 @@ impl Session {
         let mut s = self.lock();
         s.closed = true;
         s.tensors.clear();
+        s.bytes = 0;
         s.plans.clear();
     }
 
@@ -105,7 +111,9 @@ impl Session {
         }
         for h in handles {
             // Releasing twice is harmless: releases are queued and may be resent.
-            s.tensors.remove(&h.id);
+            if let Some(t) = s.tensors.remove(&h.id) {
+                s.bytes -= t.storage().nbytes() as u64;
+            }
         }
         Ok(())
     }
@@ -153,6 +161,16 @@ impl Session {
             let plan = match (&req.graph, s.plans.get(&req.plan)) {
                 (Some(bytes), _) => {
                     let plan = Arc::new(prepare(bytes)?);
+                    if plan.result_bytes > limits.max_session_bytes {
+                        return Err(WorkerError::new(
+                            ErrorKind::TooLarge,
+                            format!(
+                                "the graph's results take {} bytes, over the worker's limit of \
+                                 {} bytes per session (--max-session-bytes)",
+                                plan.result_bytes, limits.max_session_bytes
+                            ),
+                        ));
+                    }
                     if s.plans.len() >= limits.max_plans {
                         // Any plan: the client resends the graph of an evicted one.
                         if let Some(k) = s.plans.keys().next().copied() {
@@ -234,17 +252,17 @@ impl Session {
         }
         .map_err(|e| WorkerError::new(ErrorKind::Execution, e.to_string()))?;
         let execution_ns = start.elapsed().as_nanos() as u64;
-        let mut reply = Vec::with_capacity(outputs.len());
+        let mut inlines = Vec::with_capacity(outputs.len());
         let mut inline_bytes = 0usize;
-        for (j, t) in outputs.into_iter().enumerate() {
+        for (j, t) in outputs.iter().enumerate() {
             let policy = req.outputs.get(j).copied().unwrap_or(OutputPolicy::Auto);
             let inline = match policy {
                 OutputPolicy::Inline => true,
                 OutputPolicy::Auto => (t.numel() as usize) <= limits.inline_elements,
                 OutputPolicy::Resident => false,
             };
-            let inline = if inline {
-                let h = host_tensor_within(&t, limits, &format!("output {j}"))?;
+            inlines.push(if inline {
+                let h = host_tensor_within(t, limits, &format!("output {j}"))?;
                 inline_bytes += h.bytes.len();
                 if inline_bytes > limits.max_message_bytes / 2 {
                     return Err(too_large(inline_bytes, limits, "the inline outputs"));
@@ -252,11 +270,29 @@ impl Session {
                 Some(h)
             } else {
                 None
-            };
-            let mut s = self.lock();
-            if s.closed {
-                return Err(invalid("the session is closed"));
-            }
+            });
+        }
+        // Kept all together or not at all: a failed run leaves nothing the client has no
+        // handle for.
+        let bytes: u64 = outputs.iter().map(|t| t.storage().nbytes() as u64).sum();
+        let mut s = self.lock();
+        if s.closed {
+            return Err(invalid("the session is closed"));
+        }
+        if s.bytes.saturating_add(bytes) > limits.max_session_bytes {
+            return Err(WorkerError::new(
+                ErrorKind::TooLarge,
+                format!(
+                    "the session would keep {} bytes, over the worker's limit of {} bytes per \
+                     session (--max-session-bytes): release tensors",
+                    s.bytes.saturating_add(bytes),
+                    limits.max_session_bytes
+                ),
+            ));
+        }
+        s.bytes += bytes;
+        let mut reply = Vec::with_capacity(outputs.len());
+        for (t, inline) in outputs.into_iter().zip(inlines) {
             let id = s.next_id;
             s.next_id += 1;
             s.tensors.insert(id, t);
@@ -269,6 +305,7 @@ impl Session {
                 inline,
             });
         }
+        drop(s);
         Ok(RunReply {
             outputs: reply,
             execution_ns,
@@ -316,10 +353,20 @@ fn prepare(bytes: &[u8]) -> Result<WorkerPlan, WorkerError> {
         device_map: device.map(|ty| (ty, Device::CPU)),
         check_metadata: true,
     };
+    let mut result_bytes: u64 = 0;
+    for n in graph.nodes().filter(|n| !n.is_input()) {
+        for o in n.outputs() {
+            let m = &o.meta;
+            let numel = switchboard_graph::check_geometry(&m.sizes, &m.strides, 0, m.dtype)
+                .map_err(|e| invalid(format!("bad graph: {e}")))?;
+            result_bytes = result_bytes.saturating_add(numel * m.dtype.element_size() as u64);
+        }
+    }
     Ok(WorkerPlan {
         plan: Plan::new(graph),
         inputs,
         options,
+        result_bytes,
     })
 }
 

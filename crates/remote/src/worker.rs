@@ -38,6 +38,9 @@ pub struct WorkerConfig {
     pub max_message_bytes: usize,
     /// Outputs of at most this many elements are returned with their handles (default 64).
     pub inline_elements: usize,
+    /// The most bytes a session may keep, and the most a graph's results may take (default
+    /// 16 GiB).
+    pub max_session_bytes: u64,
     /// Plans a session keeps (default 256; the oldest ones are dropped and resent).
     pub max_plans_per_session: usize,
     /// Connections served at once (default 64; more are closed at once).
@@ -55,6 +58,7 @@ impl Default for WorkerConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             inline_elements: 64,
             max_plans_per_session: 256,
+            max_session_bytes: 16 << 30,
             max_connections: 64,
             threads: 2,
         }
@@ -154,6 +158,7 @@ impl Worker {
                 max_message_bytes: config.max_message_bytes,
                 inline_elements: config.inline_elements,
                 max_plans: config.max_plans_per_session.max(1),
+                max_session_bytes: config.max_session_bytes,
             },
             next_session: AtomicU64::new(1),
             sessions: Mutex::default(),

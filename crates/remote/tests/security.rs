@@ -443,3 +443,40 @@ fn released_handles_are_freed_with_the_next_request() {
     let e = c.fetch(r.outputs[0].handle).unwrap_err();
     assert!(e.message.starts_with("unknown handle"), "{e}");
 }
+
+#[test]
+fn a_session_keeps_at_most_its_byte_limit() {
+    let w = Worker::bind(WorkerConfig {
+        max_session_bytes: 64,
+        ..WorkerConfig::default()
+    })
+    .unwrap();
+    let c = RemoteClient::connect(&w.local_addr().to_string(), client_config(None)).unwrap();
+    let input = || vec![RunInput::Inline(host_f32(&[1.0; 8], &[8]))];
+    let first = c.run(1, &double_graph(&[8]), input(), false).unwrap();
+    c.run(1, &double_graph(&[8]), input(), false).unwrap();
+    let e = c.run(1, &double_graph(&[8]), input(), false).unwrap_err();
+    assert_eq!(e.kind, RemoteErrorKind::TooLarge);
+    assert_eq!(
+        e.message,
+        "the session would keep 96 bytes, over the worker's limit of 64 bytes per \
+         session (--max-session-bytes): release tensors"
+    );
+    // Releasing makes room.
+    c.release_later(first.outputs[0].handle);
+    c.run(1, &double_graph(&[8]), input(), false).unwrap();
+    assert_eq!(w.resident_tensors(), 2);
+    let e = c
+        .run(
+            2,
+            &double_graph(&[32]),
+            vec![RunInput::Inline(host_f32(&[1.0; 32], &[32]))],
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "the graph's results take 128 bytes, over the worker's limit of 64 bytes per session \
+         (--max-session-bytes)"
+    );
+}

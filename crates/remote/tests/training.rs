@@ -178,19 +178,20 @@ fn an_input_written_in_place_is_not_read_from_a_stale_host_copy() {
     // add_: y += 1 in place on the worker.
     let mut g = Graph::new();
     let a = g.add_input(TensorMeta::of(&y));
-    let n = g.add_call(
-        op("aten::add_.Scalar"),
-        vec![
-            Arg::Value(a),
-            Arg::Const(IValue::Int(1)),
-            Arg::Const(IValue::Int(1)),
-        ],
-        vec![Output {
-            meta: meta.into(),
-            source: Source::Return(0),
-        }],
-    )
-    .unwrap();
+    let n = g
+        .add_call(
+            op("aten::add_.Scalar"),
+            vec![
+                Arg::Value(a),
+                Arg::Const(IValue::Int(1)),
+                Arg::Const(IValue::Int(1)),
+            ],
+            vec![Output {
+                meta: meta.into(),
+                source: Source::Return(0),
+            }],
+        )
+        .unwrap();
     g.set_outputs(vec![g.value(n, 0)]).unwrap();
     exe.compile(g).unwrap().run(vec![y.clone()]).unwrap();
     assert!(!y.payload_as::<RemoteBuffer>().unwrap().has_host_copy());

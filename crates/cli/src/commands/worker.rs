@@ -30,6 +30,9 @@ pub struct WorkerArgs {
     /// The largest message accepted or sent, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = switchboard_remote::DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
+    /// The most bytes of tensors one client's session may keep on the worker.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 30)]
+    pub max_session_bytes: u64,
     /// Outputs of at most this many elements are returned with their handles.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub inline_elements: usize,
@@ -62,6 +65,7 @@ fn config(args: &WorkerArgs) -> Result<WorkerConfig, String> {
         tls,
         max_message_bytes: args.max_message_bytes,
         inline_elements: args.inline_elements,
+        max_session_bytes: args.max_session_bytes,
         ..WorkerConfig::default()
     })
 }
