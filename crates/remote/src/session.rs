@@ -342,12 +342,13 @@ fn host_tensor_within(
 /// captured for: `lazy`, a renamed PrivateUse1 device) become `cpu`.
 fn prepare(bytes: &[u8]) -> Result<WorkerPlan, WorkerError> {
     let graph = Graph::from_bytes(bytes).map_err(|e| invalid(format!("bad graph: {e}")))?;
-    let inputs = graph
+    let inputs: Vec<TensorMeta> = graph
         .inputs()
         .iter()
         .map(|id| (*graph.node(*id).outputs()[0].meta).clone())
         .collect();
-    let device = captured_device(&graph)?;
+    let device =
+        captured_device(&graph).map_err(|e| invalid(format!("bad graph: {}", e.message)))?;
     let options = RunOptions {
         keys: Some(DispatchKeySet::from_key(DispatchKey::CPU)),
         device_map: device.map(|ty| (ty, Device::CPU)),
@@ -362,50 +363,142 @@ fn prepare(bytes: &[u8]) -> Result<WorkerPlan, WorkerError> {
             result_bytes = result_bytes.saturating_add(numel * m.dtype.element_size() as u64);
         }
     }
+    let plan = Plan::new(graph);
+    check_shapes(&plan, &inputs, device)?;
     Ok(WorkerPlan {
-        plan: Plan::new(graph),
+        plan,
         inputs,
         options,
         result_bytes,
     })
 }
 
-/// The one device type other than the CPU and meta that the graph's device constants name.
+// Note [Checking a graph's shapes before it runs]
+// A graph from the network records the metadata of every result, and the byte limits are
+// checked against it; but a call's arguments decide what its kernel allocates (`zeros(size)`,
+// `expand`), so a graph whose records understate them could make the worker allocate far more
+// than it declared before the result is compared with its record. Before a plan is kept it
+// runs once on meta tensors, through the Meta kernels (the lazy backend's shape functions),
+// with every result compared with its record: a graph that lies about a size is refused
+// before any memory is allocated for it.
+
+/// Runs `plan` on meta tensors of the input metadata (Note [Checking a graph's shapes before
+/// it runs]).
+fn check_shapes(
+    plan: &Plan,
+    inputs: &[TensorMeta],
+    device: Option<DeviceType>,
+) -> Result<(), WorkerError> {
+    let key_set = Device::META
+        .dense_key_set()
+        .map_err(|e| invalid(e.to_string()))?;
+    let tensors = inputs
+        .iter()
+        .map(|m| {
+            let nbytes =
+                switchboard_graph::check_geometry(&m.sizes, &m.strides, m.storage_offset, m.dtype)
+                    .map(|numel| if numel == 0 { 0 } else { extent_bytes(m) })
+                    .map_err(|e| invalid(format!("bad graph: {e}")))?;
+            Tensor::without_data(
+                &switchboard_tensor::DatalessTensor {
+                    sizes: &m.sizes,
+                    strides: &m.strides,
+                    storage_offset: m.storage_offset,
+                    dtype: m.dtype,
+                    device: Device::META,
+                    key_set,
+                    storage_nbytes: nbytes,
+                    payload_tag: 0,
+                },
+                None,
+                None,
+            )
+            .map_err(|e| invalid(format!("bad graph input: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = RunOptions {
+        keys: Some(DispatchKeySet::from_key(DispatchKey::Meta)),
+        device_map: device.map(|ty| (ty, Device::META)),
+        check_metadata: true,
+    };
+    let _below = AutoDispatchBelowADInplaceOrView::new();
+    plan.run(tensors, &options)
+        .map(|_| ())
+        .map_err(|e| invalid(format!("the graph's recorded shapes do not hold: {e}")))
+}
+
+/// The bytes from the start of the storage to the last element of `m` (a checked geometry
+/// with at least one element).
+fn extent_bytes(m: &TensorMeta) -> usize {
+    let last: i64 = m.storage_offset
+        + m.sizes
+            .iter()
+            .zip(&m.strides)
+            .map(|(s, st)| (s - 1) * st)
+            .sum::<i64>();
+    (last as usize + 1) * m.dtype.element_size()
+}
+
+/// The one device type other than the CPU and meta that the graph's device constants name
+/// (the device it was captured for). A call that makes a tensor from no tensor (a factory)
+/// must name that device: on the CPU, or without a device, it would allocate on the worker's
+/// CPU even in the shape check (Note [Checking a graph's shapes before it runs]), and a lazy
+/// capture never records one.
 fn captured_device(graph: &Graph) -> Result<Option<DeviceType>, WorkerError> {
     let mut found: Option<DeviceType> = None;
-    for n in graph.nodes() {
-        if let NodeKind::Call { .. } = n.kind() {
-            for a in n.args() {
-                let switchboard_graph::Arg::Const(c) = a else {
-                    continue;
-                };
-                let devices: Vec<Device> = match c {
-                    IValue::Device(d) => vec![*d],
-                    IValue::Tuple(vs) | IValue::GenericList(vs) => vs
-                        .iter()
-                        .filter_map(|v| match v {
-                            IValue::Device(d) => Some(*d),
-                            _ => None,
-                        })
-                        .collect(),
-                    _ => continue,
-                };
-                for d in devices {
-                    if matches!(d.ty, DeviceType::CPU | DeviceType::Meta) {
-                        continue;
-                    }
-                    match found {
-                        Some(ty) if ty != d.ty => {
-                            return Err(invalid(format!(
-                                "the graph names devices of two types, {ty} and {}: a worker \
-                                 runs graphs captured for one device",
-                                d.ty
-                            )))
-                        }
-                        _ => found = Some(d.ty),
-                    }
+    let mut factories = Vec::new();
+    for (i, n) in graph.nodes().enumerate() {
+        let NodeKind::Call { op } = n.kind() else {
+            continue;
+        };
+        let mut named = Vec::new();
+        for a in n.args() {
+            let switchboard_graph::Arg::Const(c) = a else {
+                continue;
+            };
+            match c {
+                IValue::Device(d) => named.push(*d),
+                IValue::Tuple(vs) | IValue::GenericList(vs) => {
+                    named.extend(vs.iter().filter_map(|v| match v {
+                        IValue::Device(d) => Some(*d),
+                        _ => None,
+                    }))
                 }
+                _ => {}
             }
+        }
+        for d in &named {
+            if matches!(d.ty, DeviceType::CPU | DeviceType::Meta) {
+                continue;
+            }
+            match found {
+                Some(ty) if ty != d.ty => {
+                    return Err(invalid(format!(
+                        "the graph names devices of two types, {ty} and {}: a worker runs \
+                         graphs captured for one device",
+                        d.ty
+                    )))
+                }
+                _ => found = Some(d.ty),
+            }
+        }
+        if n.inputs().next().is_none() {
+            factories.push((i, op.name().to_string(), named));
+        }
+    }
+    for (i, op, named) in factories {
+        let on_captured = named
+            .iter()
+            .any(|d| Some(d.ty) == found && !matches!(d.ty, DeviceType::CPU | DeviceType::Meta));
+        if !on_captured {
+            return Err(invalid(format!(
+                "node {i} ({op}) makes a tensor on {}: a worker runs only calls on the device the \
+                 graph was captured for",
+                match named.first() {
+                    Some(d) => d.to_string(),
+                    None => "the default device (no device given)".to_string(),
+                }
+            )));
         }
     }
     Ok(found)

@@ -480,3 +480,71 @@ fn a_session_keeps_at_most_its_byte_limit() {
          (--max-session-bytes)"
     );
 }
+
+/// A factory call of sizes `sizes` on `device`, recorded as making 2 floats.
+fn zeros_graph(sizes: i64, device: Option<&str>) -> Vec<u8> {
+    use switchboard_dispatcher::{Dispatcher, IValue};
+    use switchboard_graph::{Arg, Graph, Output, TensorMeta};
+    use switchboard_tensor::{ScalarType, Tensor};
+    let x = Tensor::zeros(&[2], ScalarType::Float).unwrap();
+    let zeros = Dispatcher::global()
+        .find_schema_or_throw("aten::zeros")
+        .unwrap();
+    let mut g = Graph::new();
+    let n = g
+        .add_call(
+            zeros,
+            vec![
+                Arg::Const(IValue::IntList([sizes].into_iter().collect())),
+                Arg::Const(IValue::None),
+                Arg::Const(IValue::None),
+                Arg::Const(device.map_or(IValue::None, |d| IValue::Device(d.parse().unwrap()))),
+                Arg::Const(IValue::None),
+            ],
+            vec![Output::ret(0, TensorMeta::of(&x))],
+        )
+        .unwrap();
+    g.set_outputs(vec![g.value(n, 0)]).unwrap();
+    g.to_bytes().unwrap()
+}
+
+/// A graph whose records understate what a call allocates is refused before it runs (Note
+/// [Checking a graph's shapes before it runs]), and so is a factory call off the graph's
+/// device.
+#[test]
+fn a_graph_lying_about_its_sizes_is_refused_before_it_allocates() {
+    let w = worker();
+    let c = RemoteClient::connect(&w.local_addr().to_string(), client_config(None)).unwrap();
+    // Recorded as 2 elements; the call would allocate 1 TiB.
+    let e = c
+        .run(1, &zeros_graph(1 << 38, Some("lazy:0")), vec![], false)
+        .unwrap_err();
+    assert_eq!(e.kind, RemoteErrorKind::Worker(ErrorKind::InvalidRequest));
+    assert!(
+        e.message.starts_with(
+            "the graph's recorded shapes do not hold: graph: aten::zeros produced a torch.float32 \
+             tensor of sizes [274877906944]"
+        ),
+        "{e}"
+    );
+    for (device, named) in [
+        (None, "the default device (no device given)"),
+        (Some("cpu"), "cpu"),
+    ] {
+        let e = c
+            .run(2, &zeros_graph(1 << 38, device), vec![], false)
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            format!(
+                "bad graph: node 0 (aten::zeros) makes a tensor on {named}: a worker runs only \
+                 calls on the device the graph was captured for"
+            )
+        );
+    }
+    // The honest graph runs.
+    let r = c
+        .run(3, &zeros_graph(2, Some("lazy:0")), vec![], false)
+        .unwrap();
+    assert_eq!(r.outputs[0].inline, Some(host_f32(&[0.0, 0.0], &[2])));
+}
