@@ -231,7 +231,7 @@ impl Executable for RemotePlan {
                 let h = to_host_tensor(t).map_err(|e| {
                     TensorError::invalid(format!("input {k} cannot be sent to the worker: {e}"))
                 })?;
-                wire.push(RunInput::Inline(h));
+                wire.push(RunInput::inline(h));
             }
         }
         let profile = exe.profiling.load(Ordering::Relaxed);

@@ -1,5 +1,5 @@
 //! Switchboard's remote worker: the lazy backend's graphs run by another process, over the
-//! tarpc RPC framework (Genie's disaggregated accelerator, issue "remote accelerator").
+//! tarpc RPC framework (the disaggregated accelerator Genie describes).
 //!
 //! - [`Worker`]: a server (`switchboard worker --listen ADDR`) that runs graphs on its CPU
 //!   backend and keeps their results under handles, so parameters and optimizer state stay on

@@ -1,5 +1,7 @@
 //! The worker's RPC service and its messages (Note [Remote protocol]).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 // Note [Remote protocol]
@@ -56,8 +58,16 @@ pub struct SessionInfo {
 pub enum RunInput {
     /// A tensor the session keeps.
     Resident(Handle),
-    /// A tensor sent with the request.
-    Inline(HostTensor),
+    /// A tensor sent with the request (shared: a request resent after "unknown plan" does not
+    /// copy it).
+    Inline(Arc<HostTensor>),
+}
+
+impl RunInput {
+    /// An input sent with the request.
+    pub fn inline(t: HostTensor) -> RunInput {
+        RunInput::Inline(Arc::new(t))
+    }
 }
 
 /// What the worker returns for one graph output besides its handle.

@@ -112,7 +112,7 @@ impl Session {
         for h in handles {
             // Releasing twice is harmless: releases are queued and may be resent.
             if let Some(t) = s.tensors.remove(&h.id) {
-                s.bytes -= t.storage().nbytes() as u64;
+                s.bytes = s.bytes.saturating_sub(t.storage().nbytes() as u64);
             }
         }
         Ok(())

@@ -47,6 +47,9 @@ pub struct WorkerConfig {
     pub max_connections: usize,
     /// Threads running graphs and connections (default 2).
     pub threads: usize,
+    /// A connection that has not opened a session (TLS handshake and `hello`) by then is
+    /// closed (default 10 s).
+    pub hello_timeout: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -61,6 +64,7 @@ impl Default for WorkerConfig {
             max_session_bytes: 16 << 30,
             max_connections: 64,
             threads: 2,
+            hello_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -92,6 +96,7 @@ struct WorkerState {
     next_session: AtomicU64,
     sessions: Mutex<HashMap<u64, Arc<Session>>>,
     connections: AtomicUsize,
+    hello_timeout: Duration,
 }
 
 impl WorkerState {
@@ -163,6 +168,7 @@ impl Worker {
             next_session: AtomicU64::new(1),
             sessions: Mutex::default(),
             connections: AtomicUsize::new(0),
+            hello_timeout: config.hello_timeout,
         });
         runtime.spawn(accept_loop(
             listener,
@@ -258,8 +264,7 @@ async fn serve_connection(
     match tls {
         Some(acceptor) => {
             // A peer that never finishes its handshake is dropped, not waited for.
-            let accepted =
-                tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
+            let accepted = tokio::time::timeout(state.hello_timeout, acceptor.accept(stream)).await;
             let Ok(Ok(stream)) = accepted else {
                 return;
             };
@@ -291,17 +296,31 @@ async fn serve_connection(
     }
 }
 
+/// Serves a connection; one that has not opened a session within the hello timeout is closed
+/// (an idle peer must not hold one of the worker's connections).
 async fn serve<S>(io: S, conn: Connection, max_message_bytes: usize)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let transport = transport(io, max_message_bytes);
-    BaseChannel::with_defaults(transport)
-        .execute(conn.serve())
-        .for_each(|response| async {
-            tokio::spawn(response);
-        })
-        .await;
+    let session = conn.session.clone();
+    let hello_timeout = conn.state.hello_timeout;
+    let serving = tokio::spawn(
+        BaseChannel::with_defaults(transport)
+            .execute(conn.serve())
+            .for_each(|response| async {
+                tokio::spawn(response);
+            }),
+    );
+    let abort = serving.abort_handle();
+    let watchdog = tokio::spawn(async move {
+        tokio::time::sleep(hello_timeout).await;
+        if session.get().is_none() {
+            abort.abort();
+        }
+    });
+    let _ = serving.await;
+    watchdog.abort();
 }
 
 /// One connection: the worker's state and, after `hello`, its session.

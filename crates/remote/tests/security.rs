@@ -108,7 +108,7 @@ fn tls_round_trip_and_a_plain_client_is_refused() {
         .run(
             1,
             &double_graph(&[3]),
-            vec![RunInput::Inline(host_f32(&[1.0, 2.0, 3.0], &[3]))],
+            vec![RunInput::inline(host_f32(&[1.0, 2.0, 3.0], &[3]))],
             false,
         )
         .unwrap();
@@ -155,7 +155,7 @@ fn oversized_messages_are_refused() {
         .run(
             1,
             &double_graph(&[32 * 1024]),
-            vec![RunInput::Inline(host_f32(&big, &[32 * 1024]))],
+            vec![RunInput::inline(host_f32(&big, &[32 * 1024]))],
             false,
         )
         .unwrap_err();
@@ -172,7 +172,7 @@ fn oversized_messages_are_refused() {
         .run(
             1,
             &double_graph(&[32 * 1024]),
-            vec![RunInput::Inline(host_f32(&big, &[32 * 1024]))],
+            vec![RunInput::inline(host_f32(&big, &[32 * 1024]))],
             false,
         )
         .unwrap_err();
@@ -184,7 +184,7 @@ fn oversized_messages_are_refused() {
         .run(
             2,
             &double_graph(&[n]),
-            vec![RunInput::Inline(host_f32(&vec![1.0; n as usize], &[n]))],
+            vec![RunInput::inline(host_f32(&vec![1.0; n as usize], &[n]))],
             false,
         )
         .unwrap();
@@ -217,7 +217,7 @@ fn garbage_bytes_do_not_harm_the_worker() {
         .run(
             1,
             &double_graph(&[2]),
-            vec![RunInput::Inline(host_f32(&[1.0, 5.0], &[2]))],
+            vec![RunInput::inline(host_f32(&[1.0, 5.0], &[2]))],
             false,
         )
         .unwrap();
@@ -242,7 +242,7 @@ fn a_session_cannot_use_another_sessions_handles() {
             run_request(
                 1,
                 Some(double_graph(&[2])),
-                vec![RunInput::Inline(host_f32(&[1.0, 2.0], &[2]))],
+                vec![RunInput::inline(host_f32(&[1.0, 2.0], &[2]))],
             ),
         ))
         .unwrap()
@@ -323,7 +323,7 @@ fn malformed_requests_get_clear_errors() {
     assert_eq!(e.message, "the graph has 1 inputs but 0 were sent");
     let mut short = host_f32(&[1.0, 2.0], &[2]);
     short.bytes.pop();
-    let e = run(run_request(1, good(), vec![RunInput::Inline(short)]));
+    let e = run(run_request(1, good(), vec![RunInput::inline(short)]));
     assert_eq!(
         e.message,
         "input 0: a float32 tensor of sizes [2] needs 8 bytes, 7 were sent"
@@ -331,7 +331,7 @@ fn malformed_requests_get_clear_errors() {
     let e = run(run_request(
         1,
         good(),
-        vec![RunInput::Inline(host_f32(&[1.0; 3], &[3]))],
+        vec![RunInput::inline(host_f32(&[1.0; 3], &[3]))],
     ));
     assert_eq!(
         e.message,
@@ -339,11 +339,11 @@ fn malformed_requests_get_clear_errors() {
     );
     let mut bad_dtype = host_f32(&[1.0, 2.0], &[2]);
     bad_dtype.dtype = "float128".into();
-    let e = run(run_request(1, good(), vec![RunInput::Inline(bad_dtype)]));
+    let e = run(run_request(1, good(), vec![RunInput::inline(bad_dtype)]));
     assert_eq!(e.message, "input 0: unknown dtype \"float128\"");
     let mut huge = host_f32(&[1.0, 2.0], &[2]);
     huge.sizes = vec![i64::MAX, 4];
-    let e = run(run_request(1, good(), vec![RunInput::Inline(huge)]));
+    let e = run(run_request(1, good(), vec![RunInput::inline(huge)]));
     assert_eq!(
         e.message,
         "input 0: sizes [9223372036854775807, 4] overflow"
@@ -368,7 +368,7 @@ fn malformed_requests_get_clear_errors() {
             run_request(
                 2,
                 Some(double_graph(&[3])),
-                vec![RunInput::Inline(host_f32(&[1.0; 3], &[3]))],
+                vec![RunInput::inline(host_f32(&[1.0; 3], &[3]))],
             ),
         ))
         .unwrap()
@@ -396,7 +396,7 @@ fn a_closed_connection_frees_its_tensors() {
         c.run(
             plan,
             &double_graph(&[2]),
-            vec![RunInput::Inline(host_f32(&[1.0, 2.0], &[2]))],
+            vec![RunInput::inline(host_f32(&[1.0, 2.0], &[2]))],
             false,
         )
         .unwrap();
@@ -419,7 +419,7 @@ fn a_closed_connection_frees_its_tensors() {
 fn released_handles_are_freed_with_the_next_request() {
     let w = worker();
     let c = RemoteClient::connect(&w.local_addr().to_string(), client_config(None)).unwrap();
-    let input = || vec![RunInput::Inline(host_f32(&[1.0, 2.0], &[2]))];
+    let input = || vec![RunInput::inline(host_f32(&[1.0, 2.0], &[2]))];
     let r = c.run(1, &double_graph(&[2]), input(), false).unwrap();
     assert_eq!(w.resident_tensors(), 1);
     c.release_later(r.outputs[0].handle);
@@ -452,7 +452,7 @@ fn a_session_keeps_at_most_its_byte_limit() {
     })
     .unwrap();
     let c = RemoteClient::connect(&w.local_addr().to_string(), client_config(None)).unwrap();
-    let input = || vec![RunInput::Inline(host_f32(&[1.0; 8], &[8]))];
+    let input = || vec![RunInput::inline(host_f32(&[1.0; 8], &[8]))];
     let first = c.run(1, &double_graph(&[8]), input(), false).unwrap();
     c.run(1, &double_graph(&[8]), input(), false).unwrap();
     let e = c.run(1, &double_graph(&[8]), input(), false).unwrap_err();
@@ -470,7 +470,7 @@ fn a_session_keeps_at_most_its_byte_limit() {
         .run(
             2,
             &double_graph(&[32]),
-            vec![RunInput::Inline(host_f32(&[1.0; 32], &[32]))],
+            vec![RunInput::inline(host_f32(&[1.0; 32], &[32]))],
             false,
         )
         .unwrap_err();
@@ -547,4 +547,30 @@ fn a_graph_lying_about_its_sizes_is_refused_before_it_allocates() {
         .run(3, &zeros_graph(2, Some("lazy:0")), vec![], false)
         .unwrap();
     assert_eq!(r.outputs[0].inline, Some(host_f32(&[0.0, 0.0], &[2])));
+}
+
+#[test]
+fn a_connection_without_hello_is_closed() {
+    use std::io::Read;
+    let w = Worker::bind(WorkerConfig {
+        hello_timeout: Duration::from_millis(200),
+        ..WorkerConfig::default()
+    })
+    .unwrap();
+    let mut idle = std::net::TcpStream::connect(w.local_addr()).unwrap();
+    // A guard against a hang, far above the hello timeout: the worker closes first.
+    idle.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(idle.read(&mut buf).unwrap(), 0, "closed by the worker");
+    // A client that says hello in time keeps its connection past the timeout.
+    let c = RemoteClient::connect(&w.local_addr().to_string(), client_config(None)).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    c.run(
+        1,
+        &double_graph(&[2]),
+        vec![RunInput::inline(host_f32(&[1.0, 2.0], &[2]))],
+        false,
+    )
+    .unwrap();
 }
