@@ -33,6 +33,8 @@ struct WorkerPlan {
     options: RunOptions,
     /// The bytes of every call's results, as recorded (each checked when decoded).
     result_bytes: u64,
+    /// The size of its graph on the wire.
+    graph_bytes: u64,
 }
 
 #[derive(Default)]
@@ -41,6 +43,8 @@ struct SessionState {
     /// The bytes of the storages of `tensors` (a storage kept twice counts twice).
     bytes: u64,
     plans: HashMap<u64, Arc<WorkerPlan>>,
+    /// The wire bytes of the graphs of `plans`.
+    plan_bytes: u64,
     next_id: u64,
     closed: bool,
 }
@@ -81,6 +85,7 @@ impl Session {
         s.tensors.clear();
         s.bytes = 0;
         s.plans.clear();
+        s.plan_bytes = 0;
     }
 
     /// Refuses a handle this session did not make.
@@ -171,12 +176,22 @@ impl Session {
                             ),
                         ));
                     }
-                    if s.plans.len() >= limits.max_plans {
-                        // Any plan: the client resends the graph of an evicted one.
+                    // Plans are bounded in number and in graph bytes; any plan may go (the
+                    // client resends the graph of an evicted one).
+                    if let Some(old) = s.plans.remove(&req.plan) {
+                        s.plan_bytes -= old.graph_bytes;
+                    }
+                    while !s.plans.is_empty()
+                        && (s.plans.len() >= limits.max_plans
+                            || s.plan_bytes + plan.graph_bytes > limits.max_message_bytes as u64)
+                    {
                         if let Some(k) = s.plans.keys().next().copied() {
-                            s.plans.remove(&k);
+                            if let Some(old) = s.plans.remove(&k) {
+                                s.plan_bytes -= old.graph_bytes;
+                            }
                         }
                     }
+                    s.plan_bytes += plan.graph_bytes;
                     s.plans.insert(req.plan, plan.clone());
                     plan
                 }
@@ -370,6 +385,7 @@ fn prepare(bytes: &[u8]) -> Result<WorkerPlan, WorkerError> {
         inputs,
         options,
         result_bytes,
+        graph_bytes: bytes.len() as u64,
     })
 }
 

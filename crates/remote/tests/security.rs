@@ -574,3 +574,38 @@ fn a_connection_without_hello_is_closed() {
     )
     .unwrap();
 }
+
+#[test]
+fn evicted_plans_are_resent_by_the_client() {
+    let w = Worker::bind(WorkerConfig {
+        max_plans_per_session: 1,
+        ..WorkerConfig::default()
+    })
+    .unwrap();
+    let c = RemoteClient::connect(&w.local_addr().to_string(), client_config(None)).unwrap();
+    let trips = || {
+        c.counters()
+            .round_trips
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let run = |plan, n: i64| {
+        let r = c
+            .run(
+                plan,
+                &double_graph(&[n]),
+                vec![RunInput::inline(host_f32(&vec![1.0; n as usize], &[n]))],
+                false,
+            )
+            .unwrap();
+        c.release_later(r.outputs[0].handle);
+        r.outputs[0].inline.clone().unwrap()
+    };
+    run(1, 2);
+    run(2, 3);
+    let before = trips();
+    // Plan 1 was evicted for plan 2: "unknown plan", then the graph again.
+    assert_eq!(run(1, 2), host_f32(&[2.0, 2.0], &[2]));
+    assert_eq!(trips(), before + 2);
+    assert_eq!(run(1, 2), host_f32(&[2.0, 2.0], &[2]));
+    assert_eq!(trips(), before + 3);
+}
