@@ -29,6 +29,9 @@ enum Command {
     /// Train an MLP or a small ResNet on the embedded UCI handwritten digits (or a CSV file) through the
     /// dispatcher: per-epoch loss and accuracy, the test accuracy and a dispatch summary.
     Train(commands::train::TrainArgs),
+    /// Run a remote worker: it runs the lazy graphs clients send it on its CPU backend and keeps
+    /// their results for them (see `switchboard-remote`).
+    Worker(commands::worker::WorkerArgs),
 }
 
 /// The environment variables the tool reads, checked before anything runs: a value they do
@@ -56,5 +59,6 @@ fn main() {
             switchboard_tensor::tune_allocator();
             std::process::exit(commands::train::main(&args))
         }
+        Command::Worker(args) => std::process::exit(commands::worker::main(&args)),
     }
 }

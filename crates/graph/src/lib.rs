@@ -13,6 +13,8 @@
 //! - [`output_root`], [`is_pure`], [`is_random`] and [`unreturned_writes`]: the graph's reading
 //!   of an operator's semantics (`switchboard_dispatcher::OperatorSemantics`: writes, views,
 //!   purity).
+//! - The wire format ([`Graph::to_bytes`], [`Graph::from_bytes`], [`WireGraph`]): a graph sent
+//!   to another process, checked on arrival (Note [Graph wire format]).
 //! - The recording API the lazy backend and the tracer share: [`Graph::add_input`],
 //!   [`Graph::add_call`], [`Graph::add_as_strided`] for a view no value stands for, and
 //!   [`unreturned_writes`] for the outputs of written arguments.
@@ -45,6 +47,8 @@ mod node;
 mod plan;
 mod print;
 mod record;
+mod wire;
+mod wire_decode;
 
 pub use aliasing::{is_pure, is_random, output_root};
 pub use graph::{Graph, GraphError};
@@ -53,6 +57,11 @@ pub use node::{snapshot, Arg, Node, NodeId, NodeKind, Output, Source, TensorMeta
 pub use plan::{Plan, RunOptions};
 pub use print::{const_code, meta_annotation, op_path, short_dtype};
 pub use record::unreturned_writes;
+pub use wire::{
+    WireArg, WireCall, WireConst, WireGraph, WireItem, WireMeta, WireNode, WireOutput, WireSource,
+    WireValue, WIRE_VERSION,
+};
+pub use wire_decode::{check_geometry, MAX_WIRE_DIMS};
 
 use switchboard_dispatcher::{AutoDispatchBelowADInplaceOrView, Result};
 use switchboard_tensor::Tensor;

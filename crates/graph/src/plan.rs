@@ -310,7 +310,7 @@ impl Plan {
     /// Runs the graph on `inputs` (one tensor per graph input, in order) and returns its
     /// outputs; the first call that fails ends the run with its error, as it ends a program.
     pub fn run(&self, inputs: Vec<Tensor>, opts: &RunOptions) -> Result<Vec<Tensor>> {
-        let (slots, errors) = self.run_steps(inputs, opts, true)?;
+        let (slots, errors) = self.run_steps(inputs, opts, true, None)?;
         self.output_slots
             .iter()
             .map(|&s| take_slot(&slots, &errors, s))
@@ -321,12 +321,27 @@ impl Plan {
     /// computed from its results (Note [Failing calls]); returns each output or its error. The
     /// outer error is for inputs that do not fit the graph.
     pub fn run_each(&self, inputs: Vec<Tensor>, opts: &RunOptions) -> Result<Vec<Result<Tensor>>> {
-        let (slots, errors) = self.run_steps(inputs, opts, false)?;
+        let (slots, errors) = self.run_steps(inputs, opts, false, None)?;
         Ok(self
             .output_slots
             .iter()
             .map(|&s| take_slot(&slots, &errors, s))
             .collect())
+    }
+
+    /// [`run`](Self::run), calling `on_call(op, time)` after each call with the operator and
+    /// the time the call took (a remote worker's per-operator profile).
+    pub fn run_timed(
+        &self,
+        inputs: Vec<Tensor>,
+        opts: &RunOptions,
+        on_call: &mut dyn FnMut(&OperatorHandle, std::time::Duration),
+    ) -> Result<Vec<Tensor>> {
+        let (slots, errors) = self.run_steps(inputs, opts, true, Some(on_call))?;
+        self.output_slots
+            .iter()
+            .map(|&s| take_slot(&slots, &errors, s))
+            .collect()
     }
 
     /// Runs the steps: the slots and the errors of the slots failed calls left without a
@@ -337,6 +352,7 @@ impl Plan {
         inputs: Vec<Tensor>,
         opts: &RunOptions,
         stop_at_error: bool,
+        mut on_call: Option<&mut dyn FnMut(&OperatorHandle, std::time::Duration)>,
     ) -> Result<(Vec<Option<Tensor>>, Vec<Option<DispatchError>>)> {
         if inputs.len() != self.input_slots.len() {
             return Err(TensorError::invalid(format!(
@@ -355,7 +371,14 @@ impl Plan {
         let mut errors: Vec<Option<DispatchError>> = Vec::new();
         let mut stack: Stack = Vec::with_capacity(8);
         for step in &self.steps {
-            if let Err(e) = self.run_step(step, &mut slots, &errors, &mut stack, opts) {
+            let start = on_call.is_some().then(std::time::Instant::now);
+            let result = self.run_step(step, &mut slots, &errors, &mut stack, opts);
+            if let (Some(f), Some(start)) = (on_call.as_mut(), start) {
+                if let Some(op) = self.graph.node(NodeId(step.node)).op() {
+                    f(op, start.elapsed());
+                }
+            }
+            if let Err(e) = result {
                 if stop_at_error {
                     return Err(e);
                 }

@@ -5,6 +5,7 @@ pub mod keys;
 pub mod ops;
 pub mod table;
 pub mod train;
+pub mod worker;
 
 /// Prints `error: MESSAGE` on stderr; a closed stderr is ignored (`eprintln!` would panic).
 pub fn report_error(message: &dyn std::fmt::Display) {
