@@ -316,7 +316,7 @@ impl LazyBackend {
 
     /// Whether the per-operator overhead profile is on.
     #[inline(always)]
-    pub(crate) fn profiling(&self) -> bool {
+    pub fn profiling(&self) -> bool {
         self.profiling.load(Ordering::Relaxed)
     }
 

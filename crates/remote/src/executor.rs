@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use switchboard_dispatcher::Result;
 use switchboard_graph::{Graph, TensorMeta};
-use switchboard_lazy::{Executable, Executor};
+use switchboard_lazy::{Executable, Executor, LazyBackend};
 use switchboard_tensor::{DatalessTensor, Device, Tensor, TensorError};
 
 use crate::client::{ClientConfig, RemoteClient};
@@ -66,6 +66,8 @@ struct Shared {
     client: Arc<RemoteClient>,
     profiling: AtomicBool,
     times: Mutex<OperatorTimes>,
+    /// The lazy device whose per-operator profile gets the worker's times.
+    device: OnceLock<&'static LazyBackend>,
 }
 
 /// Runs the lazy backend's graphs on a worker (see the crate documentation).
@@ -82,6 +84,7 @@ impl RemoteExecutor {
                 client,
                 profiling: AtomicBool::new(false),
                 times: Mutex::default(),
+                device: OnceLock::new(),
             }),
             next_plan: AtomicU64::new(1),
         })
@@ -103,6 +106,13 @@ impl RemoteExecutor {
     /// Asks the worker to time each call of the following runs.
     pub fn set_profiling(&self, on: bool) {
         self.shared.profiling.store(on, Ordering::Relaxed);
+    }
+
+    /// Adds the worker's time of each operator to `device`'s per-operator profile
+    /// (`get_performance_stats`) whenever that profile is on (the worker then times its
+    /// calls). An executor reports to one device, the first it is given.
+    pub fn report_to(&self, device: &'static LazyBackend) {
+        let _ = self.shared.device.set(device);
     }
 
     /// Per operator (`aten::mm`): the calls the worker timed and their total time in
@@ -234,7 +244,9 @@ impl Executable for RemotePlan {
                 wire.push(RunInput::inline(h));
             }
         }
-        let profile = exe.profiling.load(Ordering::Relaxed);
+        let device = exe.device.get().copied();
+        let profile =
+            exe.profiling.load(Ordering::Relaxed) || device.is_some_and(LazyBackend::profiling);
         let reply = exe.client.run(self.id, &self.graph, wire, profile)?;
         if reply.outputs.len() != self.outputs.len() {
             return Err(TensorError::invalid(format!(
@@ -250,6 +262,10 @@ impl Executable for RemotePlan {
                 let e = times.by_op.entry(t.op.clone()).or_default();
                 e.0 += t.count;
                 e.1 += t.total_ns;
+                if let Some(d) = device.filter(|d| d.profiling()) {
+                    // The worker names operators as the graph does: always one known operator.
+                    d.record_execution_time(&t.op, t.count, t.total_ns)?;
+                }
             }
         }
         let key_set = Device::META

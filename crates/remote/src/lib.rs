@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod device;
 mod error;
 mod executor;
 mod protocol;
@@ -31,6 +32,7 @@ mod transport;
 mod worker;
 
 pub use client::{ClientConfig, RemoteClient, RemoteCounters};
+pub use device::{connect, connect_from_env, install, is_remote, DEVICE_NAME, WORKER_ENV};
 pub use error::{RemoteError, RemoteErrorKind};
 pub use executor::{RemoteBuffer, RemoteExecutor};
 pub use protocol::{
