@@ -22,7 +22,6 @@ use std::str::FromStr;
 
 use switchboard::autograd::no_grad;
 use switchboard::dispatcher::{IValue, Result, Stack};
-use switchboard::keys::DeviceType;
 use switchboard::lazy;
 use switchboard::ops;
 use switchboard::tensor::{Device, Tensor};
@@ -42,7 +41,7 @@ pub fn parse_device(text: &str) -> std::result::Result<Device, String> {
     install_linked(ty)?;
     let d = Device::from_str(text.trim()).map_err(|e| format!("--device {text:?}: {e}"))?;
     Ok(match d.ty {
-        DeviceType::Lazy => lazy::backend(d)
+        ty if lazy::is_lazy_device_type(ty) => lazy::backend(d)
             .map_err(|e| format!("--device {text:?}: {e}"))?
             .device(),
         _ => d,
@@ -55,8 +54,12 @@ pub const LINKED_BACKENDS: &[&str] = &[
     "npu",
 ];
 
-/// Installs the linked backend of device type name `ty`, if there is one.
+/// Installs the linked backend of device type name `ty`, if there is one (and the
+/// `remote_accelerator` device type, which every build has).
 fn install_linked(ty: &str) -> std::result::Result<(), String> {
+    if ty == switchboard_remote::DEVICE_NAME {
+        switchboard_remote::install().map_err(|e| e.to_string())?;
+    }
     #[cfg(feature = "npu")]
     if ty == switchboard_npu::NAME {
         switchboard_npu::init().map_err(|e| e.to_string())?;
@@ -72,7 +75,7 @@ pub fn parse_train_device(text: &str) -> std::result::Result<Device, String> {
     if device.is_cpu() || is_lazy(device) || LINKED_BACKENDS.contains(&device.ty.name()) {
         return Ok(device);
     }
-    let mut available = vec!["cpu", "lazy"];
+    let mut available = vec!["cpu", "lazy", switchboard_remote::DEVICE_NAME];
     available.extend(LINKED_BACKENDS);
     Err(format!(
         "this build cannot train on {device}: available devices are {} (out-of-tree backends \
@@ -81,9 +84,59 @@ pub fn parse_train_device(text: &str) -> std::result::Result<Device, String> {
     ))
 }
 
-/// Whether `device` is the lazy backend's.
+/// Whether `device` is the lazy backend's (`lazy`, or a lazy device type such as
+/// `remote_accelerator`).
 pub fn is_lazy(device: Device) -> bool {
-    device.ty == DeviceType::Lazy
+    lazy::is_lazy_device_type(device.ty)
+}
+
+/// The environment variable holding the CA certificate (PEM) a TLS worker's certificate must
+/// chain to; without it the connection is plain TCP.
+pub const WORKER_CA_ENV: &str = "SWITCHBOARD_WORKER_CA";
+
+/// Connects a `remote_accelerator` device to its worker: `worker` (`--worker ADDR`), else the
+/// one `SWITCHBOARD_WORKER` names, with the token of `SWITCHBOARD_WORKER_TOKEN` and, when
+/// `SWITCHBOARD_WORKER_CA` names a certificate, TLS. Other devices need no worker (and
+/// refuse one).
+pub fn connect_remote(device: Device, worker: Option<&str>) -> std::result::Result<(), String> {
+    use switchboard_remote::{ClientConfig, TlsTrust, WORKER_ENV};
+    if !switchboard_remote::is_remote(device) {
+        return match worker {
+            Some(w) => Err(format!(
+                "--worker {w}: a worker runs the graphs of --device {} only (the device is \
+                 {device})",
+                switchboard_remote::DEVICE_NAME
+            )),
+            None => Ok(()),
+        };
+    }
+    let addr = match worker {
+        Some(w) => w.to_string(),
+        None => std::env::var(WORKER_ENV).map_err(|_| {
+            format!(
+                "--device {device} needs a worker: --worker HOST:PORT or {WORKER_ENV}=HOST:PORT \
+                 (start one with `switchboard worker --listen HOST:PORT`)"
+            )
+        })?,
+    };
+    let tls = std::env::var_os(WORKER_CA_ENV).map(|ca| TlsTrust {
+        ca: ca.into(),
+        server_name: addr
+            .rsplit_once(':')
+            .map_or(addr.as_str(), |(host, _)| host)
+            .trim_matches(['[', ']'])
+            .to_string(),
+    });
+    let config = ClientConfig {
+        token: std::env::var(switchboard_remote::TOKEN_ENV)
+            .ok()
+            .filter(|t| !t.is_empty()),
+        tls,
+        ..ClientConfig::default()
+    };
+    switchboard_remote::connect(device.index.unwrap_or(0), &addr, config)
+        .map(|_| ())
+        .map_err(|e| format!("--device {device}: {e}"))
 }
 
 /// `t` on `device`: `t` itself when it is there, else a copy (`_to_copy`, not recorded by

@@ -240,3 +240,164 @@ fn a_token_file_is_required_of_clients() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `switchboard ARGS` with `env` set (and the worker variables cleared otherwise).
+fn switchboard(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    c.args(args)
+        .env_remove("SWITCHBOARD_WORKER")
+        .env_remove("SWITCHBOARD_WORKER_TOKEN")
+        .env_remove("SWITCHBOARD_WORKER_CA");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// The epoch lines and the final accuracy of `train`'s output, without timings.
+fn numbers(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("epoch") || l.starts_with("final test accuracy"))
+        .map(|l| {
+            l.split("  (")
+                .next()
+                .unwrap_or_default()
+                .split(", ")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn train_on_remote_accelerator_gives_the_eager_numbers() {
+    let w = ChildWorker::start("127.0.0.1:0", &[]);
+    let common = [
+        "train",
+        "--epochs",
+        "2",
+        "--hidden",
+        "32",
+        "--no-progress",
+        "--no-summary",
+    ];
+    let eager = switchboard(&common, &[]);
+    let remote = switchboard(
+        &[
+            &common[..],
+            &["--device", "remote_accelerator", "--worker", &w.addr],
+        ]
+        .concat(),
+        &[],
+    );
+    let (e, r) = (
+        String::from_utf8(eager.stdout).unwrap(),
+        String::from_utf8(remote.stdout).unwrap(),
+    );
+    assert!(
+        remote.status.success(),
+        "{r}\n{}",
+        String::from_utf8_lossy(&remote.stderr)
+    );
+    assert_eq!(numbers(&e), numbers(&r), "{e}\n{r}");
+    assert_eq!(numbers(&e).len(), 3, "{e}");
+    assert!(r.contains("on remote_accelerator:0"), "{r}");
+    for line in [
+        "executor: remote",
+        "Counter: RemoteRoundTrips",
+        "Counter: RemoteBytesSent",
+    ] {
+        assert!(r.contains(line), "{r}");
+    }
+    // The same through SWITCHBOARD_WORKER.
+    let from_env = switchboard(
+        &[&common[..], &["--device", "remote_accelerator"]].concat(),
+        &[("SWITCHBOARD_WORKER", &w.addr)],
+    );
+    assert_eq!(
+        numbers(&String::from_utf8(from_env.stdout).unwrap()),
+        numbers(&e)
+    );
+}
+
+#[test]
+fn call_on_remote_accelerator_uses_the_worker_of_the_environment() {
+    use switchboard::tensor::{load_safetensors_file, save_safetensors_file, Tensor};
+    let w = ChildWorker::start("127.0.0.1:0", &[]);
+    let dir = std::env::temp_dir().join(format!("sb-worker-call-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = Tensor::from_vec(vec![1f32, 2., 3., 4.], &[2, 2]).unwrap();
+    let input = dir.join("in.safetensors");
+    save_safetensors_file(&input, &[("a", &a)], None).unwrap();
+    let run = |device: &str, env: &[(&str, &str)]| {
+        let out = dir.join(format!("out-{device}.safetensors"));
+        let o = switchboard(
+            &[
+                "call",
+                "mm",
+                "--in",
+                input.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--device",
+                device,
+                "self=@a",
+                "mat2=@a",
+            ],
+            env,
+        );
+        (o, out)
+    };
+    let (o, out) = run("remote_accelerator", &[("SWITCHBOARD_WORKER", &w.addr)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got = load_safetensors_file(&out).unwrap();
+    let (_, t) = got.iter().next().unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), [7., 10., 15., 22.]);
+    // Without a worker: one error line saying what is missing.
+    let (o, _) = run("remote_accelerator", &[]);
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: ")
+            && err.contains("needs a worker: --worker HOST:PORT or SWITCHBOARD_WORKER=HOST:PORT"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn train_refuses_a_worker_it_cannot_use() {
+    let o = switchboard(&["train", "--epochs", "1", "--worker", "127.0.0.1:9"], &[]);
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--worker 127.0.0.1:9: a worker runs the graphs of --device remote_accelerator only"
+        ),
+        "{err}"
+    );
+    let o = switchboard(
+        &["train", "--epochs", "1", "--device", "remote_accelerator"],
+        &[],
+    );
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("needs a worker"), "{err}");
+    // Nothing listens there: the connection error names the address, in bounded time.
+    let o = switchboard(
+        &[
+            "train",
+            "--epochs",
+            "1",
+            "--device",
+            "remote_accelerator",
+            "--worker",
+            "127.0.0.1:9",
+        ],
+        &[],
+    );
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("127.0.0.1:9"), "{err}");
+}

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use switchboard_dispatcher::IValue;
-use switchboard_tensor::{Layout, MemoryFormat};
+use switchboard_tensor::{Device, Layout, MemoryFormat};
 
 use crate::graph::{Graph, GraphError};
 use crate::node::{Arg, NodeKind, Source, TensorMeta, Value};
@@ -25,7 +25,9 @@ pub const WIRE_VERSION: u32 = 1;
 // which is every constant a captured call holds, and keeps the decoder's recursion bounded
 // whatever the bytes say. Bytes are bincode 1 with its default options (variable-length
 // integers, little-endian, trailing bytes refused); floats keep their bit patterns, so NaNs
-// and infinities travel unchanged.
+// and infinities travel unchanged. Devices travel by their types' built-in names
+// (`privateuseone:0`, not the name a process gave the backend): the reader may have named its
+// private-use backends otherwise, or not at all.
 
 /// A graph on the wire (Note [Graph wire format]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -167,8 +169,16 @@ impl From<&TensorMeta> for WireMeta {
             sizes: m.sizes.to_vec(),
             strides: m.strides.to_vec(),
             storage_offset: m.storage_offset,
-            device: m.device.to_string(),
+            device: wire_device(m.device),
         }
+    }
+}
+
+/// A device on the wire: its type's built-in name (Note [Graph wire format]) and its index.
+pub(crate) fn wire_device(d: Device) -> String {
+    match d.index {
+        Some(i) => format!("{}:{i}", d.ty.builtin_name()),
+        None => d.ty.builtin_name().to_string(),
     }
 }
 
@@ -205,7 +215,7 @@ fn encode_item(c: &IValue, op: &str) -> Result<WireItem, GraphError> {
         IValue::Str(s) => WireItem::Str(s.to_string()),
         IValue::ScalarType(t) => WireItem::ScalarType(t.name().to_string()),
         IValue::Layout(l) => WireItem::Layout(layout_name(*l).to_string()),
-        IValue::Device(d) => WireItem::Device(d.to_string()),
+        IValue::Device(d) => WireItem::Device(wire_device(*d)),
         IValue::MemoryFormat(f) => WireItem::MemoryFormat(memory_format_name(*f).to_string()),
         IValue::IntList(v) => WireItem::IntList(v.to_vec()),
         IValue::DoubleList(v) => WireItem::DoubleList(v.to_vec()),

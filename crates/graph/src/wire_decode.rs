@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle};
+use switchboard_keys::DeviceType;
 use switchboard_schema::{Argument, OperatorName, Type};
 use switchboard_tensor::{Device, DimVec, Layout, MemoryFormat, ScalarType};
 
@@ -30,10 +31,7 @@ impl WireMeta {
             .dtype
             .parse()
             .map_err(|_| err(format!("unknown dtype \"{}\"", self.dtype)))?;
-        let device: Device = self
-            .device
-            .parse()
-            .map_err(|e| err(format!("bad device \"{}\": {e}", self.device)))?;
+        let device = parse_wire_device(&self.device)?;
         check_geometry(&self.sizes, &self.strides, self.storage_offset, dtype)?;
         Ok(TensorMeta {
             sizes: DimVec::from_slice(&self.sizes),
@@ -125,10 +123,7 @@ fn decode_item(c: &WireItem) -> Result<IValue, GraphError> {
                 .find(|l| layout_name(*l) == s)
                 .ok_or_else(|| err(format!("unknown layout \"{s}\"")))?,
         ),
-        WireItem::Device(s) => IValue::Device(
-            s.parse()
-                .map_err(|e| err(format!("bad device \"{s}\": {e}")))?,
-        ),
+        WireItem::Device(s) => IValue::Device(parse_wire_device(s)?),
         WireItem::MemoryFormat(s) => IValue::MemoryFormat(
             [
                 MemoryFormat::Contiguous,
@@ -379,4 +374,31 @@ impl WireGraph {
         d.graph.set_outputs(outputs)?;
         Ok(d.graph)
     }
+}
+
+/// A device as [`wire_device`](crate::wire::wire_device) writes it: a type's built-in name
+/// (`privateuseone`, whatever this process calls it) and an optional index.
+fn parse_wire_device(s: &str) -> Result<Device, GraphError> {
+    let bad = |why: &str| err(format!("bad device \"{s}\": {why}"));
+    let (name, index) = match s.split_once(':') {
+        Some((n, i)) => (n, Some(i)),
+        None => (s, None),
+    };
+    let ty = DeviceType::ALL
+        .iter()
+        .find(|t| t.builtin_name() == name)
+        .ok_or_else(|| bad("unknown device type"))?;
+    let index = match index {
+        None => None,
+        Some(i) => Some(
+            i.parse::<i16>()
+                .ok()
+                .filter(|i| *i >= 0)
+                .ok_or_else(|| bad("the index must be a number from 0 to 32767"))?,
+        ),
+    };
+    Ok(match index {
+        Some(i) => Device::with_index(*ty, i),
+        None => Device::new(*ty),
+    })
 }

@@ -119,10 +119,16 @@ pub struct TrainArgs {
     #[arg(long)]
     pub no_summary: bool,
     /// Where to train: cpu, lazy (the lazy backend captures every step and runs it; its metrics
-    /// report is printed at the end), or an out-of-tree backend this build links (npu with
-    /// --features npu).
+    /// report is printed at the end), remote_accelerator (captured as on lazy, run by the
+    /// worker of --worker), or an out-of-tree backend this build links (npu with --features
+    /// npu).
     #[arg(long, value_name = "DEVICE", default_value = "cpu", value_parser = switchboard_cli::device::parse_train_device)]
     pub device: switchboard_tensor::Device,
+    /// The worker (`HOST:PORT`, started with `switchboard worker`) that runs the steps of
+    /// --device remote_accelerator; default: SWITCHBOARD_WORKER. Its token is read from
+    /// SWITCHBOARD_WORKER_TOKEN, the CA of a TLS worker from SWITCHBOARD_WORKER_CA.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub worker: Option<String>,
     /// Writes the graph of the first training step (needs --device lazy): Graphviz DOT for
     /// a .dot file, JSON for .json.
     #[arg(long, value_name = "FILE.dot|FILE.json")]
@@ -212,7 +218,9 @@ impl TrainArgs {
 /// Runs the subcommand; the exit status (2 on error, printed as one `error:` line).
 pub fn main(args: &TrainArgs) -> i32 {
     use std::io::Write;
-    let result = train::train(&args.config(), &mut std::io::stdout())
+    let result = switchboard_cli::device::connect_remote(args.device, args.worker.as_deref())
+        .map_err(train::TrainError::Config)
+        .and_then(|_| train::train(&args.config(), &mut std::io::stdout()))
         .and_then(|_| Ok(std::io::stdout().flush()?));
     match result {
         Ok(()) => {

@@ -24,6 +24,10 @@ impl<'a> OnDevice<'a> {
             .map_err(CallError::Device)?
             // `cpu:0` too: CPU tensors are on `cpu` (Note [The devices of CPU and meta tensors]).
             .filter(|d| !d.is_cpu());
+        if let Some(d) = device {
+            // `remote_accelerator`: the worker SWITCHBOARD_WORKER names.
+            switchboard_cli::device::connect_remote(d, None).map_err(CallError::Device)?;
+        }
         Ok(OnDevice { device, op_name })
     }
 
