@@ -17,17 +17,9 @@ const NOT_YET: &[&str] = &[
     "aten::_fft_c2r",
     "aten::_fft_r2c",
     "aten::_pdist_forward",
-    "aten::copy",
-    "aten::full_like",
     "aten::grid_sampler_2d",
-    "aten::randperm",
-    "aten::scalar_tensor",
     // A list of views (`Tensor(a)[]`), which no operator returns yet.
     "aten::split_with_sizes",
-    "aten::sym_numel",
-    "aten::sym_size.int",
-    "aten::sym_storage_offset",
-    "aten::sym_stride.int",
 ];
 
 #[test]

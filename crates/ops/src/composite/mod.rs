@@ -4,6 +4,7 @@
 //! formulas). All of them call operators through the dispatcher, never kernels directly.
 
 mod convert;
+mod copy;
 mod diagonal;
 mod factories;
 mod logical;
@@ -23,6 +24,7 @@ mod view_copy;
 mod wrapped_scalar;
 
 pub use convert::*;
+pub use copy::*;
 pub use diagonal::*;
 pub use factories::*;
 pub use logical::*;
