@@ -18,8 +18,6 @@ const NOT_YET: &[&str] = &[
     "aten::_fft_r2c",
     "aten::_pdist_forward",
     "aten::grid_sampler_2d",
-    // A list of views (`Tensor(a)[]`), which no operator returns yet.
-    "aten::split_with_sizes",
 ];
 
 #[test]

@@ -238,6 +238,47 @@ fn copies_and_joins(r: &mut Registry) {
             .inplace()
             .out(),
     );
+    // Lists of views.
+    r.add(shape("split_with_sizes").samples(vec![
+        sample![t(&[5, 4]), [2i64, 3]],
+        sample![t(&[5, 4]), [1i64, 0, 3], 1i64],
+        sample![t(&[3, 4]).transposed(), [1i64, 3], -1i64],
+        sample![t(&[6]), [6i64]],
+        sample![t(&[4, 3]).f64(), [1i64, 3]],
+        sample![t(&[3]).dtype(Long), [1i64, 2]],
+        sample![t(&[5, 4]), [2i64, 2]].error(),
+        sample![t(&[5, 4]), [6i64, -1], 1i64].error(),
+        sample![t(&[]), [1i64]].error(),
+        sample![t(&[5, 4]), [2i64, 3], 3i64].error(),
+    ]));
+    r.add(shape("split.Tensor").samples(vec![
+        sample![t(&[5, 4]), 2i64],
+        sample![t(&[5, 4]), 3i64, 1i64],
+        sample![t(&[5, 4]), 10i64],
+        sample![t(&[0, 2]), 0i64],
+        sample![t(&[3, 4]).transposed(), 2i64, -1i64],
+        sample![t(&[5]).f64(), 2i64],
+        sample![t(&[5, 4]), 0i64].error(),
+        sample![t(&[5, 4]), -1i64].error(),
+        sample![t(&[]), 1i64].error(),
+    ]));
+    r.add(shape("unbind.int").samples(vec![
+        sample![t(&[3, 4])],
+        sample![t(&[3, 4]), 1i64],
+        sample![t(&[2, 3]).transposed(), -1i64],
+        sample![t(&[3, 2]).f64()],
+        sample![t(&[3]).dtype(Long)],
+        sample![t(&[]), 0i64].error(),
+        sample![t(&[3, 4]), 2i64].error(),
+    ]));
+    r.add(shape("chunk").samples(vec![
+        sample![t(&[5, 4]), 3i64],
+        sample![t(&[5, 4]), 2i64, 1i64],
+        sample![t(&[0, 2]), 3i64],
+        sample![t(&[6]).f64(), 4i64],
+        sample![t(&[5, 4]), 0i64].error(),
+        sample![t(&[]), 2i64].error(),
+    ]));
     let lists = || {
         vec![
             sample![vec![t(&[2, 3]), t(&[2, 3])]],
