@@ -230,6 +230,8 @@ const PYTORCH_COMPOSITE: &[&str] = &[
     "numel",
     "size.int",
     "sym_size.int",
+    "cdist",
+    "pdist",
     "chunk",
     "sym_stride.int",
     "sym_numel",

@@ -6,6 +6,7 @@
 mod convert;
 mod copy;
 mod diagonal;
+mod distance;
 mod factories;
 mod logical;
 mod nn;
@@ -27,6 +28,7 @@ mod wrapped_scalar;
 pub use convert::*;
 pub use copy::*;
 pub use diagonal::*;
+pub use distance::*;
 pub use factories::*;
 pub use logical::*;
 pub use nn::*;
