@@ -61,6 +61,8 @@ def make(a):
         return torch.Generator().manual_seed(a["value"])
     if k == "layout":
         return torch.strided
+    if k == "float":
+        return number(a["value"])
     return a["value"]
 
 

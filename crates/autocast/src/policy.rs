@@ -95,6 +95,7 @@ pub static CPU: BackendPolicy = BackendPolicy {
         ("avg_pool3d", Fp32),
         ("adaptive_avg_pool3d", Fp32),
         ("max_pool3d", Fp32),
+        ("cdist", Fp32),
         ("prod", Fp32),
         ("prod.dim_int", Fp32),
         // promote
@@ -148,6 +149,9 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         // fp32: upsampling (AT_FORALL_FP32's upsample_* entries, the sized overloads)
         ("upsample_nearest2d", Fp32),
         ("upsample_bilinear2d", Fp32),
+        // fp32: distances (AT_FORALL_FP32's pdist and cdist)
+        ("pdist", Fp32),
+        ("cdist", Fp32),
         // fp32_set_opt_dtype
         ("softmax.int", Fp32SetOptDtype),
         ("log_softmax.int", Fp32SetOptDtype),

@@ -41,6 +41,10 @@ pub(crate) struct MetaInner {
     pub bw_view: bool,
     /// The version counter's value when the view's grad_fn was last set.
     pub attr_version: u64,
+    /// A view made, with grad mode on, by a function returning several views: the function's
+    /// name and the view's index among them (PyTorch's `CreationMeta::MULTI_OUTPUT_NODE`,
+    /// which refuses recorded in-place writes through it).
+    pub multi_output: Option<(&'static str, u32)>,
 }
 
 impl MetaInner {

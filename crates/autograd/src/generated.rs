@@ -32,10 +32,10 @@ use crate::node::{Edge, Node, SavedTensor};
 use crate::not_implemented::{record_not_implemented, record_not_implemented_inplace};
 #[allow(unused_imports)]
 use crate::recording::{
-    as_view, check_inplace, check_no_requires_grad, fresh, grad_of, guarded, hint, hint_list,
-    hint_optional, hint_optional_list, out_requires_grad_error, rebase_history, record_function,
-    record_inplace_begin, unpack_list, unpack_optional, unpack_optional_list, SavedInts, AFTER_AD,
-    AFTER_ADIV,
+    as_multi_output_view, as_view, check_inplace, check_no_requires_grad, fresh, grad_of, guarded,
+    hint, hint_list, hint_optional, hint_optional_list, out_requires_grad_error, rebase_history,
+    record_function, record_inplace_begin, unpack_list, unpack_optional, unpack_optional_list,
+    SavedInts, AFTER_AD, AFTER_ADIV,
 };
 use crate::{is_grad_enabled, AutogradKind, OperatorAutograd};
 

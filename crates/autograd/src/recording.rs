@@ -133,6 +133,18 @@ pub(crate) fn check_inplace(t: &Tensor, requires_grad: bool) -> Result<()> {
     if !requires_grad || !crate::is_grad_enabled() {
         return Ok(());
     }
+    if let Some((function, index)) = autograd_meta::read(t, |m| m.multi_output).flatten() {
+        // Note [In-place writes through multi-output views]
+        // The views a function returns together share one backward node, which computes the
+        // base's gradient from all of them; a write through one view cannot be rebased onto
+        // it (PyTorch's `handle_view_on_rebase`), so it is refused when it would be recorded.
+        return Err(err(format!(
+            "Output {index} of {function} is a view and is being modified inplace. This view is \
+             the output of a function that returns multiple views. Such functions do not allow \
+             the output views to be modified inplace. You should replace the inplace operation \
+             by an out-of-place one."
+        )));
+    }
     if let Some((base, bw_view)) =
         autograd_meta::read(t, |m| (m.base.clone(), m.bw_view)).and_then(|(b, v)| b.map(|b| (b, v)))
     {
@@ -226,6 +238,22 @@ pub(crate) fn as_view(base: &Tensor, out: Tensor) -> Tensor {
         m.bw_view = grad_mode;
         m.attr_version = version;
     });
+    out
+}
+
+/// [`as_view`] for element `index` of the list of views `function` returned
+/// (`split_with_sizes`): recorded in-place writes through it are refused (Note [In-place
+/// writes through multi-output views]).
+pub(crate) fn as_multi_output_view(
+    base: &Tensor,
+    out: Tensor,
+    function: &'static str,
+    index: u32,
+) -> Tensor {
+    let out = as_view(base, out);
+    if crate::is_grad_enabled() {
+        autograd_meta::with(&out, |m| m.multi_output = Some((function, index)));
+    }
     out
 }
 

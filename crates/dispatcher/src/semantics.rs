@@ -70,6 +70,10 @@ pub struct OperatorSemantics {
     /// For each return, whether it is a view of an argument (annotated without `!`:
     /// `-> Tensor(a)`, `-> Tensor(a)[]`).
     pub return_views: Box<[bool]>,
+    /// The argument a view operator's returns are views of: the one a return aliases, or the
+    /// one whose alias set the items of a returned list carry (`Tensor(a -> *) self ->
+    /// Tensor(a)[]`, `split`: each item is a view of `self`).
+    pub viewed_argument: Option<usize>,
     /// The overload's kind.
     pub kind: SchemaKind,
     /// Some return is a view of an argument (torchgen's `is_view_op`: a return annotated
@@ -105,6 +109,7 @@ impl Default for OperatorSemantics {
             return_aliases: Box::new([]),
             return_writes: Box::new([]),
             return_views: Box::new([]),
+            viewed_argument: None,
             kind: SchemaKind::Functional,
             is_view: false,
             is_random: false,
@@ -148,6 +153,21 @@ impl OperatorSemantics {
             .map(|r| r.alias_info().is_some_and(|i| !i.is_write()))
             .collect();
         let is_view = return_views.contains(&true);
+        let viewed_argument = schema
+            .returns()
+            .iter()
+            .filter_map(|r| r.alias_info().filter(|i| !i.is_write()))
+            .find_map(|info| {
+                let sets: Vec<&str> = info
+                    .before_set()
+                    .chain(info.contained_types().iter().flat_map(|c| c.before_set()))
+                    .filter(|s| *s != "*")
+                    .collect();
+                args.iter().position(|a| {
+                    a.alias_info()
+                        .is_some_and(|ai| ai.before_set().any(|s| sets.contains(&s)))
+                })
+            });
         let is_random = tags.contains(&Tag::NondeterministicSeeded)
             || args.iter().any(|a| mentions_generator(a.ty()));
         let is_pure =
@@ -158,6 +178,7 @@ impl OperatorSemantics {
             return_aliases,
             return_writes,
             return_views,
+            viewed_argument,
             is_view,
             is_random,
             is_pure,

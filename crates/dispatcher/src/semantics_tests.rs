@@ -73,6 +73,8 @@ fn views() {
     assert!(split.is_view);
     assert_eq!(&*split.return_views, &[true]);
     assert_eq!(&*split.return_aliases, &[None]);
+    assert_eq!(split.viewed_argument, Some(0));
+    assert_eq!(s.viewed_argument, Some(0));
 }
 
 #[test]

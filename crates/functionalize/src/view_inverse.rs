@@ -77,6 +77,39 @@ impl ViewMeta {
                 };
                 Some(switchboard_ops::slice_scatter_with(base, value, options)?)
             }
+            // Element `output` of a list of views: the slice (or the index) it covers.
+            ("aten::split_with_sizes", "") => {
+                let Some(IValue::IntList(sizes)) = self.args.get(1) else {
+                    return Ok(None);
+                };
+                let start: i64 = sizes[..self.output].iter().sum();
+                let options = switchboard_ops::SliceScatterOptions {
+                    dim: int(2).unwrap_or(0),
+                    start: Some(start),
+                    end: Some(start + sizes[self.output]),
+                    step: 1,
+                };
+                Some(switchboard_ops::slice_scatter_with(base, value, options)?)
+            }
+            ("aten::split", "Tensor") => {
+                let Some(split_size) = int(1) else {
+                    return Ok(None);
+                };
+                let start = self.output as i64 * split_size;
+                let options = switchboard_ops::SliceScatterOptions {
+                    dim: int(2).unwrap_or(0),
+                    start: Some(start),
+                    end: Some(start + split_size),
+                    step: 1,
+                };
+                Some(switchboard_ops::slice_scatter_with(base, value, options)?)
+            }
+            ("aten::unbind", "int") => Some(switchboard_ops::select_scatter(
+                base,
+                value,
+                int(1).unwrap_or(0),
+                self.output as i64,
+            )?),
             ("aten::as_strided", "") => {
                 let (Some(IValue::IntList(size)), Some(IValue::IntList(stride))) =
                     (self.args.get(1), self.args.get(2))

@@ -131,3 +131,29 @@ fn diagonal_and_alias_views_write_through_to_their_base() {
         &[arange(12).view(&[3, 4]).unwrap()],
     );
 }
+
+#[test]
+fn split_and_unbind_views_write_through_to_their_base() {
+    // Each element of a list of views is a view: writes through the second piece of
+    // `split_with_sizes`, the last of `split` and one row of `unbind` reach the base (their
+    // inverses are `slice_scatter` and `select_scatter`), and the base's write reaches them.
+    both(
+        |xs| {
+            let base = xs[0].mul_scalar(1.0)?;
+            let pieces =
+                base.split_with_sizes_with(&[1, 3], ops::SplitWithSizesOptions { dim: 1 })?;
+            pieces[1].mul_scalar_(10.0)?;
+            let rows = base.split(2)?;
+            rows[1].add_scalar_(100.0)?;
+            let row = base.unbind()?;
+            row[0].sub_scalar_(1000.0)?;
+            base.add_scalar_(0.5)?;
+            Ok(vec![
+                base.clone(),
+                pieces[0].contiguous()?,
+                row[2].contiguous()?,
+            ])
+        },
+        &[arange(12).view(&[3, 4]).unwrap()],
+    );
+}

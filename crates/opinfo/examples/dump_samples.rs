@@ -24,6 +24,16 @@ fn values(t: &Tensor) -> Value {
     }
 }
 
+/// A float as JSON: a number, or its text for the non-finite ones JSON has no number for
+/// ("inf", "-inf", "NaN").
+fn float_json(x: f64) -> Value {
+    if x.is_finite() {
+        json!(x)
+    } else {
+        json!(x.to_string())
+    }
+}
+
 fn tensor_json(slot: &TensorSlot) -> Value {
     let layout = match &slot.spec.layout {
         Layout::Contiguous => json!("contiguous"),
@@ -56,7 +66,7 @@ fn value_json(v: &IValue, next: &mut dyn FnMut() -> Value) -> Value {
                 .collect::<Vec<_>>()
         }),
         IValue::Int(i) => json!({ "kind": "int", "value": i }),
-        IValue::Double(d) => json!({ "kind": "float", "value": d }),
+        IValue::Double(d) => json!({ "kind": "float", "value": float_json(*d) }),
         IValue::Bool(b) => json!({ "kind": "bool", "value": b }),
         IValue::Str(s) => json!({ "kind": "str", "value": s.as_str() }),
         IValue::ScalarType(t) => json!({ "kind": "dtype", "value": t.name() }),
@@ -84,7 +94,7 @@ fn output_json(v: &IValue, compare_values: bool) -> Value {
             json!({ "kind": "tensors", "items": ts.iter().map(|t| output_json(&IValue::Tensor(t.clone()), compare_values)).collect::<Vec<_>>() })
         }
         IValue::Int(i) => json!({ "kind": "int", "value": i }),
-        IValue::Double(d) => json!({ "kind": "float", "value": d }),
+        IValue::Double(d) => json!({ "kind": "float", "value": float_json(*d) }),
         IValue::Bool(b) => json!({ "kind": "bool", "value": b }),
         other => json!({ "kind": "other", "value": format!("{other:?}") }),
     }

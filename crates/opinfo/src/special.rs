@@ -16,6 +16,8 @@ pub const UNSAMPLED: &[(&str, Unsampled)] = &[
     ("randint.generator", Unsampled::Random),
     ("randint.low", Unsampled::Random),
     ("randint.low_generator", Unsampled::Random),
+    ("randperm", Unsampled::Random),
+    ("randperm.generator", Unsampled::Random),
     ("uniform", Unsampled::Random),
     ("normal_functional", Unsampled::Random),
     ("normal_", Unsampled::Random),

@@ -11,23 +11,11 @@ const CORE: &str = include_str!("data/pytorch_core_aten_2.15.txt");
 
 /// Core overloads not declared yet, and why.
 const NOT_YET: &[&str] = &[
-    "aten::_cdist_forward",
     "aten::_embedding_bag",
     // Complex results: the runtime has no complex dtypes.
     "aten::_fft_c2r",
     "aten::_fft_r2c",
-    "aten::_pdist_forward",
-    "aten::copy",
-    "aten::full_like",
     "aten::grid_sampler_2d",
-    "aten::randperm",
-    "aten::scalar_tensor",
-    // A list of views (`Tensor(a)[]`), which no operator returns yet.
-    "aten::split_with_sizes",
-    "aten::sym_numel",
-    "aten::sym_size.int",
-    "aten::sym_storage_offset",
-    "aten::sym_stride.int",
 ];
 
 #[test]

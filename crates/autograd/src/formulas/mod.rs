@@ -15,6 +15,7 @@ mod pointwise;
 mod reduction;
 mod scatter;
 mod shape;
+mod split;
 
 pub(crate) use batch_norm::*;
 pub(crate) use convolution::*;
@@ -28,6 +29,7 @@ pub(crate) use pointwise::*;
 pub(crate) use reduction::*;
 pub(crate) use scatter::*;
 pub(crate) use shape::*;
+pub(crate) use split::*;
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;

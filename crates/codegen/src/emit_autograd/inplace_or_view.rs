@@ -23,10 +23,12 @@ pub(super) fn emit_inplace_or_view(
     }
     if view && f.schema.returns().len() != 1 {
         return Err(format!(
-            "{}: a view operator must return one tensor",
+            "{}: a view operator must return one tensor or one list of tensors",
             f.schema_text
         ));
     }
+    // `Tensor(a)[]`: every element is a view of the base (PyTorch's multi-output views).
+    let list_view = view && is_list(f.schema.returns()[0].ty());
     let sig = Sig::of(f)?;
     let stem = &sig.stem;
     let call = sig.call(f, "ks & AFTER_ADIV");
@@ -68,7 +70,19 @@ pub(super) fn emit_inplace_or_view(
             .iter()
             .position(|a| a.alias_info().is_some_and(|i| !i.is_write()))
             .ok_or_else(|| format!("{}: a view without an aliased input", f.schema_text))?;
-        writeln!(w, "    Ok(as_view({}, result))\n}}\n", sig.args[base].name).unwrap();
+        if list_view {
+            // PyTorch's CreationMeta::MULTI_OUTPUT_NODE: named after the function
+            // (`SplitWithSizes`) in the error an in-place write through an element raises.
+            writeln!(
+                w,
+                "    Ok(result\n        .into_iter()\n        .enumerate()\n        .map(|(i, t)| as_multi_output_view({}, t, {:?}, i as u32))\n        .collect())\n}}\n",
+                sig.args[base].name,
+                camel_case(&f.name)
+            )
+            .unwrap();
+        } else {
+            writeln!(w, "    Ok(as_view({}, result))\n}}\n", sig.args[base].name).unwrap();
+        }
     } else {
         writeln!(w, "    Ok(result)\n}}\n").unwrap();
     }
@@ -79,4 +93,17 @@ pub(super) fn emit_inplace_or_view(
     )
     .unwrap();
     Ok(())
+}
+
+/// `split_with_sizes` -> `SplitWithSizes`.
+fn camel_case(name: &str) -> String {
+    name.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
 }

@@ -166,8 +166,25 @@ pub(super) fn emit_differentiable(
             "    if !(is_grad_enabled() && ({diff_hint})) {{\n        return {call};\n    }}\n    let {pat} = {{\n        let _guard = {guard}::new();\n        {call}?\n    }};"
         )
         .unwrap();
+        // One `Tensor[]` return: its elements are the node's outputs, as many as the call made.
+        let list_result = f.schema.returns().len() == 1 && is_list(f.schema.returns()[0].ty());
+        if list_result && !outputs_saved.is_empty() {
+            return Err(format!(
+                "{}: a formula reads an output of a list-returning operator",
+                f.schema_text
+            ));
+        }
         for r in &results {
-            writeln!(w, "    let {r} = fresh({r}, &[{}]);", ins.join(", ")).unwrap();
+            if list_result {
+                writeln!(
+                    w,
+                    "    let {r}: Vec<Tensor> = {r}.into_iter().map(|t| fresh(t, &[{}])).collect();",
+                    ins.join(", ")
+                )
+                .unwrap();
+            } else {
+                writeln!(w, "    let {r} = fresh({r}, &[{}]);", ins.join(", ")).unwrap();
+            }
         }
         // An output that `bool[N] output_mask` does not ask for is PyTorch's undefined tensor
         // (an empty placeholder here): it gets no history.
@@ -189,7 +206,12 @@ pub(super) fn emit_differentiable(
                 }
             })
             .collect();
-        writeln!(w, "    record_function(\n        {:?},\n        {edges},\n        &[{}],\n        |edges_: &[Edge]| nodes::{ty} {{", d.node, outs.join(", ")).unwrap();
+        let outs = if list_result {
+            "&result.iter().map(Some).collect::<Vec<Option<&Tensor>>>()".to_owned()
+        } else {
+            format!("&[{}]", outs.join(", "))
+        };
+        writeln!(w, "    record_function(\n        {:?},\n        {edges},\n        {outs},\n        |edges_: &[Edge]| nodes::{ty} {{", d.node).unwrap();
         for field in &n.fields {
             let v = match &field.kind {
                 FieldKind::Output(nr) => {

@@ -63,6 +63,9 @@ const INDEX_LIKE: &[&str] = &[
     "diagonal_scatter",
 ];
 
+/// Operators with a `dim` argument that refuse a 0-dim `self`.
+const NEEDS_A_DIMENSION: &[&str] = &["split_with_sizes", "split", "unbind", "chunk"];
+
 /// The rule of operators with `dim` arguments on a batched `self`.
 pub(crate) fn dim_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
     let Some(self_) = tensor_arg(call, 0) else {
@@ -76,6 +79,11 @@ pub(crate) fn dim_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
         .schema()
         .expect("rules are found for defined operators");
     let base = call.op.name().base_name();
+    // The operators splitting along a dimension refuse a 0-dim sample ("split expects at
+    // least a 1-dimensional tensor"): the loop raises their error.
+    if self_.dim() == 0 && NEEDS_A_DIMENSION.contains(&base) {
+        return fallback::loop_call(call);
+    }
     // A 0-dim sample takes its dimension arguments as a 1-dim one does (0 and -1): the
     // physical tensor gets a size-1 dimension for them, dropped again from results that keep
     // it (`sum(x, 0, keepdim=True)` of a 0-dim tensor is 0-dim).

@@ -1,7 +1,7 @@
 //! Factories (from sizes, from another tensor's metadata, filled) and the operators with
 //! non-tensor results.
 
-use switchboard_tensor::ScalarType::{Bool, Double, Int, Long};
+use switchboard_tensor::ScalarType::{Bool, Byte, Double, Int, Long};
 
 use crate::info::{Family, Grad, OpInfo, Promotion};
 use crate::spec::{longs, t};
@@ -113,6 +113,34 @@ pub fn register(r: &mut Registry) {
         );
     }
     r.add(
+        OpInfo::new("scalar_tensor", Family::Factory)
+            .samples(vec![
+                sample![1.5],
+                sample![3i64],
+                sample![true],
+                sample![2.5; dtype = Long],
+                sample![-7i64; dtype = Double],
+            ])
+            .grad(NO_TENSORS)
+            .out(),
+    );
+    r.add(
+        OpInfo::new("full_like", Family::Factory)
+            .samples(vec![
+                sample![t(&[2, 3]), 1.5],
+                sample![t(&[3, 4]).transposed(), -2i64],
+                sample![t(&[2, 6]).strided(), 0.5],
+                sample![t(&[]), 4.0],
+                sample![t(&[0, 3]), 1.0],
+                sample![t(&[3]).dtype(Long), 2.7],
+                sample![t(&[2, 3]), 2.5; dtype = Long],
+                sample![t(&[3, 4]).transposed(), 1i64; memory_format = switchboard_tensor::MemoryFormat::Contiguous],
+                sample![t(&[3]).dtype(Byte), 255i64],
+            ])
+            .grad(Grad::None("its values do not depend on its input's"))
+            .out(),
+    );
+    r.add(
         OpInfo::new("new_empty_strided", Family::Factory)
             .samples(vec![
                 sample![t(&[2, 3]), [2i64, 3], [1i64, 2]],
@@ -209,6 +237,30 @@ pub fn register(r: &mut Registry) {
             ])
             .grad(Grad::None("a non-tensor result")),
     );
+    for name in ["sym_size.int", "sym_stride.int"] {
+        r.add(
+            scalar(name)
+                .samples(vec![
+                    sample![t(&[2, 3]), 1i64],
+                    sample![t(&[3, 4]).transposed(), -2i64],
+                    sample![t(&[2, 6]).strided(), 1i64],
+                    sample![t(&[2, 3]), 2i64].error(),
+                ])
+                .grad(Grad::None("a non-tensor result")),
+        );
+    }
+    for name in ["sym_numel", "sym_storage_offset"] {
+        r.add(
+            scalar(name)
+                .samples(vec![
+                    sample![t(&[2, 3])],
+                    sample![t(&[])],
+                    sample![t(&[0, 3])],
+                    sample![t(&[2, 6]).strided()],
+                ])
+                .grad(Grad::None("a non-tensor result")),
+        );
+    }
     r.add(
         scalar("equal")
             .samples(vec![

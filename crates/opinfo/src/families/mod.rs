@@ -8,6 +8,7 @@ mod factory;
 mod indexing;
 mod linalg;
 mod nn;
+mod nn_distance;
 mod nn_fold;
 mod nn_norm;
 mod nn_padding;
@@ -38,6 +39,7 @@ pub fn register(r: &mut Registry) {
     nn_pool::register(r);
     nn_pool3d::register(r);
     nn_fold::register(r);
+    nn_distance::register(r);
     nn_upsample::register(r);
     shape::register(r);
     diagonal::register(r);

@@ -142,6 +142,35 @@ pub fn register(r: &mut Registry) {
             .out(),
     );
 
+    // A permutation of 0..N: mean (N - 1) / 2, deviation sqrt((N^2 - 1) / 12), whatever the
+    // draws.
+    let perm_std = ((N * N - 1) as f64 / 12.0).sqrt();
+    let perm_stats = |s| stats(s, (N - 1) as f64 / 2.0, perm_std, 0.0, (N - 1) as f64);
+    let perms = || {
+        vec![
+            sample![5i64],
+            sample![0i64],
+            sample![1i64],
+            sample![6i64; dtype = Float],
+            sample![7i64; dtype = switchboard_tensor::ScalarType::Half],
+            // The dtype errors (overflow, float precision, bool) are the CPU kernel's unit
+            // tests: an out= call takes its dtype from `out`.
+            sample![-1i64].error(),
+        ]
+    };
+    r.add(
+        factory("randperm")
+            .samples(perms())
+            .stats(perm_stats(sample![N]))
+            .out(),
+    );
+    r.add(
+        factory("randperm.generator")
+            .samples(with_generator(perms()))
+            .stats(perm_stats(sample![N; generator = generator(5)]))
+            .out(),
+    );
+
     // Samplers of a tensor's shape: gradients are zero (PyTorch's formulas), or not
     // implemented where PyTorch 2.15 has none.
     // The in-place samplers have Meta kernels; their functional forms are composite.

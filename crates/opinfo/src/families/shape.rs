@@ -216,21 +216,69 @@ fn copies_and_joins(r: &mut Registry) {
         sample![t(&[3]).dtype(Long)],
         sample![t(&[3]).nan()].no_grad("NaN"),
     ]).out().promotion(Promotion::SameAsSelf));
+    // copy and its in-place form copy_: self's dtype and strides (non-dense ones too), src
+    // broadcast and cast. (An expanded self is cloned densely by copy; copy_ refuses it.)
+    // PyTorch 2.15 has a formula for copy_ only; copy_'s gradients are the autograd crate's
+    // tests (copy_ into views, CopySlices).
     r.add(
-        OpInfo::new("copy_", Family::Shape)
+        OpInfo::new("copy", Family::Shape)
             .samples(vec![
                 sample![t(&[2, 3]), t(&[2, 3])],
                 sample![t(&[2, 3]), t(&[3])],
                 sample![t(&[3, 4]).transposed(), t(&[3, 4])],
+                sample![t(&[2, 6]).strided(), t(&[2, 1])],
                 sample![t(&[2, 3]), t(&[2, 3]).f64()],
                 sample![t(&[3]).dtype(Long), t(&[3]).range(-3.0, 3.0)],
-                sample![t(&[3]), t(&[3]).dtype(Int)],
                 sample![t(&[]), t(&[])],
+                sample![t(&[2, 3]).f64(), t(&[3]).f64()],
+                sample![t(&[3]), t(&[3]).dtype(Int)],
                 sample![t(&[2, 3]), t(&[4])].error(),
             ])
-            .differentiable()
-            .meta(),
+            .grad(Grad::NotImplemented("PyTorch 2.15 has no formula for copy"))
+            .inplace()
+            .out(),
     );
+    // Lists of views.
+    r.add(shape("split_with_sizes").samples(vec![
+        sample![t(&[5, 4]), [2i64, 3]],
+        sample![t(&[5, 4]), [1i64, 0, 3], 1i64],
+        sample![t(&[3, 4]).transposed(), [1i64, 3], -1i64],
+        sample![t(&[6]), [6i64]],
+        sample![t(&[4, 3]).f64(), [1i64, 3]],
+        sample![t(&[3]).dtype(Long), [1i64, 2]],
+        sample![t(&[5, 4]), [2i64, 2]].error(),
+        sample![t(&[5, 4]), [6i64, -1], 1i64].error(),
+        sample![t(&[]), [1i64]].error(),
+        sample![t(&[5, 4]), [2i64, 3], 3i64].error(),
+    ]));
+    r.add(shape("split.Tensor").samples(vec![
+        sample![t(&[5, 4]), 2i64],
+        sample![t(&[5, 4]), 3i64, 1i64],
+        sample![t(&[5, 4]), 10i64],
+        sample![t(&[0, 2]), 0i64],
+        sample![t(&[3, 4]).transposed(), 2i64, -1i64],
+        sample![t(&[5]).f64(), 2i64],
+        sample![t(&[5, 4]), 0i64].error(),
+        sample![t(&[5, 4]), -1i64].error(),
+        sample![t(&[]), 1i64].error(),
+    ]));
+    r.add(shape("unbind.int").samples(vec![
+        sample![t(&[3, 4])],
+        sample![t(&[3, 4]), 1i64],
+        sample![t(&[2, 3]).transposed(), -1i64],
+        sample![t(&[3, 2]).f64()],
+        sample![t(&[3]).dtype(Long)],
+        sample![t(&[]), 0i64].error(),
+        sample![t(&[3, 4]), 2i64].error(),
+    ]));
+    r.add(shape("chunk").samples(vec![
+        sample![t(&[5, 4]), 3i64],
+        sample![t(&[5, 4]), 2i64, 1i64],
+        sample![t(&[0, 2]), 3i64],
+        sample![t(&[6]).f64(), 4i64],
+        sample![t(&[5, 4]), 0i64].error(),
+        sample![t(&[]), 2i64].error(),
+    ]));
     let lists = || {
         vec![
             sample![vec![t(&[2, 3]), t(&[2, 3])]],

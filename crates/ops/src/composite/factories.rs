@@ -3,7 +3,9 @@
 //! in place through dispatched operators.
 
 use switchboard_dispatcher::Result;
-use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor, DEFAULT_DTYPE};
+use switchboard_tensor::{
+    Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor, DEFAULT_DTYPE,
+};
 
 use super::error;
 
@@ -299,4 +301,65 @@ pub fn ones_like(
         &empty_like(self_, dtype, layout, device, pin_memory, memory_format)?,
         1,
     )
+}
+
+/// `scalar_tensor`: a 0-dim tensor holding `s`, float32 unless `dtype` says otherwise
+/// (unlike `full`, the dtype is not inferred from the value).
+pub fn scalar_tensor(
+    s: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let dtype = Some(dtype.unwrap_or(DEFAULT_DTYPE));
+    crate::fill_(&empty(&[], dtype, layout, device, pin_memory)?, s)
+}
+
+/// `full_like`: `empty_like` (its memory-format rules), filled with `fill_value`; the dtype
+/// is `self`'s unless given.
+pub fn full_like(
+    self_: &Tensor,
+    fill_value: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    crate::fill_(
+        &empty_like(self_, dtype, layout, device, pin_memory, memory_format)?,
+        fill_value,
+    )
+}
+
+/// `randperm.generator`: an empty tensor of `n` elements (int64 by default) filled by
+/// `randperm.generator_out`, the backend's shuffle.
+pub fn randperm_generator(
+    n: i64,
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let dtype = Some(dtype.unwrap_or(ScalarType::Long));
+    let out = empty(&[n], dtype, layout, device, pin_memory)?;
+    crate::randperm_generator_out(n, generator, &out)
+}
+
+/// `randperm`: `randperm.generator` with the default generator.
+pub fn randperm(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randperm_generator(n, None, dtype, layout, device, pin_memory)
+}
+
+/// `randperm.out`: `randperm.generator_out` with the default generator.
+pub fn randperm_out(n: i64, out: &Tensor) -> Result<Tensor> {
+    crate::randperm_generator_out(n, None, out)
 }

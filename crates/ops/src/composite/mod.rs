@@ -4,7 +4,9 @@
 //! formulas). All of them call operators through the dispatcher, never kernels directly.
 
 mod convert;
+mod copy;
 mod diagonal;
+mod distance;
 mod factories;
 mod logical;
 mod nn;
@@ -18,12 +20,15 @@ mod properties;
 mod reduction;
 mod scatter_views;
 mod shape;
+mod split;
 mod upsample;
 mod view_copy;
 mod wrapped_scalar;
 
 pub use convert::*;
+pub use copy::*;
 pub use diagonal::*;
+pub use distance::*;
 pub use factories::*;
 pub use logical::*;
 pub use nn::*;
@@ -37,6 +42,7 @@ pub use properties::*;
 pub use reduction::*;
 pub use scatter_views::*;
 pub use shape::*;
+pub use split::*;
 pub use upsample::*;
 pub use view_copy::*;
 pub use wrapped_scalar::*;

@@ -1,4 +1,5 @@
-//! Tensor properties as operators (CompositeImplicitAutograd): `item`, `numel`, `size.int`.
+//! Tensor properties as operators (CompositeImplicitAutograd): `item`, `numel`, `size.int` and
+//! their `sym_*` forms (`sym_size.int`, `sym_stride.int`, `sym_numel`, `sym_storage_offset`).
 //! They return plain values, so autograd has nothing to record.
 
 use switchboard_dispatcher::Result;
@@ -30,4 +31,29 @@ pub fn size(self_: &Tensor, dim: i64) -> Result<i64> {
         )));
     }
     Ok(self_.sizes()[wrap_dim(dim, self_.dim())?])
+}
+
+/// `sym_size.int`: `size.int` (sizes are plain integers here, never symbolic).
+pub fn sym_size(self_: &Tensor, dim: i64) -> Result<i64> {
+    size(self_, dim)
+}
+
+/// `sym_stride.int`: the stride of dimension `dim` (negative counts from the end).
+pub fn sym_stride(self_: &Tensor, dim: i64) -> Result<i64> {
+    if self_.dim() == 0 {
+        return Err(error(format!(
+            "dimension specified as {dim} but tensor has no dimensions"
+        )));
+    }
+    Ok(self_.strides()[wrap_dim(dim, self_.dim())?])
+}
+
+/// `sym_numel`: `numel`.
+pub fn sym_numel(self_: &Tensor) -> Result<i64> {
+    Ok(self_.numel())
+}
+
+/// `sym_storage_offset`: the offset of the first element in the storage, in elements.
+pub fn sym_storage_offset(self_: &Tensor) -> Result<i64> {
+    Ok(self_.storage_offset())
 }
