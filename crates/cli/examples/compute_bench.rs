@@ -9,6 +9,10 @@
 //!   `lazy`, each step captured then run by `lazy::mark_step()`, its prepared plan taken from
 //!   the graph cache from the second step on), its steps alternating with eager steps of the
 //!   same model so that both see the same machine; the JSON line gives both and their ratio;
+//! - `remote_mlp_train_step`: `lazy_mlp_train_step` on `remote_accelerator:0`, its graphs run
+//!   by a worker the bench starts in-process and reaches over loopback TCP, the batch sent
+//!   with every step (as a data loader's would be); the line adds round trips and bytes per
+//!   step;
 //! - `per_sample_grads`: the per-sample gradients of the MLP 784-512-512-10's cross-entropy at
 //!   batch 64, `vmap(grad(loss))` (`torch.func`) against a loop of 64 single-sample `grad`
 //!   calls in the same run; the JSON line gives both and their ratio.
@@ -277,6 +281,8 @@ struct MlpStep {
     x: Tensor,
     y: Tensor,
     device: Device,
+    /// The host batch, moved to the device at every step (else `x` and `y` stay there).
+    host_batch: Option<(Tensor, Tensor)>,
 }
 
 impl MlpStep {
@@ -297,13 +303,26 @@ impl MlpStep {
             x,
             y,
             device,
+            host_batch: None,
         })
+    }
+
+    /// The same step, its batch moved from the host at every step.
+    fn with_fresh_batches(mut self) -> Result<MlpStep, BoxError> {
+        self.host_batch = Some(data(128, &[784])?);
+        Ok(self)
     }
 
     /// One training step; returns the loss. On the lazy device the step is captured, then
     /// `mark_step` runs it (phase 3).
     fn step(&mut self, ph: &mut Phases) -> Result<f64, BoxError> {
         ph.start();
+        if let Some((x, y)) = &self.host_batch {
+            let to = |t: &Tensor| {
+                ops::_to_copy_with(t, ops::ToCopyOptions::default().device(self.device))
+            };
+            (self.x, self.y) = (to(x)?, to(y)?);
+        }
         let loss = ops::cross_entropy_loss(&self.model.forward(&self.x)?, &self.y)?;
         ph.end(0);
         loss.backward()?;
@@ -311,8 +330,8 @@ impl MlpStep {
         self.opt.step()?;
         self.opt.zero_grad();
         ph.end(2);
-        if self.device.ty == lazy::DEVICE.ty {
-            lazy::mark_step()?;
+        if lazy::is_lazy_device_type(self.device.ty) {
+            lazy::backend(self.device)?.mark_step()?;
             ph.end(3);
         }
         Ok(loss.item()?.to_f64())
@@ -341,8 +360,34 @@ fn mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
 /// warm-up steps of each): the JSON line has the lazy step's figures, the eager step's median
 /// and their ratio, and the lazy backend's counters over the timed steps.
 fn lazy_mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
+    let on_lazy = MlpStep::new(lazy::DEVICE)?;
+    lazy_step_on("lazy_mlp_train_step", on_lazy, steps, threads)
+}
+
+/// `lazy_mlp_train_step` on `remote_accelerator:0`, whose graphs a worker this process starts
+/// runs over loopback (tarpc over TCP on 127.0.0.1): the line adds the round trips and bytes
+/// per timed step.
+fn remote_mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
+    let worker = switchboard_remote::Worker::bind(switchboard_remote::WorkerConfig::default())?;
+    let device = switchboard_remote::connect(
+        0,
+        &worker.local_addr().to_string(),
+        switchboard_remote::ClientConfig::default(),
+    )?;
+    let on_worker = MlpStep::new(device)?.with_fresh_batches()?;
+    lazy_step_on("remote_mlp_train_step", on_worker, steps, threads)
+}
+
+/// The figures of `lazy_mlp_train_step` for `on_lazy`, a step on a lazy device.
+fn lazy_step_on(
+    bench: &str,
+    mut on_lazy: MlpStep,
+    steps: usize,
+    threads: usize,
+) -> Result<(), BoxError> {
+    let device = on_lazy.device;
+    let backend = lazy::backend(device)?;
     let mut eager = MlpStep::new(Device::CPU)?;
-    let mut on_lazy = MlpStep::new(lazy::DEVICE)?;
     let (mut eager_phases, mut lazy_phases) = (Phases::default(), Phases::default());
     let first_loss = on_lazy.step(&mut lazy_phases)?;
     for _ in 0..5 {
@@ -352,7 +397,8 @@ fn lazy_mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
     let (mut eager_phases, mut lazy_phases) = (Phases::default(), Phases::default());
     let (mut eager_ms, mut lazy_ms) = (Vec::new(), Vec::new());
     let mut last_loss = first_loss;
-    lazy::reset_stats();
+    backend.reset_stats();
+    let remote_before = remote_counters(backend);
     for _ in 0..steps {
         let t = Instant::now();
         eager.step(&mut eager_phases)?;
@@ -361,13 +407,14 @@ fn lazy_mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
         last_loss = on_lazy.step(&mut lazy_phases)?;
         lazy_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let stats = lazy::stats();
+    let stats = backend.stats();
+    let remote_after = remote_counters(backend);
     let mean = lazy_ms.iter().sum::<f64>() / lazy_ms.len().max(1) as f64;
     let (lazy_median, eager_median) = (median(&mut lazy_ms), median(&mut eager_ms));
     let mut json = serde_json::json!({
-        "bench": "lazy_mlp_train_step",
+        "bench": bench,
         "impl": "switchboard",
-        "device": "lazy",
+        "device": device.to_string(),
         "threads": threads,
         "steps": steps,
         "ms_per_step": round3(mean),
@@ -386,11 +433,36 @@ fn lazy_mlp_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
     if let (Some(obj), serde_json::Value::Object(extra)) = (json.as_object_mut(), mlp_describe()) {
         obj.extend(extra);
     }
+    if let (Some(obj), Some(before), Some(after)) =
+        (json.as_object_mut(), remote_before, remote_after)
+    {
+        let per_step = |i: usize| (after[i] - before[i]) as f64 / steps.max(1) as f64;
+        obj.insert("round_trips_per_step".into(), round3(per_step(0)).into());
+        obj.insert("bytes_sent_per_step".into(), round3(per_step(1)).into());
+        obj.insert("bytes_received_per_step".into(), round3(per_step(2)).into());
+    }
     println!("{json}");
     if profile_wanted()? {
-        profile("lazy_mlp_train_step", steps, &mut |ph| on_lazy.step(ph))?;
+        profile(bench, steps, &mut |ph| on_lazy.step(ph))?;
     }
     Ok(())
+}
+
+/// A remote device's round trips, bytes sent and bytes received, read from its metrics report
+/// (none on a device whose executor is local).
+fn remote_counters(backend: &lazy::LazyBackend) -> Option<[u64; 3]> {
+    let report = backend.executor().report();
+    let value = |name: &str| -> Option<u64> {
+        let mut lines = report
+            .lines()
+            .skip_while(|l| *l != format!("Counter: {name}"));
+        lines.nth(1)?.trim().strip_prefix("Value: ")?.parse().ok()
+    };
+    Some([
+        value("RemoteRoundTrips")?,
+        value("RemoteBytesSent")?,
+        value("RemoteBytesReceived")?,
+    ])
 }
 
 fn cnn_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
@@ -506,6 +578,7 @@ fn main() -> Result<(), BoxError> {
         "mlp_train_step",
         "cnn_train_step",
         "lazy_mlp_train_step",
+        "remote_mlp_train_step",
         "per_sample_grads",
     ];
     let chosen: Vec<&str> = if benches.is_empty() {
@@ -518,6 +591,7 @@ fn main() -> Result<(), BoxError> {
             "mlp_train_step" => mlp_train_step(steps, threads)?,
             "cnn_train_step" => cnn_train_step(steps, threads)?,
             "lazy_mlp_train_step" => lazy_mlp_train_step(steps, threads)?,
+            "remote_mlp_train_step" => remote_mlp_train_step(steps, threads)?,
             "per_sample_grads" => per_sample_grads(steps, threads)?,
             other => return Err(format!("unknown bench {other}; one of {all:?}").into()),
         }
