@@ -140,6 +140,21 @@ pub fn copy_strided(src: &Tensor, dst: &Tensor) -> Result<()> {
 
 fn copy_disjoint(src: &Tensor, dst: &Tensor) -> Result<()> {
     let access = Access::new(&[src], &[dst])?;
+    if src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() {
+        // The same bytes in the same order: one copy of the block, not one per element.
+        let nbytes = usize::try_from(dst.numel()).unwrap_or(0) * dst.element_size();
+        // No bytes: no pointer to use.
+        if nbytes > 0 {
+            // SAFETY: both tensors have data and are contiguous with `dst`'s sizes (`src` was
+            // expanded to them; an expanded dimension has stride 0 and is not contiguous), so
+            // each addresses `nbytes` bytes from its data pointer within its storage (Note
+            // [Tensor bounds invariant]); the storages are distinct, and `access` excludes
+            // every other reader and writer of `dst`'s storage.
+            unsafe { std::ptr::copy_nonoverlapping(src.data_ptr(), dst.mut_data_ptr(), nbytes) };
+        }
+        drop(access);
+        return Ok(());
+    }
     dispatch_dtype!(src.dtype(), S => {
         dispatch_dtype!(dst.dtype(), D => {
             copy_convert::<S, D>(src, dst);
