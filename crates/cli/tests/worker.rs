@@ -401,3 +401,39 @@ fn train_refuses_a_worker_it_cannot_use() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("127.0.0.1:9"), "{err}");
 }
+
+#[test]
+fn a_worker_killed_mid_step_gives_an_error_not_a_hang() {
+    use switchboard::ops;
+    let mut w = ChildWorker::start("127.0.0.1:0", &[]);
+    let device = lazy(44);
+    let backend = switchboard::lazy::backend(device).unwrap();
+    backend.set_executor(w.executor(Duration::from_secs(60)));
+    // A step long enough on the worker (large products, one after the other) to be killed
+    // while it runs.
+    let a = ops::_to_copy_with(
+        &ops::ones(&[384, 384]).unwrap(),
+        ops::ToCopyOptions::default().device(device),
+    )
+    .unwrap();
+    let mut y = a.clone();
+    for _ in 0..400 {
+        y = ops::mm(&y, &a).unwrap();
+        y = ops::mul_scalar(&y, 1e-3).unwrap();
+    }
+    let pid = w.child.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    });
+    // The connection's loss ends the wait at once (not the call's 60 s timeout).
+    let e = y.to_vec_as::<f32>().unwrap_err().to_string();
+    killer.join().unwrap();
+    let _ = w.child.wait();
+    assert!(
+        e.contains(&format!("lost the connection to the worker at {}", w.addr)),
+        "{e}"
+    );
+}
