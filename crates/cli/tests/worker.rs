@@ -58,6 +58,23 @@ impl ChildWorker {
             .unwrap()
             .success();
         assert!(ok);
+        if sig == "-STOP" {
+            // Delivery is asynchronous: wait until the kernel reports the process stopped
+            // (state `T` in /proc/PID/stat), so that the next request meets a stopped worker.
+            let stat = format!("/proc/{}/stat", self.child.id());
+            for _ in 0..500 {
+                let state = std::fs::read_to_string(&stat).unwrap_or_default();
+                // The state follows the command name's closing parenthesis.
+                if state
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('T'))
+                {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            panic!("the worker did not stop: {stat}");
+        }
     }
 }
 
