@@ -70,10 +70,6 @@ pub struct OperatorSemantics {
     /// For each return, whether it is a view of an argument (annotated without `!`:
     /// `-> Tensor(a)`, `-> Tensor(a)[]`).
     pub return_views: Box<[bool]>,
-    /// The argument a view operator's returns are views of: the one a return aliases, or the
-    /// one whose alias set the items of a returned list carry (`Tensor(a -> *) self ->
-    /// Tensor(a)[]`, `split`: each item is a view of `self`).
-    pub viewed_argument: Option<usize>,
     /// The overload's kind.
     pub kind: SchemaKind,
     /// Some return is a view of an argument (torchgen's `is_view_op`: a return annotated
@@ -109,7 +105,6 @@ impl Default for OperatorSemantics {
             return_aliases: Box::new([]),
             return_writes: Box::new([]),
             return_views: Box::new([]),
-            viewed_argument: None,
             kind: SchemaKind::Functional,
             is_view: false,
             is_random: false,
@@ -153,7 +148,32 @@ impl OperatorSemantics {
             .map(|r| r.alias_info().is_some_and(|i| !i.is_write()))
             .collect();
         let is_view = return_views.contains(&true);
-        let viewed_argument = schema
+        let is_random = tags.contains(&Tag::NondeterministicSeeded)
+            || args.iter().any(|a| mentions_generator(a.ty()));
+        let is_pure =
+            written.is_empty() && !is_random && !UNINITIALISED.contains(&schema.base_name());
+        OperatorSemantics {
+            kind: schema_kind(schema),
+            written,
+            return_aliases,
+            return_writes,
+            return_views,
+            is_view,
+            is_random,
+            is_pure,
+            is_data_dependent: tags.contains(&Tag::DynamicOutputShape)
+                || tags.contains(&Tag::DataDependentOutput),
+        }
+    }
+
+    /// The argument a view operator's returns are views of, read from its schema: the one a
+    /// return aliases, or the one whose alias set the items of a returned list carry
+    /// (`Tensor(a -> *) self -> Tensor(a)[]`, `split`: each item is a view of `self`). Not a
+    /// field: only functionalization's view calls ask, and every operator's semantics would
+    /// carry it (the heap per operator is held under 2 KB, `tests/heap.rs`).
+    pub fn viewed_argument(schema: &FunctionSchema) -> Option<usize> {
+        let args = schema.arguments();
+        schema
             .returns()
             .iter()
             .filter_map(|r| r.alias_info().filter(|i| !i.is_write()))
@@ -167,24 +187,7 @@ impl OperatorSemantics {
                     a.alias_info()
                         .is_some_and(|ai| ai.before_set().any(|s| sets.contains(&s)))
                 })
-            });
-        let is_random = tags.contains(&Tag::NondeterministicSeeded)
-            || args.iter().any(|a| mentions_generator(a.ty()));
-        let is_pure =
-            written.is_empty() && !is_random && !UNINITIALISED.contains(&schema.base_name());
-        OperatorSemantics {
-            kind: schema_kind(schema),
-            written,
-            return_aliases,
-            return_writes,
-            return_views,
-            viewed_argument,
-            is_view,
-            is_random,
-            is_pure,
-            is_data_dependent: tags.contains(&Tag::DynamicOutputShape)
-                || tags.contains(&Tag::DataDependentOutput),
-        }
+            })
     }
 
     /// Whether the operator writes any argument.

@@ -73,8 +73,22 @@ fn views() {
     assert!(split.is_view);
     assert_eq!(&*split.return_views, &[true]);
     assert_eq!(&*split.return_aliases, &[None]);
-    assert_eq!(split.viewed_argument, Some(0));
-    assert_eq!(s.viewed_argument, Some(0));
+    let viewed =
+        |schema: &str| OperatorSemantics::viewed_argument(&FunctionSchema::parse(schema).unwrap());
+    assert_eq!(
+        viewed(
+            "aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"
+        ),
+        Some(0)
+    );
+    assert_eq!(
+        viewed("aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)"),
+        Some(0)
+    );
+    assert_eq!(
+        viewed("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"),
+        None
+    );
 }
 
 #[test]

@@ -122,7 +122,9 @@ fn wrap_all(mut values: Stack) -> Result<Stack> {
 
 /// A view call: its results are aliases of the viewed functional tensor.
 fn view_call(op: &OperatorHandle, sem: &OperatorSemantics, args: Stack) -> Result<Stack> {
-    let self_index = sem.viewed_argument;
+    let self_index = op
+        .schema()
+        .and_then(|s| OperatorSemantics::viewed_argument(&s.schema));
     let viewed = self_index.and_then(|i| match &args[i] {
         IValue::Tensor(t) => functional(t).map(|f| (i, f)),
         _ => None,
