@@ -86,7 +86,7 @@ pub(crate) fn functionalize_fallback(
         return Ok(());
     }
     let returns = match sem.kind {
-        SchemaKind::Functional if sem.is_view => view_call(op, sem, args)?,
+        SchemaKind::Functional if sem.is_view => view_call(op, args)?,
         SchemaKind::Functional => wrap_all(call_plain(op, unwrap_all(&args)?)?)?,
         _ => mutation_call(op, &record, args)?,
     };
@@ -121,7 +121,7 @@ fn wrap_all(mut values: Stack) -> Result<Stack> {
 }
 
 /// A view call: its results are aliases of the viewed functional tensor.
-fn view_call(op: &OperatorHandle, sem: &OperatorSemantics, args: Stack) -> Result<Stack> {
+fn view_call(op: &OperatorHandle, args: Stack) -> Result<Stack> {
     let self_index = op
         .schema()
         .and_then(|s| OperatorSemantics::viewed_argument(&s.schema));
