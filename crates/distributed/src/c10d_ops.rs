@@ -129,6 +129,17 @@ fn timed(work: Work, timeout_ms: i64) -> Result<Arc<Work>> {
     }
 }
 
+/// The root's tensor in its list: the first, the only one (`single_tensor`).
+fn check_root_tensor(root_tensor: i64) -> Result<()> {
+    if root_tensor != 0 {
+        return Err(DistError::Invalid(format!(
+            "root_tensor must be 0 with one tensor per call, but got {root_tensor}"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 fn rank_arg(what: &str, r: i64, pg: &Arc<ProcessGroup>) -> Result<usize> {
     usize::try_from(r).map_err(|_| {
         DistError::Invalid(format!(
@@ -174,12 +185,7 @@ fn broadcast_cpu(
     timeout: i64,
 ) -> Result<(Vec<Tensor>, Arc<Work>)> {
     let t = single_tensor(tensors)?;
-    if root_tensor != 0 {
-        return Err(DistError::Invalid(format!(
-            "root_tensor must be 0 with one tensor per call, but got {root_tensor}"
-        ))
-        .into());
-    }
+    check_root_tensor(root_tensor)?;
     let root = rank_arg("root", root_rank, pg)?;
     let work = timed(pg.broadcast(t, root), timeout)?;
     Ok((tensors.to_vec(), work))
@@ -218,12 +224,7 @@ fn reduce_cpu(
     timeout: i64,
 ) -> Result<Arc<Work>> {
     let t = single_tensor(tensors)?;
-    if root_tensor != 0 {
-        return Err(DistError::Invalid(format!(
-            "root_tensor must be 0 with one tensor per call, but got {root_tensor}"
-        ))
-        .into());
-    }
+    check_root_tensor(root_tensor)?;
     let root = rank_arg("root", root_rank, pg)?;
     timed(pg.reduce(t, root, **op), timeout)
 }

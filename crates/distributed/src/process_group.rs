@@ -226,6 +226,23 @@ impl ProcessGroup {
         })
     }
 
+    /// The reduction a backend runs for `op` on elements of `dtype`, and the divisor of its
+    /// result: `Avg` is a sum then a division by the group's size (Note [Average as sum then
+    /// divide]), refused for booleans as PyTorch refuses it.
+    pub(crate) fn reduction_on_wire(
+        &self,
+        op: ReduceOp,
+        dtype: ScalarType,
+    ) -> Result<(ReduceOp, usize), DistError> {
+        match op {
+            ReduceOp::Avg if dtype == ScalarType::Bool => Err(DistError::Invalid(
+                "Cannot use ReduceOp.AVG with boolean inputs".into(),
+            )),
+            ReduceOp::Avg => Ok((ReduceOp::Sum, self.size())),
+            op => Ok((op, 1)),
+        }
+    }
+
     pub(crate) fn or_failed(r: Result<Work, DistError>) -> Work {
         r.unwrap_or_else(Work::failed)
     }
@@ -234,16 +251,8 @@ impl ProcessGroup {
     pub fn all_reduce(&self, t: &Tensor, op: ReduceOp) -> Work {
         Self::or_failed((|| {
             check_tensor("all_reduce", t)?;
-            if op == ReduceOp::Avg && t.dtype() == ScalarType::Bool {
-                return Err(DistError::Invalid(
-                    "Cannot use ReduceOp.AVG with boolean inputs".into(),
-                ));
-            }
+            let (wire_op, size) = self.reduction_on_wire(op, t.dtype())?;
             let data = Buffer::from_tensor(t)?;
-            let (wire_op, size) = match op {
-                ReduceOp::Avg => (ReduceOp::Sum, self.size()),
-                op => (op, 1),
-            };
             let dst = t.clone();
             let then = Box::new(move |mut buf: Buffer| {
                 if size > 1 {
@@ -374,16 +383,8 @@ impl ProcessGroup {
                     numel(input)
                 )));
             }
-            if op == ReduceOp::Avg && input.dtype() == ScalarType::Bool {
-                return Err(DistError::Invalid(
-                    "Cannot use ReduceOp.AVG with boolean inputs".into(),
-                ));
-            }
+            let (wire_op, size) = self.reduction_on_wire(op, input.dtype())?;
             let data = Buffer::from_tensor(input)?;
-            let (wire_op, size) = match op {
-                ReduceOp::Avg => (ReduceOp::Sum, self.size()),
-                op => (op, 1),
-            };
             let dst = output.clone();
             let then = Box::new(move |mut buf: Buffer| {
                 if size > 1 {

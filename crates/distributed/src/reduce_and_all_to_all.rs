@@ -1,7 +1,7 @@
 //! [`ProcessGroup::reduce`] (to one rank) and [`ProcessGroup::all_to_all_single`]: the
 //! collectives whose ranks do not all end with the same result.
 
-use switchboard_tensor::{ScalarType, Tensor};
+use switchboard_tensor::Tensor;
 
 use crate::backend::Collective;
 use crate::buffer::Buffer;
@@ -61,16 +61,8 @@ impl ProcessGroup {
         Self::or_failed((|| {
             check_tensor("reduce", t)?;
             self.check_rank("root", root)?;
-            if op == ReduceOp::Avg && t.dtype() == ScalarType::Bool {
-                return Err(DistError::Invalid(
-                    "Cannot use ReduceOp.AVG with boolean inputs".into(),
-                ));
-            }
+            let (wire_op, size) = self.reduction_on_wire(op, t.dtype())?;
             let data = Buffer::from_tensor(t)?;
-            let (wire_op, size) = match op {
-                ReduceOp::Avg => (ReduceOp::Sum, self.size()),
-                op => (op, 1),
-            };
             let dst = t.clone();
             let is_root = root == self.rank();
             let then = Box::new(move |mut buf: Buffer| {
