@@ -90,16 +90,12 @@ pub fn is_lazy(device: Device) -> bool {
     lazy::is_lazy_device_type(device.ty)
 }
 
-/// The environment variable holding the CA certificate (PEM) a TLS worker's certificate must
-/// chain to; without it the connection is plain TCP.
-pub const WORKER_CA_ENV: &str = "SWITCHBOARD_WORKER_CA";
-
 /// Connects a `remote_accelerator` device to its worker: `worker` (`--worker ADDR`), else the
 /// one `SWITCHBOARD_WORKER` names, with the token of `SWITCHBOARD_WORKER_TOKEN` and, when
 /// `SWITCHBOARD_WORKER_CA` names a certificate, TLS. Other devices need no worker (and
 /// refuse one).
 pub fn connect_remote(device: Device, worker: Option<&str>) -> std::result::Result<(), String> {
-    use switchboard_remote::{ClientConfig, TlsTrust, WORKER_ENV};
+    use switchboard_remote::WORKER_ENV;
     if !switchboard_remote::is_remote(device) {
         return match worker {
             Some(w) => Err(format!(
@@ -119,21 +115,7 @@ pub fn connect_remote(device: Device, worker: Option<&str>) -> std::result::Resu
             )
         })?,
     };
-    let tls = std::env::var_os(WORKER_CA_ENV).map(|ca| TlsTrust {
-        ca: ca.into(),
-        server_name: addr
-            .rsplit_once(':')
-            .map_or(addr.as_str(), |(host, _)| host)
-            .trim_matches(['[', ']'])
-            .to_string(),
-    });
-    let config = ClientConfig {
-        token: std::env::var(switchboard_remote::TOKEN_ENV)
-            .ok()
-            .filter(|t| !t.is_empty()),
-        tls,
-        ..ClientConfig::default()
-    };
+    let config = switchboard_remote::client_config_from_env(&addr);
     switchboard_remote::connect(device.index.unwrap_or(0), &addr, config)
         .map(|_| ())
         .map_err(|e| format!("--device {device}: {e}"))

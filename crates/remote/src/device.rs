@@ -9,6 +9,7 @@ use switchboard_tensor::{Device, TensorError};
 
 use crate::client::ClientConfig;
 use crate::executor::RemoteExecutor;
+use crate::transport::TlsTrust;
 use crate::worker::TOKEN_ENV;
 
 /// The device's name, as Genie names it.
@@ -17,6 +18,10 @@ pub const DEVICE_NAME: &str = "remote_accelerator";
 /// The environment variable naming the worker (`HOST:PORT`) a program's
 /// `remote_accelerator:0` connects to when it is not given one (`switchboard call`).
 pub const WORKER_ENV: &str = "SWITCHBOARD_WORKER";
+
+/// The environment variable holding the CA certificate (PEM) a TLS worker's certificate must
+/// chain to; without it the connection is plain TCP.
+pub const WORKER_CA_ENV: &str = "SWITCHBOARD_WORKER_CA";
 
 // Note [The remote accelerator]
 // `remote_accelerator` is PrivateUse1 renamed, as Genie's aten registrations use PrivateUse1,
@@ -58,11 +63,26 @@ pub fn connect_from_env() -> Result<Device> {
              `switchboard worker --listen HOST:PORT`)"
         ))
     })?;
-    let config = ClientConfig {
+    connect(0, &addr, client_config_from_env(&addr))
+}
+
+/// The client settings for the worker at `addr` that the environment gives: the token of
+/// `SWITCHBOARD_WORKER_TOKEN`, and TLS trusting the certificate `SWITCHBOARD_WORKER_CA` names
+/// (checked against `addr`'s host name); the defaults otherwise.
+pub fn client_config_from_env(addr: &str) -> ClientConfig {
+    let tls = std::env::var_os(WORKER_CA_ENV).map(|ca| TlsTrust {
+        ca: ca.into(),
+        server_name: addr
+            .rsplit_once(':')
+            .map_or(addr, |(host, _)| host)
+            .trim_matches(['[', ']'])
+            .to_string(),
+    });
+    ClientConfig {
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
+        tls,
         ..ClientConfig::default()
-    };
-    connect(0, &addr, config)
+    }
 }
 
 /// Whether `device` is a `remote_accelerator` device (installed, PrivateUse1 under that name).

@@ -32,7 +32,10 @@ mod transport;
 mod worker;
 
 pub use client::{ClientConfig, RemoteClient, RemoteCounters};
-pub use device::{connect, connect_from_env, install, is_remote, DEVICE_NAME, WORKER_ENV};
+pub use device::{
+    client_config_from_env, connect, connect_from_env, install, is_remote, DEVICE_NAME,
+    WORKER_CA_ENV, WORKER_ENV,
+};
 pub use error::{RemoteError, RemoteErrorKind};
 pub use executor::{RemoteBuffer, RemoteExecutor};
 pub use protocol::{
