@@ -44,7 +44,7 @@ fn any_impl(
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
     check_cpu_or_meta("any", self_.device())?;
-    let result = structured_output(&meta, out)?;
+    let result = structured_output(meta.clone(), out)?;
     let mask = match dim {
         Some([]) => SmallVec::from_elem(false, self_.dim()),
         _ => reduction_mask(dim, self_.dim())?,

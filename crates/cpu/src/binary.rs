@@ -178,8 +178,7 @@ pub(crate) fn acc_loop2<T: CpuElement>(
 /// The second operand's original value in the op math type, when the result is a reduced
 /// float and that operand is a single value (Note [Reduced-precision scalar operands]).
 fn reduced_float_scalar(dtype: ScalarType, b: &Tensor) -> Result<Option<f64>> {
-    if !matches!(dtype, ScalarType::Half | ScalarType::BFloat16) || b.numel() != 1 || !b.has_data()
-    {
+    if !matches!(dtype, ScalarType::Half | ScalarType::BFloat16) || b.numel() != 1 {
         return Ok(None);
     }
     Ok(Some(b.item()?.to_f64()))
@@ -254,9 +253,6 @@ fn div_kernel(iter: &impl BinaryLoop, mode: Rounding, b: &Tensor) -> Result<()> 
 
 /// Whether an integer tensor holds a zero.
 pub(crate) fn has_zero(t: &Tensor) -> Result<bool> {
-    if !t.has_data() {
-        return Ok(false);
-    }
     dispatch_all_types_and_bool!(t.dtype(), "div", T => has_zero_typed::<T>(t))
 }
 

@@ -93,11 +93,8 @@ fn cumsum_impl(
         structured::check_inplace(self_, &meta)?;
         self_.clone()
     } else {
-        structured_output(&meta, out)?
+        structured_output(meta.clone(), out)?
     };
-    if !result.has_data() {
-        return Ok(result);
-    }
     if self_.dim() == 0 {
         copy_into(&result, self_)?;
     } else if self_.numel() == 0 {

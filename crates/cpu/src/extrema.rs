@@ -61,7 +61,7 @@ fn extremum_into(
     } else {
         structured::amin(self_, dim, keepdim, out)?
     };
-    let result = structured_output(&meta, out)?;
+    let result = structured_output(meta, out)?;
     let mask = reduction_mask(Some(dim), self_.dim())?;
     let name = if max { "amax_cpu" } else { "amin_cpu" };
     dispatch_all_types_and_bool!(self_.dtype(), name, T => {

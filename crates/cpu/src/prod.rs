@@ -47,7 +47,7 @@ fn prod_impl(
         Some(d) => structured::prod_dim_int(self_, d, keepdim, dtype, out)?,
         None => structured::prod(self_, dtype)?,
     };
-    let result = structured_output(&meta, out)?;
+    let result = structured_output(meta.clone(), out)?;
     let dims = dim.map(|d| [d]);
     let mask = reduction_mask(dims.as_ref().map(|d| &d[..]), self_.dim())?;
     let input = cast(self_, meta.dtype)?;

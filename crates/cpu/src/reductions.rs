@@ -83,7 +83,7 @@ fn sum_impl(
 ) -> Result<Tensor> {
     check_cpu_or_meta("reduction", self_.device())?;
     let meta = structured::sum_dim_int_list(self_, dim, keepdim, dtype, out)?;
-    let result = structured_output(&meta, out)?;
+    let result = structured_output(meta.clone(), out)?;
     let mask = reduction_mask(dim, self_.dim())?;
     let input = cast(self_, meta.dtype)?;
     dispatch_all_types_and_bool!(meta.dtype, "sum_cpu", T => {
@@ -94,9 +94,9 @@ fn sum_impl(
 
 /// The output a structured kernel computes into: a fresh one from the meta result, or the
 /// given `out` resized to it (torchgen's glue, Note [Structured glue] in switchboard-codegen).
-pub(crate) fn structured_output(meta: &MetaOutput, out: Option<&Tensor>) -> Result<Tensor> {
+pub(crate) fn structured_output(meta: MetaOutput, out: Option<&Tensor>) -> Result<Tensor> {
     match out {
-        Some(o) => structured::resize_out(o, meta),
+        Some(o) => structured::resize_out(o, &meta),
         None => meta.allocate(),
     }
 }
@@ -155,7 +155,7 @@ fn mean_impl(
         .filter(|(_, m)| **m)
         .map(|(s, _)| *s)
         .product();
-    let result = structured_output(&meta, out)?;
+    let result = structured_output(meta.clone(), out)?;
     let input = cast(self_, meta.dtype)?;
     dispatch_floating_types!(meta.dtype, "mean_cpu", T => {
         reduce_into(&input, &result, &mask, keepdim, &MeanR::<T>(count as f64, PhantomData))

@@ -12,7 +12,7 @@ use crate::reductions::structured_output;
 /// Writes into `result` the elements of `self_` on the kept side of `diagonal` (column minus
 /// row `>= diagonal` for the upper triangle, `<=` for the lower), zeros elsewhere.
 fn triangle_into(self_: &Tensor, diagonal: i64, upper: bool, result: &Tensor) -> Result<()> {
-    if !result.has_data() || result.numel() == 0 {
+    if result.numel() == 0 {
         return Ok(());
     }
     let n = self_.dim();
@@ -72,7 +72,7 @@ fn triangle(
         structured::check_inplace(self_, &meta)?;
         self_.clone()
     } else {
-        structured_output(&meta, out)?
+        structured_output(meta, out)?
     };
     triangle_into(self_, diagonal, upper, &result)?;
     Ok(result)

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use switchboard_dispatcher::IValue;
 use switchboard_graph::TensorMeta;
-use switchboard_tensor::{DimVec, Tensor};
+use switchboard_tensor::{same_dims, DimVec, Tensor};
 
 use crate::shapes::OutMeta;
-use crate::storage::{at_base, same_dims, LazyStorage};
+use crate::storage::{at_base, LazyStorage};
 
 // Note [Shape rules]
 // Most calls a training step captures are elementwise: `add`, `mul`, `relu`, their

@@ -29,12 +29,6 @@ pub(crate) fn at_base(ls: &LazyStorage, t: &TensorImpl) -> bool {
     t.payload_tag() == AT_BASE || ls.base.matches_layout(t)
 }
 
-/// Equality of short dimension lists, without a `memcmp` call.
-#[inline]
-pub(crate) fn same_dims(a: &[i64], b: &[i64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-}
-
 /// The metadata of `t` as the graph records values of lazy device `device`.
 pub(crate) fn lazy_meta(t: &TensorImpl, device: Device) -> TensorMeta {
     TensorMeta {

@@ -16,6 +16,7 @@ use crate::layout::{self, MemoryFormat};
 use crate::scalar::Scalar;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use crate::DimVec;
 
 /// Bytes a tensor of these sizes, strides and offset needs (`computeStorageNbytes`).
 pub(crate) fn storage_nbytes(
@@ -39,11 +40,18 @@ fn numel_usize(sizes: &[i64]) -> Result<usize> {
 /// Bytes of a contiguous tensor of these sizes (`computeStorageNbytesContiguous`), checked.
 #[inline]
 fn contiguous_nbytes(sizes: &[i64], dtype: ScalarType) -> Result<usize> {
+    Ok(contiguous_numel_and_nbytes(sizes, dtype)?.1)
+}
+
+/// The elements and [`contiguous_nbytes`] of a contiguous tensor of these sizes, checked.
+#[inline]
+fn contiguous_numel_and_nbytes(sizes: &[i64], dtype: ScalarType) -> Result<(i64, usize)> {
     let numel = check_sizes(sizes)?;
-    (CheckedSize::new(numel) * dtype.element_size() as i64)
+    let nbytes = (CheckedSize::new(numel) * dtype.element_size() as i64)
         .value()
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| nbytes_overflow(sizes))
+        .ok_or_else(|| nbytes_overflow(sizes))?;
+    Ok((numel, nbytes))
 }
 
 #[cold]
@@ -193,6 +201,58 @@ impl Tensor {
     /// ```
     pub fn empty_on(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
         Tensor::zeros_on(sizes, dtype, device)
+    }
+
+    /// An uninitialised tensor with these sizes and strides, which it takes over rather than
+    /// copies: the output a structured kernel's meta function describes (zeroed CPU data, or
+    /// metadata only on other devices, as [`Tensor::empty_on`]). Contiguous geometry, the
+    /// common case, skips the bounds checks of arbitrary strides.
+    ///
+    /// ```
+    /// use switchboard_tensor::{Device, DimVec, ScalarType, Tensor};
+    /// let sizes = DimVec::from_slice(&[2, 3]);
+    /// let strides = DimVec::from_slice(&[1, 2]);
+    /// let t = Tensor::empty_with_geometry(sizes, strides, ScalarType::Float, Device::META).unwrap();
+    /// assert_eq!((t.sizes(), t.strides(), t.has_data()), (&[2i64, 3][..], &[1i64, 2][..], false));
+    /// ```
+    #[inline]
+    pub fn empty_with_geometry(
+        sizes: DimVec,
+        strides: DimVec,
+        dtype: ScalarType,
+        device: Device,
+    ) -> Result<Tensor> {
+        if sizes.len() != strides.len() || !layout::is_contiguous(&sizes, &strides) {
+            return Tensor::empty_strided(&sizes, &strides, dtype, device);
+        }
+        // Note [The devices of CPU and meta tensors]
+        let device = device.tensor_device();
+        let (numel, nbytes) = contiguous_numel_and_nbytes(&sizes, dtype)?;
+        let key_set = default_key_set(device)?;
+        let storage = if device.is_cpu() {
+            Storage::zeros_for(device, nbytes, dtype)?
+        } else {
+            Storage::without_bytes(device, nbytes, dtype)
+        };
+        // Contiguous strides (size-1 dimensions may have any stride) keep a contiguous
+        // tensor of `numel` elements in bounds.
+        Ok(Tensor::from_valid_parts_with(
+            ValidParts {
+                storage,
+                sizes,
+                strides,
+                storage_offset: 0,
+                dtype,
+                device,
+                key_set,
+                version: None,
+                payload: None,
+                payload_tag: 0,
+                wrapped_number: false,
+            },
+            numel,
+            true,
+        ))
     }
 
     /// An uninitialised tensor in memory format `format` (`Contiguous`, `ChannelsLast`,

@@ -149,9 +149,14 @@ const DIM_INLINE: usize = 5;
 
 /// `DimVec::from_slice` without `memcpy` calls for the usual short slices. Always inlined: it
 /// writes a tensor's borrowed sizes and strides into its block (Note [Dimensions written into
-/// the block] in builder.rs), where a call cost as much as the copy.
+/// the block] in builder.rs), where a call cost as much as the copy, and copies the sizes of
+/// a meta function's output.
+///
+/// ```
+/// assert_eq!(&switchboard_tensor::dim_vec(&[2, 3])[..], &[2, 3]);
+/// ```
 #[inline(always)]
-pub(crate) fn dim_vec(s: &[i64]) -> DimVec {
+pub fn dim_vec(s: &[i64]) -> DimVec {
     if s.len() > DIM_INLINE {
         return dim_vec_spilled(s);
     }
@@ -188,6 +193,18 @@ fn dims_contiguous(sizes: &[i64], strides: &[i64], order: &[usize]) -> bool {
         }
     }
     true
+}
+
+/// Equality of short dimension lists, without the `memcmp` call of slice equality (which
+/// costs more than the comparison for the usual few dimensions).
+///
+/// ```
+/// assert!(switchboard_tensor::same_dims(&[2, 3], &[2, 3]));
+/// assert!(!switchboard_tensor::same_dims(&[2, 3], &[2]));
+/// ```
+#[inline]
+pub fn same_dims(a: &[i64], b: &[i64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// PyTorch's `compute_contiguous`: row-major contiguity, ignoring size-1 dimensions; any

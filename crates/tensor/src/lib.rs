@@ -110,8 +110,8 @@ pub use io::{
     save_safetensors_file,
 };
 pub use layout::{
-    contiguous_strides, is_contiguous, is_non_overlapping_and_dense, suggest_memory_format, Layout,
-    MemoryFormat,
+    contiguous_strides, dim_vec, is_contiguous, is_non_overlapping_and_dense, same_dims,
+    suggest_memory_format, Layout, MemoryFormat,
 };
 pub use print::PrintOptions;
 pub use promote::{can_cast, promote_types, result_type, Category, ResultTypeState, DEFAULT_DTYPE};

@@ -64,12 +64,20 @@ impl<'a, const N: usize> Elementwise<'a, N> {
         }
     }
 
-    /// Checks the operands and computes the output's geometry.
-    #[inline]
+    /// Checks the operands and computes the output's geometry. The common case is inlined
+    /// into each meta function, so its result is built where the caller keeps it rather than
+    /// moved out of a call; the general path is a call.
+    #[inline(always)]
     pub fn compute(&self) -> Result<MetaOutput> {
-        if let Some(meta) = self.same_dense_inputs() {
-            return Ok(meta);
+        match self.same_dense_inputs() {
+            Some(meta) => Ok(meta),
+            None => self.compute_general(),
         }
+    }
+
+    /// [`Elementwise::compute`] when the inputs differ or an output is given.
+    #[inline(never)]
+    fn compute_general(&self) -> Result<MetaOutput> {
         let device = common_device_of(self.out.into_iter().chain(self.inputs))?;
         let shape = self.shape()?;
         let common = self.common_dtype();
@@ -121,23 +129,24 @@ impl<'a, const N: usize> Elementwise<'a, N> {
     /// promotion, contiguous strides), only dearer.
     #[inline(always)]
     fn same_dense_inputs(&self) -> Option<MetaOutput> {
-        let (first, _) = self.inputs.split_first()?;
+        let (first, rest) = self.inputs.split_first()?;
         let dtype = first.dtype();
-        let same = |t: &&Tensor| {
+        let dense = |t: &Tensor| t.is_contiguous() && !t.is_wrapped_number();
+        let like_first = |t: &&Tensor| {
             t.dtype() == dtype
                 && t.device() == first.device()
-                && t.sizes() == first.sizes()
-                && t.is_contiguous()
-                && !t.is_wrapped_number()
+                && switchboard_tensor::same_dims(t.sizes(), first.sizes())
+                && dense(t)
         };
         if self.out.is_some()
             || (self.int_to_float && !dtype.is_floating_point())
-            || !self.inputs.iter().all(same)
+            || !dense(first)
+            || !rest.iter().all(like_first)
         {
             return None;
         }
         Some(MetaOutput {
-            sizes: DimVec::from_slice(first.sizes()),
+            sizes: switchboard_tensor::dim_vec(first.sizes()),
             strides: switchboard_tensor::contiguous_strides(first.sizes()),
             dtype: self.out_dtype.unwrap_or(dtype),
             device: first.device(),

@@ -82,14 +82,11 @@ pub struct MetaOutput {
 }
 
 impl MetaOutput {
-    /// A fresh output with this geometry (uninitialised: zeroed CPU data, or none on meta).
+    /// A fresh output with this geometry (uninitialised: zeroed CPU data, or none on meta),
+    /// which takes over the sizes and strides.
     #[inline]
-    pub fn allocate(&self) -> Result<Tensor> {
-        if self.strides == switchboard_tensor::contiguous_strides(&self.sizes) {
-            // The contiguous constructor skips the bounds checks of arbitrary strides.
-            return Tensor::empty_on(&self.sizes, self.dtype, self.device);
-        }
-        Tensor::empty_strided(&self.sizes, &self.strides, self.dtype, self.device)
+    pub fn allocate(self) -> Result<Tensor> {
+        Tensor::empty_with_geometry(self.sizes, self.strides, self.dtype, self.device)
     }
 }
 
