@@ -23,6 +23,7 @@ mod autograd_meta;
 mod copy_slices;
 mod engine;
 mod formulas;
+mod forward_ad;
 mod function;
 mod generated;
 mod grad_mode;
@@ -36,6 +37,9 @@ mod tensor_ext;
 pub use autograd_meta::AutogradMeta;
 pub use engine::{grad, AccumulateGrad};
 pub use formulas::sum_to;
+pub use forward_ad::{
+    dual_level, enter_dual_level, exit_dual_level, forward_grad, make_dual, unpack_dual, DualLevel,
+};
 pub use function::{apply, Function, FunctionCtx};
 pub use generated::OPERATORS;
 pub use grad_mode::{
