@@ -4,13 +4,14 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
 
 use crate::autograd_meta;
-use crate::node::err;
+use crate::node::{err, lock};
 
 // Note [Forward-mode AD]
 // A dual tensor is a primal with a tangent for the active dual level, kept in its autograd
@@ -170,13 +171,19 @@ pub fn forward_grad(t: &Tensor) -> Option<Tensor> {
 }
 
 fn own_forward_grad(t: &Tensor, level: u64) -> Option<Tensor> {
-    let (tangent, stale) = autograd_meta::read(t, |m| match &m.forward_grad {
-        Some((l, g)) if *l == level => (Some(g.clone()), false),
-        Some(_) => (None, true),
-        None => (None, false),
-    })?;
+    let slot = autograd_meta::read(t, |m| m.forward_grad.clone()).flatten()?;
+    let (tangent, stale) = {
+        let mut g = lock(&slot);
+        match &*g {
+            Some((l, tangent)) if *l == level => (Some(tangent.clone()), false),
+            Some(_) => {
+                *g = None;
+                (None, true)
+            }
+            None => (None, false),
+        }
+    };
     if stale {
-        autograd_meta::with(t, |m| m.forward_grad = None);
         let base_has_one = base_of(t).is_some_and(|b| b.forward_grad_hint());
         if !base_has_one {
             t.set_forward_grad_hint(false);
@@ -207,8 +214,37 @@ fn view_of_base_forward_grad(t: &Tensor, level: u64) -> Option<Tensor> {
         )
     })
     .ok()?;
-    autograd_meta::with(t, |m| m.forward_grad = Some((level, view.clone())));
+    set_slot(t, level, view.clone());
     Some(view)
+}
+
+/// Where a tensor's tangent is kept: the id of its dual level and the tangent.
+pub(crate) type ForwardGradSlot = Mutex<Option<(u64, Tensor)>>;
+
+/// Sets `t`'s tangent at `level`, in its slot (shared with the aliases saved of it).
+fn set_slot(t: &Tensor, level: u64, tangent: Tensor) {
+    autograd_meta::with(t, |m| match &m.forward_grad {
+        Some(slot) => *lock(slot) = Some((level, tangent)),
+        None => m.forward_grad = Some(Arc::new(Mutex::new(Some((level, tangent))))),
+    });
+    t.set_forward_grad_hint(true);
+}
+
+/// Makes `alias` (an output's alias saved by its backward node, which the output's tangent
+/// is set after) share `output`'s tangent slot while a dual level is active, so that a
+/// backward formula reading the saved output sees its tangent (PyTorch's `SavedVariable`
+/// saves the forward grad too; forward over reverse needs it).
+pub(crate) fn share_forward_grad(output: &Tensor, alias: &Tensor) {
+    if active_level_ignoring_suppression().is_none() {
+        return;
+    }
+    let slot = autograd_meta::with(output, |m| {
+        m.forward_grad
+            .get_or_insert_with(|| Arc::new(Mutex::new(None)))
+            .clone()
+    });
+    autograd_meta::with(alias, |m| m.forward_grad = Some(slot));
+    alias.set_forward_grad_hint(true);
 }
 
 /// The tangent of an input for a formula: its own, or zeros shaped as the primal (PyTorch's
@@ -237,8 +273,7 @@ pub(crate) fn set_forward_grad(t: &Tensor, tangent: Tensor) -> Result<()> {
             tangent.sizes()
         )));
     }
-    autograd_meta::with(t, |m| m.forward_grad = Some((level, tangent)));
-    t.set_forward_grad_hint(true);
+    set_slot(t, level, tangent);
     Ok(())
 }
 
@@ -364,21 +399,8 @@ pub fn make_dual(primal: &Tensor, tangent: &Tensor, level: usize) -> Result<Tens
     }
     let _guard = ForwardGradSuppressed::new();
     let dual = ops::alias(primal)?;
-    // As PyTorch's `_make_dual`: the tangent itself when its layout matches the primal's, a
-    // copy with the primal's strides otherwise (views of the dual take views of it).
-    let tangent = if tangent.strides() == primal.strides() {
-        tangent.clone()
-    } else {
-        let t = ops::empty_strided_with(
-            primal.sizes(),
-            primal.strides(),
-            ops::EmptyStridedOptions::default().dtype(tangent.dtype()),
-        )?;
-        ops::copy_(&t, tangent)?;
-        t
-    };
-    autograd_meta::with(&dual, |m| m.forward_grad = Some((id, tangent)));
-    dual.set_forward_grad_hint(true);
+    let tangent = tangent.clone();
+    set_slot(&dual, id, tangent);
     Ok(dual)
 }
 

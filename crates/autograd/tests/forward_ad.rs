@@ -174,3 +174,16 @@ fn reverse_over_forward() {
     let g = grad(&[ty], &[x], &[None], false, false).unwrap();
     close(&v(g[0].as_ref().unwrap()), &[6., -12.]);
 }
+
+#[test]
+fn saved_outputs_carry_their_tangent() {
+    // exp's backward reads its saved output: the gradient exp(x) gets the tangent exp(x) v.
+    let x = t(&[0., 1.], &[2]).requires_grad_(true).unwrap();
+    let _level = dual_level().unwrap();
+    let d = make_dual(&x, &t(&[1., -1.], &[2]), 0).unwrap();
+    let y = ops::sum(&ops::exp(&d).unwrap()).unwrap();
+    let g = grad(&[y], &[x], &[None], false, false).unwrap();
+    let g = g[0].as_ref().unwrap();
+    close(&v(g), &[1., std::f32::consts::E]);
+    close(&tangent(g), &[1., -std::f32::consts::E]);
+}
