@@ -46,7 +46,7 @@ pub use grad_mode::{
     enable_grad, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
     EnableGradGuard, GradModeGuard, InferenceMode, NoGradGuard,
 };
-pub use gradcheck::{gradcheck, gradgradcheck};
+pub use gradcheck::{gradcheck, gradcheck_forward_ad, gradgradcheck};
 pub use node::{
     Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, PostAccumulateGradHook, SavedTensor,
 };
@@ -89,6 +89,9 @@ pub struct OperatorAutograd {
     pub node: Option<&'static str>,
     /// The inputs that get gradients, in schema order.
     pub differentiable_inputs: &'static [&'static str],
+    /// Whether its entry has a forward formula (`result:`): forward-mode AD goes through it;
+    /// a differentiable operator without one raises PyTorch's forward-AD error.
+    pub forward_formula: bool,
 }
 
 impl OperatorAutograd {

@@ -84,6 +84,7 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
         let autograd_kernel = format!(
             "    lib.impl_with_static_debug({q:?}, None, KernelFunction::from_fn_with_keys(autograd_kernels::{stem}_autograd), \"switchboard_autograd::{stem} [Autograd]\")?;"
         );
+        let forward = matches!(kind, AutogradKind::Differentiable { derivative, .. } if !derivative.forward.is_empty());
         let (kind_name, node, inputs) = match kind {
             AutogradKind::Composite => ("Composite", None, Vec::new()),
             AutogradKind::NoTensors => ("NoTensors", None, Vec::new()),
@@ -130,7 +131,7 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
         }
         writeln!(
             table,
-            "    OperatorAutograd {{ operator: {q:?}, kind: AutogradKind::{kind_name}, node: {node:?}, differentiable_inputs: &[{}] }},",
+            "    OperatorAutograd {{ operator: {q:?}, kind: AutogradKind::{kind_name}, node: {node:?}, differentiable_inputs: &[{}], forward_formula: {forward} }},",
             inputs
                 .iter()
                 .map(|i| format!("{i:?}"))
