@@ -249,3 +249,22 @@ fn pytorch_errors() {
     // The failed call left no level behind.
     assert!(jvp(|a| Ok(vec![ops::sin(&a[0])?]), &[x()], &[v()]).is_ok());
 }
+
+#[test]
+fn readme_example() {
+    // The README's example (Function transforms), with the crates' names.
+    let x = floats(&[1., 2.], &[2]);
+    let v = floats(&[1., -1.], &[2]);
+    let square = |a: &[Tensor]| ops::mul(&a[0], &a[0]);
+    let (_, tangents) = jvp(|a| Ok(vec![square(a)?]), &[x.clone()], &[v]).unwrap();
+    assert_eq!(tangents[0].to_vec::<f32>().unwrap(), [2., -4.]);
+    let j = jacfwd(square, &[x.clone()], &[0]).unwrap();
+    assert_eq!(j[0].to_vec::<f32>().unwrap(), [2., 0., 0., 4.]);
+    let h = hessian(
+        |a| ops::sum(&ops::mul(&ops::mul(&a[0], &a[0])?, &a[0])?),
+        &[x],
+        0,
+    )
+    .unwrap();
+    assert_eq!(h.to_vec::<f32>().unwrap(), [6., 0., 0., 12.]);
+}
