@@ -1,6 +1,7 @@
 //! The forward-mode transforms: `jvp` and `jacfwd` against values recorded from PyTorch 2.15's
 //! `torch.func`, `jacfwd(f) == jacrev(f)`, and the compositions `jvp(grad(f))`,
 //! `grad(jvp(f))`, `vmap(jvp(f))` and `hessian` (`jacfwd(jacrev(f))`).
+#![allow(clippy::cloned_ref_to_slice_refs)] // literal input lists read best, as in the README
 
 use switchboard_cpu as _;
 use switchboard_dispatcher::Result;
