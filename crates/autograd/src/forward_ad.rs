@@ -93,9 +93,11 @@ pub fn exit_dual_level(level: usize) -> Result<()> {
     Ok(())
 }
 
-/// A dual level, left when dropped (`with torch.autograd.forward_ad.dual_level():`).
+/// A dual level, left when dropped (`with torch.autograd.forward_ad.dual_level():`); it
+/// belongs to the thread that entered it.
 pub struct DualLevel {
     level: usize,
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl DualLevel {
@@ -103,6 +105,7 @@ impl DualLevel {
     pub fn new() -> Result<DualLevel> {
         Ok(DualLevel {
             level: enter_dual_level()?,
+            _not_send: std::marker::PhantomData,
         })
     }
 

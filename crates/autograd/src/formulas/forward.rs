@@ -144,3 +144,32 @@ pub(crate) fn gather_with_keepdimed_indices(
     }
     ops::squeeze_dim(&ops::gather(t, dim, &ops::unsqueeze(indices, dim)?)?, dim)
 }
+
+/// PyTorch's `evenly_read_jvp`: the tangent of a full `max`/`min`, the mean of the tangent over
+/// the elements equal to the result (the backward spreads the gradient evenly over them).
+pub(crate) fn evenly_read_jvp(self_t: &Tensor, self_p: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let mask = ops::eq(self_p, result)?;
+    let count = ops::sum(&super::to_dtype(&mask, self_t.dtype())?)?;
+    ops::div(&ops::sum(&ops::mul(self_t, &mask)?)?, &count)
+}
+
+/// PyTorch's `amaxamin_jvp`: the mean of the tangent over the elements equal to the result,
+/// per reduced slice.
+pub(crate) fn amaxamin_jvp(
+    self_p: &Tensor,
+    self_t: &Tensor,
+    result: &Tensor,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let mask = ops::eq(self_p, &super::restore_reduced_dims(result, dim, keepdim)?)?;
+    let mask = super::to_dtype(&mask, self_t.dtype())?;
+    let sum = |t: &Tensor| {
+        ops::sum_dim_int_list_with(
+            t,
+            Some(dim),
+            ops::SumDimIntListOptions::default().keepdim(keepdim),
+        )
+    };
+    ops::div(&sum(&ops::mul(self_t, &mask)?)?, &sum(&mask)?)
+}
