@@ -47,6 +47,9 @@ use signature::*;
 // tensors that matter and redispatches below autograd when none is set, and an
 // `#[inline(never)]` recording function for the rest, which reads grad mode, checks, runs the
 // operator below autograd and records the node through the autograd crate's one recorder.
+// The flags tested are the requires_grad and tangent bits of one word; the recording function
+// hands an input that may carry a tangent to the operator's forward-mode function (Note
+// [Forward formulas]), which comes back to it with tangent propagation off.
 
 /// Generates the autograd crate's code from the operators and their derivatives: the
 /// `nodes` module (one type and one formula function per entry), the Autograd kernels, the
