@@ -13,6 +13,7 @@
     clippy::let_and_return,
     clippy::unnecessary_lazy_evaluations,
     clippy::useless_conversion,
+    clippy::nonminimal_bool,
     unused_parens
 )]
 
@@ -27,15 +28,21 @@ use switchboard_ops::{self as ops, redispatch as rd};
 #[allow(unused_imports)]
 use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
+use crate::forward_ad::{
+    any_forward_grad, forward_ad_enabled, forward_ad_not_implemented, forward_ad_out_error,
+    forward_grad, set_forward_grad, tangent_or_zeros, update_inplace_forward_grad,
+    without_forward_grad, ForwardGradSuppressed,
+};
 use crate::node::{Edge, Node, SavedTensor};
 #[allow(unused_imports)]
 use crate::not_implemented::{record_not_implemented, record_not_implemented_inplace};
 #[allow(unused_imports)]
 use crate::recording::{
-    as_multi_output_view, as_view, check_inplace, check_no_requires_grad, fresh, grad_of, guarded,
-    hint, hint_list, hint_optional, hint_optional_list, out_requires_grad_error, rebase_history,
-    record_function, record_inplace_begin, unpack_list, unpack_optional, unpack_optional_list,
-    SavedInts, AFTER_AD, AFTER_ADIV,
+    as_multi_output_view, as_view, check_inplace, check_no_requires_grad, fresh, fw_hint,
+    fw_hint_list, fw_hint_optional, fw_hint_optional_list, grad_of, guarded, hint, hint_list,
+    hint_optional, hint_optional_list, out_requires_grad_error, rebase_history, record_function,
+    record_inplace_begin, rg_hint, rg_hint_list, rg_hint_optional, rg_hint_optional_list,
+    unpack_list, unpack_optional, unpack_optional_list, SavedInts, AFTER_AD, AFTER_ADIV,
 };
 use crate::{is_grad_enabled, AutogradKind, OperatorAutograd};
 

@@ -47,6 +47,74 @@ pub fn gradcheck(
     check_jacobian(&f, &f64_inputs(inputs)?, eps, atol, rtol, false, "Jacobian")
 }
 
+/// Checks the Jacobian of `f` computed with forward-mode AD against central finite
+/// differences (`torch.autograd.gradcheck(..., check_forward_ad=True)`): one Jacobian-vector
+/// product per element of each input that requires grad, that input made dual with the
+/// element's basis tangent. Floating inputs are converted to f64; returns `Ok(true)`, or an
+/// error naming the first mismatching entry (or the operator without a forward formula).
+pub fn gradcheck_forward_ad(
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+    inputs: &[Tensor],
+    eps: f64,
+    atol: f64,
+    rtol: f64,
+) -> Result<bool> {
+    let xs = f64_inputs(inputs)?;
+    let wrt: Vec<usize> = (0..xs.len()).filter(|&i| xs[i].requires_grad()).collect();
+    if wrt.is_empty() {
+        return Err(err(
+            "gradcheck expects at least one input tensor to require gradient",
+        ));
+    }
+    let _ng = no_grad();
+    for &i in &wrt {
+        let base = flat(&xs[i])?;
+        for e in 0..base.len() {
+            let mut onehot = vec![0.0f64; base.len()];
+            onehot[e] = 1.0;
+            let tangent = Tensor::from_vec(onehot, xs[i].sizes())?;
+            let analytical = {
+                let level = crate::forward_ad::dual_level()?;
+                let mut args = xs.to_vec();
+                args[i] = crate::forward_ad::make_dual(&xs[i], &tangent, level.level())?;
+                let y = f(&args)?;
+                match crate::forward_ad::unpack_dual(&y, level.level())?.1 {
+                    Some(t) => flat(&t)?,
+                    None => vec![0.0; y.numel() as usize],
+                }
+            };
+            let eval = |delta: f64| -> Result<Vec<f64>> {
+                let mut v = base.clone();
+                v[e] += delta;
+                let mut args = xs.to_vec();
+                args[i] = Tensor::from_vec(v, xs[i].sizes())?;
+                flat(&f(&args)?)
+            };
+            let (plus, minus) = (eval(eps)?, eval(-eps)?);
+            if analytical.len() != plus.len() {
+                return Err(err(format!(
+                    "Jacobian computed with forward mode: the tangent has {} elements, the \
+                     output {}",
+                    analytical.len(),
+                    plus.len()
+                )));
+            }
+            for j in 0..plus.len() {
+                let num = (plus[j] - minus[j]) / (2.0 * eps);
+                let ana = analytical[j];
+                if (num - ana).abs() > atol + rtol * num.abs() || ana.is_nan() != num.is_nan() {
+                    return Err(err(format!(
+                        "Jacobian computed with forward mode mismatch for output 0 with respect \
+                         to input {i},\nnumerical:{num}\nanalytical:{ana}\n(at output element \
+                         {j}, input element {e})"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
 // Note [gradgradcheck]
 // As torch.autograd.gradgradcheck: the gradients of `f` with respect to its differentiable
 // inputs, computed with create_graph for fixed random `grad_outputs` that themselves require

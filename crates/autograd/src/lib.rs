@@ -23,6 +23,7 @@ mod autograd_meta;
 mod copy_slices;
 mod engine;
 mod formulas;
+mod forward_ad;
 mod function;
 mod generated;
 mod grad_mode;
@@ -36,13 +37,16 @@ mod tensor_ext;
 pub use autograd_meta::AutogradMeta;
 pub use engine::{grad, AccumulateGrad};
 pub use formulas::sum_to;
+pub use forward_ad::{
+    dual_level, enter_dual_level, exit_dual_level, forward_grad, make_dual, unpack_dual, DualLevel,
+};
 pub use function::{apply, Function, FunctionCtx};
 pub use generated::OPERATORS;
 pub use grad_mode::{
     enable_grad, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
     EnableGradGuard, GradModeGuard, InferenceMode, NoGradGuard,
 };
-pub use gradcheck::{gradcheck, gradgradcheck};
+pub use gradcheck::{gradcheck, gradcheck_forward_ad, gradgradcheck};
 pub use node::{
     Edge, FnNode, Formula, Hook, InputMeta, Node, NodeMeta, PostAccumulateGradHook, SavedTensor,
 };
@@ -85,6 +89,9 @@ pub struct OperatorAutograd {
     pub node: Option<&'static str>,
     /// The inputs that get gradients, in schema order.
     pub differentiable_inputs: &'static [&'static str],
+    /// Whether its entry has a forward formula (`result:`): forward-mode AD goes through it;
+    /// a differentiable operator without one raises PyTorch's forward-AD error.
+    pub forward_formula: bool,
 }
 
 impl OperatorAutograd {

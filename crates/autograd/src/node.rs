@@ -228,8 +228,12 @@ impl SavedTensor {
 
     /// Saves output `nr` of the node being built (kept without its history).
     pub fn output(t: &Tensor, nr: u32, node_name: &'static str) -> SavedTensor {
+        let data = autograd_meta::alias(t);
+        // The alias keeps the tangent (PyTorch's SavedVariable saves the forward grad too), so
+        // that a backward formula reading the output propagates it (forward over reverse).
+        crate::forward_ad::share_forward_grad(t, &data);
         SavedTensor {
-            data: autograd_meta::alias(t),
+            data,
             version: t.version(),
             output_nr: Some(nr),
             producer: Some((Cow::Borrowed(node_name), nr)),

@@ -22,9 +22,9 @@ pub(crate) type SavedInts = SmallVec<[i64; 5]>;
 
 // Note [Autograd fast path]
 // Dense tensors carry the Autograd keys, so every call runs an autograd kernel, and almost
-// always nothing requires grad. The generated kernel tests the inputs' `requires_grad_hint`
-// flags (one relaxed load each, combined without branches; the grad-mode thread-local is not
-// read at all when no flag is set) and redispatches with `ks & AFTER_AD`: the key set itself
+// always nothing requires grad (nor carries a tangent). The generated kernel tests the inputs'
+// autograd flags (`autograd_hint`: the requires_grad and tangent bits, one relaxed load each,
+// combined without branches; the grad-mode thread-local is not read at all when no flag is set) and redispatches with `ks & AFTER_AD`: the key set itself
 // skips the Autograd keys, so no exclusion guard (two TLS writes) is set. That is sound
 // because nothing below can record anything: kernels below that call other ops re-enter
 // autograd for those calls (they are not excluded), but the inner calls see inputs that do not
@@ -41,28 +41,78 @@ pub(crate) type SavedInts = SmallVec<[i64; 5]>;
 // flags test, a table look-up and a jump, with no stack frame. switchboard-codegen gives every
 // generated kernel this shape (Note [Generated kernel shape]).
 
-/// Whether `t` may require grad (its flag only, see Note [Autograd fast path]).
+/// Whether autograd, in either mode, may have something to do with `t`: it may require grad
+/// or carry a tangent (its flags only, see Note [Autograd fast path]).
 #[inline(always)]
 pub(crate) fn hint(t: &Tensor) -> bool {
-    t.requires_grad_hint()
+    t.autograd_hint()
 }
 
 /// [`hint`] of an optional tensor.
 #[inline(always)]
 pub(crate) fn hint_optional(t: Option<&Tensor>) -> bool {
-    t.is_some_and(|t| t.requires_grad_hint())
+    t.is_some_and(|t| t.autograd_hint())
 }
 
 /// [`hint`] of a tensor list.
 #[inline(always)]
 pub(crate) fn hint_list(ts: &[Tensor]) -> bool {
-    ts.iter().any(|t| t.requires_grad_hint())
+    ts.iter().any(|t| t.autograd_hint())
 }
 
 /// [`hint`] of a `Tensor?[]`.
 #[inline(always)]
 pub(crate) fn hint_optional_list(ts: &[Option<Tensor>]) -> bool {
+    ts.iter().flatten().any(|t| t.autograd_hint())
+}
+
+/// Whether `t` may require grad (its flag only).
+#[inline(always)]
+pub(crate) fn rg_hint(t: &Tensor) -> bool {
+    t.requires_grad_hint()
+}
+
+/// [`rg_hint`] of an optional tensor.
+#[inline(always)]
+pub(crate) fn rg_hint_optional(t: Option<&Tensor>) -> bool {
+    t.is_some_and(|t| t.requires_grad_hint())
+}
+
+/// [`rg_hint`] of a tensor list.
+#[inline(always)]
+pub(crate) fn rg_hint_list(ts: &[Tensor]) -> bool {
+    ts.iter().any(|t| t.requires_grad_hint())
+}
+
+/// [`rg_hint`] of a `Tensor?[]`.
+#[inline(always)]
+pub(crate) fn rg_hint_optional_list(ts: &[Option<Tensor>]) -> bool {
     ts.iter().flatten().any(|t| t.requires_grad_hint())
+}
+
+/// Whether `t` may carry a tangent (its flag only, Note [Forward-mode AD]).
+#[inline(always)]
+pub(crate) fn fw_hint(t: &Tensor) -> bool {
+    t.forward_grad_hint()
+}
+
+/// [`fw_hint`] of an optional tensor.
+#[inline(always)]
+pub(crate) fn fw_hint_optional(t: Option<&Tensor>) -> bool {
+    t.is_some_and(|t| t.forward_grad_hint())
+}
+
+/// [`fw_hint`] of a tensor list.
+#[inline(always)]
+pub(crate) fn fw_hint_list(ts: &[Tensor]) -> bool {
+    ts.iter().any(|t| t.forward_grad_hint())
+}
+
+/// [`fw_hint`] of a `Tensor?[]` (for a differentiable `Tensor?[]` input; none has one yet).
+#[allow(dead_code)]
+#[inline(always)]
+pub(crate) fn fw_hint_optional_list(ts: &[Option<Tensor>]) -> bool {
+    ts.iter().flatten().any(|t| t.forward_grad_hint())
 }
 
 /// Whether `t` may get a gradient (floating point).

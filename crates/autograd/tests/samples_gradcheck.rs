@@ -4,7 +4,8 @@
 //! functional form. Random operators are reseeded before every call, so they are checked too.
 
 use switchboard_autograd::{
-    gradcheck, gradgradcheck, operator_autograd, AutogradKind, AutogradTensor, Result,
+    gradcheck, gradcheck_forward_ad, gradgradcheck, operator_autograd, AutogradKind,
+    AutogradTensor, Result,
 };
 use switchboard_cpu as _;
 use switchboard_dispatcher::OperatorHandle;
@@ -115,14 +116,43 @@ fn inplace_fits(p: &Prepared, s: &Sample) -> bool {
     }
 }
 
+/// What forward AD must do on an operator.
+#[derive(Clone, Copy, PartialEq)]
+enum Forward {
+    /// It has a forward formula: the forward-mode Jacobian must match.
+    Formula,
+    /// It has none: PyTorch's "Trying to use forward AD with ..." error.
+    Unsupported,
+    /// A composite: its decomposition either passes or reaches an operator without one.
+    Composite,
+}
+
+fn forward_of(name: &str) -> Forward {
+    match operator_autograd(name) {
+        Some(a) if a.kind == AutogradKind::Composite => Forward::Composite,
+        Some(a) if a.forward_formula => Forward::Formula,
+        _ => Forward::Unsupported,
+    }
+}
+
 struct Checker {
     failures: Vec<String>,
     gradchecks: usize,
     gradgradchecks: usize,
+    forward_checks: usize,
+    forward_unsupported: usize,
 }
 
 impl Checker {
-    fn run(&mut self, what: &str, p: &Prepared, grad: &[usize], form: Form, second: bool) {
+    fn run(
+        &mut self,
+        what: &str,
+        p: &Prepared,
+        grad: &[usize],
+        form: Form,
+        second: bool,
+        forward: Forward,
+    ) {
         let keep = match differentiable_outputs(p, grad, form) {
             Ok(k) if k.is_empty() => {
                 self.failures
@@ -149,6 +179,21 @@ impl Checker {
             Ok(false) => self.failures.push(format!("{what}: gradcheck false")),
             Err(e) => self.failures.push(format!("{what}: {e}")),
         }
+        let unsupported = "Trying to use forward AD with ";
+        match (gradcheck_forward_ad(f, &inputs, 1e-6, 1e-5, 1e-3), forward) {
+            (Ok(_), Forward::Formula | Forward::Composite) => self.forward_checks += 1,
+            (Err(e), Forward::Unsupported | Forward::Composite)
+                if e.to_string().starts_with(unsupported) =>
+            {
+                self.forward_unsupported += 1
+            }
+            // Nothing to differentiate: no Jacobian-vector product was taken.
+            (Ok(_), Forward::Unsupported) if inputs.iter().all(|t| t.numel() == 0) => {}
+            (Ok(_), Forward::Unsupported) => self
+                .failures
+                .push(format!("{what}: forward AD ran without a forward formula")),
+            (Err(e), _) => self.failures.push(format!("{what} (forward AD): {e}")),
+        }
         if second {
             self.gradgradchecks += 1;
             match gradgradcheck(f, &inputs, 17, 1e-6, 1e-5, 1e-3) {
@@ -167,6 +212,8 @@ fn every_differentiable_entry_passes_gradcheck() {
         failures: Vec::new(),
         gradchecks: 0,
         gradgradchecks: 0,
+        forward_checks: 0,
+        forward_unsupported: 0,
     };
     for info in registry() {
         if !info.grad.checks() {
@@ -198,26 +245,56 @@ fn every_differentiable_entry_passes_gradcheck() {
             if info.is_inplace_only() {
                 // An integer `self` (copy_ into int64) has no gradient.
                 if p.tensors[0].spec.dtype.is_floating_point() {
-                    c.run(&what, &p, &grad, Form::InPlace(&own), false);
+                    c.run(
+                        &what,
+                        &p,
+                        &grad,
+                        Form::InPlace(&own),
+                        false,
+                        forward_of(info.name),
+                    );
                 }
                 continue;
             }
             let second = second_left > 0;
             second_left -= usize::from(second);
-            c.run(&what, &p, &grad, Form::Functional, second);
+            c.run(
+                &what,
+                &p,
+                &grad,
+                Form::Functional,
+                second,
+                forward_of(info.name),
+            );
             if let Some((op, vs)) = inplace {
                 if inplace_fits(&p, s) && grad.contains(&0) {
                     let what = format!("{} sample {k}", vs.name());
-                    c.run(&what, &p, &grad, Form::InPlace(op), false);
+                    let variant = match vs.overload_name() {
+                        "" => vs.base_name().to_owned(),
+                        o => format!("{}.{o}", vs.base_name()),
+                    };
+                    c.run(
+                        &what,
+                        &p,
+                        &grad,
+                        Form::InPlace(op),
+                        false,
+                        forward_of(&variant),
+                    );
                 }
             }
         }
     }
     eprintln!(
-        "{} gradchecks, {} gradgradchecks",
-        c.gradchecks, c.gradgradchecks
+        "{} gradchecks, {} gradgradchecks, {} forward-mode checks, {} without forward AD",
+        c.gradchecks, c.gradgradchecks, c.forward_checks, c.forward_unsupported
     );
     assert!(c.gradchecks > 400, "{} gradchecks", c.gradchecks);
+    assert!(
+        c.forward_checks > 300,
+        "{} forward checks",
+        c.forward_checks
+    );
     let lines: Vec<String> = c
         .failures
         .iter()

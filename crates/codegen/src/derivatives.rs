@@ -19,6 +19,16 @@ pub struct GradientFormula {
     pub(crate) analysis: Analysis,
 }
 
+/// One forward-derivative line (`result: formula`, `result0:`, or an output's name): the
+/// tangent of one output from the inputs' primals (`self_p`) and tangents (`self_t`).
+#[derive(Debug, Clone)]
+pub struct ForwardFormula {
+    /// The output it computes the tangent of.
+    pub output: usize,
+    /// The formula as written: a Rust expression, `auto_linear` or `auto_element_wise`.
+    pub text: String,
+}
+
 /// One `- name:` entry of `derivatives.yaml`.
 #[derive(Debug, Clone)]
 pub struct Derivative {
@@ -32,6 +42,8 @@ pub struct Derivative {
     pub non_differentiable: Vec<String>,
     /// `output_differentiability`, when given.
     pub output_differentiability: Option<Vec<bool>>,
+    /// The forward derivatives, in file order.
+    pub forward: Vec<ForwardFormula>,
 }
 
 impl Derivative {
@@ -143,6 +155,8 @@ pub fn parse_derivatives(text: &str) -> Result<Vec<Derivative>, String> {
         let mut formulas = Vec::new();
         let mut non_differentiable = Vec::new();
         let mut output_differentiability = None;
+        let mut forward = Vec::new();
+        let outputs = output_names(&schema);
         for (k, v) in h {
             let key = k
                 .as_str()
@@ -177,10 +191,26 @@ pub fn parse_derivatives(text: &str) -> Result<Vec<Derivative>, String> {
                     }
                     output_differentiability = Some(flags);
                 }
-                "result" | "dispatch" => {
+                "dispatch" => {
                     return Err(format!(
-                        "{name}: `{key}:` (forward derivatives, per-key formulas) is not supported"
+                        "{name}: `{key}:` (per-key formulas) is not supported"
                     ))
+                }
+                out if outputs.iter().any(|names| names.iter().any(|n| n == out)) => {
+                    let output = outputs
+                        .iter()
+                        .position(|names| names.iter().any(|n| n == out))
+                        .expect("found above");
+                    let Yaml::String(text) = v else {
+                        return Err(format!("{name}: `{out}:` must be a formula"));
+                    };
+                    if forward.iter().any(|f: &ForwardFormula| f.output == output) {
+                        return Err(format!("{name}: two forward formulas for `{out}`"));
+                    }
+                    forward.push(ForwardFormula {
+                        output,
+                        text: text.trim().to_owned(),
+                    });
                 }
                 inputs => {
                     let f = match v {
@@ -225,6 +255,7 @@ pub fn parse_derivatives(text: &str) -> Result<Vec<Derivative>, String> {
             formulas,
             non_differentiable,
             output_differentiability,
+            forward,
         };
         analyse_formulas(&mut d)?;
         out.push(d);

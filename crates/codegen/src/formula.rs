@@ -250,6 +250,37 @@ pub(crate) fn analyse(
     Ok(a)
 }
 
+/// `text` with the variables `rename` maps renamed (the same identifiers as [`analyse`] reads
+/// as variables: not after `.` or `::`, not called), written back as Rust source.
+pub(crate) fn substitute(
+    text: &str,
+    rename: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let toks = tokenize(text)?;
+    let mut out: Vec<Token> = Vec::with_capacity(toks.len());
+    for (i, t) in toks.iter().enumerate() {
+        let renamed = match t {
+            Token::Ident(name) => {
+                let prev = out.last();
+                let after = prev.is_some_and(|p| p.is(".") || p.is("::"));
+                let next = toks.get(i + 1);
+                let called = next.is_some_and(|n| n.is("(") || n.is("::") || n.is("!"));
+                if after || called {
+                    None
+                } else {
+                    rename(name)
+                }
+            }
+            Token::Other(_) => None,
+        };
+        out.push(match renamed {
+            Some(n) => Token::Ident(n),
+            None => t.clone(),
+        });
+    }
+    Ok(render(&out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,6 +320,17 @@ mod tests {
         );
         assert!(a.code.contains("self_.neg()"), "{}", a.code);
         assert!(a.code.contains("1.5"), "{}", a.code);
+    }
+
+    #[test]
+    fn substitution_renames_variables_only() {
+        let s = substitute("mul(grad, &self.sgn()?).grad", &|v| match v {
+            "grad" => Some("self_t".into()),
+            "self" => Some("self_p".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(s, "mul(self_t,&self_p.sgn()?).grad");
     }
 
     #[test]

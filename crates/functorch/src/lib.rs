@@ -28,6 +28,7 @@
 
 mod batched_tensor;
 mod fallback;
+mod forward_transforms;
 mod layers;
 mod random;
 mod rules;
@@ -36,6 +37,7 @@ mod vmap;
 
 pub use batched_tensor::{batched_value, is_batched_at, make_batched, BatchedValue};
 pub use fallback::set_vmap_fallback_warning_enabled;
+pub use forward_transforms::{jacfwd, jvp};
 pub use layers::{transforms_active, Randomness};
 pub use transforms::{grad, grad_and_value, hessian, jacrev, vjp, VjpFn};
 pub use vmap::{vmap, Dims, Tree, Vmap};

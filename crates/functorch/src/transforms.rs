@@ -1,7 +1,7 @@
 //! The autograd-based transforms (`torch.func.grad`, `grad_and_value`, `vjp`, `jacrev`,
 //! `hessian`), composing with `vmap` and with each other (Note [Dynamic layers]).
 
-use switchboard_autograd::{enable_grad, AutogradTensor};
+use switchboard_autograd::{enable_grad, forward_grad, make_dual, AutogradTensor};
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind, Result};
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
@@ -9,7 +9,7 @@ use switchboard_tensor::Tensor;
 use crate::batched_tensor::{batched_value, front_value_or_expand, make_batched};
 use crate::layers;
 
-fn runtime_error(message: String) -> DispatchError {
+pub(crate) fn runtime_error(message: String) -> DispatchError {
     DispatchError::from(DispatchErrorKind::Kernel(message))
 }
 
@@ -18,7 +18,7 @@ type Levels = Vec<(u32, i64)>;
 
 /// `t` as one physical tensor `[B1, ..., Bk, *sample]` carrying the batch of every level in
 /// `levels` in front, outermost first (an expanded view where `t` is not batched at a level).
-fn to_front_base(t: &Tensor, levels: &[(u32, i64)]) -> Result<Tensor> {
+pub(crate) fn to_front_base(t: &Tensor, levels: &[(u32, i64)]) -> Result<Tensor> {
     let Some((&(level, batch_size), outer)) = levels.split_last() else {
         if batched_value(t).is_some() {
             return Err(runtime_error(
@@ -34,7 +34,7 @@ fn to_front_base(t: &Tensor, levels: &[(u32, i64)]) -> Result<Tensor> {
 }
 
 /// The inverse of [`to_front_base`]: `base` batched at every level, batch dimension 0 each.
-fn rewrap(base: Tensor, levels: &[(u32, i64)]) -> Result<Tensor> {
+pub(crate) fn rewrap(base: Tensor, levels: &[(u32, i64)]) -> Result<Tensor> {
     levels
         .iter()
         .try_fold(base, |t, &(level, _)| make_batched(t, 0, level))
@@ -52,13 +52,22 @@ struct Lifted {
 /// one), detached and marked `requires_grad` otherwise.
 fn lift(t: &Tensor, levels: &[(u32, i64)]) -> Result<Lifted> {
     let base = to_front_base(t, levels)?;
-    let leaf = if base.requires_grad() {
-        ops::view(&base, base.sizes())?
-    } else {
-        base.detach().requires_grad_(true)?
+    if base.requires_grad() {
+        let leaf = ops::view(&base, base.sizes())?;
+        return Ok(Lifted {
+            logical: rewrap(leaf.clone(), levels)?,
+            leaf,
+        });
+    }
+    // A dual input (under `jvp`) keeps its tangent on the leaf's view, so that the gradient
+    // carries the tangent of the gradient (forward over reverse).
+    let leaf = base.detach().requires_grad_(true)?;
+    let input = match forward_grad(&base) {
+        Some(tangent) => make_dual(&leaf, &tangent, 0)?,
+        None => leaf.clone(),
     };
     Ok(Lifted {
-        logical: rewrap(leaf.clone(), levels)?,
+        logical: rewrap(input, levels)?,
         leaf,
     })
 }
@@ -91,7 +100,11 @@ fn gradients(
                 Some(g) => g,
                 None => ops::zeros_like(leaf)?,
             };
-            let g = if create_graph { g } else { g.detach() };
+            let g = if create_graph {
+                g
+            } else {
+                detach_keeping_tangent(&g)?
+            };
             rewrap(g, levels)
         })
         .collect()
@@ -99,15 +112,24 @@ fn gradients(
 
 /// A value returned out of a transform: detached from its graph unless an outer transform
 /// records it.
-fn release(t: &Tensor, levels: &[(u32, i64)]) -> Result<Tensor> {
+pub(crate) fn release(t: &Tensor, levels: &[(u32, i64)]) -> Result<Tensor> {
     if layers::grad_layer_active() {
         return Ok(t.clone());
     }
     let base = to_front_base(t, levels)?;
-    rewrap(base.detach(), levels)
+    rewrap(detach_keeping_tangent(&base)?, levels)
 }
 
-fn check_argnums(argnums: &[usize], n: usize) -> Result<()> {
+/// `t.detach()`, still carrying its tangent when a `jvp` further out gave it one.
+pub(crate) fn detach_keeping_tangent(t: &Tensor) -> Result<Tensor> {
+    let detached = t.detach();
+    match forward_grad(t) {
+        Some(tangent) => make_dual(&detached, &tangent.detach(), 0),
+        None => Ok(detached),
+    }
+}
+
+pub(crate) fn check_argnums(argnums: &[usize], n: usize) -> Result<()> {
     for &a in argnums {
         if a >= n {
             return Err(runtime_error(format!(
@@ -300,12 +322,13 @@ pub fn jacrev(
         .collect()
 }
 
-/// `torch.func.hessian(f, argnums)(*args)`: `jacrev(jacrev(f))` for the argument `argnum`.
+/// `torch.func.hessian(f, argnums)(*args)`: `jacfwd(jacrev(f))` for the argument `argnum`, as
+/// PyTorch computes it (forward over reverse).
 pub fn hessian(
     f: impl Fn(&[Tensor]) -> Result<Tensor>,
     args: &[Tensor],
     argnum: usize,
 ) -> Result<Tensor> {
     let inner = |xs: &[Tensor]| -> Result<Tensor> { Ok(jacrev(&f, xs, &[argnum])?.remove(0)) };
-    Ok(jacrev(inner, args, &[argnum])?.remove(0))
+    Ok(crate::forward_transforms::jacfwd(inner, args, &[argnum])?.remove(0))
 }

@@ -4,7 +4,7 @@
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::ptr::{self, addr_of_mut};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU8;
 use std::sync::OnceLock;
 
 use switchboard_keys::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet};
@@ -198,7 +198,7 @@ impl Tensor {
                 is_wrapped_number: _,
                 version: _,
                 autograd_meta: _,
-                requires_grad_hint: _,
+                autograd_flags: _,
                 payload: _,
                 payload_tag: _,
             } = t;
@@ -225,7 +225,7 @@ impl Tensor {
                 addr_of_mut!((*t).is_wrapped_number).write(p.wrapped_number);
                 addr_of_mut!((*t).version).write(ptr::read(&*version));
                 addr_of_mut!((*t).autograd_meta).write(OnceLock::new());
-                addr_of_mut!((*t).requires_grad_hint).write(AtomicBool::new(false));
+                addr_of_mut!((*t).autograd_flags).write(AtomicU8::new(0));
                 addr_of_mut!((*t).payload).write(ptr::read(&p.payload));
                 addr_of_mut!((*t).payload_tag).write(p.payload_tag);
             })

@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use switchboard_keys::DispatchKeySet;
@@ -83,6 +83,11 @@ impl fmt::Debug for VersionCounter {
     }
 }
 
+/// The bit of `TensorImpl::autograd_flags` mirroring `requires_grad`.
+const REQUIRES_GRAD: u8 = 1;
+/// The bit of `TensorImpl::autograd_flags` set while a tangent is attached.
+const FORWARD_GRAD: u8 = 2;
+
 /// A tensor's metadata and its storage. Reached through a [`Tensor`] (which derefs to it).
 pub struct TensorImpl {
     pub(crate) storage: Storage,
@@ -100,8 +105,8 @@ pub struct TensorImpl {
     pub(crate) version: Option<VersionCounter>,
     /// Set once, read without locking (Note [Autograd metadata slot]).
     pub(crate) autograd_meta: OnceLock<AnyArc>,
-    /// See Note [requires_grad hint].
-    pub(crate) requires_grad_hint: AtomicBool,
+    /// See Note [requires_grad hint]: `REQUIRES_GRAD` and `FORWARD_GRAD` bits.
+    pub(crate) autograd_flags: AtomicU8,
     pub(crate) payload: Option<AnyArc>,
     /// Set by this tensor's maker only (Note [Payload tags]).
     pub(crate) payload_tag: u32,
@@ -376,20 +381,51 @@ impl TensorImpl {
     // Note [requires_grad hint]
     // Autograd kernels run on every call of a tensor with an Autograd key, which is almost
     // every tensor; they must find out cheaply that nothing requires grad. Asking the metadata
-    // means a downcast and a mutex, so autograd keeps this flag in step with it instead: true whenever the metadata it attached requires grad or has
-    // a grad_fn. A plain relaxed load on the hot path. Only switchboard-autograd writes it.
+    // means a downcast and a mutex, so autograd keeps two flag bits in step with it instead:
+    // one set whenever the metadata it attached requires grad or has a grad_fn, one set while
+    // a forward-mode tangent is attached (Note [Forward-mode AD] in switchboard-autograd). The
+    // generated kernels' fast path tests both bits with one relaxed load
+    // ([`autograd_hint`](TensorImpl::autograd_hint)). Only switchboard-autograd writes them.
 
     /// Whether autograd metadata that requires grad (or has a `grad_fn`) is attached (see
     /// Note [requires_grad hint]); false means the tensor surely does not require grad.
     #[inline(always)]
     pub fn requires_grad_hint(&self) -> bool {
-        self.requires_grad_hint.load(Ordering::Relaxed)
+        self.autograd_flags.load(Ordering::Relaxed) & REQUIRES_GRAD != 0
+    }
+
+    /// Whether a forward-mode tangent may be attached (see Note [requires_grad hint]).
+    #[inline(always)]
+    pub fn forward_grad_hint(&self) -> bool {
+        self.autograd_flags.load(Ordering::Relaxed) & FORWARD_GRAD != 0
+    }
+
+    /// Whether the tensor may require grad or carry a tangent: false means autograd, in
+    /// either mode, has nothing to do with it (one load, see Note [requires_grad hint]).
+    #[inline(always)]
+    pub fn autograd_hint(&self) -> bool {
+        self.autograd_flags.load(Ordering::Relaxed) != 0
     }
 
     /// Sets the flag of [`requires_grad_hint`](Self::requires_grad_hint) (autograd only).
     #[inline]
     pub fn set_requires_grad_hint(&self, value: bool) {
-        self.requires_grad_hint.store(value, Ordering::Relaxed);
+        self.set_autograd_flag(REQUIRES_GRAD, value);
+    }
+
+    /// Sets the flag of [`forward_grad_hint`](Self::forward_grad_hint) (autograd only).
+    #[inline]
+    pub fn set_forward_grad_hint(&self, value: bool) {
+        self.set_autograd_flag(FORWARD_GRAD, value);
+    }
+
+    #[inline]
+    fn set_autograd_flag(&self, bit: u8, value: bool) {
+        if value {
+            self.autograd_flags.fetch_or(bit, Ordering::Relaxed);
+        } else {
+            self.autograd_flags.fetch_and(!bit, Ordering::Relaxed);
+        }
     }
 
     /// The version counter (shared with views).

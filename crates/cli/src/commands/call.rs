@@ -40,6 +40,7 @@ mod backward;
 mod backward_tests;
 mod device;
 mod functionalized;
+mod jvp;
 mod output;
 #[cfg(test)]
 mod tests;
@@ -77,6 +78,10 @@ is left out, with a note on stderr).
 over its first dimension (all the same batch size), other arguments shared, tensor outputs batch
 first; with --backward, each sample's gradients (vmap(grad(...))), grad.NAME batch first, with
 grad_outI from the --in file batched too.
+--jvp: forward mode: every floating-point tensor argument is made dual with the tangent
+tangent.NAME from the --in file (tangent.NAME.J in lists), else ones, and each floating-point
+output's tangent is output as tangent_outI (forward_ad.unpack_dual), as torch.func.jvp gives it
+(on the CPU: not with --device).
 --device DEVICE: the tensor arguments (and --backward's grad_outI) are moved to DEVICE first
 (lazy: the call is captured by the lazy backend and runs when its outputs are read), the outputs
 and gradients back to the CPU; cpu:0 is the CPU. --autocast opens the region of DEVICE's type
@@ -107,6 +112,11 @@ pub struct CallArgs {
     /// gradients (`vmap(grad(...))`).
     #[arg(long, conflicts_with = "functionalize")]
     pub vmap: bool,
+    /// Runs the call in forward mode: the floating-point tensor arguments are dual tensors
+    /// with the tangents `@tangent.NAME` (else ones), and each floating-point output's tangent
+    /// is output as `tangent_outI` (`torch.func.jvp`).
+    #[arg(long, conflicts_with_all = ["backward", "vmap", "functionalize", "device"])]
+    pub jvp: bool,
     /// Runs the call on DEVICE (`lazy`, `meta`, ...): the tensor arguments are moved there
     /// first and the tensor outputs (and gradients) moved back to the CPU to be written.
     #[arg(long, value_name = "DEVICE")]
@@ -390,6 +400,27 @@ fn run_unguarded(
             &op_name,
             returns,
             grads,
+            args.output.as_deref(),
+            stdout,
+            stderr,
+        );
+    }
+    if args.jvp {
+        // Note [switchboard call --jvp].
+        let level = switchboard::autograd::dual_level().map_err(|e| CallError::Kernel {
+            op: op_name.clone(),
+            message: one_line(&e.to_string()),
+        })?;
+        jvp::make_duals(schema, &op_name, &mut stack, &inputs, &level)?;
+        let mut returns = call(&op, schema, &op_name, stack, true)?;
+        drop(region);
+        let mut tangents = jvp::tangents(&mut returns, &level, &op_name)?;
+        drop(level);
+        on_device.outputs(&mut returns, &mut tangents)?;
+        return write_outputs(
+            &op_name,
+            returns,
+            tangents,
             args.output.as_deref(),
             stdout,
             stderr,

@@ -37,7 +37,7 @@ pub(super) fn emit_differentiable(
     let mut fast: Vec<&Argument> = n.inputs.clone();
     fast.extend(checked.iter().copied());
     let fast_hint = hint_expr(&fast, &sig, f);
-    let diff_hint = hint_expr(&n.inputs, &sig, f);
+    let diff_hint = rg_hint_expr(&n.inputs, &sig, f);
     let call_fast = sig.call(f, "ks & AFTER_AD");
     let call = sig.call(f, "ks");
     writeln!(
@@ -48,11 +48,15 @@ pub(super) fn emit_differentiable(
         names = sig.args.iter().map(|a| format!(", {}", a.name)).collect::<String>(),
     )
     .unwrap();
+    // Note [Forward formulas]: an input that may carry a tangent goes through the forward-mode
+    // function, which comes back here with propagation off to run and record the operator.
     writeln!(
         w,
-        "#[inline(never)]\n#[allow(unused_variables, clippy::redundant_clone)]\nfn {stem}_recording(ks: DispatchKeySet{}) -> Result<{}> {{\n    let ks = ks & AFTER_AD;",
+        "#[inline(never)]\n#[allow(unused_variables, clippy::redundant_clone)]\nfn {stem}_recording(ks: DispatchKeySet{}) -> Result<{}> {{\n    if ({}) && forward_ad_enabled() {{\n        return {stem}_forward_ad(ks{});\n    }}\n    let ks = ks & AFTER_AD;",
         sig.params(),
-        sig.ret
+        sig.ret,
+        fw_hint_expr(&n.inputs, &sig, f),
+        sig.args.iter().map(|a| format!(", {}", a.name)).collect::<String>(),
     )
     .unwrap();
     if !checked.is_empty() {
@@ -259,7 +263,7 @@ pub(super) fn emit_differentiable(
                         writeln!(
                             w,
                             "    let original_self_ = if {} {{ Some(ops::clone({self_p})?) }} else {{ None }};",
-                            hint_expr(&names, &sig, f)
+                            rg_hint_expr(&names, &sig, f)
                         )
                         .unwrap();
                     }
@@ -321,12 +325,15 @@ pub(super) fn emit_out(w: &mut String, f: &NativeFunction) -> Result<(), String>
     let hint = hint_expr(&all, &sig, f);
     writeln!(
         w,
-        "#[inline(always)]\npub(super) fn {stem}_autograd(ks: DispatchKeySet{p}) -> Result<{r}> {{\n    if !({hint}) {{\n        return {call};\n    }}\n    {stem}_recording(ks{names})\n}}\n\n#[inline(never)]\nfn {stem}_recording(ks: DispatchKeySet{p}) -> Result<{r}> {{\n    if is_grad_enabled() {{\n        return Err(out_requires_grad_error({base:?}));\n    }}\n    let _guard = AutoDispatchBelowAutograd::new();\n    {call}\n}}\n",
+        "#[inline(always)]\npub(super) fn {stem}_autograd(ks: DispatchKeySet{p}) -> Result<{r}> {{\n    if !({hint}) {{\n        return {call};\n    }}\n    {stem}_recording(ks{names})\n}}\n\n#[inline(never)]\nfn {stem}_recording(ks: DispatchKeySet{p}) -> Result<{r}> {{\n    if is_grad_enabled() && ({rg}) {{\n        return Err(out_requires_grad_error({base:?}));\n    }}\n    if forward_ad_enabled() && any_forward_grad({tensors}) {{\n        return Err(forward_ad_out_error({fw_base:?}));\n    }}\n    let _guard = AutoDispatchBelowAutograd::new();\n    {call}\n}}\n",
         p = sig.params(),
         r = sig.ret,
         call = sig.call(f, "ks & AFTER_AD"),
         names = sig.args.iter().map(|a| format!(", {}", a.name)).collect::<String>(),
         base = f.name,
+        fw_base = format!("{}_out", f.name),
+        rg = rg_hint_expr(&all, &sig, f),
+        tensors = all_tensors_expr(&all, &sig, f),
     )
     .unwrap();
     Ok(())
@@ -339,41 +346,17 @@ pub(super) fn emit_not_implemented(w: &mut String, f: &NativeFunction) -> Result
     let all = tensor_args(f);
     let hint = hint_expr(&all, &sig, f);
     let call = sig.call(f, "ks");
-    let edges = edges_expr(&all, &sig, f);
-    let edges = if all
-        .iter()
-        .any(|a| is_list(a.ty()) || is_optional_list(a.ty()))
-    {
-        // Lists and single tensors together: collect every tensor.
-        let parts: Vec<String> = all
-            .iter()
-            .map(|a| {
-                let i = f.schema.argument_index(a.name()).expect("argument");
-                let name = &sig.args[i].name;
-                match a.ty() {
-                    Type::Tensor => format!("v.push(Some({name}));"),
-                    t if is_list(t) => format!("v.extend({name}.iter().map(Some));"),
-                    t if is_optional_list(t) => {
-                        format!("v.extend({name}.iter().map(Option::as_ref));")
-                    }
-                    _ => format!("v.push({name});"),
-                }
-            })
-            .collect();
-        format!(
-            "&{{ let mut v: Vec<Option<&Tensor>> = Vec::new(); {} v }}",
-            parts.join(" ")
-        )
-    } else {
-        edges
-    };
+    let edges = all_tensors_expr(&all, &sig, f);
     writeln!(
         w,
-        "#[inline(always)]\npub(super) fn {stem}_autograd(ks: DispatchKeySet{p}) -> Result<{r}> {{\n    if !({hint}) {{\n        return {call_fast};\n    }}\n    {stem}_recording(ks{names})\n}}\n\n#[inline(never)]\nfn {stem}_recording(ks: DispatchKeySet{p}) -> Result<{r}> {{\n    let ks = ks & AFTER_AD;\n    if !is_grad_enabled() {{\n        return {call};\n    }}",
+        "#[inline(always)]\npub(super) fn {stem}_autograd(ks: DispatchKeySet{p}) -> Result<{r}> {{\n    if !({hint}) {{\n        return {call_fast};\n    }}\n    {stem}_recording(ks{names})\n}}\n\n#[inline(never)]\nfn {stem}_recording(ks: DispatchKeySet{p}) -> Result<{r}> {{\n    let ks = ks & AFTER_AD;\n    if forward_ad_enabled() && any_forward_grad({tensors}) {{\n        return Err(forward_ad_not_implemented({base:?}));\n    }}\n    if !(is_grad_enabled() && ({rg})) {{\n        return {call};\n    }}",
         p = sig.params(),
         r = sig.ret,
         call_fast = sig.call(f, "ks & AFTER_AD"),
         names = sig.args.iter().map(|a| format!(", {}", a.name)).collect::<String>(),
+        base = f.name,
+        rg = rg_hint_expr(&all, &sig, f),
+        tensors = all_tensors_expr(&all, &sig, f),
     )
     .unwrap();
     let qualified = format!("aten::{}", f.name);

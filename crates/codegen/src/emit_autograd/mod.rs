@@ -12,11 +12,13 @@ use crate::formula::{derived_ident, var_ident, Derived};
 use crate::model::NativeFunction;
 use crate::types::{return_type, RustArg};
 
+mod forward;
 mod inplace_or_view;
 mod kernels;
 mod nodes;
 mod signature;
 
+use forward::*;
 use inplace_or_view::*;
 use kernels::*;
 use nodes::*;
@@ -45,6 +47,9 @@ use signature::*;
 // tensors that matter and redispatches below autograd when none is set, and an
 // `#[inline(never)]` recording function for the rest, which reads grad mode, checks, runs the
 // operator below autograd and records the node through the autograd crate's one recorder.
+// The flags tested are the requires_grad and tangent bits of one word; the recording function
+// hands an input that may carry a tangent to the operator's forward-mode function (Note
+// [Forward formulas]), which comes back to it with tangent propagation off.
 
 /// Generates the autograd crate's code from the operators and their derivatives: the
 /// `nodes` module (one type and one formula function per entry), the Autograd kernels, the
@@ -82,6 +87,7 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
         let autograd_kernel = format!(
             "    lib.impl_with_static_debug({q:?}, None, KernelFunction::from_fn_with_keys(autograd_kernels::{stem}_autograd), \"switchboard_autograd::{stem} [Autograd]\")?;"
         );
+        let forward = matches!(kind, AutogradKind::Differentiable { derivative, .. } if !derivative.forward.is_empty());
         let (kind_name, node, inputs) = match kind {
             AutogradKind::Composite => ("Composite", None, Vec::new()),
             AutogradKind::NoTensors => ("NoTensors", None, Vec::new()),
@@ -112,6 +118,7 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
                     emit_node(&mut nodes, spec)?;
                 }
                 emit_differentiable(&mut kernels, f, spec, *inplace)?;
+                emit_forward(&mut kernels, f, spec, *inplace)?;
                 writeln!(reg, "{autograd_kernel}").unwrap();
                 let inputs: Vec<String> = spec.inputs.iter().map(|a| a.name().to_owned()).collect();
                 (
@@ -127,7 +134,7 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
         }
         writeln!(
             table,
-            "    OperatorAutograd {{ operator: {q:?}, kind: AutogradKind::{kind_name}, node: {node:?}, differentiable_inputs: &[{}] }},",
+            "    OperatorAutograd {{ operator: {q:?}, kind: AutogradKind::{kind_name}, node: {node:?}, differentiable_inputs: &[{}], forward_formula: {forward} }},",
             inputs
                 .iter()
                 .map(|i| format!("{i:?}"))
@@ -150,7 +157,7 @@ pub fn autograd(funcs: &[NativeFunction], derivs: &[Derivative]) -> Result<Strin
     .unwrap();
     writeln!(
         o,
-        "/// The Autograd kernels (Note [Which kernel an operator gets]).\nmod autograd_kernels {{\n    use super::*;\n\n{}}}\n",
+        "/// The Autograd kernels (Note [Which kernel an operator gets]).\nmod autograd_kernels {{\n    use super::*;\n    #[allow(unused_imports)]\n    use crate::formulas::*;\n    #[allow(unused_imports)]\n    use switchboard_ops::*;\n\n{}}}\n",
         indent(&kernels)
     )
     .unwrap();
@@ -220,8 +227,10 @@ mod tests {
 - name: mul.Tensor(Tensor self, Tensor other) -> Tensor
   self: mul(grad, other)
   other: mul(grad, self)
+  result: other_t * self_p + self_t * other_p
 - name: view(Tensor(a) self, SymInt[] size) -> Tensor(a)
   self: reshape(grad, self.sizes())
+  result: auto_linear
 - name: eq.Tensor(Tensor self, Tensor other) -> Tensor
   output_differentiability: [False]
 ";
@@ -251,6 +260,29 @@ mod tests {
     }
 
     #[test]
+    fn forward_formulas() {
+        let code = generate();
+        for expected in [
+            // the recording function hands dual inputs to the forward-mode function
+            "if (fw_hint(self_) | fw_hint(other)) && forward_ad_enabled() {\n            return mul_forward_ad(ks, self_, other);",
+            // an explicit formula, with zeros for an input without a tangent
+            "let self_t_owned_ = tangent_or_zeros(&self_tr_, self_)?;",
+            "into_grad(other_t*self_p+self_t*other_p)?",
+            "set_forward_grad(&result, t_)?;",
+            // in place: `self` before the write, and the tangent updated in place
+            "let original_self_p_ = without_forward_grad(|| ops::clone(self_))?;",
+            "update_inplace_forward_grad(self_, t_)?;",
+            // auto_linear: the operator on the tangent
+            "into_grad(rd::view(ks_full_, self_t, size))?",
+            // no formula: PyTorch's error
+            "return Err(forward_ad_not_implemented(\"sgn\"));",
+            "return Err(forward_ad_out_error(\"mul_out\"));",
+        ] {
+            assert!(code.contains(expected), "{expected}\n----\n{code}");
+        }
+    }
+
+    #[test]
     fn kernels_of_every_kind() {
         let code = generate();
         for expected in [
@@ -258,7 +290,7 @@ mod tests {
             "pub(super) fn mul_autograd(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {\n        if !(hint(self_) | hint(other)) {\n            return rd::mul(ks & AFTER_AD, self_, other);",
             // in-place: checks, PyTorch's original_self, rebase
             "check_inplace(self_, requires_grad_)?;",
-            "let original_self_ = if hint(other) { Some(ops::clone(self_)?) } else { None };",
+            "let original_self_ = if rg_hint(other) { Some(ops::clone(self_)?) } else { None };",
             "rebase_history(self_, node_);",
             // out=
             "return Err(out_requires_grad_error(\"mul\"));",

@@ -51,8 +51,23 @@ impl Sig {
     }
 }
 
-/// The `requires_grad` flags test of some arguments (Note [Generated kernel shape]).
+/// The autograd flags test of some arguments (Note [Generated kernel shape]): whether any may
+/// require grad or carry a tangent.
 pub(super) fn hint_expr(args: &[&Argument], sig: &Sig, f: &NativeFunction) -> String {
+    flags_expr(args, sig, f, "hint")
+}
+
+/// The `requires_grad` flags test of some arguments.
+pub(super) fn rg_hint_expr(args: &[&Argument], sig: &Sig, f: &NativeFunction) -> String {
+    flags_expr(args, sig, f, "rg_hint")
+}
+
+/// The tangent flags test of some arguments (Note [Forward-mode AD] in the autograd crate).
+pub(super) fn fw_hint_expr(args: &[&Argument], sig: &Sig, f: &NativeFunction) -> String {
+    flags_expr(args, sig, f, "fw_hint")
+}
+
+fn flags_expr(args: &[&Argument], sig: &Sig, f: &NativeFunction, test: &str) -> String {
     let parts: Vec<String> = args
         .iter()
         .map(|a| {
@@ -62,10 +77,10 @@ pub(super) fn hint_expr(args: &[&Argument], sig: &Sig, f: &NativeFunction) -> St
                 .expect("an argument of the schema");
             let name = &sig.args[i].name;
             match a.ty() {
-                Type::Tensor => format!("hint({name})"),
-                t if is_list(t) => format!("hint_list({name})"),
-                t if is_optional_list(t) => format!("hint_optional_list({name})"),
-                t if is_optional_tensor(t) => format!("hint_optional({name})"),
+                Type::Tensor => format!("{test}({name})"),
+                t if is_list(t) => format!("{test}_list({name})"),
+                t if is_optional_list(t) => format!("{test}_optional_list({name})"),
+                t if is_optional_tensor(t) => format!("{test}_optional({name})"),
                 t => unreachable!("not a tensor type: {t}"),
             }
         })
@@ -101,6 +116,35 @@ pub(super) fn edges_expr(args: &[&Argument], sig: &Sig, f: &NativeFunction) -> S
         })
         .collect();
     format!("&[{}]", parts.join(", "))
+}
+
+/// The `&[Option<&Tensor>]` of every tensor of some arguments, the elements of lists included.
+pub(super) fn all_tensors_expr(all: &[&Argument], sig: &Sig, f: &NativeFunction) -> String {
+    if !all
+        .iter()
+        .any(|a| is_list(a.ty()) || is_optional_list(a.ty()))
+    {
+        return edges_expr(all, sig, f);
+    }
+    let parts: Vec<String> = all
+        .iter()
+        .map(|a| {
+            let i = f.schema.argument_index(a.name()).expect("argument");
+            let name = &sig.args[i].name;
+            match a.ty() {
+                Type::Tensor => format!("v.push(Some({name}));"),
+                t if is_list(t) => format!("v.extend({name}.iter().map(Some));"),
+                t if is_optional_list(t) => {
+                    format!("v.extend({name}.iter().map(Option::as_ref));")
+                }
+                _ => format!("v.push({name});"),
+            }
+        })
+        .collect();
+    format!(
+        "&{{ let mut v: Vec<Option<&Tensor>> = Vec::new(); {} v }}",
+        parts.join(" ")
+    )
 }
 
 /// The tensor arguments of a schema.
