@@ -151,9 +151,10 @@ where
         return Ok(full);
     }
     let last = dims[dims.len() - 1];
+    // A fresh contiguous output, also when empty (`contiguous` keeps an empty view's strides).
     Ok(full
         .narrow(last as i64, 0, sizes[last] / 2 + 1)?
-        .contiguous()?)
+        .deep_clone()?)
 }
 
 /// `_fft_r2c(self, dim, normalization, onesided)`: the forward transform of a real tensor over

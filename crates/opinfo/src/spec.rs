@@ -218,6 +218,8 @@ impl TensorSpec {
     ) -> Result<Tensor> {
         let dtype = match float_dtype {
             Some(f) if self.dtype.is_floating_point() => f,
+            // A complex dtype follows as the complex type of the run's floating dtype.
+            Some(f) if self.dtype.is_complex() => f.to_complex_type().unwrap_or(self.dtype),
             _ => self.dtype,
         };
         let shape = self.base_shape();

@@ -63,6 +63,7 @@ mod broadcast;
 mod builder;
 mod checked_size;
 mod complex;
+mod complex_views;
 mod cpu_alloc;
 mod create;
 mod device;

@@ -6,6 +6,7 @@
 mod batch_norm;
 mod convolution;
 mod cumulative;
+mod fft;
 mod group_norm;
 mod layer_norm;
 mod linalg;
@@ -20,6 +21,7 @@ mod split;
 pub(crate) use batch_norm::*;
 pub(crate) use convolution::*;
 pub(crate) use cumulative::*;
+pub(crate) use fft::*;
 pub(crate) use group_norm::*;
 pub(crate) use layer_norm::*;
 pub(crate) use linalg::*;

@@ -50,6 +50,7 @@ pub fn register(r: &mut Registry) {
     view_copy::register(r);
     factory::register(r);
     fft::register(r);
+    fft::register_composites(r);
     random::register(r);
     unary_float::register(r);
     rounding::register(r);
