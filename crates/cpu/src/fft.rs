@@ -22,8 +22,16 @@ use crate::error::{check_cpu_or_meta, invalid, Result};
 // - the normalization (`fft_norm_mode`: 0 none, 1 by 1/sqrt(n), 2 by 1/n) scales by the
 //   product `n` of the signal sizes (the input's over `dim`; the output's for c2r).
 // The dims are wrapped (PyTorch's meta functions index sizes with them, Python-style) and
-// must be distinct and non-empty. Sizes and dtypes come first, so tensors without data (Meta)
-// get the output geometry alone.
+// must be distinct and non-empty (PyTorch's MKL kernels transform a repeated dim twice; the
+// `torch.fft` functions refuse repeated dims). A normalization other than 0, 1, 2 is an error
+// (pocketfft's kernels raise it; MKL's take it as 1/n). Sizes, dtypes and the output layout
+// come first, so tensors without data (Meta) get the output geometry alone.
+//
+// The output's layout is PyTorch's (`_exec_fft`): the batch dims (those not transformed)
+// outermost, in the input's stride order, then the transformed dims in transform order,
+// contiguous in that order. The transform order sorts the dims by the input's strides
+// (largest first), except that a one-sided r2c keeps its last dim last; a multi-dim c2r is a
+// c2c over all but the last dim, then a c2r over the last from that c2c's layout.
 
 /// `fft_norm_mode`'s scale for `n` points.
 fn norm_scale(normalization: i64, n: f64) -> Result<f64> {
@@ -120,6 +128,39 @@ fn scale<R: FftNum>(data: &mut [Complex<R>], factor: f64) {
     }
 }
 
+/// `_sort_dims`: `dims` by decreasing input stride (all but the last when `keep_last`).
+fn sort_dims(strides: &[i64], dims: &[usize], keep_last: bool) -> Vec<usize> {
+    let mut sorted = dims.to_vec();
+    let end = sorted.len() - usize::from(keep_last);
+    sorted[..end].sort_by(|a, b| strides[*b].cmp(&strides[*a]));
+    sorted
+}
+
+/// The strides of `_exec_fft`'s output of `sizes` for an input of `in_strides` transformed
+/// over `dims` (already in transform order).
+fn fft_output_strides(in_strides: &[i64], sizes: &[i64], dims: &[usize]) -> Vec<i64> {
+    let mut order: Vec<usize> = (0..sizes.len()).filter(|d| !dims.contains(d)).collect();
+    order.sort_by(|a, b| in_strides[*b].cmp(&in_strides[*a]));
+    order.extend_from_slice(dims);
+    let mut strides = vec![0i64; sizes.len()];
+    let mut step = 1i64;
+    for &d in order.iter().rev() {
+        strides[d] = step;
+        step *= sizes[d].max(1);
+    }
+    strides
+}
+
+/// `values` (row-major, of `sizes`) laid out with `strides`.
+fn with_layout(values: Tensor, strides: &[i64]) -> Result<Tensor> {
+    if values.strides() == strides {
+        return Ok(values);
+    }
+    let out = Tensor::empty_strided(values.sizes(), strides, values.dtype(), values.device())?;
+    copy_into(&out, &values)?;
+    Ok(out)
+}
+
 /// A contiguous copy of `t` as `dtype`, as a vector.
 fn contiguous_values<T: StorageElement>(t: &Tensor, dtype: ScalarType) -> Result<Vec<T>> {
     Ok(cast(t, dtype)?.contiguous()?.to_vec::<T>()?)
@@ -166,19 +207,40 @@ pub fn _fft_r2c(self_: &Tensor, dim: &[i64], normalization: i64, onesided: bool)
     let dims = fft_dims(self_, dim)?;
     norm_scale(normalization, 1.0)?;
     let complex = self_.dtype().to_complex_type()?;
+    let order = sort_dims(self_.strides(), &dims, true);
+    if order.iter().any(|&d| self_.sizes()[d] == 0) {
+        // PyTorch's r2c collapses the batch dims with `reshape(-1, *signal)`, which fails for
+        // an empty signal (its c2c and c2r return empty results instead).
+        let signal: Vec<String> = order
+            .iter()
+            .map(|&d| self_.sizes()[d].to_string())
+            .collect();
+        return Err(invalid(format!(
+            "cannot reshape tensor of 0 elements into shape [-1, {}] because the unspecified \
+             dimension size -1 can be any value and is ambiguous",
+            signal.join(", ")
+        )));
+    }
+    let mut sizes = self_.sizes().to_vec();
+    let last = dims[dims.len() - 1];
+    if onesided {
+        sizes[last] = sizes[last] / 2 + 1;
+    }
+    let strides = fft_output_strides(self_.strides(), &sizes, &order);
     if !self_.has_data() {
-        let mut sizes = self_.sizes().to_vec();
-        let last = dims[dims.len() - 1];
-        if onesided {
-            sizes[last] = sizes[last] / 2 + 1;
-        }
-        return Ok(Tensor::empty_on(&sizes, complex, self_.device())?);
+        return Ok(Tensor::empty_strided(
+            &sizes,
+            &strides,
+            complex,
+            self_.device(),
+        )?);
     }
-    if self_.dtype() == ScalarType::Float {
-        r2c_typed::<f32>(self_, &dims, normalization, onesided, complex)
+    let values = if self_.dtype() == ScalarType::Float {
+        r2c_typed::<f32>(self_, &dims, normalization, onesided, complex)?
     } else {
-        r2c_typed::<f64>(self_, &dims, normalization, onesided, complex)
-    }
+        r2c_typed::<f64>(self_, &dims, normalization, onesided, complex)?
+    };
+    with_layout(values, &strides)
 }
 
 fn c2r_typed<R: FftNum>(
@@ -263,8 +325,24 @@ pub fn _fft_c2r(
         )));
     }
     let real = self_.dtype().to_real_value_type();
+    let (last_only, rest) = dims.split_last().expect("fft_dims is not empty");
+    let c2c_strides = if rest.is_empty() {
+        self_.strides().to_vec()
+    } else {
+        fft_output_strides(
+            self_.strides(),
+            self_.sizes(),
+            &sort_dims(self_.strides(), rest, false),
+        )
+    };
+    let strides = fft_output_strides(&c2c_strides, &out_sizes, &[*last_only]);
     if !self_.has_data() {
-        return Ok(Tensor::empty_on(&out_sizes, real, self_.device())?);
+        return Ok(Tensor::empty_strided(
+            &out_sizes,
+            &strides,
+            real,
+            self_.device(),
+        )?);
     }
     // Only the first n/2 + 1 elements of the last dim are read.
     let input = if last_dim_size > 0 {
@@ -272,11 +350,12 @@ pub fn _fft_c2r(
     } else {
         self_.clone()
     };
-    if real == ScalarType::Float {
-        c2r_typed::<f32>(&input, &dims, normalization, &out_sizes)
+    let values = if real == ScalarType::Float {
+        c2r_typed::<f32>(&input, &dims, normalization, &out_sizes)?
     } else {
-        c2r_typed::<f64>(&input, &dims, normalization, &out_sizes)
-    }
+        c2r_typed::<f64>(&input, &dims, normalization, &out_sizes)?
+    };
+    with_layout(values, &strides)
 }
 
 fn c2c_typed<R: FftNum>(
@@ -305,18 +384,25 @@ pub fn _fft_c2c(self_: &Tensor, dim: &[i64], normalization: i64, forward: bool) 
     check_complex_input(self_)?;
     let dims = fft_dims(self_, dim)?;
     norm_scale(normalization, 1.0)?;
+    let strides = fft_output_strides(
+        self_.strides(),
+        self_.sizes(),
+        &sort_dims(self_.strides(), &dims, false),
+    );
     if !self_.has_data() {
-        return Ok(Tensor::empty_on(
+        return Ok(Tensor::empty_strided(
             self_.sizes(),
+            &strides,
             self_.dtype(),
             self_.device(),
         )?);
     }
-    if self_.dtype() == ScalarType::ComplexFloat {
-        c2c_typed::<f32>(self_, &dims, normalization, forward)
+    let values = if self_.dtype() == ScalarType::ComplexFloat {
+        c2c_typed::<f32>(self_, &dims, normalization, forward)?
     } else {
-        c2c_typed::<f64>(self_, &dims, normalization, forward)
-    }
+        c2c_typed::<f64>(self_, &dims, normalization, forward)?
+    };
+    with_layout(values, &strides)
 }
 
 /// PyTorch's `out=` forms of the FFT operators: the result, then `out` resized to it and the

@@ -157,8 +157,38 @@ fn meta_out_and_errors() {
         "Unsupported normalization type 3"
     );
     assert!(err(_fft_r2c(&x(), &[2], 0, true)).contains("Dimension out of range"));
+    let empty = Tensor::zeros(&[0, 2], ScalarType::Float).unwrap();
+    assert_eq!(
+        err(_fft_r2c(&empty, &[0], 0, true)),
+        "cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified \
+         dimension size -1 can be any value and is ambiguous"
+    );
     assert_eq!(
         err(_fft_c2r(&r, &[1], 0, -1)),
         "Trying to create tensor with negative dimension -1: [2, -1]"
     );
+}
+
+/// The output layouts of PyTorch 2.15's CPU kernels (`_exec_fft`: batch dims outermost in the
+/// input's stride order, then the transformed dims in transform order), also on Meta.
+#[test]
+fn output_layouts_are_pytorchs() {
+    use switchboard_tensor::RawOps;
+    let arange = |n: usize, sizes: &[i64]| {
+        Tensor::from_vec((0..n).map(|i| i as f64).collect::<Vec<_>>(), sizes).unwrap()
+    };
+    let x = arange(24, &[4, 6]).t().unwrap();
+    let r = _fft_r2c(&x, &[0], 0, true).unwrap();
+    assert_eq!((r.sizes(), r.strides()), (&[4i64, 4][..], &[1i64, 4][..]));
+    let y = arange(24, &[2, 3, 4]);
+    assert_eq!(
+        _fft_r2c(&y, &[2, 0], 1, true).unwrap().strides(),
+        &[1, 8, 2]
+    );
+    let z = Tensor::zeros(&[2, 3, 4], ScalarType::ComplexDouble).unwrap();
+    assert_eq!(_fft_c2r(&z, &[0, 2], 1, 6).unwrap().strides(), &[6, 12, 1]);
+    let zt = z.transpose(0, 2).unwrap();
+    assert_eq!(_fft_c2c(&zt, &[1], 0, true).unwrap().strides(), &[3, 1, 12]);
+    let m = Tensor::zeros_on(&[2, 3, 4], ScalarType::ComplexDouble, Device::META).unwrap();
+    assert_eq!(_fft_c2r(&m, &[0, 2], 1, 6).unwrap().strides(), &[6, 12, 1]);
 }

@@ -26,6 +26,7 @@ pub fn register(r: &mut Registry) {
         sample![t(&[3]).dtype(Long), [0i64], 0i64, true].error(),
         sample![t(&[3]), [0i64], 3i64, true].error(),
         sample![t(&[3, 4]), [1i64, 1], 0i64, true].error(),
+        sample![t(&[0, 2]), [0i64], 0i64, true].error(),
     ]));
     let c = |shape: &[i64]| t(shape).dtype(ComplexFloat);
     let cd = |shape: &[i64]| t(shape).dtype(ComplexDouble);
@@ -34,7 +35,8 @@ pub fn register(r: &mut Registry) {
         sample![cd(&[3, 3]), [1i64], 2i64, 5i64],
         sample![cd(&[3, 3]), [0i64, 1], 1i64, 4i64],
         sample![c(&[4, 3]).transposed(), [1i64], 0i64, 5i64],
-        sample![c(&[3, 4]), [1i64], 0i64, 0i64],
+        sample![c(&[3, 4]), [1i64], 0i64, 0i64]
+            .no_grad("its backward is the r2c of an empty signal, which fails (in PyTorch too)"),
         sample![t(&[3, 4]), [1i64], 0i64, 6i64].error(),
         sample![c(&[3, 4]), [1i64], 0i64, -1i64].error(),
     ]));
