@@ -163,7 +163,7 @@ fn with_layout(values: Tensor, strides: &[i64]) -> Result<Tensor> {
 
 /// A contiguous copy of `t` as `dtype`, as a vector.
 fn contiguous_values<T: StorageElement>(t: &Tensor, dtype: ScalarType) -> Result<Vec<T>> {
-    Ok(cast(t, dtype)?.contiguous()?.to_vec::<T>()?)
+    cast(t, dtype)?.contiguous()?.to_vec::<T>()
 }
 
 fn signal_size(sizes: &[i64], dims: &[usize]) -> f64 {
@@ -193,9 +193,8 @@ where
     }
     let last = dims[dims.len() - 1];
     // A fresh contiguous output, also when empty (`contiguous` keeps an empty view's strides).
-    Ok(full
-        .narrow(last as i64, 0, sizes[last] / 2 + 1)?
-        .deep_clone()?)
+    full.narrow(last as i64, 0, sizes[last] / 2 + 1)?
+        .deep_clone()
 }
 
 /// `_fft_r2c(self, dim, normalization, onesided)`: the forward transform of a real tensor over
@@ -228,12 +227,7 @@ pub fn _fft_r2c(self_: &Tensor, dim: &[i64], normalization: i64, onesided: bool)
     }
     let strides = fft_output_strides(self_.strides(), &sizes, &order);
     if !self_.has_data() {
-        return Ok(Tensor::empty_strided(
-            &sizes,
-            &strides,
-            complex,
-            self_.device(),
-        )?);
+        return Tensor::empty_strided(&sizes, &strides, complex, self_.device());
     }
     let values = if self_.dtype() == ScalarType::Float {
         r2c_typed::<f32>(self_, &dims, normalization, onesided, complex)?
@@ -243,15 +237,15 @@ pub fn _fft_r2c(self_: &Tensor, dim: &[i64], normalization: i64, onesided: bool)
     with_layout(values, &strides)
 }
 
-fn c2r_typed<R: FftNum>(
+fn c2r_typed<R>(
     self_: &Tensor,
     dims: &[usize],
     normalization: i64,
     out_sizes: &[i64],
 ) -> Result<Tensor>
 where
+    R: FftNum + StorageElement,
     Complex<R>: StorageElement,
-    R: StorageElement,
 {
     let (last, rest) = dims.split_last().expect("fft_dims is not empty");
     let sizes = self_.sizes();
@@ -292,7 +286,7 @@ where
             *x = *x * f;
         }
     }
-    Ok(Tensor::from_vec(out, out_sizes)?)
+    Tensor::from_vec(out, out_sizes)
 }
 
 /// `_fft_c2r(self, dim, normalization, last_dim_size)`: the backward transform over `dim` of
@@ -337,12 +331,7 @@ pub fn _fft_c2r(
     };
     let strides = fft_output_strides(&c2c_strides, &out_sizes, &[*last_only]);
     if !self_.has_data() {
-        return Ok(Tensor::empty_strided(
-            &out_sizes,
-            &strides,
-            real,
-            self_.device(),
-        )?);
+        return Tensor::empty_strided(&out_sizes, &strides, real, self_.device());
     }
     // Only the first n/2 + 1 elements of the last dim are read.
     let input = if last_dim_size > 0 {
@@ -374,7 +363,7 @@ where
         &mut data,
         norm_scale(normalization, signal_size(sizes, dims))?,
     );
-    Ok(Tensor::from_vec(data, sizes)?)
+    Tensor::from_vec(data, sizes)
 }
 
 /// `_fft_c2c(self, dim, normalization, forward)`: the forward (or backward) transform of a
@@ -390,12 +379,7 @@ pub fn _fft_c2c(self_: &Tensor, dim: &[i64], normalization: i64, forward: bool) 
         &sort_dims(self_.strides(), &dims, false),
     );
     if !self_.has_data() {
-        return Ok(Tensor::empty_strided(
-            self_.sizes(),
-            &strides,
-            self_.dtype(),
-            self_.device(),
-        )?);
+        return Tensor::empty_strided(self_.sizes(), &strides, self_.dtype(), self_.device());
     }
     let values = if self_.dtype() == ScalarType::ComplexFloat {
         c2c_typed::<f32>(self_, &dims, normalization, forward)?
