@@ -19,6 +19,7 @@ DTYPES = {
     "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
     "int64": torch.int64, "float16": torch.float16, "float32": torch.float32,
     "float64": torch.float64, "bool": torch.bool, "bfloat16": torch.bfloat16,
+    "complex64": torch.complex64, "complex128": torch.complex128,
 }
 FORMATS = {
     "Contiguous": torch.contiguous_format, "Preserve": torch.preserve_format,
@@ -32,7 +33,11 @@ def number(v):
 
 def make_tensor(a):
     base = torch.tensor([number(v) for v in a["base"]], dtype=torch.float64)
-    base = base.reshape(a["base_shape"]).to(DTYPES[a["dtype"]])
+    dtype = DTYPES[a["dtype"]]
+    if dtype.is_complex:
+        # Complex values come as interleaved real and imaginary parts.
+        base = torch.view_as_complex(base.reshape(a["base_shape"] + [2]))
+    base = base.reshape(a["base_shape"]).to(dtype)
     layout = a["layout"]
     if layout == "contiguous":
         return base
@@ -76,7 +81,10 @@ def flatten(out):
 
 
 def same_values(t, want):
-    got = t.detach().to(torch.float64).reshape(-1).tolist()
+    t = t.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t.resolve_conj())
+    got = t.to(torch.float64).reshape(-1).tolist()
     want = [number(v) for v in want]
     if len(got) != len(want):
         return False

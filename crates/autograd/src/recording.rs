@@ -115,9 +115,9 @@ pub(crate) fn fw_hint_optional_list(ts: &[Option<Tensor>]) -> bool {
     ts.iter().flatten().any(|t| t.forward_grad_hint())
 }
 
-/// Whether `t` may get a gradient (floating point).
+/// Whether `t` may get a gradient (floating point or complex).
 pub(crate) fn differentiable(t: &Tensor) -> bool {
-    t.dtype().is_floating_point()
+    t.dtype().is_floating_point() || t.dtype().is_complex()
 }
 
 /// An output that is not the same tensor as one of the inputs (so giving it a grad_fn cannot

@@ -123,7 +123,7 @@ impl AutogradTensor for Tensor {
                  var_no_grad = var.detach().",
             ));
         }
-        if requires_grad && !self.dtype().is_floating_point() {
+        if requires_grad && !(self.dtype().is_floating_point() || self.dtype().is_complex()) {
             return Err(err(
                 "only Tensors of floating point and complex dtype can require gradients",
             ));

@@ -192,6 +192,15 @@ const PYTORCH_NODES: &[(&str, &str)] = &[
 /// (`torch._C._dispatch_has_kernel_for_dispatch_key("aten::<op>", "CompositeImplicitAutograd")`
 /// over native_functions.yaml): they record no node of their own, their decomposition does.
 const PYTORCH_COMPOSITE: &[&str] = &[
+    "real",
+    "imag",
+    "conj_physical",
+    "fft_fft",
+    "fft_ifft",
+    "fft_rfft",
+    "fft_irfft",
+    "fft_rfftn",
+    "fft_irfftn",
     "where.ScalarSelf",
     "where.ScalarOther",
     "var",

@@ -33,7 +33,7 @@ fn call(p: &Prepared, grad: &[usize], form: Form, keep: &[usize], t: &[Tensor]) 
     let mut tensors = Vec::with_capacity(p.tensors.len());
     for (i, s) in p.tensors.iter().enumerate() {
         let base = match grad.iter().position(|&g| g == i) {
-            Some(k) => t[k].clone(),
+            Some(k) => complex_leaf_input(&t[k], s.base.dtype())?,
             None => s.base.clone(),
         };
         tensors.push(s.spec.view(&base)?);
@@ -47,7 +47,10 @@ fn call(p: &Prepared, grad: &[usize], form: Form, keep: &[usize], t: &[Tensor]) 
             vec![tensors[0].clone()]
         }
     };
-    let mut kept: Vec<Tensor> = keep.iter().map(|&i| outs[i].clone()).collect();
+    let mut kept: Vec<Tensor> = keep
+        .iter()
+        .map(|&i| real_parts(&outs[i]))
+        .collect::<Result<_>>()?;
     if kept.len() == 1 {
         return Ok(kept.remove(0));
     }
@@ -58,13 +61,39 @@ fn call(p: &Prepared, grad: &[usize], form: Form, keep: &[usize], t: &[Tensor]) 
     ops::cat(&flat)
 }
 
+// Note [Gradcheck of complex functions]
+// As PyTorch's gradcheck, a complex input or output is checked through its real and
+// imaginary parts: a complex input's leaf is the float64 tensor of its parts (`view_as_real`),
+// viewed back as complex (`view_as_complex`) inside the checked function, and a complex output
+// is returned as its parts. The views are differentiable, so the Jacobian of the real function
+// of real variables is checked, which is what the complex gradient convention encodes.
+
+/// The operator's input made from a leaf: the leaf itself, or for a complex input the complex
+/// view of its real-and-imaginary leaf.
+fn complex_leaf_input(leaf: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    if dtype.is_complex() {
+        ops::view_as_complex(leaf)
+    } else {
+        Ok(leaf.clone())
+    }
+}
+
+/// A complex output as its real and imaginary parts, others as they are.
+fn real_parts(t: &Tensor) -> Result<Tensor> {
+    if t.dtype().is_complex() {
+        ops::view_as_real(t)
+    } else {
+        Ok(t.clone())
+    }
+}
+
 /// The outputs that get gradients: floating ones with history, on one call with leaves.
 fn differentiable_outputs(p: &Prepared, grad: &[usize], form: Form) -> Result<Vec<usize>> {
     let leaves = leaves(p, grad)?;
     let mut tensors = Vec::new();
     for (i, s) in p.tensors.iter().enumerate() {
         let base = match grad.iter().position(|&g| g == i) {
-            Some(k) => leaves[k].clone(),
+            Some(k) => complex_leaf_input(&leaves[k], s.base.dtype())?,
             None => s.base.clone(),
         };
         tensors.push(s.spec.view(&base)?);
@@ -75,7 +104,10 @@ fn differentiable_outputs(p: &Prepared, grad: &[usize], form: Form) -> Result<Ve
         Form::InPlace(_) => return Ok(vec![0]),
     };
     Ok((0..outs.len())
-        .filter(|&i| outs[i].dtype().is_floating_point() && outs[i].requires_grad())
+        .filter(|&i| {
+            let dtype = outs[i].dtype();
+            (dtype.is_floating_point() || dtype.is_complex()) && outs[i].requires_grad()
+        })
         .collect())
 }
 
@@ -83,7 +115,12 @@ fn differentiable_outputs(p: &Prepared, grad: &[usize], form: Form) -> Result<Ve
 fn leaves(p: &Prepared, grad: &[usize]) -> Result<Vec<Tensor>> {
     grad.iter()
         .map(|&i| {
-            let t = ops::clone(&p.tensors[i].base)?;
+            let base = &p.tensors[i].base;
+            let t = if base.dtype().is_complex() {
+                ops::clone(&ops::view_as_real(base)?)?
+            } else {
+                ops::clone(base)?
+            };
             t.requires_grad_(true)?;
             Ok(t)
         })

@@ -1,7 +1,10 @@
 //! Copies and conversions: `copy_`, `clone`, `contiguous`, `_to_copy`, and the dtype cast the
 //! iterator uses for promoted inputs.
 
-use switchboard_tensor::{convert, Device, Layout, MemoryFormat, ScalarType, Tensor, TensorError};
+use switchboard_tensor::{
+    convert, dispatch_dtype, Device, Layout, MemoryFormat, ScalarType, StorageElement, Tensor,
+    TensorError,
+};
 
 use crate::error::{check_cpu_or_meta, shape_str, Result};
 use crate::iter::{reorder_dims, strides_for_perm, IterConfig};
@@ -57,12 +60,40 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         .check_out_cast(false)
         .broadcast_to_out()
         .build()?;
+    if src.dtype().is_complex() || dst.dtype().is_complex() {
+        return copy_complex(&iter, src.dtype(), dst.dtype());
+    }
     if src.dtype() == dst.dtype() {
         return dispatch_all_types_and_bool!(src.dtype(), "copy_", T => iter.for_each1(|x: T| x));
     }
     dispatch_all_types_and_bool!(src.dtype(), "copy_", S => {
         dispatch_all_types_and_bool!(dst.dtype(), "copy_", D => {
             iter.for_each1(|x: S| convert::<S, D>(x))
+        })
+    })
+}
+
+/// A copy from or to a complex dtype, with C++'s casts (Note [Complex elements] in
+/// switchboard-tensor); complex to real warns once, as PyTorch's `copy_`.
+fn copy_complex(iter: &crate::iter::TensorIter, src: ScalarType, dst: ScalarType) -> Result<()> {
+    if src.is_complex() && !dst.is_complex() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        switchboard_dispatcher::warn_once(
+            &ONCE,
+            "Casting complex values to real discards the imaginary part",
+        );
+    }
+    dispatch_dtype!(src, S => {
+        dispatch_dtype!(dst, D => {
+            iter.for_each1(|x: S| D::from_complex(x.to_complex()))
+        }, D => {
+            iter.for_each1(|x: S| D::from_complex(x.to_complex()))
+        })
+    }, S => {
+        dispatch_dtype!(dst, D => {
+            iter.for_each1(|x: S| D::from_complex(x.to_complex()))
+        }, D => {
+            iter.for_each1(|x: S| D::from_complex(x.to_complex()))
         })
     })
 }

@@ -457,8 +457,7 @@ mod tests {
             size(ScalarType::Bool).unwrap_err().to_string(),
             "\"size\" not implemented for 'Bool'"
         );
-        let r: crate::error::Result<ScalarType> =
-            dispatch_all_types_and_bool!(ScalarType::Bool, "x", T => Ok(<T as Element>::DTYPE));
+        let r: crate::error::Result<ScalarType> = dispatch_all_types_and_bool!(ScalarType::Bool, "x", T => Ok(<T as switchboard_tensor::StorageElement>::DTYPE));
         assert_eq!(r.unwrap(), ScalarType::Bool);
         let r: crate::error::Result<()> = dispatch_floating_types!(ScalarType::Long, "GeluKernelImpl", T => {
             let _ = <T as Element>::ONE;

@@ -129,3 +129,23 @@ macro_rules! dispatch_index_types {
         }
     }};
 }
+
+/// Runs `$body` with `$C` bound to the element type of a complex `$dtype` (`Complex32`,
+/// `Complex64`), like `AT_DISPATCH_COMPLEX_TYPES`; other dtypes fail with
+/// `"<name>" not implemented for '<dtype>'`.
+#[macro_export]
+macro_rules! dispatch_complex_types {
+    ($dtype:expr, $name:expr, $C:ident => $body:expr) => {{
+        match $dtype {
+            ::switchboard_tensor::ScalarType::ComplexFloat => {
+                type $C = ::switchboard_tensor::Complex32;
+                $body
+            }
+            ::switchboard_tensor::ScalarType::ComplexDouble => {
+                type $C = ::switchboard_tensor::Complex64;
+                $body
+            }
+            dt => Err($crate::error::not_implemented($name, dt)),
+        }
+    }};
+}

@@ -114,6 +114,20 @@ fn distinct_locations(t: &Tensor) -> Result<Tensor> {
 /// ```
 pub fn fill_scalar_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     check_cpu_or_meta("fill_", self_.device())?;
+    if self_.dtype().is_complex() {
+        // A real Scalar into a complex tensor: the real part, checked against the part type.
+        value.check_fits(self_.dtype())?;
+        crate::dispatch_complex_types!(self_.dtype(), "fill_cpu", C => {
+            let v = <C as switchboard_tensor::StorageElement>::from_complex(value.to_complex());
+            if self_.has_data() && self_.numel() > 0 {
+                let target = distinct_locations(self_)?;
+                let iter = IterConfig::new("fill_").out(&target).build()?;
+                iter.for_each0(move || v)?;
+            }
+            Ok(())
+        })?;
+        return Ok(self_.clone());
+    }
     dispatch_all_types_and_bool!(self_.dtype(), "fill_cpu", T => {
         let v = value.checked_to::<T>()?;
         if self_.has_data() && self_.numel() > 0 {

@@ -65,18 +65,7 @@ fn addmm_into(
 /// The name caffe2's `TypeMeta` prints for a dtype (`float`, `long int`): PyTorch's messages
 /// that print `tensor.dtype()` use it.
 pub(crate) fn type_meta_name(dtype: ScalarType) -> &'static str {
-    match dtype {
-        ScalarType::Byte => "unsigned char",
-        ScalarType::Char => "signed char",
-        ScalarType::Short => "short int",
-        ScalarType::Int => "int",
-        ScalarType::Long => "long int",
-        ScalarType::Half => "c10::Half",
-        ScalarType::Float => "float",
-        ScalarType::Double => "double",
-        ScalarType::Bool => "bool",
-        ScalarType::BFloat16 => "c10::BFloat16",
-    }
+    dtype.type_meta_name()
 }
 
 /// A fresh output of a matrix product, which `addmm_into` writes entirely (Note [Fresh

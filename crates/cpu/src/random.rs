@@ -81,6 +81,8 @@ fn type_meta_name(dtype: ScalarType) -> &'static str {
         Half => "c10::Half",
         Float => "float",
         Double => "double",
+        ComplexFloat => "c10::complex<float>",
+        ComplexDouble => "c10::complex<double>",
         Bool => "bool",
         BFloat16 => "c10::BFloat16",
     }

@@ -31,14 +31,20 @@ macro_rules! buffers {
                 let host = host_readable(t)?;
                 Ok(match t.dtype() {
                     $(ScalarType::$dt => Buffer::$dt(host.to_vec::<$t>()?),)*
+                    dt @ (ScalarType::ComplexFloat | ScalarType::ComplexDouble) => {
+                        return Err(unsupported_complex(dt))
+                    }
                 })
             }
 
             /// `n` zeros of `dtype`.
-            pub fn zeros(dtype: ScalarType, n: usize) -> Buffer {
-                match dtype {
+            pub fn zeros(dtype: ScalarType, n: usize) -> Result<Buffer, DistError> {
+                Ok(match dtype {
                     $(ScalarType::$dt => Buffer::$dt(vec![<$t as switchboard_tensor::Element>::ZERO; n]),)*
-                }
+                    dt @ (ScalarType::ComplexFloat | ScalarType::ComplexDouble) => {
+                        return Err(unsupported_complex(dt))
+                    }
+                })
             }
 
             /// The dtype of the elements.
@@ -100,6 +106,9 @@ macro_rules! buffers {
                         }
                         Ok(Buffer::$dt(out))
                     })*
+                    dt @ (ScalarType::ComplexFloat | ScalarType::ComplexDouble) => {
+                        Err(unsupported_complex(dt))
+                    }
                 }
             }
         }
@@ -117,6 +126,16 @@ buffers! {
     Double => f64,
     Bool => bool,
     BFloat16 => bf16,
+}
+
+/// Collectives carry the real dtypes only: PyTorch's send complex tensors as their real views,
+/// which Switchboard's backends do not do yet.
+fn unsupported_complex(dtype: ScalarType) -> DistError {
+    DistError::Invalid(format!(
+        "collectives do not support complex tensors here (got {}); send \
+         torch.view_as_real(tensor) instead",
+        dtype.c10_name()
+    ))
 }
 
 impl Buffer {

@@ -290,7 +290,7 @@ impl Inner {
             let p = &self.params[i];
             parts.push(match p.grad() {
                 Some(g) => Buffer::from_tensor(&g)?,
-                None => Buffer::zeros(bucket.dtype, usize::try_from(p.numel()).unwrap_or(0)),
+                None => Buffer::zeros(bucket.dtype, usize::try_from(p.numel()).unwrap_or(0))?,
             });
         }
         let flat = Buffer::concat(bucket.dtype, &parts)?;

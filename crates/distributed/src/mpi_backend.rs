@@ -178,7 +178,7 @@ fn run(world: &SimpleCommunicator, c: Collective) -> Completion {
             Ok(data)
         }
         Collective::AllGather { data } => {
-            let mut out = Buffer::zeros(data.dtype(), data.len() * world.size() as usize);
+            let mut out = Buffer::zeros(data.dtype(), data.len() * world.size() as usize)?;
             gather(&data, &mut out, world);
             Ok(out)
         }
@@ -415,7 +415,7 @@ fn all_to_all(
     }
     let (sent, received) = (partition(send_counts)?, partition(recv_counts)?);
     let total: usize = recv_counts.iter().sum();
-    let mut out = Buffer::zeros(data.dtype(), total);
+    let mut out = Buffer::zeros(data.dtype(), total)?;
     macro_rules! typed {
         ($s:expr, $r:expr) => {
             go(world, $s, &sent, $r, &received)

@@ -432,7 +432,7 @@ impl ProcessGroup {
                     "Invalid source rank: a rank cannot receive from itself".into(),
                 ));
             }
-            let like = Buffer::zeros(t.dtype(), numel(t));
+            let like = Buffer::zeros(t.dtype(), numel(t))?;
             let dst = t.clone();
             let then = Box::new(move |buf: Buffer| write_into(&dst, buf));
             self.launch(

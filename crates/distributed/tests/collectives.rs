@@ -80,7 +80,7 @@ fn expected_reduce(dtype: ScalarType, op: ReduceOp, size: usize) -> Vec<f64> {
 
 fn check_all_reduce(pg: &ProcessGroup) {
     let (rank, size) = (pg.rank(), pg.size());
-    for dtype in ScalarType::ALL {
+    for dtype in ScalarType::ALL.into_iter().filter(|d| !d.is_complex()) {
         for op in ReduceOp::ALL {
             let t = tensor(rank, dtype);
             let work = pg.all_reduce(&t, op);
@@ -104,7 +104,7 @@ fn check_all_reduce(pg: &ProcessGroup) {
 
 fn check_broadcast_and_gathers(pg: &ProcessGroup) {
     let (rank, size) = (pg.rank(), pg.size());
-    for dtype in ScalarType::ALL {
+    for dtype in ScalarType::ALL.into_iter().filter(|d| !d.is_complex()) {
         let root = size - 1;
         let t = tensor(rank, dtype);
         pg.broadcast(&t, root).wait().unwrap();
@@ -132,7 +132,7 @@ fn check_broadcast_and_gathers(pg: &ProcessGroup) {
 
 fn check_reduce_scatter(pg: &ProcessGroup) {
     let (rank, size) = (pg.rank(), pg.size());
-    for dtype in ScalarType::ALL {
+    for dtype in ScalarType::ALL.into_iter().filter(|d| !d.is_complex()) {
         for op in [
             ReduceOp::Sum,
             ReduceOp::Max,
@@ -169,7 +169,7 @@ fn check_reduce_scatter(pg: &ProcessGroup) {
 
 fn check_send_recv_and_barrier(pg: &ProcessGroup) {
     let (rank, size) = (pg.rank(), pg.size());
-    for dtype in ScalarType::ALL {
+    for dtype in ScalarType::ALL.into_iter().filter(|d| !d.is_complex()) {
         // A ring: each rank sends its values to the next and receives the previous one's.
         let next = (rank + 1) % size;
         let prev = (rank + size - 1) % size;

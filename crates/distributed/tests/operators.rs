@@ -236,3 +236,17 @@ fn collectives_refuse_tensors_without_values() {
     );
     assert_eq!(pg.sequence_number(), 0, "nothing launched");
 }
+
+#[test]
+fn collectives_refuse_complex_tensors() {
+    let pg = switchboard_distributed::ProcessGroup::new(
+        Box::new(switchboard_distributed::SingleProcess::default()),
+        "complex-test",
+        Default::default(),
+    );
+    let z = Tensor::zeros(&[2], ScalarType::ComplexFloat).unwrap();
+    let expected = "collectives do not support complex tensors here (got ComplexFloat); send \
+                    torch.view_as_real(tensor) instead";
+    let err = pg.all_reduce(&z, ReduceOp::Sum).wait().unwrap_err();
+    assert_eq!(err.to_string(), expected);
+}

@@ -11,18 +11,7 @@ use crate::node::{Arg, NodeKind, TensorMeta, Value};
 
 /// `f32`, `i64`, `b8`...: the short dtype names of FX's annotations.
 pub fn short_dtype(dtype: ScalarType) -> &'static str {
-    match dtype {
-        ScalarType::Byte => "u8",
-        ScalarType::Char => "i8",
-        ScalarType::Short => "i16",
-        ScalarType::Int => "i32",
-        ScalarType::Long => "i64",
-        ScalarType::Half => "f16",
-        ScalarType::Float => "f32",
-        ScalarType::Double => "f64",
-        ScalarType::Bool => "b8",
-        ScalarType::BFloat16 => "bf16",
-    }
+    dtype.abbreviation()
 }
 
 /// `f32[4, 3]`, with the strides appended when they are not contiguous (`f32[3, 4][1, 3]`)

@@ -54,18 +54,7 @@ impl LoggingMode {
 
 /// The short dtype name PyTorch's logs use (`f32`, `bf16`, `i64`, `b8`).
 pub fn short_dtype(dtype: ScalarType) -> &'static str {
-    match dtype {
-        ScalarType::Byte => "u8",
-        ScalarType::Char => "i8",
-        ScalarType::Short => "i16",
-        ScalarType::Int => "i32",
-        ScalarType::Long => "i64",
-        ScalarType::Half => "f16",
-        ScalarType::Float => "f32",
-        ScalarType::Double => "f64",
-        ScalarType::Bool => "b8",
-        ScalarType::BFloat16 => "bf16",
-    }
+    dtype.abbreviation()
 }
 
 fn write_tensor(out: &mut String, t: &Tensor) {

@@ -10,8 +10,15 @@ use switchboard_dispatcher::IValue;
 use switchboard_opinfo::{registry, Layout, Prepared, TensorSlot, Unsampled};
 use switchboard_tensor::{Device, Tensor};
 
+/// The values in row-major order; a complex tensor's as real and imaginary parts, interleaved
+/// (its `view_as_real`).
 fn values(t: &Tensor) -> Value {
-    match t.to_vec_as::<f64>() {
+    let parts = if t.dtype().is_complex() {
+        switchboard_tensor::RawOps::view_as_real(t)
+    } else {
+        Ok(t.clone())
+    };
+    match parts.and_then(|p| p.to_vec_as::<f64>()) {
         Ok(v) => json!(v
             .into_iter()
             .map(|x| if x.is_finite() {

@@ -217,7 +217,7 @@ impl Prepared {
             .filter(|&i| {
                 let s = &self.tensors[i];
                 s.spec.grad
-                    && s.spec.dtype.is_floating_point()
+                    && (s.spec.dtype.is_floating_point() || s.spec.dtype.is_complex())
                     && differentiable.is_none_or(|names| names.contains(&s.arg.as_str()))
             })
             .collect()

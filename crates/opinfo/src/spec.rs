@@ -3,7 +3,7 @@
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
-use switchboard_tensor::{Device, ScalarType, Tensor};
+use switchboard_tensor::{Complex64, Device, ScalarType, Tensor};
 
 /// The values a tensor holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -218,14 +218,29 @@ impl TensorSpec {
     ) -> Result<Tensor> {
         let dtype = match float_dtype {
             Some(f) if self.dtype.is_floating_point() => f,
+            // A complex dtype follows as the complex type of the run's floating dtype.
+            Some(f) if self.dtype.is_complex() => f.to_complex_type().unwrap_or(self.dtype),
             _ => self.dtype,
         };
         let shape = self.base_shape();
         if device.is_meta() {
             return Ok(Tensor::empty_on(&shape, dtype, device)?);
         }
-        let values = Tensor::from_vec(self.base_values(dtype, salt), &shape)?;
-        let cpu = if dtype == ScalarType::Double {
+        let values = if dtype.is_complex() {
+            // Complex values: the real parts as a float64 tensor's, the imaginary parts from
+            // another salt.
+            let re = self.base_values(ScalarType::Double, salt);
+            let im = self.base_values(ScalarType::Double, salt ^ 0x9e37_79b9_7f4a_7c15);
+            let z = re
+                .into_iter()
+                .zip(im)
+                .map(|(re, im)| Complex64::new(re, im))
+                .collect();
+            Tensor::from_vec::<Complex64>(z, &shape)?
+        } else {
+            Tensor::from_vec(self.base_values(dtype, salt), &shape)?
+        };
+        let cpu = if dtype == values.dtype() {
             values
         } else {
             ops::_to_copy_with(&values, ops::ToCopyOptions::default().dtype(dtype))?

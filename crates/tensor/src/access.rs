@@ -6,7 +6,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use crate::dispatch_dtype;
-use crate::dtype::{Element, ScalarType};
+use crate::dtype::{Element, ScalarType, StorageElement};
 use crate::error::{Result, TensorError};
 use crate::scalar::Scalar;
 use crate::storage::{borrow_error, Storage, StorageBorrow};
@@ -58,7 +58,7 @@ impl<T: fmt::Debug> fmt::Debug for DataMut<'_, T> {
 }
 
 impl TensorImpl {
-    fn check_typed<T: Element>(&self) -> Result<()> {
+    fn check_typed<T: StorageElement>(&self) -> Result<()> {
         if T::DTYPE != self.dtype {
             return Err(TensorError::DtypeMismatch {
                 expected: T::DTYPE,
@@ -99,14 +99,14 @@ impl TensorImpl {
 
     /// [`data_ptr`](Self::data_ptr) typed, checking the dtype and that there is data.
     #[inline]
-    pub fn data_ptr_as<T: Element>(&self) -> Result<*const T> {
+    pub fn data_ptr_as<T: StorageElement>(&self) -> Result<*const T> {
         self.check_typed::<T>()?;
         Ok(self.data_ptr() as *const T)
     }
 
     /// [`mut_data_ptr`](Self::mut_data_ptr) typed, checking the dtype and that there is data.
     #[inline]
-    pub fn mut_data_ptr_as<T: Element>(&self) -> Result<*mut T> {
+    pub fn mut_data_ptr_as<T: StorageElement>(&self) -> Result<*mut T> {
         self.check_typed::<T>()?;
         Ok(self.mut_data_ptr() as *mut T)
     }
@@ -122,7 +122,7 @@ impl TensorImpl {
     /// assert_eq!(t.data::<i64>().unwrap_err().to_string(),
     ///            "expected scalar type Long but found Float");
     /// ```
-    pub fn data<T: Element>(&self) -> Result<DataRef<'_, T>> {
+    pub fn data<T: StorageElement>(&self) -> Result<DataRef<'_, T>> {
         self.check_typed::<T>()?;
         if !self.is_contiguous {
             return Err(TensorError::NotContiguous { op: "data" });
@@ -156,7 +156,7 @@ impl TensorImpl {
     /// t.data_mut::<i32>().unwrap()[1] = 7;
     /// assert_eq!(t.to_vec::<i32>().unwrap(), [0, 7, 0]);
     /// ```
-    pub fn data_mut<T: Element>(&self) -> Result<DataMut<'_, T>> {
+    pub fn data_mut<T: StorageElement>(&self) -> Result<DataMut<'_, T>> {
         self.check_typed::<T>()?;
         if !self.is_contiguous {
             return Err(TensorError::NotContiguous { op: "data_mut" });
@@ -181,7 +181,7 @@ impl TensorImpl {
 
     /// The elements in row-major order, for any strided CPU tensor of dtype `T` (and tensors
     /// of devices that registered a host copy, Note [Host copies of tensors without data]).
-    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+    pub fn to_vec<T: StorageElement>(&self) -> Result<Vec<T>> {
         if let Some(host) = crate::host::host_copy(self) {
             return host?.to_vec::<T>();
         }
@@ -210,9 +210,13 @@ impl TensorImpl {
         if self.dtype == T::DTYPE {
             return self.to_vec::<T>();
         }
+        // A complex value converts as C++'s cast to a real type: its real part.
         dispatch_dtype!(self.dtype, S => {
             let v = self.to_vec::<S>()?;
             Ok(v.into_iter().map(convert::<S, T>).collect())
+        }, C => {
+            let v = self.to_vec::<C>()?;
+            Ok(v.into_iter().map(|z| T::from_complex(z.to_complex())).collect())
         })
     }
 
@@ -227,7 +231,10 @@ impl TensorImpl {
         dispatch_dtype!(self.dtype, S => {
             let v = self.to_vec::<S>()?[0];
             Ok(scalar_of(v, self.dtype))
-        })
+        }, _C => Err(TensorError::invalid(format!(
+            "item(): a {} element is not a Scalar here (complex Scalars are not supported)",
+            self.dtype.c10_name()
+        ))))
     }
 }
 

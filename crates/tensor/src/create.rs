@@ -10,7 +10,7 @@ use switchboard_keys::DispatchKeySet;
 use crate::checked_size::CheckedSize;
 use crate::device::Device;
 use crate::dispatch_dtype;
-use crate::dtype::{Element, ScalarType};
+use crate::dtype::{Element, ScalarType, StorageElement};
 use crate::error::{Result, TensorError};
 use crate::layout::{self, MemoryFormat};
 use crate::scalar::Scalar;
@@ -107,7 +107,7 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<i64>().unwrap(), [1, 2, 3, 4, 5, 6]);
     /// assert!(Tensor::from_vec(vec![1i64, 2, 3], &[2, 2]).is_err());
     /// ```
-    pub fn from_vec<T: Element>(data: Vec<T>, sizes: &[i64]) -> Result<Tensor> {
+    pub fn from_vec<T: StorageElement>(data: Vec<T>, sizes: &[i64]) -> Result<Tensor> {
         let numel = check_sizes(sizes)?;
         if numel != data.len() as i64 {
             return Err(TensorError::ShapeNumel {
@@ -119,7 +119,7 @@ impl Tensor {
     }
 
     /// A CPU tensor holding a copy of `data` with shape `sizes`.
-    pub fn from_slice<T: Element>(data: &[T], sizes: &[i64]) -> Result<Tensor> {
+    pub fn from_slice<T: StorageElement>(data: &[T], sizes: &[i64]) -> Result<Tensor> {
         let numel = numel_usize(sizes)?;
         if numel != data.len() {
             return Err(TensorError::ShapeNumel {
@@ -143,6 +143,8 @@ impl Tensor {
         let value = value.into();
         let storage = dispatch_dtype!(dtype, T => {
             Storage::cpu_with_typed::<T>(1, |d| d[0] = value.to::<T>())
+        }, C => {
+            Storage::cpu_with_typed::<C>(1, |d| d[0] = C::from_complex(value.to_complex()))
         })
         .expect("one element always fits");
         contiguous_tensor(storage, &[], dtype)
@@ -378,6 +380,9 @@ impl Tensor {
         let storage = dispatch_dtype!(dtype, T => {
             let v = value.to::<T>();
             Storage::cpu_with_typed::<T>(numel, |d| d.fill(v))?
+        }, C => {
+            let v = C::from_complex(value.to_complex());
+            Storage::cpu_with_typed::<C>(numel, |d| d.fill(v))?
         });
         Ok(contiguous_tensor(storage, sizes, dtype))
     }
@@ -444,7 +449,10 @@ impl Tensor {
                     };
                 }
             })?
-        });
+        }, _C => return Err(TensorError::invalid(format!(
+            "\"arange_cpu\" not implemented for '{}'",
+            dtype.c10_name()
+        ))));
         Ok(contiguous_tensor(storage, &[n as i64], dtype))
     }
 

@@ -35,6 +35,10 @@ pub enum ScalarType {
     Float = 6,
     /// `torch.float64` (`f64`).
     Double = 7,
+    /// `torch.complex64` (`num_complex::Complex32`).
+    ComplexFloat = 9,
+    /// `torch.complex128` (`num_complex::Complex64`).
+    ComplexDouble = 10,
     /// `torch.bool` (`bool`).
     Bool = 11,
     /// `torch.bfloat16` (`half::bf16`).
@@ -43,7 +47,7 @@ pub enum ScalarType {
 
 impl ScalarType {
     /// Every supported dtype, in numeric order.
-    pub const ALL: [ScalarType; 10] = [
+    pub const ALL: [ScalarType; 12] = [
         Self::Byte,
         Self::Char,
         Self::Short,
@@ -52,6 +56,8 @@ impl ScalarType {
         Self::Half,
         Self::Float,
         Self::Double,
+        Self::ComplexFloat,
+        Self::ComplexDouble,
         Self::Bool,
         Self::BFloat16,
     ];
@@ -67,16 +73,49 @@ impl ScalarType {
             Self::Byte | Self::Char | Self::Bool => 1,
             Self::Short | Self::Half | Self::BFloat16 => 2,
             Self::Int | Self::Float => 4,
-            Self::Long | Self::Double => 8,
+            Self::Long | Self::Double | Self::ComplexFloat => 8,
+            Self::ComplexDouble => 16,
         }
     }
 
-    /// Half, BFloat16, Float, Double.
+    /// Half, BFloat16, Float, Double (not the complex types, as `c10::isFloatingType`).
     pub const fn is_floating_point(self) -> bool {
         matches!(
             self,
             Self::Half | Self::BFloat16 | Self::Float | Self::Double
         )
+    }
+
+    /// ComplexFloat, ComplexDouble (`c10::isComplexType`).
+    pub const fn is_complex(self) -> bool {
+        matches!(self, Self::ComplexFloat | Self::ComplexDouble)
+    }
+
+    /// The real dtype of a complex one's parts, `self` for the others
+    /// (`c10::toRealValueType`): `ComplexFloat` -> `Float`.
+    pub const fn to_real_value_type(self) -> ScalarType {
+        match self {
+            Self::ComplexFloat => Self::Float,
+            Self::ComplexDouble => Self::Double,
+            other => other,
+        }
+    }
+
+    /// The complex dtype whose parts are `self` (`c10::toComplexType`): `Float` ->
+    /// `ComplexFloat`, `Double` -> `ComplexDouble`, a complex dtype itself. `Half` would be
+    /// `ComplexHalf`, which Switchboard does not have; the others have none.
+    pub fn to_complex_type(self) -> Result<ScalarType, TensorError> {
+        match self {
+            Self::Float | Self::ComplexFloat => Ok(Self::ComplexFloat),
+            Self::Double | Self::ComplexDouble => Ok(Self::ComplexDouble),
+            Self::Half => Err(TensorError::invalid(
+                "ComplexHalf (the complex type of Half) is not supported",
+            )),
+            other => Err(TensorError::invalid(format!(
+                "Unknown Complex ScalarType for {}",
+                other.c10_name()
+            ))),
+        }
     }
 
     /// The integer types; `Bool` too when `include_bool` (`c10::isIntegralType`).
@@ -104,8 +143,29 @@ impl ScalarType {
             Self::Half => "float16",
             Self::Float => "float32",
             Self::Double => "float64",
+            Self::ComplexFloat => "complex64",
+            Self::ComplexDouble => "complex128",
             Self::Bool => "bool",
             Self::BFloat16 => "bfloat16",
+        }
+    }
+
+    /// The short name of FX's annotations and PyTorch's logs (`torch.fx`'s `dtype_abbrs`):
+    /// `f32`, `i64`, `b8`, `c64`, ...
+    pub const fn abbreviation(self) -> &'static str {
+        match self {
+            Self::Byte => "u8",
+            Self::Char => "i8",
+            Self::Short => "i16",
+            Self::Int => "i32",
+            Self::Long => "i64",
+            Self::Half => "f16",
+            Self::Float => "f32",
+            Self::Double => "f64",
+            Self::ComplexFloat => "c64",
+            Self::ComplexDouble => "c128",
+            Self::Bool => "b8",
+            Self::BFloat16 => "bf16",
         }
     }
 
@@ -121,6 +181,8 @@ impl ScalarType {
             Self::Half => "c10::Half",
             Self::Float => "float",
             Self::Double => "double",
+            Self::ComplexFloat => "c10::complex<float>",
+            Self::ComplexDouble => "c10::complex<double>",
             Self::Bool => "bool",
             Self::BFloat16 => "c10::BFloat16",
         }
@@ -137,6 +199,8 @@ impl ScalarType {
             Self::Half => "Half",
             Self::Float => "Float",
             Self::Double => "Double",
+            Self::ComplexFloat => "ComplexFloat",
+            Self::ComplexDouble => "ComplexDouble",
             Self::Bool => "Bool",
             Self::BFloat16 => "BFloat16",
         }
@@ -165,6 +229,8 @@ impl FromStr for ScalarType {
             "float16" | "half" | "Half" => Self::Half,
             "float32" | "float" | "Float" => Self::Float,
             "float64" | "double" | "Double" => Self::Double,
+            "complex64" | "cfloat" | "ComplexFloat" => Self::ComplexFloat,
+            "complex128" | "cdouble" | "ComplexDouble" => Self::ComplexDouble,
             "bool" | "Bool" => Self::Bool,
             "bfloat16" | "BFloat16" => Self::BFloat16,
             _ => return Err(TensorError::Parse(format!("invalid dtype: '{s}'"))),
@@ -173,11 +239,35 @@ impl FromStr for ScalarType {
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
-/// A Rust element type of a tensor: `bool`, `u8`, `i8`, `i16`, `i32`, `i64`, `f16`, `bf16`,
+/// A Rust type whose values a tensor's storage holds: every [`Element`] and the complex
+/// types `Complex32` (`complex64`) and `Complex64` (`complex128`) of the `num-complex` crate.
+/// Sealed: the storage reinterprets bytes as these types (Note [Element bit patterns]).
+///
+/// Conversions to and from `Complex<f64>` are C++'s `static_cast` between complex and real
+/// types as PyTorch uses them: a real value becomes the real part (imaginary part 0); a complex
+/// value cast to a real type keeps its real part.
+///
+/// ```
+/// use switchboard_tensor::{Complex32, ScalarType, StorageElement};
+/// assert_eq!(Complex32::DTYPE, ScalarType::ComplexFloat);
+/// assert_eq!(f32::from_complex(Complex32::new(1.5, 2.0).to_complex()), 1.5);
+/// ```
+pub trait StorageElement:
+    sealed::Sealed + Copy + Send + Sync + fmt::Debug + PartialEq + Default + 'static
+{
+    /// The element type's dtype.
+    const DTYPE: ScalarType;
+    /// The value as a `Complex<f64>`.
+    fn to_complex(self) -> num_complex::Complex64;
+    /// Converts from a `Complex<f64>`.
+    fn from_complex(v: num_complex::Complex64) -> Self;
+}
+
+/// A real Rust element type of a tensor: `bool`, `u8`, `i8`, `i16`, `i32`, `i64`, `f16`, `bf16`,
 /// `f32`, `f64`. Sealed: the storage reinterprets bytes as these types (see
 /// Note [Element bit patterns] in the source).
 ///
@@ -185,16 +275,12 @@ mod sealed {
 /// zero and saturate here, where C++ is undefined; anything to bool is `!= 0`).
 ///
 /// ```
-/// use switchboard_tensor::{Element, ScalarType};
-/// assert_eq!(<f32 as Element>::DTYPE, ScalarType::Float);
+/// use switchboard_tensor::{Element, ScalarType, StorageElement};
+/// assert_eq!(<f32 as StorageElement>::DTYPE, ScalarType::Float);
 /// assert_eq!(i32::from_f64(2.7), 2);
 /// assert!(bool::from_i64(5));
 /// ```
-pub trait Element:
-    sealed::Sealed + Copy + Send + Sync + fmt::Debug + PartialEq + PartialOrd + Default + 'static
-{
-    /// The element type's dtype.
-    const DTYPE: ScalarType;
+pub trait Element: StorageElement + PartialOrd {
     /// Zero (`false`).
     const ZERO: Self;
     /// One (`true`).
@@ -232,8 +318,18 @@ pub trait Element:
 macro_rules! int_element {
     ($($t:ty => $dt:ident),*) => {$(
         impl sealed::Sealed for $t {}
-        impl Element for $t {
+        impl StorageElement for $t {
             const DTYPE: ScalarType = ScalarType::$dt;
+            #[inline]
+            fn to_complex(self) -> num_complex::Complex64 {
+                num_complex::Complex64::new(Element::to_f64(self), 0.0)
+            }
+            #[inline]
+            fn from_complex(v: num_complex::Complex64) -> Self {
+                <Self as Element>::from_f64(v.re)
+            }
+        }
+        impl Element for $t {
             const ZERO: Self = 0;
             const ONE: Self = 1;
             #[inline]
@@ -254,8 +350,18 @@ int_element!(u8 => Byte, i8 => Char, i16 => Short, i32 => Int, i64 => Long);
 macro_rules! float_element {
     ($($t:ty => $dt:ident),*) => {$(
         impl sealed::Sealed for $t {}
-        impl Element for $t {
+        impl StorageElement for $t {
             const DTYPE: ScalarType = ScalarType::$dt;
+            #[inline]
+            fn to_complex(self) -> num_complex::Complex64 {
+                num_complex::Complex64::new(Element::to_f64(self), 0.0)
+            }
+            #[inline]
+            fn from_complex(v: num_complex::Complex64) -> Self {
+                <Self as Element>::from_f64(v.re)
+            }
+        }
+        impl Element for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             #[inline]
@@ -276,8 +382,18 @@ float_element!(f32 => Float, f64 => Double);
 macro_rules! half_element {
     ($($t:ty => $dt:ident),*) => {$(
         impl sealed::Sealed for $t {}
-        impl Element for $t {
+        impl StorageElement for $t {
             const DTYPE: ScalarType = ScalarType::$dt;
+            #[inline]
+            fn to_complex(self) -> num_complex::Complex64 {
+                num_complex::Complex64::new(Element::to_f64(self), 0.0)
+            }
+            #[inline]
+            fn from_complex(v: num_complex::Complex64) -> Self {
+                <Self as Element>::from_f64(v.re)
+            }
+        }
+        impl Element for $t {
             const ZERO: Self = <$t>::ZERO;
             const ONE: Self = <$t>::ONE;
             #[inline]
@@ -296,8 +412,19 @@ macro_rules! half_element {
 half_element!(f16 => Half, bf16 => BFloat16);
 
 impl sealed::Sealed for bool {}
-impl Element for bool {
+impl StorageElement for bool {
     const DTYPE: ScalarType = ScalarType::Bool;
+    #[inline]
+    fn to_complex(self) -> num_complex::Complex64 {
+        num_complex::Complex64::new(self as u8 as f64, 0.0)
+    }
+    /// `static_cast<bool>(c10::complex)`: true unless both parts are zero.
+    #[inline]
+    fn from_complex(v: num_complex::Complex64) -> Self {
+        v.re != 0.0 || v.im != 0.0
+    }
+}
+impl Element for bool {
     const ZERO: Self = false;
     const ONE: Self = true;
     #[inline]
@@ -322,19 +449,29 @@ impl Element for bool {
     }
 }
 
-/// Runs `$body` with `$T` bound to the Rust element type of the dtype `$dtype`
-/// (like `AT_DISPATCH_ALL_TYPES_AND3(Half, BFloat16, Bool, ...)`).
+/// Runs `$body` with `$T` bound to the Rust [`Element`] type of a real dtype `$dtype` (like
+/// `AT_DISPATCH_ALL_TYPES_AND3(Half, BFloat16, Bool, ...)`), or `$complex_body` with `$C`
+/// bound to the [`ComplexElement`](crate::ComplexElement) type of a complex one: every
+/// caller says what complex dtypes do.
 ///
 /// ```
 /// use switchboard_tensor::{dispatch_dtype, Element, ScalarType};
-/// let dtype = ScalarType::Int;
-/// let size = dispatch_dtype!(dtype, T => std::mem::size_of::<T>());
-/// assert_eq!(size, 4);
+/// let size = |dtype| dispatch_dtype!(dtype, T => std::mem::size_of::<T>(), C => std::mem::size_of::<C>());
+/// assert_eq!(size(ScalarType::Int), 4);
+/// assert_eq!(size(ScalarType::ComplexDouble), 16);
 /// ```
 #[macro_export]
 macro_rules! dispatch_dtype {
-    ($dtype:expr, $T:ident => $body:expr) => {{
+    ($dtype:expr, $T:ident => $body:expr, $C:ident => $complex_body:expr) => {{
         match $dtype {
+            $crate::ScalarType::ComplexFloat => {
+                type $C = $crate::Complex32;
+                $complex_body
+            }
+            $crate::ScalarType::ComplexDouble => {
+                type $C = $crate::Complex64;
+                $complex_body
+            }
             $crate::ScalarType::Byte => {
                 type $T = u8;
                 $body
@@ -386,12 +523,13 @@ mod tests {
     #[test]
     fn numbering_and_sizes() {
         let nums: Vec<i8> = ScalarType::ALL.iter().map(|s| *s as i8).collect();
-        assert_eq!(nums, [0, 1, 2, 3, 4, 5, 6, 7, 11, 15]);
+        assert_eq!(nums, [0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 15]);
         for s in ScalarType::ALL {
             assert_eq!(ScalarType::from_i8(s as i8), Some(s));
-            let size = dispatch_dtype!(s, T => std::mem::size_of::<T>());
+            let size =
+                dispatch_dtype!(s, T => std::mem::size_of::<T>(), C => std::mem::size_of::<C>());
             assert_eq!(size, s.element_size());
-            let dt = dispatch_dtype!(s, T => <T as Element>::DTYPE);
+            let dt = dispatch_dtype!(s, T => T::DTYPE, C => C::DTYPE);
             assert_eq!(dt, s);
             assert_eq!(s.name().parse::<ScalarType>().unwrap(), s);
             assert_eq!(s.to_string().parse::<ScalarType>().unwrap(), s);

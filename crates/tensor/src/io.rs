@@ -27,8 +27,8 @@ use crate::tensor::Tensor;
 // non-contiguous tensor is made contiguous first). Safetensors data is little-endian, as is
 // every target Switchboard runs on; big-endian targets are refused.
 
-fn to_safetensors(dtype: ScalarType) -> Dtype {
-    match dtype {
+fn to_safetensors(dtype: ScalarType) -> Result<Dtype> {
+    Ok(match dtype {
         ScalarType::Bool => Dtype::BOOL,
         ScalarType::Byte => Dtype::U8,
         ScalarType::Char => Dtype::I8,
@@ -39,7 +39,15 @@ fn to_safetensors(dtype: ScalarType) -> Dtype {
         ScalarType::BFloat16 => Dtype::BF16,
         ScalarType::Float => Dtype::F32,
         ScalarType::Double => Dtype::F64,
-    }
+        ScalarType::ComplexFloat => Dtype::C64,
+        ScalarType::ComplexDouble => {
+            return Err(TensorError::Io(
+                "safetensors has no dtype for complex128 (its only complex dtype, C64, is \
+                 complex64)"
+                    .into(),
+            ))
+        }
+    })
 }
 
 fn from_safetensors(dtype: Dtype) -> Result<ScalarType> {
@@ -54,6 +62,7 @@ fn from_safetensors(dtype: Dtype) -> Result<ScalarType> {
         Dtype::BF16 => ScalarType::BFloat16,
         Dtype::F32 => ScalarType::Float,
         Dtype::F64 => ScalarType::Double,
+        Dtype::C64 => ScalarType::ComplexFloat,
         other => {
             return Err(TensorError::Io(format!(
                 "safetensors dtype {other} is not supported"
@@ -214,7 +223,7 @@ pub fn save_safetensors(
         views.push((
             name.to_string(),
             SaveView {
-                dtype: to_safetensors(t.dtype()),
+                dtype: to_safetensors(t.dtype())?,
                 shape,
                 data,
             },

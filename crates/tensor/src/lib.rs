@@ -62,6 +62,8 @@ mod bounds;
 mod broadcast;
 mod builder;
 mod checked_size;
+mod complex;
+mod complex_views;
 mod cpu_alloc;
 mod create;
 mod device;
@@ -94,9 +96,10 @@ pub use alloc_tuning::tune_allocator;
 pub use broadcast::{broadcast_shapes, broadcast_tensors, infer_size};
 pub use builder::TensorBuilder;
 pub use checked_size::{to_int32, CheckedSize};
+pub use complex::ComplexElement;
 pub use cpu_alloc::HUGE_PAGE_BYTES;
 pub use device::Device;
-pub use dtype::{Element, ScalarType};
+pub use dtype::{Element, ScalarType, StorageElement};
 pub use error::{wrap_dim, Result, TensorError};
 pub use files::{is_same_file, open_input_file, write_output_file, Written};
 pub use fixed_access::FixedAccess;
@@ -113,6 +116,7 @@ pub use layout::{
     contiguous_strides, dim_vec, is_contiguous, is_non_overlapping_and_dense, same_dims,
     suggest_memory_format, Layout, MemoryFormat,
 };
+pub use num_complex::{Complex, Complex32, Complex64};
 pub use print::PrintOptions;
 pub use promote::{can_cast, promote_types, result_type, Category, ResultTypeState, DEFAULT_DTYPE};
 pub use resize::{register_grow_storage, GrowStorageFn};

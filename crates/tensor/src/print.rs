@@ -5,9 +5,11 @@
 use crate::RawOps;
 use std::fmt;
 
-use crate::dtype::ScalarType;
+use crate::dispatch_dtype;
+use crate::dtype::{Element, ScalarType};
 use crate::error::Result;
 use crate::tensor::Tensor;
+use crate::ComplexElement;
 
 /// Print options (`torch.set_printoptions`); the defaults are PyTorch's.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,6 +43,8 @@ enum Value {
     Float(f64),
     Int(i64),
     Bool(bool),
+    /// The real and imaginary parts of a complex element.
+    Complex(f64, f64),
 }
 
 /// Python's `"{:.{p}e}".format(v)`: `1.0000e+08`.
@@ -78,19 +82,45 @@ fn plain(v: Value) -> String {
         Value::Int(i) => i.to_string(),
         Value::Bool(b) => if b { "True" } else { "False" }.into(),
         Value::Float(f) => py_fixed(f, 4),
+        Value::Complex(re, im) => format!("{}+{}j", py_fixed(re, 4), py_fixed(im, 4)),
     }
 }
 
-/// `_Formatter`: decides the common format of all (summarised) elements.
+/// `_Formatter`: decides the common format of all (summarised) elements. A complex tensor's
+/// real parts have one and its imaginary parts another (`imag`), as in PyTorch.
 struct Formatter {
     floating: bool,
     int_mode: bool,
     sci_mode: bool,
     max_width: usize,
     precision: usize,
+    imag: Option<Box<Formatter>>,
 }
 
 impl Formatter {
+    /// The formatter of a complex tensor's values: one over the real parts, one over the
+    /// imaginary parts.
+    fn complex(values: &[Value], opts: &PrintOptions) -> Formatter {
+        let part = |pick: fn(f64, f64) -> f64| -> Vec<Value> {
+            values
+                .iter()
+                .filter_map(|v| match v {
+                    Value::Complex(re, im) => Some(Value::Float(pick(*re, *im))),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut real = Formatter::new(&part(|re, _| re), true, opts);
+        real.imag = Some(Box::new(Formatter::new(&part(|_, im| im), true, opts)));
+        real
+    }
+
+    /// The width of an element in a row: for complex elements, the real part's width, the
+    /// imaginary part's and its `j` (PyTorch's `_vector_str`).
+    fn element_width(&self) -> usize {
+        self.max_width + self.imag.as_ref().map_or(0, |i| i.max_width + 1)
+    }
+
     fn new(values: &[Value], floating: bool, opts: &PrintOptions) -> Formatter {
         let mut f = Formatter {
             floating,
@@ -98,6 +128,7 @@ impl Formatter {
             sci_mode: false,
             max_width: 1,
             precision: opts.precision,
+            imag: None,
         };
         let p = opts.precision;
         if !floating {
@@ -148,6 +179,18 @@ impl Formatter {
     }
 
     fn format(&self, v: Value) -> String {
+        if let (Value::Complex(re, im), Some(imag)) = (v, &self.imag) {
+            // PyTorch's `_scalar_str`/`_vector_str`: the padded real part, then the imaginary
+            // part with its `j`, unpadded and signed.
+            let real = self.format(Value::Float(re));
+            let imag = format!("{}j", imag.format(Value::Float(im)));
+            let imag = imag.trim_start();
+            return if imag.starts_with(['+', '-']) {
+                format!("{real}{imag}")
+            } else {
+                format!("{real}+{imag}")
+            };
+        }
         let s = match v {
             Value::Float(x) if self.floating => {
                 if self.sci_mode {
@@ -182,6 +225,12 @@ fn values(t: &Tensor) -> Result<Vec<Value>> {
                     .collect()
             }
         }
+        d if d.is_complex() => dispatch_dtype!(d, _T => Vec::new(), C => {
+            let v = t.to_vec::<C>()?;
+            v.into_iter()
+                .map(|z| Value::Complex(z.re().to_f64(), z.im().to_f64()))
+                .collect()
+        }),
         _ => t.to_vec_as::<i64>()?.into_iter().map(Value::Int).collect(),
     })
 }
@@ -335,7 +384,7 @@ fn vector_str(
     opts: &PrintOptions,
     out: &mut String,
 ) -> Result<()> {
-    let element_length = f.max_width + 2;
+    let element_length = f.element_width() + 2;
     let per_line = (opts.linewidth.saturating_sub(indent) / element_length).max(1);
     let n = t.sizes()[0];
     let edge = opts.edgeitems;
@@ -413,7 +462,11 @@ fn tensor_str(t: &Tensor, indent: usize, opts: &PrintOptions) -> Result<String> 
     let summarize = t.numel() > opts.threshold;
     let mut vals = Vec::new();
     summarized(t, summarize, opts.edgeitems, &mut vals)?;
-    let f = Formatter::new(&vals, t.dtype().is_floating_point(), opts);
+    let f = if t.dtype().is_complex() {
+        Formatter::complex(&vals, opts)
+    } else {
+        Formatter::new(&vals, t.dtype().is_floating_point(), opts)
+    };
     let mut out = String::new();
     tensor_str_with(t, indent, summarize, &f, opts, &mut out)?;
     Ok(out)
@@ -462,9 +515,10 @@ impl Tensor {
             suffixes.push(format!("device='{}'", self.device()));
         }
         let default_dtype = ScalarType::Float;
+        // PyTorch's defaults: float32, its complex type complex64, int64 and bool.
         let has_default_dtype = matches!(
             self.dtype(),
-            ScalarType::Float | ScalarType::Long | ScalarType::Bool
+            ScalarType::Float | ScalarType::ComplexFloat | ScalarType::Long | ScalarType::Bool
         );
         // A device without data here may provide the values (Note [Host copies of tensors
         // without data]); the suffixes still describe this tensor.
@@ -553,6 +607,47 @@ mod tests {
         );
         assert_eq!(f32s(&[3.5], &[]), "tensor(3.5000)");
         assert_eq!(f32s(&[-0.0], &[1]), "tensor([-0.])");
+    }
+
+    /// Complex tensors print as PyTorch 2.15 prints them (outputs recorded from `repr`).
+    #[test]
+    fn complex_tensors() {
+        use crate::{Complex32, Complex64};
+        let c = |v: &[(f32, f32)], sizes: &[i64]| {
+            let v = v.iter().map(|&(re, im)| Complex32::new(re, im)).collect();
+            Tensor::from_vec::<Complex32>(v, sizes).unwrap().to_string()
+        };
+        assert_eq!(
+            c(&[(1.0, 2.0), (3.5, -1.0)], &[2]),
+            "tensor([1.0000+2.j, 3.5000-1.j])"
+        );
+        assert_eq!(
+            c(&[(1.123456, 2.0), (-3.5e-5, -1e6)], &[2]),
+            "tensor([ 1.1235e+00+2.0000e+00j, -3.5000e-05-1.0000e+06j])"
+        );
+        assert_eq!(c(&[(2.0, -0.5)], &[]), "tensor(2.-0.5000j)");
+        assert_eq!(
+            c(&[(f32::NAN, 1.0), (f32::NAN, f32::NEG_INFINITY)], &[2]),
+            "tensor([nan+1.j, nan-infj])"
+        );
+        let wide: Vec<(f32, f32)> = (0..30).map(|i| (i as f32, i as f32)).collect();
+        assert_eq!(
+            c(&wide, &[30]),
+            "tensor([ 0.+0.j,  1.+1.j,  2.+2.j,  3.+3.j,  4.+4.j,  5.+5.j,  6.+6.j,  7.+7.j,\n         \
+             8.+8.j,  9.+9.j, 10.+10.j, 11.+11.j, 12.+12.j, 13.+13.j, 14.+14.j, 15.+15.j,\n        \
+             16.+16.j, 17.+17.j, 18.+18.j, 19.+19.j, 20.+20.j, 21.+21.j, 22.+22.j, 23.+23.j,\n        \
+             24.+24.j, 25.+25.j, 26.+26.j, 27.+27.j, 28.+28.j, 29.+29.j])"
+        );
+        let d: Vec<Complex64> = [(1.5, 2.0), (3.0, -1.0), (0.0, 0.0), (0.0, 1.0)]
+            .iter()
+            .map(|&(re, im)| Complex64::new(re, im))
+            .collect();
+        assert_eq!(
+            Tensor::from_vec(d, &[2, 2]).unwrap().to_string(),
+            "tensor([[1.5000+2.j, 3.0000-1.j],\n        [0.0000+0.j, 0.0000+1.j]], dtype=torch.complex128)"
+        );
+        let e = Tensor::zeros(&[0], ScalarType::ComplexFloat).unwrap();
+        assert_eq!(e.to_string(), "tensor([], dtype=torch.complex64)");
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub enum Category {
     Integral,
     /// The floating-point types.
     Floating,
+    /// The complex types.
+    Complex,
 }
 
 impl ScalarType {
@@ -22,6 +24,8 @@ impl ScalarType {
     pub fn category(self) -> Category {
         if self == ScalarType::Bool {
             Category::Bool
+        } else if self.is_complex() {
+            Category::Complex
         } else if self.is_floating_point() {
             Category::Floating
         } else {
@@ -40,6 +44,10 @@ impl Scalar {
 /// PyTorch's default dtype for floating-point numbers (`torch.get_default_dtype()`).
 pub const DEFAULT_DTYPE: ScalarType = ScalarType::Float;
 
+/// PyTorch's default complex dtype, the complex type of [`DEFAULT_DTYPE`]
+/// (`torch.get_default_dtype()` made complex: `complex64`).
+pub const DEFAULT_COMPLEX_DTYPE: ScalarType = ScalarType::ComplexFloat;
+
 /// The smallest dtype both `a` and `b` can be represented in (`torch.promote_types`).
 ///
 /// ```
@@ -48,9 +56,16 @@ pub const DEFAULT_DTYPE: ScalarType = ScalarType::Float;
 /// assert_eq!(promote_types(S::Half, S::BFloat16), S::Float);
 /// assert_eq!(promote_types(S::Bool, S::Int), S::Int);
 /// assert_eq!(promote_types(S::Long, S::Half), S::Half);
+/// assert_eq!(promote_types(S::Double, S::ComplexFloat), S::ComplexDouble);
 /// ```
 pub fn promote_types(a: ScalarType, b: ScalarType) -> ScalarType {
     use ScalarType::*;
+    // PyTorch's table for the complex types: a complex type with anything is complex, of the
+    // wider of its part type and the other's (float64 with complex64 is complex128).
+    if a.is_complex() || b.is_complex() {
+        let wide = a == ComplexDouble || b == ComplexDouble || a == Double || b == Double;
+        return if wide { ComplexDouble } else { ComplexFloat };
+    }
     // Rows and columns in ScalarType::ALL order: u1 i1 i2 i4 i8 f2 f4 f8 b1 bf.
     const T: [[ScalarType; 10]; 10] = [
         /* u1 */
@@ -99,6 +114,8 @@ fn index(t: ScalarType) -> usize {
     match t {
         ScalarType::Bool => 8,
         ScalarType::BFloat16 => 9,
+        // `promote_types` answers for the complex types before reading the table.
+        ScalarType::ComplexFloat | ScalarType::ComplexDouble => 7,
         other => other as i8 as usize,
     }
 }
@@ -114,6 +131,13 @@ fn promote_opt(a: Option<ScalarType>, b: ScalarType) -> Option<ScalarType> {
 /// category.
 fn combine(higher: Option<ScalarType>, lower: Option<ScalarType>) -> Option<ScalarType> {
     match (higher, lower) {
+        (Some(h), _) if h.is_complex() => Some(h),
+        // A complex lower class keeps the higher one's floating part type (a float64 tensor
+        // and a complex64 zero-dim tensor give complex128).
+        (Some(h), Some(l)) if l.is_complex() => match h.to_complex_type() {
+            Ok(c) if h.is_floating_point() => Some(c),
+            _ => Some(l),
+        },
         (Some(h), _) if h.is_floating_point() => Some(h),
         (Some(h), Some(l)) if h == ScalarType::Bool || l.is_floating_point() => {
             Some(promote_types(h, l))
@@ -144,10 +168,12 @@ pub struct ResultTypeState {
 
 impl ResultTypeState {
     /// Adds a tensor: dimensioned, zero-dim, or a wrapped number (whose floating dtype counts
-    /// as the default dtype).
+    /// as the default dtype, its complex dtype as the default complex dtype).
     pub fn update_tensor(&mut self, t: &Tensor) {
         let mut current = t.dtype();
-        if t.is_wrapped_number() && current.is_floating_point() {
+        if t.is_wrapped_number() && current.is_complex() {
+            current = DEFAULT_COMPLEX_DTYPE;
+        } else if t.is_wrapped_number() && current.is_floating_point() {
             current = DEFAULT_DTYPE;
         }
         if t.dim() > 0 {
@@ -203,9 +229,10 @@ pub fn result_type(tensors: &[&Tensor], scalars: &[Scalar]) -> Option<ScalarType
 }
 
 /// Whether a value of dtype `from` may be cast to `to` by an in-place or `out=` op
-/// (`torch.can_cast`): not floating to integral, not non-bool to bool.
+/// (`torch.can_cast`): not complex to real, not floating to integral, not non-bool to bool.
 pub fn can_cast(from: ScalarType, to: ScalarType) -> bool {
-    !(from.is_floating_point() && to.is_integral(false)
+    !(from.is_complex() && !to.is_complex()
+        || from.is_floating_point() && to.is_integral(false)
         || from != ScalarType::Bool && to == ScalarType::Bool)
 }
 
@@ -227,6 +254,25 @@ mod tests {
         assert_eq!(promote_types(S::Byte, S::Long), S::Long);
         assert_eq!(promote_types(S::BFloat16, S::Int), S::BFloat16);
         assert_eq!(promote_types(S::Double, S::BFloat16), S::Double);
+    }
+
+    /// The complex rows of PyTorch 2.15's `torch.promote_types`, in `ScalarType::ALL` order.
+    #[test]
+    fn complex_promotion_matches_pytorch() {
+        use S::{ComplexDouble as C8, ComplexFloat as C4};
+        let with_c4 = [C4, C4, C4, C4, C4, C4, C4, C8, C4, C8, C4, C4];
+        for (a, expected) in S::ALL.into_iter().zip(with_c4) {
+            assert_eq!(promote_types(a, C4), expected, "{a}");
+            assert_eq!(promote_types(a, C8), C8, "{a}");
+        }
+        let t = |dtype| Tensor::zeros(&[2], dtype).unwrap();
+        let z = |dtype| Tensor::scalar_tensor(0, dtype);
+        assert_eq!(result_type(&[&t(S::Double), &z(C4)], &[]), Some(C8));
+        assert_eq!(result_type(&[&t(S::Long), &z(C8)], &[]), Some(C8));
+        assert_eq!(result_type(&[&t(C4), &z(S::Double)], &[]), Some(C4));
+        assert_eq!(result_type(&[&t(C4)], &[Scalar::Float(1.0)]), Some(C4));
+        assert!(!can_cast(C4, S::Double));
+        assert!(can_cast(S::Double, C4));
     }
 
     /// Priority classes: dimensioned tensors, then zero-dim tensors, then wrapped numbers

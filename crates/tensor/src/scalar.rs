@@ -65,6 +65,11 @@ impl Scalar {
         }
     }
 
+    /// The value as a complex number (imaginary part 0), for complex tensors.
+    pub fn to_complex(self) -> num_complex::Complex64 {
+        num_complex::Complex64::new(self.to_f64(), 0.0)
+    }
+
     /// The default dtype of the scalar's kind: `Bool`, `Long` or `Double`.
     pub fn dtype(self) -> ScalarType {
         match self {

@@ -31,6 +31,8 @@ impl ScalarType {
             Self::Half => "c10::Half",
             Self::Float => "float",
             Self::Double => "double",
+            Self::ComplexFloat => "c10::complex<float>",
+            Self::ComplexDouble => "c10::complex<double>",
             Self::Bool => "bool",
             Self::BFloat16 => "c10::BFloat16",
         }
@@ -79,6 +81,8 @@ impl Scalar {
     /// assert!(!Scalar::Float(f64::NAN).overflows(ScalarType::Bool));
     /// ```
     pub fn overflows(self, dtype: ScalarType) -> bool {
+        // A real value fits a complex type when it fits the type of its parts.
+        let dtype = dtype.to_real_value_type();
         if dtype == ScalarType::Bool {
             return false;
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::cpu_alloc::alloc_cpu;
 use crate::device::Device;
-use crate::dtype::{Element, ScalarType};
+use crate::dtype::{ScalarType, StorageElement};
 use crate::error::{Result, TensorError};
 use crate::storage_block::{impl_cached, Shared};
 
@@ -288,7 +288,7 @@ impl Storage {
 
     /// A zeroed CPU storage of `numel` elements of `T`, set by `init` before anyone else sees
     /// it. The buffer is 64-byte aligned (16 when inline).
-    pub fn cpu_with_typed<T: Element>(
+    pub fn cpu_with_typed<T: StorageElement>(
         numel: usize,
         init: impl FnOnce(&mut [T]),
     ) -> Result<Storage> {
@@ -300,7 +300,7 @@ impl Storage {
         Self::cpu_with(nbytes, |bytes| {
             // SAFETY: `bytes` is exclusively borrowed, 16- or 64-byte aligned (>= align_of::<T>()) and
             // holds exactly numel * size_of::<T>() zeroed bytes; all-zero bytes are a valid
-            // value of every Element type (0, 0.0, false), and `init` can only store valid
+            // value of every StorageElement type (0, 0.0, false, 0+0i), and `init` can only store valid
             // `T`s through the `&mut [T]`.
             let typed =
                 unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut T, numel) };
@@ -401,7 +401,7 @@ impl Storage {
     /// A CPU storage holding `v`'s elements. Takes over `v`'s allocation when it is larger than
     /// [`INLINE_BYTES`] (no copy; the buffer is then aligned for `T`, not to 64 bytes), copies
     /// small vectors inline.
-    pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
+    pub fn from_vec<T: StorageElement>(v: Vec<T>) -> Storage {
         let is_bool = T::DTYPE == ScalarType::Bool;
         let nbytes = std::mem::size_of_val(v.as_slice());
         if nbytes <= INLINE_BYTES {

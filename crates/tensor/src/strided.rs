@@ -3,7 +3,7 @@
 
 use crate::access::{convert, Access};
 use crate::dispatch_dtype;
-use crate::dtype::Element;
+use crate::dtype::StorageElement;
 use crate::error::{Result, TensorError};
 use crate::layout::MemoryFormat;
 use crate::tensor::Tensor;
@@ -155,9 +155,19 @@ fn copy_disjoint(src: &Tensor, dst: &Tensor) -> Result<()> {
         drop(access);
         return Ok(());
     }
+    // Between complex and real types, C++'s casts as PyTorch's copy_ uses them (Note
+    // [Complex elements]): a real value is the real part, a complex one loses its imaginary part.
     dispatch_dtype!(src.dtype(), S => {
         dispatch_dtype!(dst.dtype(), D => {
-            copy_convert::<S, D>(src, dst);
+            copy_convert::<S, D>(src, dst, convert::<S, D>);
+        }, D => {
+            copy_convert::<S, D>(src, dst, |v| D::from_complex(v.to_complex()));
+        })
+    }, S => {
+        dispatch_dtype!(dst.dtype(), D => {
+            copy_convert::<S, D>(src, dst, |v| D::from_complex(v.to_complex()));
+        }, D => {
+            copy_convert::<S, D>(src, dst, |v| D::from_complex(v.to_complex()));
         })
     });
     drop(access);
@@ -165,7 +175,11 @@ fn copy_disjoint(src: &Tensor, dst: &Tensor) -> Result<()> {
 }
 
 /// Copies with conversion; the caller holds an `Access` over both (disjoint storages).
-fn copy_convert<S: Element, D: Element>(src: &Tensor, dst: &Tensor) {
+fn copy_convert<S: StorageElement, D: StorageElement>(
+    src: &Tensor,
+    dst: &Tensor,
+    convert: impl Fn(S) -> D,
+) {
     let sp = src.data_ptr() as *const S;
     let dp = dst.mut_data_ptr() as *mut D;
     let offsets = StridedOffsets::new(dst.sizes(), src.strides())
@@ -174,7 +188,7 @@ fn copy_convert<S: Element, D: Element>(src: &Tensor, dst: &Tensor) {
         // SAFETY: both tensors have data, their in-range offsets are in bounds (Note [Tensor
         // bounds invariant]), the dtypes match S and D, the storages are distinct, and the
         // caller's Access excludes every other reader and writer of `dst`'s storage.
-        unsafe { *dp.add(d as usize) = convert::<S, D>(*sp.add(s as usize)) };
+        unsafe { *dp.add(d as usize) = convert(*sp.add(s as usize)) };
     }
 }
 

@@ -127,6 +127,12 @@ pub trait RawOps {
     /// assert_eq!(t.view_dtype(ScalarType::Short).unwrap().sizes(), &[4]);
     /// ```
     fn view_dtype(&self, dtype: crate::ScalarType) -> Result<Tensor>;
+    /// `view_as_real`: a complex tensor's real and imaginary parts as a real tensor with a last
+    /// dimension of 2, over the same storage (Note [Complex views]).
+    fn view_as_real(&self) -> Result<Tensor>;
+    /// `view_as_complex`: a real tensor with a last dimension of 2 (stride 1) as complex, over
+    /// the same storage (Note [Complex views]).
+    fn view_as_complex(&self) -> Result<Tensor>;
     /// `self` if it is contiguous, else a contiguous copy (same dtype and device; on devices
     /// without data, a tensor with contiguous strides).
     fn contiguous(&self) -> Result<Tensor>;
@@ -160,6 +166,14 @@ impl RawOps for Tensor {
 
     fn view_dtype(&self, dtype: crate::ScalarType) -> Result<Tensor> {
         self.reinterpret_as(dtype)
+    }
+
+    fn view_as_real(&self) -> Result<Tensor> {
+        self.view_as_real_impl()
+    }
+
+    fn view_as_complex(&self) -> Result<Tensor> {
+        self.view_as_complex_impl()
     }
 
     fn view(&self, sizes: &[i64]) -> Result<Tensor> {

@@ -106,9 +106,21 @@ impl Tensor {
             }
             strides[last] = 1;
         }
+        self.dtype_view(dtype, &sizes, &strides, offset)
+    }
+
+    /// A view of `self`'s storage as `dtype` with this geometry (in elements of `dtype`),
+    /// keeping the version counter, the key set and the payload.
+    pub(crate) fn dtype_view(
+        &self,
+        dtype: ScalarType,
+        sizes: &[i64],
+        strides: &[i64],
+        offset: i64,
+    ) -> Result<Tensor> {
         let mut b = TensorBuilder::new(self.storage().clone(), dtype)
-            .sizes(&sizes)
-            .strides(&strides)
+            .sizes(sizes)
+            .strides(strides)
             .storage_offset(offset)
             .device(self.device())
             .key_set(self.key_set())

@@ -6,6 +6,7 @@
 mod batch_norm;
 mod convolution;
 mod cumulative;
+mod fft;
 mod forward;
 mod group_norm;
 mod layer_norm;
@@ -21,6 +22,7 @@ mod split;
 pub(crate) use batch_norm::*;
 pub(crate) use convolution::*;
 pub(crate) use cumulative::*;
+pub(crate) use fft::*;
 pub(crate) use forward::*;
 pub(crate) use group_norm::*;
 pub(crate) use layer_norm::*;

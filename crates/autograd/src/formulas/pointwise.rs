@@ -254,6 +254,15 @@ pub(crate) fn _to_copy_backward(
     dtype: ScalarType,
     device: Device,
 ) -> Result<Tensor> {
+    // A real-to-complex copy's gradient is the real part, taken without the warning a
+    // complex-to-real cast gives (PyTorch's handle_r_to_c).
+    let real;
+    let grad = if !dtype.is_complex() && grad.dtype().is_complex() {
+        real = ops::real(grad)?;
+        &real
+    } else {
+        grad
+    };
     if grad.dtype() == dtype && grad.device() == device {
         return Ok(grad.clone());
     }

@@ -32,7 +32,7 @@ pub use overlap::{check_internal_overlap, check_no_partial_overlap, result_devic
 use std::cell::Cell;
 
 use smallvec::SmallVec;
-use switchboard_tensor::{Access, Element, FixedAccess, ScalarType, Tensor, TensorError};
+use switchboard_tensor::{Access, FixedAccess, ScalarType, StorageElement, Tensor, TensorError};
 
 use crate::copy::copy_into;
 use crate::error::Result;
@@ -186,7 +186,7 @@ impl TensorIter {
     }
 
     /// Runs `out = f()` over every output element (fills).
-    pub fn for_each0<O: Element>(&self, f: impl Fn() -> O + Sync) -> Result<()> {
+    pub fn for_each0<O: StorageElement>(&self, f: impl Fn() -> O + Sync) -> Result<()> {
         let [] = self.typed_inputs(O::DTYPE, [])?;
         if !self.compute {
             return Ok(());
@@ -208,7 +208,10 @@ impl TensorIter {
     }
 
     /// Runs `out = f(a)` over every element.
-    pub fn for_each1<O: Element, A: Element>(&self, f: impl Fn(A) -> O + Sync) -> Result<()> {
+    pub fn for_each1<O: StorageElement, A: StorageElement>(
+        &self,
+        f: impl Fn(A) -> O + Sync,
+    ) -> Result<()> {
         let [a] = self.typed_inputs(O::DTYPE, [A::DTYPE])?;
         if !self.compute {
             return Ok(());
@@ -237,7 +240,7 @@ impl TensorIter {
     }
 
     /// Runs `out = f(a, b)` over every element.
-    pub fn for_each2<O: Element, A: Element, B: Element>(
+    pub fn for_each2<O: StorageElement, A: StorageElement, B: StorageElement>(
         &self,
         f: impl Fn(A, B) -> O + Sync,
     ) -> Result<()> {
@@ -269,7 +272,7 @@ impl TensorIter {
     }
 
     /// Runs `out = f(a, b, c)` over every element.
-    pub fn for_each3<O: Element, A: Element, B: Element, C: Element>(
+    pub fn for_each3<O: StorageElement, A: StorageElement, B: StorageElement, C: StorageElement>(
         &self,
         f: impl Fn(A, B, C) -> O + Sync,
     ) -> Result<()> {

@@ -1,4 +1,5 @@
 use super::*;
+use switchboard_tensor::Element;
 use switchboard_tensor::{Device, DimVec, RawOps};
 
 #[test]

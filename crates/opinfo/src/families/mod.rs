@@ -5,6 +5,7 @@ mod binary_math;
 mod cumulative;
 mod diagonal;
 mod factory;
+mod fft;
 mod indexing;
 mod linalg;
 mod nn;
@@ -48,6 +49,8 @@ pub fn register(r: &mut Registry) {
     tiling::register(r);
     view_copy::register(r);
     factory::register(r);
+    fft::register(r);
+    fft::register_composites(r);
     random::register(r);
     unary_float::register(r);
     rounding::register(r);

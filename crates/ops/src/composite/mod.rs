@@ -3,11 +3,13 @@
 //! CompositeExplicitAutograd kernels (backend-independent, with their own autograd
 //! formulas). All of them call operators through the dispatcher, never kernels directly.
 
+mod complex;
 mod convert;
 mod copy;
 mod diagonal;
 mod distance;
 mod factories;
+mod fft;
 mod logical;
 mod nn;
 mod nonzero;
@@ -25,11 +27,13 @@ mod upsample;
 mod view_copy;
 mod wrapped_scalar;
 
+pub use complex::*;
 pub use convert::*;
 pub use copy::*;
 pub use diagonal::*;
 pub use distance::*;
 pub use factories::*;
+pub use fft::*;
 pub use logical::*;
 pub use nn::*;
 pub use nonzero::*;
