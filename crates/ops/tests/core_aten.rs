@@ -11,11 +11,9 @@ const CORE: &str = include_str!("data/pytorch_core_aten_2.15.txt");
 
 /// Core overloads not declared yet, and why.
 const NOT_YET: &[&str] = &[
-    "aten::_embedding_bag",
     // Complex results: the runtime has no complex dtypes.
     "aten::_fft_c2r",
     "aten::_fft_r2c",
-    "aten::grid_sampler_2d",
 ];
 
 #[test]
