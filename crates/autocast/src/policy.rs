@@ -96,6 +96,8 @@ pub static CPU: BackendPolicy = BackendPolicy {
         ("adaptive_avg_pool3d", Fp32),
         ("max_pool3d", Fp32),
         ("cdist", Fp32),
+        ("grid_sampler", Fp32),
+        ("grid_sampler_2d", Fp32),
         ("prod", Fp32),
         ("prod.dim_int", Fp32),
         // promote
@@ -152,6 +154,8 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         // fp32: distances (AT_FORALL_FP32's pdist and cdist)
         ("pdist", Fp32),
         ("cdist", Fp32),
+        // fp32: grid sampling (AT_FORALL_FP32's grid_sampler)
+        ("grid_sampler", Fp32),
         // fp32_set_opt_dtype
         ("softmax.int", Fp32SetOptDtype),
         ("log_softmax.int", Fp32SetOptDtype),

@@ -33,7 +33,9 @@ use crate::types::RustArg;
 // passes every argument on as it received it, like PyTorch's `at::redispatch`.
 //
 // Names. Options structs are named after the generated function in CamelCase
-// (`sum_dim_int_list` -> `SumDimIntListOptions`, `_to_copy` -> `ToCopyOptions`). An in-place
+// (`sum_dim_int_list` -> `SumDimIntListOptions`, `_to_copy` -> `ToCopyOptions`; an operator
+// with a leading `_` whose struct would be another operator's keeps it as `Underscore`:
+// `_embedding_bag` -> `UnderscoreEmbeddingBagOptions` beside `EmbeddingBagOptions`). An in-place
 // function keeps PyTorch's trailing `_` last: `add_` has `add_with_`, and its struct is
 // `AddInplaceOptions` (a trailing `_` has no CamelCase form). Generation fails rather than
 // emit two items of one name (a `_with` name or a struct name taken twice), or a parameter or

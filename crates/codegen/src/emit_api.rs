@@ -1,6 +1,6 @@
 //! The `ops` crate's generated API.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use crate::defaults::{defaults, emit_options, Defaults};
@@ -155,7 +155,8 @@ pub fn api(funcs: &[NativeFunction]) -> Result<String, String> {
     writeln!(w, "];\n").unwrap();
 
     let sigs: Result<Vec<Sig>, String> = funcs.iter().map(sig).collect();
-    let sigs = sigs?;
+    let mut sigs = sigs?;
+    underscore_options_names(funcs, &mut sigs);
 
     // Handles.
     writeln!(
@@ -461,6 +462,24 @@ fn autogen_out_kernel(w: &mut String, f: &NativeFunction, s: &Sig, functional: &
     .unwrap();
 }
 
+/// An operator named with a leading `_` whose options struct would take the name of another
+/// operator's (`_embedding_bag` and `embedding_bag`: both `EmbeddingBagOptions`) keeps the
+/// underscore as `Underscore` (`UnderscoreEmbeddingBagOptions`; Note [Operator API defaults]).
+fn underscore_options_names(funcs: &[NativeFunction], sigs: &mut [Sig]) {
+    let is_underscored = |f: &NativeFunction| f.api_name.trim_start_matches("r#").starts_with('_');
+    let others: HashSet<String> = funcs
+        .iter()
+        .zip(sigs.iter())
+        .filter(|(f, s)| !is_underscored(f) && !s.defaults.fields.is_empty())
+        .map(|(_, s)| s.defaults.options.clone())
+        .collect();
+    for (f, s) in funcs.iter().zip(sigs.iter_mut()) {
+        if is_underscored(f) && others.contains(&s.defaults.options) {
+            s.defaults.options = format!("Underscore{}", s.defaults.options);
+        }
+    }
+}
+
 /// Fails when a generated `_with` function or options struct would take a name another item
 /// has (Note [Operator API defaults]).
 fn check_names(funcs: &[NativeFunction], sigs: &[Sig]) -> Result<(), String> {
@@ -561,6 +580,13 @@ mod tests {
         )
         .unwrap();
         assert!(api(&f).unwrap_err().contains("`sum_with` is already taken"));
+        let f = parse_yaml(
+            "- func: _bag(Tensor w, int mode=0) -> Tensor\n- func: bag(Tensor w, int mode=0) -> Tensor\n",
+        )
+        .unwrap();
+        let code = api(&f).unwrap();
+        assert!(code.contains("pub struct UnderscoreBagOptions {"), "{code}");
+        assert!(code.contains("pub struct BagOptions {"), "{code}");
     }
 
     /// Note [Generated out= kernels]: the kernel calls the functional operator and writes each

@@ -1,8 +1,8 @@
 //! Switchboard's neural-network building blocks, after `torch.nn` and `torch.optim`:
 //!
 //! - [`Module`]s: [`Linear`] and [`Conv2d`] (PyTorch's default initialization from a seeded
-//!   generator), [`Embedding`], [`ReLU`], [`GELU`], [`Dropout`], [`Flatten`], [`Sequential`],
-//!   and [`mlp`] to stack them; [`BatchNorm2d`], [`GroupNorm`] and [`LayerNorm`];
+//!   generator), [`Embedding`], [`EmbeddingBag`], [`ReLU`], [`GELU`], [`Dropout`],
+//!   [`Flatten`], [`Sequential`], and [`mlp`] to stack them; [`BatchNorm2d`], [`GroupNorm`] and [`LayerNorm`];
 //!   [`AdaptiveAvgPool2d`], [`AvgPool2d`] and [`MaxPool2d`]; a small [`ResNet`] of
 //!   [`BasicBlock`]s; [`MultiheadAttention`] over [`scaled_dot_product_attention`] (PyTorch's
 //!   math path) and a decoder-only [`DecoderLm`] of [`DecoderBlock`]s; `train()` / `eval()`
@@ -45,6 +45,7 @@ mod clip_grad;
 mod conv;
 mod decoder;
 mod embedding;
+mod embedding_bag;
 mod init;
 mod lr_scheduler;
 mod module;
@@ -60,6 +61,7 @@ pub use clip_grad::clip_grad_norm_;
 pub use conv::{Conv2d, Conv2dOptions, Pair};
 pub use decoder::{DecoderBlock, DecoderLm};
 pub use embedding::Embedding;
+pub use embedding_bag::EmbeddingBag;
 pub use lr_scheduler::{cosine_schedule_with_warmup, cosine_with_warmup_factor, LambdaLR};
 pub use module::{mlp, Linear, Module, ReLU, Sequential};
 pub use norm::{BatchNorm2d, GroupNorm, LayerNorm};

@@ -10,7 +10,9 @@ mod indexing;
 mod linalg;
 mod nn;
 mod nn_distance;
+mod nn_embedding_bag;
 mod nn_fold;
+mod nn_grid_sampler;
 mod nn_norm;
 mod nn_padding;
 mod nn_pool;
@@ -42,6 +44,8 @@ pub fn register(r: &mut Registry) {
     nn_fold::register(r);
     nn_distance::register(r);
     nn_upsample::register(r);
+    nn_grid_sampler::register(r);
+    nn_embedding_bag::register(r);
     shape::register(r);
     diagonal::register(r);
     indexing::register(r);
