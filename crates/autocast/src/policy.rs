@@ -100,6 +100,13 @@ pub static CPU: BackendPolicy = BackendPolicy {
         ("grid_sampler_2d", Fp32),
         ("prod", Fp32),
         ("prod.dim_int", Fp32),
+        ("fft_fft", Fp32),
+        ("fft_ifft", Fp32),
+        ("fft_rfft", Fp32),
+        ("fft_irfft", Fp32),
+        ("fft_rfftn", Fp32),
+        ("fft_irfftn", Fp32),
+        ("view_as_complex", Fp32),
         // promote
         ("stack", Promote),
         ("cat", Promote),

@@ -26,24 +26,14 @@ impl Embedding {
         padding_idx: Option<i64>,
         generator: &Generator,
     ) -> Result<Embedding> {
-        let n = dimension("Embedding: num_embeddings", num_embeddings)?;
-        let d = dimension("Embedding: embedding_dim", embedding_dim)?;
-        let padding_idx = match padding_idx {
-            Some(p) if p >= 0 && p < n => Some(p),
-            Some(p) if p < 0 && p >= -n => Some(n + p),
-            Some(_) => {
-                return Err(value_error(
-                    "Padding_idx must be within num_embeddings".into(),
-                ))
-            }
-            None => None,
-        };
-        let weight = normal_parameter(&[n, d], generator)?;
-        if let Some(p) = padding_idx {
-            // `_fill_padding_idx_with_zero`.
-            let _guard = no_grad();
-            ops::zero_(&ops::select(&weight, 0, p)?)?;
-        }
+        let (weight, padding_idx) = embedding_weight(
+            "Embedding",
+            num_embeddings,
+            embedding_dim,
+            padding_idx,
+            "Padding_idx must be within num_embeddings",
+            generator,
+        )?;
         Ok(Embedding {
             weight,
             padding_idx,
@@ -54,6 +44,35 @@ impl Embedding {
     pub fn padding_idx(&self) -> Option<i64> {
         self.padding_idx
     }
+}
+
+/// The weight of an `Embedding` or `EmbeddingBag` (`module`): `[num_embeddings,
+/// embedding_dim]` drawn from `N(0, 1)`, the `padding_idx` row zeroed
+/// (`_fill_padding_idx_with_zero`), with `padding_idx` made non-negative. `out_of_range` is the
+/// module's message for a `padding_idx` outside the table (the two modules' differ in case, as
+/// PyTorch's).
+pub(crate) fn embedding_weight(
+    module: &str,
+    num_embeddings: usize,
+    embedding_dim: usize,
+    padding_idx: Option<i64>,
+    out_of_range: &str,
+    generator: &Generator,
+) -> Result<(Tensor, Option<i64>)> {
+    let n = dimension(&format!("{module}: num_embeddings"), num_embeddings)?;
+    let d = dimension(&format!("{module}: embedding_dim"), embedding_dim)?;
+    let padding_idx = match padding_idx {
+        Some(p) if p >= 0 && p < n => Some(p),
+        Some(p) if p < 0 && p >= -n => Some(n + p),
+        Some(_) => return Err(value_error(out_of_range.into())),
+        None => None,
+    };
+    let weight = normal_parameter(&[n, d], generator)?;
+    if let Some(p) = padding_idx {
+        let _guard = no_grad();
+        ops::zero_(&ops::select(&weight, 0, p)?)?;
+    }
+    Ok((weight, padding_idx))
 }
 
 impl Module for Embedding {

@@ -1,12 +1,11 @@
 //! [`EmbeddingBag`]: sums, means or maxima of bags of learnt vectors
 //! (`torch.nn.EmbeddingBag`), with `torch.nn.functional.embedding_bag`'s input handling.
 
-use switchboard_autograd::no_grad;
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, Generator, Tensor};
 
-use crate::init::{dimension, normal_parameter};
+use crate::embedding::embedding_weight;
 use crate::module::{moved, value_error, Module};
 
 /// `nn.EmbeddingBag`: `weight` (`[num_embeddings, embedding_dim]`, drawn from `N(0, 1)`,
@@ -30,24 +29,15 @@ impl EmbeddingBag {
         padding_idx: Option<i64>,
         generator: &Generator,
     ) -> Result<EmbeddingBag> {
-        let n = dimension("EmbeddingBag: num_embeddings", num_embeddings)?;
-        let d = dimension("EmbeddingBag: embedding_dim", embedding_dim)?;
         mode_number(mode)?;
-        let padding_idx = match padding_idx {
-            Some(p) if p >= 0 && p < n => Some(p),
-            Some(p) if p < 0 && p >= -n => Some(n + p),
-            Some(_) => {
-                return Err(value_error(
-                    "padding_idx must be within num_embeddings".into(),
-                ))
-            }
-            None => None,
-        };
-        let weight = normal_parameter(&[n, d], generator)?;
-        if let Some(p) = padding_idx {
-            let _guard = no_grad();
-            ops::zero_(&ops::select(&weight, 0, p)?)?;
-        }
+        let (weight, padding_idx) = embedding_weight(
+            "EmbeddingBag",
+            num_embeddings,
+            embedding_dim,
+            padding_idx,
+            "padding_idx must be within num_embeddings",
+            generator,
+        )?;
         Ok(EmbeddingBag {
             weight,
             mode: mode.to_owned(),
