@@ -38,9 +38,24 @@ pub(crate) fn find(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option
     rule
 }
 
+/// Composite operators that run their decomposition under vmap although their kind would
+/// derive a rule (functorch's `OP_DECOMPOSE` list): the `torch.fft` functions' `n`, `s` and
+/// `dim` (`None`: the last or every logical dimension) are not the dim rule's.
+const DECOMPOSED: &[&str] = &[
+    "fft_fft",
+    "fft_ifft",
+    "fft_rfft",
+    "fft_irfft",
+    "fft_rfftn",
+    "fft_irfftn",
+];
+
 fn derive(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option<Rule> {
     let name = op.name();
     let (base, overload) = (name.base_name(), name.overload_name());
+    if DECOMPOSED.contains(&base) {
+        return None;
+    }
     let written: Option<Rule> = match (base, overload) {
         ("mm" | "bmm" | "matmul" | "mv" | "dot", "") => Some(linalg::matmul_rule),
         ("addmm", "") => Some(linalg::addmm_rule),
@@ -62,6 +77,8 @@ fn derive(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option<Rule> {
         ("narrow", "Tensor") => Some(dims::narrow_tensor_rule),
         ("embedding", "") => Some(linalg::embedding_rule),
         ("gather" | "scatter" | "scatter_add", _) => Some(dims::index_like_rule),
+        // The batch in front leaves the last dimension (the real and imaginary parts) alone.
+        ("view_as_real" | "view_as_complex", "") => Some(dims::same_shape_rule),
         _ => None,
     };
     if written.is_some() {

@@ -56,8 +56,8 @@ fn argument_errors_name_the_argument() {
         "argument 'pad' (int[2]): cannot read \"1.5\": expected an int or a list of ints like \
          [1, 2]"
     );
-    assert!(echo("dtype=complex64").starts_with(
-        "argument 'dtype' (ScalarType?): cannot read \"complex64\": expected a dtype (uint8, int8"
+    assert!(echo("dtype=complex32").starts_with(
+        "argument 'dtype' (ScalarType?): cannot read \"complex32\": expected a dtype (uint8, int8"
     ));
     assert!(echo("device=gpu").starts_with("argument 'device' (Device?): cannot read \"gpu\""));
     assert!(echo("memory_format=nchw").contains("channels_last"));
