@@ -12,6 +12,7 @@ use switchboard_tensor::Tensor;
 
 use crate::autograd_meta;
 use crate::node::{err, lock};
+use crate::recording::differentiable;
 
 // Note [Forward-mode AD]
 // A dual tensor is a primal with a tangent for the active dual level, kept in its autograd
@@ -264,7 +265,7 @@ pub(crate) fn set_forward_grad(t: &Tensor, tangent: Tensor) -> Result<()> {
     let Some(level) = active_level_ignoring_suppression() else {
         return Ok(());
     };
-    if !t.dtype().is_floating_point() && !t.dtype().is_complex() {
+    if !differentiable(t) {
         return Ok(());
     }
     if tangent.sizes() != t.sizes() {
@@ -299,7 +300,7 @@ pub(crate) fn update_inplace_forward_grad(self_: &Tensor, new_tangent: Tensor) -
         return Ok(());
     }
     if let Some(base) = base_of(self_) {
-        if base.dtype().is_floating_point() || base.dtype().is_complex() {
+        if differentiable(&base) {
             let zeros = zeros_with_layout_of(&base)?;
             set_forward_grad(&base, zeros)?;
             if let Some(view) = view_of_base_forward_grad(self_, level) {
@@ -373,13 +374,13 @@ pub fn make_dual(primal: &Tensor, tangent: &Tensor, level: usize) -> Result<Tens
         ));
     };
     check_level(level)?;
-    if !primal.dtype().is_floating_point() && !primal.dtype().is_complex() {
+    if !differentiable(primal) {
         return Err(err(format!(
             "Expected primal to be floating point or complex, but got: {}",
             primal.dtype()
         )));
     }
-    if !tangent.dtype().is_floating_point() && !tangent.dtype().is_complex() {
+    if !differentiable(tangent) {
         return Err(err(format!(
             "Expected tangent to be floating point or complex, but got: {}",
             tangent.dtype()
