@@ -2,7 +2,7 @@
 //! `arange`, `scalar_tensor`, `*_like`, on CPU (real data) and other devices (metadata only).
 
 use crate::builder::{
-    check_in_bounds, check_sizes, default_key_set, storage_extent, TensorBuilder, ValidParts,
+    check_in_bounds, check_sizes, default_key_set, storage_extent, Dims, TensorBuilder, ValidParts,
     CPU_KEY_SET,
 };
 use switchboard_keys::DispatchKeySet;
@@ -77,12 +77,34 @@ fn contiguous_on(
     key_set: DispatchKeySet,
 ) -> Tensor {
     let numel = sizes.iter().product();
-    // Contiguous strides are contiguous: no need to check them again.
+    contiguous_with(
+        storage,
+        sizes,
+        layout::contiguous_strides(sizes),
+        numel,
+        dtype,
+        device,
+        key_set,
+    )
+}
+
+/// A tensor of `numel` elements over `storage`, whose sizes were checked, with contiguous
+/// strides (size-1 dimensions may have any stride): in bounds without a check.
+#[inline(always)]
+fn contiguous_with<S: Dims, T: Dims>(
+    storage: Storage,
+    sizes: S,
+    strides: T,
+    numel: i64,
+    dtype: ScalarType,
+    device: Device,
+    key_set: DispatchKeySet,
+) -> Tensor {
     Tensor::from_valid_parts_with(
         ValidParts {
             storage,
             sizes,
-            strides: layout::contiguous_strides(sizes),
+            strides,
             storage_offset: 0,
             dtype,
             device,
@@ -236,24 +258,8 @@ impl Tensor {
         } else {
             Storage::without_bytes(device, nbytes, dtype)
         };
-        // Contiguous strides (size-1 dimensions may have any stride) keep a contiguous
-        // tensor of `numel` elements in bounds.
-        Ok(Tensor::from_valid_parts_with(
-            ValidParts {
-                storage,
-                sizes,
-                strides,
-                storage_offset: 0,
-                dtype,
-                device,
-                key_set,
-                version: None,
-                payload: None,
-                payload_tag: 0,
-                wrapped_number: false,
-            },
-            numel,
-            true,
+        Ok(contiguous_with(
+            storage, sizes, strides, numel, dtype, device, key_set,
         ))
     }
 
