@@ -139,7 +139,8 @@ fn add_loop<T: CpuElement>(iter: &impl BinaryLoop, alpha: Scalar) -> Result<()> 
     if alpha == Acc::<T>::ONE {
         iter.for_each2(|a: T, b: T| T::from_acc(a.to_acc().add(b.to_acc())))
     } else {
-        iter.for_each2(move |a: T, b: T| T::from_acc(a.to_acc().add(alpha.mul(b.to_acc()))))
+        // One rounding, as PyTorch's kernel (Note [Fused multiply-add]).
+        iter.for_each2_fused(move |a: T, b: T| T::from_acc(b.to_acc().mul_add(alpha, a.to_acc())))
     }
 }
 

@@ -41,6 +41,11 @@ pub trait Num: Copy + Send + Sync + PartialOrd + Debug + Default + 'static {
     fn sub(self, o: Self) -> Self;
     /// `self * o`.
     fn mul(self, o: Self) -> Self;
+    /// `self * a + b`, rounded once for floats (Note [Fused multiply-add]).
+    #[inline]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        self.mul(a).add(b)
+    }
     /// True division for floats; truncating division for integers (callers rule out zero).
     fn div(self, o: Self) -> Self;
     /// Division rounded toward zero (`rounding_mode="trunc"`).
@@ -325,6 +330,7 @@ macro_rules! float_num {
             #[inline] fn add(self, o: Self) -> Self { self + o }
             #[inline] fn sub(self, o: Self) -> Self { self - o }
             #[inline] fn mul(self, o: Self) -> Self { self * o }
+            #[inline] fn mul_add(self, a: Self, b: Self) -> Self { $t::mul_add(self, a, b) }
             #[inline] fn div(self, o: Self) -> Self { self / o }
             #[inline] fn trunc_div(self, o: Self) -> Self { (self / o).trunc() }
             #[inline]

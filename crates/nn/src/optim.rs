@@ -108,21 +108,12 @@ impl Optimizer for Sgd {
                 g = ops::add_with(&g, p, ops::AddOptions::default().alpha(self.weight_decay))?;
             }
             if self.momentum != 0.0 {
+                // PyTorch's `buf.mul_(momentum).add_(grad, alpha=1 - dampening)`: the same two
+                // operators, so traces and rounding are PyTorch's.
                 let b = match buf {
                     None => buf.insert(ops::clone(&g)?.detach()),
-                    Some(b) if self.dampening == 0.0 => {
-                        // buf = g + momentum * buf: one pass over the buffer where
-                        // `buf.mul_(momentum).add_(g)` makes two (the same products and sums).
-                        ops::add_out_with(
-                            &g,
-                            b,
-                            b,
-                            ops::AddOutOptions::default().alpha(self.momentum),
-                        )?;
-                        b
-                    }
                     Some(b) => {
-                        ops::mul_scalar_(b, self.momentum)?;
+                        ops::mul_(b, &Tensor::wrapped_scalar(self.momentum))?;
                         ops::add_with_(
                             b,
                             &g,

@@ -193,13 +193,20 @@ fn a_training_step_replays_on_another_model_with_the_same_state() -> Result<()> 
     let loss = train_step(&traced_model, &mut traced_opt, &x, &y)?;
     let traced = tracer.finish(std::slice::from_ref(&loss))?;
     let eager_loss = train_step(&eager_model, &mut eager_opt, &x, &y)?;
-    // The momentum buffers were made before the trace: they are its constants.
-    assert_eq!(traced.constants().count(), 4);
+    // The momentum buffers were made before the trace: they are its constants, with the
+    // momentum each `buf.mul_(momentum)` reads as a wrapped number.
+    assert_eq!(traced.constants().count(), 8);
     let ops = traced.op_names();
     assert!(ops.contains(&"aten::threshold_backward".to_string()));
-    assert!(ops.contains(&"aten::add.out".to_string())); // the momentum update
-    assert_eq!(ops.last().unwrap(), "aten::add_.Tensor"); // p.add_(buf, alpha=-lr)
-                                                          // The graph on the third model's parameters: the same step.
+    // PyTorch's SGD from the second step on, per parameter: `buf.mul_(momentum).add_(grad)`,
+    // then `p.add_(buf, alpha=-lr)`.
+    let per_parameter = [
+        "aten::mul_.Tensor",
+        "aten::add_.Tensor",
+        "aten::add_.Tensor",
+    ];
+    assert_eq!(ops[ops.len() - 12..], per_parameter.repeat(4));
+    // The graph on the third model's parameters: the same step.
     let mut inputs = replay_model.parameters();
     inputs.extend([x.clone(), y.clone()]);
     let replayed = traced.run(&inputs)?;

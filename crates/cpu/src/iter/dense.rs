@@ -8,7 +8,7 @@ use switchboard_tensor::{Element, FixedAccess, ScalarType, Storage, Tensor, Tens
 use super::TensorIter;
 use crate::copy::cast;
 use crate::error::Result;
-use crate::loops::{parallel_for, row2, GRAIN_SIZE, STREAM_BYTES};
+use crate::loops::{parallel_for, row2, row2_fused, GRAIN_SIZE, STREAM_BYTES};
 use crate::promote::{ResultTypeState, DEFAULT_FLOAT};
 
 // Note [Dense binary loops]
@@ -51,6 +51,12 @@ pub trait BinaryLoop {
         &self,
         f: impl Fn(A, B) -> O + Sync,
     ) -> Result<()>;
+    /// [`for_each2`](Self::for_each2) for an `f` built on `mul_add` (Note [Fused
+    /// multiply-add]).
+    fn for_each2_fused<O: Element, A: Element, B: Element>(
+        &self,
+        f: impl Fn(A, B) -> O + Sync,
+    ) -> Result<()>;
 }
 
 impl BinaryLoop for TensorIter {
@@ -70,6 +76,14 @@ impl BinaryLoop for TensorIter {
         f: impl Fn(A, B) -> O + Sync,
     ) -> Result<()> {
         TensorIter::for_each2(self, f)
+    }
+
+    #[inline(always)]
+    fn for_each2_fused<O: Element, A: Element, B: Element>(
+        &self,
+        f: impl Fn(A, B) -> O + Sync,
+    ) -> Result<()> {
+        TensorIter::for_each2_fused(self, f)
     }
 }
 
@@ -228,6 +242,24 @@ impl<const MODE: u8> BinaryLoop for DenseBinary<'_, MODE> {
         &self,
         f: impl Fn(A, B) -> O + Sync,
     ) -> Result<()> {
+        self.for_each2_in::<false, O, A, B>(f)
+    }
+
+    #[inline(always)]
+    fn for_each2_fused<O: Element, A: Element, B: Element>(
+        &self,
+        f: impl Fn(A, B) -> O + Sync,
+    ) -> Result<()> {
+        self.for_each2_in::<true, O, A, B>(f)
+    }
+}
+
+impl<const MODE: u8> DenseBinary<'_, MODE> {
+    #[inline(always)]
+    fn for_each2_in<const FUSED: bool, O: Element, A: Element, B: Element>(
+        &self,
+        f: impl Fn(A, B) -> O + Sync,
+    ) -> Result<()> {
         let dt = self.out.dtype();
         if O::DTYPE != dt || A::DTYPE != dt || B::DTYPE != dt {
             return Err(type_error(dt, O::DTYPE, [A::DTYPE, B::DTYPE]));
@@ -257,14 +289,16 @@ impl<const MODE: u8> BinaryLoop for DenseBinary<'_, MODE> {
             // an input overlaps the output only element for element (`try_in_place`), which
             // `row2` allows.
             unsafe {
-                row2(
-                    len,
+                let (o, a, b) = (
                     ((po as *mut O).offset(s), 1),
                     ((pa as *const A).offset(s), 1),
                     ((pb as *const B).offset(s * sb), sb),
-                    &f,
-                    stream,
-                )
+                );
+                if FUSED {
+                    row2_fused(len, o, a, b, &f, stream)
+                } else {
+                    row2(len, o, a, b, &f, stream)
+                }
             }
         };
         if n <= GRAIN_SIZE {

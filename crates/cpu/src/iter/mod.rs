@@ -37,7 +37,7 @@ use switchboard_tensor::{Access, FixedAccess, ScalarType, StorageElement, Tensor
 use crate::copy::copy_into;
 use crate::error::Result;
 use crate::loops::{
-    for_each_row, parallel_for, row1, row2, row3, Geometry, GRAIN_SIZE, STREAM_BYTES,
+    for_each_row, parallel_for, row1, row2, row2_fused, row3, Geometry, GRAIN_SIZE, STREAM_BYTES,
 };
 
 /// A prepared elementwise loop (see the module docs). Run it with one of the `for_each*`
@@ -244,6 +244,23 @@ impl TensorIter {
         &self,
         f: impl Fn(A, B) -> O + Sync,
     ) -> Result<()> {
+        self.for_each2_in::<false, O, A, B>(f)
+    }
+
+    /// [`for_each2`](Self::for_each2) for an `f` built on `mul_add`, compiled with fused
+    /// multiply-add instructions where the CPU has them (Note [Fused multiply-add]).
+    pub fn for_each2_fused<O: StorageElement, A: StorageElement, B: StorageElement>(
+        &self,
+        f: impl Fn(A, B) -> O + Sync,
+    ) -> Result<()> {
+        self.for_each2_in::<true, O, A, B>(f)
+    }
+
+    #[inline(always)]
+    fn for_each2_in<const FUSED: bool, O: StorageElement, A: StorageElement, B: StorageElement>(
+        &self,
+        f: impl Fn(A, B) -> O + Sync,
+    ) -> Result<()> {
         let [a, b] = self.typed_inputs(O::DTYPE, [A::DTYPE, B::DTYPE])?;
         if !self.compute {
             return Ok(());
@@ -257,14 +274,16 @@ impl TensorIter {
         self.run::<3>(bytes, |n, [oo, oa, ob], [so, sa, sb], stream| {
             // SAFETY: as in `for_each1`.
             unsafe {
-                row2(
-                    n,
+                let (o, a, b) = (
                     ((po as *mut O).offset(oo), so),
                     ((pa as *const A).offset(oa), sa),
                     ((pb as *const B).offset(ob), sb),
-                    &f,
-                    stream,
-                )
+                );
+                if FUSED {
+                    row2_fused(n, o, a, b, &f, stream)
+                } else {
+                    row2(n, o, a, b, &f, stream)
+                }
             }
         });
         self.mark_written();
