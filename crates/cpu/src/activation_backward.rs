@@ -4,10 +4,10 @@
 //! without integer-to-float promotion, any strides, meta shapes); Half and BFloat16 compute in
 //! f32.
 
-use switchboard_tensor::{Scalar, ScalarType, Tensor};
+use switchboard_tensor::{Scalar, Tensor};
 
 use crate::binary::{acc_loop2, binary_op};
-use crate::dispatch_dtype::{Acc, CpuElement, Float, Num};
+use crate::dispatch_dtype::{scalar_in_opmath, Float, Num};
 use crate::error::Result;
 use crate::iter::BinaryLoop;
 use crate::unary::{GeluApproximate, FRAC_1_SQRT_2, SQRT_2_OVER_PI};
@@ -39,22 +39,11 @@ pub fn threshold_backward(
         false,
         |it| {
             dispatch_all_types!(it.common_dtype(), "threshold_cpu", T => {
-                let thr = threshold_in_opmath::<T>(threshold)?;
+                let thr = scalar_in_opmath::<T>(threshold)?;
                 acc_loop2::<T>(it, move |x, g| threshold_grad(thr, x, g))
             })
         },
     )
-}
-
-/// The threshold as PyTorch's kernel compares with it: `threshold.to<opmath_t>()`, checked,
-/// so float16/bfloat16 compare in float against the threshold's float value (not rounded
-/// to the element type) and other dtypes in their own type.
-fn threshold_in_opmath<T: CpuElement>(threshold: Scalar) -> Result<Acc<T>> {
-    if matches!(T::DTYPE, ScalarType::Half | ScalarType::BFloat16) {
-        let t = threshold.checked_to::<f32>()?;
-        return Ok(<Acc<T> as Num>::from_f64(f64::from(t)));
-    }
-    Ok(threshold.checked_to::<T>()?.to_acc())
 }
 
 #[inline]

@@ -419,6 +419,22 @@ impl FloatElement for bf16 {
     type F = f32;
 }
 
+/// A scalar argument as PyTorch's kernels read it, `scalar.to<opmath_t>()`: checked, and for
+/// float16/bfloat16 the float value (not rounded to the element type); other dtypes narrow to
+/// their own type.
+pub(crate) fn scalar_in_opmath<T: CpuElement>(
+    s: switchboard_tensor::Scalar,
+) -> crate::error::Result<Acc<T>> {
+    if matches!(
+        T::DTYPE,
+        switchboard_tensor::ScalarType::Half | switchboard_tensor::ScalarType::BFloat16
+    ) {
+        let v = s.checked_to::<f32>()?;
+        return Ok(<Acc<T> as Num>::from_f64(f64::from(v)));
+    }
+    Ok(s.checked_to::<T>()?.to_acc())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,3 +491,4 @@ mod tests {
         );
     }
 }
+

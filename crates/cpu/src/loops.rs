@@ -514,6 +514,57 @@ unsafe fn in_place_row2<O: Copy, A: Copy, B: Copy>(
     }
 }
 
+/// [`row3`] for element functions built on `mul_add` (Note [Fused multiply-add]).
+///
+/// # Safety
+/// See [`row3`].
+#[inline(always)]
+pub unsafe fn row3_fused<O, A, B, C>(
+    n: usize,
+    o: (*mut O, isize),
+    a: (*const A, isize),
+    b: (*const B, isize),
+    c: (*const C, isize),
+    f: &impl Fn(A, B, C) -> O,
+) where
+    O: Copy + Default,
+    A: Copy + Default,
+    B: Copy + Default,
+    C: Copy + Default,
+{
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the `fma` feature (checked); the rest is the caller's.
+        unsafe { row3_fma(n, o, a, b, c, f) };
+        return;
+    }
+    // SAFETY: the caller's guarantee.
+    unsafe { row3(n, o, a, b, c, f) }
+}
+
+/// [`row3`] compiled with fused multiply-add instructions.
+///
+/// # Safety
+/// See [`row3`]; and the CPU has the `fma` feature.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn row3_fma<O, A, B, C>(
+    n: usize,
+    o: (*mut O, isize),
+    a: (*const A, isize),
+    b: (*const B, isize),
+    c: (*const C, isize),
+    f: &impl Fn(A, B, C) -> O,
+) where
+    O: Copy + Default,
+    A: Copy + Default,
+    B: Copy + Default,
+    C: Copy + Default,
+{
+    // SAFETY: the caller's guarantee.
+    unsafe { row3(n, o, a, b, c, f) }
+}
+
 /// One row of a three-input loop: `out[i] = f(a[i], b[i], c[i])` (always blocked).
 ///
 /// # Safety

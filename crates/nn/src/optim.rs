@@ -284,44 +284,43 @@ impl Optimizer for Adam {
                 }),
             };
             s.step += 1;
+            // PyTorch's single-tensor Adam, operator for operator (a Python number as a
+            // wrapped number, as its binding passes it).
             if self.weight_decay != 0.0 {
                 if self.decoupled_weight_decay {
-                    ops::mul_scalar_(p, 1.0 - self.lr * self.weight_decay)?;
+                    let decay = 1.0 - self.lr * self.weight_decay;
+                    ops::mul_(p, &Tensor::wrapped_scalar(decay))?;
                 } else {
                     g = ops::add_with(&g, p, ops::AddOptions::default().alpha(self.weight_decay))?;
                 }
             }
-            // exp_avg.lerp_(g, 1 - beta1)
-            ops::mul_scalar_(&s.exp_avg, beta1)?;
-            ops::add_with_(
-                &s.exp_avg,
-                &g,
-                ops::AddInplaceOptions::default().alpha(1.0 - beta1),
-            )?;
-            // exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-            ops::mul_scalar_(&s.exp_avg_sq, beta2)?;
-            ops::add_with_(
+            ops::lerp_(&s.exp_avg, &g, 1.0 - beta1)?;
+            ops::mul_(&s.exp_avg_sq, &Tensor::wrapped_scalar(beta2))?;
+            ops::addcmul_with_(
                 &s.exp_avg_sq,
-                &ops::mul(&g, &g)?,
-                ops::AddInplaceOptions::default().alpha(1.0 - beta2),
+                &g,
+                &g,
+                ops::AddcmulInplaceOptions::default().value(1.0 - beta2),
             )?;
-            let bias_correction1 = 1.0 - beta1.powi(s.step);
-            let bias_correction2 = 1.0 - beta2.powi(s.step);
+            let bias_correction1 = 1.0 - beta1.powf(f64::from(s.step));
+            let bias_correction2 = 1.0 - beta2.powf(f64::from(s.step));
             let step_size = self.lr / bias_correction1;
-            // denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) + eps, with AMSGrad's
-            // maximum (updated in place, `torch.maximum(..., out=max_exp_avg_sq)`) instead.
+            // denom = sqrt(v) / sqrt(bias_correction2) + eps, with AMSGrad's maximum
+            // (`torch.maximum(..., out=max_exp_avg_sq)`) for v.
             let second = match &s.max_exp_avg_sq {
                 Some(max) => ops::maximum_out(max, &s.exp_avg_sq, max)?,
                 None => s.exp_avg_sq.clone(),
             };
-            let denom = ops::sqrt(&second)?;
-            ops::div_scalar_(&denom, bias_correction2.sqrt())?;
-            ops::add_scalar_(&denom, self.eps)?;
-            // p.addcdiv_(exp_avg, denom, value=-step_size)
-            ops::add_with_(
+            let denom = ops::div(
+                &ops::sqrt(&second)?,
+                &Tensor::wrapped_scalar(bias_correction2.powf(0.5)),
+            )?;
+            ops::add_(&denom, &Tensor::wrapped_scalar(self.eps))?;
+            ops::addcdiv_with_(
                 p,
-                &ops::div(&s.exp_avg, &denom)?,
-                ops::AddInplaceOptions::default().alpha(-step_size),
+                &s.exp_avg,
+                &denom,
+                ops::AddcdivInplaceOptions::default().value(-step_size),
             )?;
         }
         Ok(())

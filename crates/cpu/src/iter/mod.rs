@@ -37,7 +37,8 @@ use switchboard_tensor::{Access, FixedAccess, ScalarType, StorageElement, Tensor
 use crate::copy::copy_into;
 use crate::error::Result;
 use crate::loops::{
-    for_each_row, parallel_for, row1, row2, row2_fused, row3, Geometry, GRAIN_SIZE, STREAM_BYTES,
+    for_each_row, parallel_for, row1, row2, row2_fused, row3, row3_fused, Geometry, GRAIN_SIZE,
+    STREAM_BYTES,
 };
 
 /// A prepared elementwise loop (see the module docs). Run it with one of the `for_each*`
@@ -295,6 +296,32 @@ impl TensorIter {
         &self,
         f: impl Fn(A, B, C) -> O + Sync,
     ) -> Result<()> {
+        self.for_each3_in::<false, O, A, B, C>(f)
+    }
+
+    /// [`for_each3`](Self::for_each3) for an `f` built on `mul_add`, compiled with fused
+    /// multiply-add instructions where the CPU has them (Note [Fused multiply-add]).
+    pub fn for_each3_fused<O, A, B, C>(&self, f: impl Fn(A, B, C) -> O + Sync) -> Result<()>
+    where
+        O: StorageElement,
+        A: StorageElement,
+        B: StorageElement,
+        C: StorageElement,
+    {
+        self.for_each3_in::<true, O, A, B, C>(f)
+    }
+
+    #[inline(always)]
+    fn for_each3_in<const FUSED: bool, O, A, B, C>(
+        &self,
+        f: impl Fn(A, B, C) -> O + Sync,
+    ) -> Result<()>
+    where
+        O: StorageElement,
+        A: StorageElement,
+        B: StorageElement,
+        C: StorageElement,
+    {
         let [a, b, c] = self.typed_inputs(O::DTYPE, [A::DTYPE, B::DTYPE, C::DTYPE])?;
         if !self.compute {
             return Ok(());
@@ -310,14 +337,17 @@ impl TensorIter {
         self.run::<4>(0, |n, [oo, oa, ob, oc], st, _| {
             // SAFETY: as in `for_each1`.
             unsafe {
-                row3(
-                    n,
+                let (o, a, b, c) = (
                     ((po as *mut O).offset(oo), st[0]),
                     ((pa as *const A).offset(oa), st[1]),
                     ((pb as *const B).offset(ob), st[2]),
                     ((pc as *const C).offset(oc), st[3]),
-                    &f,
-                )
+                );
+                if FUSED {
+                    row3_fused(n, o, a, b, c, &f)
+                } else {
+                    row3(n, o, a, b, c, &f)
+                }
             }
         });
         self.mark_written();

@@ -19,6 +19,7 @@ mod nn_pool;
 mod nn_pool3d;
 mod nn_upsample;
 mod pointwise;
+mod pointwise_ops;
 mod random;
 mod reduction;
 mod rounding;
@@ -33,6 +34,7 @@ use crate::Registry;
 /// Adds every family's entries.
 pub fn register(r: &mut Registry) {
     pointwise::register(r);
+    pointwise_ops::register(r);
     reduction::register(r);
     cumulative::register(r);
     linalg::register(r);

@@ -241,3 +241,83 @@ unary_meta! {
     /// `silu`.
     silu;
 }
+
+/// `lerp`'s dtype checks: `end` has `self`'s dtype, and so has `weight` unless it is
+/// 0-dimensional (then it takes part in type promotion).
+pub fn lerp_same_dtypes(self_: &Tensor, end: &Tensor, weight: Option<&Tensor>) -> Result<()> {
+    let check = |other: &Tensor, name: &str| {
+        if self_.dtype() == other.dtype() {
+            return Ok(());
+        }
+        Err(TensorError::invalid(format!(
+            "expected dtype {} for `{name}` but got dtype {}",
+            self_.dtype().type_meta_name(),
+            other.dtype().type_meta_name()
+        )))
+    };
+    check(end, "end")?;
+    match weight {
+        Some(w) if w.dim() != 0 => check(w, "weight"),
+        _ => Ok(()),
+    }
+}
+
+/// `lerp.Scalar` (and `lerp_.Scalar`, `lerp.Scalar_out`).
+pub fn lerp_scalar(
+    self_: &Tensor,
+    end: &Tensor,
+    _weight: Scalar,
+    out: Option<&Tensor>,
+) -> Result<MetaOutput> {
+    lerp_same_dtypes(self_, end, None)?;
+    Elementwise::new(out, [self_, end]).compute()
+}
+
+/// `lerp.Tensor` (and `lerp_.Tensor`, `lerp.Tensor_out`).
+pub fn lerp_tensor(
+    self_: &Tensor,
+    end: &Tensor,
+    weight: &Tensor,
+    out: Option<&Tensor>,
+) -> Result<MetaOutput> {
+    lerp_same_dtypes(self_, end, Some(weight))?;
+    Elementwise::new(out, [self_, end, weight]).compute()
+}
+
+/// `addcmul` (and `addcmul_`, `addcmul.out`).
+pub fn addcmul(
+    self_: &Tensor,
+    tensor1: &Tensor,
+    tensor2: &Tensor,
+    _value: Scalar,
+    out: Option<&Tensor>,
+) -> Result<MetaOutput> {
+    Elementwise::new(out, [self_, tensor1, tensor2]).compute()
+}
+
+/// `addcdiv`'s refusal of integer division (two integer or bool operands).
+pub fn addcdiv_check(tensor1: &Tensor, tensor2: &Tensor) -> Result<()> {
+    if tensor1.dtype().is_integral(true) && tensor2.dtype().is_integral(true) {
+        return Err(TensorError::invalid(
+            "Integer division with addcdiv is no longer supported, and in a future  release \
+             addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv \
+             behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).\
+             to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for \
+             float inputs. The future addcdiv behavior is just the latter implementation: \
+             (input + value * tensor1 / tensor2), for all dtypes.",
+        ));
+    }
+    Ok(())
+}
+
+/// `addcdiv` (and `addcdiv_`, `addcdiv.out`).
+pub fn addcdiv(
+    self_: &Tensor,
+    tensor1: &Tensor,
+    tensor2: &Tensor,
+    _value: Scalar,
+    out: Option<&Tensor>,
+) -> Result<MetaOutput> {
+    addcdiv_check(tensor1, tensor2)?;
+    Elementwise::new(out, [self_, tensor1, tensor2]).compute()
+}
