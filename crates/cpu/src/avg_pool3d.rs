@@ -206,14 +206,17 @@ fn window(
     Some((range, divisor))
 }
 
-/// Runs `$body` with `$T` bound to the element type of `$dtype` for avg_pool3d's dtypes: the
-/// floating types and Long.
+/// Runs `$body` with `$T` bound to the element type of `$dtype` for avg_pool3d's dtypes:
+/// float, double and Long (PyTorch's CPU kernels have no float16 or bfloat16 loop).
 macro_rules! dispatch_avg_pool3d_types {
     ($dtype:expr, $name:expr, $T:ident => $body:expr) => {{
         match $dtype {
             ScalarType::Long => {
                 type $T = i64;
                 $body
+            }
+            dt @ (ScalarType::Half | ScalarType::BFloat16) => {
+                Err($crate::error::not_implemented($name, dt))
             }
             dt => dispatch_floating_types!(dt, $name, $T => $body),
         }

@@ -128,6 +128,13 @@ fn check(
         out_shape[d] = out;
         sizes.push((s[d], l, out));
     }
+    if k == 1 && sizes[0].2 < 1 {
+        // The 1-d pads' meta functions have their own message.
+        return Err(invalid(format!(
+            "input (W: {}) is too small. Calculated output W: {}",
+            sizes[0].0, sizes[0].2
+        )));
+    }
     if sizes.iter().any(|&(_, _, out)| out < 1) {
         let list = |f: &dyn Fn(&(i64, i64, i64)) -> i64| -> String {
             (0..k)

@@ -32,6 +32,7 @@ pub const UNSAMPLED: &[(&str, Unsampled)] = &[
     ("empty.memory_format", Unsampled::Uninitialized),
     ("empty_strided", Unsampled::Uninitialized),
     ("empty_like", Unsampled::Uninitialized),
+    ("new_empty_strided", Unsampled::Uninitialized),
     // A number read from the data: no Meta kernel (PyTorch's fail on meta tensors too).
     ("item", Unsampled::DataDependent),
     ("_local_scalar_dense", Unsampled::DataDependent),

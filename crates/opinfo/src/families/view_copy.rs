@@ -1,7 +1,9 @@
 //! The `*_copy` forms of the views: each takes its view's samples and flags (its results are
 //! new contiguous tensors, its errors the view's).
 
-use crate::Registry;
+use crate::sample::Sample;
+use crate::spec::t;
+use crate::{sample, Registry};
 
 /// Each view and its `*_copy` form.
 const VIEW_COPIES: &[(&str, &str)] = &[
@@ -30,6 +32,23 @@ pub fn register(r: &mut Registry) {
         };
         let mut entry = entry.clone();
         entry.name = copy;
+        if copy == "view_copy" {
+            entry = entry.samples(view_copy_samples());
+        }
         r.add(entry);
     }
+}
+
+/// `view`'s samples, but where the strides cannot express the shape `view_copy` reshapes (a
+/// copy) instead of failing, as PyTorch's does.
+fn view_copy_samples() -> Vec<Sample> {
+    vec![
+        sample![t(&[2, 3, 4]), [6i64, 4]],
+        sample![t(&[2, 3, 4]), [-1i64]],
+        sample![t(&[]), [1i64]],
+        sample![t(&[0, 3]), [3i64, 0]],
+        sample![t(&[2, 6]).strided(), [2i64, 3, 2]],
+        sample![t(&[3, 4]).transposed(), [12i64]],
+        sample![t(&[2, 3]), [4i64, -1]].error(),
+    ]
 }

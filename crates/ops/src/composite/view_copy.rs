@@ -3,7 +3,7 @@
 //! removes views (`functionalize(f, remove="mutations_and_views")`).
 
 use switchboard_dispatcher::Result;
-use switchboard_tensor::{MemoryFormat, ScalarType, Tensor};
+use switchboard_tensor::{MemoryFormat, RawOps, ScalarType, Tensor};
 
 /// The view's result as a new contiguous tensor.
 fn copied(view: Tensor) -> Result<Tensor> {
@@ -13,8 +13,12 @@ fn copied(view: Tensor) -> Result<Tensor> {
     )
 }
 
-/// `view_copy`.
+/// `view_copy`: as PyTorch's, a `reshape` (a contiguous copy) when the strides cannot express
+/// the shape as a view.
 pub fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    if self_.reshape_view(size)?.is_none() {
+        return crate::reshape(self_, size);
+    }
     copied(crate::view(self_, size)?)
 }
 
