@@ -139,6 +139,11 @@ fn view_call(op: &OperatorHandle, args: Stack) -> Result<Stack> {
     } else {
         None
     };
+    if copy.is_some() {
+        // The view's own checks, on Meta copies (a `*_copy` may accept more: `view_copy`
+        // reshapes what `view` refuses), as torchgen's functionalization kernels do.
+        check_on_meta(op, &plain)?;
+    }
     let mut out = call_plain(copy.as_ref().unwrap_or(op), plain.clone())?;
     let mut meta_args = plain;
     meta_args[self_index] = IValue::None;

@@ -79,4 +79,41 @@ pub fn register(r: &mut Registry) {
             ])
             .out(),
     );
+    let x = |s: &[i64]| t(s);
+    r.add(product("einsum").samples(vec![
+        sample!["ij,jk->ik", vec![x(&[2, 3]), x(&[3, 4])]],
+        sample!["bij,bjk->bik", vec![x(&[2, 2, 3]), x(&[2, 3, 4])]],
+        sample!["bhqd,bhkd->bhqk", vec![x(&[2, 2, 3, 4]), x(&[2, 2, 5, 4])]],
+        sample!["ij->ji", vec![x(&[2, 3])]],
+        sample!["ii->i", vec![x(&[3, 3])]],
+        sample!["ii", vec![x(&[3, 3])]],
+        sample!["i,j->ij", vec![x(&[2]), x(&[3])]],
+        sample!["...ij,...jk", vec![x(&[2, 2, 3]), x(&[3, 2])]],
+        sample!["i...j,j->i", vec![x(&[2, 3, 4]), x(&[4])]],
+        sample!["i...->...i", vec![x(&[2, 3, 4])]],
+        sample!["bA,bC", vec![x(&[3, 2]), x(&[3, 4])]],
+        sample!["ij,jk,kl->il", vec![x(&[2, 3]), x(&[3, 4]), x(&[4, 2])]],
+        sample!["iij->j", vec![x(&[3, 3, 2])]],
+        sample!["ij,jk->ik", vec![x(&[2, 1]), x(&[3, 4])]],
+        sample!["ij,ij->ij", vec![x(&[2, 3]), x(&[2, 3]).f64()]],
+        sample![
+            " i j , j k -> i k ",
+            vec![x(&[2, 3]), x(&[3, 4]).transposed()]
+        ],
+        sample!["ij,kl->", vec![x(&[2, 3]), x(&[3, 4])]],
+        sample!["ij,jk", vec![x(&[2, 3]), x(&[2, 3])]].error(),
+        sample!["ij->k", vec![x(&[2, 3])]].error(),
+        sample!["ij->ii", vec![x(&[2, 3])]].error(),
+        sample!["i1->i", vec![x(&[2, 3])]].error(),
+        sample!["i-->i", vec![x(&[2])]].error(),
+        sample!["ijk->", vec![x(&[2, 3])]].error(),
+        sample!["..i->i", vec![x(&[2])]].error(),
+        sample!["i.....->i", vec![x(&[2])]].error(),
+        sample!["i->i..", vec![x(&[2])]].error(),
+        sample!["ij,jk->ik", vec![x(&[2, 3])]].error(),
+        sample!["ij->ij", vec![x(&[2, 3]), x(&[2, 3])]].error(),
+        sample!["...i,...i->...", vec![x(&[2, 3]), x(&[4, 3])]].error(),
+        sample!["ii->i", vec![x(&[2, 3])]].error(),
+        sample!["i,i->", vec![x(&[3]), x(&[3]).f64()]].error(),
+    ]));
 }

@@ -18,6 +18,38 @@ pub fn register(r: &mut Registry) {
     pooling_and_softmax(r);
     losses(r);
     others(r);
+    one_hot(r);
+}
+
+fn one_hot(r: &mut Registry) {
+    let long2 = |v: &[f64]| {
+        t(&[2, 2])
+            .dtype(switchboard_tensor::ScalarType::Long)
+            .literal(v)
+    };
+    r.add(
+        OpInfo::new("one_hot", Family::Nn)
+            .samples(vec![
+                // Non-empty inputs read their values (min, max): Meta cannot run them.
+                sample![longs(&[0, 2, 1])].needs_data(),
+                sample![longs(&[0, 2, 1]), 5i64].needs_data(),
+                sample![long2(&[0.0, 3.0, 1.0, 1.0])].needs_data(),
+                sample![longs(&[]), 3i64],
+                sample![
+                    t(&[])
+                        .dtype(switchboard_tensor::ScalarType::Long)
+                        .literal(&[1.0]),
+                    3i64
+                ]
+                .needs_data(),
+                sample![longs(&[0, 2, 1]), 2i64].error().needs_data(),
+                sample![longs(&[0, 2, 1]), -2i64].error().needs_data(),
+                sample![longs(&[0, -2, 1])].error().needs_data(),
+                sample![longs(&[])].error(),
+                sample![t(&[3]).dtype(Int)].error(),
+            ])
+            .grad(Grad::None("an integer result")),
+    );
 }
 
 fn convolutions(r: &mut Registry) {
