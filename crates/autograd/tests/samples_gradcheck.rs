@@ -178,6 +178,8 @@ struct Checker {
     gradgradchecks: usize,
     forward_checks: usize,
     forward_unsupported: usize,
+    /// The operators that raised PyTorch's "Trying to use forward AD with ..." error.
+    without_forward_ad: std::collections::BTreeSet<String>,
 }
 
 impl Checker {
@@ -222,7 +224,10 @@ impl Checker {
             (Err(e), Forward::Unsupported | Forward::Composite)
                 if e.to_string().starts_with(unsupported) =>
             {
-                self.forward_unsupported += 1
+                self.forward_unsupported += 1;
+                let message = e.to_string();
+                let op = message[unsupported.len()..].split(' ').next().unwrap_or("");
+                self.without_forward_ad.insert(op.to_owned());
             }
             // Nothing to differentiate: no Jacobian-vector product was taken.
             (Ok(_), Forward::Unsupported) if inputs.iter().all(|t| t.numel() == 0) => {}
@@ -251,6 +256,7 @@ fn every_differentiable_entry_passes_gradcheck() {
         gradgradchecks: 0,
         forward_checks: 0,
         forward_unsupported: 0,
+        without_forward_ad: Default::default(),
     };
     for info in registry() {
         if !info.grad.checks() {
@@ -325,6 +331,11 @@ fn every_differentiable_entry_passes_gradcheck() {
     eprintln!(
         "{} gradchecks, {} gradgradchecks, {} forward-mode checks, {} without forward AD",
         c.gradchecks, c.gradgradchecks, c.forward_checks, c.forward_unsupported
+    );
+    eprintln!(
+        "{} operators without forward AD: {:?}",
+        c.without_forward_ad.len(),
+        c.without_forward_ad
     );
     assert!(c.gradchecks > 400, "{} gradchecks", c.gradchecks);
     assert!(
