@@ -229,3 +229,36 @@ fn nested_levels_keep_their_own_tangents() {
     drop(outer);
     assert!(forward_grad(&z).is_none());
 }
+
+#[test]
+fn clamp_by_tensors_takes_the_tangent_of_the_bound_it_took() {
+    // Below min, inside, above max, and crossed bounds (max wins), as PyTorch 2.15.
+    let _level = dual_level().unwrap();
+    let x = make_dual(
+        &t(&[-2., -0.5, 0.3, 1.5, 3.0], &[5]),
+        &t(&[1., 2., 3., 4., 5.], &[5]),
+        0,
+    )
+    .unwrap();
+    let lo = make_dual(
+        &t(&[-1., -1., 0.5, 0., 0.], &[5]),
+        &t(&[10., 20., 30., 40., 50.], &[5]),
+        0,
+    )
+    .unwrap();
+    let hi = make_dual(
+        &t(&[1., 1., 1., 1., -1.], &[5]),
+        &t(&[100., 200., 300., 400., 500.], &[5]),
+        0,
+    )
+    .unwrap();
+    let y = ops::clamp_tensor_with(
+        &x,
+        ops::ClampTensorOptions {
+            min: Some(&lo),
+            max: Some(&hi),
+        },
+    )
+    .unwrap();
+    close(&tangent(&y), &[10., 2., 30., 400., 500.]);
+}

@@ -383,3 +383,71 @@ fn per_sample_hessians_through_vmap() {
     }
     close(&hessians, &expected, "vmap(jacfwd(jacfwd))");
 }
+
+#[test]
+fn hessian_through_convolution_and_activation_backwards() {
+    // jacfwd(jacrev(f)) runs the forward formulas of convolution_backward, gelu_backward and
+    // elu_backward; PyTorch 2.15's `hessian` of sum(gelu(y) + elu(y)), y = conv2d(x, w).
+    let input = floats(
+        &[0.1, -0.2, 0.3, 0.4, 0.5, -0.6, 0.7, -0.8, 0.9],
+        &[1, 1, 3, 3],
+    );
+    let w = floats(
+        &[0.5, -0.25, 0.75, 1.0, -0.5, 0.3, 0.2, -0.1],
+        &[2, 1, 2, 2],
+    );
+    let net = |a: &[Tensor]| -> Result<Tensor> {
+        let y = ops::conv2d(&input, &a[0])?;
+        ops::sum(&ops::add(&ops::gelu(&y)?, &ops::elu(&y)?)?)
+    };
+    let h = hessian(net, &[w.clone()], 0).unwrap();
+    assert_eq!(h.sizes(), &[2, 1, 2, 2, 2, 1, 2, 2]);
+    let blocks: [[f32; 16]; 2] = [
+        [
+            0.428_587_68,
+            0.088_374_79,
+            0.133_119_34,
+            -0.117_494_76,
+            0.088_374_79,
+            0.700_014_9,
+            0.957_991_96,
+            -1.162_974_5,
+            0.133_119_4,
+            0.957_992,
+            1.466_144_6,
+            -1.568_233,
+            -0.117_494_76,
+            -1.162_974_6,
+            -1.568_233,
+            1.960_847_1,
+        ],
+        [
+            0.417_704,
+            -0.219_597_25,
+            -0.182_158_44,
+            0.369_347_93,
+            -0.219_597_25,
+            0.683_438_7,
+            0.716_517_3,
+            -1.144_874_3,
+            -0.182_158_5,
+            0.716_517_3,
+            1.466_242_3,
+            -1.017_469_6,
+            0.369_347_93,
+            -1.144_874_3,
+            -1.017_469_5,
+            1.983_311_3,
+        ],
+    ];
+    // The Hessian is block diagonal: each output channel's weights only meet each other.
+    let mut expected = [0f32; 64];
+    for (c, block) in blocks.iter().enumerate() {
+        for i in 0..4 {
+            for j in 0..4 {
+                expected[(c * 4 + i) * 8 + c * 4 + j] = block[i * 4 + j];
+            }
+        }
+    }
+    close(&h, &expected, "hessian of a conv + gelu + elu net");
+}
