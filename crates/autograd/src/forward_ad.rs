@@ -9,7 +9,10 @@ use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
 
-use crate::forward_grad::{forward_grad_at, has_own_forward_grad_at, hide_level_in, set_slot};
+use crate::forward_grad::{
+    check_tangent_size, forward_grad_at, has_own_forward_grad_at, hide_level_in,
+    set_forward_grad_at,
+};
 use crate::node::err;
 use crate::recording::differentiable;
 
@@ -297,20 +300,12 @@ fn make_dual_at(primal: &Tensor, tangent: &Tensor, id: u64) -> Result<Tensor> {
              same level 0 is not supported.",
         ));
     }
-    if tangent.sizes() != primal.sizes() {
-        return Err(err(format!(
-            "Trying to set a forward gradient that has a different size than that of the \
-             original Tensor, this is not supported. Tensor is of size {:?} while the given \
-             forward gradient is of size {:?}.",
-            primal.sizes(),
-            tangent.sizes()
-        )));
-    }
+    check_tangent_size(primal, tangent)?;
     let dual = {
         let _outer = outer_levels_only(id);
         ops::alias(primal)?
     };
-    set_slot(&dual, id, tangent.clone());
+    set_forward_grad_at(&dual, id, tangent.clone())?;
     Ok(dual)
 }
 

@@ -188,22 +188,68 @@ pub(crate) fn tangent_or_zeros(tangent: &Option<Tensor>, primal: &Tensor) -> Res
     }
 }
 
-/// Attaches `tangent` to `t` at `level` (an output of a kernel).
+/// Attaches `tangent` to `t` at `level` (an output of a kernel), in `t`'s layout (Note
+/// [Tangent layout]).
 pub(crate) fn set_forward_grad_at(t: &Tensor, level: u64, tangent: Tensor) -> Result<()> {
     if !differentiable(t) {
         return Ok(());
     }
-    if tangent.sizes() != t.sizes() {
+    check_tangent_size(t, &tangent)?;
+    let tangent = in_layout_of(tangent, t, level)?;
+    set_slot(t, level, tangent);
+    Ok(())
+}
+
+/// PyTorch's error for a tangent whose sizes are not its primal's.
+pub(crate) fn check_tangent_size(primal: &Tensor, tangent: &Tensor) -> Result<()> {
+    if tangent.sizes() != primal.sizes() {
         return Err(err(format!(
             "Trying to set a forward gradient that has a different size than that of the \
              original Tensor, this is not supported. Tensor is of size {:?} while the given \
              forward gradient is of size {:?}.",
-            t.sizes(),
+            primal.sizes(),
             tangent.sizes()
         )));
     }
-    set_slot(t, level, tangent);
     Ok(())
+}
+
+// Note [Tangent layout]
+// A view of a dual tensor takes the same view of its tangent (`auto_linear`), which is only
+// valid for every view of the primal if the tangent has the primal's layout: PyTorch's
+// `set_fw_grad` copies a tangent of another layout into one with the primal's strides
+// ("the basic layout constraint"). The same here, with one difference: a primal whose
+// elements overlap (an expansion over a batch, stride 0, which `vmap(grad)` and `jvp` under
+// `vmap` make of shared inputs) cannot hold a tangent that differs along that batch in its
+// own layout, so its tangent is made contiguous instead, which every view accepts.
+
+/// Whether `a` and `b` have the same sizes and the same strides where a size exceeds one (the
+/// strides a view depends on).
+fn same_layout(a: &Tensor, b: &Tensor) -> bool {
+    a.sizes() == b.sizes()
+        && a.sizes()
+            .iter()
+            .zip(a.strides().iter().zip(b.strides()))
+            .all(|(&size, (x, y))| size <= 1 || x == y)
+}
+
+/// `tangent` in the layout of `primal` (Note [Tangent layout]); copied, with the levels outside
+/// `level` visible so that the copy keeps the tangent's own tangents.
+fn in_layout_of(tangent: Tensor, primal: &Tensor, level: u64) -> Result<Tensor> {
+    if same_layout(&tangent, primal) {
+        return Ok(tangent);
+    }
+    let _outer = outer_levels_only(level);
+    if !primal.is_non_overlapping_and_dense() {
+        return ops::contiguous(&tangent);
+    }
+    let copy = ops::empty_strided_with(
+        primal.sizes(),
+        primal.strides(),
+        ops::EmptyStridedOptions::default().dtype(tangent.dtype()),
+    )?;
+    ops::copy_(&copy, &tangent)?;
+    Ok(copy)
 }
 
 /// Updates the tangent at `level` of `self_`, just written in place, to `new_tangent` (Note

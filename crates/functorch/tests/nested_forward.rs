@@ -451,3 +451,41 @@ fn hessian_through_convolution_and_activation_backwards() {
     }
     close(&h, &expected, "hessian of a conv + gelu + elu net");
 }
+
+#[test]
+fn per_sample_hessians_of_a_shared_parameter() {
+    // vmap(hessian(f), in_dims=(None, 0)): the parameter is shared by the samples, so grad
+    // lifts it to an expanded leaf (a product with it folds the batch, Note [Products with
+    // shared operands]) that carries jacfwd's tangent. Against a loop of hessians, and two
+    // of PyTorch 2.15's values.
+    let xs = floats(&[0.5, -1., 2., 1., 0.25, -0.5], &[2, 3]);
+    let w = floats(&[0.1, -0.2, 0.3, 0.4, -0.5, 0.6], &[3, 2]);
+    let f = |a: &[Tensor]| -> Result<Tensor> {
+        ops::sum(&ops::tanh(&ops::matmul(
+            &ops::unsqueeze(&a[1], 0)?,
+            &a[0],
+        )?)?)
+    };
+    let batched = switchboard_functorch::vmap(
+        |a| hessian(f, a, 0),
+        &[None, Some(0)],
+        &[w.clone(), xs.clone()],
+    )
+    .unwrap();
+    assert_eq!(batched.sizes(), &[2, 3, 2, 3, 2]);
+    let looped: Vec<Tensor> = (0..2)
+        .map(|b| hessian(f, &[w.clone(), ops::select(&xs, 0, b).unwrap()], 0).unwrap())
+        .collect();
+    let looped = ops::stack(&looped).unwrap();
+    close(
+        &batched,
+        &looped.to_vec::<f32>().unwrap(),
+        "vmap(hessian) == loop",
+    );
+    let values = batched.to_vec::<f32>().unwrap();
+    close(
+        &floats(&[values[0], values[36]], &[2]),
+        &[0.118_935_67, -0.673_176_6],
+        "PyTorch's values",
+    );
+}
