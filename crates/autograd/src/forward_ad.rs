@@ -239,15 +239,15 @@ pub(crate) fn without_forward_grad<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The id of the level the raw API's index `level` names: the innermost visible one.
-fn level_id(level: usize, what: &str) -> Result<u64> {
+/// The raw API's level index: 0, its only level (the innermost visible one).
+fn check_level_index(level: usize) -> Result<()> {
     if level != 0 {
         return Err(err(format!(
             "Trying to use forward AD level {level} but only level 0 exists: nested forward mode \
              AD is not supported at the moment"
         )));
     }
-    innermost_visible_level().ok_or_else(|| err(what.to_owned()))
+    Ok(())
 }
 
 /// PyTorch's error for an operator without a forward formula.
@@ -273,11 +273,13 @@ pub(crate) fn forward_ad_out_error(op: &str) -> switchboard_dispatcher::Dispatch
 /// view of `primal` (sharing its backward history, and its tangents at the outer levels)
 /// carrying the tangent.
 pub fn make_dual(primal: &Tensor, tangent: &Tensor, level: usize) -> Result<Tensor> {
-    let id = level_id(
-        level,
-        "Trying to create a dual Tensor for forward AD but no level exists, make sure to \
-         enter_dual_level() first.",
-    )?;
+    check_level_index(level)?;
+    let Some(id) = innermost_visible_level() else {
+        return Err(err(
+            "Trying to create a dual Tensor for forward AD but no level exists, make sure to \
+             enter_dual_level() first.",
+        ));
+    };
     make_dual_at(primal, tangent, id)
 }
 
@@ -313,11 +315,11 @@ fn make_dual_at(primal: &Tensor, tangent: &Tensor, id: u64) -> Result<Tensor> {
 /// tangent at `level`, if any.
 /// Outside any level the tensor is its own primal, as in PyTorch.
 pub fn unpack_dual(t: &Tensor, level: usize) -> Result<(Tensor, Option<Tensor>)> {
-    if level == 0 && innermost_visible_level().is_none() {
-        return Ok((t.clone(), None));
+    check_level_index(level)?;
+    match innermost_visible_level() {
+        Some(id) => unpack_dual_at(t, id),
+        None => Ok((t.clone(), None)),
     }
-    let id = level_id(level, "")?;
-    unpack_dual_at(t, id)
 }
 
 fn unpack_dual_at(t: &Tensor, id: u64) -> Result<(Tensor, Option<Tensor>)> {
