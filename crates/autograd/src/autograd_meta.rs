@@ -45,9 +45,9 @@ pub(crate) struct MetaInner {
     /// name and the view's index among them (PyTorch's `CreationMeta::MULTI_OUTPUT_NODE`,
     /// which refuses recorded in-place writes through it).
     pub multi_output: Option<(&'static str, u32)>,
-    /// The forward-mode tangent and the id of the dual level it was set at, in a slot a
-    /// saved output's alias shares (Note [Forward-mode AD]).
-    pub forward_grad: Option<Arc<crate::forward_ad::ForwardGradSlot>>,
+    /// The forward-mode tangents by dual level id, in a slot a saved output's alias shares
+    /// (Note [Forward-mode AD]).
+    pub forward_grad: Option<Arc<crate::forward_grad::ForwardGradSlot>>,
 }
 
 impl MetaInner {

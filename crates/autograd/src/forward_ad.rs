@@ -1,125 +1,198 @@
 //! Forward-mode AD (PyTorch's `torch.autograd.forward_ad` and `forward_grad.h`): dual levels,
-//! tangents kept on a tensor's autograd metadata, `make_dual` / `unpack_dual`, and what the
-//! generated Autograd kernels call to read input tangents and attach output tangents.
+//! `make_dual` / `unpack_dual`, and which levels the generated Autograd kernels see. The
+//! tangents themselves live in `forward_grad`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
 
-use crate::autograd_meta;
-use crate::node::{err, lock};
+use crate::forward_grad::{
+    check_tangent_size, forward_grad_at, has_own_forward_grad_at, hide_level_in,
+    set_forward_grad_at,
+};
+use crate::node::err;
 use crate::recording::differentiable;
 
 // Note [Forward-mode AD]
-// A dual tensor is a primal with a tangent for the active dual level, kept in its autograd
-// metadata (`MetaInner::forward_grad`) with the id of the level it was set at. As in PyTorch,
-// one level can be active at a time, entered by `enter_dual_level` and left by
-// `exit_dual_level` (or the `dual_level` guard); entering a second one is PyTorch's "Nested
-// forward mode AD is not supported at the moment". Unlike PyTorch's, whose level is
-// process-wide, the level is per thread, as the transform layers (`jvp`) that use it are:
-// transforms running on two threads at once each get their own. Leaving a level makes every tangent set
-// at it unreachable: a tangent is only returned while its level's id is the active one, and
-// the stale value is dropped the next time it is looked at (PyTorch clears them eagerly; the
-// values here live until then, which nothing observes).
+// A dual tensor is a primal with a tangent for a dual level, kept in its autograd metadata
+// (`MetaInner::forward_grad`, a small map from level id to tangent). Levels form a stack per
+// thread, outermost first; each has an id, never reused, and an inner level's id is larger
+// than an outer one's. The raw API (`enter_dual_level`, `dual_level`) is PyTorch's
+// `torch.autograd.forward_ad`, which supports one level at a time: entering a second one is
+// PyTorch's "Nested forward mode AD is not supported at the moment". The function transforms
+// nest their levels (`DualLevel::nested`, one per `torch.func.jvp`), as functorch gives each
+// `jvp` its own level through its dynamic layer stack. Unlike PyTorch's, whose level is
+// process-wide, levels are per thread, as the transform layers (`jvp`) that use them are. A
+// tangent is only returned while its level is on the stack; the value of a level that was left
+// is dropped the next time it is looked at (PyTorch clears them eagerly; nothing observes the
+// difference).
 //
 // Tensors with a tangent set the `FORWARD_GRAD` bit of their autograd flags (Note
 // [requires_grad hint] in switchboard-tensor), which the generated kernels' fast path tests
 // with the `requires_grad` bit in the same load: with no dual tensor around, forward AD costs
-// nothing. A kernel that finds the bit on an input reads the input tangents (`forward_grad`),
-// runs the operator as usual (recording its backward node if needed), then evaluates the
-// `result:` formula of derivatives.yaml and attaches the output tangent (`set_forward_grad`).
-// The formula runs with tangent propagation switched off on this thread
-// (`ForwardGradSuppressed`): it computes with primals that are dual tensors themselves, whose
-// tangents must not flow into the tangent being computed (PyTorch's formulas read
-// `_fw_primal(level)`, a view without the tangent). Backward recording stays on, so that a
-// tangent computed from inputs that require grad can be differentiated (reverse over
+// nothing. A kernel that finds the bit on an input takes the innermost visible level at which
+// an input has a tangent, hides that level and the inner ones (`outer_levels_only`), runs the
+// operator (which, re-entering the kernel, computes the outer levels' tangents and records the
+// backward node if needed), evaluates the `result:` formula of derivatives.yaml on the inputs'
+// primals and tangents, and attaches the output's tangent at that level. The formula's
+// operators run with the outer levels visible, so the tangent is itself a dual tensor of the
+// outer levels: `jvp(jvp(f))` and `jacfwd(jacfwd(f))` give second derivatives, as PyTorch's
+// nested levels do (its formulas read `_fw_primal(level)`, a view without the level's
+// tangent, on tensors that are duals of the outer levels). With one level, hiding it hides
+// every level: the formula's operators make no tangents. Backward recording stays on, so that
+// a tangent computed from inputs that require grad can be differentiated (reverse over
 // forward), and forward propagation works under `no_grad`, as PyTorch's.
 //
-// Views and in-place writes follow PyTorch's rules: a view's formula (`auto_linear`) is the
-// view operator applied to the tangent, so the view's tangent is a view of its base's; a view
-// without a tangent of its own whose base has one gets the matching `as_strided` view of the
-// base's tangent. An in-place operator computes the new tangent and copies it into the
-// existing one (so a write through a view updates its base's tangent), or, when `self` had
-// none, attaches it (a view of a base without a tangent first gives its base a zero tangent,
-// and takes its own as a view of it).
+// Views and in-place writes follow PyTorch's rules (`forward_grad`): a view's formula
+// (`auto_linear`) is the view operator applied to the tangent, so the view's tangent is a view
+// of its base's; a view without a tangent of its own whose base has one gets the matching
+// `as_strided` view of the base's tangent. An in-place operator computes the new tangent and
+// copies it into the existing one (so a write through a view updates its base's tangent), or,
+// when `self` had none, attaches it (a view of a base without a tangent first gives its base a
+// zero tangent, and takes its own as a view of it).
 
 /// The id the next dual level gets (ids are never reused, so a tangent of a level that was
-/// left can never be taken for one of a later level).
+/// left can never be taken for one of a later level, and inner levels have larger ids).
 static NEXT_LEVEL: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// The id of this thread's active dual level; 0 when none is.
-    static ACTIVE_LEVEL: Cell<u64> = const { Cell::new(0) };
-    static SUPPRESSED: Cell<bool> = const { Cell::new(false) };
+    /// The ids of this thread's active dual levels, outermost first.
+    static LEVELS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// Levels whose id is at least this are hidden from the kernels (`u64::MAX`: none; 0: all).
+    static HIDDEN_FROM: Cell<u64> = const { Cell::new(u64::MAX) };
 }
 
-/// The id of the active dual level, if one is active and propagation is not switched off on
-/// this thread.
-fn active_level() -> Option<u64> {
-    if SUPPRESSED.with(Cell::get) {
-        return None;
-    }
-    active_level_ignoring_suppression()
+/// The innermost active level the kernels see, if any.
+pub(crate) fn innermost_visible_level() -> Option<u64> {
+    let hidden_from = HIDDEN_FROM.with(Cell::get);
+    LEVELS.with(|l| {
+        l.borrow()
+            .iter()
+            .rev()
+            .copied()
+            .find(|&id| id < hidden_from)
+    })
+}
+
+/// The levels the kernels see, innermost first.
+pub(crate) fn visible_levels() -> Vec<u64> {
+    let hidden_from = HIDDEN_FROM.with(Cell::get);
+    LEVELS.with(|l| {
+        l.borrow()
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&id| id < hidden_from)
+            .collect()
+    })
+}
+
+/// Whether level `id` is still on this thread's stack (hidden or not).
+pub(crate) fn level_is_active(id: u64) -> bool {
+    LEVELS.with(|l| l.borrow().contains(&id))
+}
+
+/// Whether any level is on this thread's stack, hidden or not.
+pub(crate) fn any_level_active() -> bool {
+    LEVELS.with(|l| !l.borrow().is_empty())
+}
+
+/// Whether a kernel must compute tangents: a level is active and visible.
+pub(crate) fn forward_ad_enabled() -> bool {
+    innermost_visible_level().is_some()
+}
+
+fn push_level() -> u64 {
+    let id = NEXT_LEVEL.fetch_add(1, Ordering::Relaxed);
+    LEVELS.with(|l| l.borrow_mut().push(id));
+    id
 }
 
 /// Enters a new dual level (`torch.autograd.forward_ad.enter_dual_level`); returns its index
-/// (0: PyTorch supports one level at a time).
+/// (0: PyTorch's raw API supports one level at a time).
 pub fn enter_dual_level() -> Result<usize> {
-    if ACTIVE_LEVEL.with(Cell::get) != 0 {
+    if any_level_active() {
         return Err(err("Nested forward mode AD is not supported at the moment"));
     }
-    let id = NEXT_LEVEL.fetch_add(1, Ordering::Relaxed);
-    ACTIVE_LEVEL.with(|l| l.set(id));
+    push_level();
     Ok(0)
 }
 
 /// Leaves dual level `level` (`exit_dual_level`): the tangents set at it are gone.
 pub fn exit_dual_level(level: usize) -> Result<()> {
-    if ACTIVE_LEVEL.with(Cell::get) == 0 {
+    let depth = LEVELS.with(|l| l.borrow().len());
+    if depth == 0 {
         return Err(err(
             "Trying to exit a forward AD level that does not exist.",
         ));
     }
-    if level != 0 {
+    if level != 0 || depth > 1 {
         return Err(err(
             "Trying to exit a forward AD level that was not the last one that was created. This \
              is not supported.",
         ));
     }
-    ACTIVE_LEVEL.with(|l| l.set(0));
+    LEVELS.with(|l| l.borrow_mut().pop());
     Ok(())
 }
 
-/// A dual level, left when dropped (`with torch.autograd.forward_ad.dual_level():`); it
-/// belongs to the thread that entered it.
+/// A dual level, left when dropped (`with torch.autograd.forward_ad.dual_level():`, or one
+/// `torch.func.jvp`'s level); it belongs to the thread that entered it.
 pub struct DualLevel {
-    level: usize,
+    id: u64,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl DualLevel {
     /// Enters a dual level (see [`enter_dual_level`]).
     pub fn new() -> Result<DualLevel> {
+        enter_dual_level()?;
+        let id = LEVELS.with(|l| *l.borrow().last().expect("just entered"));
         Ok(DualLevel {
-            level: enter_dual_level()?,
+            id,
             _not_send: std::marker::PhantomData,
         })
     }
 
-    /// The level's index, for [`make_dual`] and [`unpack_dual`].
+    /// Enters a dual level inside the active ones (a function transform's: each `jvp` has its
+    /// own, see Note [Forward-mode AD]). The raw API refuses to nest; the transforms do not.
+    pub fn nested() -> DualLevel {
+        DualLevel {
+            id: push_level(),
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    /// The level's index for [`make_dual`] and [`unpack_dual`] (0: the raw API's only level).
     pub fn level(&self) -> usize {
-        self.level
+        0
+    }
+
+    /// A dual tensor of `primal` with tangent `tangent` at this level (see [`make_dual`]).
+    pub fn make_dual(&self, primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
+        make_dual_at(primal, tangent, self.id)
+    }
+
+    /// The primal of `t` (a view without this level's tangent) and its tangent at this level
+    /// (see [`unpack_dual`]).
+    pub fn unpack_dual(&self, t: &Tensor) -> Result<(Tensor, Option<Tensor>)> {
+        unpack_dual_at(t, self.id)
     }
 }
 
 impl Drop for DualLevel {
     fn drop(&mut self) {
-        // The level is the active one: it was entered by `new` and only this guard leaves it.
-        let _ = exit_dual_level(self.level);
+        // Levels are left in the reverse order they were entered: this one is the innermost
+        // unless an inner guard leaked, whose levels go with it.
+        LEVELS.with(|l| {
+            let mut l = l.borrow_mut();
+            if let Some(at) = l.iter().position(|&id| id == self.id) {
+                l.truncate(at);
+            }
+        });
     }
 }
 
@@ -128,33 +201,46 @@ pub fn dual_level() -> Result<DualLevel> {
     DualLevel::new()
 }
 
-/// Switches tangent propagation off on this thread while alive (Note [Forward-mode AD]).
-pub(crate) struct ForwardGradSuppressed {
-    was: bool,
+/// Hides levels from the kernels while alive (Note [Forward-mode AD]).
+pub(crate) struct HiddenLevels {
+    was: u64,
 }
 
-impl ForwardGradSuppressed {
-    pub(crate) fn new() -> ForwardGradSuppressed {
-        ForwardGradSuppressed {
-            was: SUPPRESSED.with(|s| s.replace(true)),
+impl HiddenLevels {
+    fn hide_from(id: u64) -> HiddenLevels {
+        HiddenLevels {
+            was: HIDDEN_FROM.with(|h| h.replace(h.get().min(id))),
         }
     }
 }
 
-impl Drop for ForwardGradSuppressed {
+impl Drop for HiddenLevels {
     fn drop(&mut self) {
         let was = self.was;
-        SUPPRESSED.with(|s| s.set(was));
+        HIDDEN_FROM.with(|h| h.set(was));
     }
+}
+
+/// Switches tangent propagation off on this thread while the guard lives: every level is
+/// hidden.
+pub(crate) fn hide_all_levels() -> HiddenLevels {
+    HiddenLevels::hide_from(0)
+}
+
+/// Hides level `id` and the levels inside it while the guard lives: operators compute the
+/// tangents of the outer levels only (those of a formula computing the tangent at `id`).
+pub(crate) fn outer_levels_only(id: u64) -> HiddenLevels {
+    HiddenLevels::hide_from(id)
 }
 
 /// Runs `f` with tangent propagation off: its operators make no tangents.
 pub(crate) fn without_forward_grad<R>(f: impl FnOnce() -> R) -> R {
-    let _guard = ForwardGradSuppressed::new();
+    let _guard = hide_all_levels();
     f()
 }
 
-fn check_level(level: usize) -> Result<()> {
+/// The raw API's level index: 0, its only level (the innermost visible one).
+fn check_level_index(level: usize) -> Result<()> {
     if level != 0 {
         return Err(err(format!(
             "Trying to use forward AD level {level} but only level 0 exists: nested forward mode \
@@ -162,187 +248,6 @@ fn check_level(level: usize) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// `t`'s tangent at the active level (PyTorch's `_fw_grad`): its own, or for a view without
-/// one, the view of its base's (Note [Forward-mode AD]).
-pub fn forward_grad(t: &Tensor) -> Option<Tensor> {
-    if !t.forward_grad_hint() {
-        return None;
-    }
-    let level = active_level()?;
-    own_forward_grad(t, level).or_else(|| view_of_base_forward_grad(t, level))
-}
-
-fn own_forward_grad(t: &Tensor, level: u64) -> Option<Tensor> {
-    let slot = autograd_meta::read(t, |m| m.forward_grad.clone()).flatten()?;
-    let (tangent, stale) = {
-        let mut g = lock(&slot);
-        match &*g {
-            Some((l, tangent)) if *l == level => (Some(tangent.clone()), false),
-            Some(_) => {
-                *g = None;
-                (None, true)
-            }
-            None => (None, false),
-        }
-    };
-    if stale {
-        let base_has_one = base_of(t).is_some_and(|b| b.forward_grad_hint());
-        if !base_has_one {
-            t.set_forward_grad_hint(false);
-        }
-    }
-    tangent
-}
-
-fn base_of(t: &Tensor) -> Option<Tensor> {
-    autograd_meta::read(t, |m| m.base.clone()).flatten()
-}
-
-fn view_of_base_forward_grad(t: &Tensor, level: u64) -> Option<Tensor> {
-    let base = base_of(t)?;
-    let base_tangent = own_forward_grad(&base, level)?;
-    if base_tangent.sizes() != base.sizes() || base_tangent.strides() != base.strides() {
-        return None;
-    }
-    let offset = t.storage_offset() - base.storage_offset() + base_tangent.storage_offset();
-    let view = without_forward_grad(|| {
-        ops::as_strided_with(
-            &base_tangent,
-            t.sizes(),
-            t.strides(),
-            ops::AsStridedOptions {
-                storage_offset: Some(offset),
-            },
-        )
-    })
-    .ok()?;
-    set_slot(t, level, view.clone());
-    Some(view)
-}
-
-/// Where a tensor's tangent is kept: the id of its dual level and the tangent.
-pub(crate) type ForwardGradSlot = Mutex<Option<(u64, Tensor)>>;
-
-/// Sets `t`'s tangent at `level`, in its slot (shared with the aliases saved of it).
-fn set_slot(t: &Tensor, level: u64, tangent: Tensor) {
-    autograd_meta::with(t, |m| match &m.forward_grad {
-        Some(slot) => *lock(slot) = Some((level, tangent)),
-        None => m.forward_grad = Some(Arc::new(Mutex::new(Some((level, tangent))))),
-    });
-    t.set_forward_grad_hint(true);
-}
-
-/// Makes `alias` (an output's alias saved by its backward node, which the output's tangent
-/// is set after) share `output`'s tangent slot while a dual level is active, so that a
-/// backward formula reading the saved output sees its tangent (PyTorch's `SavedVariable`
-/// saves the forward grad too; forward over reverse needs it).
-pub(crate) fn share_forward_grad(output: &Tensor, alias: &Tensor) {
-    if active_level_ignoring_suppression().is_none() {
-        return;
-    }
-    let slot = autograd_meta::with(output, |m| {
-        m.forward_grad
-            .get_or_insert_with(|| Arc::new(Mutex::new(None)))
-            .clone()
-    });
-    autograd_meta::with(alias, |m| m.forward_grad = Some(slot));
-    alias.set_forward_grad_hint(true);
-}
-
-/// The tangent of an input for a formula: its own, or zeros shaped as the primal (PyTorch's
-/// `_efficientzerotensor` for an input without one).
-pub(crate) fn tangent_or_zeros(tangent: &Option<Tensor>, primal: &Tensor) -> Result<Tensor> {
-    match tangent {
-        Some(t) => Ok(t.clone()),
-        None => without_forward_grad(|| ops::zeros_like(primal)),
-    }
-}
-
-/// Attaches `tangent` to `t` at the active level (an output of a kernel).
-pub(crate) fn set_forward_grad(t: &Tensor, tangent: Tensor) -> Result<()> {
-    let Some(level) = active_level_ignoring_suppression() else {
-        return Ok(());
-    };
-    if !differentiable(t) {
-        return Ok(());
-    }
-    if tangent.sizes() != t.sizes() {
-        return Err(err(format!(
-            "Trying to set a forward gradient that has a different size than that of the \
-             original Tensor, this is not supported. Tensor is of size {:?} while the given \
-             forward gradient is of size {:?}.",
-            t.sizes(),
-            tangent.sizes()
-        )));
-    }
-    set_slot(t, level, tangent);
-    Ok(())
-}
-
-/// Updates the tangent of `self_`, just written in place, to `new_tangent` (Note
-/// [Forward-mode AD]).
-pub(crate) fn update_inplace_forward_grad(self_: &Tensor, new_tangent: Tensor) -> Result<()> {
-    let Some(level) = active_level_ignoring_suppression() else {
-        return Ok(());
-    };
-    let _guard = ForwardGradSuppressed::new();
-    let existing = if self_.forward_grad_hint() {
-        own_forward_grad(self_, level).or_else(|| view_of_base_forward_grad(self_, level))
-    } else {
-        None
-    };
-    if let Some(old) = existing {
-        if !old.is_same(&new_tangent) {
-            ops::copy_(&old, &new_tangent)?;
-        }
-        return Ok(());
-    }
-    if let Some(base) = base_of(self_) {
-        if differentiable(&base) {
-            let zeros = zeros_with_layout_of(&base)?;
-            set_forward_grad(&base, zeros)?;
-            if let Some(view) = view_of_base_forward_grad(self_, level) {
-                ops::copy_(&view, &new_tangent)?;
-                self_.set_forward_grad_hint(true);
-                return Ok(());
-            }
-        }
-    }
-    set_forward_grad(self_, new_tangent)
-}
-
-/// Zeros with `t`'s sizes, strides and dtype (a base's tangent, whose views' tangents are
-/// taken with `t`'s views' strides).
-fn zeros_with_layout_of(t: &Tensor) -> Result<Tensor> {
-    let z = ops::empty_strided_with(
-        t.sizes(),
-        t.strides(),
-        ops::EmptyStridedOptions::default().dtype(t.dtype()),
-    )?;
-    ops::zero_(&z)?;
-    Ok(z)
-}
-
-fn active_level_ignoring_suppression() -> Option<u64> {
-    match ACTIVE_LEVEL.with(Cell::get) {
-        0 => None,
-        id => Some(id),
-    }
-}
-
-/// Whether any of `tensors` has a tangent at the active level.
-pub(crate) fn any_forward_grad(tensors: &[Option<&Tensor>]) -> bool {
-    tensors
-        .iter()
-        .flatten()
-        .any(|t| t.forward_grad_hint() && forward_grad(t).is_some())
-}
-
-/// Whether a kernel must compute tangents: a dual level is active and propagation is on.
-pub(crate) fn forward_ad_enabled() -> bool {
-    active_level().is_some()
 }
 
 /// PyTorch's error for an operator without a forward formula.
@@ -365,15 +270,20 @@ pub(crate) fn forward_ad_out_error(op: &str) -> switchboard_dispatcher::Dispatch
 }
 
 /// A dual tensor of `primal` with tangent `tangent` at `level` (`forward_ad.make_dual`): a
-/// view of `primal` (sharing its backward history) carrying the tangent.
+/// view of `primal` (sharing its backward history, and its tangents at the outer levels)
+/// carrying the tangent.
 pub fn make_dual(primal: &Tensor, tangent: &Tensor, level: usize) -> Result<Tensor> {
-    let Some(id) = active_level_ignoring_suppression() else {
+    check_level_index(level)?;
+    let Some(id) = innermost_visible_level() else {
         return Err(err(
             "Trying to create a dual Tensor for forward AD but no level exists, make sure to \
              enter_dual_level() first.",
         ));
     };
-    check_level(level)?;
+    make_dual_at(primal, tangent, id)
+}
+
+fn make_dual_at(primal: &Tensor, tangent: &Tensor, id: u64) -> Result<Tensor> {
     if !differentiable(primal) {
         return Err(err(format!(
             "Expected primal to be floating point or complex, but got: {}",
@@ -386,33 +296,40 @@ pub fn make_dual(primal: &Tensor, tangent: &Tensor, level: usize) -> Result<Tens
             tangent.dtype()
         )));
     }
-    if primal.forward_grad_hint() && own_forward_grad(primal, id).is_some() {
+    if has_own_forward_grad_at(primal, id) {
         return Err(err(
             "Making a dual Tensor based on a Tensor that already has a forward gradient at the \
              same level 0 is not supported.",
         ));
     }
-    if tangent.sizes() != primal.sizes() {
-        return Err(err(format!(
-            "Trying to set a forward gradient that has a different size than that of the \
-             original Tensor, this is not supported. Tensor is of size {:?} while the given \
-             forward gradient is of size {:?}.",
-            primal.sizes(),
-            tangent.sizes()
-        )));
-    }
-    let _guard = ForwardGradSuppressed::new();
-    let dual = ops::alias(primal)?;
-    let tangent = tangent.clone();
-    set_slot(&dual, id, tangent);
+    check_tangent_size(primal, tangent)?;
+    let dual = {
+        let _outer = outer_levels_only(id);
+        ops::alias(primal)?
+    };
+    set_forward_grad_at(&dual, id, tangent.clone())?;
     Ok(dual)
 }
 
 /// `forward_ad.unpack_dual(t, level)`: the primal (a view of `t` without the tangent) and the
 /// tangent at `level`, if any.
+/// Outside any level the tensor is its own primal, as in PyTorch.
 pub fn unpack_dual(t: &Tensor, level: usize) -> Result<(Tensor, Option<Tensor>)> {
-    check_level(level)?;
-    let tangent = forward_grad(t);
-    let primal = without_forward_grad(|| ops::alias(t))?;
+    check_level_index(level)?;
+    match innermost_visible_level() {
+        Some(id) => unpack_dual_at(t, id),
+        None => Ok((t.clone(), None)),
+    }
+}
+
+fn unpack_dual_at(t: &Tensor, id: u64) -> Result<(Tensor, Option<Tensor>)> {
+    let tangent = forward_grad_at(t, id);
+    let primal = {
+        let _outer = outer_levels_only(id);
+        ops::alias(t)?
+    };
+    // The primal keeps the outer levels' tangents; its own view of `t` must not lend it `t`'s
+    // tangent at this level.
+    hide_level_in(&primal, id);
     Ok((primal, tangent))
 }

@@ -29,9 +29,13 @@ use switchboard_ops::{self as ops, redispatch as rd};
 use switchboard_tensor::{Device, Generator, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
 use crate::forward_ad::{
-    any_forward_grad, forward_ad_enabled, forward_ad_not_implemented, forward_ad_out_error,
-    forward_grad, set_forward_grad, tangent_or_zeros, update_inplace_forward_grad,
-    without_forward_grad, ForwardGradSuppressed,
+    forward_ad_enabled, forward_ad_not_implemented, forward_ad_out_error, outer_levels_only,
+    without_forward_grad,
+};
+#[allow(unused_imports)]
+use crate::forward_grad::{
+    any_forward_grad, forward_grad_at, set_forward_grad_at, tangent_level, tangent_level_list,
+    tangent_level_optional, tangent_or_zeros, update_inplace_forward_grad_at,
 };
 use crate::node::{Edge, Node, SavedTensor};
 #[allow(unused_imports)]

@@ -24,6 +24,7 @@ mod copy_slices;
 mod engine;
 mod formulas;
 mod forward_ad;
+mod forward_grad;
 mod function;
 mod generated;
 mod grad_mode;
@@ -38,8 +39,9 @@ pub use autograd_meta::AutogradMeta;
 pub use engine::{grad, AccumulateGrad};
 pub use formulas::sum_to;
 pub use forward_ad::{
-    dual_level, enter_dual_level, exit_dual_level, forward_grad, make_dual, unpack_dual, DualLevel,
+    dual_level, enter_dual_level, exit_dual_level, make_dual, unpack_dual, DualLevel,
 };
+pub use forward_grad::{alias_with_forward_grads_of, detach_keeping_forward_grads, forward_grad};
 pub use function::{apply, Function, FunctionCtx};
 pub use generated::OPERATORS;
 pub use grad_mode::{

@@ -231,7 +231,7 @@ impl SavedTensor {
         let data = autograd_meta::alias(t);
         // The alias keeps the tangent (PyTorch's SavedVariable saves the forward grad too), so
         // that a backward formula reading the output propagates it (forward over reverse).
-        crate::forward_ad::share_forward_grad(t, &data);
+        crate::forward_grad::share_forward_grad(t, &data);
         SavedTensor {
             data,
             version: t.version(),

@@ -4,7 +4,7 @@
 
 use switchboard_autograd::{
     dual_level, enter_dual_level, exit_dual_level, forward_grad, grad, make_dual, no_grad,
-    unpack_dual, AutogradTensor,
+    unpack_dual, AutogradTensor, DualLevel,
 };
 use switchboard_cpu as _;
 use switchboard_ops as ops;
@@ -186,4 +186,79 @@ fn saved_outputs_carry_their_tangent() {
     let g = g[0].as_ref().unwrap();
     close(&v(g), &[1., std::f32::consts::E]);
     close(&tangent(g), &[1., -std::f32::consts::E]);
+}
+
+#[test]
+fn nested_levels_keep_their_own_tangents() {
+    // The transforms' levels nest (`DualLevel::nested`): at the inner level, x^2 has the
+    // tangent 2 x v_in, itself a dual of the outer level (tangent 2 v_out v_in), and its
+    // primal keeps the outer tangent 2 x v_out but not the inner one.
+    let outer = DualLevel::nested();
+    let x = outer
+        .make_dual(&t(&[1., 2.], &[2]), &t(&[1., 1.], &[2]))
+        .unwrap();
+    let inner = DualLevel::nested();
+    let y = inner.make_dual(&x, &t(&[0.5, -1.], &[2])).unwrap();
+    let z = ops::mul(&y, &y).unwrap();
+    let (primal, inner_tangent) = inner.unpack_dual(&z).unwrap();
+    let inner_tangent = inner_tangent.unwrap();
+    close(&v(&inner_tangent), &[1., -4.]);
+    close(
+        &v(&outer.unpack_dual(&inner_tangent).unwrap().1.unwrap()),
+        &[1., -2.],
+    );
+    close(
+        &v(&outer.unpack_dual(&primal).unwrap().1.unwrap()),
+        &[2., 4.],
+    );
+    assert!(inner.unpack_dual(&primal).unwrap().1.is_none());
+    assert!(forward_grad(&ops::exp(&primal).unwrap()).is_none());
+    // The raw API refuses to nest in them, and to leave them.
+    assert_eq!(
+        message(enter_dual_level()),
+        "Nested forward mode AD is not supported at the moment"
+    );
+    assert_eq!(
+        message(exit_dual_level(0)),
+        "Trying to exit a forward AD level that was not the last one that was created. This is \
+         not supported."
+    );
+    // Leaving the inner level leaves the outer tangents.
+    drop(inner);
+    close(&tangent(&z), &[2., 4.]);
+    drop(outer);
+    assert!(forward_grad(&z).is_none());
+}
+
+#[test]
+fn clamp_by_tensors_takes_the_tangent_of_the_bound_it_took() {
+    // Below min, inside, above max, and crossed bounds (max wins), as PyTorch 2.15.
+    let _level = dual_level().unwrap();
+    let x = make_dual(
+        &t(&[-2., -0.5, 0.3, 1.5, 3.0], &[5]),
+        &t(&[1., 2., 3., 4., 5.], &[5]),
+        0,
+    )
+    .unwrap();
+    let lo = make_dual(
+        &t(&[-1., -1., 0.5, 0., 0.], &[5]),
+        &t(&[10., 20., 30., 40., 50.], &[5]),
+        0,
+    )
+    .unwrap();
+    let hi = make_dual(
+        &t(&[1., 1., 1., 1., -1.], &[5]),
+        &t(&[100., 200., 300., 400., 500.], &[5]),
+        0,
+    )
+    .unwrap();
+    let y = ops::clamp_tensor_with(
+        &x,
+        ops::ClampTensorOptions {
+            min: Some(&lo),
+            max: Some(&hi),
+        },
+    )
+    .unwrap();
+    close(&tangent(&y), &[10., 2., 30., 400., 500.]);
 }

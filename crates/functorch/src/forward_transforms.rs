@@ -2,7 +2,7 @@
 //! tensors (Note [Forward-mode AD] there), composing with `vmap` and the reverse-mode
 //! transforms.
 
-use switchboard_autograd::{dual_level, make_dual, unpack_dual};
+use switchboard_autograd::{dual_level, DualLevel};
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
@@ -13,18 +13,23 @@ use crate::vmap::{Dims, Tree, Vmap};
 
 // Note [jvp under the layers]
 // `jvp` enters a dual level for the call of `f` and makes each primal a dual tensor whose
-// tangent is the given one. As `grad` (Note [Dynamic layers]) it works on physical tensors:
-// under outer `vmap`s the primal and the tangent are each brought to one physical tensor
-// carrying every outer batch in front (an expanded view where one of them is not batched), the
-// dual tensor is made of those and re-wrapped, and the outputs' primals and tangents are
+// tangent is the given one. Each `jvp` has its own level (a jvp layer on the dynamic layer
+// stack): the outermost enters one as `torch.autograd.forward_ad.dual_level` does (so a `jvp`
+// inside a raw `dual_level` is PyTorch's "Nested forward mode AD is not supported at the
+// moment"), and an inner one nests its level in it, as functorch's `jvp` does, whose levels
+// nest through its dynamic layer stack. The generated kernels compute the innermost level's
+// tangent with operators the outer levels see (Note [Forward-mode AD] in
+// switchboard-autograd), so `jvp(jvp(f))` and `jacfwd(jacfwd(f))` are second derivatives.
+// As `grad` (Note [Dynamic layers]) it works on physical tensors: under outer `vmap`s the
+// primal and the tangent are each brought to one physical tensor carrying every outer batch
+// in front (an expanded view where one of them is not batched), the dual tensor is made of
+// those and re-wrapped, and the outputs' primals and tangents are
 // unwrapped the same way. The batching rules call operators on the physical dual tensors,
 // whose Autograd kernels compute the tangents, so `vmap(jvp(f))` and `jvp(vmap(f))` need
 // nothing more. Under `jvp`, `grad` keeps the tangent of its input on the leaf it
 // differentiates and on the gradient it returns, so `jvp(grad(f))` is forward over reverse;
 // under `grad`, the outputs of `jvp` keep their history, so `grad(jvp(f))` is reverse over
-// forward. One dual level exists at a time (PyTorch's forward AD): a `jvp` inside a `jvp`
-// (`jacfwd(jacfwd(f))`) is PyTorch's "Nested forward mode AD is not supported" error, where
-// functorch's own levels would nest.
+// forward.
 
 /// `torch.func.jvp(f, primals, tangents)`: `f`'s outputs and their Jacobian-vector products
 /// with `tangents` (one per primal, of its shape).
@@ -57,19 +62,24 @@ pub fn jvp(
         )));
     }
     let levels = layers::vmap_levels();
-    let level = dual_level()?;
+    let level = if layers::jvp_layer_active() {
+        DualLevel::nested()
+    } else {
+        dual_level()?
+    };
+    let _layer = layers::push_jvp();
     let mut inputs = Vec::with_capacity(primals.len());
     for (p, t) in primals.iter().zip(tangents) {
         let p = to_front_base(p, &levels)?;
         let t = to_front_base(t, &levels)?;
-        inputs.push(rewrap(make_dual(&p, &t, level.level())?, &levels)?);
+        inputs.push(rewrap(level.make_dual(&p, &t)?, &levels)?);
     }
     let outputs = f(&inputs)?;
     let mut primal_outs = Vec::with_capacity(outputs.len());
     let mut tangent_outs = Vec::with_capacity(outputs.len());
     for o in &outputs {
         let base = to_front_base(o, &levels)?;
-        let (primal, tangent) = unpack_dual(&base, level.level())?;
+        let (primal, tangent) = level.unpack_dual(&base)?;
         let tangent = match tangent {
             Some(t) => t,
             None => ops::zeros_like(&primal)?,
@@ -77,6 +87,7 @@ pub fn jvp(
         primal_outs.push(rewrap(primal, &levels)?);
         tangent_outs.push(rewrap(tangent, &levels)?);
     }
+    drop(_layer);
     drop(level);
     let primal_outs = primal_outs
         .iter()

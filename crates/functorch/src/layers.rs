@@ -62,6 +62,8 @@ pub(crate) enum Layer {
         randomness: Randomness,
     },
     Grad,
+    /// A `jvp`: its dual level is nested in the outer `jvp`s' (Note [jvp under the layers]).
+    Jvp,
 }
 
 thread_local! {
@@ -108,6 +110,20 @@ pub(crate) fn push_grad() -> LayerGuard {
     }
 }
 
+/// Pushes a jvp layer.
+pub(crate) fn push_jvp() -> LayerGuard {
+    LAYERS.with(|l| l.borrow_mut().push(Layer::Jvp));
+    LayerGuard {
+        _vmap_mode: None,
+        _not_send: PhantomData,
+    }
+}
+
+/// Whether a jvp layer is active: a new `jvp` nests its dual level in that one's.
+pub(crate) fn jvp_layer_active() -> bool {
+    LAYERS.with(|l| l.borrow().iter().any(|layer| matches!(layer, Layer::Jvp)))
+}
+
 /// The vmap layers (level, batch size), outermost first.
 pub(crate) fn vmap_levels() -> Vec<(u32, i64)> {
     LAYERS.with(|l| {
@@ -117,7 +133,7 @@ pub(crate) fn vmap_levels() -> Vec<(u32, i64)> {
                 Layer::Vmap {
                     level, batch_size, ..
                 } => Some((level, batch_size)),
-                Layer::Grad => None,
+                Layer::Grad | Layer::Jvp => None,
             })
             .collect()
     })
@@ -132,7 +148,7 @@ pub(crate) fn innermost_vmap() -> Option<(u32, i64, Randomness)> {
                 batch_size,
                 randomness,
             } => Some((level, batch_size, randomness)),
-            Layer::Grad => None,
+            Layer::Grad | Layer::Jvp => None,
         })
     })
 }

@@ -1,7 +1,9 @@
 //! The autograd-based transforms (`torch.func.grad`, `grad_and_value`, `vjp`, `jacrev`,
 //! `hessian`), composing with `vmap` and with each other (Note [Dynamic layers]).
 
-use switchboard_autograd::{enable_grad, forward_grad, make_dual, AutogradTensor};
+use switchboard_autograd::{
+    alias_with_forward_grads_of, detach_keeping_forward_grads, enable_grad, AutogradTensor,
+};
 use switchboard_dispatcher::{DispatchError, DispatchErrorKind, Result};
 use switchboard_ops as ops;
 use switchboard_tensor::Tensor;
@@ -59,13 +61,10 @@ fn lift(t: &Tensor, levels: &[(u32, i64)]) -> Result<Lifted> {
             leaf,
         });
     }
-    // A dual input (under `jvp`) keeps its tangent on the leaf's view, so that the gradient
-    // carries the tangent of the gradient (forward over reverse).
+    // A dual input (under `jvp`) keeps its tangents on the leaf's view, so that the gradient
+    // carries the tangents of the gradient (forward over reverse).
     let leaf = base.detach().requires_grad_(true)?;
-    let input = match forward_grad(&base) {
-        Some(tangent) => make_dual(&leaf, &tangent, 0)?,
-        None => leaf.clone(),
-    };
+    let input = alias_with_forward_grads_of(&leaf, &base)?;
     Ok(Lifted {
         logical: rewrap(input, levels)?,
         leaf,
@@ -103,7 +102,7 @@ fn gradients(
             let g = if create_graph {
                 g
             } else {
-                detach_keeping_tangent(&g)?
+                detach_keeping_forward_grads(&g)?
             };
             rewrap(g, levels)
         })
@@ -117,16 +116,7 @@ pub(crate) fn release(t: &Tensor, levels: &[(u32, i64)]) -> Result<Tensor> {
         return Ok(t.clone());
     }
     let base = to_front_base(t, levels)?;
-    rewrap(detach_keeping_tangent(&base)?, levels)
-}
-
-/// `t.detach()`, still carrying its tangent when a `jvp` further out gave it one.
-pub(crate) fn detach_keeping_tangent(t: &Tensor) -> Result<Tensor> {
-    let detached = t.detach();
-    match forward_grad(t) {
-        Some(tangent) => make_dual(&detached, &tangent.detach(), 0),
-        None => Ok(detached),
-    }
+    rewrap(detach_keeping_forward_grads(&base)?, levels)
 }
 
 pub(crate) fn check_argnums(argnums: &[usize], n: usize) -> Result<()> {

@@ -128,23 +128,27 @@ pub(super) fn emit_forward(
         sig.ret
     )
     .unwrap();
-    // Raw tangents of the differentiable inputs.
-    let mut any = Vec::new();
+    // The innermost visible level at which an input has a tangent (Note [Forward-mode AD] in
+    // switchboard-autograd), and the inputs' tangents at that level.
+    let mut levels = Vec::new();
+    let mut raws = Vec::new();
     for a in &n.inputs {
         let p = param_of(a.name());
         let raw = format!("{}_tr_", a.name());
         match a.ty() {
             Type::Tensor => {
-                writeln!(w, "    let {raw} = if forward_ad_enabled() {{ forward_grad({p}) }} else {{ None }};").unwrap();
-                any.push(format!("{raw}.is_some()"));
+                levels.push(format!("tangent_level({p})"));
+                raws.push(format!("    let {raw} = forward_grad_at({p}, level_);"));
             }
             t if is_optional_tensor(t) => {
-                writeln!(w, "    let {raw} = if forward_ad_enabled() {{ {p}.and_then(forward_grad) }} else {{ None }};").unwrap();
-                any.push(format!("{raw}.is_some()"));
+                levels.push(format!("tangent_level_optional({p})"));
+                raws.push(format!(
+                    "    let {raw} = {p}.and_then(|t| forward_grad_at(t, level_));"
+                ));
             }
             t if is_list(t) => {
-                writeln!(w, "    let {raw}: Vec<Option<Tensor>> = if forward_ad_enabled() {{ {p}.iter().map(forward_grad).collect() }} else {{ Vec::new() }};").unwrap();
-                any.push(format!("{raw}.iter().any(Option::is_some)"));
+                levels.push(format!("tangent_level_list({p})"));
+                raws.push(format!("    let {raw}: Vec<Option<Tensor>> = {p}.iter().map(|t| forward_grad_at(t, level_)).collect();"));
             }
             _ => {
                 // `Tensor?[]` inputs take no tangent.
@@ -152,16 +156,20 @@ pub(super) fn emit_forward(
             }
         }
     }
-    let any = if any.is_empty() {
-        "false".to_owned()
-    } else {
-        any.join(" || ")
+    let level = match levels.split_first() {
+        None => "None::<u64>".to_owned(),
+        Some((first, rest)) => rest
+            .iter()
+            .fold(first.clone(), |acc, l| format!("{acc}.max({l})")),
     };
     writeln!(
         w,
-        "    if !({any}) {{\n        return without_forward_grad(|| {stem}_recording(ks_full_{names}));\n    }}"
+        "    let Some(level_) = {level} else {{\n        return without_forward_grad(|| {stem}_recording(ks_full_{names}));\n    }};"
     )
     .unwrap();
+    for r in &raws {
+        writeln!(w, "{r}").unwrap();
+    }
     if d.forward.is_empty() {
         writeln!(w, "    Err(forward_ad_not_implemented({:?}))\n}}\n", f.name).unwrap();
         return Ok(());
@@ -175,20 +183,19 @@ pub(super) fn emit_forward(
         && tangents
             .iter()
             .any(|t| t.reads.contains("self_p") || t.reads.contains("self"));
+    // The operator and the formula run with this level hidden: their operators compute the
+    // outer levels' tangents.
+    writeln!(w, "    let _outer_levels_ = outer_levels_only(level_);").unwrap();
     if reads_original_self {
         writeln!(
             w,
-            "    let original_self_p_ = without_forward_grad(|| ops::clone({}))?;",
+            "    let original_self_p_ = ops::clone({})?;",
             param_of("self")
         )
         .unwrap();
     }
     let (pat, results) = result_pattern(f);
-    writeln!(
-        w,
-        "    let {pat} = without_forward_grad(|| {stem}_recording(ks_full_{names}))?;"
-    )
-    .unwrap();
+    writeln!(w, "    let {pat} = {stem}_recording(ks_full_{names})?;").unwrap();
     let list_result = f.schema.returns().len() == 1 && is_list(f.schema.returns()[0].ty());
     if !inplace && !list_result {
         let ins: Vec<String> = tensor_args(f)
@@ -200,11 +207,7 @@ pub(super) fn emit_forward(
             writeln!(w, "    let {r} = fresh({r}, &[{}]);", ins.join(", ")).unwrap();
         }
     }
-    writeln!(
-        w,
-        "    let tangents_ = {{\n        let _no_forward_grad = ForwardGradSuppressed::new();"
-    )
-    .unwrap();
+    writeln!(w, "    let tangents_ = {{").unwrap();
     // Bindings of everything the formulas read.
     let mut reads: BTreeSet<String> = BTreeSet::new();
     for t in &tangents {
@@ -291,7 +294,7 @@ pub(super) fn emit_forward(
         .unwrap();
         writeln!(
             w,
-            "    for (r_, t_) in result.iter().zip(tangents_) {{\n        set_forward_grad(r_, t_)?;\n    }}\n    Ok(result)\n}}\n"
+            "    for (r_, t_) in result.iter().zip(tangents_) {{\n        set_forward_grad_at(r_, level_, t_)?;\n    }}\n    Ok(result)\n}}\n"
         )
         .unwrap();
         return Ok(());
@@ -317,14 +320,14 @@ pub(super) fn emit_forward(
         if inplace {
             writeln!(
                 w,
-                "    if let Some(t_) = t{i}_ {{\n        update_inplace_forward_grad({}, t_)?;\n    }}",
+                "    if let Some(t_) = t{i}_ {{\n        update_inplace_forward_grad_at({}, level_, t_)?;\n    }}",
                 param_of("self")
             )
             .unwrap();
         } else {
             writeln!(
                 w,
-                "    if let Some(t_) = t{i}_ {{\n        set_forward_grad(&{r}, t_)?;\n    }}"
+                "    if let Some(t_) = t{i}_ {{\n        set_forward_grad_at(&{r}, level_, t_)?;\n    }}"
             )
             .unwrap();
         }

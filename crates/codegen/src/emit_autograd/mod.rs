@@ -268,10 +268,13 @@ mod tests {
             // an explicit formula, with zeros for an input without a tangent
             "let self_t_owned_ = tangent_or_zeros(&self_tr_, self_)?;",
             "into_grad(other_t*self_p+self_t*other_p)?",
-            "set_forward_grad(&result, t_)?;",
+            "set_forward_grad_at(&result, level_, t_)?;",
+            // the innermost level with a tangent; the others are the operator's own business
+            "let Some(level_) = tangent_level(self_).max(tangent_level(other)) else {",
+            "let _outer_levels_ = outer_levels_only(level_);",
             // in place: `self` before the write, and the tangent updated in place
-            "let original_self_p_ = without_forward_grad(|| ops::clone(self_))?;",
-            "update_inplace_forward_grad(self_, t_)?;",
+            "let original_self_p_ = ops::clone(self_)?;",
+            "update_inplace_forward_grad_at(self_, level_, t_)?;",
             // auto_linear: the operator on the tangent
             "into_grad(rd::view(ks_full_, self_t, size))?",
             // no formula: PyTorch's error
