@@ -244,6 +244,8 @@ const PYTORCH_COMPOSITE: &[&str] = &[
     "grid_sampler",
     "affine_grid_generator_backward",
     "embedding_bag",
+    "einsum",
+    "one_hot",
     "embedding_bag.padding_idx",
     "chunk",
     "sym_stride.int",
