@@ -85,6 +85,7 @@ mod rounding;
 mod shape;
 mod softmax;
 mod sorting;
+mod structured_output;
 mod ternary;
 mod triangular;
 mod unary;

@@ -27,10 +27,13 @@ mod binary_math;
 mod bitwise;
 mod cumulative;
 mod elementwise;
+mod linear_algebra;
+mod loss;
 mod overlap;
 mod pointwise;
 mod reduction;
 mod rounding;
+mod softmax;
 mod triangular;
 mod unary_float;
 
@@ -41,10 +44,13 @@ pub use cumulative::*;
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
 };
+pub use linear_algebra::*;
+pub use loss::*;
 pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, result_device};
 pub use pointwise::*;
 pub use reduction::*;
 pub use rounding::*;
+pub use softmax::*;
 pub use triangular::*;
 pub use unary_float::*;
 

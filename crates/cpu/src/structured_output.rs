@@ -1,0 +1,33 @@
+//! The outputs a structured kernel computes into (Note [Structured kernels] in
+//! switchboard-ops): fresh from its meta function's result, or the given `out=` tensor
+//! resized to it.
+
+use switchboard_ops::structured::{self, MetaOutput};
+use switchboard_tensor::Tensor;
+
+use crate::copy::copy_into;
+use crate::error::Result;
+
+/// The output a structured kernel computes into: a fresh one from the meta result, or the
+/// given `out` resized to it (torchgen's glue, Note [Structured glue] in switchboard-codegen).
+pub(crate) fn structured_output(meta: MetaOutput, out: Option<&Tensor>) -> Result<Tensor> {
+    match out {
+        Some(o) => structured::resize_out(o, &meta),
+        None => meta.allocate(),
+    }
+}
+
+/// Runs `kernel`, which writes a contiguous tensor, into `result`: `result` itself when it is
+/// contiguous (always, unless it is an `out=` tensor of the right size with other strides),
+/// else a fresh contiguous tensor copied into it afterwards (torchgen's proxy output).
+pub(crate) fn compute_contiguous(
+    result: &Tensor,
+    kernel: impl FnOnce(&Tensor) -> Result<()>,
+) -> Result<()> {
+    if result.is_contiguous() {
+        return kernel(result);
+    }
+    let dense = Tensor::empty_on(result.sizes(), result.dtype(), result.device())?;
+    kernel(&dense)?;
+    copy_into(result, &dense)
+}
