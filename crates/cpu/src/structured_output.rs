@@ -31,3 +31,17 @@ pub(crate) fn compute_contiguous(
     kernel(&dense)?;
     copy_into(result, &dense)
 }
+
+/// A structured kernel's result, computed into the fresh contiguous tensor `computed`, as the
+/// output its meta function describes: `computed` itself when no `out=` was given (`given`,
+/// already resized) and it has the meta strides (the usual case), else copied into `given`
+/// or into a fresh output in the meta layout (a channels-last pooling).
+pub(crate) fn deliver(meta: MetaOutput, given: Option<Tensor>, computed: Tensor) -> Result<Tensor> {
+    let result = match given {
+        Some(out) => out,
+        None if computed.strides() == &meta.strides[..] => return Ok(computed),
+        None => meta.allocate()?,
+    };
+    copy_into(&result, &computed)?;
+    Ok(result)
+}

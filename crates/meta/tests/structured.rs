@@ -338,6 +338,86 @@ const CASES: &[Case] = &[
         &[1, 2],
         S::Float,
     ),
+    (
+        "max_pool2d_with_indices of channels_last",
+        || Ok(ops::max_pool2d_with_indices(&channels_last(&[2, 3, 6, 6]), &[2])?.0),
+        &[2, 3, 3, 3],
+        &[27, 1, 9, 3],
+        S::Float,
+    ),
+    (
+        "max_pool2d_with_indices indices",
+        || Ok(ops::max_pool2d_with_indices(&f(&[3, 6, 6]).transpose(1, 2)?, &[2])?.1),
+        &[3, 3, 3],
+        &[9, 3, 1],
+        S::Long,
+    ),
+    (
+        "max_pool2d_with_indices.out indices of channels_last",
+        || {
+            Ok(ops::max_pool2d_with_indices_out(
+                &channels_last(&[2, 3, 6, 6]),
+                &[2],
+                &f(&[0]),
+                &e(&[0], S::Long),
+            )?
+            .1)
+        },
+        &[2, 3, 3, 3],
+        &[27, 1, 9, 3],
+        S::Long,
+    ),
+    (
+        "max_pool2d_with_indices_backward of channels_last",
+        || {
+            let x = channels_last(&[2, 3, 6, 6]);
+            let (y, i) = ops::max_pool2d_with_indices(&x, &[2])?;
+            ops::max_pool2d_with_indices_backward(&y, &x, &[2], &[2], &[0], &[1], false, &i)
+        },
+        &[2, 3, 6, 6],
+        &[108, 1, 18, 3],
+        S::Float,
+    ),
+    (
+        "avg_pool2d of channels_last",
+        || ops::avg_pool2d(&channels_last(&[2, 3, 6, 6]), &[2]),
+        &[2, 3, 3, 3],
+        &[27, 1, 9, 3],
+        S::Float,
+    ),
+    (
+        "avg_pool2d of long",
+        || ops::avg_pool2d(&e(&[3, 6, 6], S::Long), &[2]),
+        &[3, 3, 3],
+        &[9, 3, 1],
+        S::Long,
+    ),
+    (
+        "avg_pool2d.out of channels_last",
+        || ops::avg_pool2d_out(&channels_last(&[2, 3, 6, 6]), &[2], &f(&[0])),
+        &[2, 3, 3, 3],
+        &[27, 1, 9, 3],
+        S::Float,
+    ),
+    (
+        "avg_pool2d_backward of channels_last",
+        || {
+            let x = channels_last(&[2, 3, 6, 6]);
+            ops::avg_pool2d_backward(
+                &ops::avg_pool2d(&x, &[2])?,
+                &x,
+                &[2],
+                &[],
+                &[0],
+                false,
+                true,
+                None,
+            )
+        },
+        &[2, 3, 6, 6],
+        &[108, 1, 18, 3],
+        S::Float,
+    ),
 ];
 
 fn channels_last(sizes: &[i64]) -> Tensor {
@@ -412,6 +492,13 @@ const ERRORS: &[ErrorCase] = &[
     ("addmm of a vector", |d| ops::addmm(&on(d, &[3], S::Float), &on(d, &[2], S::Float), &on(d, &[3, 3], S::Float)), "addmm: self must be a matrix, got 1-D tensor"),
     ("addmm self dtype", |d| ops::addmm(&on(d, &[3], S::Double), &on(d, &[2, 3], S::Float), &on(d, &[3, 3], S::Float)), "self and mat2 must have the same dtype, but got Double and Float"),
     ("addmm self does not broadcast", |d| ops::addmm(&on(d, &[4], S::Float), &on(d, &[2, 3], S::Float), &on(d, &[3, 3], S::Float)), "The expanded size of the tensor (3) must match the existing size (4) at non-singleton dimension 1.  Target sizes: [2, 3].  Tensor sizes: [4]"),
+    ("max_pool2d_with_indices of a matrix", |d| Ok(ops::max_pool2d_with_indices(&on(d, &[6, 6], S::Float), &[2])?.0), "non-empty 3D or 4D (batch mode) tensor expected for input"),
+    ("max_pool2d_with_indices kernel_size", |d| Ok(ops::max_pool2d_with_indices(&on(d, &[2, 3, 6, 6], S::Float), &[2, 2, 2])?.0), "max_pool2d: kernel_size must either be a single int, or a tuple of two ints"),
+    ("max_pool2d_with_indices_backward gradient dtype", |d| ops::max_pool2d_with_indices_backward(&on(d, &[2, 3, 2], S::Double), &on(d, &[2, 4, 4], S::Float), &[2], &[], &[0], &[1], false, &on(d, &[2, 2, 2], S::Long)), "expected dtype float for `gradOutput` but got dtype double"),
+    ("max_pool2d_with_indices_backward indices size", |d| ops::max_pool2d_with_indices_backward(&on(d, &[2, 2, 2], S::Float), &on(d, &[2, 4, 4], S::Float), &[2], &[], &[0], &[1], false, &on(d, &[2, 3, 2], S::Long)), "Expected a tensor of dimension 3 and tensor.size[1] == 2 but got: dimension 3 and tensor.size[1] = 3"),
+    ("avg_pool2d divisor", |d| ops::avg_pool2d_with(&on(d, &[3, 6, 6], S::Float), &[2], ops::AvgPool2dOptions::default().divisor_override(0)), "divisor must be not zero"),
+    ("avg_pool2d padding", |d| ops::avg_pool2d_with(&on(d, &[3, 6, 6], S::Float), &[2], ops::AvgPool2dOptions::default().padding(&[2])), "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 and dilation=1"),
+    ("avg_pool2d_backward gradient size", |d| ops::avg_pool2d_backward(&on(d, &[2, 3, 3, 2], S::Float), &on(d, &[2, 3, 6, 6], S::Float), &[2], &[], &[0], false, true, None), "Expected a tensor of dimension 4 and tensor.size[3] == 3 but got: dimension 4 and tensor.size[3] = 2"),
     ("addmm_ would resize self", |d| ops::addmm_(&on(d, &[3], S::Float), &on(d, &[2, 3], S::Float), &on(d, &[3, 3], S::Float)), "Bad in-place call: input tensor size [3] and output tensor size [2, 3] should match"),
 ];
 
@@ -512,6 +599,11 @@ fn meta_kernels_of_structured_families_are_meta_functions() {
         "aten::addmm",
         "aten::addmm_",
         "aten::addmm.out",
+        "aten::max_pool2d_with_indices",
+        "aten::max_pool2d_with_indices.out",
+        "aten::max_pool2d_with_indices_backward.grad_input",
+        "aten::avg_pool2d",
+        "aten::avg_pool2d_backward",
     ] {
         let state = d.dump_state(name);
         let meta = state
