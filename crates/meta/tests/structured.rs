@@ -418,6 +418,49 @@ const CASES: &[Case] = &[
         &[108, 1, 18, 3],
         S::Float,
     ),
+    (
+        "upsample_nearest2d of channels_last",
+        || ops::upsample_nearest2d(&channels_last(&[2, 3, 4, 4]), &[8, 8]),
+        &[2, 3, 8, 8],
+        &[192, 1, 24, 3],
+        S::Float,
+    ),
+    (
+        "upsample_nearest2d.out",
+        || ops::upsample_nearest2d_out(&e(&[1, 2, 3, 3], S::Byte), &[5, 6], &e(&[0], S::Byte)),
+        &[1, 2, 5, 6],
+        &[60, 30, 6, 1],
+        S::Byte,
+    ),
+    (
+        "upsample_nearest2d_backward of channels_last",
+        || ops::upsample_nearest2d_backward(&channels_last(&[2, 3, 8, 8]), &[8, 8], &[2, 3, 4, 4]),
+        &[2, 3, 4, 4],
+        &[48, 1, 12, 3],
+        S::Float,
+    ),
+    (
+        "upsample_bilinear2d of channels_last",
+        || ops::upsample_bilinear2d(&channels_last(&[2, 3, 4, 4]), &[6, 5], false),
+        &[2, 3, 6, 5],
+        &[90, 1, 15, 3],
+        S::Float,
+    ),
+    (
+        "upsample_bilinear2d_backward.grad_input resized",
+        || {
+            ops::upsample_bilinear2d_backward_grad_input(
+                &e(&[1, 2, 6, 6], S::Double),
+                &[6, 6],
+                &[1, 2, 3, 3],
+                true,
+                &e(&[0], S::Double),
+            )
+        },
+        &[1, 2, 3, 3],
+        &[18, 9, 3, 1],
+        S::Double,
+    ),
 ];
 
 fn channels_last(sizes: &[i64]) -> Tensor {
@@ -499,6 +542,9 @@ const ERRORS: &[ErrorCase] = &[
     ("avg_pool2d divisor", |d| ops::avg_pool2d_with(&on(d, &[3, 6, 6], S::Float), &[2], ops::AvgPool2dOptions::default().divisor_override(0)), "divisor must be not zero"),
     ("avg_pool2d padding", |d| ops::avg_pool2d_with(&on(d, &[3, 6, 6], S::Float), &[2], ops::AvgPool2dOptions::default().padding(&[2])), "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 and dilation=1"),
     ("avg_pool2d_backward gradient size", |d| ops::avg_pool2d_backward(&on(d, &[2, 3, 3, 2], S::Float), &on(d, &[2, 3, 6, 6], S::Float), &[2], &[], &[0], false, true, None), "Expected a tensor of dimension 4 and tensor.size[3] == 3 but got: dimension 4 and tensor.size[3] = 2"),
+    ("upsample_nearest2d output_size", |d| ops::upsample_nearest2d(&on(d, &[1, 1, 2, 2], S::Float), &[4, 4, 4]), "It is expected output_size equals to 2, but got size 3"),
+    ("upsample_bilinear2d of an empty plane", |d| ops::upsample_bilinear2d(&on(d, &[1, 0, 2, 2], S::Float), &[4, 4], false), "Non-empty 4D data tensor expected but got a tensor with sizes [1, 0, 2, 2]"),
+    ("upsample_nearest2d_backward gradient", |d| ops::upsample_nearest2d_backward(&on(d, &[1, 1, 4, 3], S::Float), &[4, 4], &[1, 1, 2, 2]), "Expected grad_output to have the same shape as output; output.size(3) = 4 but got grad_output.size(3) = 3"),
     ("addmm_ would resize self", |d| ops::addmm_(&on(d, &[3], S::Float), &on(d, &[2, 3], S::Float), &on(d, &[3, 3], S::Float)), "Bad in-place call: input tensor size [3] and output tensor size [2, 3] should match"),
 ];
 
@@ -604,6 +650,10 @@ fn meta_kernels_of_structured_families_are_meta_functions() {
         "aten::max_pool2d_with_indices_backward.grad_input",
         "aten::avg_pool2d",
         "aten::avg_pool2d_backward",
+        "aten::upsample_nearest2d",
+        "aten::upsample_nearest2d_backward.grad_input",
+        "aten::upsample_bilinear2d.out",
+        "aten::upsample_bilinear2d_backward",
     ] {
         let state = d.dump_state(name);
         let meta = state

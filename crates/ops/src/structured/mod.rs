@@ -37,6 +37,7 @@ mod rounding;
 mod softmax;
 mod triangular;
 mod unary_float;
+mod upsample;
 
 pub use activation::*;
 pub use binary_math::*;
@@ -55,6 +56,7 @@ pub use rounding::*;
 pub use softmax::*;
 pub use triangular::*;
 pub use unary_float::*;
+pub use upsample::*;
 
 use switchboard_tensor::{Device, DimVec, ScalarType, Tensor, TensorError};
 
