@@ -320,7 +320,7 @@ fn nll_loss_backward_impl(
             class_w(tb) * grad
         });
     }
-    compute_contiguous(&result, |dense| scatter(dense, &at, &vals))?;
+    compute_contiguous(&result, &[], |dense| scatter(dense, &at, &vals))?;
     Ok(result)
 }
 

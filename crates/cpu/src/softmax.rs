@@ -241,7 +241,7 @@ fn softmax_impl(
     }
     let x = self_.contiguous()?;
     let shape = split(x.sizes(), d);
-    compute_contiguous(&result, |dense| {
+    compute_contiguous(&result, &[self_], |dense| {
         dispatch_floating_types!(self_.dtype(), kind.name(lastdim), T => {
             let xs = x.data::<T>()?;
             let mut os = dense.data_mut::<T>()?;
@@ -343,7 +343,7 @@ fn backward_impl(
     }
     let (g, y) = (grad_output.contiguous()?, output.contiguous()?);
     let shape = split(g.sizes(), d);
-    compute_contiguous(&result, |dense| {
+    compute_contiguous(&result, &[grad_output, output], |dense| {
         dispatch_floating_types!(g.dtype(), name, T => {
             let (gs, ys) = (g.data::<T>()?, y.data::<T>()?);
             let mut os = dense.data_mut::<T>()?;

@@ -227,4 +227,18 @@ fn out_of_another_layout_gets_the_values() {
         &want.to_vec::<f64>().unwrap(),
         0.0,
     );
+    // In place through `out=`.
+    let want_log = _log_softmax(&x, 1, false).unwrap();
+    let y = x.deep_clone().unwrap();
+    let r = _log_softmax_out(&y, 1, false, &y).unwrap();
+    assert_close(
+        &r.to_vec::<f64>().unwrap(),
+        &want_log.to_vec::<f64>().unwrap(),
+        0.0,
+    );
+    assert_close(
+        &y.to_vec::<f64>().unwrap(),
+        &want_log.to_vec::<f64>().unwrap(),
+        0.0,
+    );
 }

@@ -17,14 +17,16 @@ pub(crate) fn structured_output(meta: MetaOutput, out: Option<&Tensor>) -> Resul
     }
 }
 
-/// Runs `kernel`, which writes a contiguous tensor, into `result`: `result` itself when it is
-/// contiguous (always, unless it is an `out=` tensor of the right size with other strides),
-/// else a fresh contiguous tensor copied into it afterwards (torchgen's proxy output).
+/// Runs `kernel`, which reads `inputs` and writes a contiguous tensor, into `result`: `result`
+/// itself when it is contiguous and shares no memory with `inputs` (always, unless it is an
+/// `out=` tensor of other strides or one of the inputs), else a fresh contiguous tensor copied
+/// into it afterwards (torchgen's proxy output).
 pub(crate) fn compute_contiguous(
     result: &Tensor,
+    inputs: &[&Tensor],
     kernel: impl FnOnce(&Tensor) -> Result<()>,
 ) -> Result<()> {
-    if result.is_contiguous() {
+    if result.is_contiguous() && !inputs.iter().any(|t| result.is_alias_of(t)) {
         return kernel(result);
     }
     let dense = Tensor::empty_on(result.sizes(), result.dtype(), result.device())?;
