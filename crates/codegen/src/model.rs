@@ -53,6 +53,10 @@ pub struct StructuredForm {
     /// The family's meta function in `switchboard_ops::structured`: named after the
     /// functional overload (`add.Tensor` -> `add_tensor`, `maximum` -> `maximum`).
     pub meta: String,
+    /// The number of outputs (Tensor returns): one, or several for a family such as
+    /// `nll_loss_forward` (`output`, `total_weight`), whose meta function takes and returns
+    /// arrays of them.
+    pub outputs: usize,
 }
 
 /// The three forms of a structured family.

@@ -14,6 +14,10 @@ use crate::model::{snake, NativeFunction, StructuredForm, StructuredKind};
 // - in-place: `NAME(args, Some(self))`, then `check_inplace(self, &meta)`, and `self` returned;
 // - out=: `NAME(args, Some(out))`, then `resize_out(out, &meta)` (dtype and device checks,
 //   resize with PyTorch's warning, restride), the resized `out` returned.
+// A family of several outputs (`nll_loss_forward`'s `output` and `total_weight`,
+// `max_pool2d_with_indices`'s values and indices) has a meta function taking
+// `Option<[&Tensor; N]>` and returning `[MetaOutput; N]`; each output is allocated or resized
+// as above.
 // The Meta backend registers these for every member of a structured family (torchgen registers
 // the meta function for the Meta key without a `dispatch:` line, so a structured family's
 // entries name no Meta kernel); the CPU backend registers the kernels its `dispatch:` lines
@@ -84,14 +88,20 @@ pub(crate) fn resolve_structured(funcs: &mut [NativeFunction]) -> Result<(), Str
             ));
         };
         let outs = f.schema.arguments().iter().filter(|a| a.is_out()).count();
-        let one_tensor = f.schema.returns().len() == 1;
-        let shape_ok = match kind {
-            StructuredKind::Out => outs == 1 && one_tensor,
-            _ => outs == 0 && one_tensor,
-        };
+        let returns = f.schema.returns();
+        let tensors = !returns.is_empty()
+            && returns
+                .iter()
+                .all(|r| matches!(r.ty(), switchboard_schema::Type::Tensor));
+        let shape_ok = tensors
+            && match kind {
+                StructuredKind::Out => outs == returns.len(),
+                StructuredKind::Inplace => outs == 0 && returns.len() == 1,
+                StructuredKind::Functional => outs == 0,
+            };
         if !shape_ok {
             return Err(format!(
-                "{}: structured families here have one Tensor output (and `structured: True` on its out= overload)",
+                "{}: structured families here return Tensors, one per out argument of their out= overload (with `structured: True`), one for an in-place overload",
                 f.schema_text
             ));
         }
@@ -104,6 +114,7 @@ pub(crate) fn resolve_structured(funcs: &mut [NativeFunction]) -> Result<(), Str
         f.structured_form = Some(StructuredForm {
             kind,
             meta: meta.clone(),
+            outputs: returns.len(),
         });
     }
     Ok(())
@@ -114,23 +125,50 @@ fn is_inplace(f: &NativeFunction) -> bool {
 }
 
 /// The body of the Meta kernel of a structured family member (Note [Structured glue]);
-/// `names` are its parameters in schema order.
+/// `names` are its parameters in schema order. A family of several outputs has a meta
+/// function taking `Option<[&Tensor; N]>` and returning `[MetaOutput; N]`.
 pub(crate) fn meta_glue(form: &StructuredForm, names: &[&str]) -> String {
     let meta = format!("switchboard_ops::structured::{}", form.meta);
-    match form.kind {
-        StructuredKind::Functional => {
+    let n = form.outputs;
+    let metas: Vec<String> = (0..n).map(|i| format!("meta{i}")).collect();
+    match (form.kind, n) {
+        (StructuredKind::Functional, 1) => {
             format!("    Ok({meta}({}, None)?.allocate()?)", names.join(", "))
         }
-        StructuredKind::Inplace => format!(
+        (StructuredKind::Functional, _) => {
+            let allocated: Vec<String> = metas.iter().map(|m| format!("{m}.allocate()?")).collect();
+            format!(
+                "    let [{}] = {meta}({}, None)?;\n    Ok(({}))",
+                metas.join(", "),
+                names.join(", "),
+                allocated.join(", ")
+            )
+        }
+        (StructuredKind::Inplace, _) => format!(
             "    let meta = {meta}({}, Some({}))?;\n    switchboard_ops::structured::check_inplace({1}, &meta)?;\n    Ok({1}.clone())",
             names.join(", "),
             names[0]
         ),
-        StructuredKind::Out => {
+        (StructuredKind::Out, 1) => {
             let (out, inputs) = names.split_last().expect("an out= overload has an out argument");
             format!(
                 "    let meta = {meta}({}, Some({out}))?;\n    Ok(switchboard_ops::structured::resize_out({out}, &meta)?)",
                 inputs.join(", ")
+            )
+        }
+        (StructuredKind::Out, _) => {
+            let (inputs, outs) = names.split_at(names.len() - n);
+            let resized: Vec<String> = outs
+                .iter()
+                .zip(&metas)
+                .map(|(o, m)| format!("switchboard_ops::structured::resize_out({o}, &{m})?"))
+                .collect();
+            format!(
+                "    let [{}] = {meta}({}, Some([{}]))?;\n    Ok(({}))",
+                metas.join(", "),
+                inputs.join(", "),
+                outs.join(", "),
+                resized.join(", ")
             )
         }
     }
@@ -176,6 +214,28 @@ mod tests {
             .contains("switchboard_ops::structured::add_tensor(self_, other, alpha, Some(out))"));
         assert!(code.contains("check_inplace(self_, &meta)"));
         assert!(code.contains("\"add.Tensor\""), "{code}");
+    }
+
+    #[test]
+    fn families_of_two_outputs() {
+        let family = "
+- func: nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)
+  structured_delegate: nll_loss_forward.output
+- func: nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))
+  structured: True
+";
+        let f = parse_yaml(family).unwrap();
+        assert_eq!(f[0].structured_form.as_ref().unwrap().outputs, 2);
+        let code = crate::backend(&f, "Meta", "switchboard_cpu", "switchboard_cpu").unwrap();
+        assert!(code.contains("let [meta0, meta1] = switchboard_ops::structured::nll_loss_forward(self_, target, weight, reduction, ignore_index, None)?;\n    Ok((meta0.allocate()?, meta1.allocate()?))"), "{code}");
+        assert!(code.contains("nll_loss_forward(self_, target, weight, reduction, ignore_index, Some([output, total_weight]))?;\n    Ok((switchboard_ops::structured::resize_out(output, &meta0)?, switchboard_ops::structured::resize_out(total_weight, &meta1)?))"), "{code}");
+        let mismatched = family.replace(
+            ", Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))",
+            ") -> (Tensor(a!), Tensor(b!))",
+        );
+        assert!(parse_yaml(&mismatched)
+            .unwrap_err()
+            .contains("one per out argument"));
     }
 
     #[test]

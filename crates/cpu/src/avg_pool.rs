@@ -3,24 +3,18 @@
 //! inputs, with PyTorch's output-size rules and messages (shared with max pooling).
 
 use rayon::prelude::*;
-use switchboard_tensor::{wrap_dim, MemoryFormat, RawOps, ScalarType, Tensor};
+use switchboard_ops::structured;
+use switchboard_tensor::{MemoryFormat, RawOps, ScalarType, Tensor};
 
 use crate::copy::copy_into;
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::dispatch_floating_types;
-use crate::error::{invalid, Result};
+use crate::error::{check_cpu, invalid, Result};
 use crate::loops::{in_parallel_region, GRAIN_SIZE};
-use crate::pool::{check_dim_size, prepare, Pool};
+use crate::pool::Pool;
+use crate::structured_output::deliver;
 
-/// The output's memory format: channels-last when a 4-d input is (PyTorch's
-/// `suggest_memory_format`), else contiguous.
-pub(crate) fn pool_output_format(input: &Tensor) -> MemoryFormat {
-    if input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast {
-        MemoryFormat::ChannelsLast
-    } else {
-        MemoryFormat::Contiguous
-    }
-}
+pub(crate) use switchboard_ops::structured::pool_output_format;
 
 /// `values` (contiguous, shaped `sizes`) in the memory format `like` suggests.
 pub(crate) fn in_format_of(like: &Tensor, values: Tensor) -> Result<Tensor> {
@@ -89,43 +83,13 @@ fn window(p: &Pool, oy: i64, ox: i64, count_include_pad: bool, divisor: Option<i
     }
 }
 
-/// The argument checks of `avg_pool2d` and its backward: the parsed, checked geometry.
-#[allow(clippy::too_many_arguments)]
-fn checked(
-    op: &str,
-    tensors: &[&Tensor],
-    input: &Tensor,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    ceil_mode: bool,
-    divisor_override: Option<i64>,
-) -> Result<Pool> {
-    // `input.size(-3)`: "Dimension out of range" below 3 dims.
-    wrap_dim(-3, input.dim())?;
-    // The kernels' dtypes, checked before the geometry so that Meta agrees.
-    let dtype = input.dtype();
+/// avg_pool2d's CPU dtypes: the floating types and Long (PyTorch's kernel dispatch, after the
+/// meta function).
+fn check_dtype(op: &str, dtype: ScalarType) -> Result<()> {
     if !dtype.is_floating_point() && dtype != ScalarType::Long {
         return Err(crate::error::not_implemented(op, dtype));
     }
-    if divisor_override == Some(0) {
-        return Err(invalid("divisor must be not zero"));
-    }
-    if kernel_size.is_empty() {
-        return Err(invalid(
-            "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints",
-        ));
-    }
-    prepare(
-        "avg_pool2d",
-        tensors,
-        input,
-        kernel_size,
-        stride,
-        padding,
-        &[1],
-        ceil_mode,
-    )
+    Ok(())
 }
 
 /// Runs `$body` with `$T` bound to the element type of `$dtype` for avg_pool2d's dtypes: the
@@ -191,8 +155,56 @@ pub fn avg_pool2d(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
-    let p = checked(
-        "avg_pool2d",
+    let window = (kernel_size, stride, padding, ceil_mode);
+    avg_pool2d_impl(self_, window, count_include_pad, divisor_override, None)
+}
+
+/// `avg_pool2d.out(..., *, Tensor(a!) out)`.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d_out(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let window = (kernel_size, stride, padding, ceil_mode);
+    avg_pool2d_impl(
+        self_,
+        window,
+        count_include_pad,
+        divisor_override,
+        Some(out),
+    )
+}
+
+/// An average pooling's window arguments: `kernel_size`, `stride`, `padding`, `ceil_mode`.
+type WindowArgs<'a> = (&'a [i64], &'a [i64], &'a [i64], bool);
+
+/// `avg_pool2d` after its meta function, into `out` when given.
+fn avg_pool2d_impl(
+    self_: &Tensor,
+    (kernel_size, stride, padding, ceil_mode): WindowArgs,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = structured::avg_pool2d(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        out,
+    )?;
+    check_cpu("avg_pool2d", meta.device)?;
+    let given = out.map(|o| structured::resize_out(o, &meta)).transpose()?;
+    let p = structured::avg_pool2d_geometry(
         &[self_],
         self_,
         kernel_size,
@@ -202,16 +214,14 @@ pub fn avg_pool2d(
         divisor_override,
     )?;
     let dtype = self_.dtype();
-    if p.device.is_meta() {
-        return Tensor::empty_with_format(&p.out_shape, dtype, p.device, pool_output_format(self_));
-    }
+    check_dtype("avg_pool2d", dtype)?;
     let x = self_.contiguous()?;
-    let out = Tensor::empty_on(&p.out_shape, dtype, p.device)?;
+    let computed = Tensor::empty_on(&p.out_shape, dtype, p.device)?;
     dispatch_avg_pool_types!(dtype, "avg_pool2d", T => {
-        avg_pool_planes::<T>(&x.data::<T>()?, &mut out.data_mut::<T>()?, &p, count_include_pad, divisor_override);
+        avg_pool_planes::<T>(&x.data::<T>()?, &mut computed.data_mut::<T>()?, &p, count_include_pad, divisor_override);
         Ok(())
     })?;
-    in_format_of(self_, out)
+    deliver(meta, given, computed)
 }
 
 fn avg_pool_backward_planes<T: CpuElement>(
@@ -256,8 +266,53 @@ pub fn avg_pool2d_backward(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
-    let p = checked(
-        "avg_pool2d_backward_out_frame",
+    let window = (kernel_size, stride, padding, ceil_mode);
+    let averaging = (count_include_pad, divisor_override);
+    avg_pool2d_backward_impl(grad_output, self_, window, averaging, None)
+}
+
+/// `avg_pool2d_backward.grad_input(..., *, Tensor(a!) grad_input)`.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d_backward_grad_input(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    let window = (kernel_size, stride, padding, ceil_mode);
+    let averaging = (count_include_pad, divisor_override);
+    avg_pool2d_backward_impl(grad_output, self_, window, averaging, Some(grad_input))
+}
+
+/// `avg_pool2d_backward` after its meta function, into `grad_input` when given.
+fn avg_pool2d_backward_impl(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    (kernel_size, stride, padding, ceil_mode): WindowArgs,
+    (count_include_pad, divisor_override): (bool, Option<i64>),
+    grad_input: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = structured::avg_pool2d_backward(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        grad_input,
+    )?;
+    check_cpu("avg_pool2d_backward", meta.device)?;
+    let given = grad_input
+        .map(|g| structured::resize_out(g, &meta))
+        .transpose()?;
+    let p = structured::avg_pool2d_geometry(
         &[grad_output, self_],
         self_,
         kernel_size,
@@ -266,15 +321,8 @@ pub fn avg_pool2d_backward(
         ceil_mode,
         divisor_override,
     )?;
-    let nd = self_.dim();
-    let s = self_.sizes();
-    if nd == 4 {
-        check_dim_size(grad_output, nd, 0, s[0])?;
-    }
-    check_dim_size(grad_output, nd, nd - 3, s[nd - 3])?;
-    check_dim_size(grad_output, nd, nd - 2, p.oh)?;
-    check_dim_size(grad_output, nd, nd - 1, p.ow)?;
     let dtype = self_.dtype();
+    check_dtype("avg_pool2d_backward_out_frame", dtype)?;
     if grad_output.dtype() != dtype {
         return Err(invalid(format!(
             "expected dtype {} for `gradOutput` but got dtype {}",
@@ -282,16 +330,13 @@ pub fn avg_pool2d_backward(
             grad_output.dtype().type_meta_name()
         )));
     }
-    if p.device.is_meta() {
-        return Tensor::empty_with_format(s, dtype, p.device, pool_output_format(self_));
-    }
     let go = grad_output.contiguous()?;
-    let gi = Tensor::empty_on(s, dtype, p.device)?;
+    let gi = Tensor::empty_on(self_.sizes(), dtype, p.device)?;
     dispatch_avg_pool_types!(dtype, "avg_pool2d_backward_out_frame", T => {
         avg_pool_backward_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &p, count_include_pad, divisor_override);
         Ok(())
     })?;
-    in_format_of(self_, gi)
+    deliver(meta, given, gi)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu_or_meta, Result};
 use crate::index::Positions;
 use crate::loops::GRAIN_SIZE;
-use crate::reductions::structured_output;
+use crate::structured_output::structured_output;
 
 // Note [Cumulative sum accumulation]
 // PyTorch's CPU kernel accumulates each line in `at::acc_type<scalar_t, /*is_cuda=*/false>`:

@@ -40,6 +40,19 @@ pub fn check_cpu_or_meta(op: &str, device: Device) -> Result<()> {
     }
 }
 
+/// Fails unless `device` is the CPU: the kernel of a structured operator, which computes
+/// into outputs with data (a meta tensor's metadata is its meta function's, which the Meta
+/// backend runs alone).
+pub fn check_cpu(op: &str, device: Device) -> Result<()> {
+    if device.is_cpu() {
+        Ok(())
+    } else {
+        Err(TensorError::invalid(format!(
+            "{op}: the CPU kernels cannot run on tensors on device {device}"
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,8 @@ use crate::dispatch_dtype::{Acc, CpuElement, Num};
 use crate::error::check_cpu_or_meta;
 use crate::error::{invalid, Result};
 use crate::reduce::{reduce_into, reduction_mask, Reducer};
-use crate::reductions::{reduction_out, structured_output};
+use crate::reductions::reduction_out;
+use crate::structured_output::structured_output;
 use switchboard_ops::structured;
 
 /// NaN-propagating max or min of values.

@@ -86,6 +86,7 @@ mod rounding;
 mod shape;
 mod softmax;
 mod sorting;
+mod structured_output;
 mod ternary;
 mod triangular;
 mod unary;

@@ -2,11 +2,12 @@
 //! [`gemm`] crate for floats and a plain loop for integers; plus the raw GEMM helper
 //! ([`gemm_float`]) that the convolutions reuse.
 
+use switchboard_ops::structured::{self, MetaOutput};
 use switchboard_tensor::RawOps;
 use switchboard_tensor::{Device, Scalar, ScalarType, Tensor};
 
 use crate::copy::copy_into;
-use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::error::{check_cpu, Result};
 use crate::fresh_output::fresh_output;
 use crate::iter::check_internal_overlap;
 
@@ -26,8 +27,8 @@ fn same_view(a: &Tensor, b: &Tensor) -> bool {
 }
 
 /// `result = beta*input + alpha*(m1 @ m2)` (2-d or batched 3-d), `input` already of
-/// `result`'s shape (`None`: `beta` is 0). Handles meta tensors (no-op), aliasing between the
-/// result and the operands (through a temporary), and PyTorch's `beta == 0` rule.
+/// `result`'s shape (`None`: `beta` is 0). Handles aliasing between the result and the
+/// operands (through a temporary), and PyTorch's `beta == 0` rule.
 fn addmm_into(
     result: &Tensor,
     input: Option<&Tensor>,
@@ -37,9 +38,6 @@ fn addmm_into(
     alpha: Scalar,
     op: &str,
 ) -> Result<()> {
-    if !result.has_data() {
-        return Ok(());
-    }
     check_internal_overlap(result)?;
     let aliased = result.is_alias_of(m1)
         || result.is_alias_of(m2)
@@ -62,12 +60,6 @@ fn addmm_into(
     batched_gemm(result, m1, m2, alpha, beta, op)
 }
 
-/// The name caffe2's `TypeMeta` prints for a dtype (`float`, `long int`): PyTorch's messages
-/// that print `tensor.dtype()` use it.
-pub(crate) fn type_meta_name(dtype: ScalarType) -> &'static str {
-    dtype.type_meta_name()
-}
-
 /// A fresh output of a matrix product, which `addmm_into` writes entirely (Note [Fresh
 /// outputs]).
 fn product_output(shape: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
@@ -78,54 +70,23 @@ fn product_output(shape: &[i64], dtype: ScalarType, device: Device) -> Result<Te
     unsafe { fresh_output(shape, dtype, device) }
 }
 
-/// The device of a matrix op (every tensor on one device, CPU or meta).
-fn op_device(op: &str, tensors: &[&Tensor]) -> Result<Device> {
-    let device = same_device(tensors)?;
-    check_cpu_or_meta(op, device)?;
-    Ok(device)
+/// The output of a matrix product after its meta function: fresh (written entirely by
+/// `addmm_into`), or the given `out` resized to it.
+fn product_result(meta: MetaOutput, out: Option<&Tensor>) -> Result<Tensor> {
+    match out {
+        Some(o) => structured::resize_out(o, &meta),
+        None => product_output(&meta.sizes, meta.dtype, meta.device),
+    }
 }
 
-/// A user's `out` for a result of `sizes` and `dtype`: its dtype must be the result's; it is
-/// resized to `sizes` when its shape differs (`resize_output`, Note [Functional resize]), and
-/// the resized tensor is the one to write and return.
-fn out_for(out: &Tensor, sizes: &[i64], dtype: ScalarType) -> Result<Tensor> {
-    if out.dtype() != dtype {
-        return Err(invalid(format!(
-            "Expected out tensor to have dtype {}, but got {} instead",
-            type_meta_name(dtype),
-            type_meta_name(out.dtype())
-        )));
-    }
-    out.resize_output(sizes)
-}
-
-/// `mm`'s checks (PyTorch's `TORCH_META_FUNC(mm)` and `addmm_impl_cpu_`); returns the
-/// result's shape.
-fn mm_check(self_: &Tensor, mat2: &Tensor) -> Result<[i64; 2]> {
-    // PyTorch 2.15's messages name the operator.
-    for (name, t) in [("self", self_), ("mat2", mat2)] {
-        if t.dim() != 2 {
-            return Err(invalid(format!(
-                "mm: {name} must be a matrix, got {}-D tensor",
-                t.dim()
-            )));
-        }
-    }
-    let (a, b) = (self_.sizes(), mat2.sizes());
-    if a[1] != b[0] {
-        return Err(invalid(format!(
-            "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-            a[0], a[1], b[0], b[1]
-        )));
-    }
-    if self_.dtype() != mat2.dtype() {
-        return Err(invalid(format!(
-            "expected m1 and m2 to have the same dtype, but got: {} != {}",
-            type_meta_name(self_.dtype()),
-            type_meta_name(mat2.dtype())
-        )));
-    }
-    Ok([a[0], b[1]])
+/// `mm` into `out` when given.
+fn mm_impl(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+    let meta = structured::mm(self_, mat2, out)?;
+    check_cpu("mm", meta.device)?;
+    let result = product_result(meta, out)?;
+    let (beta, alpha) = (Scalar::Int(0), Scalar::Int(1));
+    addmm_into(&result, None, self_, mat2, beta, alpha, "addmm_impl_cpu_")?;
+    Ok(result)
 }
 
 /// `mm(Tensor self, Tensor mat2) -> Tensor`: the matrix product of an `n×m` and an `m×p`
@@ -138,133 +99,73 @@ fn mm_check(self_: &Tensor, mat2: &Tensor) -> Result<[i64; 2]> {
 /// assert_eq!(c.to_vec::<f32>().unwrap(), [5.0, 11.0, 11.0, 25.0]);
 /// ```
 pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-    let device = op_device("mm", &[self_, mat2])?;
-    let shape = mm_check(self_, mat2)?;
-    let out = product_output(&shape, self_.dtype(), device)?;
-    addmm_into(
-        &out,
-        None,
-        self_,
-        mat2,
-        Scalar::Int(0),
-        Scalar::Int(1),
-        "addmm_impl_cpu_",
-    )?;
-    Ok(out)
+    mm_impl(self_, mat2, None)
 }
 
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`: `out` must have the
 /// result's dtype; it is resized to the result's shape (Note [Functional resize]).
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
-    op_device("mm", &[self_, mat2, out])?;
-    let shape = mm_check(self_, mat2)?;
-    let out = out_for(out, &shape, self_.dtype())?;
+    mm_impl(self_, mat2, Some(out))
+}
+
+/// `bmm` into `out` when given.
+fn bmm_impl(self_: &Tensor, mat2: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+    let meta = structured::bmm(self_, mat2, out)?;
+    check_cpu("bmm", meta.device)?;
+    let result = product_result(meta, out)?;
     addmm_into(
-        &out,
+        &result,
         None,
         self_,
         mat2,
         Scalar::Int(0),
         Scalar::Int(1),
-        "addmm_impl_cpu_",
+        "bmm",
     )?;
-    Ok(out)
-}
-
-/// `bmm`'s checks (`common_checks_baddbmm_bmm`); returns the result's shape.
-fn bmm_check(self_: &Tensor, mat2: &Tensor) -> Result<[i64; 3]> {
-    if self_.dim() != 3 {
-        return Err(invalid("batch1 must be a 3D tensor"));
-    }
-    if mat2.dim() != 3 {
-        return Err(invalid("batch2 must be a 3D tensor"));
-    }
-    let (a, b) = (self_.sizes(), mat2.sizes());
-    if b[0] != a[0] || b[1] != a[2] {
-        return Err(invalid(format!(
-            "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: \
-             [{}, {}].",
-            a[0], a[2], b[0], b[1]
-        )));
-    }
-    if self_.dtype() != mat2.dtype() {
-        return Err(invalid(format!(
-            "expected scalar type {} but found {}",
-            self_.dtype().c10_name(),
-            mat2.dtype().c10_name()
-        )));
-    }
-    Ok([a[0], a[1], b[2]])
+    Ok(result)
 }
 
 /// `bmm(Tensor self, Tensor mat2) -> Tensor`: the batched matrix product of `b×n×m` and
 /// `b×m×p` tensors.
 pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-    let device = op_device("bmm", &[self_, mat2])?;
-    let shape = bmm_check(self_, mat2)?;
-    let out = product_output(&shape, self_.dtype(), device)?;
-    addmm_into(
-        &out,
-        None,
-        self_,
-        mat2,
-        Scalar::Int(0),
-        Scalar::Int(1),
-        "bmm",
-    )?;
-    Ok(out)
+    bmm_impl(self_, mat2, None)
 }
 
 /// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`.
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
-    op_device("bmm", &[self_, mat2, out])?;
-    let shape = bmm_check(self_, mat2)?;
-    let out = out_for(out, &shape, self_.dtype())?;
-    addmm_into(
-        &out,
-        None,
-        self_,
-        mat2,
-        Scalar::Int(0),
-        Scalar::Int(1),
-        "bmm",
-    )?;
-    Ok(out)
+    bmm_impl(self_, mat2, Some(out))
 }
 
-/// `addmm`'s checks (PyTorch's `ADDMM_META`); returns the result's shape.
-fn addmm_check(self_: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<[i64; 2]> {
-    if self_.dtype() != mat2.dtype() {
-        return Err(invalid(format!(
-            "self and mat2 must have the same dtype, but got {} and {}",
-            self_.dtype().c10_name(),
-            mat2.dtype().c10_name()
-        )));
-    }
-    if mat1.dtype() != mat2.dtype() {
-        return Err(invalid(format!(
-            "mat1 and mat2 must have the same dtype, but got {} and {}",
-            mat1.dtype().c10_name(),
-            mat2.dtype().c10_name()
-        )));
-    }
-    // PyTorch 2.15's messages (its ADDMM_META calls mat1 `self`).
-    for (name, t) in [("self", mat1), ("mat2", mat2)] {
-        if t.dim() != 2 {
-            return Err(invalid(format!(
-                "addmm: {name} must be a matrix, got {}-D tensor",
-                t.dim()
-            )));
-        }
-    }
-    let (a, b) = (mat1.sizes(), mat2.sizes());
-    if a[1] != b[0] {
-        return Err(invalid(format!(
-            "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-            a[0], a[1], b[0], b[1]
-        )));
-    }
-    Ok([a[0], b[1]])
+/// `addmm` into `out` when given (`self` itself in place).
+fn addmm_impl(
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+    out: Option<&Tensor>,
+    inplace: bool,
+) -> Result<Tensor> {
+    let given = if inplace { Some(self_) } else { out };
+    let meta = structured::addmm(self_, mat1, mat2, beta, alpha, given)?;
+    check_cpu("addmm", meta.device)?;
+    let result = if inplace {
+        structured::check_inplace(self_, &meta)?;
+        self_.clone()
+    } else {
+        product_result(meta, out)?
+    };
+    let input = self_.expand(result.sizes())?;
+    addmm_into(
+        &result,
+        Some(&input),
+        mat1,
+        mat2,
+        beta,
+        alpha,
+        "addmm_impl_cpu_",
+    )?;
+    Ok(result)
 }
 
 /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`:
@@ -286,20 +187,7 @@ pub fn addmm(
     beta: Scalar,
     alpha: Scalar,
 ) -> Result<Tensor> {
-    let device = op_device("addmm", &[self_, mat1, mat2])?;
-    let shape = addmm_check(self_, mat1, mat2)?;
-    let input = self_.expand(&shape)?;
-    let out = product_output(&shape, mat1.dtype(), device)?;
-    addmm_into(
-        &out,
-        Some(&input),
-        mat1,
-        mat2,
-        beta,
-        alpha,
-        "addmm_impl_cpu_",
-    )?;
-    Ok(out)
+    addmm_impl(self_, mat1, mat2, beta, alpha, None, false)
 }
 
 /// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1,
@@ -312,20 +200,7 @@ pub fn addmm_out(
     alpha: Scalar,
     out: &Tensor,
 ) -> Result<Tensor> {
-    op_device("addmm", &[self_, mat1, mat2, out])?;
-    let shape = addmm_check(self_, mat1, mat2)?;
-    let out = out_for(out, &shape, mat1.dtype())?;
-    let input = self_.expand(&shape)?;
-    addmm_into(
-        &out,
-        Some(&input),
-        mat1,
-        mat2,
-        beta,
-        alpha,
-        "addmm_impl_cpu_",
-    )?;
-    Ok(out)
+    addmm_impl(self_, mat1, mat2, beta, alpha, Some(out), false)
 }
 
 /// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) ->
@@ -337,25 +212,7 @@ pub fn addmm_(
     beta: Scalar,
     alpha: Scalar,
 ) -> Result<Tensor> {
-    op_device("addmm_", &[self_, mat1, mat2])?;
-    let shape = addmm_check(self_, mat1, mat2)?;
-    if self_.sizes() != shape {
-        return Err(invalid(format!(
-            "Bad in-place call: input tensor size {} and output tensor size {} should match",
-            shape_str(self_.sizes()),
-            shape_str(&shape)
-        )));
-    }
-    addmm_into(
-        self_,
-        Some(self_),
-        mat1,
-        mat2,
-        beta,
-        alpha,
-        "addmm_impl_cpu_",
-    )?;
-    Ok(self_.clone())
+    addmm_impl(self_, mat1, mat2, beta, alpha, None, true)
 }
 
 #[cfg(test)]

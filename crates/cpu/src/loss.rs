@@ -2,12 +2,15 @@
 //! weights, `ignore_index`) and `mse_loss` / `mse_loss_backward`, with PyTorch's reductions
 //! (0 = none, 1 = mean, 2 = sum) and messages.
 
+use switchboard_ops::structured;
 use switchboard_tensor::RawOps;
-use switchboard_tensor::{Device, ScalarType, Tensor};
+use switchboard_tensor::{ScalarType, Tensor};
 
+use crate::copy::copy_into;
 use crate::dispatch_dtype::{CpuElement, Num};
-use crate::error::{check_cpu_or_meta, invalid, not_implemented, same_device, shape_str, Result};
+use crate::error::{check_cpu, check_cpu_or_meta, invalid, not_implemented, Result};
 use crate::iter::IterConfig;
+use crate::structured_output::{compute_contiguous, structured_output};
 use crate::{dispatch_floating_types, mean, sum};
 
 /// PyTorch's `at::Reduction`.
@@ -32,75 +35,34 @@ impl Reduction {
     }
 }
 
-/// The checks shared by `nll_loss_forward` and `nll_loss_backward` (`forward` says which);
-/// returns the device.
-fn nll_check(
+/// The dtype checks of the CPU kernels, after the meta function's: PyTorch's dispatch on the
+/// input's dtype, then the typed reads of the target (int64 unless Byte) and of the weight
+/// and the other tensors the kernel reads in the input's dtype.
+fn nll_kernel_dtypes(
+    kernel: &str,
     self_: &Tensor,
     target: &Tensor,
-    weight: Option<&Tensor>,
-    forward: bool,
-) -> Result<Device> {
-    let mut all = vec![self_, target];
-    all.extend(weight);
-    let device = same_device(&all)?;
-    check_cpu_or_meta("nll_loss", device)?;
-    if self_.dim() == 0 || self_.dim() > 2 {
-        return Err(invalid("input tensor should be 1D or 2D"));
-    }
-    if target.dim() > 1 {
-        return Err(invalid(
-            "0D or 1D target tensor expected, multi-target not supported",
-        ));
-    }
-    let no_batch_dim = self_.dim() == 1 && target.dim() == 0;
-    if !no_batch_dim && (target.dim() == 0 || self_.sizes()[0] != target.sizes()[0]) {
-        return Err(invalid(format!(
-            "size mismatch (got input: {}, target: {})",
-            shape_str(self_.sizes()),
-            shape_str(target.sizes())
-        )));
-    }
-    let n_classes = self_.sizes()[self_.dim() - 1];
-    if let Some(w) = weight {
-        if w.dim() != 1 || w.numel() != n_classes {
-            return Err(invalid(format!(
-                "weight tensor should be defined either for all {n_classes} classes or no \
-                 classes but got weight tensor of shape: {}",
-                shape_str(w.sizes())
-            )));
-        }
-        if w.dtype() != self_.dtype() {
-            return Err(invalid(format!(
-                "expected scalar type {} but found {}",
-                self_.dtype().c10_name(),
-                w.dtype().c10_name()
-            )));
-        }
-    }
-    // The forward checks the target's dtype before dispatching on the input's; the backward
-    // dispatches first and then reads a non-Byte target as int64.
-    let long_or_byte = matches!(target.dtype(), ScalarType::Long | ScalarType::Byte);
-    if forward && !long_or_byte {
-        return Err(invalid(format!(
-            "expected target dtype to be Long or Byte, but got {}",
-            target.dtype().c10_name()
-        )));
-    }
+    same_dtype_as_input: &[Option<&Tensor>],
+) -> Result<()> {
     if !self_.dtype().is_floating_point() {
-        let kernel = if forward {
-            "nll_loss_out_frame"
-        } else {
-            "nll_loss_backward_out_frame"
-        };
         return Err(not_implemented(kernel, self_.dtype()));
     }
-    if !long_or_byte {
-        return Err(invalid(format!(
-            "expected scalar type Long but found {}",
-            target.dtype().c10_name()
-        )));
+    let mismatch = |expected: ScalarType, found: ScalarType| {
+        invalid(format!(
+            "expected scalar type {} but found {}",
+            expected.c10_name(),
+            found.c10_name()
+        ))
+    };
+    if !matches!(target.dtype(), ScalarType::Long | ScalarType::Byte) {
+        return Err(mismatch(ScalarType::Long, target.dtype()));
     }
-    Ok(device)
+    for t in same_dtype_as_input.iter().flatten() {
+        if t.dtype() != self_.dtype() {
+            return Err(mismatch(self_.dtype(), t.dtype()));
+        }
+    }
+    Ok(())
 }
 
 /// The targets as `i64` and the class weights as `f64` (CPU tensors).
@@ -127,17 +89,16 @@ fn gather(t: &Tensor, at: &[usize]) -> Result<Vec<f64>> {
     })
 }
 
-/// A zero tensor shaped like `like` with `vals` written at the flat positions `at`.
-fn scatter(like: &Tensor, at: &[usize], vals: &[f64]) -> Result<Tensor> {
-    let out = Tensor::zeros_on(like.sizes(), like.dtype(), like.device())?;
+/// Writes zeros into the contiguous `out`, and `vals` at the flat positions `at`.
+fn scatter(out: &Tensor, at: &[usize], vals: &[f64]) -> Result<()> {
     dispatch_floating_types!(out.dtype(), "nll_loss_backward_out_frame", T => {
         let mut d = out.data_mut::<T>()?;
+        d.fill(T::from_acc(<<T as CpuElement>::Acc as Num>::ZERO));
         for (&i, &v) in at.iter().zip(vals) {
             d[i] = T::from_acc(<<T as CpuElement>::Acc as Num>::from_f64(v));
         }
         Ok(())
-    })?;
-    Ok(out)
+    })
 }
 
 /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt
@@ -161,17 +122,46 @@ pub fn nll_loss_forward(
     reduction: i64,
     ignore_index: i64,
 ) -> Result<(Tensor, Tensor)> {
-    let device = nll_check(self_, target, weight, true)?;
+    nll_loss_forward_impl(self_, target, weight, reduction, ignore_index, None)
+}
+
+/// `nll_loss_forward.output(..., *, Tensor(a!) output, Tensor(b!) total_weight)`.
+pub fn nll_loss_forward_output(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    output: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    nll_loss_forward_impl(
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        Some([output, total_weight]),
+    )
+}
+
+/// `nll_loss_forward` after its meta function, into `outputs` when given.
+fn nll_loss_forward_impl(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    outputs: Option<[&Tensor; 2]>,
+) -> Result<(Tensor, Tensor)> {
+    let [loss_meta, total_meta] =
+        structured::nll_loss_forward(self_, target, weight, reduction, ignore_index, outputs)?;
+    check_cpu("nll_loss", loss_meta.device)?;
+    let output = structured_output(loss_meta, outputs.map(|o| o[0]))?;
+    let total = structured_output(total_meta, outputs.map(|o| o[1]))?;
+    nll_kernel_dtypes("nll_loss_out_frame", self_, target, &[weight])?;
     let red = Reduction::parse(reduction)?;
-    let dtype = self_.dtype();
     let per_sample = red == Reduction::None && self_.dim() == 2;
-    let out_shape: &[i64] = if per_sample { &self_.sizes()[..1] } else { &[] };
-    if device.is_meta() {
-        return Ok((
-            Tensor::empty_on(out_shape, dtype, device)?,
-            Tensor::empty_on(&[], dtype, device)?,
-        ));
-    }
     let n_classes = self_.sizes()[self_.dim() - 1];
     let (t, w) = nll_inputs(target, weight)?;
     let class_w = |c: i64| w.as_ref().map_or(1.0, |w| w[c as usize]);
@@ -213,8 +203,11 @@ pub fn nll_loss_forward(
         }
         vec![loss]
     };
-    let output = crate::copy::cast(&Tensor::from_vec(out, out_shape)?, dtype)?;
-    let total = Tensor::scalar_tensor(total_weight, dtype);
+    copy_into(&output, &Tensor::from_vec(out, output.sizes())?)?;
+    copy_into(
+        &total,
+        &Tensor::scalar_tensor(total_weight, ScalarType::Double),
+    )?;
     Ok((output, total))
 }
 
@@ -231,37 +224,74 @@ pub fn nll_loss_backward(
     ignore_index: i64,
     total_weight: &Tensor,
 ) -> Result<Tensor> {
-    same_device(&[grad_output, self_])?;
-    let device = nll_check(self_, target, weight, false)?;
+    nll_loss_backward_impl(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        None,
+    )
+}
+
+/// `nll_loss_backward.grad_input(..., *, Tensor(a!) grad_input)`.
+#[allow(clippy::too_many_arguments)]
+pub fn nll_loss_backward_grad_input(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    nll_loss_backward_impl(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        Some(grad_input),
+    )
+}
+
+/// `nll_loss_backward` after its meta function, into `grad_input` when given.
+#[allow(clippy::too_many_arguments)]
+fn nll_loss_backward_impl(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: &Tensor,
+    grad_input: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = structured::nll_loss_backward(
+        grad_output,
+        self_,
+        target,
+        weight,
+        reduction,
+        ignore_index,
+        total_weight,
+        grad_input,
+    )?;
+    check_cpu("nll_loss", meta.device)?;
+    let result = structured_output(meta, grad_input)?;
+    nll_kernel_dtypes(
+        "nll_loss_backward_out_frame",
+        self_,
+        target,
+        &[weight, Some(total_weight), Some(grad_output)],
+    )?;
     let red = Reduction::parse(reduction)?;
-    if total_weight.numel() != 1 {
-        return Err(invalid(format!(
-            "expected total_weight to be a single element tensor, got: {} ({} elements)",
-            shape_str(total_weight.sizes()),
-            total_weight.numel()
-        )));
-    }
     let per_sample = red == Reduction::None && self_.dim() == 2;
-    if per_sample {
-        let n = self_.sizes()[0];
-        if grad_output.dim() != 1 || grad_output.sizes()[0] != n {
-            return Err(invalid(format!(
-                "Expected a tensor of dimension 1 and tensor.size[0] == {n} but got: dimension \
-                 {} and tensor.size[0] = {}",
-                grad_output.dim(),
-                grad_output.sizes().first().copied().unwrap_or(-1)
-            )));
-        }
-    } else if grad_output.dim() > 1 || grad_output.numel() != 1 {
-        return Err(invalid(format!(
-            "Expected a single element grad_output tensor, but got: {}",
-            shape_str(grad_output.sizes())
-        )));
-    }
-    let dtype = self_.dtype();
-    if device.is_meta() {
-        return Tensor::empty_on(self_.sizes(), dtype, device);
-    }
     let n_classes = self_.sizes()[self_.dim() - 1] as usize;
     let (t, w) = nll_inputs(target, weight)?;
     let class_w = |c: i64| w.as_ref().map_or(1.0, |w| w[c as usize]);
@@ -290,7 +320,8 @@ pub fn nll_loss_backward(
             class_w(tb) * grad
         });
     }
-    scatter(self_, &at, &vals)
+    compute_contiguous(&result, &[], |dense| scatter(dense, &at, &vals))?;
+    Ok(result)
 }
 
 /// Checks `mse_loss`'s tensors' devices.

@@ -7,6 +7,7 @@
 //! [`nll_loss_forward`] / [`nll_loss_backward`], whose sums, `total_weight`, `ignore_index`
 //! handling and messages are the ones PyTorch's 2-d loops share with the 1-d ones.
 
+use switchboard_ops::structured;
 use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
 use crate::error::{check_cpu_or_meta, invalid, not_implemented, same_device, shape_str, Result};
@@ -95,8 +96,22 @@ pub fn nll_loss2d_forward(
     check_inputs(self_, target, weight)?;
     let rows = pixels_as_rows(self_)?;
     let flat_target = target.reshape(&[-1])?;
-    let (output, total_weight) =
-        nll_loss_forward(&rows, &flat_target, weight, reduction, ignore_index)?;
+    // This kernel is also the Meta kernel of `nll_loss2d_forward` (not structured in
+    // PyTorch), and `nll_loss_forward`'s CPU kernel computes only into tensors with data: meta
+    // rows take its meta function.
+    let (output, total_weight) = if rows.is_meta() {
+        let [output, total_weight] = structured::nll_loss_forward(
+            &rows,
+            &flat_target,
+            weight,
+            reduction,
+            ignore_index,
+            None,
+        )?;
+        (output.allocate()?, total_weight.allocate()?)
+    } else {
+        nll_loss_forward(&rows, &flat_target, weight, reduction, ignore_index)?
+    };
     if reduction == 0 {
         return Ok((output.reshape(target.sizes())?, total_weight));
     }
@@ -151,15 +166,31 @@ pub fn nll_loss2d_backward(
         grad_output.clone()
     };
     let rows = pixels_as_rows(self_)?;
-    let grad = nll_loss_backward(
-        &grad_rows,
-        &rows,
-        &target.reshape(&[-1])?,
-        weight,
-        reduction,
-        ignore_index,
-        total_weight,
-    )?;
+    let flat_target = target.reshape(&[-1])?;
+    // As in `nll_loss2d_forward`: meta rows take the 1-d backward's meta function.
+    let grad = if rows.is_meta() {
+        structured::nll_loss_backward(
+            &grad_rows,
+            &rows,
+            &flat_target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+            None,
+        )?
+        .allocate()?
+    } else {
+        nll_loss_backward(
+            &grad_rows,
+            &rows,
+            &flat_target,
+            weight,
+            reduction,
+            ignore_index,
+            total_weight,
+        )?
+    };
     let (n, c, h, w) = (
         self_.sizes()[0],
         self_.sizes()[1],

@@ -3,6 +3,7 @@
 use super::*;
 use crate::copy::cast;
 use crate::nn_testutil::{assert_close, dot, numeric_grad, ramp};
+use switchboard_tensor::Device;
 
 fn long(v: &[i64]) -> Tensor {
     Tensor::from_vec(v.to_vec(), &[v.len() as i64]).unwrap()
@@ -106,10 +107,17 @@ fn nll_errors_and_meta() {
     assert!(nll_loss_forward(&x, &long(&[0, 1]), None, 3, -100).is_err());
     let m = Tensor::empty_on(&[5, 3], ScalarType::Half, Device::META).unwrap();
     let mt = Tensor::empty_on(&[5], ScalarType::Long, Device::META).unwrap();
-    let (o, tw) = nll_loss_forward(&m, &mt, None, 0, -100).unwrap();
+    // Meta tensors take the meta functions (the Meta backend's kernels), not these.
+    let [o, tw] = switchboard_ops::structured::nll_loss_forward(&m, &mt, None, 0, -100, None)
+        .unwrap()
+        .map(|m| m.allocate().unwrap());
     assert!(o.is_meta() && tw.is_meta());
     assert_eq!(o.sizes(), &[5]);
-    let g = nll_loss_backward(&o, &m, &mt, None, 0, -100, &tw).unwrap();
+    let meta = switchboard_ops::structured::nll_loss_backward;
+    let g = meta(&o, &m, &mt, None, 0, -100, &tw, None)
+        .unwrap()
+        .allocate()
+        .unwrap();
     assert!(g.is_meta());
     assert_eq!(g.sizes(), &[5, 3]);
     let go = Tensor::scalar_tensor(1.0, ScalarType::Float);

@@ -5,122 +5,19 @@
 use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
-use switchboard_tensor::RawOps;
-use switchboard_tensor::{to_int32, CheckedSize, Device, ScalarType, Tensor};
+use switchboard_ops::structured::{self, pool2d_geometry};
+use switchboard_tensor::{RawOps, ScalarType, Tensor};
+
+pub(crate) use switchboard_ops::structured::{
+    check_dim_size, pooling_output_shape, saturated_usize, Pool, Window,
+};
 
 use crate::dispatch_dtype::{CpuElement, Num};
-use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::error::{check_cpu, invalid, not_implemented, Result};
 use crate::fresh_output::{fresh_output, zero_fill, FreshData};
 use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::structured_output::deliver;
 use crate::{dispatch_all_types, dispatch_floating_types};
-
-/// The parsed pooling window (PyTorch's `TORCH_META_FUNC(max_pool2d_with_indices)`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Window {
-    pub(crate) kh: i64,
-    pub(crate) kw: i64,
-    pub(crate) sh: i64,
-    pub(crate) sw: i64,
-    pub(crate) ph: i64,
-    pub(crate) pw: i64,
-    pub(crate) dh: i64,
-    pub(crate) dw: i64,
-}
-
-/// Reads the `int[2]` arguments (one value applies to both dims; empty stride = kernel) of
-/// the pooling operator `op` (named in the messages).
-fn parse_window(
-    op: &str,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-) -> Result<Window> {
-    // PyTorch narrows every window parameter to a C++ `int` as it reads it (`safe_downcast`),
-    // which bounds all the window arithmetic below: with parameters under 2^31, the
-    // output-size formula and the window bounds cannot overflow `i64` for any input size
-    // (Note [Checked size arithmetic]).
-    let pair = |v: &[i64], name: &str, msg: &str| -> Result<(i64, i64)> {
-        let (a, b) = match v {
-            [a] => (*a, *a),
-            [a, b] => (*a, *b),
-            _ => return Err(invalid(format!("{op}: {name} {msg}"))),
-        };
-        to_int32(a)?;
-        to_int32(b)?;
-        Ok((a, b))
-    };
-    let (kh, kw) = pair(
-        kernel_size,
-        "kernel_size",
-        "must either be a single int, or a tuple of two ints",
-    )?;
-    let (sh, sw) = if stride.is_empty() {
-        (kh, kw)
-    } else {
-        pair(
-            stride,
-            "stride",
-            "must either be omitted, a single int, or a tuple of two ints",
-        )?
-    };
-    let (ph, pw) = pair(
-        padding,
-        "padding",
-        "must either be a single int, or a tuple of two ints",
-    )?;
-    let (dh, dw) = pair(
-        dilation,
-        "dilation",
-        "must be either a single int, or a tuple of two ints",
-    )?;
-    Ok(Window {
-        kh,
-        kw,
-        sh,
-        sw,
-        ph,
-        pw,
-        dh,
-        dw,
-    })
-}
-
-/// PyTorch's `pooling_output_shape`: the number of windows along one dim.
-pub(crate) fn pooling_output_shape(
-    op: &str,
-    size: i64,
-    k: i64,
-    pad: i64,
-    s: i64,
-    d: i64,
-    ceil: bool,
-) -> Result<i64> {
-    if s == 0 {
-        return Err(invalid("stride should not be zero"));
-    }
-    if pad < 0 {
-        return Err(invalid(format!(
-            "pad must be non-negative, but got pad: {pad}"
-        )));
-    }
-    if pad > ((k - 1) * d + 1) / 2 {
-        return Err(invalid(format!(
-            "pad should be at most half of effective kernel size, but got pad={pad}, \
-             kernel_size={k} and dilation={d}"
-        )));
-    }
-    let size = CheckedSize::new(size);
-    let extra = if ceil { s - 1 } else { 0 };
-    let what = || format!("{op}: the output size");
-    let mut out = ((size + pad * 2 - (CheckedSize::new(k) - 1) * d - 1 + extra).div_floor(s) + 1)
-        .get(what)?;
-    // The last window must start inside the input (or its left padding).
-    if ceil && (CheckedSize::new(out - 1) * s).get(what)? >= (size + pad).get(what)? {
-        out -= 1;
-    }
-    Ok(out)
-}
 
 /// The first input position `>= 0` of a window starting at `start` (possibly in the padding)
 /// and stepping by `dilation`: `start` moved up by whole steps, in closed form (a loop would
@@ -131,110 +28,6 @@ fn first_inside(start: i64, dilation: i64) -> i64 {
     } else {
         start + (-start + dilation - 1) / dilation * dilation
     }
-}
-
-/// The checked geometry of one pooling: planes (`N*C`), input and output plane sizes, and
-/// the output shape.
-pub(crate) struct Pool {
-    pub(crate) win: Window,
-    pub(crate) planes: usize,
-    /// Elements of an input and an output plane (exact whenever there is a plane: a tensor
-    /// with elements has a numel that fits; saturated otherwise, as they are then unused).
-    pub(crate) plane_in: usize,
-    pub(crate) plane_out: usize,
-    pub(crate) h: i64,
-    pub(crate) w: i64,
-    pub(crate) oh: i64,
-    pub(crate) ow: i64,
-    pub(crate) out_shape: Vec<i64>,
-    pub(crate) device: Device,
-}
-
-/// The checked geometry of a 2-d pooling of `input` by operator `op` (PyTorch's
-/// `pool2d_shape_check` and its argument parsing).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn prepare(
-    op: &str,
-    tensors: &[&Tensor],
-    input: &Tensor,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<Pool> {
-    let device = same_device(tensors)?;
-    check_cpu_or_meta(op, device)?;
-    let win = parse_window(op, kernel_size, stride, padding, dilation)?;
-    let nd = input.dim();
-    if nd != 3 && nd != 4 {
-        return Err(invalid(
-            "non-empty 3D or 4D (batch mode) tensor expected for input",
-        ));
-    }
-    let s = input.sizes();
-    let (c, h, w) = (s[nd - 3], s[nd - 2], s[nd - 1]);
-    let n = if nd == 4 { s[0] } else { 1 };
-    let oh = pooling_output_shape(op, h, win.kh, win.ph, win.sh, win.dh, ceil_mode)?;
-    let ow = pooling_output_shape(op, w, win.kw, win.pw, win.sw, win.dw, ceil_mode)?;
-    // pool2d_shape_check.
-    if win.kw <= 0 || win.kh <= 0 {
-        return Err(invalid(format!(
-            "kernel size should be greater than zero, but got kH: {} kW: {}",
-            win.kh, win.kw
-        )));
-    }
-    if win.sw <= 0 || win.sh <= 0 {
-        return Err(invalid(format!(
-            "stride should be greater than zero, but got dH: {} dW: {}",
-            win.sh, win.sw
-        )));
-    }
-    if win.dh <= 0 || win.dw <= 0 {
-        return Err(invalid(format!(
-            "dilation should be greater than zero, but got dilationH: {} dilationW: {}",
-            win.dh, win.dw
-        )));
-    }
-    let valid_dims = s[1] != 0 && s[2] != 0;
-    if !((nd == 3 && s[0] != 0 && valid_dims) || (nd == 4 && valid_dims && s[3] != 0)) {
-        return Err(invalid(format!(
-            "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, \
-             but got:{}",
-            shape_str(s)
-        )));
-    }
-    if win.kw / 2 < win.pw || win.kh / 2 < win.ph {
-        return Err(invalid(format!(
-            "pad should be smaller than or equal to half of kernel size, but got padW = {}, \
-             padH = {}, kW = {}, kH = {}",
-            win.pw, win.ph, win.kw, win.kh
-        )));
-    }
-    if ow < 1 || oh < 1 {
-        return Err(invalid(format!(
-            "Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{oh}x{ow}). Output \
-             size is too small"
-        )));
-    }
-    let mut out_shape = s[..nd - 2].to_vec();
-    out_shape.extend([oh, ow]);
-    Ok(Pool {
-        win,
-        planes: saturated_usize(n.saturating_mul(c)),
-        plane_in: saturated_usize(h.saturating_mul(w)),
-        plane_out: saturated_usize(oh.saturating_mul(ow)),
-        h,
-        w,
-        oh,
-        ow,
-        out_shape,
-        device,
-    })
-}
-
-pub(crate) fn saturated_usize(v: i64) -> usize {
-    usize::try_from(v).unwrap_or(usize::MAX)
 }
 
 /// Runs `f(plane, a, b)` over matching per-plane chunks of two output buffers, in parallel
@@ -446,7 +239,69 @@ pub fn max_pool2d_with_indices(
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<(Tensor, Tensor)> {
-    let p = prepare(
+    max_pool2d_impl(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        None,
+    )
+}
+
+/// `max_pool2d_with_indices.out(..., *, Tensor(a!) out, Tensor(b!) indices)`.
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d_with_indices_out(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    out: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let outputs = Some([out, indices]);
+    max_pool2d_impl(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        outputs,
+    )
+}
+
+/// `max_pool2d_with_indices` after its meta function, into `outputs` when given.
+fn max_pool2d_impl(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    outputs: Option<[&Tensor; 2]>,
+) -> Result<(Tensor, Tensor)> {
+    let [values_meta, indices_meta] = structured::max_pool2d_with_indices(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        outputs,
+    )?;
+    check_cpu("max_pool2d", values_meta.device)?;
+    let given = match outputs {
+        Some([o, i]) => Some([
+            structured::resize_out(o, &values_meta)?,
+            structured::resize_out(i, &indices_meta)?,
+        ]),
+        None => None,
+    };
+    let p = pool2d_geometry(
         "max_pool2d",
         &[self_],
         self_,
@@ -464,9 +319,6 @@ pub fn max_pool2d_with_indices(
             fresh_output(&p.out_shape, ScalarType::Long, p.device)?,
         )
     };
-    if p.device.is_meta() {
-        return Ok((out, idx));
-    }
     let x = self_.contiguous()?;
     dispatch_all_types!(self_.dtype(), "max_pool2d", T => {
         let xs = x.data::<T>()?;
@@ -476,20 +328,11 @@ pub fn max_pool2d_with_indices(
         max_pool_planes::<T>(&xs, &mut os, &mut is, &p);
         Ok(())
     })?;
-    Ok((out, idx))
-}
-
-/// PyTorch's `check_dim_size`.
-pub(crate) fn check_dim_size(t: &Tensor, dim: usize, at: usize, size: i64) -> Result<()> {
-    if t.dim() != dim || t.sizes()[at] != size {
-        let got = t.sizes().get(at).copied().unwrap_or(-1);
-        return Err(invalid(format!(
-            "Expected a tensor of dimension {dim} and tensor.size[{at}] == {size} but got: \
-             dimension {} and tensor.size[{at}] = {got}",
-            t.dim()
-        )));
-    }
-    Ok(())
+    let [o, i] = given.map_or([None, None], |[o, i]| [Some(o), Some(i)]);
+    Ok((
+        deliver(values_meta, o, out)?,
+        deliver(indices_meta, i, idx)?,
+    ))
 }
 
 /// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size,
@@ -507,7 +350,55 @@ pub fn max_pool2d_with_indices_backward(
     ceil_mode: bool,
     indices: &Tensor,
 ) -> Result<Tensor> {
-    let p = prepare(
+    let window = (kernel_size, stride, padding, dilation, ceil_mode);
+    max_pool2d_backward_impl(grad_output, self_, window, indices, None)
+}
+
+/// `max_pool2d_with_indices_backward.grad_input(..., *, Tensor(a!) grad_input)`.
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d_with_indices_backward_grad_input(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    let window = (kernel_size, stride, padding, dilation, ceil_mode);
+    max_pool2d_backward_impl(grad_output, self_, window, indices, Some(grad_input))
+}
+
+/// A max pooling's window arguments: `kernel_size`, `stride`, `padding`, `dilation`,
+/// `ceil_mode`.
+type WindowArgs<'a> = (&'a [i64], &'a [i64], &'a [i64], &'a [i64], bool);
+
+/// `max_pool2d_with_indices_backward` after its meta function, into `grad_input` when given.
+fn max_pool2d_backward_impl(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    (kernel_size, stride, padding, dilation, ceil_mode): WindowArgs,
+    indices: &Tensor,
+    grad_input: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = structured::max_pool2d_with_indices_backward(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+        grad_input,
+    )?;
+    check_cpu("max_pool2d", meta.device)?;
+    let given = grad_input
+        .map(|g| structured::resize_out(g, &meta))
+        .transpose()?;
+    let p = pool2d_geometry(
         "max_pool2d",
         &[grad_output, self_, indices],
         self_,
@@ -517,39 +408,23 @@ pub fn max_pool2d_with_indices_backward(
         dilation,
         ceil_mode,
     )?;
-    let nd = self_.dim();
-    let c = self_.sizes()[nd - 3];
-    for t in [grad_output, indices] {
-        check_dim_size(t, nd, nd - 3, c)?;
-        check_dim_size(t, nd, nd - 2, p.oh)?;
-        check_dim_size(t, nd, nd - 1, p.ow)?;
+    let dtype = self_.dtype();
+    if !dtype.is_floating_point() {
+        return Err(not_implemented("max_pool2d_backward", dtype));
     }
-    if nd == 4 {
-        check_dim_size(grad_output, nd, 0, self_.sizes()[0])?;
-        check_dim_size(indices, nd, 0, self_.sizes()[0])?;
-    }
+    // The kernel reads the indices as int64 (PyTorch's `data_ptr<int64_t>`).
     if indices.dtype() != ScalarType::Long {
         return Err(invalid(format!(
-            "max_pool2d_with_indices_backward: expected indices of dtype Long, but got {}",
+            "expected scalar type Long but found {}",
             indices.dtype().c10_name()
-        )));
-    }
-    if grad_output.dtype() != self_.dtype() {
-        return Err(invalid(format!(
-            "expected scalar type {} but found {}",
-            self_.dtype().c10_name(),
-            grad_output.dtype().c10_name()
         )));
     }
     // SAFETY: the loop below zeroes every plane before it scatters into it; on an error the
     // tensor is dropped unread (Note [Fresh outputs]).
-    let gi = unsafe { fresh_output(self_.sizes(), self_.dtype(), p.device)? };
-    if p.device.is_meta() {
-        return Ok(gi);
-    }
+    let gi = unsafe { fresh_output(self_.sizes(), dtype, p.device)? };
     let (go, ix) = (grad_output.contiguous()?, indices.contiguous()?);
     let (plane_in, plane_out) = (p.plane_in, p.plane_out);
-    dispatch_floating_types!(self_.dtype(), "max_pool2d_backward", T => {
+    dispatch_floating_types!(dtype, "max_pool2d_backward", T => {
         let (gos, ixs) = (go.data::<T>()?, ix.data::<i64>()?);
         // SAFETY: a fresh output; only initialised values are stored through it.
         let mut gis = unsafe { FreshData::<T>::new(&gi)? };
@@ -576,7 +451,7 @@ pub fn max_pool2d_with_indices_backward(
         }
         Ok(())
     })?;
-    Ok(gi)
+    deliver(meta, given, gi)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use super::*;
 use crate::copy::cast;
 use crate::nn_testutil::{assert_close, dot, numeric_grad, ramp};
+use switchboard_tensor::{Device, MemoryFormat};
 
 /// Distinct values (no ties, so the gradient is well defined): a permutation of `0..n`.
 fn distinct(shape: &[i64]) -> Tensor {
@@ -101,7 +102,11 @@ fn forward_matches_reference() {
     assert_eq!(i.to_vec::<i64>().unwrap(), [1]);
     // Meta.
     let m = Tensor::empty_on(&[2, 3, 8, 8], ScalarType::Float, Device::META).unwrap();
-    let (y, i) = max_pool2d_with_indices(&m, &[3], &[2], &[1], &[1], false).unwrap();
+    // Meta tensors take the meta function (the Meta backend's kernel), not this one.
+    let meta = switchboard_ops::structured::max_pool2d_with_indices;
+    let [y, i] = meta(&m, &[3], &[2], &[1], &[1], false, None)
+        .unwrap()
+        .map(|m| m.allocate().unwrap());
     assert!(y.is_meta() && i.is_meta());
     assert_eq!(i.sizes(), &[2, 3, 4, 4]);
     assert_eq!(i.dtype(), ScalarType::Long);
@@ -237,7 +242,7 @@ fn backward_matches_finite_differences() {
     let wild = Tensor::full(&[2, 2, 2], 99i64, ScalarType::Long).unwrap();
     assert!(max_pool2d_with_indices_backward(&y, &x, &[2], &[], &[0], &[1], false, &wild).is_err());
     let m = |s: &[i64], dt| Tensor::empty_on(s, dt, Device::META).unwrap();
-    let gm = max_pool2d_with_indices_backward(
+    let gm = switchboard_ops::structured::max_pool2d_with_indices_backward(
         &m(&[2, 2, 2], ScalarType::Float),
         &m(&[2, 4, 4], ScalarType::Float),
         &[2],
@@ -246,7 +251,10 @@ fn backward_matches_finite_differences() {
         &[1],
         false,
         &m(&[2, 2, 2], ScalarType::Long),
+        None,
     )
+    .unwrap()
+    .allocate()
     .unwrap();
     assert!(gm.is_meta());
     assert_eq!(gm.sizes(), &[2, 4, 4]);
@@ -298,4 +306,33 @@ fn huge_windows_fail_or_finish_at_once() {
     let e = max_pool2d_with_indices_backward(&g, &x, &[1 << 40], &[], &[0], &[1], false, &i)
         .unwrap_err();
     assert_eq!(e.to_string(), overflow);
+}
+
+/// A channels-last input gives channels-last outputs (PyTorch's `suggest_memory_format`),
+/// with the values of the contiguous input's, forward and backward.
+#[test]
+fn channels_last_in_channels_last_out() {
+    let x = ramp(&[2, 3, 4, 4], ScalarType::Float);
+    let cl = Tensor::empty_with_format(
+        &[2, 3, 4, 4],
+        ScalarType::Float,
+        Device::CPU,
+        MemoryFormat::ChannelsLast,
+    )
+    .unwrap();
+    crate::copy::copy_into(&cl, &x).unwrap();
+    let (y, i) = max_pool2d_with_indices(&x, &[2], &[], &[0], &[1], false).unwrap();
+    let (ycl, icl) = max_pool2d_with_indices(&cl, &[2], &[], &[0], &[1], false).unwrap();
+    assert_eq!(
+        (ycl.strides(), icl.strides()),
+        (&[12i64, 1, 6, 3][..], &[12i64, 1, 6, 3][..])
+    );
+    let values = |t: &Tensor| t.contiguous().unwrap().to_vec_as::<f64>().unwrap();
+    assert_eq!(values(&ycl), values(&y));
+    assert_eq!(values(&icl), values(&i));
+    let g =
+        max_pool2d_with_indices_backward(&ycl, &cl, &[2], &[], &[0], &[1], false, &icl).unwrap();
+    assert_eq!(g.strides(), &[48, 1, 12, 3]);
+    let want = max_pool2d_with_indices_backward(&y, &x, &[2], &[], &[0], &[1], false, &i).unwrap();
+    assert_eq!(values(&g), values(&want));
 }

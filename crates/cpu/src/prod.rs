@@ -11,7 +11,7 @@ use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu_or_meta, Result};
 use crate::reduce::{reduce_into, reduction_mask, Reducer};
-use crate::reductions::structured_output;
+use crate::structured_output::structured_output;
 
 /// Multiplies in `T` itself, rounding after each product as PyTorch's `prod_kernel_impl`
 /// (`binary_kernel_reduce_vec` over `scalar_t`); bool multiplication is `and`.

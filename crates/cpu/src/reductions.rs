@@ -3,13 +3,14 @@
 
 use std::marker::PhantomData;
 
-use switchboard_ops::structured::{self, MetaOutput};
+use switchboard_ops::structured;
 use switchboard_tensor::{Scalar, ScalarType, Tensor};
 
 use crate::copy::cast;
 use crate::dispatch_dtype::{Acc, CpuElement, FloatElement, Num};
 use crate::error::{check_cpu_or_meta, invalid, Result};
 use crate::reduce::{reduce_into, reduced_shape, reduction_mask, Reducer};
+use crate::structured_output::structured_output;
 use crate::{dispatch_all_types_and_bool, dispatch_floating_types};
 
 /// Sums in `T`'s compute type, eight lanes at a time over contiguous runs (vectorised, and a
@@ -90,15 +91,6 @@ fn sum_impl(
         reduce_into(&input, &result, &mask, keepdim, &SumR::<T>(PhantomData))
     })?;
     Ok(result)
-}
-
-/// The output a structured kernel computes into: a fresh one from the meta result, or the
-/// given `out` resized to it (torchgen's glue, Note [Structured glue] in switchboard-codegen).
-pub(crate) fn structured_output(meta: MetaOutput, out: Option<&Tensor>) -> Result<Tensor> {
-    match out {
-        Some(o) => structured::resize_out(o, &meta),
-        None => meta.allocate(),
-    }
 }
 
 /// `sum(Tensor self, *, ScalarType? dtype=None)`: the sum of all elements (integers and bool

@@ -7,11 +7,13 @@ use rayon::prelude::*;
 use switchboard_tensor::RawOps;
 use switchboard_tensor::{wrap_dim, ScalarType, Tensor};
 
-use crate::copy::cast;
+use switchboard_ops::structured;
+
 use crate::dispatch_dtype::{Float, FloatElement, Num};
 use crate::dispatch_floating_types;
-use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::error::{check_cpu, invalid, Result};
 use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::structured_output::{compute_contiguous, structured_output};
 
 // Note [Softmax layout]
 // The input is made contiguous and seen as `(outer, dim, inner)`. When `inner == 1` (the
@@ -206,17 +208,27 @@ fn backward<T: FloatElement>(
     });
 }
 
-/// The shared forward: checks, output allocation (contiguous, as PyTorch's
-/// `LEGACY_CONTIGUOUS_MEMORY_FORMAT`), and the kernel.
-fn softmax_impl(self_: &Tensor, dim: i64, half_to_float: bool, kind: Kind) -> Result<Tensor> {
-    let device = self_.device();
-    check_cpu_or_meta("softmax", device)?;
-    let d = wrap_dim(dim, self_.dim())?;
-    let out_dtype = if half_to_float {
-        ScalarType::Float
-    } else {
-        self_.dtype()
+/// The shared forward after the meta function: the kernel into `result` (fresh, or `out`
+/// resized). `half_to_float` is refused on the CPU as in PyTorch.
+fn softmax_impl(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    kind: Kind,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = match kind {
+        Kind::Softmax => structured::_softmax(self_, dim, half_to_float, out)?,
+        Kind::LogSoftmax => structured::_log_softmax(self_, dim, half_to_float, out)?,
     };
+    check_cpu("softmax", meta.device)?;
+    let result = structured_output(meta, out)?;
+    if half_to_float {
+        return Err(invalid(
+            "softmax with half to float conversion is not supported on CPU",
+        ));
+    }
+    let d = wrap_dim(dim, self_.dim())?;
     let lastdim = self_.dim() == 0 || d == self_.dim() - 1;
     if !self_.dtype().is_floating_point() {
         return Err(crate::error::not_implemented(
@@ -224,24 +236,20 @@ fn softmax_impl(self_: &Tensor, dim: i64, half_to_float: bool, kind: Kind) -> Re
             self_.dtype(),
         ));
     }
-    let out = Tensor::empty_on(self_.sizes(), out_dtype, device)?;
-    if device.is_meta() {
-        return Ok(out);
-    }
-    if half_to_float {
-        return Err(invalid(
-            "softmax with half to float conversion is not supported on CPU",
-        ));
+    if self_.numel() == 0 {
+        return Ok(result);
     }
     let x = self_.contiguous()?;
     let shape = split(x.sizes(), d);
-    dispatch_floating_types!(self_.dtype(), kind.name(lastdim), T => {
-        let xs = x.data::<T>()?;
-        let mut os = out.data_mut::<T>()?;
-        forward::<T>(&xs, &mut os, shape, kind);
-        Ok(())
+    compute_contiguous(&result, &[self_], |dense| {
+        dispatch_floating_types!(self_.dtype(), kind.name(lastdim), T => {
+            let xs = x.data::<T>()?;
+            let mut os = dense.data_mut::<T>()?;
+            forward::<T>(&xs, &mut os, shape, kind);
+            Ok(())
+        })
     })?;
-    Ok(out)
+    Ok(result)
 }
 
 /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: `exp(x - max) / sum`
@@ -255,44 +263,55 @@ fn softmax_impl(self_: &Tensor, dim: i64, half_to_float: bool, kind: Kind) -> Re
 /// assert_eq!(y.to_vec::<f64>().unwrap(), [0.5; 4]);
 /// ```
 pub fn _softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    softmax_impl(self_, dim, half_to_float, Kind::Softmax)
+    softmax_impl(self_, dim, half_to_float, Kind::Softmax, None)
+}
+
+/// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)`.
+pub fn _softmax_out(self_: &Tensor, dim: i64, half_to_float: bool, out: &Tensor) -> Result<Tensor> {
+    softmax_impl(self_, dim, half_to_float, Kind::Softmax, Some(out))
 }
 
 /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: `x - max -
 /// log(sum(exp(x - max)))` along `dim`.
 pub fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    softmax_impl(self_, dim, half_to_float, Kind::LogSoftmax)
+    softmax_impl(self_, dim, half_to_float, Kind::LogSoftmax, None)
 }
 
-/// The shared backward (PyTorch's `TORCH_META_FUNC(_softmax_backward_data)` checks).
+/// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)`.
+pub fn _log_softmax_out(
+    self_: &Tensor,
+    dim: i64,
+    half_to_float: bool,
+    out: &Tensor,
+) -> Result<Tensor> {
+    softmax_impl(self_, dim, half_to_float, Kind::LogSoftmax, Some(out))
+}
+
+/// The shared backward after the meta function (PyTorch's `TORCH_META_FUNC(_softmax_backward_data)`),
+/// into `grad_input` when given.
 fn backward_impl(
     grad_output: &Tensor,
     output: &Tensor,
     dim: i64,
     input_dtype: ScalarType,
     kind: Kind,
+    grad_input: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let device = same_device(&[grad_output, output])?;
-    check_cpu_or_meta("softmax_backward", device)?;
-    let op = match kind {
-        Kind::Softmax => "softmax_backward",
-        Kind::LogSoftmax => "log_softmax_backward",
+    let meta = match kind {
+        Kind::Softmax => {
+            structured::_softmax_backward_data(grad_output, output, dim, input_dtype, grad_input)?
+        }
+        Kind::LogSoftmax => structured::_log_softmax_backward_data(
+            grad_output,
+            output,
+            dim,
+            input_dtype,
+            grad_input,
+        )?,
     };
-    if grad_output.sizes() != output.sizes() {
-        return Err(invalid(format!(
-            "Expected tensor for argument #1 'grad_output' to have same size as tensor for \
-             argument #2 'output'; but {} does not equal {} (while checking arguments for {op})",
-            shape_str(grad_output.sizes()),
-            shape_str(output.sizes())
-        )));
-    }
+    check_cpu("softmax_backward", meta.device)?;
+    let result = structured_output(meta, grad_input)?;
     let d = wrap_dim(dim, grad_output.dim())?;
-    // Only a Float grad for a Half input changes the dtype (PyTorch's meta function).
-    let out_dtype = if grad_output.dtype() == ScalarType::Float && input_dtype == ScalarType::Half {
-        ScalarType::Half
-    } else {
-        grad_output.dtype()
-    };
     let lastdim = grad_output.dim() == 0 || d == grad_output.dim() - 1;
     let name = match (kind, lastdim) {
         (Kind::Softmax, true) => "softmax_backward_lastdim_kernel_impl",
@@ -303,37 +322,36 @@ fn backward_impl(
     if !grad_output.dtype().is_floating_point() {
         return Err(crate::error::not_implemented(name, grad_output.dtype()));
     }
+    // The kernel reads `output` and writes the result in `grad_output`'s dtype: PyTorch's
+    // `data_ptr<scalar_t>` checks (a Float grad with a Half `input_dtype` gives a Half
+    // result, which its CPU kernel refuses to write; an empty result is not written).
+    let mismatch = |found: ScalarType| {
+        invalid(format!(
+            "expected scalar type {} but found {}",
+            grad_output.dtype().c10_name(),
+            found.c10_name()
+        ))
+    };
     if output.dtype() != grad_output.dtype() {
-        return Err(invalid(format!(
-            "expected scalar type {} but found {}",
-            grad_output.dtype().c10_name(),
-            output.dtype().c10_name()
-        )));
+        return Err(mismatch(output.dtype()));
     }
-    // PyTorch's meta function gives a Float grad with a Half `input_dtype` a Half result, which
-    // its CPU kernel then refuses to write as Float (an empty result is not written).
-    if out_dtype != grad_output.dtype() && !device.is_meta() && grad_output.numel() > 0 {
-        return Err(invalid(format!(
-            "expected scalar type {} but found {}",
-            grad_output.dtype().c10_name(),
-            out_dtype.c10_name()
-        )));
+    if result.dtype() != grad_output.dtype() && result.numel() > 0 {
+        return Err(mismatch(result.dtype()));
     }
-    let gi = Tensor::empty_on(grad_output.sizes(), grad_output.dtype(), device)?;
-    if !device.is_meta() {
-        let (g, y) = (grad_output.contiguous()?, output.contiguous()?);
-        let shape = split(g.sizes(), d);
+    if result.numel() == 0 {
+        return Ok(result);
+    }
+    let (g, y) = (grad_output.contiguous()?, output.contiguous()?);
+    let shape = split(g.sizes(), d);
+    compute_contiguous(&result, &[grad_output, output], |dense| {
         dispatch_floating_types!(g.dtype(), name, T => {
             let (gs, ys) = (g.data::<T>()?, y.data::<T>()?);
-            let mut os = gi.data_mut::<T>()?;
+            let mut os = dense.data_mut::<T>()?;
             backward::<T>(&gs, &ys, &mut os, shape, kind);
             Ok(())
-        })?;
-    }
-    if out_dtype != gi.dtype() {
-        return cast(&gi, out_dtype);
-    }
-    Ok(gi)
+        })
+    })?;
+    Ok(result)
 }
 
 /// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType
@@ -344,7 +362,25 @@ pub fn _softmax_backward_data(
     dim: i64,
     input_dtype: ScalarType,
 ) -> Result<Tensor> {
-    backward_impl(grad_output, output, dim, input_dtype, Kind::Softmax)
+    backward_impl(grad_output, output, dim, input_dtype, Kind::Softmax, None)
+}
+
+/// `_softmax_backward_data.out(..., *, Tensor(a!) grad_input)`.
+pub fn _softmax_backward_data_out(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    backward_impl(
+        grad_output,
+        output,
+        dim,
+        input_dtype,
+        Kind::Softmax,
+        Some(grad_input),
+    )
 }
 
 /// `_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType
@@ -355,7 +391,32 @@ pub fn _log_softmax_backward_data(
     dim: i64,
     input_dtype: ScalarType,
 ) -> Result<Tensor> {
-    backward_impl(grad_output, output, dim, input_dtype, Kind::LogSoftmax)
+    backward_impl(
+        grad_output,
+        output,
+        dim,
+        input_dtype,
+        Kind::LogSoftmax,
+        None,
+    )
+}
+
+/// `_log_softmax_backward_data.out(..., *, Tensor(a!) out)`.
+pub fn _log_softmax_backward_data_out(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+    out: &Tensor,
+) -> Result<Tensor> {
+    backward_impl(
+        grad_output,
+        output,
+        dim,
+        input_dtype,
+        Kind::LogSoftmax,
+        Some(out),
+    )
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Tests of softmax / log-softmax against a direct f64 reference and finite differences.
 
 use super::*;
+use crate::copy::cast;
 use crate::nn_testutil::{assert_close, dot, numeric_grad, ramp};
 use switchboard_tensor::Device;
 
@@ -103,10 +104,16 @@ fn forward_errors_and_meta() {
         "softmax with half to float conversion is not supported on CPU"
     );
     let m = Tensor::empty_on(&[2, 3], ScalarType::Half, Device::META).unwrap();
-    let y = _softmax(&m, 1, true).unwrap();
+    // Meta tensors take the meta function (the Meta backend's kernel), not this one.
+    let meta = switchboard_ops::structured::_softmax;
+    let y = meta(&m, 1, true, None).unwrap().allocate().unwrap();
     assert!(y.is_meta());
     assert_eq!(y.dtype(), ScalarType::Float);
-    let g = _softmax_backward_data(&y, &y, 0, ScalarType::Half).unwrap();
+    let meta = switchboard_ops::structured::_softmax_backward_data;
+    let g = meta(&y, &y, 0, ScalarType::Half, None)
+        .unwrap()
+        .allocate()
+        .unwrap();
     assert!(g.is_meta());
     assert_eq!(g.dtype(), ScalarType::Half);
 }
@@ -188,7 +195,8 @@ fn backward_errors() {
         _softmax_backward_data(&a, &b, 1, ScalarType::Float)
             .unwrap_err()
             .to_string(),
-        "Expected tensor for argument #1 'grad_output' to have same size as tensor for argument \
+        // PyTorch 2.15's `checkSameSize` names the first argument `grad`.
+        "Expected tensor for argument #1 'grad' to have same size as tensor for argument \
          #2 'output'; but [2, 3] does not equal [3, 2] (while checking arguments for \
          softmax_backward)"
     );
@@ -199,5 +207,38 @@ fn backward_errors() {
             .unwrap_err()
             .to_string(),
         "\"softmax_backward_lastdim_kernel_impl\" not implemented for 'Long'"
+    );
+}
+
+/// An `out=` tensor of the right size with other strides is computed through a contiguous
+/// buffer (torchgen's proxy), not written as if it were contiguous.
+#[test]
+fn out_of_another_layout_gets_the_values() {
+    let x = ramp(&[2, 3], ScalarType::Double);
+    let out = Tensor::zeros(&[3, 2], ScalarType::Double)
+        .unwrap()
+        .t()
+        .unwrap();
+    let r = _softmax_out(&x, 1, false, &out).unwrap();
+    assert_eq!(r.strides(), &[1, 2]);
+    let want = _softmax(&x, 1, false).unwrap();
+    assert_close(
+        &out.contiguous().unwrap().to_vec::<f64>().unwrap(),
+        &want.to_vec::<f64>().unwrap(),
+        0.0,
+    );
+    // In place through `out=`.
+    let want_log = _log_softmax(&x, 1, false).unwrap();
+    let y = x.deep_clone().unwrap();
+    let r = _log_softmax_out(&y, 1, false, &y).unwrap();
+    assert_close(
+        &r.to_vec::<f64>().unwrap(),
+        &want_log.to_vec::<f64>().unwrap(),
+        0.0,
+    );
+    assert_close(
+        &y.to_vec::<f64>().unwrap(),
+        &want_log.to_vec::<f64>().unwrap(),
+        0.0,
     );
 }

@@ -7,7 +7,7 @@ use switchboard_tensor::{Access, DimVec, Tensor};
 use crate::dispatch_all_types_and_bool;
 use crate::error::{check_cpu_or_meta, Result};
 use crate::index::Positions;
-use crate::reductions::structured_output;
+use crate::structured_output::structured_output;
 
 /// Writes into `result` the elements of `self_` on the kept side of `diagonal` (column minus
 /// row `>= diagonal` for the upper triangle, `<=` for the lower), zeros elsewhere.

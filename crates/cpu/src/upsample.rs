@@ -13,102 +13,13 @@
 
 use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
-use crate::avg_pool::{for_each_plane, in_format_of, pool_output_format};
+use switchboard_ops::structured::{self, Upsample2d};
+
+use crate::avg_pool::for_each_plane;
 use crate::dispatch_dtype::{Float, FloatElement, Num};
 use crate::dispatch_floating_types;
-use crate::error::{check_cpu_or_meta, invalid, shape_str, Result};
-
-/// The checked geometry of a 2-d upsampling: input and output sizes.
-struct Geometry {
-    /// `[N, C, H, W]` of the input.
-    input: [i64; 4],
-    /// `[N, C, OH, OW]` of the output.
-    output: [i64; 4],
-}
-
-impl Geometry {
-    fn plane_in(&self) -> usize {
-        (self.input[2] * self.input[3]) as usize
-    }
-    fn plane_out(&self) -> usize {
-        (self.output[2] * self.output[3]) as usize
-    }
-}
-
-/// PyTorch's `upsample_2d_common_check`: two output sizes, four input sizes, all spatial sizes
-/// positive.
-fn common_check(input_size: &[i64], output_size: &[i64]) -> Result<Geometry> {
-    if output_size.len() != 2 {
-        return Err(invalid(format!(
-            "It is expected output_size equals to 2, but got size {}",
-            output_size.len()
-        )));
-    }
-    let &[n, c, h, w] = input_size else {
-        return Err(invalid(format!(
-            "It is expected input_size equals to 4, but got size {}",
-            input_size.len()
-        )));
-    };
-    let (oh, ow) = (output_size[0], output_size[1]);
-    if h <= 0 || w <= 0 || oh <= 0 || ow <= 0 {
-        return Err(invalid(format!(
-            "Input and output sizes should be greater than 0, but got input (H: {h}, W: {w}) \
-             output (H: {oh}, W: {ow})"
-        )));
-    }
-    if n < 0 || c < 0 {
-        return Err(invalid(format!(
-            "upsample: input_size must not be negative, but got {}",
-            shape_str(input_size)
-        )));
-    }
-    Ok(Geometry {
-        input: [n, c, h, w],
-        output: [n, c, oh, ow],
-    })
-}
-
-/// The forward's checks (PyTorch's meta function): the common check, then a non-empty
-/// `(C, H, W)`.
-fn forward_geometry(op: &str, input: &Tensor, output_size: &[i64]) -> Result<Geometry> {
-    check_cpu_or_meta(op, input.device())?;
-    let g = common_check(input.sizes(), output_size)?;
-    if input.numel() == 0 && input.sizes()[1..].iter().product::<i64>() == 0 {
-        return Err(invalid(format!(
-            "Non-empty 4D data tensor expected but got a tensor with sizes {}",
-            shape_str(input.sizes())
-        )));
-    }
-    Ok(g)
-}
-
-/// The backward's checks (PyTorch's meta function): the common check, then `grad_output`
-/// shaped as the forward's output.
-fn backward_geometry(
-    op: &str,
-    grad_output: &Tensor,
-    output_size: &[i64],
-    input_size: &[i64],
-) -> Result<Geometry> {
-    check_cpu_or_meta(op, grad_output.device())?;
-    let g = common_check(input_size, output_size)?;
-    if grad_output.dim() != 4 {
-        return Err(invalid(format!(
-            "Expected grad_output to be a tensor of dimension 4 but got: dimension {}",
-            grad_output.dim()
-        )));
-    }
-    for (i, (&want, &got)) in g.output.iter().zip(grad_output.sizes()).enumerate() {
-        if want != got {
-            return Err(invalid(format!(
-                "Expected grad_output to have the same shape as output; output.size({i}) = \
-                 {want} but got grad_output.size({i}) = {got}"
-            )));
-        }
-    }
-    Ok(g)
-}
+use crate::error::{check_cpu, invalid, Result};
+use crate::structured_output::deliver;
 
 /// PyTorch's `compute_scales_value<float>` for nearest: `1 / scale` when a positive scale is
 /// given, else `in / out`.
@@ -217,7 +128,7 @@ fn linear_weights<F: Float>(
 fn nearest_planes<T: Copy + Send + Sync>(
     x: &[T],
     out: &mut [T],
-    g: &Geometry,
+    g: &Upsample2d,
     rows: &[usize],
     cols: &[usize],
 ) {
@@ -251,35 +162,52 @@ pub fn upsample_nearest2d(
     scales_h: Option<f64>,
     scales_w: Option<f64>,
 ) -> Result<Tensor> {
-    let g = forward_geometry("upsample_nearest2d", self_, output_size)?;
+    upsample_nearest2d_impl(self_, output_size, scales_h, scales_w, None)
+}
+
+/// `upsample_nearest2d.out(..., *, Tensor(a!) out)`.
+pub fn upsample_nearest2d_out(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    upsample_nearest2d_impl(self_, output_size, scales_h, scales_w, Some(out))
+}
+
+/// `upsample_nearest2d` after its meta function, into `out` when given.
+fn upsample_nearest2d_impl(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = structured::upsample_nearest2d(self_, output_size, scales_h, scales_w, out)?;
+    check_cpu("upsample_nearest2d", meta.device)?;
+    let given = out.map(|o| structured::resize_out(o, &meta)).transpose()?;
+    let g = structured::upsample2d_geometry(self_, output_size)?;
     let dtype = self_.dtype();
-    if self_.device().is_meta() {
-        return Tensor::empty_with_format(
-            &g.output,
-            dtype,
-            self_.device(),
-            pool_output_format(self_),
-        );
-    }
     let rows = nearest_indices(g.input[2], g.output[2], scales_h);
     let cols = nearest_indices(g.input[3], g.output[3], scales_w);
     let x = self_.contiguous()?;
-    let out = Tensor::empty_on(&g.output, dtype, self_.device())?;
+    let computed = Tensor::empty_on(&g.output, dtype, self_.device())?;
     let name = "upsample_nearest2d_channels_last";
     match dtype {
         ScalarType::Byte => nearest_planes(
             &x.data::<u8>()?,
-            &mut out.data_mut::<u8>()?,
+            &mut computed.data_mut::<u8>()?,
             &g,
             &rows,
             &cols,
         ),
         dt => dispatch_floating_types!(dt, name, T => {
-            nearest_planes(&x.data::<T>()?, &mut out.data_mut::<T>()?, &g, &rows, &cols);
+            nearest_planes(&x.data::<T>()?, &mut computed.data_mut::<T>()?, &g, &rows, &cols);
             Ok(())
         })?,
     }
-    in_format_of(self_, out)
+    deliver(meta, given, computed)
 }
 
 /// `upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4]
@@ -292,28 +220,67 @@ pub fn upsample_nearest2d_backward(
     scales_h: Option<f64>,
     scales_w: Option<f64>,
 ) -> Result<Tensor> {
+    let scales = (scales_h, scales_w);
+    upsample_nearest2d_backward_impl(grad_output, output_size, input_size, scales, None)
+}
+
+/// `upsample_nearest2d_backward.grad_input(..., *, Tensor(a!) grad_input)`.
+pub fn upsample_nearest2d_backward_grad_input(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    let scales = (scales_h, scales_w);
+    upsample_nearest2d_backward_impl(
+        grad_output,
+        output_size,
+        input_size,
+        scales,
+        Some(grad_input),
+    )
+}
+
+/// `upsample_nearest2d_backward` after its meta function, into `grad_input` when given.
+fn upsample_nearest2d_backward_impl(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    (scales_h, scales_w): (Option<f64>, Option<f64>),
+    grad_input: Option<&Tensor>,
+) -> Result<Tensor> {
     let op = "upsample_nearest2d_backward";
-    let g = backward_geometry(op, grad_output, output_size, input_size)?;
+    let meta = structured::upsample_nearest2d_backward(
+        grad_output,
+        output_size,
+        input_size,
+        scales_h,
+        scales_w,
+        grad_input,
+    )?;
+    check_cpu(op, meta.device)?;
+    let given = grad_input
+        .map(|g| structured::resize_out(g, &meta))
+        .transpose()?;
+    let g = structured::upsample2d_backward_geometry(grad_output, output_size, input_size)?;
     let dtype = grad_output.dtype();
-    let device = grad_output.device();
-    if device.is_meta() {
-        return Tensor::empty_with_format(&g.input, dtype, device, pool_output_format(grad_output));
-    }
     let rows = nearest_indices(g.input[2], g.output[2], scales_h);
     let cols = nearest_indices(g.input[3], g.output[3], scales_w);
     let go = grad_output.contiguous()?;
-    let gi = Tensor::empty_on(&g.input, dtype, device)?;
+    let gi = Tensor::empty_on(&g.input, dtype, grad_output.device())?;
     dispatch_floating_types!(dtype, op, T => {
         nearest_backward_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &g, &rows, &cols);
         Ok(())
     })?;
-    in_format_of(grad_output, gi)
+    deliver(meta, given, gi)
 }
 
 fn nearest_backward_planes<T: FloatElement>(
     go: &[T],
     gi: &mut [T],
-    g: &Geometry,
+    g: &Upsample2d,
     rows: &[usize],
     cols: &[usize],
 ) {
@@ -337,7 +304,7 @@ fn nearest_backward_planes<T: FloatElement>(
 fn bilinear_planes<T: FloatElement>(
     x: &[T],
     out: &mut [T],
-    g: &Geometry,
+    g: &Upsample2d,
     rows: &[Linear<T::F>],
     cols: &[Linear<T::F>],
 ) {
@@ -371,16 +338,43 @@ pub fn upsample_bilinear2d(
     scales_h: Option<f64>,
     scales_w: Option<f64>,
 ) -> Result<Tensor> {
-    let g = forward_geometry("upsample_bilinear2d", self_, output_size)?;
+    let scales = (scales_h, scales_w);
+    upsample_bilinear2d_impl(self_, output_size, align_corners, scales, None)
+}
+
+/// `upsample_bilinear2d.out(..., *, Tensor(a!) out)`.
+pub fn upsample_bilinear2d_out(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let scales = (scales_h, scales_w);
+    upsample_bilinear2d_impl(self_, output_size, align_corners, scales, Some(out))
+}
+
+/// `upsample_bilinear2d` after its meta function, into `out` when given.
+fn upsample_bilinear2d_impl(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    (scales_h, scales_w): (Option<f64>, Option<f64>),
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = structured::upsample_bilinear2d(
+        self_,
+        output_size,
+        align_corners,
+        scales_h,
+        scales_w,
+        out,
+    )?;
+    check_cpu("upsample_bilinear2d", meta.device)?;
+    let given = out.map(|o| structured::resize_out(o, &meta)).transpose()?;
+    let g = structured::upsample2d_geometry(self_, output_size)?;
     let dtype = self_.dtype();
-    if self_.device().is_meta() {
-        return Tensor::empty_with_format(
-            &g.output,
-            dtype,
-            self_.device(),
-            pool_output_format(self_),
-        );
-    }
     if dtype == ScalarType::Byte {
         // PyTorch's uint8 path interpolates with rounded integer weights (a separable kernel
         // of its own): refused rather than approximated.
@@ -390,20 +384,20 @@ pub fn upsample_bilinear2d(
         ));
     }
     let x = self_.contiguous()?;
-    let out = Tensor::empty_on(&g.output, dtype, self_.device())?;
+    let computed = Tensor::empty_on(&g.output, dtype, self_.device())?;
     dispatch_floating_types!(dtype, "upsample_bilinear2d_channels_last", T => {
         let rows = linear_weights(g.input[2], g.output[2], align_corners, scales_h, false);
         let cols = linear_weights(g.input[3], g.output[3], align_corners, scales_w, false);
-        bilinear_planes::<T>(&x.data::<T>()?, &mut out.data_mut::<T>()?, &g, &rows, &cols);
+        bilinear_planes::<T>(&x.data::<T>()?, &mut computed.data_mut::<T>()?, &g, &rows, &cols);
         Ok(())
     })?;
-    in_format_of(self_, out)
+    deliver(meta, given, computed)
 }
 
 fn bilinear_backward_planes<T: FloatElement>(
     go: &[T],
     gi: &mut [T],
-    g: &Geometry,
+    g: &Upsample2d,
     rows: &[Linear<T::F>],
     cols: &[Linear<T::F>],
 ) {
@@ -441,22 +435,59 @@ pub fn upsample_bilinear2d_backward(
     scales_h: Option<f64>,
     scales_w: Option<f64>,
 ) -> Result<Tensor> {
+    let sizes = (output_size, input_size);
+    let scales = (scales_h, scales_w);
+    upsample_bilinear2d_backward_impl(grad_output, sizes, align_corners, scales, None)
+}
+
+/// `upsample_bilinear2d_backward.grad_input(..., *, Tensor(a!) grad_input)`.
+pub fn upsample_bilinear2d_backward_grad_input(
+    grad_output: &Tensor,
+    output_size: &[i64],
+    input_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    let sizes = (output_size, input_size);
+    let scales = (scales_h, scales_w);
+    upsample_bilinear2d_backward_impl(grad_output, sizes, align_corners, scales, Some(grad_input))
+}
+
+/// `upsample_bilinear2d_backward` after its meta function, into `grad_input` when given.
+fn upsample_bilinear2d_backward_impl(
+    grad_output: &Tensor,
+    (output_size, input_size): (&[i64], &[i64]),
+    align_corners: bool,
+    (scales_h, scales_w): (Option<f64>, Option<f64>),
+    grad_input: Option<&Tensor>,
+) -> Result<Tensor> {
     let op = "upsample_bilinear2d_backward";
-    let g = backward_geometry(op, grad_output, output_size, input_size)?;
+    let meta = structured::upsample_bilinear2d_backward(
+        grad_output,
+        output_size,
+        input_size,
+        align_corners,
+        scales_h,
+        scales_w,
+        grad_input,
+    )?;
+    check_cpu(op, meta.device)?;
+    let given = grad_input
+        .map(|g| structured::resize_out(g, &meta))
+        .transpose()?;
+    let g = structured::upsample2d_backward_geometry(grad_output, output_size, input_size)?;
     let dtype = grad_output.dtype();
-    let device = grad_output.device();
-    if device.is_meta() {
-        return Tensor::empty_with_format(&g.input, dtype, device, pool_output_format(grad_output));
-    }
     let go = grad_output.contiguous()?;
-    let gi = Tensor::empty_on(&g.input, dtype, device)?;
+    let gi = Tensor::empty_on(&g.input, dtype, grad_output.device())?;
     dispatch_floating_types!(dtype, op, T => {
         let rows = linear_weights(g.input[2], g.output[2], align_corners, scales_h, true);
         let cols = linear_weights(g.input[3], g.output[3], align_corners, scales_w, true);
         bilinear_backward_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &g, &rows, &cols);
         Ok(())
     })?;
-    in_format_of(grad_output, gi)
+    deliver(meta, given, gi)
 }
 
 #[cfg(test)]

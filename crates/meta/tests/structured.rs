@@ -191,7 +191,281 @@ const CASES: &[Case] = &[
         &[1],
         S::Float,
     ),
+    (
+        "_softmax of channels_last is contiguous",
+        || ops::_softmax(&channels_last(&[2, 3, 4, 5]), 1, false),
+        &[2, 3, 4, 5],
+        &[60, 20, 5, 1],
+        S::Float,
+    ),
+    (
+        "_log_softmax of transposed",
+        || ops::_log_softmax(&f(&[2, 3]).t()?, 0, false),
+        &[3, 2],
+        &[2, 1],
+        S::Float,
+    ),
+    (
+        "_softmax half_to_float",
+        || ops::_softmax(&e(&[2, 3], S::Half), -1, true),
+        &[2, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "_softmax_backward_data float grad of half input",
+        || ops::_softmax_backward_data(&f(&[2, 3]), &f(&[2, 3]), 1, S::Half),
+        &[2, 3],
+        &[3, 1],
+        S::Half,
+    ),
+    (
+        "_log_softmax_backward_data out resized",
+        || {
+            ops::_log_softmax_backward_data_out(
+                &f(&[3, 2]).t()?,
+                &f(&[2, 3]),
+                1,
+                S::Float,
+                &f(&[0]),
+            )
+        },
+        &[2, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "nll_loss_forward none",
+        || Ok(ops::nll_loss_forward(&f(&[3, 4]), &e(&[3], S::Long), None, 0, -100)?.0),
+        &[3],
+        &[1],
+        S::Float,
+    ),
+    (
+        "nll_loss_forward total_weight",
+        || Ok(ops::nll_loss_forward(&e(&[3, 4], S::Double), &e(&[3], S::Byte), None, 0, -100)?.1),
+        &[],
+        &[],
+        S::Double,
+    ),
+    (
+        "nll_loss_forward mean of one sample",
+        || Ok(ops::nll_loss_forward(&f(&[4]), &e(&[1], S::Long), None, 1, -100)?.0),
+        &[],
+        &[],
+        S::Float,
+    ),
+    (
+        "nll_loss_forward.output resized",
+        || {
+            let (loss, _) = ops::nll_loss_forward_output(
+                &f(&[3, 4]),
+                &e(&[3], S::Long),
+                Some(&f(&[4])),
+                0,
+                -100,
+                &f(&[0]),
+                &f(&[0]),
+            )?;
+            Ok(loss)
+        },
+        &[3],
+        &[1],
+        S::Float,
+    ),
+    (
+        "nll_loss_backward of transposed self",
+        || {
+            ops::nll_loss_backward(
+                &f(&[]),
+                &f(&[3, 4]).t()?,
+                &e(&[4], S::Long),
+                None,
+                1,
+                -100,
+                &f(&[]),
+            )
+        },
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "mm of transposed",
+        || ops::mm(&f(&[3, 2]).t()?, &f(&[4, 3]).t()?),
+        &[2, 4],
+        &[4, 1],
+        S::Float,
+    ),
+    (
+        "mm out resized",
+        || {
+            ops::mm_out(
+                &e(&[2, 3], S::Long),
+                &e(&[3, 4], S::Long),
+                &e(&[0], S::Long),
+            )
+        },
+        &[2, 4],
+        &[4, 1],
+        S::Long,
+    ),
+    (
+        "bmm",
+        || ops::bmm(&e(&[2, 2, 3], S::Double), &e(&[2, 3, 5], S::Double)),
+        &[2, 2, 5],
+        &[10, 5, 1],
+        S::Double,
+    ),
+    (
+        "addmm broadcasts self",
+        || ops::addmm(&f(&[3]), &f(&[2, 3]), &f(&[3, 3]).t()?),
+        &[2, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "addmm_ keeps self's strides",
+        || ops::addmm_(&f(&[2, 3]).t()?, &f(&[3, 3]), &f(&[3, 2])),
+        &[3, 2],
+        &[1, 3],
+        S::Float,
+    ),
+    (
+        "addmm out of another layout is not restrided",
+        || ops::addmm_out(&f(&[4]), &f(&[2, 3]), &f(&[3, 4]), &f(&[4, 2]).t()?),
+        &[2, 4],
+        &[1, 2],
+        S::Float,
+    ),
+    (
+        "max_pool2d_with_indices of channels_last",
+        || Ok(ops::max_pool2d_with_indices(&channels_last(&[2, 3, 6, 6]), &[2])?.0),
+        &[2, 3, 3, 3],
+        &[27, 1, 9, 3],
+        S::Float,
+    ),
+    (
+        "max_pool2d_with_indices indices",
+        || Ok(ops::max_pool2d_with_indices(&f(&[3, 6, 6]).transpose(1, 2)?, &[2])?.1),
+        &[3, 3, 3],
+        &[9, 3, 1],
+        S::Long,
+    ),
+    (
+        "max_pool2d_with_indices.out indices of channels_last",
+        || {
+            Ok(ops::max_pool2d_with_indices_out(
+                &channels_last(&[2, 3, 6, 6]),
+                &[2],
+                &f(&[0]),
+                &e(&[0], S::Long),
+            )?
+            .1)
+        },
+        &[2, 3, 3, 3],
+        &[27, 1, 9, 3],
+        S::Long,
+    ),
+    (
+        "max_pool2d_with_indices_backward of channels_last",
+        || {
+            let x = channels_last(&[2, 3, 6, 6]);
+            let (y, i) = ops::max_pool2d_with_indices(&x, &[2])?;
+            ops::max_pool2d_with_indices_backward(&y, &x, &[2], &[2], &[0], &[1], false, &i)
+        },
+        &[2, 3, 6, 6],
+        &[108, 1, 18, 3],
+        S::Float,
+    ),
+    (
+        "avg_pool2d of channels_last",
+        || ops::avg_pool2d(&channels_last(&[2, 3, 6, 6]), &[2]),
+        &[2, 3, 3, 3],
+        &[27, 1, 9, 3],
+        S::Float,
+    ),
+    (
+        "avg_pool2d of long",
+        || ops::avg_pool2d(&e(&[3, 6, 6], S::Long), &[2]),
+        &[3, 3, 3],
+        &[9, 3, 1],
+        S::Long,
+    ),
+    (
+        "avg_pool2d.out of channels_last",
+        || ops::avg_pool2d_out(&channels_last(&[2, 3, 6, 6]), &[2], &f(&[0])),
+        &[2, 3, 3, 3],
+        &[27, 1, 9, 3],
+        S::Float,
+    ),
+    (
+        "avg_pool2d_backward of channels_last",
+        || {
+            let x = channels_last(&[2, 3, 6, 6]);
+            ops::avg_pool2d_backward(
+                &ops::avg_pool2d(&x, &[2])?,
+                &x,
+                &[2],
+                &[],
+                &[0],
+                false,
+                true,
+                None,
+            )
+        },
+        &[2, 3, 6, 6],
+        &[108, 1, 18, 3],
+        S::Float,
+    ),
+    (
+        "upsample_nearest2d of channels_last",
+        || ops::upsample_nearest2d(&channels_last(&[2, 3, 4, 4]), &[8, 8]),
+        &[2, 3, 8, 8],
+        &[192, 1, 24, 3],
+        S::Float,
+    ),
+    (
+        "upsample_nearest2d.out",
+        || ops::upsample_nearest2d_out(&e(&[1, 2, 3, 3], S::Byte), &[5, 6], &e(&[0], S::Byte)),
+        &[1, 2, 5, 6],
+        &[60, 30, 6, 1],
+        S::Byte,
+    ),
+    (
+        "upsample_nearest2d_backward of channels_last",
+        || ops::upsample_nearest2d_backward(&channels_last(&[2, 3, 8, 8]), &[8, 8], &[2, 3, 4, 4]),
+        &[2, 3, 4, 4],
+        &[48, 1, 12, 3],
+        S::Float,
+    ),
+    (
+        "upsample_bilinear2d of channels_last",
+        || ops::upsample_bilinear2d(&channels_last(&[2, 3, 4, 4]), &[6, 5], false),
+        &[2, 3, 6, 5],
+        &[90, 1, 15, 3],
+        S::Float,
+    ),
+    (
+        "upsample_bilinear2d_backward.grad_input resized",
+        || {
+            ops::upsample_bilinear2d_backward_grad_input(
+                &e(&[1, 2, 6, 6], S::Double),
+                &[6, 6],
+                &[1, 2, 3, 3],
+                true,
+                &e(&[0], S::Double),
+            )
+        },
+        &[1, 2, 3, 3],
+        &[18, 9, 3, 1],
+        S::Double,
+    ),
 ];
+
+fn channels_last(sizes: &[i64]) -> Tensor {
+    Tensor::empty_with_format(sizes, S::Float, Device::META, MemoryFormat::ChannelsLast).unwrap()
+}
 
 #[test]
 fn meta_functions_give_pytorchs_geometry() {
@@ -234,6 +508,44 @@ const ERRORS: &[ErrorCase] = &[
     ("amax out of another dtype", |d| ops::amax_out(&on(d, &[2], S::Float), &on(d, &[0], S::Long)), "Expected the dtype for input and out to match, but got Float for input's dtype and Long for out's dtype."),
     ("argmax of an empty tensor", |d| ops::argmax(&on(d, &[0, 2], S::Float)), "argmax(): Expected reduction dim to be specified for input.numel() == 0."),
     ("add shapes", |d| ops::add(&on(d, &[2], S::Float), &on(d, &[3], S::Float)), "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
+    ("_softmax dim", |d| ops::_softmax(&on(d, &[2, 3], S::Float), 2, false), "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+    ("_log_softmax out of another dtype", |d| ops::_log_softmax_out(&on(d, &[2], S::Float), 0, false, &on(d, &[0], S::Double)), "Expected out tensor to have dtype float, but got double instead"),
+    ("_softmax_backward_data sizes", |d| ops::_softmax_backward_data(&on(d, &[2, 3], S::Float), &on(d, &[3, 2], S::Float), 1, S::Float), "Expected tensor for argument #1 'grad' to have same size as tensor for argument #2 'output'; but [2, 3] does not equal [3, 2] (while checking arguments for softmax_backward)"),
+    ("_log_softmax_backward_data dim", |d| ops::_log_softmax_backward_data(&on(d, &[2, 3], S::Float), &on(d, &[2, 3], S::Float), -3, S::Float), "Dimension out of range (expected to be in range of [-2, 1], but got -3)"),
+    ("nll_loss_forward 3-d input", |d| Ok(ops::nll_loss_forward(&on(d, &[2, 3, 4], S::Float), &on(d, &[2], S::Long), None, 1, -100)?.0), "input tensor should be 1D or 2D"),
+    ("nll_loss_forward 2-d target", |d| Ok(ops::nll_loss_forward(&on(d, &[2, 3], S::Float), &on(d, &[2, 1], S::Long), None, 1, -100)?.0), "0D or 1D target tensor expected, multi-target not supported"),
+    ("nll_loss_forward int target", |d| Ok(ops::nll_loss_forward(&on(d, &[2, 3], S::Float), &on(d, &[2], S::Int), None, 1, -100)?.0), "expected target dtype to be Long or Byte, but got Int"),
+    ("nll_loss_forward 1-d input, 2 targets", |d| Ok(ops::nll_loss_forward(&on(d, &[4], S::Float), &on(d, &[2], S::Long), None, 1, -100)?.0), "For 1D input, 1D target must have size 1, but got target size: 2"),
+    ("nll_loss_forward batch", |d| Ok(ops::nll_loss_forward(&on(d, &[3, 4], S::Float), &on(d, &[2], S::Long), None, 1, -100)?.0), "size mismatch (got input: [3, 4], target: [2])"),
+    ("nll_loss_forward 0-d target of a batch", |d| Ok(ops::nll_loss_forward(&on(d, &[3, 4], S::Float), &on(d, &[], S::Long), None, 1, -100)?.0), "Dimension specified as 0 but tensor has no dimensions"),
+    ("nll_loss_forward weight", |d| Ok(ops::nll_loss_forward(&on(d, &[3, 4], S::Float), &on(d, &[3], S::Long), Some(&on(d, &[3], S::Float)), 1, -100)?.0), "weight tensor should be defined either for all 4 classes or no classes but got weight tensor of shape: [3]"),
+    ("nll_loss_forward.output of another dtype", |d| Ok(ops::nll_loss_forward_output(&on(d, &[3, 4], S::Float), &on(d, &[3], S::Long), None, 1, -100, &on(d, &[0], S::Double), &on(d, &[0], S::Float))?.0), "Expected out tensor to have dtype float, but got double instead"),
+    ("nll_loss_backward total_weight", |d| ops::nll_loss_backward(&on(d, &[], S::Float), &on(d, &[3, 4], S::Float), &on(d, &[3], S::Long), None, 1, -100, &on(d, &[2], S::Float)), "expected total_weight to be a  single element tensor, got: [2] (2 elements)"),
+    ("nll_loss_backward weight", |d| ops::nll_loss_backward(&on(d, &[], S::Float), &on(d, &[3, 4], S::Float), &on(d, &[3], S::Long), Some(&on(d, &[3], S::Float)), 1, -100, &on(d, &[], S::Float)), "weight tensor should be defined either for all or no classes"),
+    ("nll_loss_backward per-sample grad", |d| ops::nll_loss_backward(&on(d, &[2], S::Float), &on(d, &[3, 4], S::Float), &on(d, &[3], S::Long), None, 0, -100, &on(d, &[], S::Float)), "Expected a tensor of dimension 1 and tensor.size[0] == 3 but got: dimension 1 and tensor.size[0] = 2"),
+    ("nll_loss_backward reduced grad", |d| ops::nll_loss_backward(&on(d, &[2], S::Float), &on(d, &[3, 4], S::Float), &on(d, &[3], S::Long), None, 1, -100, &on(d, &[], S::Float)), "Expected a single element grad_output tensor, but got: [2]"),
+    ("mm shapes", |d| ops::mm(&on(d, &[2, 3], S::Float), &on(d, &[4, 5], S::Float)), "mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
+    ("mm of a vector", |d| ops::mm(&on(d, &[2], S::Float), &on(d, &[3, 5], S::Float)), "mm: self must be a matrix, got 1-D tensor"),
+    ("mm dtypes", |d| ops::mm(&on(d, &[2, 3], S::Float), &on(d, &[3, 5], S::Double)), "expected m1 and m2 to have the same dtype, but got: float != double"),
+    ("mm out of another dtype", |d| ops::mm_out(&on(d, &[2, 3], S::Float), &on(d, &[3, 4], S::Float), &on(d, &[0], S::Double)), "Expected out tensor to have dtype float, but got double instead"),
+    ("bmm batch2", |d| ops::bmm(&on(d, &[2, 2, 3], S::Float), &on(d, &[2, 4, 5], S::Float)), "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [2, 4]."),
+    ("bmm 2-d batch1", |d| ops::bmm(&on(d, &[2, 3], S::Float), &on(d, &[2, 3, 5], S::Float)), "batch1 must be a 3D tensor"),
+    ("bmm dtypes", |d| ops::bmm(&on(d, &[2, 2, 3], S::Float), &on(d, &[2, 3, 5], S::Double)), "expected scalar type Float but found Double"),
+    ("addmm shapes", |d| ops::addmm(&on(d, &[3], S::Float), &on(d, &[2, 3], S::Float), &on(d, &[4, 3], S::Float)), "addmm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x3)"),
+    ("addmm of a vector", |d| ops::addmm(&on(d, &[3], S::Float), &on(d, &[2], S::Float), &on(d, &[3, 3], S::Float)), "addmm: self must be a matrix, got 1-D tensor"),
+    ("addmm self dtype", |d| ops::addmm(&on(d, &[3], S::Double), &on(d, &[2, 3], S::Float), &on(d, &[3, 3], S::Float)), "self and mat2 must have the same dtype, but got Double and Float"),
+    ("addmm self does not broadcast", |d| ops::addmm(&on(d, &[4], S::Float), &on(d, &[2, 3], S::Float), &on(d, &[3, 3], S::Float)), "The expanded size of the tensor (3) must match the existing size (4) at non-singleton dimension 1.  Target sizes: [2, 3].  Tensor sizes: [4]"),
+    ("max_pool2d_with_indices of a matrix", |d| Ok(ops::max_pool2d_with_indices(&on(d, &[6, 6], S::Float), &[2])?.0), "non-empty 3D or 4D (batch mode) tensor expected for input"),
+    ("max_pool2d_with_indices kernel_size", |d| Ok(ops::max_pool2d_with_indices(&on(d, &[2, 3, 6, 6], S::Float), &[2, 2, 2])?.0), "max_pool2d: kernel_size must either be a single int, or a tuple of two ints"),
+    ("max_pool2d_with_indices_backward gradient dtype", |d| ops::max_pool2d_with_indices_backward(&on(d, &[2, 3, 2], S::Double), &on(d, &[2, 4, 4], S::Float), &[2], &[], &[0], &[1], false, &on(d, &[2, 2, 2], S::Long)), "expected dtype float for `gradOutput` but got dtype double"),
+    ("max_pool2d_with_indices_backward indices size", |d| ops::max_pool2d_with_indices_backward(&on(d, &[2, 2, 2], S::Float), &on(d, &[2, 4, 4], S::Float), &[2], &[], &[0], &[1], false, &on(d, &[2, 3, 2], S::Long)), "Expected a tensor of dimension 3 and tensor.size[1] == 2 but got: dimension 3 and tensor.size[1] = 3"),
+    ("avg_pool2d divisor", |d| ops::avg_pool2d_with(&on(d, &[3, 6, 6], S::Float), &[2], ops::AvgPool2dOptions::default().divisor_override(0)), "divisor must be not zero"),
+    ("avg_pool2d padding", |d| ops::avg_pool2d_with(&on(d, &[3, 6, 6], S::Float), &[2], ops::AvgPool2dOptions::default().padding(&[2])), "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 and dilation=1"),
+    ("avg_pool2d_backward gradient size", |d| ops::avg_pool2d_backward(&on(d, &[2, 3, 3, 2], S::Float), &on(d, &[2, 3, 6, 6], S::Float), &[2], &[], &[0], false, true, None), "Expected a tensor of dimension 4 and tensor.size[3] == 3 but got: dimension 4 and tensor.size[3] = 2"),
+    ("upsample_nearest2d output_size", |d| ops::upsample_nearest2d(&on(d, &[1, 1, 2, 2], S::Float), &[4, 4, 4]), "It is expected output_size equals to 2, but got size 3"),
+    ("upsample_bilinear2d of an empty plane", |d| ops::upsample_bilinear2d(&on(d, &[1, 0, 2, 2], S::Float), &[4, 4], false), "Non-empty 4D data tensor expected but got a tensor with sizes [1, 0, 2, 2]"),
+    ("upsample_nearest2d_backward gradient", |d| ops::upsample_nearest2d_backward(&on(d, &[1, 1, 4, 3], S::Float), &[4, 4], &[1, 1, 2, 2]), "Expected grad_output to have the same shape as output; output.size(3) = 4 but got grad_output.size(3) = 3"),
+    ("addmm_ would resize self", |d| ops::addmm_(&on(d, &[3], S::Float), &on(d, &[2, 3], S::Float), &on(d, &[3, 3], S::Float)), "Bad in-place call: input tensor size [3] and output tensor size [2, 3] should match"),
 ];
 
 #[test]
@@ -320,6 +632,28 @@ fn meta_kernels_of_structured_families_are_meta_functions() {
         "aten::add.out",
         "aten::sum.dim_IntList",
         "aten::eq.Scalar_out",
+        "aten::_softmax",
+        "aten::_log_softmax.out",
+        "aten::_softmax_backward_data.out",
+        "aten::_log_softmax_backward_data",
+        "aten::nll_loss_forward",
+        "aten::nll_loss_forward.output",
+        "aten::nll_loss_backward.grad_input",
+        "aten::mm",
+        "aten::mm.out",
+        "aten::bmm",
+        "aten::addmm",
+        "aten::addmm_",
+        "aten::addmm.out",
+        "aten::max_pool2d_with_indices",
+        "aten::max_pool2d_with_indices.out",
+        "aten::max_pool2d_with_indices_backward.grad_input",
+        "aten::avg_pool2d",
+        "aten::avg_pool2d_backward",
+        "aten::upsample_nearest2d",
+        "aten::upsample_nearest2d_backward.grad_input",
+        "aten::upsample_bilinear2d.out",
+        "aten::upsample_bilinear2d_backward",
     ] {
         let state = d.dump_state(name);
         let meta = state

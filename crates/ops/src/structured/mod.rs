@@ -27,12 +27,17 @@ mod binary_math;
 mod bitwise;
 mod cumulative;
 mod elementwise;
+mod linear_algebra;
+mod loss;
 mod overlap;
 mod pointwise;
+mod pooling;
 mod reduction;
 mod rounding;
+mod softmax;
 mod triangular;
 mod unary_float;
+mod upsample;
 
 pub use activation::*;
 pub use binary_math::*;
@@ -41,12 +46,17 @@ pub use cumulative::*;
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
 };
+pub use linear_algebra::*;
+pub use loss::*;
 pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, result_device};
 pub use pointwise::*;
+pub use pooling::*;
 pub use reduction::*;
 pub use rounding::*;
+pub use softmax::*;
 pub use triangular::*;
 pub use unary_float::*;
+pub use upsample::*;
 
 use switchboard_tensor::{Device, DimVec, ScalarType, Tensor, TensorError};
 
