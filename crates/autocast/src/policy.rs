@@ -131,6 +131,7 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("mm", LowerPrecisionFp),
         ("linear", LowerPrecisionFp),
         ("bmm", LowerPrecisionFp),
+        ("einsum", LowerPrecisionFp),
         // fp32
         ("exp", Fp32),
         ("log", Fp32),
@@ -172,6 +173,8 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("prod.dim_int", Fp32SetOptDtype),
         ("cumsum", Fp32SetOptDtype),
         // promote
+        ("addcdiv", Promote),
+        ("addcmul", Promote),
         ("index_put", Promote),
         ("scatter_add", Promote),
         ("atan2", Promote),
