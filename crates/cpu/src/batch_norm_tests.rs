@@ -4,7 +4,7 @@
 use switchboard_tensor::{Device, ScalarType, Tensor};
 
 use super::*;
-use crate::nn_testutil::assert_close;
+use crate::nn_testutil::{assert_close, dot, numeric_grad, ramp};
 
 fn f64s(v: &[f64], shape: &[i64]) -> Tensor {
     Tensor::from_vec(v.to_vec(), shape).unwrap()
@@ -259,4 +259,68 @@ fn errors_and_meta() {
         (&[4i64, 2, 3, 3][..], &[2i64][..], &[2i64][..])
     );
     assert!(y.device().is_meta());
+}
+
+/// Planes of 13 elements (one full chunk of the f64 lanes and a tail, Note [Batch norm
+/// statistics in f64 lanes]) in 2 batches of 3 channels: the batch statistics and the output
+/// against a direct f64 reference, the gradients against finite differences.
+#[test]
+fn statistics_and_gradients_over_planes_longer_than_the_lanes() {
+    let (n, c, inner) = (2, 3, 13);
+    let x = ramp(&[n, c, inner], ScalarType::Double);
+    let w = ramp(&[c], ScalarType::Double);
+    let b = f64s(&[0.1, -0.2, 0.3], &[3]);
+    let xv = vals(&x);
+    let (mut means, mut invstds) = (vec![], vec![]);
+    for ch in 0..c {
+        let channel: Vec<f64> = (0..n)
+            .flat_map(|i| xv[(i * c + ch) * inner..][..inner].to_vec())
+            .collect();
+        let mean = channel.iter().sum::<f64>() / channel.len() as f64;
+        let var =
+            channel.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / channel.len() as f64;
+        means.push(mean);
+        invstds.push(1.0 / (var + 1e-5).sqrt());
+    }
+    let (wv, bv) = (vals(&w), vals(&b));
+    let want: Vec<f64> = xv
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let ch = i / inner % c;
+            (v - means[ch]) * invstds[ch] * wv[ch] + bv[ch]
+        })
+        .collect();
+    let f = |x: &Tensor, w: &Tensor, b: &Tensor| {
+        native_batch_norm(x, Some(w), Some(b), None, None, true, 0.1, 1e-5).unwrap()
+    };
+    let (y, mean, invstd) = f(&x, &w, &b);
+    assert_close(&vals(&y), &want, 1e-12);
+    assert_close(&vals(&mean), &means, 1e-12);
+    assert_close(&vals(&invstd), &invstds, 1e-12);
+    let len = (n * c * inner) as i64;
+    let g = Tensor::from_vec(
+        (0..len).map(|i| (i * 7 % 11) as f64 / 5.0 - 1.0).collect(),
+        &[n as i64, c as i64, inner as i64],
+    )
+    .unwrap();
+    let (gi, gw, gb) = native_batch_norm_backward(
+        &g,
+        &x,
+        Some(&w),
+        None,
+        None,
+        Some(&mean),
+        Some(&invstd),
+        true,
+        1e-5,
+        &[true, true, true],
+    )
+    .unwrap();
+    let nx = numeric_grad(&x, |x| dot(&f(x, &w, &b).0, &g));
+    let nw = numeric_grad(&w, |w| dot(&f(&x, w, &b).0, &g));
+    let nb = numeric_grad(&b, |b| dot(&f(&x, &w, b).0, &g));
+    assert_close(&vals(&gi), &nx, 1e-6);
+    assert_close(&vals(&gw), &nw, 1e-6);
+    assert_close(&vals(&gb), &nb, 1e-6);
 }

@@ -149,6 +149,29 @@ fn par_rows<T: Send>(out: &mut [T], n: usize, f: impl Fn(usize, &mut [T]) + Sync
     }
 }
 
+/// Independent partial sums of a row's statistics: one SIMD register of f32, so that the
+/// sums vectorise instead of waiting on one add's latency per element (as PyTorch's
+/// vectorised row moments; the order of the additions differs from a single running sum).
+const LANES: usize = 8;
+
+/// `sum f(v)` over a row in the compute type, in [`LANES`] interleaved partial sums.
+#[inline(always)]
+fn row_sum<T: FloatElement>(row: &[T], f: impl Fn(T::F) -> T::F) -> T::F {
+    let zero = <T::F as Num>::ZERO;
+    let mut acc = [zero; LANES];
+    let mut chunks = row.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            *a = a.add(f(v.to_acc()));
+        }
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(zero, |a, v| a.add(f(v.to_acc())));
+    acc.iter().fold(tail, |a, &v| a.add(v))
+}
+
 /// The forward pass over contiguous rows; returns `(mean, rstd)` per row.
 fn forward<T: FloatElement>(
     x: &[T],
@@ -167,17 +190,12 @@ fn forward<T: FloatElement>(
     );
     let stat_of = |xr: &[T]| -> (T::F, T::F) {
         let nn = conv(n as f64);
-        let mean = xr
-            .iter()
-            .fold(<T::F as Num>::ZERO, |a, v| a.add(v.to_acc()))
-            .div(nn);
-        let var = xr
-            .iter()
-            .fold(<T::F as Num>::ZERO, |a, v| {
-                let d = v.to_acc().sub(mean);
-                a.add(d.mul(d))
-            })
-            .div(nn);
+        let mean = row_sum(xr, |v| v).div(nn);
+        let var = row_sum(xr, |v| {
+            let d = v.sub(mean);
+            d.mul(d)
+        })
+        .div(nn);
         (mean, var.add(conv(eps)).rsqrt())
     };
     let stats_ptr = stats.as_mut_ptr() as usize;
@@ -256,13 +274,23 @@ fn backward<T: FloatElement>(
             let (dyr, xr) = (&dy[r * n..][..n], &x[r * n..][..n]);
             let (mu, rs) = (conv(mean[r]), conv(rstd[r]));
             // mean(dy*w) and mean(dy*w*xhat) over the row.
-            let (mut a, mut bsum) = (zero, zero);
-            for j in 0..n {
+            // In LANES partial sums (see `row_sum`), the tail into the first.
+            let (mut a_lanes, mut b_lanes) = ([zero; LANES], [zero; LANES]);
+            let mut add = |i: usize, j: usize| {
                 let g = dyr[j].to_acc().mul(wf[j]);
                 let xhat = xr[j].to_acc().sub(mu).mul(rs);
-                a = a.add(g);
-                bsum = bsum.add(g.mul(xhat));
+                a_lanes[i] = a_lanes[i].add(g);
+                b_lanes[i] = b_lanes[i].add(g.mul(xhat));
+            };
+            let full = n - n % LANES;
+            for j0 in (0..full).step_by(LANES) {
+                for i in 0..LANES {
+                    add(i, j0 + i);
+                }
             }
+            (full..n).for_each(|j| add(0, j));
+            let a = a_lanes.iter().fold(zero, |s, &v| s.add(v));
+            let bsum = b_lanes.iter().fold(zero, |s, &v| s.add(v));
             let inv_n = conv(1.0 / n as f64);
             let (a, bsum) = (a.mul(inv_n), bsum.mul(inv_n));
             for j in 0..n {

@@ -91,18 +91,21 @@ fn forward<T: FloatElement>(
             let m = xr
                 .iter()
                 .fold(<T::F as Num>::LOWEST, |m, v| m.max_nan(v.to_acc()));
-            let mut sum = zero;
-            for &v in xr {
-                sum = sum.add(v.to_acc().sub(m).exp());
-            }
             match kind {
                 Kind::Softmax => {
+                    // Each exponential once: kept (in the compute type) for the scaling.
+                    let exps: Vec<T::F> = xr.iter().map(|v| v.to_acc().sub(m).exp()).collect();
+                    let sum = exps.iter().fold(zero, |s, &e| s.add(e));
                     let inv = <T::F as Num>::ONE.div(sum);
-                    for (o, &v) in o.iter_mut().zip(xr) {
-                        *o = T::from_acc(v.to_acc().sub(m).exp().mul(inv));
+                    for (o, &e) in o.iter_mut().zip(&exps) {
+                        *o = T::from_acc(e.mul(inv));
                     }
                 }
                 Kind::LogSoftmax => {
+                    let mut sum = zero;
+                    for &v in xr {
+                        sum = sum.add(v.to_acc().sub(m).exp());
+                    }
                     // (x - max) is exact; subtracting max + ln(sum) at once would round.
                     let lse = sum.ln();
                     for (o, &v) in o.iter_mut().zip(xr) {
