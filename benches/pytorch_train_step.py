@@ -304,16 +304,20 @@ def per_sample_grads(steps, threads):
 
 def tune_allocator():
     """glibc's malloc with the settings compute_bench uses (switchboard_tensor::tune_allocator:
-    mmap threshold 32 MiB, trim threshold 1 GiB, top pad 64 MiB), so that both sides allocate
-    alike: freed activation buffers stay in the heap instead of being unmapped every step.
+    mmap threshold 32 MiB, no mmap for chunks, one arena, trim threshold 1 GiB, top pad 64 MiB), so that
+    both sides allocate alike: freed buffers stay in the heap instead of being unmapped every
+    step.
     PyTorch's CPU allocator takes its buffers from malloc (posix_memalign)."""
     import ctypes
     import ctypes.util
 
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+        m_trim_threshold, m_top_pad, m_mmap_threshold, m_mmap_max = -1, -2, -3, -4
+        m_arena_max = -8
         libc.mallopt(m_mmap_threshold, 32 << 20)
+        libc.mallopt(m_mmap_max, 0)
+        libc.mallopt(m_arena_max, 1)
         libc.mallopt(m_trim_threshold, 1 << 30)
         libc.mallopt(m_top_pad, 64 << 20)
     except (OSError, AttributeError):

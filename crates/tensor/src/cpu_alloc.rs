@@ -18,8 +18,8 @@ pub const HUGE_PAGE_BYTES: usize = 2 << 20;
 // `c10::alloc_cpu` does the same, with the same threshold and alignment, when its THP switch
 // is set in the environment; here it is always on. Where the kernel serves huge pages only on
 // request (`madvise` mode, the common default) the advice is what enables them, and elsewhere
-// it is harmless. It complements Note [Allocator tuning], which keeps freed buffers of up to
-// 32 MiB for reuse: larger ones are always mapped afresh.
+// it is harmless. It complements Note [Allocator tuning], which keeps freed buffers in the
+// heap for reuse, where they fault no more.
 
 /// A heap allocation of `nbytes` (> 0) for a storage's bytes, zeroed when `zeroed` (else
 /// uninitialised), with the layout to free it with: aligned to [`STORAGE_ALIGNMENT`], or to
