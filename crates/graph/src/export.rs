@@ -93,6 +93,7 @@ impl Graph {
                             "values": vs.iter().map(|v| v.map(|v| value_name(self, &names, v))).collect::<Vec<_>>()
                         }),
                         Arg::Const(c) => json!({ "const": const_json(c) }),
+                        Arg::Number(s) => json!({ "number": const_json(&Arg::number_ivalue(*s)) }),
                     };
                     let mut value = value;
                     value["name"] = json!(arg_names.get(k).cloned().unwrap_or_else(|| format!("arg{k}")));
@@ -162,17 +163,19 @@ impl Graph {
                     let consts: Vec<String> = args
                         .iter()
                         .enumerate()
-                        .filter_map(|(k, a)| match a {
-                            Arg::Const(c) => {
-                                let name = schema
-                                    .as_ref()
-                                    .and_then(|s| {
-                                        s.schema.arguments().get(k).map(|a| a.name().to_string())
-                                    })
-                                    .unwrap_or_else(|| format!("arg{k}"));
-                                Some(format!("{name}={}", const_code(c)))
-                            }
-                            _ => None,
+                        .filter_map(|(k, a)| {
+                            let code = match a {
+                                Arg::Const(c) => const_code(c),
+                                Arg::Number(s) => const_code(&Arg::number_ivalue(*s)),
+                                _ => return None,
+                            };
+                            let name = schema
+                                .as_ref()
+                                .and_then(|s| {
+                                    s.schema.arguments().get(k).map(|a| a.name().to_string())
+                                })
+                                .unwrap_or_else(|| format!("arg{k}"));
+                            Some(format!("{name}={code}"))
                         })
                         .collect();
                     let mut label = format!(

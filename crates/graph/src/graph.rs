@@ -333,6 +333,7 @@ impl Graph {
                             vs.iter().map(|v| v.map(|v| remap(&map, v))).collect(),
                         ),
                         Arg::Const(c) => Arg::Const(c.clone()),
+                        Arg::Number(s) => Arg::Number(*s),
                     });
                     g.add_call_unchecked(op.clone(), args, n.outputs().iter().cloned());
                 }

@@ -164,6 +164,10 @@ pub(crate) fn encode_node(w: &mut Encoder, node: Node<'_>, value: impl Fn(Value)
                         w.word(13);
                         encode_ivalue(w, c);
                     }
+                    Arg::Number(n) => {
+                        w.word(14);
+                        encode_ivalue(w, &Arg::number_ivalue(*n));
+                    }
                 }
             }
             w.word(node.outputs().len() as u64);

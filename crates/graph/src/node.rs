@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use switchboard_dispatcher::{IValue, OperatorHandle};
-use switchboard_tensor::{Device, DimVec, ScalarType, Tensor, TensorImpl};
+use switchboard_tensor::{Device, DimVec, Scalar, ScalarType, Tensor, TensorImpl};
 
 /// The index of a node in its graph (nodes are numbered in the order they were added, which
 /// is a valid execution order).
@@ -99,6 +99,11 @@ pub enum Arg {
     /// Any other argument (a number, a list of ints, a dtype, a device, `None`...). Never a
     /// tensor: tensors are graph values.
     Const(IValue),
+    /// A number passed for a `Tensor` argument: PyTorch's wrapped number, as the Python
+    /// binding makes of `buf.mul_(0.9)` (`mul_.Tensor(buf, 0.9)`). It is a literal of the
+    /// graph, as in `make_fx`'s, and runs as a 0-d wrapped-number CPU tensor
+    /// ([`Arg::number_tensor`]).
+    Number(Scalar),
 }
 
 impl Arg {
@@ -108,11 +113,36 @@ impl Arg {
             Arg::Value(v) => (Some(*v), &[], &[]),
             Arg::Values(vs) => (None, vs, &[]),
             Arg::OptionalValues(vs) => (None, &[], vs),
-            Arg::Const(_) => (None, &[], &[]),
+            Arg::Const(_) | Arg::Number(_) => (None, &[], &[]),
         };
         one.into_iter()
             .chain(many.iter().copied())
             .chain(opt.iter().flatten().copied())
+    }
+
+    /// The argument for tensor `t` when it stands for a number: a wrapped number of
+    /// PyTorch's kinds (`Bool`, `Long`, `Double`), else `None`.
+    pub fn number_of(t: &Tensor) -> Option<Arg> {
+        let wrapped = t.is_wrapped_number()
+            && matches!(
+                t.dtype(),
+                ScalarType::Bool | ScalarType::Long | ScalarType::Double
+            );
+        wrapped.then(|| t.item().ok().map(Arg::Number)).flatten()
+    }
+
+    /// The tensor a [`Arg::Number`] runs as.
+    pub fn number_tensor(value: Scalar) -> Tensor {
+        Tensor::wrapped_scalar(value)
+    }
+
+    /// The number as the `IValue` of a Python number, for printing and encoding.
+    pub(crate) fn number_ivalue(value: Scalar) -> IValue {
+        match value {
+            Scalar::Bool(b) => IValue::Bool(b),
+            Scalar::Int(i) => IValue::Int(i),
+            Scalar::Float(f) => IValue::Double(f),
+        }
     }
 }
 

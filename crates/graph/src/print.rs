@@ -148,6 +148,7 @@ impl fmt::Display for Graph {
                             .join(", ")
                     ),
                     Arg::Const(c) => const_code(c),
+                    Arg::Number(s) => const_code(&Arg::number_ivalue(*s)),
                 };
                 let kw = schema
                     .as_ref()

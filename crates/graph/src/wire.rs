@@ -97,6 +97,9 @@ pub enum WireArg {
     OptionalValues(Vec<Option<WireValue>>),
     /// Any other argument.
     Const(WireConst),
+    /// A number passed for a `Tensor` argument (`Arg::Number`): an `Int`, `Double` or
+    /// `Bool` item.
+    Number(WireItem),
 }
 
 /// A constant on the wire: every `IValue` a captured call holds but tensors and generators.
@@ -271,6 +274,9 @@ impl Graph {
                                     vs.iter().map(|v| v.map(wire_value)).collect(),
                                 ),
                                 Arg::Const(c) => WireArg::Const(encode_const(c, &full)?),
+                                Arg::Number(n) => {
+                                    WireArg::Number(encode_item(&Arg::number_ivalue(*n), &full)?)
+                                }
                             })
                         })
                         .collect::<Result<Vec<_>, GraphError>>()?;

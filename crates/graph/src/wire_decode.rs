@@ -6,7 +6,7 @@ use std::sync::Arc;
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle};
 use switchboard_keys::DeviceType;
 use switchboard_schema::{Argument, OperatorName, Type};
-use switchboard_tensor::{Device, DimVec, Layout, MemoryFormat, ScalarType};
+use switchboard_tensor::{Device, DimVec, Layout, MemoryFormat, Scalar, ScalarType};
 
 use crate::graph::{Graph, GraphError};
 use crate::node::{Arg, NodeId, Output, Source, TensorMeta, Value};
@@ -301,7 +301,14 @@ impl Decoder {
                     }
                     Arg::Const(c)
                 }
+                (Slot::Tensor, WireArg::Number(n)) => Arg::Number(match n {
+                    WireItem::Int(i) => Scalar::Int(*i),
+                    WireItem::Double(f) => Scalar::Float(*f),
+                    WireItem::Bool(b) => Scalar::Bool(*b),
+                    _ => return Err(mismatch("a number that is not an int, float or bool")),
+                }),
                 (_, WireArg::Const(_)) => return Err(mismatch("a constant")),
+                (_, WireArg::Number(_)) => return Err(mismatch("a number")),
                 (_, WireArg::Value(_)) => return Err(mismatch("a tensor")),
                 (_, WireArg::Values(_)) => return Err(mismatch("a list of tensors")),
                 (_, WireArg::OptionalValues(_)) => {

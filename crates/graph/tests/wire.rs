@@ -8,7 +8,7 @@ use switchboard_graph::{
     Arg, Graph, Output, Source, TensorMeta, WireArg, WireConst, WireGraph, WireItem, WireNode,
     WireSource, WireValue,
 };
-use switchboard_tensor::{Device, Layout, MemoryFormat, ScalarType, Tensor};
+use switchboard_tensor::{Device, Layout, MemoryFormat, Scalar, ScalarType, Tensor};
 
 use switchboard_cpu as _;
 use switchboard_ops as _;
@@ -116,7 +116,30 @@ fn every_constant() -> Graph {
             }],
         )
         .unwrap();
-    g.set_outputs(vec![g.value(add_, 0), x]).unwrap();
+    // Numbers passed for tensors (PyTorch's wrapped numbers) are literals.
+    let scaled = g
+        .add_call(
+            op("aten::mul.Tensor"),
+            vec![
+                Arg::Value(g.value(add_, 0)),
+                Arg::Number(Scalar::Float(0.9)),
+            ],
+            ret(),
+        )
+        .unwrap();
+    let shifted = g
+        .add_call(
+            op("aten::add.Tensor"),
+            vec![
+                Arg::Value(g.value(scaled, 0)),
+                Arg::Number(Scalar::Int(3)),
+                Arg::Const(IValue::Int(1)),
+            ],
+            ret(),
+        )
+        .unwrap();
+    g.set_outputs(vec![g.value(add_, 0), x, g.value(shifted, 0)])
+        .unwrap();
     g
 }
 
@@ -204,6 +227,15 @@ fn hostile_graphs_are_refused_with_clear_errors() {
         "node 2 (aten::clamp): argument 0 (self: Tensor) cannot be a constant"
     );
     assert_eq!(
+        decode_error(|w| call(w, 2).args[1] = WireArg::Number(WireItem::Int(1))),
+        "node 2 (aten::clamp): argument 1 (min: Scalar?) cannot be a number"
+    );
+    assert_eq!(
+        decode_error(|w| call(w, 2).args[0] = WireArg::Number(WireItem::Str("1".into()))),
+        "node 2 (aten::clamp): argument 0 (self: Tensor) cannot be a number that is not an \
+         int, float or bool"
+    );
+    assert_eq!(
         decode_error(|w| call(w, 2).args[1] = WireArg::Value(WireValue { node: 0, output: 0 })),
         "node 2 (aten::clamp): argument 1 (min: Scalar?) cannot be a tensor"
     );
@@ -286,7 +318,7 @@ fn hostile_graphs_are_refused_with_clear_errors() {
     );
     assert_eq!(
         decode_error(|w| w.outputs.push(WireValue { node: 99, output: 0 })),
-        "graph outputs: value %99.0 refers to node 99, which is not defined before the graph's 9 nodes"
+        "graph outputs: value %99.0 refers to node 99, which is not defined before the graph's 11 nodes"
     );
     assert_eq!(
         decode_error(|w| w.version = 7),

@@ -84,6 +84,14 @@ impl State {
     /// A boxed argument as a graph argument.
     fn arg(&mut self, v: &IValue) -> Result<Arg> {
         Ok(match v {
+            // A number the program passed for a tensor is a literal, as in make_fx's graphs
+            // (unless the trace has seen that very tensor: then it is a value).
+            IValue::Tensor(t) if matches!(self.values.lookup(t), Lookup::Unknown) => {
+                match Arg::number_of(t) {
+                    Some(number) => number,
+                    None => Arg::Value(self.value_of(t)?),
+                }
+            }
             IValue::Tensor(t) => Arg::Value(self.value_of(t)?),
             IValue::TensorList(ts) => {
                 Arg::Values(ts.iter().map(|t| self.value_of(t)).collect::<Result<_>>()?)
