@@ -115,5 +115,23 @@ pub fn register(r: &mut Registry) {
         sample!["...i,...i->...", vec![x(&[2, 3]), x(&[4, 3])]].error(),
         sample!["ii->i", vec![x(&[2, 3])]].error(),
         sample!["i,i->", vec![x(&[3]), x(&[3]).f64()]].error(),
+        // A contraction order (opt_einsum's path): the pairs name operands of the current list.
+        sample!["ij,jk,kl->il", vec![x(&[2, 3]), x(&[3, 4]), x(&[4, 5])]; path = [1, 2, 0, 1]],
+        sample!["ij,jk,kl->il", vec![x(&[2, 3]), x(&[3, 4]), x(&[4, 5])]; path = [2, 0, 1, 0]],
+        sample![
+            "bij,bjk,bkl,l->bi",
+            vec![x(&[2, 2, 3]), x(&[1, 3, 4]), x(&[2, 4, 5]), x(&[5])];
+            path = [3, 2, 0, 1, 1, 0]
+        ],
+        sample!["ij,jk->", vec![x(&[2, 3]), x(&[3, 4])]; path = [1, 0]],
+        sample!["ij->", vec![x(&[2, 3])]; path = [0]],
+        sample!["ij->", vec![x(&[2, 3])]; path = [0, 1]].error(),
+        sample!["ij,jk->ik", vec![x(&[2, 3]), x(&[3, 4])]; path = [0]].error(),
+        sample!["ij,jk,kl->il", vec![x(&[2, 3]), x(&[3, 4]), x(&[4, 5])]; path = [0, -1, 0, 1]]
+            .error(),
+        sample!["ij,jk,kl->il", vec![x(&[2, 3]), x(&[3, 4]), x(&[4, 5])]; path = [1, 1, 0, 1]]
+            .error(),
+        sample!["ij,jk,kl->il", vec![x(&[2, 3]), x(&[3, 4]), x(&[4, 5])]; path = [0, 1, 0, 2]]
+            .error(),
     ]));
 }

@@ -98,14 +98,27 @@ fn parse(equation: &str) -> Result<(Vec<Subscripts>, Option<Subscripts>)> {
 
 /// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor`: the contraction
 /// `equation` describes (numpy's notation: `ij,jk->ik`, an ellipsis for broadcast dimensions,
-/// an implicit output of the subscripts seen once, in order). Operands are contracted left to
-/// right; `path` (opt_einsum's order) is accepted and changes only the order of the same sums.
-pub fn einsum(equation: &str, tensors: &[Tensor], _path: Option<&[i64]>) -> Result<Tensor> {
+/// an implicit output of the subscripts seen once, in order). Operands are contracted two at a
+/// time, left to right, or in the order `path` gives (opt_einsum's format, flattened: each
+/// pair of indices names two operands of the current list, which are replaced by their
+/// contraction at its end).
+pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
     if tensors.is_empty() {
-        return Err(error(
-            "einsum(): must specify the equation string and at least one operand, or at least \
-             one operand and its subscripts list",
-        ));
+        return Err(error("einsum(): must provide at least one operand"));
+    }
+    if let Some(path) = path {
+        let expected = if tensors.len() == 1 {
+            1
+        } else {
+            (tensors.len() - 1) * 2
+        };
+        if path.len() != expected {
+            return Err(error(format!(
+                "einsum(): expected contraction path given in path parameter to have size \
+                 {expected} but got {}",
+                path.len()
+            )));
+        }
     }
     let (operands, output) = parse(equation)?;
     if operands.len() < tensors.len() {
@@ -288,28 +301,65 @@ pub fn einsum(equation: &str, tensors: &[Tensor], _path: Option<&[i64]>) -> Resu
         let dims: Vec<i64> = summed.iter().map(|&d| d as i64).collect();
         return crate::sum_dim_int_list(&t, Some(&dims));
     }
-    // The last operand each summed dimension has more than one element in: it is summed when
-    // that operand is contracted.
-    let last_use: Vec<usize> = summed
-        .iter()
-        .map(|&d| {
-            (0..aligned.len())
-                .rev()
-                .find(|&i| aligned[i].sizes()[d] != 1)
-                .unwrap_or(0)
-        })
+    // How many operands each summed dimension has more than one element in: a dimension is
+    // summed in the contraction that leaves it in one operand, or beforehand in the only
+    // operand that has it, as PyTorch counts.
+    let mut counts: Vec<usize> = (0..total)
+        .map(|d| aligned.iter().filter(|t| t.sizes()[d] != 1).count())
         .collect();
-    let mut ops = aligned.into_iter();
-    let mut result = ops.next().expect("two operands");
-    for (i, operand) in ops.enumerate() {
-        let sum_now: Vec<usize> = summed
-            .iter()
-            .zip(&last_use)
-            .filter(|&(_, &last)| last <= i + 1)
-            .map(|(&d, _)| d)
-            .collect();
-        result = sumproduct_pair(&result, &operand, &sum_now)?;
+    let mut pairs = path.unwrap_or_default().chunks_exact(2);
+    while aligned.len() > 1 {
+        let (i, j) = match pairs.next() {
+            Some(&[a, b]) => {
+                let (i, j) = if b < a { (b, a) } else { (a, b) };
+                if i == j || i < 0 || j >= aligned.len() as i64 {
+                    return Err(error(format!(
+                        "einsum(): invalid contraction ({i}, {j}){}",
+                        if i == j {
+                            " cannot contract an operand with itself"
+                        } else {
+                            " operand index is out of bounds"
+                        }
+                    )));
+                }
+                (i as usize, j as usize)
+            }
+            _ => (0, 1),
+        };
+        let b = aligned.remove(j);
+        let a = aligned.remove(i);
+        let (mut sum_now, mut a_only, mut b_only) = (Vec::new(), Vec::new(), Vec::new());
+        for d in out_dims..total {
+            let (in_a, in_b) = (a.sizes()[d] != 1, b.sizes()[d] != 1);
+            if in_a && in_b {
+                counts[d] -= 1;
+                if counts[d] == 1 {
+                    sum_now.push(d);
+                    counts[d] = 0;
+                }
+            } else if counts[d] == 1 && (in_a || in_b) {
+                if in_a { &mut a_only } else { &mut b_only }.push(d as i64);
+                counts[d] = 0;
+            }
+        }
+        let keep = crate::SumDimIntListOptions::default().keepdim(true);
+        let a = match a_only.is_empty() {
+            true => a,
+            false => crate::sum_dim_int_list_with(&a, Some(&a_only), keep)?,
+        };
+        let b = match b_only.is_empty() {
+            true => b,
+            false => crate::sum_dim_int_list_with(&b, Some(&b_only), keep)?,
+        };
+        // Without a path the result is contracted next (it goes first); with one it goes
+        // last, where opt_einsum's indices expect it.
+        let product = sumproduct_pair(&a, &b, &sum_now)?;
+        match path {
+            Some(_) => aligned.push(product),
+            None => aligned.insert(0, product),
+        }
     }
+    let result = aligned.pop().expect("one operand left");
     let out_shape: Vec<i64> = result.sizes()[..out_dims].to_vec();
     crate::reshape(&result, &out_shape)
 }
