@@ -329,17 +329,17 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
         let b = aligned.remove(j);
         let a = aligned.remove(i);
         let (mut sum_now, mut a_only, mut b_only) = (Vec::new(), Vec::new(), Vec::new());
-        for d in out_dims..total {
+        for (d, count) in counts.iter_mut().enumerate().skip(out_dims) {
             let (in_a, in_b) = (a.sizes()[d] != 1, b.sizes()[d] != 1);
             if in_a && in_b {
-                counts[d] -= 1;
-                if counts[d] == 1 {
+                *count -= 1;
+                if *count == 1 {
                     sum_now.push(d);
-                    counts[d] = 0;
+                    *count = 0;
                 }
-            } else if counts[d] == 1 && (in_a || in_b) {
+            } else if *count == 1 && (in_a || in_b) {
                 if in_a { &mut a_only } else { &mut b_only }.push(d as i64);
-                counts[d] = 0;
+                *count = 0;
             }
         }
         let keep = crate::SumDimIntListOptions::default().keepdim(true);
