@@ -35,36 +35,344 @@ type Case = (
 
 /// PyTorch 2.15's geometry, the same on its CPU and meta devices.
 const CASES: &[Case] = &[
-    ("gather of transposed self", |d| ops::gather(&f(d, &[3, 4]).t()?, 0, &long(d, &[2, 2])), &[2, 2], &[2, 1], S::Float),
-    ("gather of a transposed int32 index", |d| ops::gather(&on(d, &[4, 3], S::Double), 1, &on(d, &[2, 3], S::Int).t()?), &[3, 2], &[2, 1], S::Double),
-    ("gather of an empty float index", |d| ops::gather(&f(d, &[4, 3]), 0, &f(d, &[0, 2])), &[0, 2], &[2, 1], S::Float),
-    ("gather.out resized", |d| ops::gather_out(&f(d, &[4, 3]), 0, &long(d, &[2, 2]), &f(d, &[0])), &[2, 2], &[2, 1], S::Float),
-    ("gather.out of the right size keeps its strides", |d| ops::gather_out(&f(d, &[4, 3]), 0, &long(d, &[2, 2]), &f(d, &[2, 2]).t()?), &[2, 2], &[1, 2], S::Float),
-    ("scatter of transposed self", |d| ops::scatter(&f(d, &[3, 4]).t()?, 0, &long(d, &[2, 2]), &f(d, &[2, 2])), &[4, 3], &[3, 1], S::Float),
-    ("scatter.value", |d| ops::scatter_value(&on(d, &[4, 3], S::Int), 1, &long(d, &[2, 2]), 1.5), &[4, 3], &[3, 1], S::Int),
-    ("scatter_ keeps self's strides", |d| f(d, &[3, 4]).t()?.scatter_(0, &long(d, &[2, 2]), &f(d, &[2, 2])), &[4, 3], &[1, 4], S::Float),
-    ("scatter_.value of a 0-dim self", |d| f(d, &[]).scatter_value_(0, &long(d, &[]), 2), &[], &[], S::Float),
-    ("scatter.src_out resized", |d| ops::scatter_src_out(&f(d, &[3, 4]).t()?, 0, &long(d, &[2, 2]), &f(d, &[2, 2]), &f(d, &[0])), &[4, 3], &[3, 1], S::Float),
-    ("scatter.value_out resized", |d| ops::scatter_value_out(&f(d, &[4, 3]), 0, &long(d, &[2, 2]), 0, &f(d, &[0])), &[4, 3], &[3, 1], S::Float),
-    ("scatter_add of transposed self", |d| ops::scatter_add(&f(d, &[3, 4]).t()?, 1, &long(d, &[2, 2]), &f(d, &[2, 2])), &[4, 3], &[3, 1], S::Float),
-    ("scatter_add_ keeps self's strides", |d| f(d, &[3, 4]).t()?.scatter_add_(1, &long(d, &[2, 2]), &f(d, &[2, 2])), &[4, 3], &[1, 4], S::Float),
-    ("scatter_add.out resized", |d| ops::scatter_add_out(&on(d, &[4, 3], S::Long), 0, &long(d, &[2, 2]), &long(d, &[2, 2]), &long(d, &[0])), &[4, 3], &[3, 1], S::Long),
-    ("scatter_reduce mean", |d| ops::scatter_reduce(&f(d, &[3, 4]).t()?, 0, &long(d, &[2, 2]), &f(d, &[2, 2]), "mean"), &[4, 3], &[3, 1], S::Float),
-    ("scatter_reduce_ amax keeps self's strides", |d| f(d, &[3, 4]).t()?.scatter_reduce_(0, &long(d, &[2, 2]), &f(d, &[2, 2]), "amax"), &[4, 3], &[1, 4], S::Float),
-    ("scatter_reduce.two_out resized", |d| ops::scatter_reduce_two_out(&on(d, &[4, 3], S::Double), 0, &long(d, &[2, 2]), &on(d, &[2, 2], S::Double), "prod", &on(d, &[0], S::Double)), &[4, 3], &[3, 1], S::Double),
-    ("index_add of transposed self", |d| ops::index_add(&f(d, &[3, 4]).t()?, 0, &long(d, &[2]), &f(d, &[2, 3])), &[4, 3], &[3, 1], S::Float),
-    ("index_add along dim 1", |d| ops::index_add(&f(d, &[4, 3]), 1, &on(d, &[2], S::Int), &f(d, &[4, 2])), &[4, 3], &[3, 1], S::Float),
-    ("index_add of a 0-dim self", |d| ops::index_add(&f(d, &[]), 0, &long(d, &[1]), &f(d, &[])), &[], &[], S::Float),
-    ("index_add_ keeps self's strides", |d| f(d, &[3, 4]).t()?.index_add_(0, &long(d, &[2]), &f(d, &[2, 3])), &[4, 3], &[1, 4], S::Float),
-    ("index_add.out resized", |d| ops::index_add_out(&f(d, &[3, 4]).t()?, 0, &long(d, &[2]), &f(d, &[2, 3]), &f(d, &[0])), &[4, 3], &[3, 1], S::Float),
-    ("index_add.out of the right size keeps its strides", |d| ops::index_add_out(&f(d, &[4, 3]), 0, &long(d, &[2]), &f(d, &[2, 3]), &f(d, &[3, 4]).t()?), &[4, 3], &[1, 4], S::Float),
-    ("nll_loss2d_forward none", |d| Ok(ops::nll_loss2d_forward(&f(d, &[2, 3, 4, 5]), &long(d, &[2, 4, 5]), None, 0, -100)?.0), &[2, 4, 5], &[20, 5, 1], S::Float),
-    ("nll_loss2d_forward none of channels_last", |d| Ok(ops::nll_loss2d_forward(&Tensor::empty_with_format(&[2, 3, 4, 5], S::Float, d, MemoryFormat::ChannelsLast)?, &long(d, &[2, 4, 5]), None, 0, -100)?.0), &[2, 4, 5], &[20, 5, 1], S::Float),
-    ("nll_loss2d_forward mean", |d| Ok(ops::nll_loss2d_forward(&on(d, &[2, 3, 4, 5], S::Double), &long(d, &[2, 4, 5]), None, 1, -100)?.0), &[], &[], S::Double),
-    ("nll_loss2d_forward total_weight", |d| Ok(ops::nll_loss2d_forward(&on(d, &[2, 3, 4, 5], S::Half), &long(d, &[2, 4, 5]), Some(&on(d, &[3], S::Half)), 2, -100)?.1), &[], &[], S::Half),
-    ("nll_loss2d_forward.output resized", |d| Ok(ops::nll_loss2d_forward_output(&f(d, &[2, 3, 4, 5]), &long(d, &[2, 4, 5]), None, 0, -100, &f(d, &[0]), &f(d, &[0]))?.0), &[2, 4, 5], &[20, 5, 1], S::Float),
-    ("nll_loss2d_backward none", |d| ops::nll_loss2d_backward(&f(d, &[2, 4, 5]), &f(d, &[2, 3, 4, 5]), &long(d, &[2, 4, 5]), None, 0, -100, &f(d, &[])), &[2, 3, 4, 5], &[60, 20, 5, 1], S::Float),
-    ("nll_loss2d_backward mean", |d| ops::nll_loss2d_backward(&f(d, &[]), &f(d, &[2, 3, 4, 5]), &long(d, &[2, 4, 5]), None, 1, -100, &f(d, &[])), &[2, 3, 4, 5], &[60, 20, 5, 1], S::Float),
+    (
+        "gather of transposed self",
+        |d| ops::gather(&f(d, &[3, 4]).t()?, 0, &long(d, &[2, 2])),
+        &[2, 2],
+        &[2, 1],
+        S::Float,
+    ),
+    (
+        "gather of a transposed int32 index",
+        |d| ops::gather(&on(d, &[4, 3], S::Double), 1, &on(d, &[2, 3], S::Int).t()?),
+        &[3, 2],
+        &[2, 1],
+        S::Double,
+    ),
+    (
+        "gather of an empty float index",
+        |d| ops::gather(&f(d, &[4, 3]), 0, &f(d, &[0, 2])),
+        &[0, 2],
+        &[2, 1],
+        S::Float,
+    ),
+    (
+        "gather.out resized",
+        |d| ops::gather_out(&f(d, &[4, 3]), 0, &long(d, &[2, 2]), &f(d, &[0])),
+        &[2, 2],
+        &[2, 1],
+        S::Float,
+    ),
+    (
+        "gather.out of the right size keeps its strides",
+        |d| ops::gather_out(&f(d, &[4, 3]), 0, &long(d, &[2, 2]), &f(d, &[2, 2]).t()?),
+        &[2, 2],
+        &[1, 2],
+        S::Float,
+    ),
+    (
+        "scatter of transposed self",
+        |d| ops::scatter(&f(d, &[3, 4]).t()?, 0, &long(d, &[2, 2]), &f(d, &[2, 2])),
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "scatter.value",
+        |d| ops::scatter_value(&on(d, &[4, 3], S::Int), 1, &long(d, &[2, 2]), 1.5),
+        &[4, 3],
+        &[3, 1],
+        S::Int,
+    ),
+    (
+        "scatter_ keeps self's strides",
+        |d| {
+            f(d, &[3, 4])
+                .t()?
+                .scatter_(0, &long(d, &[2, 2]), &f(d, &[2, 2]))
+        },
+        &[4, 3],
+        &[1, 4],
+        S::Float,
+    ),
+    (
+        "scatter_.value of a 0-dim self",
+        |d| f(d, &[]).scatter_value_(0, &long(d, &[]), 2),
+        &[],
+        &[],
+        S::Float,
+    ),
+    (
+        "scatter.src_out resized",
+        |d| {
+            ops::scatter_src_out(
+                &f(d, &[3, 4]).t()?,
+                0,
+                &long(d, &[2, 2]),
+                &f(d, &[2, 2]),
+                &f(d, &[0]),
+            )
+        },
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "scatter.value_out resized",
+        |d| ops::scatter_value_out(&f(d, &[4, 3]), 0, &long(d, &[2, 2]), 0, &f(d, &[0])),
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "scatter_add of transposed self",
+        |d| ops::scatter_add(&f(d, &[3, 4]).t()?, 1, &long(d, &[2, 2]), &f(d, &[2, 2])),
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "scatter_add_ keeps self's strides",
+        |d| {
+            f(d, &[3, 4])
+                .t()?
+                .scatter_add_(1, &long(d, &[2, 2]), &f(d, &[2, 2]))
+        },
+        &[4, 3],
+        &[1, 4],
+        S::Float,
+    ),
+    (
+        "scatter_add.out resized",
+        |d| {
+            ops::scatter_add_out(
+                &on(d, &[4, 3], S::Long),
+                0,
+                &long(d, &[2, 2]),
+                &long(d, &[2, 2]),
+                &long(d, &[0]),
+            )
+        },
+        &[4, 3],
+        &[3, 1],
+        S::Long,
+    ),
+    (
+        "scatter_reduce mean",
+        |d| {
+            ops::scatter_reduce(
+                &f(d, &[3, 4]).t()?,
+                0,
+                &long(d, &[2, 2]),
+                &f(d, &[2, 2]),
+                "mean",
+            )
+        },
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "scatter_reduce_ amax keeps self's strides",
+        |d| {
+            f(d, &[3, 4])
+                .t()?
+                .scatter_reduce_(0, &long(d, &[2, 2]), &f(d, &[2, 2]), "amax")
+        },
+        &[4, 3],
+        &[1, 4],
+        S::Float,
+    ),
+    (
+        "scatter_reduce.two_out resized",
+        |d| {
+            ops::scatter_reduce_two_out(
+                &on(d, &[4, 3], S::Double),
+                0,
+                &long(d, &[2, 2]),
+                &on(d, &[2, 2], S::Double),
+                "prod",
+                &on(d, &[0], S::Double),
+            )
+        },
+        &[4, 3],
+        &[3, 1],
+        S::Double,
+    ),
+    (
+        "index_add of transposed self",
+        |d| ops::index_add(&f(d, &[3, 4]).t()?, 0, &long(d, &[2]), &f(d, &[2, 3])),
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "index_add along dim 1",
+        |d| ops::index_add(&f(d, &[4, 3]), 1, &on(d, &[2], S::Int), &f(d, &[4, 2])),
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "index_add of a 0-dim self",
+        |d| ops::index_add(&f(d, &[]), 0, &long(d, &[1]), &f(d, &[])),
+        &[],
+        &[],
+        S::Float,
+    ),
+    (
+        "index_add_ keeps self's strides",
+        |d| {
+            f(d, &[3, 4])
+                .t()?
+                .index_add_(0, &long(d, &[2]), &f(d, &[2, 3]))
+        },
+        &[4, 3],
+        &[1, 4],
+        S::Float,
+    ),
+    (
+        "index_add.out resized",
+        |d| {
+            ops::index_add_out(
+                &f(d, &[3, 4]).t()?,
+                0,
+                &long(d, &[2]),
+                &f(d, &[2, 3]),
+                &f(d, &[0]),
+            )
+        },
+        &[4, 3],
+        &[3, 1],
+        S::Float,
+    ),
+    (
+        "index_add.out of the right size keeps its strides",
+        |d| {
+            ops::index_add_out(
+                &f(d, &[4, 3]),
+                0,
+                &long(d, &[2]),
+                &f(d, &[2, 3]),
+                &f(d, &[3, 4]).t()?,
+            )
+        },
+        &[4, 3],
+        &[1, 4],
+        S::Float,
+    ),
+    (
+        "nll_loss2d_forward none",
+        |d| {
+            Ok(
+                ops::nll_loss2d_forward(&f(d, &[2, 3, 4, 5]), &long(d, &[2, 4, 5]), None, 0, -100)?
+                    .0,
+            )
+        },
+        &[2, 4, 5],
+        &[20, 5, 1],
+        S::Float,
+    ),
+    (
+        "nll_loss2d_forward none of channels_last",
+        |d| {
+            Ok(ops::nll_loss2d_forward(
+                &Tensor::empty_with_format(&[2, 3, 4, 5], S::Float, d, MemoryFormat::ChannelsLast)?,
+                &long(d, &[2, 4, 5]),
+                None,
+                0,
+                -100,
+            )?
+            .0)
+        },
+        &[2, 4, 5],
+        &[20, 5, 1],
+        S::Float,
+    ),
+    (
+        "nll_loss2d_forward mean",
+        |d| {
+            Ok(ops::nll_loss2d_forward(
+                &on(d, &[2, 3, 4, 5], S::Double),
+                &long(d, &[2, 4, 5]),
+                None,
+                1,
+                -100,
+            )?
+            .0)
+        },
+        &[],
+        &[],
+        S::Double,
+    ),
+    (
+        "nll_loss2d_forward total_weight",
+        |d| {
+            Ok(ops::nll_loss2d_forward(
+                &on(d, &[2, 3, 4, 5], S::Half),
+                &long(d, &[2, 4, 5]),
+                Some(&on(d, &[3], S::Half)),
+                2,
+                -100,
+            )?
+            .1)
+        },
+        &[],
+        &[],
+        S::Half,
+    ),
+    (
+        "nll_loss2d_forward.output resized",
+        |d| {
+            Ok(ops::nll_loss2d_forward_output(
+                &f(d, &[2, 3, 4, 5]),
+                &long(d, &[2, 4, 5]),
+                None,
+                0,
+                -100,
+                &f(d, &[0]),
+                &f(d, &[0]),
+            )?
+            .0)
+        },
+        &[2, 4, 5],
+        &[20, 5, 1],
+        S::Float,
+    ),
+    (
+        "nll_loss2d_backward none",
+        |d| {
+            ops::nll_loss2d_backward(
+                &f(d, &[2, 4, 5]),
+                &f(d, &[2, 3, 4, 5]),
+                &long(d, &[2, 4, 5]),
+                None,
+                0,
+                -100,
+                &f(d, &[]),
+            )
+        },
+        &[2, 3, 4, 5],
+        &[60, 20, 5, 1],
+        S::Float,
+    ),
+    (
+        "nll_loss2d_backward mean",
+        |d| {
+            ops::nll_loss2d_backward(
+                &f(d, &[]),
+                &f(d, &[2, 3, 4, 5]),
+                &long(d, &[2, 4, 5]),
+                None,
+                1,
+                -100,
+                &f(d, &[]),
+            )
+        },
+        &[2, 3, 4, 5],
+        &[60, 20, 5, 1],
+        S::Float,
+    ),
 ];
 
 #[test]
@@ -158,15 +466,24 @@ fn the_cpu_checks_index_values_and_overlap() {
     assert_eq!((r.sizes(), r.has_data()), (&[1i64, 2][..], false));
     // `out=` may not overlap `self`; in place, `self` may not overlap `src`.
     assert_eq!(
-        ops::gather_out(&x, 0, &Tensor::zeros(&[2, 2], S::Long).unwrap(), &x.narrow(0, 0, 2).unwrap())
-            .unwrap_err()
-            .first_line(),
+        ops::gather_out(
+            &x,
+            0,
+            &Tensor::zeros(&[2, 2], S::Long).unwrap(),
+            &x.narrow(0, 0, 2).unwrap()
+        )
+        .unwrap_err()
+        .first_line(),
         "unsupported operation: some elements of the input tensor and the written-to tensor refer \
          to a single memory location. Please clone() the tensor before performing the operation."
     );
     let index = Tensor::zeros(&[2, 3], S::Long).unwrap();
     assert!(x.scatter_add_(0, &index, &x).is_err(), "src is self");
-    assert!(x.index_add_(0, &Tensor::zeros(&[4], S::Long).unwrap(), &x).is_err(), "source is self");
+    assert!(
+        x.index_add_(0, &Tensor::zeros(&[4], S::Long).unwrap(), &x)
+            .is_err(),
+        "source is self"
+    );
 }
 
 /// The Meta kernels of these families are their meta functions' glue, not CPU kernels run
