@@ -523,3 +523,44 @@ fn meta_kernels_are_meta_functions() {
         );
     }
 }
+
+/// PyTorch's 2-d kernels read a weight of `C` elements whatever its shape: so do ours, on the
+/// CPU as on Meta.
+#[test]
+fn nll_loss2d_takes_a_weight_of_c_elements_of_any_shape() {
+    let x = Tensor::from_vec((0..24).map(|i| -(i as f32) / 8.0).collect(), &[1, 3, 2, 4]).unwrap();
+    let t = Tensor::from_vec(vec![0i64, 1, 2, 1, 0, 2, 2, 1], &[1, 2, 4]).unwrap();
+    let w = Tensor::from_vec(vec![0.5f32, 2.0, 1.5], &[1, 3]).unwrap();
+    let flat = w.reshape(&[3]).unwrap();
+    let (loss, total) = ops::nll_loss2d_forward(&x, &t, Some(&w), 1, -100).unwrap();
+    let (want, want_total) = ops::nll_loss2d_forward(&x, &t, Some(&flat), 1, -100).unwrap();
+    assert_eq!(loss.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    assert_eq!(
+        total.to_vec::<f32>().unwrap(),
+        want_total.to_vec::<f32>().unwrap()
+    );
+    let g = ops::nll_loss2d_backward(
+        &Tensor::scalar_tensor(1.0, S::Float),
+        &x,
+        &t,
+        Some(&w),
+        1,
+        -100,
+        &total,
+    )
+    .unwrap();
+    let want = ops::nll_loss2d_backward(
+        &Tensor::scalar_tensor(1.0, S::Float),
+        &x,
+        &t,
+        Some(&flat),
+        1,
+        -100,
+        &total,
+    )
+    .unwrap();
+    assert_eq!(g.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    let m = |t: &Tensor| on(Device::META, t.sizes(), t.dtype());
+    let (loss, _) = ops::nll_loss2d_forward(&m(&x), &m(&t), Some(&m(&w)), 0, -100).unwrap();
+    assert_eq!(loss.sizes(), &[1, 2, 4]);
+}
