@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::model::NativeFunction;
-use crate::structured::meta_glue;
+use crate::model::{NativeFunction, StructuredForm, StructuredKind};
+use crate::structured::{meta_glue, META_FUNCTION};
 use crate::types::{return_type, RustArg};
 
 /// Generates the registrations of the kernels declared for `key` (`CPU`, `Meta`, ...): one
@@ -54,10 +54,24 @@ pub fn backend(
                     meta_glue(form, &names),
                     format!("switchboard_ops::structured::{kernel} [{key}]"),
                 ),
-                _ => (
-                    format!("    Ok({path}::{kernel}({})?)", names.join(", ")),
-                    format!("{name}::{kernel} [{key}]"),
-                ),
+                _ => match kernel.strip_prefix(META_FUNCTION) {
+                    // Note [Meta functions outside structured families]
+                    Some(meta) => {
+                        let form = StructuredForm {
+                            kind: StructuredKind::Functional,
+                            meta: meta.to_owned(),
+                            outputs: f.schema.returns().len(),
+                        };
+                        (
+                            meta_glue(&form, &names),
+                            format!("switchboard_ops::{kernel} [{key}]"),
+                        )
+                    }
+                    None => (
+                        format!("    Ok({path}::{kernel}({})?)", names.join(", ")),
+                        format!("{name}::{kernel} [{key}]"),
+                    ),
+                },
             };
             writeln!(
                 o,

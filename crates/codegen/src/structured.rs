@@ -23,6 +23,19 @@ use crate::model::{snake, NativeFunction, StructuredForm, StructuredKind};
 // entries name no Meta kernel); the CPU backend registers the kernels its `dispatch:` lines
 // name.
 
+// Note [Meta functions outside structured families]
+// PyTorch leaves some operators out of structured families (`nll_loss2d_forward`,
+// `nll_loss2d_backward`) and gives their Meta key a meta registration of its own. Here such an
+// operator has a meta function in `switchboard_ops::structured` all the same, which its CPU
+// kernel runs for its checks, and its `dispatch:` names it for Meta as
+// `Meta: structured::NAME`: the generator writes the functional glue for it (outputs allocated
+// from the meta result, Note [Structured glue]). Only a functional overload may name one; its
+// `out=` form, `autogen:`'d, calls the functional one.
+
+/// The prefix of a `Meta:` kernel that is a meta function (Note [Meta functions outside
+/// structured families]).
+pub(crate) const META_FUNCTION: &str = "structured::";
+
 /// Checks the structured families of `funcs` and records each member's form and meta
 /// function: a `structured: True` entry is an `out=` overload with one output, a
 /// `structured_delegate:` names a structured entry of the same operator, and every structured
@@ -65,6 +78,19 @@ pub(crate) fn resolve_structured(funcs: &mut [NativeFunction]) -> Result<(), Str
             if meta_of.insert(t, meta).is_some() {
                 return Err(format!("{target}: two functional overloads delegate to it"));
             }
+        }
+    }
+    for f in funcs.iter() {
+        let names_meta_function = f
+            .dispatch
+            .iter()
+            .any(|(k, kernel)| k == "Meta" && kernel.starts_with(META_FUNCTION));
+        let functional = !is_inplace(f) && !f.schema.arguments().iter().any(|a| a.is_out());
+        if names_meta_function && (f.structured || f.structured_delegate.is_some() || !functional) {
+            return Err(format!(
+                "{}: only a functional overload outside structured families names its meta function for Meta (`Meta: {META_FUNCTION}NAME`)",
+                f.schema_text
+            ));
         }
     }
     for (i, f) in funcs.iter_mut().enumerate() {
@@ -236,6 +262,30 @@ mod tests {
         assert!(parse_yaml(&mismatched)
             .unwrap_err()
             .contains("one per out argument"));
+    }
+
+    #[test]
+    fn meta_functions_outside_families() {
+        let entry = "
+- func: nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)
+  dispatch:
+    CPU: nll_loss2d_forward
+    Meta: structured::nll_loss2d_forward
+";
+        let f = parse_yaml(entry).unwrap();
+        assert!(f[0].structured_form.is_none());
+        let code = crate::backend(&f, "Meta", "switchboard_cpu", "switchboard_cpu").unwrap();
+        assert!(code.contains("let [meta0, meta1] = switchboard_ops::structured::nll_loss2d_forward(self_, target, weight, reduction, ignore_index, None)?;\n    Ok((meta0.allocate()?, meta1.allocate()?))"), "{code}");
+        assert!(
+            code.contains("\"switchboard_ops::structured::nll_loss2d_forward [Meta]\""),
+            "{code}"
+        );
+        let cpu = crate::backend(&f, "CPU", "crate", "switchboard_cpu").unwrap();
+        assert!(cpu.contains("crate::nll_loss2d_forward(self_"), "{cpu}");
+        let in_place = "- func: relu_(Tensor(a!) self) -> Tensor(a!)\n  dispatch:\n    Meta: structured::relu\n";
+        assert!(parse_yaml(in_place)
+            .unwrap_err()
+            .contains("only a functional overload"));
     }
 
     #[test]

@@ -5,29 +5,11 @@ use switchboard_tensor::{wrap_dim, CheckedSize, DimVec, MemoryFormat, RawOps, Te
 
 use crate::copy::copy_into;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::iter::{byte_range, check_internal_overlap};
+use crate::iter::check_internal_overlap;
 use crate::promote::{can_cast, result_type, DEFAULT_FLOAT};
 
-/// PyTorch's `assert_no_overlap(out, input)`: an input may not share any memory with the
-/// written tensor (not even all of it). Like PyTorch, only dense tensors are compared.
-pub(crate) fn check_no_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
-    if !out.is_alias_of(input)
-        || !out.is_non_overlapping_and_dense()
-        || !input.is_non_overlapping_and_dense()
-    {
-        return Ok(());
-    }
-    let (a0, a1) = byte_range(out);
-    let (b0, b1) = byte_range(input);
-    if a0 < b1 && b0 < a1 {
-        return Err(invalid(
-            "unsupported operation: some elements of the input tensor and the written-to tensor \
-             refer to a single memory location. Please clone() the tensor before performing the \
-             operation.",
-        ));
-    }
-    Ok(())
-}
+/// PyTorch's `assert_no_overlap`, which the meta functions share.
+pub(crate) use crate::iter::check_no_overlap;
 
 /// `cat_should_skip_tensor`: 1-D tensors of size `[0]` take no part in `cat`'s shape checks.
 fn skipped(t: &Tensor) -> bool {

@@ -8,10 +8,12 @@
 //! native_functions.yaml) has its meta function (`switchboard_ops::structured`, PyTorch's
 //! `TORCH_META_FUNC`) as its Meta kernel: the generated glue allocates, checks or resizes
 //! the output from it (Note [Structured glue] in switchboard-codegen), and nothing runs a CPU
-//! kernel. The other operators' CPU kernels compute the output metadata first (shapes,
-//! strides, dtype promotion, all checks) and only then touch data, which they skip for
-//! tensors without data; this crate registers those functions for the `Meta` key (from the
-//! `CPU, Meta:` entries). The tests check that every operator gives identical metadata on
+//! kernel. So does an operator outside structured families whose functional overload names
+//! its meta function for Meta (`Meta: structured::NAME`, as `nll_loss2d_forward`). The other
+//! operators' CPU kernels compute the output metadata first (shapes, strides, dtype
+//! promotion, all checks) and only then touch data, which they skip for tensors without
+//! data; this crate registers those functions for the `Meta` key (from the `CPU, Meta:`
+//! entries). The tests check that every operator gives identical metadata on
 //! both devices, and the structured ones PyTorch's.
 //!
 //! ```

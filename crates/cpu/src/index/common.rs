@@ -1,12 +1,15 @@
 //! Helpers shared by the indexing kernels: position walks, index values, the slice and
-//! scatter/gather loops, bound checks.
+//! scatter/gather loops, bound checks, the output of the scatters and `index_add`.
 
 use smallvec::SmallVec;
+use switchboard_ops::structured::{self, MetaOutput};
 use switchboard_tensor::{contiguous_strides, DataRef, DimVec, RawOps, ScalarType, Tensor};
 
-use crate::error::{invalid, Result};
+use crate::copy::copy_into;
+use crate::error::{check_cpu, invalid, Result};
 use crate::iter::{coalesce, reorder_dims};
 use crate::loops::{for_each_row, parallel_for, Geometry, GRAIN_SIZE};
+use crate::structured_output::structured_output;
 
 /// The positions of a shape for `K` strided operands, walked row by row in memory-friendly
 /// order (permuted and coalesced as the elementwise iterator does).
@@ -193,4 +196,26 @@ pub(super) fn check_bounds(idx: &[i64], dim: usize, size: i64) -> Result<()> {
         ))),
         None => Ok(()),
     }
+}
+
+/// The tensor a scatter or `index_add` writes, given its meta function's result: `self` in place, else `out`
+/// (resized) or a fresh output, holding `self`'s elements (PyTorch's impls copy `self` into
+/// an output that is not `self`).
+pub(super) fn output_holding_self(
+    op: &str,
+    self_: &Tensor,
+    meta: MetaOutput,
+    out: Option<&Tensor>,
+    inplace: bool,
+) -> Result<Tensor> {
+    check_cpu(op, meta.device)?;
+    if inplace {
+        structured::check_inplace(self_, &meta)?;
+        return Ok(self_.clone());
+    }
+    let result = structured_output(meta, out)?;
+    if !result.is_same(self_) {
+        copy_into(&result, self_)?;
+    }
+    Ok(result)
 }

@@ -1,8 +1,11 @@
-//! `gather`.
+//! `gather` and `gather.out` (PyTorch's `gather_out` impl): the checks and the output's
+//! geometry are its meta function's (`switchboard_ops::structured::gather`).
 
+use switchboard_ops::structured;
 use switchboard_tensor::{wrap_dim, Access, Tensor};
 
-use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::error::{check_cpu, Result};
+use crate::structured_output::structured_output;
 
 use super::common::*;
 
@@ -19,37 +22,36 @@ use super::common::*;
 /// assert_eq!(gather(&t, 1, &i, false).unwrap().to_vec::<i32>().unwrap(), [1, 1, 4, 3]);
 /// ```
 pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
-    let _ = sparse_grad;
-    let device = same_device(&[self_, index])?;
-    check_cpu_or_meta("gather", device)?;
-    let d = wrap_dim(dim, self_.dim())?;
-    let result = Tensor::empty_on(index.sizes(), self_.dtype(), device)?;
+    gather_impl(self_, dim, index, sparse_grad, None)
+}
+
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out)
+/// -> Tensor(a!)`
+pub fn gather_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    sparse_grad: bool,
+    out: &Tensor,
+) -> Result<Tensor> {
+    gather_impl(self_, dim, index, sparse_grad, Some(out))
+}
+
+/// `gather` after its meta function, into `out` when given (any strides).
+fn gather_impl(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    sparse_grad: bool,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = structured::gather(self_, dim, index, sparse_grad, out)?;
+    check_cpu("gather", meta.device)?;
+    let result = structured_output(meta, out)?;
     if index.numel() == 0 {
         return Ok(result);
     }
-    if !is_index_dtype(index) {
-        return Err(invalid("gather(): Expected dtype int32/int64 for index"));
-    }
-    // `gather_shape_check`.
-    let rank = self_.dim().max(1);
-    if rank != index.dim().max(1) {
-        return Err(invalid(
-            "Index tensor must have the same number of dimensions as input tensor",
-        ));
-    }
-    for i in (0..rank).filter(|&i| i != d) {
-        if nonempty_size(index, i) > nonempty_size(self_, i) {
-            return Err(invalid(format!(
-                "Size does not match at dimension {i} expected index {} to be no larger \
-                 than self {} apart from dimension {d}",
-                shape_str(index.sizes()),
-                shape_str(self_.sizes())
-            )));
-        }
-    }
-    if !result.has_data() {
-        return Ok(result);
-    }
+    let d = wrap_dim(dim, self_.dim())?;
     let idx = index_values(index, &result)?;
     check_bounds(&idx, d, nonempty_size(self_, d))?;
     let (x, y) = (nonempty(self_)?, nonempty(&result)?);

@@ -1,103 +1,33 @@
-//! `index_add` (+ in-place).
+//! `index_add`, `index_add_` and `index_add.out` (PyTorch's `index_add_cpu_` impl): the
+//! checks and the output's geometry are its meta function's
+//! (`switchboard_ops::structured::index_add`, `index_func_meta_impl`).
 
+use switchboard_ops::structured;
 use switchboard_tensor::{wrap_dim, Access, Scalar, Tensor};
 
-use crate::copy::copy_into;
 use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Num};
-use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::iter::check_internal_overlap;
-use crate::shape::check_no_overlap;
+use crate::error::{invalid, Result};
 
 use super::common::*;
 
-/// `index_func_meta_impl` for `index_add`.
-fn index_add_checks(self_: &Tensor, d: usize, index: &Tensor, source: &Tensor) -> Result<()> {
-    if index.dim() > 1 {
-        return Err(invalid(format!(
-            "index_add_(): Index is supposed to be a vector, but got dim: {} with type: {} and \
-             size: {}",
-            index.dim(),
-            index.dtype().c10_name(),
-            shape_str(index.sizes())
-        )));
-    }
-    if !is_index_dtype(index) {
-        return Err(invalid(format!(
-            "index_add_(): Expected dtype int32/int64 for index but got: {}",
-            index.dtype().c10_name()
-        )));
-    }
-    if self_.dtype() != source.dtype() {
-        return Err(invalid(format!(
-            "index_add_(): self ({}) and source ({}) must have the same scalar type",
-            self_.dtype().c10_name(),
-            source.dtype().c10_name()
-        )));
-    }
-    if d != 0 && d >= source.dim() {
-        return Err(invalid(format!(
-            "index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim {}",
-            source.dim()
-        )));
-    }
-    let expected = if source.dim() == 0 {
-        1
-    } else {
-        source.sizes()[d]
-    };
-    if index.numel() != expected {
-        return Err(invalid(format!(
-            "index_add_(): Number of indices ({}) should be equal to source.size(dim): ({}), \
-             for dim: {d}",
-            index.numel(),
-            source.size(d as i64)?
-        )));
-    }
-    let mut ss = self_.sizes().to_vec();
-    let mut rs = source.sizes().to_vec();
-    if source.dim() != 0 && self_.dim() != 0 {
-        ss.remove(d);
-        rs.remove(d);
-    }
-    if ss != rs {
-        return Err(invalid(format!(
-            "source tensor shape must match self tensor shape, excluding the specified \
-             dimension. Got self.shape = {} source.shape = {}",
-            shape_str(self_.sizes()),
-            shape_str(source.sizes())
-        )));
-    }
-    Ok(())
-}
-
+/// `index_add` after its meta function, into `out` (resized), a fresh output or `self` in
+/// place.
 fn index_add_impl(
     self_: &Tensor,
     dim: i64,
     index: &Tensor,
     source: &Tensor,
     alpha: Scalar,
-    inplace: bool,
+    (out, inplace): (Option<&Tensor>, bool),
 ) -> Result<Tensor> {
-    let device = same_device(&[self_, index, source])?;
-    check_cpu_or_meta("index_add", device)?;
-    let d = wrap_dim(dim, self_.dim())?;
-    index_add_checks(self_, d, index, source)?;
-    let result = if inplace {
-        check_internal_overlap(self_)?;
-        check_no_overlap(self_, index)?;
-        check_no_overlap(self_, source)?;
-        self_.clone()
-    } else {
-        let r = Tensor::empty_on(self_.sizes(), self_.dtype(), device)?;
-        if r.has_data() {
-            copy_into(&r, self_)?;
-        }
-        r
-    };
-    if !result.has_data() || index.numel() == 0 {
+    let written = if inplace { Some(self_) } else { out };
+    let meta = structured::index_add(self_, dim, index, source, alpha, written)?;
+    let result = output_holding_self("index_add", self_, meta, out, inplace)?;
+    if index.numel() == 0 {
         return Ok(result);
     }
+    let d = wrap_dim(dim, self_.dim())?;
     let idx = index_values(index, &result)?;
     let bound = if result.dim() > 1 {
         result.sizes()[d]
@@ -162,7 +92,7 @@ pub fn index_add(
     source: &Tensor,
     alpha: Scalar,
 ) -> Result<Tensor> {
-    index_add_impl(self_, dim, index, source, alpha, false)
+    index_add_impl(self_, dim, index, source, alpha, (None, false))
 }
 
 /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) ->
@@ -174,5 +104,18 @@ pub fn index_add_(
     source: &Tensor,
     alpha: Scalar,
 ) -> Result<Tensor> {
-    index_add_impl(self_, dim, index, source, alpha, true)
+    index_add_impl(self_, dim, index, source, alpha, (None, true))
+}
+
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1,
+/// Tensor(a!) out) -> Tensor(a!)`
+pub fn index_add_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: Scalar,
+    out: &Tensor,
+) -> Result<Tensor> {
+    index_add_impl(self_, dim, index, source, alpha, (Some(out), false))
 }

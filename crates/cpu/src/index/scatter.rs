@@ -1,13 +1,13 @@
-//! `scatter` (a source tensor or a value), `scatter_add` and `scatter_reduce` (+ in-place).
+//! `scatter` (a source tensor or a value), `scatter_add` and `scatter_reduce`, with their
+//! in-place and `out=` forms: the checks and the output's geometry are their meta functions'
+//! (`switchboard_ops::structured::scatter_src`, ...), as PyTorch's `scatter_meta_impl`.
 
+use switchboard_ops::structured::{self, MetaOutput, ScatterReduce};
 use switchboard_tensor::{wrap_dim, Access, DimVec, Scalar, Tensor};
 
-use crate::copy::copy_into;
 use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Num};
-use crate::error::{check_cpu_or_meta, invalid, not_implemented, same_device, shape_str, Result};
-use crate::iter::check_internal_overlap;
-use crate::shape::check_no_overlap;
+use crate::error::{not_implemented, Result};
 
 use super::common::*;
 
@@ -30,140 +30,45 @@ enum Reduce {
     Min,
 }
 
-/// `scatter_reduce`'s `reduce` argument (`get_operator_enum` with the new names; `max` and
-/// `min` are accepted too, as PyTorch does).
-fn reduce_of(reduce: &str) -> Result<Reduce> {
-    Ok(match reduce {
-        "sum" => Reduce::Sum,
-        "prod" => Reduce::Prod,
-        "mean" => Reduce::Mean,
-        "amax" | "max" => Reduce::Max,
-        "amin" | "min" => Reduce::Min,
-        _ => {
-            return Err(invalid(format!(
-                "reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
-            )))
+impl From<ScatterReduce> for Reduce {
+    fn from(op: ScatterReduce) -> Reduce {
+        match op {
+            ScatterReduce::Sum => Reduce::Sum,
+            ScatterReduce::Prod => Reduce::Prod,
+            ScatterReduce::Mean => Reduce::Mean,
+            ScatterReduce::Amax => Reduce::Max,
+            ScatterReduce::Amin => Reduce::Min,
         }
-    })
+    }
 }
 
-/// `scatter_gather_dtype_check` and `scatter_shape_check` of the scatter family.
-fn scatter_checks(
-    method: &str,
-    self_: &Tensor,
-    d: usize,
-    index: &Tensor,
-    src: Option<&Tensor>,
-) -> Result<()> {
-    if index.numel() != 0 && !is_index_dtype(index) {
-        return Err(invalid(format!(
-            "{method}(): Expected dtype int32/int64 for index"
-        )));
-    }
-    if src.is_some_and(|s| s.dtype() != self_.dtype()) {
-        return Err(invalid(format!(
-            "{method}(): Expected self.dtype to be equal to src.dtype"
-        )));
-    }
-    if index.numel() == 0 {
-        return Ok(());
-    }
-    let rank = self_.dim().max(1);
-    if rank != index.dim().max(1) {
-        return Err(invalid(
-            "Index tensor must have the same number of dimensions as self tensor",
-        ));
-    }
-    let larger_than_self =
-        (0..rank).any(|i| i != d && nonempty_size(index, i) > nonempty_size(self_, i));
-    let Some(src) = src else {
-        if larger_than_self {
-            return Err(invalid(format!(
-                "Expected index {} to be no larger than self {} apart from dimension {d}",
-                shape_str(index.sizes()),
-                shape_str(self_.sizes())
-            )));
-        }
-        return Ok(());
-    };
-    // As PyTorch, `src`'s sizes are read (failing on a missing dimension) before its rank is
-    // checked.
-    let mut larger_than_src = false;
-    if !larger_than_self {
-        for i in 0..rank {
-            if src.dim() > 0 {
-                wrap_dim(i as i64, src.dim())?;
-            }
-            if nonempty_size(index, i) > nonempty_size(src, i) {
-                larger_than_src = true;
-                break;
-            }
-        }
-    }
-    if src.dim().max(1) != rank {
-        return Err(invalid(
-            "Index tensor must have the same number of dimensions as src tensor",
-        ));
-    }
-    if larger_than_self || larger_than_src {
-        return Err(invalid(format!(
-            "Expected index {} to be no larger than self {} apart from dimension {d} and to be \
-             no larger size than src {}",
-            shape_str(index.sizes()),
-            shape_str(self_.sizes()),
-            shape_str(src.sizes())
-        )));
-    }
-    Ok(())
-}
-
-/// The scatter kernels' common body: checks, the result (`self` in place, else a copy of
-/// it), then every index position's element combined into it.
-fn scatter_impl(
+/// The scatter kernels' common body, after the meta function: every index position's
+/// element combined into `result` (a copy of `self`, or `self` in place).
+fn scatter_into(
     method: &'static str,
-    self_: &Tensor,
+    result: &Tensor,
     dim: i64,
     index: &Tensor,
     source: Source,
     (reduce, include_self): (Reduce, bool),
-    inplace: bool,
-) -> Result<Tensor> {
+) -> Result<()> {
     let src = match source {
         Source::Tensor(t) => Some(t),
         Source::Value(_) => None,
     };
-    let mut all = vec![self_, index];
-    all.extend(src);
-    let device = same_device(&all)?;
-    check_cpu_or_meta(method, device)?;
-    let d = wrap_dim(dim, self_.dim())?;
-    scatter_checks(method, self_, d, index, src)?;
-    let result = if inplace {
-        check_internal_overlap(self_)?;
-        check_no_overlap(self_, index)?;
-        if let Some(src) = src {
-            check_no_overlap(self_, src)?;
-        }
-        self_.clone()
-    } else {
-        let r = Tensor::empty_on(self_.sizes(), self_.dtype(), device)?;
-        if r.has_data() {
-            copy_into(&r, self_)?;
-        }
-        r
-    };
-    if index.numel() == 0 || !result.has_data() {
-        return Ok(result);
+    if index.numel() == 0 {
+        return Ok(());
     }
+    let d = wrap_dim(dim, result.dim())?;
     if reduce == Reduce::Mean && result.dtype() == switchboard_tensor::ScalarType::Bool {
         return Err(not_implemented(
             "scatter_gather_tensor_cpu_reduce_mean",
             result.dtype(),
         ));
     }
-    let idx = index_values(index, &result)?;
-    check_bounds(&idx, d, nonempty_size(&result, d))?;
-    let x = nonempty(&result)?;
+    let idx = index_values(index, result)?;
+    check_bounds(&idx, d, nonempty_size(result, d))?;
+    let x = nonempty(result)?;
     let y = match src {
         Some(s) => nonempty(s)?,
         // Only offsets into `y` are computed, never read: any tensor of the same rank does.
@@ -251,7 +156,24 @@ fn scatter_impl(
             });
         }
         Ok(())
-    })?;
+    })
+}
+
+/// A scatter after its meta function's result `meta`: the output (Note [Structured kernels]
+/// in switchboard-ops), then the scattered elements combined into it.
+#[allow(clippy::too_many_arguments)]
+fn scatter_impl(
+    method: &'static str,
+    self_: &Tensor,
+    meta: MetaOutput,
+    dim: i64,
+    index: &Tensor,
+    source: Source,
+    reduce: (Reduce, bool),
+    (out, inplace): (Option<&Tensor>, bool),
+) -> Result<Tensor> {
+    let result = output_holding_self(method, self_, meta, out, inplace)?;
+    scatter_into(method, &result, dim, index, source, reduce)?;
     Ok(result)
 }
 
@@ -269,29 +191,47 @@ fn scatter_impl(
 /// assert_eq!(scatter(&z, 0, &i, &s).unwrap().to_vec::<f32>().unwrap(), [2.0, 0.0, 1.0]);
 /// ```
 pub fn scatter(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    let source = Source::Tensor(src);
-    scatter_impl(
-        "scatter",
-        self_,
-        dim,
-        index,
-        source,
-        (Reduce::Replace, true),
-        false,
-    )
+    scatter_src_impl(self_, dim, index, src, None, false)
 }
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    scatter_src_impl(self_, dim, index, src, None, true)
+}
+
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) ->
+/// Tensor(a!)`
+pub fn scatter_src_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<Tensor> {
+    scatter_src_impl(self_, dim, index, src, Some(out), false)
+}
+
+fn scatter_src_impl(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: Option<&Tensor>,
+    inplace: bool,
+) -> Result<Tensor> {
+    let written = if inplace { Some(self_) } else { out };
+    let meta = structured::scatter_src(self_, dim, index, src, written)?;
+    let reduce = (Reduce::Replace, true);
     let source = Source::Tensor(src);
     scatter_impl(
         "scatter",
         self_,
+        meta,
         dim,
         index,
         source,
-        (Reduce::Replace, true),
-        true,
+        reduce,
+        (out, inplace),
     )
 }
 
@@ -299,29 +239,47 @@ pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Resul
 ///
 /// A copy of `self` with `value` (converted to `self`'s dtype) at the index positions.
 pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
-    let source = Source::Value(value);
-    scatter_impl(
-        "scatter",
-        self_,
-        dim,
-        index,
-        source,
-        (Reduce::Replace, true),
-        false,
-    )
+    scatter_value_impl(self_, dim, index, value, None, false)
 }
 
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
 pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    scatter_value_impl(self_, dim, index, value, None, true)
+}
+
+/// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) ->
+/// Tensor(a!)`
+pub fn scatter_value_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+    out: &Tensor,
+) -> Result<Tensor> {
+    scatter_value_impl(self_, dim, index, value, Some(out), false)
+}
+
+fn scatter_value_impl(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+    out: Option<&Tensor>,
+    inplace: bool,
+) -> Result<Tensor> {
+    let written = if inplace { Some(self_) } else { out };
+    let meta = structured::scatter_value(self_, dim, index, value, written)?;
+    let reduce = (Reduce::Replace, true);
     let source = Source::Value(value);
     scatter_impl(
         "scatter",
         self_,
+        meta,
         dim,
         index,
         source,
-        (Reduce::Replace, true),
-        true,
+        reduce,
+        (out, inplace),
     )
 }
 
@@ -339,29 +297,47 @@ pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -
 /// assert_eq!(scatter_add(&z, 0, &i, &s).unwrap().to_vec::<f32>().unwrap(), [4.0, 0.0, 2.0]);
 /// ```
 pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    let source = Source::Tensor(src);
-    scatter_impl(
-        "scatter",
-        self_,
-        dim,
-        index,
-        source,
-        (Reduce::Sum, true),
-        false,
-    )
+    scatter_add_impl(self_, dim, index, src, None, false)
 }
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    scatter_add_impl(self_, dim, index, src, None, true)
+}
+
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) ->
+/// Tensor(a!)`
+pub fn scatter_add_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<Tensor> {
+    scatter_add_impl(self_, dim, index, src, Some(out), false)
+}
+
+fn scatter_add_impl(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: Option<&Tensor>,
+    inplace: bool,
+) -> Result<Tensor> {
+    let written = if inplace { Some(self_) } else { out };
+    let meta = structured::scatter_add(self_, dim, index, src, written)?;
+    let reduce = (Reduce::Sum, true);
     let source = Source::Tensor(src);
     scatter_impl(
         "scatter",
         self_,
+        meta,
         dim,
         index,
         source,
-        (Reduce::Sum, true),
-        true,
+        reduce,
+        (out, inplace),
     )
 }
 
@@ -390,17 +366,7 @@ pub fn scatter_reduce(
     reduce: &str,
     include_self: bool,
 ) -> Result<Tensor> {
-    let op = reduce_of(reduce)?;
-    let source = Source::Tensor(src);
-    scatter_impl(
-        "scatter_reduce",
-        self_,
-        dim,
-        index,
-        source,
-        (op, include_self),
-        false,
-    )
+    scatter_reduce_impl(self_, dim, index, src, (reduce, include_self), None, false)
 }
 
 /// `scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *,
@@ -413,15 +379,47 @@ pub fn scatter_reduce_(
     reduce: &str,
     include_self: bool,
 ) -> Result<Tensor> {
-    let op = reduce_of(reduce)?;
+    scatter_reduce_impl(self_, dim, index, src, (reduce, include_self), None, true)
+}
+
+/// `scatter_reduce.two_out(Tensor self, int dim, Tensor index, Tensor src, str reduce, *,
+/// bool include_self=True, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_reduce_two_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let how = (reduce, include_self);
+    scatter_reduce_impl(self_, dim, index, src, how, Some(out), false)
+}
+
+fn scatter_reduce_impl(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    (reduce, include_self): (&str, bool),
+    out: Option<&Tensor>,
+    inplace: bool,
+) -> Result<Tensor> {
+    let written = if inplace { Some(self_) } else { out };
+    let meta =
+        structured::scatter_reduce_two(self_, dim, index, src, reduce, include_self, written)?;
+    let op = Reduce::from(structured::scatter_reduce_op(reduce)?);
     let source = Source::Tensor(src);
+    let how = (op, include_self);
     scatter_impl(
         "scatter_reduce",
         self_,
+        meta,
         dim,
         index,
         source,
-        (op, include_self),
-        true,
+        how,
+        (out, inplace),
     )
 }

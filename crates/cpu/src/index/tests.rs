@@ -165,7 +165,9 @@ fn gather_values_and_errors() {
     );
     let m = Tensor::zeros_on(&[2, 3], ScalarType::Float, Device::META).unwrap();
     let mi = Tensor::zeros_on(&[4, 3], ScalarType::Long, Device::META).unwrap();
-    let r = gather(&m, 0, &mi, false).unwrap();
+    // Meta tensors take the meta functions (the Meta backend's kernels), not these.
+    let meta = switchboard_ops::structured::gather(&m, 0, &mi, false, None);
+    let r = meta.unwrap().allocate().unwrap();
     assert!(r.is_meta());
     assert_eq!(r.sizes(), &[4, 3]);
 }
@@ -223,8 +225,10 @@ fn scatter_add_values_and_errors() {
     assert!(scatter_add_(&s, 0, &i, &s).is_err(), "src overlaps self");
     let m = Tensor::zeros_on(&[2, 3], ScalarType::Long, Device::META).unwrap();
     let mi = Tensor::zeros_on(&[2, 3], ScalarType::Long, Device::META).unwrap();
-    let r = scatter_add(&m, 0, &mi, &m).unwrap();
+    let meta = switchboard_ops::structured::scatter_add;
+    let r = meta(&m, 0, &mi, &m, None).unwrap().allocate().unwrap();
     assert!(r.is_meta());
+    assert!(meta(&m, 0, &i, &m, None).is_err(), "mixed devices");
     assert!(scatter_add(&m, 0, &i, &m).is_err(), "mixed devices");
 }
 
@@ -310,9 +314,10 @@ fn index_add_values_and_errors() {
     );
     let m = Tensor::zeros_on(&[3, 2], ScalarType::Float, Device::META).unwrap();
     let mi = Tensor::zeros_on(&[3], ScalarType::Long, Device::META).unwrap();
-    let r = index_add(&m, 0, &mi, &m, Scalar::Int(1)).unwrap();
-    assert!(r.is_meta());
-    assert!(index_add_(&m, 0, &mi, &m.clone(), Scalar::Int(1)).is_ok());
+    let meta = switchboard_ops::structured::index_add;
+    let r = meta(&m, 0, &mi, &m, Scalar::Int(1), None).unwrap();
+    assert!(r.allocate().unwrap().is_meta());
+    assert!(meta(&m, 0, &mi, &m.clone(), Scalar::Int(1), Some(&m)).is_ok());
 }
 
 #[test]

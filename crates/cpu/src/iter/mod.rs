@@ -26,7 +26,7 @@ mod tests;
 pub use config::IterConfig;
 pub use dense::{scalar_operand, BinaryLoop, DenseBinary, DENSE_IN_PLACE, DENSE_SCALAR};
 pub use dims::{broadcast_strides, coalesce, reorder_dims, strides_for_perm};
-pub(crate) use overlap::byte_range;
+pub(crate) use overlap::check_no_overlap;
 pub use overlap::{check_internal_overlap, check_no_partial_overlap, result_device};
 
 use std::cell::Cell;

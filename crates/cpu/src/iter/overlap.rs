@@ -2,5 +2,5 @@
 //! which the iterator runs as well.
 
 pub use switchboard_ops::structured::{
-    byte_range, check_internal_overlap, check_no_partial_overlap, result_device,
+    check_internal_overlap, check_no_overlap, check_no_partial_overlap, result_device,
 };

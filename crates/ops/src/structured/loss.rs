@@ -6,13 +6,13 @@ use switchboard_tensor::{contiguous_strides, DimVec, ScalarType, Tensor, TensorE
 use super::{same_device, MetaOutput, Result};
 
 /// PyTorch's `Reduction::None` (1 averages, 2 sums).
-const REDUCTION_NONE: i64 = 0;
+pub(super) const REDUCTION_NONE: i64 = 0;
 
 // Note [Reduction values]
 // PyTorch's loss kernels treat any `reduction` other than 0 (none) and 1 (mean) as a sum;
 // Switchboard refuses values outside 0..=2 (a call with such a value is a caller's mistake
 // that PyTorch's Python layer never makes), in the meta function so that Meta and CPU agree.
-fn check_reduction(reduction: i64) -> Result<()> {
+pub(super) fn check_reduction(reduction: i64) -> Result<()> {
     if !(0..=2).contains(&reduction) {
         return Err(TensorError::invalid(format!(
             "{reduction} is not a valid value for reduction (expected 0 = 'none', 1 = 'mean' \
@@ -54,7 +54,7 @@ fn size_mismatch(self_: &Tensor, target: &Tensor) -> TensorError {
 }
 
 /// A fresh output of `sizes` (contiguous) in `self_`'s dtype and device.
-fn like_input(self_: &Tensor, sizes: &[i64]) -> MetaOutput {
+pub(super) fn like_input(self_: &Tensor, sizes: &[i64]) -> MetaOutput {
     MetaOutput {
         sizes: DimVec::from_slice(sizes),
         strides: contiguous_strides(sizes),

@@ -27,8 +27,10 @@ mod binary_math;
 mod bitwise;
 mod cumulative;
 mod elementwise;
+mod indexing;
 mod linear_algebra;
 mod loss;
+mod loss_nll2d;
 mod overlap;
 mod pointwise;
 mod pooling;
@@ -46,9 +48,13 @@ pub use cumulative::*;
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
 };
+pub use indexing::*;
 pub use linear_algebra::*;
 pub use loss::*;
-pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, result_device};
+pub use loss_nll2d::*;
+pub use overlap::{
+    byte_range, check_internal_overlap, check_no_overlap, check_no_partial_overlap, result_device,
+};
 pub use pointwise::*;
 pub use pooling::*;
 pub use reduction::*;

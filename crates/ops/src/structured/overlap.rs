@@ -1,5 +1,5 @@
-//! Memory-overlap checks for written tensors (PyTorch's `assert_no_internal_overlap` and
-//! `assert_no_partial_overlap`).
+//! Memory-overlap checks for written tensors (PyTorch's `assert_no_internal_overlap`,
+//! `assert_no_partial_overlap` and `assert_no_overlap`).
 
 use switchboard_tensor::{Device, Tensor, TensorError};
 
@@ -48,6 +48,27 @@ pub fn check_no_partial_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
         && out.strides() == input.strides()
         && out.dtype() == input.dtype();
     if same {
+        return Ok(());
+    }
+    let (a0, a1) = byte_range(out);
+    let (b0, b1) = byte_range(input);
+    if a0 < b1 && b0 < a1 {
+        return Err(TensorError::invalid(
+            "unsupported operation: some elements of the input tensor and the written-to tensor \
+             refer to a single memory location. Please clone() the tensor before performing the \
+             operation.",
+        ));
+    }
+    Ok(())
+}
+
+/// PyTorch's `assert_no_overlap(out, input)`: an input may not share any memory with the
+/// written tensor (not even all of it). Like PyTorch, only dense tensors are compared.
+pub fn check_no_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
+    if !out.is_alias_of(input)
+        || !out.is_non_overlapping_and_dense()
+        || !input.is_non_overlapping_and_dense()
+    {
         return Ok(());
     }
     let (a0, a1) = byte_range(out);
