@@ -1,131 +1,29 @@
-//! Joining tensors: `cat` and `stack` (with `out=`), with PyTorch's type promotion across the
-//! inputs and its legacy rule that 1-D empty tensors (size `[0]`) are skipped by `cat`.
+//! Joining tensors: the CPU kernel of `cat` (with `out=`), after its meta function
+//! (`structured::cat`: PyTorch's type promotion across the inputs and its legacy rule that 1-D
+//! empty tensors (size `[0]`) are skipped). `stack` is composite, over `cat`.
 
-use switchboard_tensor::{wrap_dim, CheckedSize, DimVec, MemoryFormat, RawOps, Tensor};
+use switchboard_ops::structured;
+use switchboard_tensor::{wrap_dim, RawOps, Tensor};
 
 use crate::copy::copy_into;
-use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::iter::check_internal_overlap;
-use crate::promote::{can_cast, result_type, DEFAULT_FLOAT};
+use crate::error::{check_cpu, Result};
+use crate::structured_output::structured_output;
 
 /// PyTorch's `assert_no_overlap`, which the meta functions share.
 pub(crate) use crate::iter::check_no_overlap;
 
-/// `cat_should_skip_tensor`: 1-D tensors of size `[0]` take no part in `cat`'s shape checks.
-fn skipped(t: &Tensor) -> bool {
-    t.dim() == 1 && t.numel() == 0
-}
-
-/// `cat_compute_output_memory_format`: channels-last when every input suggests the same
-/// channels-last format, else contiguous.
-fn output_format(tensors: &[Tensor]) -> MemoryFormat {
-    let mut format = None;
-    for t in tensors {
-        let f = t.suggest_memory_format();
-        if f == MemoryFormat::Contiguous {
-            return f;
-        }
-        if format.is_some_and(|g| g != f) {
-            return MemoryFormat::Contiguous;
-        }
-        format = Some(f);
-    }
-    format.unwrap_or(MemoryFormat::Contiguous)
-}
-
-/// `check_cat_shape_except_dim`.
-fn check_shape_except_dim(first: &Tensor, t: &Tensor, dim: usize, index: usize) -> Result<()> {
-    if first.dim() != t.dim() {
-        return Err(invalid(format!(
-            "Tensors must have same number of dimensions: got {} and {}",
-            first.dim(),
-            t.dim()
-        )));
-    }
-    for d in 0..first.dim() {
-        if d != dim && first.sizes()[d] != t.sizes()[d] {
-            return Err(invalid(format!(
-                "Sizes of tensors must match except in dimension {dim}. Expected size {} but \
-                 got size {} for tensor number {index} in the list.",
-                first.sizes()[d],
-                t.sizes()[d]
-            )));
-        }
-    }
-    Ok(())
-}
-
+/// `cat` after its meta function (`structured::cat`): each input copied into its slice of
+/// the output, or of `out` when given.
 fn cat_impl(tensors: &[Tensor], dim: i64, out: Option<&Tensor>) -> Result<Tensor> {
-    for (i, t) in tensors.iter().enumerate() {
-        if t.dim() == 0 {
-            return Err(invalid(format!(
-                "zero-dimensional tensor (at position {i}) cannot be concatenated"
-            )));
-        }
-    }
-    // `legacy_cat_wrap_dim`: wrap against the first tensor that is not skipped.
-    let valid = tensors.iter().position(|t| !skipped(t));
-    let dim = match valid {
-        Some(v) => wrap_dim(dim, tensors[v].dim())? as i64,
-        None => dim,
-    };
-    if tensors.is_empty() {
-        return Err(invalid("torch.cat(): expected a non-empty list of Tensors"));
-    }
-    let mut all: Vec<&Tensor> = tensors.iter().collect();
-    all.extend(out);
-    let device = same_device(&all)?;
-    check_cpu_or_meta("cat", device)?;
-
-    let format = output_format(tensors);
-    let mut dtype = result_type(&tensors.iter().collect::<Vec<_>>(), &[]).unwrap_or(DEFAULT_FLOAT);
-    if let Some(o) = out {
-        if !can_cast(dtype, o.dtype()) {
-            return Err(invalid(format!(
-                "torch.cat(): input types can't be cast to the desired output type {}",
-                o.dtype().c10_name()
-            )));
-        }
-        dtype = o.dtype();
-    }
-    let mut sizes = DimVec::from_slice(&[0]);
-    if let Some(v) = valid {
-        let first = &tensors[v];
-        if dim as usize > first.dim() {
-            return Err(invalid(format!(
-                "torch.cat(): dimension {dim}out of bounds"
-            )));
-        }
-        let dim = dim as usize;
-        // Checked: the sizes of tensors without elements can be as large as an int64.
-        let mut total = CheckedSize::new(0);
-        for (i, t) in tensors.iter().enumerate() {
-            if !skipped(t) {
-                check_shape_except_dim(first, t, dim, i)?;
-                total = total + t.sizes()[dim];
-            }
-        }
-        sizes = DimVec::from_slice(first.sizes());
-        sizes[dim] = total.get(|| format!("torch.cat(): the size of dimension {dim}"))?;
-    }
-
-    let result = match out {
-        Some(o) => {
-            let r = o.resize_output(&sizes)?;
-            check_internal_overlap(&r)?;
-            for t in tensors {
-                check_no_overlap(&r, t)?;
-            }
-            r
-        }
-        None => Tensor::empty_with_format(&sizes, dtype, device, format)?,
-    };
-    if !result.has_data() || valid.is_none() {
+    let meta = structured::cat(tensors, dim, out)?;
+    check_cpu("cat", meta.device)?;
+    let result = structured_output(meta, out)?;
+    let Some(first) = tensors.iter().find(|t| !structured::cat_skips(t)) else {
         return Ok(result);
-    }
-    let dim = dim as usize;
+    };
+    let dim = wrap_dim(dim, first.dim())?;
     let mut offset = 0i64;
-    for t in tensors.iter().filter(|t| !skipped(t)) {
+    for t in tensors.iter().filter(|t| !structured::cat_skips(t)) {
         let n = t.sizes()[dim];
         if n > 0 {
             let slice = result.narrow(dim as i64, offset, n)?;
@@ -162,58 +60,6 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 /// the returned tensor is the resized `out`).
 pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     cat_impl(tensors, dim, Some(out))
-}
-
-/// The inputs of `stack`, each unsqueezed at the wrapped `dim` (`get_stack_inputs`), and
-/// the wrapped `dim`.
-fn stack_inputs(tensors: &[Tensor], dim: i64) -> Result<(Vec<Tensor>, i64)> {
-    let Some(first) = tensors.first() else {
-        return Err(invalid("stack expects a non-empty TensorList"));
-    };
-    let dim = wrap_dim(dim, first.dim() + 1)? as i64;
-    let mut inputs = Vec::with_capacity(tensors.len());
-    for (i, t) in tensors.iter().enumerate() {
-        if t.sizes() != first.sizes() {
-            return Err(invalid(format!(
-                "stack expects each tensor to be equal size, but got {} at entry 0 and {} at \
-                 entry {i}",
-                shape_str(first.sizes()),
-                shape_str(t.sizes())
-            )));
-        }
-        inputs.push(t.unsqueeze(dim)?);
-    }
-    Ok((inputs, dim))
-}
-
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor`
-///
-/// Joins equally-shaped tensors along a new dimension `dim`.
-///
-/// ```
-/// use switchboard_cpu::stack;
-/// use switchboard_tensor::Tensor;
-/// let a = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
-/// let b = Tensor::from_vec(vec![3i64, 4], &[2]).unwrap();
-/// let s = stack(&[a, b], 1).unwrap();
-/// assert_eq!(s.sizes(), &[2, 2]);
-/// assert_eq!(s.to_vec::<i64>().unwrap(), [1, 3, 2, 4]);
-/// ```
-pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
-    let (inputs, dim) = stack_inputs(tensors, dim)?;
-    cat_impl(&inputs, dim, None)
-}
-
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
-///
-/// Like [`stack`], into `out` (resized when its shape differs; the returned tensor is the
-/// resized `out`).
-pub fn stack_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
-    let (inputs, dim) = stack_inputs(tensors, dim)?;
-    let mut sizes = DimVec::from_slice(tensors[0].sizes());
-    sizes.insert(dim as usize, tensors.len() as i64);
-    let out = out.resize_output(&sizes)?;
-    cat_impl(&inputs, dim, Some(&out))
 }
 
 #[cfg(test)]
@@ -269,9 +115,12 @@ mod tests {
         let c = cat(&[x.clone(), x], 1).unwrap();
         assert!(c.is_contiguous_as(MemoryFormat::ChannelsLast));
         let m = Tensor::zeros_on(&[2, 3], ScalarType::Int, Device::META).unwrap();
-        let c = cat(&[m.clone(), m.clone()], 0).unwrap();
-        assert!(c.is_meta());
-        assert_eq!((c.sizes(), c.dtype()), (&[4i64, 3][..], ScalarType::Int));
+        let meta = structured::cat(&[m.clone(), m.clone()], 0, None).unwrap();
+        assert_eq!(
+            (&meta.sizes[..], meta.dtype),
+            (&[4i64, 3][..], ScalarType::Int)
+        );
+        assert!(meta.device.is_meta());
         let cpu = ar(6, &[2, 3]);
         assert!(cat(&[m, cpu], 0)
             .unwrap_err()
@@ -308,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn cat_and_stack_out() {
+    fn cat_out_cases() {
         let a = ar(2, &[2]);
         let out = Tensor::zeros(&[4], ScalarType::Double).unwrap();
         let r = cat_out(&[a.clone(), a.clone()], 0, &out).unwrap();
@@ -328,52 +177,6 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("single memory location"));
-        let s = stack_out(&[a.clone(), a.clone()], 0, &small).unwrap();
-        assert_eq!(s.sizes(), &[2, 2]);
-        assert_eq!(s.to_vec::<f32>().unwrap(), [0.0, 1.0, 0.0, 1.0]);
-    }
-
-    #[test]
-    fn stack_cases() {
-        let a = ar(6, &[2, 3]);
-        let b = ar(6, &[2, 3])
-            .t()
-            .unwrap()
-            .contiguous()
-            .unwrap()
-            .view(&[2, 3])
-            .unwrap();
-        for d in [0i64, 1, 2, -1, -3] {
-            let s = stack(&[a.clone(), b.clone()], d).unwrap();
-            let w = wrap_dim(d, 3).unwrap();
-            let mut want = vec![2i64, 3];
-            want.insert(w, 2);
-            assert_eq!(s.sizes(), &want[..]);
-            assert_eq!(
-                s.select(d, 1).unwrap().to_vec::<f32>().unwrap(),
-                b.to_vec::<f32>().unwrap()
-            );
-        }
-        let sc = Tensor::scalar_tensor(2, ScalarType::Long);
-        assert_eq!(
-            stack(&[sc.clone(), sc], 0)
-                .unwrap()
-                .to_vec::<i64>()
-                .unwrap(),
-            [2, 2]
-        );
-        assert_eq!(
-            stack(&[ar(2, &[2]), ar(3, &[3])], 0)
-                .unwrap_err()
-                .to_string(),
-            "stack expects each tensor to be equal size, but got [2] at entry 0 and [3] at \
-             entry 1"
-        );
-        assert_eq!(
-            stack(&[], 0).unwrap_err().to_string(),
-            "stack expects a non-empty TensorList"
-        );
-        assert!(stack(std::slice::from_ref(&a), 3).is_err());
     }
 
     #[test]
@@ -381,9 +184,9 @@ mod tests {
         // Tensors without elements (here on Meta) can have sizes near int64's limit.
         let big = Tensor::empty_on(&[0, 1 << 62], ScalarType::Float, Device::META).unwrap();
         let parts = [big.clone(), big.clone(), big.clone(), big];
-        let e = cat(&parts, 1).unwrap_err().to_string();
+        let e = structured::cat(&parts, 1, None).unwrap_err().to_string();
         assert_eq!(e, "torch.cat(): the size of dimension 1 overflows int64");
-        let two = cat(&parts[..1], 1).unwrap();
-        assert_eq!(two.sizes(), &[0, 1 << 62]);
+        let one = structured::cat(&parts[..1], 1, None).unwrap();
+        assert_eq!(&one.sizes[..], &[0, 1 << 62]);
     }
 }

@@ -148,8 +148,9 @@ pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor>
     )
 }
 
-/// `stack` (CompositeExplicitAutograd): `cat` of the inputs unsqueezed at `dim`.
-pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+/// `get_stack_inputs` after `check_stack_inputs`: the inputs unsqueezed at the wrapped `dim`,
+/// and that `dim`.
+fn stack_inputs(tensors: &[Tensor], dim: i64) -> Result<(Vec<Tensor>, i64)> {
     let Some(first) = tensors.first() else {
         return Err(error("stack expects a non-empty TensorList"));
     };
@@ -164,8 +165,27 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
             )));
         }
     }
-    let parts: Result<Vec<Tensor>> = tensors.iter().map(|t| crate::unsqueeze(t, dim)).collect();
-    crate::cat_with(&parts?, crate::CatOptions::default().dim(dim))
+    let parts = tensors
+        .iter()
+        .map(|t| crate::unsqueeze(t, dim))
+        .collect::<Result<Vec<Tensor>>>()?;
+    Ok((parts, dim))
+}
+
+/// `stack` (CompositeExplicitAutograd): `cat` of the inputs unsqueezed at `dim`.
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let (parts, dim) = stack_inputs(tensors, dim)?;
+    crate::cat_with(&parts, crate::CatOptions::default().dim(dim))
+}
+
+/// `stack.out` (CompositeExplicitAutograd): `out` resized to the stacked shape (PyTorch
+/// resizes it first), then `cat.out` of the inputs unsqueezed at `dim`.
+pub fn stack_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
+    let (parts, dim) = stack_inputs(tensors, dim)?;
+    let mut sizes = tensors[0].sizes().to_vec();
+    sizes.insert(dim as usize, tensors.len() as i64);
+    let out = out.resize_output(&sizes)?;
+    crate::cat_out_with(&parts, &out, crate::CatOutOptions::default().dim(dim))
 }
 
 /// Zeros of `sizes` with `like`'s dtype and device (PyTorch's `at::zeros(sizes, grad.options())`).

@@ -25,6 +25,7 @@
 mod activation;
 mod binary_math;
 mod bitwise;
+mod cat;
 mod cumulative;
 mod elementwise;
 mod indexing;
@@ -44,6 +45,7 @@ mod upsample;
 pub use activation::*;
 pub use binary_math::*;
 pub use bitwise::*;
+pub use cat::*;
 pub use cumulative::*;
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
