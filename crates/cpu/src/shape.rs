@@ -65,7 +65,7 @@ pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchboard_tensor::{Device, ScalarType};
+    use switchboard_tensor::{Device, MemoryFormat, ScalarType};
 
     fn ar(n: i64, sizes: &[i64]) -> Tensor {
         Tensor::arange(0, n, 1, Some(ScalarType::Float))
