@@ -1,44 +1,42 @@
 //! Reflection and replication padding of the last 1, 2 or 3 dims (`reflection_pad1d/2d/3d`,
-//! `replication_pad2d/3d`) and their backward, with PyTorch's checks and messages. A negative
-//! padding crops.
+//! `replication_pad2d/3d`) and their backward: the CPU kernels, after the meta functions
+//! (`structured::pad_meta`, with PyTorch's checks and messages). A negative padding crops.
 
+use switchboard_ops::structured::{self, PadGeometry, PadMode};
 use switchboard_tensor::{RawOps, Tensor};
 
-use crate::avg_pool::{for_each_plane, in_format_of, pool_output_format};
+use crate::avg_pool::for_each_plane;
 use crate::dispatch_dtype::{CpuElement, Num};
-use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
+use crate::error::{check_cpu, Result};
+use crate::structured_output::{compute_contiguous, structured_output};
 use crate::{dispatch_all_types, dispatch_floating_types};
 
-/// How the border is filled.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Reflect,
-    Replicate,
-}
-
-impl Mode {
-    fn name(self, k: usize) -> String {
-        match self {
-            Mode::Reflect => format!("reflection_pad{k}d"),
-            Mode::Replicate => format!("replication_pad{k}d"),
-        }
-    }
-}
-
-/// The checked geometry: the padded dims as `(depth, height, width)` (size-1 dims with no
-/// padding stand in for the ones a 1-d or 2-d padding lacks), and for each the input index
-/// each output index reads.
+/// The geometry the kernels walk: planes of the padded dims and, for each padded dim, the
+/// input index each output index reads.
 struct Padding {
-    out_shape: Vec<i64>,
     planes: usize,
     plane_in: usize,
     plane_out: usize,
     /// Per padded dim, last first: `(input size, left padding, output size)`.
     pads: Vec<(i64, i64, i64)>,
-    mode: Mode,
+    mode: PadMode,
 }
 
 impl Padding {
+    /// The planes of a `k`-d padding of `input` (the meta function checked that the padded
+    /// sizes fit).
+    fn new(mode: PadMode, k: usize, input: &Tensor, g: PadGeometry) -> Padding {
+        let (nd, s) = (input.dim(), input.sizes());
+        let prod = |v: &[i64]| v.iter().product::<i64>() as usize;
+        Padding {
+            planes: prod(&s[..nd - k]),
+            plane_in: prod(&s[nd - k..]),
+            plane_out: prod(&g.out_shape[nd - k..]),
+            pads: g.pads,
+            mode,
+        }
+    }
+
     /// Per padded dim as `(depth, height, width)` (size-1 dims with no padding stand in for
     /// the ones a 1-d or 2-d padding lacks): the input size and, for each output index, the
     /// input index it reads. Built only once the output exists (each map is at most as long
@@ -57,117 +55,16 @@ impl Padding {
 
 /// The input index PyTorch's kernels read for output index `j` of a dim of `size` padded by
 /// `(l, r)`.
-fn source(mode: Mode, j: i64, size: i64, l: i64) -> i64 {
+fn source(mode: PadMode, j: i64, size: i64, l: i64) -> i64 {
     let (i_start, o_start) = ((-l).max(0), l.max(0));
     let ip = match mode {
-        Mode::Reflect if j < l => l * 2 - j,
-        Mode::Replicate if j < l => l,
+        PadMode::Reflect if j < l => l * 2 - j,
+        PadMode::Replicate if j < l => l,
         _ if j < size + l => j,
-        Mode::Reflect => (size + l - 1) * 2 - j,
-        Mode::Replicate => size + l - 1,
+        PadMode::Reflect => (size + l - 1) * 2 - j,
+        PadMode::Replicate => size + l - 1,
     };
     ip - o_start + i_start
-}
-
-const DIM_NAMES: [&str; 3] = ["W", "H", "D"];
-const DIM_WORDS: [&str; 3] = ["width", "height", "depth"];
-
-fn check(
-    mode: Mode,
-    k: usize,
-    input: &Tensor,
-    padding: &[i64],
-    extra: &[&Tensor],
-) -> Result<Padding> {
-    let op = mode.name(k);
-    let mut all = vec![input];
-    all.extend_from_slice(extra);
-    let device = same_device(&all)?;
-    check_cpu_or_meta(&op, device)?;
-    if padding.len() != 2 * k {
-        return Err(invalid(format!(
-            "padding size is expected to be {}, but got: {}",
-            2 * k,
-            padding.len()
-        )));
-    }
-    let (nd, s) = (input.dim(), input.sizes());
-    let batch = nd == k + 2;
-    let valid = if batch {
-        s[1..].iter().all(|&v| v != 0)
-    } else {
-        nd == k + 1 && s.iter().all(|&v| v != 0)
-    };
-    if !valid {
-        return Err(invalid(format!(
-            "Expected {}D or {}D (batch mode) tensor with possibly 0 batch size and other \
-             non-zero dimensions for input, but got: {}",
-            k + 1,
-            k + 2,
-            shape_str(s)
-        )));
-    }
-    // Padding pairs in PyTorch's order: the last dim first.
-    let mut out_shape = s.to_vec();
-    let mut sizes = Vec::new();
-    for (j, pair) in padding.chunks(2).enumerate() {
-        let d = nd - 1 - j;
-        let (l, r) = (pair[0], pair[1]);
-        if mode == Mode::Reflect && !(l < s[d] && r < s[d]) {
-            return Err(invalid(format!(
-                "Argument #{}: Padding size should be less than the corresponding input \
-                 dimension, but got: padding ({l}, {r}) at dimension {d} of input {}",
-                4 + 2 * j,
-                shape_str(s)
-            )));
-        }
-        let out = l
-            .checked_add(r)
-            .and_then(|p| p.checked_add(s[d]))
-            .ok_or_else(|| invalid(format!("{op}: padding ({l}, {r}) is too large")))?;
-        out_shape[d] = out;
-        sizes.push((s[d], l, out));
-    }
-    if k == 1 && sizes[0].2 < 1 {
-        // The 1-d pads' meta functions have their own message.
-        return Err(invalid(format!(
-            "input (W: {}) is too small. Calculated output W: {}",
-            sizes[0].0, sizes[0].2
-        )));
-    }
-    if sizes.iter().any(|&(_, _, out)| out < 1) {
-        let list = |f: &dyn Fn(&(i64, i64, i64)) -> i64| -> String {
-            (0..k)
-                .rev()
-                .map(|j| format!("{}: {}", DIM_NAMES[j], f(&sizes[j])))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        return Err(invalid(format!(
-            "Calculated output {} must be >= 1 in every dimension (input {})",
-            list(&|t| t.2),
-            list(&|t| t.0).replace(" W", ", W").replace(" H", ", H")
-        )));
-    }
-    let plane_out = out_shape[nd - k..]
-        .iter()
-        .try_fold(1i64, |a, &v| a.checked_mul(v))
-        .filter(|&v| v.checked_mul(s[..nd - k].iter().product()).is_some())
-        .ok_or_else(|| {
-            invalid(format!(
-                "{op}: the padded size {} is too large",
-                shape_str(&out_shape)
-            ))
-        })?;
-    let prod = |v: &[i64]| v.iter().product::<i64>() as usize;
-    Ok(Padding {
-        planes: prod(&s[..nd - k]),
-        plane_in: prod(&s[nd - k..]),
-        plane_out: plane_out as usize,
-        out_shape,
-        pads: sizes,
-        mode,
-    })
 }
 
 fn pad_planes<T: CpuElement>(x: &[T], out: &mut [T], p: &Padding) {
@@ -205,83 +102,64 @@ fn unpad_planes<T: CpuElement>(go: &[T], gi: &mut [T], p: &Padding) {
     });
 }
 
-fn pad(mode: Mode, k: usize, input: &Tensor, padding: &[i64]) -> Result<Tensor> {
-    let p = check(mode, k, input, padding, &[])?;
-    let (dtype, device) = (input.dtype(), input.device());
+/// A `k`-d padding of `input` after its meta function, into `out` when given.
+fn pad(
+    mode: PadMode,
+    k: usize,
+    input: &Tensor,
+    padding: &[i64],
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let (g, meta) = structured::pad_meta(mode, k, input, padding)?;
+    check_cpu(&mode.name(k), meta.device)?;
+    let dtype = input.dtype();
     if dtype == switchboard_tensor::ScalarType::Bool {
         return Err(crate::error::not_implemented(&mode.name(k), dtype));
     }
-    if device.is_meta() {
-        return Tensor::empty_with_format(&p.out_shape, dtype, device, pool_output_format(input));
+    let p = Padding::new(mode, k, input, g);
+    let result = structured_output(meta, out)?;
+    if p.planes == 0 {
+        return Ok(result);
     }
     let x = input.contiguous()?;
-    let out = Tensor::empty_on(&p.out_shape, dtype, device)?;
-    if p.planes > 0 {
+    compute_contiguous(&result, &[input], |dense| {
         dispatch_all_types!(dtype, "pad", T => {
-            pad_planes::<T>(&x.data::<T>()?, &mut out.data_mut::<T>()?, &p);
+            pad_planes::<T>(&x.data::<T>()?, &mut dense.data_mut::<T>()?, &p);
             Ok(())
-        })?;
-    }
-    in_format_of(input, out)
+        })
+    })?;
+    Ok(result)
 }
 
+/// A `k`-d padding's backward after its meta function, into `grad_input` when given.
 fn pad_backward(
-    mode: Mode,
+    mode: PadMode,
     k: usize,
     grad_output: &Tensor,
     input: &Tensor,
     padding: &[i64],
+    grad_input: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let p = check(mode, k, input, padding, &[grad_output])?;
-    let nd = input.dim();
-    let gs = grad_output.sizes();
-    if grad_output.dim() != nd {
-        return Err(invalid(format!(
-            "grad_output is expected to have {nd} dimensions, but got {}",
-            grad_output.dim()
-        )));
-    }
-    for (j, word) in DIM_WORDS.iter().take(k).enumerate() {
-        let d = nd - 1 - j;
-        if gs[d] != p.out_shape[d] {
-            return Err(invalid(format!(
-                "grad_output {word} unexpected. Expected: {}, Got: {}",
-                p.out_shape[d], gs[d]
-            )));
-        }
-    }
-    if gs[..nd - k] != input.sizes()[..nd - k] {
-        return Err(invalid(format!(
-            "grad_output of sizes {} does not match the input's leading sizes {}",
-            shape_str(gs),
-            shape_str(input.sizes())
-        )));
-    }
-    let (dtype, device) = (input.dtype(), input.device());
-    if grad_output.dtype() != dtype {
-        return Err(invalid(format!(
-            "expected scalar type {} but found {}",
-            dtype.c10_name(),
-            grad_output.dtype().c10_name()
-        )));
-    }
+    let (g, meta) = structured::pad_backward_meta(mode, k, grad_output, input, padding)?;
     let name = format!("{}_backward", mode.name(k));
+    check_cpu(&name, meta.device)?;
+    let dtype = input.dtype();
     if !dtype.is_floating_point() {
         return Err(crate::error::not_implemented(&name, dtype));
     }
-    if device.is_meta() {
-        return Tensor::empty_with_format(input.sizes(), dtype, device, pool_output_format(input));
+    let p = Padding::new(mode, k, input, g);
+    let result = structured_output(meta, grad_input)?;
+    if p.planes == 0 {
+        return Ok(result);
     }
     let go = grad_output.contiguous()?;
-    let gi = Tensor::empty_on(input.sizes(), dtype, device)?;
-    if p.planes == 0 {
-        return Ok(gi);
-    }
-    dispatch_floating_types!(dtype, &name, T => {
-        unpad_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &p);
-        Ok(())
+    compute_contiguous(&result, &[grad_output, input], |dense| {
+        dispatch_floating_types!(dtype, &name, T => {
+            unpad_planes::<T>(&go.data::<T>()?, &mut dense.data_mut::<T>()?, &p);
+            Ok(())
+        })
     })?;
-    in_format_of(input, gi)
+    Ok(result)
 }
 
 /// `reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor`: pads the last dim by
@@ -294,19 +172,19 @@ fn pad_backward(
 /// assert_eq!(y.to_vec::<f32>().unwrap(), [3.0, 2.0, 1.0, 2.0, 3.0, 2.0]);
 /// ```
 pub fn reflection_pad1d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
-    pad(Mode::Reflect, 1, self_, padding)
+    pad(PadMode::Reflect, 1, self_, padding, None)
 }
 
 /// `reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor`: padding `(left, right,
 /// top, bottom)`.
 pub fn reflection_pad2d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
-    pad(Mode::Reflect, 2, self_, padding)
+    pad(PadMode::Reflect, 2, self_, padding, None)
 }
 
 /// `reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor`: padding `(left, right,
 /// top, bottom, front, back)`.
 pub fn reflection_pad3d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
-    pad(Mode::Reflect, 3, self_, padding)
+    pad(PadMode::Reflect, 3, self_, padding, None)
 }
 
 /// `replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor`: pads with copies of the
@@ -319,12 +197,12 @@ pub fn reflection_pad3d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
 /// assert_eq!(y.to_vec::<f32>().unwrap(), [1.0, 1.0, 2.0, 1.0, 1.0, 2.0]);
 /// ```
 pub fn replication_pad2d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
-    pad(Mode::Replicate, 2, self_, padding)
+    pad(PadMode::Replicate, 2, self_, padding, None)
 }
 
 /// `replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor`.
 pub fn replication_pad3d(self_: &Tensor, padding: &[i64]) -> Result<Tensor> {
-    pad(Mode::Replicate, 3, self_, padding)
+    pad(PadMode::Replicate, 3, self_, padding, None)
 }
 
 /// `reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor`:
@@ -334,7 +212,7 @@ pub fn reflection_pad1d_backward(
     self_: &Tensor,
     padding: &[i64],
 ) -> Result<Tensor> {
-    pad_backward(Mode::Reflect, 1, grad_output, self_, padding)
+    pad_backward(PadMode::Reflect, 1, grad_output, self_, padding, None)
 }
 
 /// `reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`.
@@ -343,7 +221,7 @@ pub fn reflection_pad2d_backward(
     self_: &Tensor,
     padding: &[i64],
 ) -> Result<Tensor> {
-    pad_backward(Mode::Reflect, 2, grad_output, self_, padding)
+    pad_backward(PadMode::Reflect, 2, grad_output, self_, padding, None)
 }
 
 /// `reflection_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor`.
@@ -352,7 +230,7 @@ pub fn reflection_pad3d_backward(
     self_: &Tensor,
     padding: &[i64],
 ) -> Result<Tensor> {
-    pad_backward(Mode::Reflect, 3, grad_output, self_, padding)
+    pad_backward(PadMode::Reflect, 3, grad_output, self_, padding, None)
 }
 
 /// `replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor`.
@@ -361,7 +239,7 @@ pub fn replication_pad2d_backward(
     self_: &Tensor,
     padding: &[i64],
 ) -> Result<Tensor> {
-    pad_backward(Mode::Replicate, 2, grad_output, self_, padding)
+    pad_backward(PadMode::Replicate, 2, grad_output, self_, padding, None)
 }
 
 /// `replication_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor`.
@@ -370,5 +248,61 @@ pub fn replication_pad3d_backward(
     self_: &Tensor,
     padding: &[i64],
 ) -> Result<Tensor> {
-    pad_backward(Mode::Replicate, 3, grad_output, self_, padding)
+    pad_backward(PadMode::Replicate, 3, grad_output, self_, padding, None)
+}
+
+/// `reflection_pad1d.out(Tensor self, SymInt[2] padding, *, Tensor(a!) out)`.
+pub fn reflection_pad1d_out(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Tensor> {
+    pad(PadMode::Reflect, 1, self_, padding, Some(out))
+}
+
+/// `reflection_pad3d.out(Tensor self, SymInt[6] padding, *, Tensor(a!) out)`.
+pub fn reflection_pad3d_out(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Tensor> {
+    pad(PadMode::Reflect, 3, self_, padding, Some(out))
+}
+
+/// `replication_pad2d.out(Tensor self, SymInt[4] padding, *, Tensor(a!) out)`.
+pub fn replication_pad2d_out(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Tensor> {
+    pad(PadMode::Replicate, 2, self_, padding, Some(out))
+}
+
+/// `replication_pad3d.out(Tensor self, SymInt[6] padding, *, Tensor(a!) out)`.
+pub fn replication_pad3d_out(self_: &Tensor, padding: &[i64], out: &Tensor) -> Result<Tensor> {
+    pad(PadMode::Replicate, 3, self_, padding, Some(out))
+}
+
+/// `reflection_pad1d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[2] padding,
+/// *, Tensor(a!) grad_input)`.
+pub fn reflection_pad1d_backward_grad_input(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    pad_backward(
+        PadMode::Reflect,
+        1,
+        grad_output,
+        self_,
+        padding,
+        Some(grad_input),
+    )
+}
+
+/// `reflection_pad3d_backward.grad_input(Tensor grad_output, Tensor self, SymInt[6] padding,
+/// *, Tensor(a!) grad_input)`.
+pub fn reflection_pad3d_backward_grad_input(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    padding: &[i64],
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    pad_backward(
+        PadMode::Reflect,
+        3,
+        grad_output,
+        self_,
+        padding,
+        Some(grad_input),
+    )
 }

@@ -33,6 +33,7 @@ mod linear_algebra;
 mod loss;
 mod loss_nll2d;
 mod overlap;
+mod padding;
 mod pointwise;
 mod pooling;
 mod reduction;
@@ -57,6 +58,7 @@ pub use loss_nll2d::*;
 pub use overlap::{
     byte_range, check_internal_overlap, check_no_overlap, check_no_partial_overlap, result_device,
 };
+pub use padding::*;
 pub use pointwise::*;
 pub use pooling::*;
 pub use reduction::*;
