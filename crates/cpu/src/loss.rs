@@ -341,24 +341,55 @@ fn mse_device(tensors: &[&Tensor]) -> Result<()> {
 /// assert_eq!(switchboard_cpu::mse_loss(&a, &b, 2).unwrap().to_vec::<f32>().unwrap(), [20.0]);
 /// ```
 pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
-    mse_device(&[self_, target])?;
+    mse_loss_impl(self_, target, reduction, None)
+}
+
+/// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out)`.
+pub fn mse_loss_out(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: &Tensor,
+) -> Result<Tensor> {
+    mse_loss_impl(self_, target, reduction, Some(out))
+}
+
+/// `mse_loss` after its meta function, into `out` when given: the squared differences, then
+/// their mean or sum into the 0-dim result (PyTorch's `mean_out` / `sum_out`).
+fn mse_loss_impl(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let meta = structured::mse_loss(self_, target, reduction, out)?;
+    check_cpu("mse_loss", meta.device)?;
+    let result = structured_output(meta, out)?;
     let red = Reduction::parse(reduction)?;
-    let iter = IterConfig::new("mse_loss")
-        .input(self_)
-        .input(target)
-        .build()?;
-    dispatch_floating_types!(iter.common_dtype(), "mse_cpu", T => {
-        iter.for_each2(|a: T, b: T| {
-            let d = a.to_acc().sub(b.to_acc());
-            T::from_acc(d.mul(d))
-        })
-    })?;
-    let loss = iter.finish()?;
-    match red {
-        Reduction::None => Ok(loss),
-        Reduction::Mean => mean(&loss, None),
-        Reduction::Sum => sum(&loss, None),
+    let squared = |into: Option<&Tensor>| -> Result<Tensor> {
+        let iter = IterConfig::new("mse_loss")
+            .maybe_out(into)
+            .input(self_)
+            .input(target)
+            .build()?;
+        dispatch_floating_types!(iter.common_dtype(), "mse_cpu", T => {
+            iter.for_each2(|a: T, b: T| {
+                let d = a.to_acc().sub(b.to_acc());
+                T::from_acc(d.mul(d))
+            })
+        })?;
+        iter.finish()
+    };
+    if red == Reduction::None {
+        return squared(Some(&result));
     }
+    let loss = squared(None)?;
+    let reduced = match red {
+        Reduction::Mean => mean(&loss, None)?,
+        _ => sum(&loss, None)?,
+    };
+    copy_into(&result, &reduced)?;
+    Ok(result)
 }
 
 /// `mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) ->

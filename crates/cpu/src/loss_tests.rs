@@ -218,9 +218,10 @@ fn mse_forward_backward() {
         "\"mse_cpu\" not implemented for 'Long'"
     );
     let m = Tensor::empty_on(&[2, 3], ScalarType::Float, Device::META).unwrap();
-    let r = mse_loss(&m, &m, 1).unwrap();
-    assert!(r.is_meta());
-    assert_eq!(r.sizes(), &[] as &[i64]);
+    let meta = switchboard_ops::structured::mse_loss(&m, &m, 1, None).unwrap();
+    assert!(meta.device.is_meta());
+    assert_eq!(&meta.sizes[..], &[] as &[i64]);
+    let r = meta.allocate().unwrap();
     let g = mse_loss_backward(&r, &m, &m, 1).unwrap();
     assert!(g.is_meta());
     assert_eq!(g.sizes(), &[2, 3]);

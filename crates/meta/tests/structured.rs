@@ -32,6 +32,32 @@ type Case = (
 /// `(name, call, sizes, strides, dtype)` as PyTorch 2.15 gives them.
 const CASES: &[Case] = &[
     (
+        "mse_loss broadcast, promoted, unreduced",
+        || {
+            let b = Tensor::empty_on(&[4, 3], S::Double, Device::META)?;
+            ops::mse_loss_with(
+                &f(&[2, 1, 3]),
+                &b,
+                ops::MseLossOptions::default().reduction(0),
+            )
+        },
+        &[2, 4, 3],
+        &[12, 3, 1],
+        S::Double,
+    ),
+    (
+        "mse_loss mean",
+        || {
+            ops::mse_loss(
+                &f(&[2, 1, 3]),
+                &Tensor::empty_on(&[4, 3], S::Double, Device::META)?,
+            )
+        },
+        &[],
+        &[],
+        S::Double,
+    ),
+    (
         "add channels_last + row",
         || {
             let cl = Tensor::empty_with_format(
@@ -639,6 +665,11 @@ fn meta_kernels_of_structured_families_are_meta_functions() {
         "aten::nll_loss_forward",
         "aten::nll_loss_forward.output",
         "aten::nll_loss_backward.grad_input",
+        "aten::mse_loss",
+        "aten::mse_loss.out",
+        "aten::sgn",
+        "aten::sgn_",
+        "aten::sgn.out",
         "aten::mm",
         "aten::mm.out",
         "aten::bmm",

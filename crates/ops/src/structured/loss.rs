@@ -1,9 +1,10 @@
-//! The meta functions of the structured losses of `LossNLL.cpp`: `nll_loss_forward` (two
-//! outputs: the loss and `total_weight`) and `nll_loss_backward`.
+//! The meta functions of the structured losses of `LossNLL.cpp` and `Loss.cpp`:
+//! `nll_loss_forward` (two outputs: the loss and `total_weight`), `nll_loss_backward` and
+//! `mse_loss`.
 
 use switchboard_tensor::{contiguous_strides, DimVec, ScalarType, Tensor, TensorError};
 
-use super::{same_device, MetaOutput, Result};
+use super::{common_device, same_device, Elementwise, MetaOutput, Result};
 
 /// PyTorch's `Reduction::None` (1 averages, 2 sums).
 pub(super) const REDUCTION_NONE: i64 = 0;
@@ -157,4 +158,25 @@ pub fn nll_loss_backward(
         )));
     }
     Ok(like_input(self_, self_.sizes()))
+}
+
+/// `mse_loss` (and `mse_loss.out`): the elementwise geometry of `self` and `target`
+/// (broadcast, promoted), a 0-dim result when reduced.
+pub fn mse_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    out: Option<&Tensor>,
+) -> Result<MetaOutput> {
+    common_device(&[self_, target])?;
+    check_reduction(reduction)?;
+    if reduction == REDUCTION_NONE {
+        return Elementwise::new(out, [self_, target]).compute();
+    }
+    let elementwise = Elementwise::new(None, [self_, target]).compute()?;
+    Ok(MetaOutput {
+        sizes: DimVec::new(),
+        strides: DimVec::new(),
+        ..elementwise
+    })
 }

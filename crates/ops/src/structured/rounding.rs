@@ -1,5 +1,5 @@
 //! The meta functions of rounding and sign (`ceil`, `floor`, `round`, `round.decimals`,
-//! `trunc`, `sign`): PyTorch's `build_borrowing_unary_op`, the result in `self`'s dtype.
+//! `trunc`, `sign`, `sgn`): PyTorch's `build_borrowing_unary_op`, the result in `self`'s dtype.
 
 use switchboard_tensor::Tensor;
 
@@ -17,6 +17,8 @@ unary_meta! {
     trunc;
     /// `sign`.
     sign;
+    /// `sgn` (and `sgn_`, `sgn.out`): `sign` for real numbers.
+    sgn;
 }
 
 /// `round.decimals` (and `round_.decimals`, `round.decimals_out`).
