@@ -4,6 +4,8 @@
 //! `out=` resizing with PyTorch's warning (on Meta and CPU alike: both go through
 //! `resize_output`).
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use switchboard_dispatcher::{set_warning_handler, Result};
@@ -651,8 +653,7 @@ fn resized_out_follows_the_inputs_layout() {
 /// The Meta kernels of a structured family are its meta function's glue, not a CPU kernel.
 #[test]
 fn meta_kernels_of_structured_families_are_meta_functions() {
-    let d = switchboard_dispatcher::Dispatcher::global();
-    for name in [
+    common::assert_meta_kernels_are_meta_functions([
         "aten::add.Tensor",
         "aten::add_.Tensor",
         "aten::add.out",
@@ -685,15 +686,5 @@ fn meta_kernels_of_structured_families_are_meta_functions() {
         "aten::upsample_nearest2d_backward.grad_input",
         "aten::upsample_bilinear2d.out",
         "aten::upsample_bilinear2d_backward",
-    ] {
-        let state = d.dump_state(name);
-        let meta = state
-            .lines()
-            .find(|l| l.starts_with("Meta"))
-            .unwrap_or_default();
-        assert!(
-            meta.contains("switchboard_ops::structured::"),
-            "{name}: {state}"
-        );
-    }
+    ]);
 }

@@ -2,7 +2,9 @@
 //! its meta function, whose geometry is PyTorch's (recorded from torch 2.15 on the meta
 //! device); `stack` and `stack.out` are composite over it.
 
-use switchboard_dispatcher::{Dispatcher, Result};
+mod common;
+
+use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
 
@@ -19,18 +21,7 @@ fn geometry(t: &Tensor) -> (Vec<i64>, Vec<i64>, S) {
 
 #[test]
 fn meta_kernels_are_meta_functions() {
-    let d = Dispatcher::global();
-    for name in ["aten::cat", "aten::cat.out"] {
-        let state = d.dump_state(name);
-        let meta = state
-            .lines()
-            .find(|l| l.starts_with("Meta"))
-            .unwrap_or_default();
-        assert!(
-            meta.contains("switchboard_ops::structured::"),
-            "{name}: {state}"
-        );
-    }
+    common::assert_meta_kernels_are_meta_functions(["aten::cat", "aten::cat.out"]);
 }
 
 #[test]

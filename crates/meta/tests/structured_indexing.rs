@@ -4,7 +4,9 @@
 //! meta devices): output geometry of every form on Meta and on the CPU, PyTorch's CPU
 //! messages on both devices, and Meta kernels that are the meta functions.
 
-use switchboard_dispatcher::{Dispatcher, Result};
+mod common;
+
+use switchboard_dispatcher::Result;
 use switchboard_ops::{self as ops, TensorOps};
 use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
 
@@ -490,8 +492,7 @@ fn the_cpu_checks_index_values_and_overlap() {
 /// without data.
 #[test]
 fn meta_kernels_are_meta_functions() {
-    let d = Dispatcher::global();
-    for name in [
+    common::assert_meta_kernels_are_meta_functions([
         "aten::gather",
         "aten::gather.out",
         "aten::scatter.src",
@@ -511,17 +512,7 @@ fn meta_kernels_are_meta_functions() {
         "aten::index_add.out",
         "aten::nll_loss2d_forward",
         "aten::nll_loss2d_backward",
-    ] {
-        let state = d.dump_state(name);
-        let meta = state
-            .lines()
-            .find(|l| l.starts_with("Meta"))
-            .unwrap_or_default();
-        assert!(
-            meta.contains("switchboard_ops::structured::"),
-            "{name}: {state}"
-        );
-    }
+    ]);
 }
 
 /// PyTorch's 2-d kernels read a weight of `C` elements whatever its shape: so do ours, on the

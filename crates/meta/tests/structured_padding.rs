@@ -3,7 +3,8 @@
 //! dims), and the others' Meta kernels named meta functions (`Meta: structured::NAME`):
 //! every Meta kernel of the family is a meta function, never a CPU kernel run without data.
 
-use switchboard_dispatcher::Dispatcher;
+mod common;
+
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, MemoryFormat, ScalarType, Tensor};
 
@@ -12,7 +13,6 @@ use switchboard_meta as _;
 
 #[test]
 fn meta_kernels_are_meta_functions() {
-    let d = Dispatcher::global();
     let mut names = Vec::new();
     for pad in [
         "reflection_pad1d",
@@ -35,17 +35,7 @@ fn meta_kernels_are_meta_functions() {
     for name in ["reflection_pad1d_backward", "reflection_pad3d_backward"] {
         names.push(format!("aten::{name}.grad_input"));
     }
-    for name in names {
-        let state = d.dump_state(&name);
-        let meta = state
-            .lines()
-            .find(|l| l.starts_with("Meta"))
-            .unwrap_or_default();
-        assert!(
-            meta.contains("switchboard_ops::structured::"),
-            "{name}: {state}"
-        );
-    }
+    common::assert_meta_kernels_are_meta_functions(names);
 }
 
 /// Geometry recorded from torch 2.15's CPU kernels (its Python meta functions give contiguous
