@@ -48,6 +48,11 @@ fn prod_impl(
         None => structured::prod(self_, dtype)?,
     };
     let result = structured_output(meta.clone(), out)?;
+    if dim.is_none() && !self_.has_data() {
+        // `prod()` and `prod.out` are not structured (Note [Meta path of unstructured
+        // kernels] in structured_output.rs); `prod.dim_int` never sees Meta tensors.
+        return Ok(result);
+    }
     let dims = dim.map(|d| [d]);
     let mask = reduction_mask(dims.as_ref().map(|d| &d[..]), self_.dim())?;
     let input = cast(self_, meta.dtype)?;

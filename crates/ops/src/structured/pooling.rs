@@ -93,6 +93,44 @@ pub fn parse_window(
     })
 }
 
+/// The first input position `>= 0` of a max-pooling window starting at `start` (possibly in
+/// the padding) and stepping by `dilation`: `start` moved up by whole steps, in closed form (a
+/// loop would take `padding / dilation` steps). The 2-d and 3-d kernels share it.
+#[inline]
+pub fn first_inside(start: i64, dilation: i64) -> i64 {
+    if start >= 0 {
+        start
+    } else {
+        start + (-start + dilation - 1) / dilation * dilation
+    }
+}
+
+/// One output's average-pooling window, per dim (PyTorch's `AvgPoolKernel.cpp`, 2-d and 3-d
+/// alike): `[start, end)` clipped to the input (empty for a window wholly in the padding),
+/// and its divisor: `divisor_override`, else the window's size clipped to the padded input
+/// with `count_include_pad`, else clipped to the input.
+#[inline]
+pub fn avg_pool_window<const N: usize>(
+    output: [i64; N],
+    input: [i64; N],
+    [kernel, stride, padding]: [[i64; N]; 3],
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> ([(i64, i64); N], i64) {
+    let mut range = [(0, 0); N];
+    let (mut padded, mut inside) = (1i64, 1i64);
+    for d in 0..N {
+        let start = output[d] * stride[d] - padding[d];
+        let end = (start + kernel[d]).min(input[d] + padding[d]);
+        padded *= end - start;
+        let (start, end) = (start.max(0), end.min(input[d]));
+        inside *= (end - start).max(0);
+        range[d] = (start, end);
+    }
+    let divisor = divisor_override.unwrap_or(if count_include_pad { padded } else { inside });
+    (range, divisor)
+}
+
 /// PyTorch's `pooling_output_shape`: the number of windows along one dim.
 pub fn pooling_output_shape(
     op: &str,
@@ -290,6 +328,29 @@ pub fn max_pool2d_with_indices(
     ceil_mode: bool,
     _outputs: Option<[&Tensor; 2]>,
 ) -> Result<[MetaOutput; 2]> {
+    Ok(max_pool2d_with_indices_precompute(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        _outputs,
+    )?
+    .0)
+}
+
+/// `max_pool2d_with_indices`'s meta function and the checked window geometry its CPU kernel reuses
+/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
+pub fn max_pool2d_with_indices_precompute(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    _outputs: Option<[&Tensor; 2]>,
+) -> Result<([MetaOutput; 2], Pool)> {
     let p = pool2d_geometry(
         "max_pool2d",
         &[self_],
@@ -301,10 +362,22 @@ pub fn max_pool2d_with_indices(
         ceil_mode,
     )?;
     let format = pool_output_format(self_);
-    Ok([
-        pooled(&p.out_shape, self_.dtype(), p.device, format)?,
-        pooled(&p.out_shape, ScalarType::Long, p.device, format)?,
-    ])
+    let values = pooled(&p.out_shape, self_.dtype(), p.device, format)?;
+    let indices = pooled(&p.out_shape, ScalarType::Long, p.device, format)?;
+    Ok(([values, indices], p))
+}
+
+/// A pooling backward's `grad_output` must have `self`'s dtype (the 2-d and 3-d kernels'
+/// `check_dim_size`-style check, PyTorch's message).
+pub fn check_grad_output_dtype(grad_output: &Tensor, self_: &Tensor) -> Result<()> {
+    if grad_output.dtype() != self_.dtype() {
+        return Err(invalid(format!(
+            "expected dtype {} for `gradOutput` but got dtype {}",
+            self_.dtype().type_meta_name(),
+            grad_output.dtype().type_meta_name()
+        )));
+    }
+    Ok(())
 }
 
 /// `grad_output` (and `indices`, when given) against the pooled sizes of `self_`
@@ -337,6 +410,34 @@ pub fn max_pool2d_with_indices_backward(
     indices: &Tensor,
     _grad_input: Option<&Tensor>,
 ) -> Result<MetaOutput> {
+    Ok(max_pool2d_with_indices_backward_precompute(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+        _grad_input,
+    )?
+    .0)
+}
+
+/// `max_pool2d_with_indices_backward`'s meta function and the checked window geometry its CPU kernel reuses
+/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d_with_indices_backward_precompute(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    _grad_input: Option<&Tensor>,
+) -> Result<(MetaOutput, Pool)> {
     let p = pool2d_geometry(
         "max_pool2d",
         &[grad_output, self_, indices],
@@ -347,20 +448,15 @@ pub fn max_pool2d_with_indices_backward(
         dilation,
         ceil_mode,
     )?;
-    if grad_output.dtype() != self_.dtype() {
-        return Err(invalid(format!(
-            "expected dtype {} for `gradOutput` but got dtype {}",
-            self_.dtype().type_meta_name(),
-            grad_output.dtype().type_meta_name()
-        )));
-    }
+    check_grad_output_dtype(grad_output, self_)?;
     check_backward_sizes(&p, self_, &[grad_output, indices])?;
-    pooled(
+    let output = pooled(
         self_.sizes(),
         self_.dtype(),
         p.device,
         pool_output_format(self_),
-    )
+    )?;
+    Ok((output, p))
 }
 
 /// The argument checks `avg_pool2d` and its backward share: the checked geometry.
@@ -408,6 +504,32 @@ pub fn avg_pool2d(
     divisor_override: Option<i64>,
     _out: Option<&Tensor>,
 ) -> Result<MetaOutput> {
+    Ok(avg_pool2d_precompute(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        _count_include_pad,
+        divisor_override,
+        _out,
+    )?
+    .0)
+}
+
+/// `avg_pool2d`'s meta function and the checked window geometry its CPU kernel reuses
+/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d_precompute(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    _count_include_pad: bool,
+    divisor_override: Option<i64>,
+    _out: Option<&Tensor>,
+) -> Result<(MetaOutput, Pool)> {
     let p = avg_pool2d_geometry(
         &[self_],
         self_,
@@ -417,12 +539,13 @@ pub fn avg_pool2d(
         ceil_mode,
         divisor_override,
     )?;
-    pooled(
+    let output = pooled(
         &p.out_shape,
         self_.dtype(),
         p.device,
         pool_output_format(self_),
-    )
+    )?;
+    Ok((output, p))
 }
 
 /// `avg_pool2d_backward` (and `.grad_input`): `self`'s sizes in its memory format.
@@ -438,6 +561,34 @@ pub fn avg_pool2d_backward(
     divisor_override: Option<i64>,
     _grad_input: Option<&Tensor>,
 ) -> Result<MetaOutput> {
+    Ok(avg_pool2d_backward_precompute(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        _count_include_pad,
+        divisor_override,
+        _grad_input,
+    )?
+    .0)
+}
+
+/// `avg_pool2d_backward`'s meta function and the checked window geometry its CPU kernel reuses
+/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d_backward_precompute(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    _count_include_pad: bool,
+    divisor_override: Option<i64>,
+    _grad_input: Option<&Tensor>,
+) -> Result<(MetaOutput, Pool)> {
     let p = avg_pool2d_geometry(
         &[grad_output, self_],
         self_,
@@ -448,10 +599,11 @@ pub fn avg_pool2d_backward(
         divisor_override,
     )?;
     check_backward_sizes(&p, self_, &[grad_output])?;
-    pooled(
+    let output = pooled(
         self_.sizes(),
         self_.dtype(),
         p.device,
         pool_output_format(self_),
-    )
+    )?;
+    Ok((output, p))
 }
