@@ -48,11 +48,6 @@ fn prod_impl(
         None => structured::prod(self_, dtype)?,
     };
     let result = structured_output(meta.clone(), out)?;
-    if dim.is_none() && !self_.has_data() {
-        // `prod()` and `prod.out` are not structured (Note [Meta path of unstructured
-        // kernels] in structured_output.rs); `prod.dim_int` never sees Meta tensors.
-        return Ok(result);
-    }
     let dims = dim.map(|d| [d]);
     let mask = reduction_mask(dims.as_ref().map(|d| &d[..]), self_.dim())?;
     let input = cast(self_, meta.dtype)?;
@@ -72,12 +67,20 @@ fn prod_impl(
 /// assert_eq!(prod(&t, None).unwrap().to_vec::<i64>().unwrap(), [24]);
 /// ```
 pub fn prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return structured::prod(self_, dtype)?.allocate();
+    }
     prod_impl(self_, None, false, dtype, None)
 }
 
 /// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out)`: `out` must have the
 /// functional result's dtype.
 pub fn prod_out(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return structured::resize_out(out, &structured::prod(self_, dtype)?);
+    }
     prod_impl(self_, None, false, dtype, Some(out))
 }
 

@@ -227,6 +227,16 @@ const CASES: &[Case] = &[
         &[(&[], &[], S::Long)],
     ),
     (
+        "prod.out (not structured) on Meta",
+        || {
+            Ok(vec![ops::prod_out(
+                &on(Device::META, &[2, 3], S::Int),
+                &on(Device::META, &[0], S::Long),
+            )?])
+        },
+        &[(&[], &[], S::Long)],
+    ),
+    (
         "var.correction (not structured) on Meta",
         || {
             Ok(vec![ops::var_correction_with(
