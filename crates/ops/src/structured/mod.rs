@@ -33,6 +33,7 @@ mod overlap;
 mod pointwise;
 mod pooling;
 mod pooling3d;
+mod pooling_window;
 mod reduction;
 mod rounding;
 mod softmax;
@@ -54,6 +55,7 @@ pub use overlap::{byte_range, check_internal_overlap, check_no_partial_overlap, 
 pub use pointwise::*;
 pub use pooling::*;
 pub use pooling3d::*;
+pub use pooling_window::*;
 pub use reduction::*;
 pub use rounding::*;
 pub use softmax::*;

@@ -1,7 +1,8 @@
 //! The window geometry of the 3-d poolings (`Pool.h`'s `pool3d_shape_check` and the output
 //! sizes of `AveragePool3d.cpp` and `DilatedMaxPool3d.cpp`), which the CPU kernels and their
 //! Meta paths share; the per-dim window arithmetic is the 2-d poolings'
-//! ([`pooling_output_shape`], [`first_inside`](super::first_inside)).
+//! ([`pooling_output_shape`], [`first_inside`](super::first_inside),
+//! [`avg_pool_window`](super::avg_pool_window)).
 
 use switchboard_tensor::{to_int32, Device, Tensor, TensorError};
 
