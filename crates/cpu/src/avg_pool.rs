@@ -9,7 +9,7 @@ use switchboard_tensor::{MemoryFormat, RawOps, ScalarType, Tensor};
 use crate::copy::copy_into;
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::dispatch_floating_types;
-use crate::error::{check_cpu, invalid, Result};
+use crate::error::{check_cpu, Result};
 use crate::loops::{in_parallel_region, GRAIN_SIZE};
 use crate::pool::Pool;
 use crate::structured_output::deliver;
@@ -61,26 +61,14 @@ struct AvgWindow {
     divisor: i64,
 }
 
-/// PyTorch's avg_pool2d window of output `(oy, ox)`: the window clipped to the padded input
-/// sets the divisor with `count_include_pad`, then to the input for the elements summed.
+/// avg_pool2d's window of output `(oy, ox)` ([`structured::avg_pool_window`]).
+#[inline]
 fn window(p: &Pool, oy: i64, ox: i64, count_include_pad: bool, divisor: Option<i64>) -> AvgWindow {
     let win = &p.win;
-    let y0 = oy * win.sh - win.ph;
-    let x0 = ox * win.sw - win.pw;
-    let y1 = (y0 + win.kh).min(p.h + win.ph);
-    let x1 = (x0 + win.kw).min(p.w + win.pw);
-    let padded = (y1 - y0) * (x1 - x0);
-    let (y0, x0, y1, x1) = (y0.max(0), x0.max(0), y1.min(p.h), x1.min(p.w));
-    let divisor = divisor.unwrap_or(if count_include_pad {
-        padded
-    } else {
-        (y1 - y0) * (x1 - x0)
-    });
-    AvgWindow {
-        y: (y0, y1),
-        x: (x0, x1),
-        divisor,
-    }
+    let geometry = [[win.kh, win.kw], [win.sh, win.sw], [win.ph, win.pw]];
+    let ([y, x], divisor) =
+        structured::avg_pool_window([oy, ox], [p.h, p.w], geometry, count_include_pad, divisor);
+    AvgWindow { y, x, divisor }
 }
 
 /// avg_pool2d's CPU dtypes: the floating types and Long (PyTorch's kernel dispatch, after the
@@ -192,7 +180,7 @@ fn avg_pool2d_impl(
     divisor_override: Option<i64>,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let meta = structured::avg_pool2d(
+    let (meta, p) = structured::avg_pool2d_precompute(
         self_,
         kernel_size,
         stride,
@@ -204,15 +192,6 @@ fn avg_pool2d_impl(
     )?;
     check_cpu("avg_pool2d", meta.device)?;
     let given = out.map(|o| structured::resize_out(o, &meta)).transpose()?;
-    let p = structured::avg_pool2d_geometry(
-        &[self_],
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        ceil_mode,
-        divisor_override,
-    )?;
     let dtype = self_.dtype();
     check_dtype("avg_pool2d", dtype)?;
     let x = self_.contiguous()?;
@@ -297,7 +276,7 @@ fn avg_pool2d_backward_impl(
     (count_include_pad, divisor_override): (bool, Option<i64>),
     grad_input: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let meta = structured::avg_pool2d_backward(
+    let (meta, p) = structured::avg_pool2d_backward_precompute(
         grad_output,
         self_,
         kernel_size,
@@ -312,24 +291,9 @@ fn avg_pool2d_backward_impl(
     let given = grad_input
         .map(|g| structured::resize_out(g, &meta))
         .transpose()?;
-    let p = structured::avg_pool2d_geometry(
-        &[grad_output, self_],
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        ceil_mode,
-        divisor_override,
-    )?;
     let dtype = self_.dtype();
     check_dtype("avg_pool2d_backward_out_frame", dtype)?;
-    if grad_output.dtype() != dtype {
-        return Err(invalid(format!(
-            "expected dtype {} for `gradOutput` but got dtype {}",
-            dtype.type_meta_name(),
-            grad_output.dtype().type_meta_name()
-        )));
-    }
+    structured::check_grad_output_dtype(grad_output, self_)?;
     let go = grad_output.contiguous()?;
     let gi = Tensor::empty_on(self_.sizes(), dtype, p.device)?;
     dispatch_avg_pool_types!(dtype, "avg_pool2d_backward_out_frame", T => {

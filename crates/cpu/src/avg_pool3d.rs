@@ -3,115 +3,14 @@
 //! `(N, C, T, H, W)` inputs, with PyTorch's argument parsing, `pool3d_shape_check` and
 //! messages. Outputs are contiguous whatever the input's layout, as PyTorch's.
 
-use switchboard_tensor::{to_int32, Device, RawOps, ScalarType, Tensor};
+use switchboard_ops::structured::{avg_pool_window, pool3d_geometry, pool3d_triple, Pool3d};
+use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
 use crate::avg_pool::for_each_plane;
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::dispatch_floating_types;
-use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::pool::{check_dim_size, pooling_output_shape, saturated_usize};
-
-/// The checked geometry of a 3-d pooling: the window, the input and output `(T, H, W)`, the
-/// output shape and the device.
-pub(crate) struct Pool3d {
-    pub(crate) kernel: [i64; 3],
-    pub(crate) stride: [i64; 3],
-    pub(crate) padding: [i64; 3],
-    pub(crate) dilation: [i64; 3],
-    pub(crate) input: [i64; 3],
-    pub(crate) output: [i64; 3],
-    pub(crate) out_shape: Vec<i64>,
-    pub(crate) device: Device,
-}
-
-impl Pool3d {
-    pub(crate) fn plane_in(&self) -> usize {
-        saturated_usize(self.input.iter().product())
-    }
-    pub(crate) fn plane_out(&self) -> usize {
-        saturated_usize(self.output.iter().product())
-    }
-}
-
-/// An `int[3]` argument: one value for all three dims, or three (each narrowed to a C++
-/// `int` as PyTorch's `safe_downcast`, which bounds the window arithmetic).
-pub(crate) fn triple(v: &[i64], msg: &str) -> Result<[i64; 3]> {
-    let t = match v {
-        [a] => [*a; 3],
-        [a, b, c] => [*a, *b, *c],
-        _ => return Err(invalid(msg.to_string())),
-    };
-    for x in t {
-        to_int32(x)?;
-    }
-    Ok(t)
-}
-
-/// PyTorch's `pool3d_shape_check`: the window, the input's sizes (the input no smaller than
-/// the kernel with `check_input_size`, as average pooling asks), the padding and the output.
-pub(crate) fn shape_check(
-    op: &str,
-    input: &Tensor,
-    g: &Pool3d,
-    check_input_size: bool,
-) -> Result<()> {
-    let slices = input.sizes()[input.dim() - 4];
-    let [kt, kh, kw] = g.kernel;
-    let [dt, dh, dw] = g.stride;
-    let [pt, ph, pw] = g.padding;
-    let [it, ih, iw] = g.input;
-    let [ot, oh, ow] = g.output;
-    if kt <= 0 || kw <= 0 || kh <= 0 {
-        return Err(invalid(format!(
-            "kernel size should be greater than zero, but got kT: {kt} kH: {kh} kW: {kw}"
-        )));
-    }
-    if dt <= 0 || dw <= 0 || dh <= 0 {
-        return Err(invalid(format!(
-            "stride should be greater than zero, but got dT: {dt} dH: {dh} dW: {dw}"
-        )));
-    }
-    let [lt, lh, lw] = g.dilation;
-    if lt <= 0 || lw <= 0 || lh <= 0 {
-        return Err(invalid(format!(
-            "dilation should be greater than zero, but got dilationT: {lt} dilationH: {lh} \
-             dilationW: {lw}"
-        )));
-    }
-    let nd = input.dim();
-    let s = input.sizes();
-    for (i, &size) in s.iter().enumerate() {
-        if nd == 5 && i == 0 {
-            continue;
-        }
-        if size == 0 {
-            return Err(invalid(format!(
-                "{op}: Expected input to have non-zero size for non-batch dimensions, but input \
-                 has sizes {} with dimension {i} being empty",
-                shape_str(s)
-            )));
-        }
-    }
-    if check_input_size && (it < kt || ih < kh || iw < kw) {
-        return Err(invalid(format!(
-            "input image (T: {it} H: {ih} W: {iw}) smaller than kernel size (kT: {kt} kH: {kh} \
-             kW: {kw})"
-        )));
-    }
-    if kt / 2 < pt || kw / 2 < pw || kh / 2 < ph {
-        return Err(invalid(format!(
-            "pad should be smaller than or equal to half of kernel size, but got kT: {kt} kW: \
-             {kw} kH: {kh} padT: {pt} padW: {pw} padH: {ph}"
-        )));
-    }
-    if ot < 1 || ow < 1 || oh < 1 {
-        return Err(invalid(format!(
-            "Given input size: ({slices}x{it}x{ih}x{iw}). Calculated output size: \
-             ({slices}x{ot}x{oh}x{ow}). Output size is too small"
-        )));
-    }
-    Ok(())
-}
+use crate::error::{check_cpu_or_meta, invalid, same_device, Result};
+use crate::pool::{check_dim_size, saturated_usize};
 
 /// The argument checks of `avg_pool3d` and its backward (PyTorch's `TORCH_META_FUNC(avg_pool3d)`).
 #[allow(clippy::too_many_arguments)]
@@ -126,19 +25,19 @@ fn checked(
 ) -> Result<Pool3d> {
     let device = same_device(tensors)?;
     check_cpu_or_meta("avg_pool3d", device)?;
-    let kernel = triple(
+    let kernel = pool3d_triple(
         kernel_size,
         "avg_pool3d: kernel_size must be a single int, or a tuple of three ints",
     )?;
     let stride = if stride.is_empty() {
         kernel
     } else {
-        triple(
+        pool3d_triple(
             stride,
             "avg_pool3d: stride must be omitted, a single int, or a tuple of three ints",
         )?
     };
-    let padding = triple(
+    let padding = pool3d_triple(
         padding,
         "avg_pool3d: padding must be a single int, or a tuple of three ints",
     )?;
@@ -151,59 +50,37 @@ fn checked(
     if divisor_override == Some(0) {
         return Err(invalid("divisor must be not zero"));
     }
-    let s = input.sizes();
-    let spatial = [s[nd - 3], s[nd - 2], s[nd - 1]];
-    let mut output = [0; 3];
-    for d in 0..3 {
-        output[d] = pooling_output_shape(
-            "avg_pool3d",
-            spatial[d],
-            kernel[d],
-            padding[d],
-            stride[d],
-            1,
-            ceil_mode,
-        )?;
-    }
-    let mut out_shape = s[..nd - 3].to_vec();
-    out_shape.extend(output);
-    let g = Pool3d {
-        kernel,
-        stride,
-        padding,
-        dilation: [1; 3],
-        input: spatial,
-        output,
-        out_shape,
+    pool3d_geometry(
+        "avg_pool3d",
+        "avg_pool3d()",
+        input,
         device,
-    };
-    shape_check("avg_pool3d()", input, &g, true)?;
-    Ok(g)
+        [kernel, stride, padding, [1; 3]],
+        ceil_mode,
+        None,
+        true,
+    )
 }
 
-/// One output's window clamped to the input (`[start, end)` per dim) and its divisor, or
-/// `None` for a window wholly in the padding (its output is 0, as PyTorch's).
+/// One output's window clamped to the input (`[start, end)` per dim,
+/// [`avg_pool_window`]) and its divisor, or `None` for a window wholly in the padding (its
+/// output is 0, as PyTorch's).
+#[inline]
 fn window(
     g: &Pool3d,
     o: [i64; 3],
     count_include_pad: bool,
     divisor: Option<i64>,
 ) -> Option<([(usize, usize); 3], i64)> {
-    let mut range = [(0usize, 0usize); 3];
-    let (mut padded, mut inside) = (1i64, 1i64);
-    for d in 0..3 {
-        let start = o[d] * g.stride[d] - g.padding[d];
-        let end = (start + g.kernel[d]).min(g.input[d] + g.padding[d]);
-        padded *= end - start;
-        let (start, end) = (start.max(0), end.min(g.input[d]));
-        if start >= end {
-            return None;
-        }
-        inside *= end - start;
-        range[d] = (start as usize, end as usize);
+    let geometry = [g.kernel, g.stride, g.padding];
+    let (range, divisor) = avg_pool_window(o, g.input, geometry, count_include_pad, divisor);
+    if range.iter().any(|&(start, end)| start >= end) {
+        return None;
     }
-    let divisor = divisor.unwrap_or(if count_include_pad { padded } else { inside });
-    Some((range, divisor))
+    Some((
+        range.map(|(start, end)| (start as usize, end as usize)),
+        divisor,
+    ))
 }
 
 /// Runs `$body` with `$T` bound to the element type of `$dtype` for avg_pool3d's dtypes:

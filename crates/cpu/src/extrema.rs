@@ -105,12 +105,20 @@ fn check_all_reduce(name: &str, self_: &Tensor) -> Result<()> {
 /// `max(Tensor self)`: the maximum element as a zero-dim tensor (NaN if any).
 pub fn max(self_: &Tensor) -> Result<Tensor> {
     check_all_reduce("max", self_)?;
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return structured::amax(self_, &[], false, None)?.allocate();
+    }
     extremum_into(true, self_, &[], false, None)
 }
 
 /// `min(Tensor self)`.
 pub fn min(self_: &Tensor) -> Result<Tensor> {
     check_all_reduce("min", self_)?;
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return structured::amin(self_, &[], false, None)?.allocate();
+    }
     extremum_into(false, self_, &[], false, None)
 }
 
@@ -181,17 +189,17 @@ impl<T: CpuElement> Reducer<T> for ArgValR<T> {
     }
 }
 
+/// `argmax`/`argmin`'s indices (over the flattened input when `dim` is `None`).
 fn arg_reduce(
     name: &'static str,
     max: bool,
     self_: &Tensor,
     dim: Option<i64>,
     keepdim: bool,
-    values: bool,
-) -> Result<(Option<Tensor>, Tensor)> {
+) -> Result<Tensor> {
     // PyTorch's `check_argmax_argmin` (`max.dim`/`min.dim`, which also return values, take
     // bools).
-    if !values && self_.dtype() == ScalarType::Bool {
+    if self_.dtype() == ScalarType::Bool {
         return Err(invalid(format!("{name}(): does not support bool input")));
     }
     let (input, mask, shape_sizes) = match dim {
@@ -223,23 +231,49 @@ fn arg_reduce(
     };
     let k = keepdim && shape_sizes.is_none();
     let idx_out = reduction_out(&input, &mask, k, ScalarType::Long)?;
-    let val_out = if values {
-        Some(reduction_out(&input, &mask, k, input.dtype())?)
-    } else {
-        None
-    };
     dispatch_all_types_and_bool!(input.dtype(), name, T => {
-        reduce_into(&input, &idx_out, &mask, k, &ArgR::<T>(max, PhantomData))?;
-        if let Some(v) = &val_out {
-            reduce_into(&input, v, &mask, k, &ArgValR::<T>(ArgR(max, PhantomData)))?;
-        }
-        Ok(())
+        reduce_into(&input, &idx_out, &mask, k, &ArgR::<T>(max, PhantomData))
     })?;
-    let idx_out = match (shape_sizes, keepdim) {
-        (Some(s), true) => idx_out.view(&vec![1; s.len()])?,
-        _ => idx_out,
+    match (shape_sizes, keepdim) {
+        (Some(s), true) => Ok(idx_out.view(&vec![1; s.len()])?),
+        _ => Ok(idx_out),
+    }
+}
+
+/// `max.dim`/`min.dim` after their meta function, into `outputs` when given: the first
+/// extremum along `dim` and its index (PyTorch's `minmax_out_impl`).
+fn extremum_with_indices_into(
+    max: bool,
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    outputs: Option<[&Tensor; 2]>,
+) -> Result<(Tensor, Tensor)> {
+    check_cpu_or_meta("reduction", self_.device())?;
+    let [mv, mi] = if max {
+        structured::max_dim(self_, dim, keepdim, outputs)?
+    } else {
+        structured::min_dim(self_, dim, keepdim, outputs)?
     };
-    Ok((val_out, idx_out))
+    let (values, indices) = match outputs {
+        Some([v, i]) => (
+            structured_output(mv, Some(v))?,
+            structured_output(mi, Some(i))?,
+        ),
+        None => (mv.allocate()?, mi.allocate()?),
+    };
+    let mask = reduction_mask(Some(&[dim]), self_.dim())?;
+    let name = if max {
+        "max_values_cpu"
+    } else {
+        "min_values_cpu"
+    };
+    dispatch_all_types_and_bool!(self_.dtype(), name, T => {
+        let arg = ArgR::<T>(max, PhantomData);
+        reduce_into(self_, &indices, &mask, keepdim, &arg)?;
+        reduce_into(self_, &values, &mask, keepdim, &ArgValR::<T>(arg))
+    })?;
+    Ok((values, indices))
 }
 
 /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`:
@@ -254,14 +288,36 @@ fn arg_reduce(
 /// assert_eq!(i.to_vec::<i64>().unwrap(), [1, 0]);
 /// ```
 pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    let (v, i) = arg_reduce("max", true, self_, Some(dim), keepdim, true)?;
-    Ok((v.expect("values requested"), i))
+    extremum_with_indices_into(true, self_, dim, keepdim, None)
+}
+
+/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!)
+/// max_values) -> (Tensor(a!) values, Tensor(b!) indices)`.
+pub fn max_dim_max(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    max: &Tensor,
+    max_values: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    extremum_with_indices_into(true, self_, dim, keepdim, Some([max, max_values]))
 }
 
 /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
 pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    let (v, i) = arg_reduce("min", false, self_, Some(dim), keepdim, true)?;
-    Ok((v.expect("values requested"), i))
+    extremum_with_indices_into(false, self_, dim, keepdim, None)
+}
+
+/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!)
+/// min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`.
+pub fn min_dim_min(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    min: &Tensor,
+    min_indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    extremum_with_indices_into(false, self_, dim, keepdim, Some([min, min_indices]))
 }
 
 /// `argmax(Tensor self, int? dim=None, bool keepdim=False)`: the index of the first maximum
@@ -298,7 +354,7 @@ fn arg_extremum_into(
     } else {
         ("argmin", structured::argmin(self_, dim, keepdim, out)?)
     };
-    let indices = arg_reduce(name, max, self_, dim, keepdim, false)?.1;
+    let indices = arg_reduce(name, max, self_, dim, keepdim)?;
     match out {
         Some(o) => {
             let o = structured::resize_out(o, &meta)?;

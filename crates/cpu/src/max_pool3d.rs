@@ -6,12 +6,17 @@
 
 use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
+use switchboard_ops::structured::{
+    check_grad_output_dtype, first_inside, pool3d_geometry, pool3d_triple, Pool3d,
+};
+
 use crate::avg_pool::for_each_plane;
-use crate::avg_pool3d::{shape_check, triple, Pool3d};
+use crate::dispatch_all_types;
 use crate::dispatch_dtype::{CpuElement, Num};
-use crate::error::{check_cpu_or_meta, invalid, same_device, Result};
-use crate::pool::{check_dim_size, pooling_output_shape, saturated_usize};
-use crate::{dispatch_all_types, dispatch_floating_types};
+use crate::error::{check_cpu_or_meta, invalid, not_implemented, same_device, Result};
+use crate::pool::{
+    check_dim_size, check_indices_dtype, max_pool_backward, saturated_usize, MaxPoolPlanes,
+};
 
 /// The argument checks of `max_pool3d_with_indices` (PyTorch's
 /// `max_pool3d_with_indices_out_cpu_template`); `output` overrides the computed output sizes
@@ -29,23 +34,23 @@ fn checked(
 ) -> Result<Pool3d> {
     let device = same_device(tensors)?;
     check_cpu_or_meta("max_pool3d", device)?;
-    let kernel = triple(
+    let kernel = pool3d_triple(
         kernel_size,
         "max_pool3d: kernel_size must either be a single int, or a tuple of three ints",
     )?;
     let stride = if stride.is_empty() {
         kernel
     } else {
-        triple(
+        pool3d_triple(
             stride,
             "max_pool3d: stride must either be omitted, a single int, or a tuple of three ints",
         )?
     };
-    let padding = triple(
+    let padding = pool3d_triple(
         padding,
         "max_pool3d: padding must either be a single int, or a tuple of three ints",
     )?;
-    let dilation = triple(
+    let dilation = pool3d_triple(
         dilation,
         "max_pool3d: dilation must be either a single int, or a tuple of three ints",
     )?;
@@ -55,45 +60,16 @@ fn checked(
             "non-empty 4D or 5D (batch mode) tensor expected for input",
         ));
     }
-    let s = input.sizes();
-    let spatial = [s[nd - 3], s[nd - 2], s[nd - 1]];
-    let output = match output {
-        Some(o) => o,
-        None => {
-            let mut o = [0; 3];
-            for d in 0..3 {
-                o[d] = pooling_output_shape(
-                    "max_pool3d",
-                    spatial[d],
-                    kernel[d],
-                    padding[d],
-                    stride[d],
-                    dilation[d],
-                    ceil_mode,
-                )?;
-            }
-            o
-        }
-    };
-    let mut out_shape = s[..nd - 3].to_vec();
-    out_shape.extend(output);
-    let g = Pool3d {
-        kernel,
-        stride,
-        padding,
-        dilation,
-        input: spatial,
-        output,
-        out_shape,
-        device,
-    };
-    shape_check(
+    pool3d_geometry(
+        "max_pool3d",
         "max_pool3d_with_indices_out_cpu_template()",
         input,
-        &g,
+        device,
+        [kernel, stride, padding, dilation],
+        ceil_mode,
+        output,
         false,
-    )?;
-    Ok(g)
+    )
 }
 
 /// The input positions a window reads along one dim: `start, start + dilation, ...` below
@@ -102,12 +78,9 @@ fn taps(o: i64, g: &Pool3d, d: usize) -> impl Iterator<Item = usize> {
     let start = o * g.stride[d] - g.padding[d];
     let end = (start + (g.kernel[d] - 1) * g.dilation[d] + 1).min(g.input[d]);
     let step = g.dilation[d];
-    let first = if start >= 0 {
-        start
-    } else {
-        start + (-start + step - 1) / step * step
-    };
-    (first..end).step_by(step as usize).map(|i| i as usize)
+    (first_inside(start, step)..end)
+        .step_by(step as usize)
+        .map(|i| i as usize)
 }
 
 fn max_pool3d_planes<T: CpuElement>(x: &[T], out: &mut [T], idx: &mut [i64], g: &Pool3d) {
@@ -194,27 +167,6 @@ pub fn max_pool3d_with_indices(
     Ok((out, indices))
 }
 
-/// Adds each plane's `values` into its zeroed input plane at `at` (checked in range).
-fn scatter_planes<T: CpuElement>(
-    values: &[T],
-    at: &[i64],
-    gi: &mut [T],
-    plane_in: usize,
-    plane_out: usize,
-) {
-    for_each_plane(gi, plane_in, plane_out, |p, gp| {
-        gp.fill(T::from_acc(<T::Acc as Num>::ZERO));
-        let (vals, at) = (
-            &values[p * plane_out..][..plane_out],
-            &at[p * plane_out..][..plane_out],
-        );
-        for (&v, &i) in vals.iter().zip(at) {
-            let d = &mut gp[i as usize];
-            *d = T::from_acc(d.to_acc().add(v.to_acc()));
-        }
-    });
-}
-
 /// `max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size,
 /// int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) ->
 /// Tensor`: scatters `grad_output` into a zero tensor shaped like `self` at `indices`
@@ -231,13 +183,7 @@ pub fn max_pool3d_with_indices_backward(
     indices: &Tensor,
 ) -> Result<Tensor> {
     let dtype = self_.dtype();
-    if grad_output.dtype() != dtype {
-        return Err(invalid(format!(
-            "expected dtype {} for `gradOutput` but got dtype {}",
-            dtype.type_meta_name(),
-            grad_output.dtype().type_meta_name()
-        )));
-    }
+    check_grad_output_dtype(grad_output, self_)?;
     let nd = self_.dim();
     // PyTorch reads the output sizes from `grad_output` (`gradOutput.size(-3)` ...).
     let gs = grad_output.sizes();
@@ -265,31 +211,21 @@ pub fn max_pool3d_with_indices_backward(
             check_dim_size(t, nd, 0, self_.sizes()[0])?;
         }
     }
-    let gi = Tensor::empty_on(self_.sizes(), dtype, g.device)?;
     if g.device.is_meta() {
-        return Ok(gi);
+        return Tensor::empty_on(self_.sizes(), dtype, g.device);
     }
-    if indices.dtype() != ScalarType::Long {
-        return Err(invalid(format!(
-            "expected scalar type Long but found {}",
-            indices.dtype().c10_name()
-        )));
+    check_indices_dtype(indices)?;
+    if !dtype.is_floating_point() {
+        return Err(not_implemented("max_pool3d_backward", dtype));
     }
-    let (go, ix) = (grad_output.contiguous()?, indices.contiguous()?);
-    let (plane_in, plane_out) = (g.plane_in(), g.plane_out());
-    dispatch_floating_types!(dtype, "max_pool3d_backward", T => {
-        let (gos, ixs) = (go.data::<T>()?, ix.data::<i64>()?);
-        if ixs.iter().any(|&i| i < 0 || i as usize >= plane_in) {
-            return Err(invalid(format!(
-                "max_pool3d_with_indices_backward: found an index out of range [0, {plane_in}) \
-                 for an input plane of {}x{}x{}",
-                g.input[0], g.input[1], g.input[2]
-            )));
-        }
-        scatter_planes::<T>(&gos, &ixs, &mut gi.data_mut::<T>()?, plane_in, plane_out);
-        Ok(())
-    })?;
-    Ok(gi)
+    let planes = MaxPoolPlanes {
+        op: "max_pool3d_with_indices_backward",
+        count: saturated_usize(self_.sizes()[..nd - 3].iter().product()),
+        input: &g.input,
+        plane_in: g.plane_in(),
+        plane_out: g.plane_out(),
+    };
+    max_pool_backward(grad_output, indices, self_.sizes(), &planes)
 }
 
 #[cfg(test)]

@@ -168,11 +168,22 @@ pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
 
 /// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out)`.
 pub fn sum_out(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        let meta =
+            switchboard_ops::structured::sum_dim_int_list(self_, None, false, dtype, Some(out))?;
+        return resize_out(out, &meta);
+    }
     crate::sum_int_list_out(self_, None, false, dtype, out)
 }
 
 /// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out)`.
 pub fn mean_dtype_out(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        let meta = switchboard_ops::structured::mean_dim(self_, None, false, dtype, Some(out))?;
+        return resize_out(out, &meta);
+    }
     crate::mean_out(self_, None, false, dtype, out)
 }
 

@@ -5,11 +5,11 @@
 use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
-use switchboard_ops::structured::{self, pool2d_geometry};
+use switchboard_ops::structured;
 use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
 pub(crate) use switchboard_ops::structured::{
-    check_dim_size, pooling_output_shape, saturated_usize, Pool, Window,
+    check_dim_size, first_inside, saturated_usize, Pool, Window,
 };
 
 use crate::dispatch_dtype::{CpuElement, Num};
@@ -18,17 +18,6 @@ use crate::fresh_output::{fresh_output, zero_fill, FreshData};
 use crate::loops::{in_parallel_region, GRAIN_SIZE};
 use crate::structured_output::deliver;
 use crate::{dispatch_all_types, dispatch_floating_types};
-
-/// The first input position `>= 0` of a window starting at `start` (possibly in the padding)
-/// and stepping by `dilation`: `start` moved up by whole steps, in closed form (a loop would
-/// take `padding / dilation` steps).
-fn first_inside(start: i64, dilation: i64) -> i64 {
-    if start >= 0 {
-        start
-    } else {
-        start + (-start + dilation - 1) / dilation * dilation
-    }
-}
 
 /// Runs `f(plane, a, b)` over matching per-plane chunks of two output buffers, in parallel
 /// when the work is large enough and we are not already inside a parallel region.
@@ -284,7 +273,7 @@ fn max_pool2d_impl(
     ceil_mode: bool,
     outputs: Option<[&Tensor; 2]>,
 ) -> Result<(Tensor, Tensor)> {
-    let [values_meta, indices_meta] = structured::max_pool2d_with_indices(
+    let ([values_meta, indices_meta], p) = structured::max_pool2d_with_indices_precompute(
         self_,
         kernel_size,
         stride,
@@ -301,16 +290,6 @@ fn max_pool2d_impl(
         ]),
         None => None,
     };
-    let p = pool2d_geometry(
-        "max_pool2d",
-        &[self_],
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-    )?;
     // SAFETY: `max_pool_planes` writes every element of both (each output of each plane);
     // on an error they are dropped unread (Note [Fresh outputs]).
     let (out, idx) = unsafe {
@@ -383,7 +362,7 @@ fn max_pool2d_backward_impl(
     indices: &Tensor,
     grad_input: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let meta = structured::max_pool2d_with_indices_backward(
+    let (meta, p) = structured::max_pool2d_with_indices_backward_precompute(
         grad_output,
         self_,
         kernel_size,
@@ -398,37 +377,67 @@ fn max_pool2d_backward_impl(
     let given = grad_input
         .map(|g| structured::resize_out(g, &meta))
         .transpose()?;
-    let p = pool2d_geometry(
-        "max_pool2d",
-        &[grad_output, self_, indices],
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-    )?;
     let dtype = self_.dtype();
     if !dtype.is_floating_point() {
         return Err(not_implemented("max_pool2d_backward", dtype));
     }
-    // The kernel reads the indices as int64 (PyTorch's `data_ptr<int64_t>`).
+    check_indices_dtype(indices)?;
+    let planes = MaxPoolPlanes {
+        op: "max_pool2d_with_indices_backward",
+        count: p.planes,
+        input: &[p.h, p.w],
+        plane_in: p.plane_in,
+        plane_out: p.plane_out,
+    };
+    let gi = max_pool_backward(grad_output, indices, self_.sizes(), &planes)?;
+    deliver(meta, given, gi)
+}
+
+/// The pooling backwards read the indices as int64 (PyTorch's `data_ptr<int64_t>`).
+pub(crate) fn check_indices_dtype(indices: &Tensor) -> Result<()> {
     if indices.dtype() != ScalarType::Long {
         return Err(invalid(format!(
             "expected scalar type Long but found {}",
             indices.dtype().c10_name()
         )));
     }
+    Ok(())
+}
+
+/// The planes a max pooling backward scatters into.
+pub(crate) struct MaxPoolPlanes<'a> {
+    /// The operator, named in the out-of-range message.
+    pub(crate) op: &'a str,
+    /// `N * C`.
+    pub(crate) count: usize,
+    /// The input plane's sizes (`H, W` or `T, H, W`).
+    pub(crate) input: &'a [i64],
+    /// Elements of an input plane.
+    pub(crate) plane_in: usize,
+    /// Elements of an output (gradient) plane.
+    pub(crate) plane_out: usize,
+}
+
+/// PyTorch's `cpu_max_pool_backward` (2-d and 3-d alike): a fresh gradient of `sizes` (the
+/// input's) whose planes are zeroed, then each plane's `grad_output` added at its `indices`,
+/// accumulating where windows overlap. Floating dtypes; an index outside its plane fails.
+pub(crate) fn max_pool_backward(
+    grad_output: &Tensor,
+    indices: &Tensor,
+    sizes: &[i64],
+    planes: &MaxPoolPlanes,
+) -> Result<Tensor> {
+    let (plane_in, plane_out) = (planes.plane_in, planes.plane_out);
+    let dtype = grad_output.dtype();
     // SAFETY: the loop below zeroes every plane before it scatters into it; on an error the
     // tensor is dropped unread (Note [Fresh outputs]).
-    let gi = unsafe { fresh_output(self_.sizes(), dtype, p.device)? };
+    let gi = unsafe { fresh_output(sizes, dtype, grad_output.device())? };
     let (go, ix) = (grad_output.contiguous()?, indices.contiguous()?);
-    let (plane_in, plane_out) = (p.plane_in, p.plane_out);
+    let mut bad = vec![false; planes.count];
     dispatch_floating_types!(dtype, "max_pool2d_backward", T => {
         let (gos, ixs) = (go.data::<T>()?, ix.data::<i64>()?);
         // SAFETY: a fresh output; only initialised values are stored through it.
         let mut gis = unsafe { FreshData::<T>::new(&gi)? };
-        let mut bad = vec![false; p.planes];
         for_planes(&mut gis, plane_in, &mut bad, 1, plane_out, |pl, g, b| {
             // Zeroed here, plane by plane, in parallel and while in cache.
             let g = zero_fill(g);
@@ -442,16 +451,17 @@ fn max_pool2d_backward_impl(
                 *d = T::from_acc(d.to_acc().add(v.to_acc()));
             }
         });
-        if bad.iter().any(|&b| b) {
-            return Err(invalid(format!(
-                "max_pool2d_with_indices_backward: found an index out of range [0, {plane_in}) \
-                 for an input plane of {}x{}",
-                p.h, p.w
-            )));
-        }
         Ok(())
     })?;
-    deliver(meta, given, gi)
+    if bad.iter().any(|&b| b) {
+        let plane: Vec<String> = planes.input.iter().map(|s| s.to_string()).collect();
+        return Err(invalid(format!(
+            "{}: found an index out of range [0, {plane_in}) for an input plane of {}",
+            planes.op,
+            plane.join("x")
+        )));
+    }
+    Ok(gi)
 }
 
 #[cfg(test)]

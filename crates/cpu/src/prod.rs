@@ -67,12 +67,20 @@ fn prod_impl(
 /// assert_eq!(prod(&t, None).unwrap().to_vec::<i64>().unwrap(), [24]);
 /// ```
 pub fn prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return structured::prod(self_, dtype)?.allocate();
+    }
     prod_impl(self_, None, false, dtype, None)
 }
 
 /// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out)`: `out` must have the
 /// functional result's dtype.
 pub fn prod_out(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return structured::resize_out(out, &structured::prod(self_, dtype)?);
+    }
     prod_impl(self_, None, false, dtype, Some(out))
 }
 

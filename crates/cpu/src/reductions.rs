@@ -96,6 +96,10 @@ fn sum_impl(
 /// `sum(Tensor self, *, ScalarType? dtype=None)`: the sum of all elements (integers and bool
 /// sum to `Long` unless `dtype` says otherwise).
 pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return structured::sum_dim_int_list(self_, None, false, dtype, None)?.allocate();
+    }
     sum_impl(self_, None, false, dtype, None)
 }
 
@@ -182,6 +186,10 @@ impl<T: FloatElement> Reducer<T> for MeanR<T> {
 /// `mean(Tensor self, *, ScalarType? dtype=None)`: floating inputs (or a floating `dtype`)
 /// only, as in PyTorch; an empty tensor's mean is NaN.
 pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return structured::mean_dim(self_, None, false, dtype, None)?.allocate();
+    }
     mean_impl(self_, None, false, dtype, None)
 }
 
@@ -267,6 +275,10 @@ pub fn var_correction(
     let correction = correction.map(|c| c.to_f64()).unwrap_or(1.0);
     let mask = reduction_mask(dim, self_.dim())?;
     let result = reduction_out(self_, &mask, keepdim, self_.dtype())?;
+    if !self_.has_data() {
+        // Note [Meta path of unstructured kernels] in structured_output.rs.
+        return Ok(result);
+    }
     dispatch_floating_types!(self_.dtype(), "var_cpu", T => {
         reduce_into(self_, &result, &mask, keepdim, &VarR::<T>(correction, PhantomData))
     })?;

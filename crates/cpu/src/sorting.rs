@@ -2,9 +2,10 @@
 
 use std::cmp::Ordering;
 
+use switchboard_ops::structured::{self, resize_out};
 use switchboard_tensor::{wrap_dim, Access, DimVec, ScalarType, Tensor};
 
-use crate::copy::empty_like_layout;
+use crate::copy::{copy_into, empty_like_layout};
 use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu_or_meta, invalid, Result};
@@ -78,47 +79,83 @@ fn sort_lines(
     })
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor
+/// values, Tensor indices)`
 ///
 /// `self`'s elements sorted along `dim` (Note [Sort order]) and their positions along `dim`;
-/// both laid out as `self`.
+/// both laid out as `self` (its meta function's geometry).
 ///
 /// ```
-/// use switchboard_cpu::sort;
+/// use switchboard_cpu::sort_stable;
 /// use switchboard_tensor::Tensor;
 /// let t = Tensor::from_vec(vec![2.0f32, f32::NAN, -1.0], &[3]).unwrap();
-/// let (v, i) = sort(&t, -1, false).unwrap();
+/// let (v, i) = sort_stable(&t, Some(true), -1, false).unwrap();
 /// assert_eq!(i.to_vec::<i64>().unwrap(), [2, 0, 1]);
 /// assert!(v.to_vec::<f32>().unwrap()[2].is_nan());
 /// ```
-pub fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
-    sort_stable(self_, None, dim, descending)
-}
-
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor
-/// values, Tensor indices)`
 pub fn sort_stable(
     self_: &Tensor,
     stable: Option<bool>,
     dim: i64,
     descending: bool,
 ) -> Result<(Tensor, Tensor)> {
-    let _ = stable;
     check_cpu_or_meta("sort", self_.device())?;
-    let d = wrap_dim(dim, self_.dim())?;
-    let values = empty_like_layout(self_, self_.dtype(), self_.device())?;
-    let indices = empty_like_layout(self_, ScalarType::Long, self_.device())?;
-    if !values.has_data() || values.numel() == 0 {
-        return Ok((values, indices));
-    }
-    if self_.dim() == 0 {
-        crate::copy::copy_into(&values, self_)?;
-        crate::copy::copy_into(&indices, &Tensor::scalar_tensor(0, ScalarType::Long))?;
-        return Ok((values, indices));
-    }
-    let n = self_.sizes()[d] as usize;
-    sort_lines(self_, d, n, descending, &values, &indices)?;
+    let [values, indices] = structured::sort_stable(self_, stable, dim, descending, None)?;
+    let (values, indices) = (values.allocate()?, indices.allocate()?);
+    sort_into(self_, dim, None, descending, [&values, &indices])?;
     Ok((values, indices))
+}
+
+/// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False,
+/// Tensor(a!) values, Tensor(b!) indices)`.
+pub fn sort_values_stable(
+    self_: &Tensor,
+    stable: Option<bool>,
+    dim: i64,
+    descending: bool,
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    check_cpu_or_meta("sort", self_.device())?;
+    let [mv, mi] =
+        structured::sort_stable(self_, stable, dim, descending, Some([values, indices]))?;
+    let (values, indices) = (resize_out(values, &mv)?, resize_out(indices, &mi)?);
+    sort_into(self_, dim, None, descending, [&values, &indices])?;
+    Ok((values, indices))
+}
+
+/// PyTorch's `sort_stable_out` impl (and `topk_out_cpu`'s, with `k`): the first `k` (all
+/// without `k`) of every line of `self_` along `dim` in sorted order into `values`, their
+/// positions into `indices`.
+fn sort_into(
+    self_: &Tensor,
+    dim: i64,
+    k: Option<i64>,
+    descending: bool,
+    [values, indices]: [&Tensor; 2],
+) -> Result<()> {
+    if values.numel() == 0 {
+        return Ok(());
+    }
+    let input = unaliased_input(self_, values, indices)?;
+    if input.dim() == 0 {
+        copy_into(values, &input)?;
+        return copy_into(indices, &Tensor::scalar_tensor(0, ScalarType::Long));
+    }
+    let d = wrap_dim(dim, input.dim())?;
+    let k = k.unwrap_or(input.sizes()[d]) as usize;
+    sort_lines(&input, d, k, descending, values, indices)
+}
+
+/// `self_`, or a copy of it when an `out=` output shares its memory (the kernel reads lines
+/// while it writes them).
+fn unaliased_input(self_: &Tensor, values: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    if !values.is_alias_of(self_) && !indices.is_alias_of(self_) {
+        return Ok(self_.clone());
+    }
+    let copy = empty_like_layout(self_, self_.dtype(), self_.device())?;
+    copy_into(&copy, self_)?;
+    Ok(copy)
 }
 
 /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor
@@ -141,34 +178,36 @@ pub fn topk(
     largest: bool,
     sorted: bool,
 ) -> Result<(Tensor, Tensor)> {
-    let _ = sorted;
     check_cpu_or_meta("topk", self_.device())?;
-    let d = wrap_dim(dim, self_.dim())?;
-    let size = if self_.dim() == 0 {
-        1
-    } else {
-        self_.sizes()[d]
-    };
-    if k < 0 || k > size {
-        return Err(invalid("selected index k out of range"));
-    }
+    let [values, indices] = structured::topk(self_, k, dim, largest, sorted, None)?;
+    let (values, indices) = (values.allocate()?, indices.allocate()?);
+    topk_into(self_, k, dim, largest, [&values, &indices])?;
+    Ok((values, indices))
+}
+
+/// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *,
+/// Tensor(a!) values, Tensor(b!) indices)`.
+pub fn topk_values(
+    self_: &Tensor,
+    k: i64,
+    dim: i64,
+    largest: bool,
+    sorted: bool,
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    check_cpu_or_meta("topk", self_.device())?;
+    let [mv, mi] = structured::topk(self_, k, dim, largest, sorted, Some([values, indices]))?;
+    let (values, indices) = (resize_out(values, &mv)?, resize_out(indices, &mi)?);
+    topk_into(self_, k, dim, largest, [&values, &indices])?;
+    Ok((values, indices))
+}
+
+/// PyTorch's `topk_out_cpu` impl: Bool has no kernel (a CPU error; the meta function
+/// accepts it, as PyTorch's).
+fn topk_into(self_: &Tensor, k: i64, dim: i64, largest: bool, outputs: [&Tensor; 2]) -> Result<()> {
     if self_.dtype() == ScalarType::Bool {
         return Err(invalid("topk does not support bool dtypes on CPU"));
     }
-    let mut sizes = DimVec::from_slice(self_.sizes());
-    if self_.dim() > 0 {
-        sizes[d] = k;
-    }
-    let values = Tensor::empty_on(&sizes, self_.dtype(), self_.device())?;
-    let indices = Tensor::empty_on(&sizes, ScalarType::Long, self_.device())?;
-    if !values.has_data() || values.numel() == 0 {
-        return Ok((values, indices));
-    }
-    if self_.dim() == 0 {
-        crate::copy::copy_into(&values, self_)?;
-        crate::copy::copy_into(&indices, &Tensor::scalar_tensor(0, ScalarType::Long))?;
-        return Ok((values, indices));
-    }
-    sort_lines(self_, d, k as usize, largest, &values, &indices)?;
-    Ok((values, indices))
+    sort_into(self_, dim, Some(k), largest, outputs)
 }

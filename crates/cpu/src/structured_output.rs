@@ -8,6 +8,15 @@ use switchboard_tensor::Tensor;
 use crate::copy::copy_into;
 use crate::error::Result;
 
+// Note [Meta path of unstructured kernels]
+// A structured kernel never sees a tensor without data: the Meta key runs its family's meta
+// function (Note [Meta kernels] in switchboard-meta), so the compute helpers the structured
+// kernels call (`reduce_into`, the sorting lines) read and write data unconditionally. A
+// kernel PyTorch does not mark structured (`max()`, `prod()`, `var.correction`, the
+// composites `sum()` / `mean()` and their out= forms) serves the Meta key itself (`CPU, Meta:`
+// in the YAML): it returns the output its meta function describes before any compute when
+// its input has no data.
+
 /// The output a structured kernel computes into: a fresh one from the meta result, or the
 /// given `out` resized to it (torchgen's glue, Note [Structured glue] in switchboard-codegen).
 pub(crate) fn structured_output(meta: MetaOutput, out: Option<&Tensor>) -> Result<Tensor> {

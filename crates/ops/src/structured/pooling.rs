@@ -290,6 +290,29 @@ pub fn max_pool2d_with_indices(
     ceil_mode: bool,
     _outputs: Option<[&Tensor; 2]>,
 ) -> Result<[MetaOutput; 2]> {
+    Ok(max_pool2d_with_indices_precompute(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        _outputs,
+    )?
+    .0)
+}
+
+/// `max_pool2d_with_indices`'s meta function and the checked window geometry its CPU kernel reuses
+/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
+pub fn max_pool2d_with_indices_precompute(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    _outputs: Option<[&Tensor; 2]>,
+) -> Result<([MetaOutput; 2], Pool)> {
     let p = pool2d_geometry(
         "max_pool2d",
         &[self_],
@@ -301,10 +324,22 @@ pub fn max_pool2d_with_indices(
         ceil_mode,
     )?;
     let format = pool_output_format(self_);
-    Ok([
-        pooled(&p.out_shape, self_.dtype(), p.device, format)?,
-        pooled(&p.out_shape, ScalarType::Long, p.device, format)?,
-    ])
+    let values = pooled(&p.out_shape, self_.dtype(), p.device, format)?;
+    let indices = pooled(&p.out_shape, ScalarType::Long, p.device, format)?;
+    Ok(([values, indices], p))
+}
+
+/// A pooling backward's `grad_output` must have `self`'s dtype (the 2-d and 3-d kernels'
+/// `check_dim_size`-style check, PyTorch's message).
+pub fn check_grad_output_dtype(grad_output: &Tensor, self_: &Tensor) -> Result<()> {
+    if grad_output.dtype() != self_.dtype() {
+        return Err(invalid(format!(
+            "expected dtype {} for `gradOutput` but got dtype {}",
+            self_.dtype().type_meta_name(),
+            grad_output.dtype().type_meta_name()
+        )));
+    }
+    Ok(())
 }
 
 /// `grad_output` (and `indices`, when given) against the pooled sizes of `self_`
@@ -337,6 +372,34 @@ pub fn max_pool2d_with_indices_backward(
     indices: &Tensor,
     _grad_input: Option<&Tensor>,
 ) -> Result<MetaOutput> {
+    Ok(max_pool2d_with_indices_backward_precompute(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        indices,
+        _grad_input,
+    )?
+    .0)
+}
+
+/// `max_pool2d_with_indices_backward`'s meta function and the checked window geometry its CPU kernel reuses
+/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d_with_indices_backward_precompute(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+    _grad_input: Option<&Tensor>,
+) -> Result<(MetaOutput, Pool)> {
     let p = pool2d_geometry(
         "max_pool2d",
         &[grad_output, self_, indices],
@@ -347,20 +410,15 @@ pub fn max_pool2d_with_indices_backward(
         dilation,
         ceil_mode,
     )?;
-    if grad_output.dtype() != self_.dtype() {
-        return Err(invalid(format!(
-            "expected dtype {} for `gradOutput` but got dtype {}",
-            self_.dtype().type_meta_name(),
-            grad_output.dtype().type_meta_name()
-        )));
-    }
+    check_grad_output_dtype(grad_output, self_)?;
     check_backward_sizes(&p, self_, &[grad_output, indices])?;
-    pooled(
+    let output = pooled(
         self_.sizes(),
         self_.dtype(),
         p.device,
         pool_output_format(self_),
-    )
+    )?;
+    Ok((output, p))
 }
 
 /// The argument checks `avg_pool2d` and its backward share: the checked geometry.
@@ -408,6 +466,32 @@ pub fn avg_pool2d(
     divisor_override: Option<i64>,
     _out: Option<&Tensor>,
 ) -> Result<MetaOutput> {
+    Ok(avg_pool2d_precompute(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        _count_include_pad,
+        divisor_override,
+        _out,
+    )?
+    .0)
+}
+
+/// `avg_pool2d`'s meta function and the checked window geometry its CPU kernel reuses
+/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d_precompute(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    _count_include_pad: bool,
+    divisor_override: Option<i64>,
+    _out: Option<&Tensor>,
+) -> Result<(MetaOutput, Pool)> {
     let p = avg_pool2d_geometry(
         &[self_],
         self_,
@@ -417,12 +501,13 @@ pub fn avg_pool2d(
         ceil_mode,
         divisor_override,
     )?;
-    pooled(
+    let output = pooled(
         &p.out_shape,
         self_.dtype(),
         p.device,
         pool_output_format(self_),
-    )
+    )?;
+    Ok((output, p))
 }
 
 /// `avg_pool2d_backward` (and `.grad_input`): `self`'s sizes in its memory format.
@@ -438,6 +523,34 @@ pub fn avg_pool2d_backward(
     divisor_override: Option<i64>,
     _grad_input: Option<&Tensor>,
 ) -> Result<MetaOutput> {
+    Ok(avg_pool2d_backward_precompute(
+        grad_output,
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        _count_include_pad,
+        divisor_override,
+        _grad_input,
+    )?
+    .0)
+}
+
+/// `avg_pool2d_backward`'s meta function and the checked window geometry its CPU kernel reuses
+/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d_backward_precompute(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    _count_include_pad: bool,
+    divisor_override: Option<i64>,
+    _grad_input: Option<&Tensor>,
+) -> Result<(MetaOutput, Pool)> {
     let p = avg_pool2d_geometry(
         &[grad_output, self_],
         self_,
@@ -448,10 +561,11 @@ pub fn avg_pool2d_backward(
         divisor_override,
     )?;
     check_backward_sizes(&p, self_, &[grad_output])?;
-    pooled(
+    let output = pooled(
         self_.sizes(),
         self_.dtype(),
         p.device,
         pool_output_format(self_),
-    )
+    )?;
+    Ok((output, p))
 }

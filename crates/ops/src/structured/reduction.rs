@@ -241,6 +241,49 @@ pub fn argmin(
     arg_extremum("argmin()", self_, dim, keepdim)
 }
 
+/// `max.dim`/`min.dim`'s meta function (`resize_reduction_with_indices`): the dim must have
+/// elements, the input must not be complex; values of the input's dtype and `Long` indices.
+fn extremum_with_indices(
+    name: &str,
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+) -> Result<[MetaOutput; 2]> {
+    let dim = wrap_dim(dim, self_.dim())? as i64;
+    zero_numel_check_dim(self_, dim, name)?;
+    if self_.dtype().is_complex() {
+        return Err(TensorError::invalid(format!(
+            "{name}: does not support complex input"
+        )));
+    }
+    let values = reduction_output(self_, Some(&[dim]), keepdim, self_.dtype())?;
+    let indices = MetaOutput {
+        dtype: ScalarType::Long,
+        ..values.clone()
+    };
+    Ok([values, indices])
+}
+
+/// `max.dim` (and `max.dim_max`).
+pub fn max_dim(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    _outputs: Option<[&Tensor; 2]>,
+) -> Result<[MetaOutput; 2]> {
+    extremum_with_indices("max()", self_, dim, keepdim)
+}
+
+/// `min.dim` (and `min.dim_min`).
+pub fn min_dim(
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    _outputs: Option<[&Tensor; 2]>,
+) -> Result<[MetaOutput; 2]> {
+    extremum_with_indices("min()", self_, dim, keepdim)
+}
+
 /// `prod.dim_int` (and `prod.int_out`): `sum`'s dtype rule (integers and bool to `Long`).
 pub fn prod_dim_int(
     self_: &Tensor,
