@@ -106,7 +106,10 @@ pub fn div_scalar_mode_(
 
 /// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out)`.
 pub fn pow_scalar_out(self_: Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::pow_tensor_tensor_out(&Tensor::wrapped_scalar(self_), exponent, out)
+    // Into `out` as its meta function resizes it: contiguous, whatever the exponent's layout.
+    let meta = switchboard_ops::structured::pow_scalar(self_, exponent, Some(out))?;
+    let result = crate::structured_output::structured_output(meta, Some(out))?;
+    crate::pow_tensor_tensor_out(&Tensor::wrapped_scalar(self_), exponent, &result)
 }
 
 /// `relu.out(Tensor self, *, Tensor(a!) out)`.

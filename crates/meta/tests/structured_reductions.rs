@@ -6,6 +6,8 @@
 //! non-structured reductions' Meta path (Note [Meta path of unstructured kernels] in
 //! switchboard-cpu).
 
+mod common;
+
 use switchboard_dispatcher::Result;
 use switchboard_ops::{self as ops, TensorOps};
 use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
@@ -494,8 +496,7 @@ fn cpu_out_forms_compute_into_their_outputs() {
 /// `sort.values` are composites over them.
 #[test]
 fn meta_kernels_are_meta_functions() {
-    let d = switchboard_dispatcher::Dispatcher::global();
-    for name in [
+    common::assert_meta_kernels_are_meta_functions([
         "aten::max.dim",
         "aten::max.dim_max",
         "aten::min.dim",
@@ -505,15 +506,5 @@ fn meta_kernels_are_meta_functions() {
         "aten::topk",
         "aten::topk.values",
         "aten::prod.dim_int",
-    ] {
-        let state = d.dump_state(name);
-        let meta = state
-            .lines()
-            .find(|l| l.starts_with("Meta"))
-            .unwrap_or_default();
-        assert!(
-            meta.contains("switchboard_ops::structured::"),
-            "{name}: {state}"
-        );
-    }
+    ]);
 }

@@ -50,8 +50,13 @@ pub fn pow_scalar(self_: Scalar, exponent: &Tensor, out: Option<&Tensor>) -> Res
         Some(o) => o.dtype(),
         None => result_type(&[exponent], &[self_]).unwrap_or(exponent.dtype()),
     };
+    // A given output of the right sizes keeps its strides (torchgen's `resize_out`).
+    let strides = match out {
+        Some(o) if o.sizes() == exponent.sizes() => o.strides().into(),
+        _ => contiguous_strides(exponent.sizes()),
+    };
     Ok(MetaOutput {
-        strides: contiguous_strides(exponent.sizes()),
+        strides,
         sizes: exponent.sizes().into(),
         dtype,
         device: exponent.device(),
