@@ -95,22 +95,25 @@ pub struct LayerOptions {
     /// for .dot.
     #[arg(long, value_name = "FILE.json|FILE.dot")]
     pub trace_graph: Option<PathBuf>,
-    /// With --trace-graph: the traced step runs functionalized (`make_fx(functionalize(step))`):
-    /// the graph has no in-place or out= operator but the final `copy_` of each parameter and
-    /// optimizer buffer the step updates, and views as their `*_copy` operators.
-    #[arg(long, requires = "trace_graph")]
+    /// Every training step runs functionalized (`functionalize(step)`): the layers below see
+    /// no in-place or out= operator but the final `copy_` of each parameter and optimizer
+    /// buffer the step updates, and views as their `*_copy` operators; the graph
+    /// `--trace-graph` writes (`make_fx(functionalize(step))`) and the graphs the lazy device
+    /// runs are functional.
+    #[arg(long)]
     pub functionalize: bool,
 }
 
-/// The functionalization of a traced training step (`--trace-graph FILE --functionalize`):
-/// captured parameters and buffers lifted on their first write, written back by
-/// [`FunctionalStep::finish`] (Note [Captured state] in switchboard-functionalize).
+/// The functionalization of a training step (`--functionalize`): captured parameters and
+/// buffers lifted on their first write, written back by [`FunctionalStep::finish`] (Note
+/// [Captured state] in switchboard-functionalize).
 pub struct FunctionalStep(FunctionalizeGuard);
 
 impl FunctionalStep {
-    /// Starts functionalizing if `options.functionalize` and this step is traced.
-    pub fn start(options: &LayerOptions, traced: bool) -> Option<FunctionalStep> {
-        (options.functionalize && traced)
+    /// Starts functionalizing the step if `options.functionalize`.
+    pub fn start(options: &LayerOptions) -> Option<FunctionalStep> {
+        options
+            .functionalize
             .then(|| FunctionalStep(FunctionalizeGuard::lifting(Remove::MutationsAndViews)))
     }
 

@@ -477,8 +477,7 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                     &[&xb, &yb],
                     &inputs,
                 )?;
-                let functional =
-                    crate::layers::FunctionalStep::start(&cfg.layers, traced.is_some());
+                let functional = crate::layers::FunctionalStep::start(&cfg.layers);
                 let region = crate::layers::autocast_region(cfg.layers.autocast, cfg.device)?;
                 let logits = model.forward(&xb)?;
                 let loss = parallel.loss(&logits, &yb, global_batch.len())?;
