@@ -95,11 +95,11 @@ pub struct LayerOptions {
     /// for .dot.
     #[arg(long, value_name = "FILE.json|FILE.dot")]
     pub trace_graph: Option<PathBuf>,
-    /// Every training step runs functionalized (`functionalize(step)`): the layers below see
-    /// no in-place or out= operator but the final `copy_` of each parameter and optimizer
-    /// buffer the step updates, and views as their `*_copy` operators; the graph
-    /// `--trace-graph` writes (`make_fx(functionalize(step))`) and the graphs the lazy device
-    /// runs are functional.
+    /// Every training step runs functionalized (`functionalize(step)`): the forward and the
+    /// optimizer call no in-place or out= operator, views become their `*_copy` operators, and
+    /// each parameter and optimizer buffer the step updates is written back (`copy_`) at the
+    /// end; so in the graph `--trace-graph` writes (`make_fx(functionalize(step))`) and in
+    /// the graphs the lazy device captures.
     #[arg(long)]
     pub functionalize: bool,
 }
