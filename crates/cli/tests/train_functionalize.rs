@@ -3,11 +3,14 @@
 //! captures have no in-place or out= operator but the final `copy_` of each parameter the
 //! step updates; training goes on as without it.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
+/// One epoch of `switchboard train` with `extra` arguments; (exit code, stdout, stderr).
+fn train(extra: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
+        .args(["train", "--epochs", "1", "--no-progress", "--no-summary"])
+        .args(extra)
         .output()
         .unwrap();
     (
@@ -17,23 +20,62 @@ fn run(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
-#[test]
-fn the_functionalized_training_step_writes_only_its_parameters_at_the_end() {
-    let dir = std::env::temp_dir().join(format!("switchboard-train-func-{}", std::process::id()));
+/// Trains with `extra` and `--functionalize`, then without it, writing the graph to a fresh
+/// file with `graph_flag`; the graph of the functionalized run, and the graph of the plain
+/// one. Both runs must succeed with the same final accuracy: the functional program computes
+/// what the eager one does.
+fn functionalized_and_plain(
+    graph_flag: &str,
+    extra: &[&str],
+) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let dir: PathBuf = std::env::temp_dir().join(format!(
+        "switchboard-train-func-{}{graph_flag}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("step.json");
     let path_s = path.display().to_string();
-    let common = [
-        "train",
-        "--epochs",
-        "1",
-        "--no-progress",
-        "--no-summary",
-        "--trace-graph",
-    ];
-    let (code, stdout, stderr) = run(&[&common[..], &[&path_s, "--functionalize"]].concat());
+    let args = [extra, &[graph_flag, &path_s]].concat();
+    let (code, functional, stderr) = train(&[&args[..], &["--functionalize"]].concat());
     assert_eq!(code, Some(0), "{stderr}");
-    let ops = graph_ops(&path);
+    let functional_graph = graph_nodes(&path);
+    let (code, plain, stderr) = train(&args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let plain_graph = graph_nodes(&path);
+    let accuracy = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("final test accuracy"))
+            .map(|l| l.split(", ").next().unwrap().to_owned())
+    };
+    assert!(accuracy(&plain).is_some(), "{plain}");
+    assert_eq!(accuracy(&functional), accuracy(&plain));
+    let _ = std::fs::remove_dir_all(&dir);
+    (functional_graph, plain_graph)
+}
+
+/// The nodes of a graph JSON file, in order.
+fn graph_nodes(path: &Path) -> Vec<serde_json::Value> {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    json["nodes"].as_array().unwrap().clone()
+}
+
+/// A node's operator.
+fn op(node: &serde_json::Value) -> String {
+    node["op"].as_str().unwrap().to_owned()
+}
+
+/// Whether `op` writes an argument (an overload name with `_` or `out`).
+fn writes(op: &str) -> bool {
+    let name = op.trim_start_matches("aten::");
+    let (base, overload) = name.split_once('.').unwrap_or((name, ""));
+    base.ends_with('_') || overload.contains("out")
+}
+
+#[test]
+fn the_functionalized_training_step_writes_only_its_parameters_at_the_end() {
+    let (graph, _) = functionalized_and_plain("--trace-graph", &[]);
+    let ops: Vec<String> = graph.iter().map(op).collect();
     let first_copy = ops.iter().position(|o| o == "aten::copy_").unwrap();
     let (body, tail) = ops.split_at(first_copy);
     // No operator of the body writes an argument.
@@ -53,114 +95,43 @@ fn the_functionalized_training_step_writes_only_its_parameters_at_the_end() {
         ["aten::add.Tensor", "aten::clone", "aten::add.Tensor"].repeat(4)
     );
     assert_eq!(tail, ["aten::copy_"; 4]);
-    // Training itself is unchanged: the same accuracy as without --functionalize.
-    let accuracy = |s: &str| {
-        s.lines()
-            .find(|l| l.starts_with("final test accuracy"))
-            .map(str::to_owned)
-    };
-    let (code, plain, stderr) = run(&[&common[..], &[&path_s]].concat());
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(
-        accuracy(&stdout).map(|l| l.split(", ").next().unwrap().to_owned()),
-        accuracy(&plain).map(|l| l.split(", ").next().unwrap().to_owned())
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// The nodes of a graph JSON file, in order.
-fn graph_nodes(path: &std::path::Path) -> Vec<serde_json::Value> {
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    json["nodes"].as_array().unwrap().clone()
-}
-
-/// The operators of a graph JSON file, in order.
-fn graph_ops(path: &std::path::Path) -> Vec<String> {
-    graph_nodes(path)
-        .iter()
-        .map(|n| n["op"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// Whether `op` writes an argument (an overload name with `_` or `out`).
-fn writes(op: &str) -> bool {
-    let name = op.trim_start_matches("aten::");
-    let (base, overload) = name.split_once('.').unwrap_or((name, ""));
-    base.ends_with('_') || overload.contains("out")
 }
 
 #[test]
 fn the_lazy_backend_captures_functionalized_training_steps() {
-    let dir = std::env::temp_dir().join(format!("switchboard-lazy-func-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("step.json");
-    let path_s = path.display().to_string();
-    let common = [
-        "train",
-        "--epochs",
-        "1",
-        "--no-progress",
-        "--no-summary",
-        "--device",
-        "lazy",
-        "--graph-out",
-        &path_s,
-    ];
-    let (code, stdout, stderr) = run(&[&common[..], &["--functionalize"]].concat());
-    assert_eq!(code, Some(0), "{stderr}");
-    let nodes = graph_nodes(&path);
-    let op = |n: &serde_json::Value| n["op"].as_str().unwrap().to_owned();
+    let (nodes, plain) = functionalized_and_plain("--graph-out", &["--device", "lazy"]);
+    let ops: Vec<String> = nodes.iter().map(op).collect();
     // The graph starts with the copies that put the data and the model on the device
     // (`empty_strided` + `copy_`), and ends with the write-back of each parameter the step
     // updated.
-    let setup = nodes
+    let setup = ops
         .iter()
-        .position(|n| !["aten::empty_strided", "aten::copy_"].contains(&op(n).as_str()))
+        .position(|o| o != "aten::empty_strided" && o != "aten::copy_")
         .unwrap();
     let first_copy = setup
-        + nodes[setup..]
+        + ops[setup..]
             .iter()
-            .position(|n| op(n) == "aten::copy_")
+            .position(|o| o == "aten::copy_")
             .unwrap();
     let (body, tail) = nodes[setup..].split_at(first_copy - setup);
-    let tail: Vec<String> = tail.iter().map(op).collect();
-    assert_eq!(
-        tail,
-        ["aten::copy_"; 4],
-        "{:?}",
-        nodes.iter().map(op).collect::<Vec<_>>()
-    );
+    assert_eq!(ops[first_copy..], ["aten::copy_"; 4], "{ops:?}");
+    assert_eq!(tail.len(), 4);
     // In between, the optimizer's updates are functional: the only write left is backward's
     // seed, a `fill_` of a tensor the step itself made (autograd runs on the values, below
     // functionalization: Note [Functionalization above autograd]).
-    let written: Vec<(String, String)> = body
-        .iter()
-        .filter(|n| writes(&op(n)))
-        .map(|n| (op(n), n["inputs"][0]["value"].as_str().unwrap().to_owned()))
-        .collect();
-    let made_here = |name: &str| {
+    let made_here = |name: &serde_json::Value| {
         body.iter()
-            .any(|n| n["name"] == name && op(n) == "aten::empty_strided")
+            .any(|n| &n["name"] == name && op(n) == "aten::empty_strided")
     };
-    assert!(
-        written.iter().all(|(_, target)| made_here(target)),
-        "{written:?} in {:?}",
-        body.iter().map(op).collect::<Vec<_>>()
-    );
-    assert!(body.iter().any(|n| op(n) == "aten::addmm"));
-    // Without --functionalize the lazy graph keeps the optimizer's writes as they are.
-    let (code, plain, stderr) = run(&common);
-    assert_eq!(code, Some(0), "{stderr}");
-    let eager_writes = graph_ops(&path).into_iter().filter(|o| writes(o)).count();
-    assert!(eager_writes > 4, "{:?}", graph_ops(&path));
-    // Training is the same: the functional program computes what the eager one does.
-    let accuracy = |s: &str| {
-        s.lines()
-            .find(|l| l.starts_with("final test accuracy"))
-            .map(|l| l.split(", ").next().unwrap().to_owned())
-    };
-    assert_eq!(accuracy(&stdout), accuracy(&plain));
-    assert!(accuracy(&plain).is_some(), "{plain}");
-    let _ = std::fs::remove_dir_all(&dir);
+    let written: Vec<&serde_json::Value> = body
+        .iter()
+        .filter(|n| writes(&op(n)) && !made_here(&n["inputs"][0]["value"]))
+        .collect();
+    assert!(written.is_empty(), "{written:?} in {ops:?}");
+    assert!(ops.iter().any(|o| o == "aten::addmm"), "{ops:?}");
+    // Without --functionalize the lazy graph keeps the optimizer's writes of the parameters
+    // (`p.add_(buf, alpha=-lr)`).
+    let plain: Vec<String> = plain.iter().map(op).collect();
+    let updates = plain.iter().filter(|o| *o == "aten::add_.Tensor").count();
+    assert_eq!(updates, 4, "{plain:?}");
 }
