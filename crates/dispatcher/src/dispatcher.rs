@@ -46,6 +46,9 @@ pub(crate) struct Registry {
     base: BaseTable,
     /// Namespaces with a DEF library, and where it was created.
     pub(crate) def_libraries: HashMap<String, String>,
+    /// The functional counterparts found by name (`None`: none), forgotten whenever a schema
+    /// is defined or removed (Note [Functional counterparts remembered]).
+    pub(crate) functional_counterparts: HashMap<OperatorName, Option<OperatorHandle>>,
 }
 
 impl Registry {
@@ -124,6 +127,7 @@ impl Dispatcher {
                     base: BaseTable::compute(&fallbacks, &missing),
                     fallbacks,
                     def_libraries: HashMap::new(),
+                    functional_counterparts: HashMap::new(),
                 }),
                 shared: Arc::new(SharedKernels {
                     missing,
@@ -303,6 +307,7 @@ impl Dispatcher {
             tags: tags.into_boxed_slice(),
             fitting_signature: AtomicU64::new(0),
         }));
+        reg.functional_counterparts.clear();
         state.def_count += 1;
         state.def_and_impl_count += 1;
         drop(state);
@@ -434,6 +439,7 @@ impl Dispatcher {
                 state.def_and_impl_count -= 1;
                 if state.def_count == 0 {
                     entry.set_schema(None);
+                    reg.functional_counterparts.clear();
                 }
                 Self::cleanup(&mut reg, &entry, &mut state);
             }

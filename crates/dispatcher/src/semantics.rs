@@ -5,8 +5,11 @@
 use switchboard_keys::DispatchKey;
 use switchboard_schema::{Argument, FunctionSchema, Tag, Type};
 
+use std::sync::Arc;
+
+use crate::dispatcher::Registry;
 use crate::table::Resolver;
-use crate::{Dispatcher, KernelKind, OperatorHandle, Provenance};
+use crate::{Dispatcher, KernelKind, OperatorHandle, Provenance, SchemaRecord};
 
 // Note [One home for an operator's facts]
 // Aliasing, mutation, the kind of an overload, purity, randomness and a data-dependent output
@@ -260,6 +263,13 @@ pub(crate) fn functional_base_names(kind: SchemaKind, base: &str) -> Vec<String>
 /// (`full.out` vs `full`), and torchgen's `Arguments.signature()` drops them.
 const TENSOR_OPTIONS: &[&str] = &["dtype", "layout", "device", "pin_memory"];
 
+// Note [Functional counterparts remembered]
+// An in-place or out= overload's functional counterpart is found by name among every operator
+// defined (it may be defined after the overload, or by another library), a search over the
+// whole registry. Functionalization asks for it on every write it removes, so the registry
+// remembers the answers, and forgets them all whenever a schema is defined or removed: an
+// answer is searched again only when the set of schemas may have changed.
+
 /// Whether `candidate` (a functional overload) is the functional counterpart of `schema` (of
 /// `kind`): torchgen's `FunctionSchema.signature()` equality, i.e. the same arguments by name
 /// and type once the out= and TensorOptions arguments are dropped, and as many returns (alias
@@ -326,6 +336,25 @@ impl Dispatcher {
     /// operator without a schema, or when no counterpart is defined.
     pub fn functional_counterpart(&self, op: &OperatorHandle) -> Option<OperatorHandle> {
         let record = op.schema()?;
+        if record.semantics.kind == SchemaKind::Functional {
+            return None;
+        }
+        let mut reg = self.registry();
+        if let Some(found) = reg.functional_counterparts.get(op.name()) {
+            return found.clone();
+        }
+        let found = Self::find_functional_counterpart(&reg, &record);
+        reg.functional_counterparts
+            .insert(op.name().clone(), found.clone());
+        found
+    }
+
+    /// [`functional_counterpart`](Self::functional_counterpart), searched among the operators
+    /// defined now.
+    fn find_functional_counterpart(
+        reg: &Registry,
+        record: &SchemaRecord,
+    ) -> Option<OperatorHandle> {
         let schema = &record.schema;
         let kind = record.semantics.kind;
         let names: Vec<String> = functional_base_names(kind, schema.base_name())
@@ -338,16 +367,16 @@ impl Dispatcher {
         if names.is_empty() {
             return None;
         }
-        self.list_operators()
+        Self::entries_in_creation_order(reg)
             .into_iter()
-            .filter(|name| names.iter().any(|n| n == name.name()))
-            .filter_map(|name| self.find_op(&name))
-            .find(|candidate| {
-                candidate.schema().is_some_and(|c| {
+            .filter(|entry| names.iter().any(|n| n == entry.name().name()))
+            .find(|entry| {
+                entry.schema().is_some_and(|c| {
                     c.semantics.kind == SchemaKind::Functional
                         && is_functional_counterpart(schema, kind, &c.schema)
                 })
             })
+            .map(|entry| OperatorHandle(Arc::clone(entry)))
     }
 
     /// Where the kernel `op` runs for runtime key `key` comes from, and what kind of kernel

@@ -186,6 +186,27 @@ fn functional_counterpart_by_torchgen_rules() {
         .ptr_eq(&bn_functional));
 }
 
+#[test]
+fn a_remembered_counterpart_goes_with_its_schema() {
+    // Note [Functional counterparts remembered]: the answer is kept until a schema is defined
+    // or removed.
+    let d = Dispatcher::new();
+    let mut lib = Library::new(&d, LibraryKind::Def, "myops", None).unwrap();
+    lib.def("relu_(Tensor(a!) self) -> Tensor(a!)").unwrap();
+    let inplace = d.find_op(&name("myops::relu_")).unwrap();
+    let mut fragment = Library::new(&d, LibraryKind::Fragment, "myops", None).unwrap();
+    fragment.def("relu(Tensor self) -> Tensor").unwrap();
+    let functional = d.find_op(&name("myops::relu")).unwrap();
+    for _ in 0..2 {
+        assert!(d
+            .functional_counterpart(&inplace)
+            .unwrap()
+            .ptr_eq(&functional));
+    }
+    drop(fragment);
+    assert!(d.functional_counterpart(&inplace).is_none());
+}
+
 fn identity(x: &switchboard_tensor::Tensor) -> crate::Result<switchboard_tensor::Tensor> {
     Ok(x.clone())
 }
