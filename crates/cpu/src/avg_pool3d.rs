@@ -10,7 +10,7 @@ use switchboard_tensor::{RawOps, ScalarType, Tensor};
 use crate::avg_pool::{for_each_plane, Averaging, WindowArgs};
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::dispatch_floating_types;
-use crate::error::{check_cpu, invalid, Result};
+use crate::error::{check_cpu, Result};
 use crate::pool::saturated_usize;
 use crate::structured_output::{compute_contiguous, structured_output};
 
@@ -257,14 +257,8 @@ fn avg_pool3d_backward_impl(
     let go = grad_output.contiguous()?;
     compute_contiguous(&result, &[grad_output, self_], |dense| {
         dispatch_avg_pool3d_types!(dtype, "avg_pool3d_backward_out_frame", T => {
-            // PyTorch reads `grad_output` as the input's element type (`data_ptr<scalar_t>`).
-            if go.dtype() != dtype {
-                return Err(invalid(format!(
-                    "expected scalar type {} but found {}",
-                    dtype.c10_name(),
-                    go.dtype().c10_name()
-                )));
-            }
+            // A `grad_output` of another dtype fails to be read as `T`, with PyTorch's
+            // `data_ptr<scalar_t>` message.
             avg_pool3d_backward_planes::<T>(&go.data::<T>()?, &mut dense.data_mut::<T>()?, &g, count_include_pad, divisor_override);
             Ok(())
         })
