@@ -44,166 +44,46 @@ fn options<'a>(
     }
 }
 
+/// `avg_pool3d_backward` of gradient `g` and input `x` by a 2-wide window.
+fn backward(
+    d: Device,
+    [g, x]: [&[i64]; 2],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    ops::avg_pool3d_backward(
+        &f(d, g),
+        &f(d, x),
+        &[2],
+        stride,
+        padding,
+        ceil_mode,
+        true,
+        divisor_override,
+    )
+}
+
 /// `(name, call, sizes, strides, dtype)` as torch 2.15 gives them.
+#[rustfmt::skip]
 const CASES: &[DeviceCase] = &[
-    (
-        "avg_pool3d of channels_last_3d is contiguous",
-        |d| ops::avg_pool3d(&channels_last_3d(d, &[2, 3, 4, 5, 6]), &[2]),
-        &[2, 3, 2, 2, 3],
-        &[36, 12, 6, 3, 1],
-        S::Float,
-    ),
-    (
-        "avg_pool3d ceil_mode with padding",
-        |d| {
-            ops::avg_pool3d_with(
-                &f(d, &[1, 3, 5, 5, 6]),
-                &[2],
-                options(&[2], &[1], true, true, None),
-            )
-        },
-        &[1, 3, 3, 3, 4],
-        &[108, 36, 12, 4, 1],
-        S::Float,
-    ),
-    (
-        "avg_pool3d of a 4-d input, ceil_mode, padding not counted",
-        |d| {
-            let o = options(&[2, 2, 3], &[1, 0, 1], true, false, None);
-            ops::avg_pool3d_with(&f(d, &[3, 5, 7, 6]), &[3, 2, 2], o)
-        },
-        &[3, 3, 4, 3],
-        &[36, 12, 3, 1],
-        S::Float,
-    ),
-    (
-        "avg_pool3d of Long with divisor_override",
-        |d| {
-            ops::avg_pool3d_with(
-                &on(d, &[3, 4, 4, 4], S::Long),
-                &[2],
-                options(&[1], &[0], false, true, Some(3)),
-            )
-        },
-        &[3, 3, 3, 3],
-        &[27, 9, 3, 1],
-        S::Long,
-    ),
-    (
-        "avg_pool3d of a transposed double tensor",
-        |d| ops::avg_pool3d(&on(d, &[2, 3, 4, 5, 6], S::Double).transpose(2, 4)?, &[2]),
-        &[2, 3, 3, 2, 2],
-        &[36, 12, 4, 2, 1],
-        S::Double,
-    ),
-    (
-        "avg_pool3d of an empty batch",
-        |d| ops::avg_pool3d(&f(d, &[0, 3, 4, 5, 6]), &[2]),
-        &[0, 3, 2, 2, 3],
-        &[36, 12, 6, 3, 1],
-        S::Float,
-    ),
-    (
-        "avg_pool3d.out of channels_last_3d",
-        |d| ops::avg_pool3d_out(&channels_last_3d(d, &[2, 3, 4, 5, 6]), &[2], &f(d, &[0])),
-        &[2, 3, 2, 2, 3],
-        &[36, 12, 6, 3, 1],
-        S::Float,
-    ),
-    (
-        "avg_pool3d_backward of channels_last_3d is contiguous",
-        |d| {
-            let x = channels_last_3d(d, &[2, 3, 4, 5, 6]);
-            ops::avg_pool3d_backward(
-                &f(d, &[2, 3, 2, 2, 3]),
-                &x,
-                &[2],
-                &[],
-                &[0],
-                false,
-                true,
-                None,
-            )
-        },
-        &[2, 3, 4, 5, 6],
-        &[360, 120, 30, 6, 1],
-        S::Float,
-    ),
-    (
-        "avg_pool3d_backward of a 4-d input with ceil_mode",
-        |d| {
-            ops::avg_pool3d_backward(
-                &f(d, &[3, 3, 3, 4]),
-                &f(d, &[3, 5, 5, 6]),
-                &[2],
-                &[2],
-                &[1],
-                true,
-                true,
-                None,
-            )
-        },
-        &[3, 5, 5, 6],
-        &[150, 30, 6, 1],
-        S::Float,
-    ),
-    (
-        "avg_pool3d_backward.grad_input resized",
-        |d| {
-            let (g, x) = (f(d, &[2, 3, 2, 2, 3]), f(d, &[2, 3, 4, 5, 6]));
-            ops::avg_pool3d_backward_grad_input(
-                &g,
-                &x,
-                &[2],
-                &[],
-                &[0],
-                false,
-                true,
-                None,
-                &f(d, &[0]),
-            )
-        },
-        &[2, 3, 4, 5, 6],
-        &[360, 120, 30, 6, 1],
-        S::Float,
-    ),
-    (
-        "avg_pool3d_backward does not check the batch size",
-        |d| {
-            ops::avg_pool3d_backward(
-                &f(d, &[3, 3, 2, 2, 3]),
-                &f(d, &[2, 3, 4, 5, 6]),
-                &[2],
-                &[2],
-                &[0],
-                false,
-                true,
-                None,
-            )
-        },
-        &[2, 3, 4, 5, 6],
-        &[360, 120, 30, 6, 1],
-        S::Float,
-    ),
+    ("avg_pool3d of channels_last_3d is contiguous", |d| ops::avg_pool3d(&channels_last_3d(d, &[2, 3, 4, 5, 6]), &[2]), &[2, 3, 2, 2, 3], &[36, 12, 6, 3, 1], S::Float),
+    ("avg_pool3d ceil_mode with padding", |d| ops::avg_pool3d_with(&f(d, &[1, 3, 5, 5, 6]), &[2], options(&[2], &[1], true, true, None)), &[1, 3, 3, 3, 4], &[108, 36, 12, 4, 1], S::Float),
+    ("avg_pool3d of a 4-d input, ceil_mode, padding not counted", |d| ops::avg_pool3d_with(&f(d, &[3, 5, 7, 6]), &[3, 2, 2], options(&[2, 2, 3], &[1, 0, 1], true, false, None)), &[3, 3, 4, 3], &[36, 12, 3, 1], S::Float),
+    ("avg_pool3d of Long with divisor_override", |d| ops::avg_pool3d_with(&on(d, &[3, 4, 4, 4], S::Long), &[2], options(&[1], &[0], false, true, Some(3))), &[3, 3, 3, 3], &[27, 9, 3, 1], S::Long),
+    ("avg_pool3d of a transposed double tensor", |d| ops::avg_pool3d(&on(d, &[2, 3, 4, 5, 6], S::Double).transpose(2, 4)?, &[2]), &[2, 3, 3, 2, 2], &[36, 12, 4, 2, 1], S::Double),
+    ("avg_pool3d of an empty batch", |d| ops::avg_pool3d(&f(d, &[0, 3, 4, 5, 6]), &[2]), &[0, 3, 2, 2, 3], &[36, 12, 6, 3, 1], S::Float),
+    ("avg_pool3d.out of channels_last_3d", |d| ops::avg_pool3d_out(&channels_last_3d(d, &[2, 3, 4, 5, 6]), &[2], &f(d, &[0])), &[2, 3, 2, 2, 3], &[36, 12, 6, 3, 1], S::Float),
+    ("avg_pool3d_backward of channels_last_3d is contiguous", |d| ops::avg_pool3d_backward(&f(d, &[2, 3, 2, 2, 3]), &channels_last_3d(d, &[2, 3, 4, 5, 6]), &[2], &[], &[0], false, true, None), &[2, 3, 4, 5, 6], &[360, 120, 30, 6, 1], S::Float),
+    ("avg_pool3d_backward of a 4-d input with ceil_mode", |d| backward(d, [&[3, 3, 3, 4], &[3, 5, 5, 6]], &[2], &[1], true, None), &[3, 5, 5, 6], &[150, 30, 6, 1], S::Float),
+    ("avg_pool3d_backward.grad_input resized", |d| ops::avg_pool3d_backward_grad_input(&f(d, &[2, 3, 2, 2, 3]), &f(d, &[2, 3, 4, 5, 6]), &[2], &[], &[0], false, true, None, &f(d, &[0])), &[2, 3, 4, 5, 6], &[360, 120, 30, 6, 1], S::Float),
+    ("avg_pool3d_backward does not check the batch size", |d| backward(d, [&[3, 3, 2, 2, 3], &[2, 3, 4, 5, 6]], &[2], &[0], false, None), &[2, 3, 4, 5, 6], &[360, 120, 30, 6, 1], S::Float),
 ];
 
 #[test]
 fn geometry_as_pytorch_on_meta_and_cpu() {
     common::assert_geometry_on_meta_and_cpu(CASES);
-}
-
-/// The backward of `x` (`[2, 3, 4, 5, 6]`) by a 2-wide window, with gradient `g`.
-fn backward_of(d: Device, g: &[i64], x: &[i64], divisor_override: Option<i64>) -> Result<Tensor> {
-    ops::avg_pool3d_backward(
-        &f(d, g),
-        &f(d, x),
-        &[2],
-        &[],
-        &[0],
-        false,
-        true,
-        divisor_override,
-    )
 }
 
 /// PyTorch 2.15's messages (its meta functions' checks), on Meta and on the CPU.
@@ -223,13 +103,13 @@ const ERRORS: &[ErrorCase] = &[
     ("input smaller than the kernel", |d| ops::avg_pool3d(&f(d, &[1, 3, 1, 5, 6]), &[2]), "input image (T: 1 H: 5 W: 6) smaller than kernel size (kT: 2 kH: 2 kW: 2)"),
     ("empty channels", |d| ops::avg_pool3d(&f(d, &[2, 0, 4, 5, 6]), &[2]), "avg_pool3d(): Expected input to have non-zero size for non-batch dimensions, but input has sizes [2, 0, 4, 5, 6] with dimension 1 being empty"),
     ("out of another dtype", |d| ops::avg_pool3d_out(&f(d, &[2, 3, 4, 5, 6]), &[2], &on(d, &[0], S::Double)), "Expected out tensor to have dtype float, but got double instead"),
-    ("backward of empty channels", |d| backward_of(d, &[2, 0, 2, 2, 3], &[2, 0, 4, 5, 6], None), "avg_pool3d_backward(): Expected input to have non-zero size for non-batch dimensions, but input has sizes [2, 0, 4, 5, 6] with dimension 1 being empty"),
-    ("backward input smaller than the kernel", |d| backward_of(d, &[2, 3, 2, 2, 3], &[2, 3, 1, 5, 6], None), "input image (T: 1 H: 5 W: 6) smaller than kernel size (kT: 2 kH: 2 kW: 2)"),
-    ("backward of a 3-d input", |d| backward_of(d, &[2, 3, 2], &[3, 5, 6], None), "non-empty 4D or 5D (batch mode) tensor expected for input"),
-    ("backward divisor_override 0", |d| backward_of(d, &[2, 3, 2, 2, 3], &[2, 3, 4, 5, 6], Some(0)), "divisor must be not zero"),
-    ("backward gradient width", |d| backward_of(d, &[2, 3, 2, 2, 4], &[2, 3, 4, 5, 6], None), "Expected a tensor of dimension 5 and tensor.size[4] == 3 but got: dimension 5 and tensor.size[4] = 4"),
-    ("backward gradient channels", |d| backward_of(d, &[2, 4, 2, 2, 3], &[2, 3, 4, 5, 6], None), "Expected a tensor of dimension 5 and tensor.size[1] == 3 but got: dimension 5 and tensor.size[1] = 4"),
-    ("backward gradient rank", |d| backward_of(d, &[3, 2, 2, 3], &[2, 3, 4, 5, 6], None), "Expected a tensor of dimension 5 and tensor.size[1] == 3 but got: dimension 4 and tensor.size[1] = 2"),
+    ("backward of empty channels", |d| backward(d, [&[2, 0, 2, 2, 3], &[2, 0, 4, 5, 6]], &[], &[0], false, None), "avg_pool3d_backward(): Expected input to have non-zero size for non-batch dimensions, but input has sizes [2, 0, 4, 5, 6] with dimension 1 being empty"),
+    ("backward input smaller than the kernel", |d| backward(d, [&[2, 3, 2, 2, 3], &[2, 3, 1, 5, 6]], &[], &[0], false, None), "input image (T: 1 H: 5 W: 6) smaller than kernel size (kT: 2 kH: 2 kW: 2)"),
+    ("backward of a 3-d input", |d| backward(d, [&[2, 3, 2], &[3, 5, 6]], &[], &[0], false, None), "non-empty 4D or 5D (batch mode) tensor expected for input"),
+    ("backward divisor_override 0", |d| backward(d, [&[2, 3, 2, 2, 3], &[2, 3, 4, 5, 6]], &[], &[0], false, Some(0)), "divisor must be not zero"),
+    ("backward gradient width", |d| backward(d, [&[2, 3, 2, 2, 4], &[2, 3, 4, 5, 6]], &[], &[0], false, None), "Expected a tensor of dimension 5 and tensor.size[4] == 3 but got: dimension 5 and tensor.size[4] = 4"),
+    ("backward gradient channels", |d| backward(d, [&[2, 4, 2, 2, 3], &[2, 3, 4, 5, 6]], &[], &[0], false, None), "Expected a tensor of dimension 5 and tensor.size[1] == 3 but got: dimension 5 and tensor.size[1] = 4"),
+    ("backward gradient rank", |d| backward(d, [&[3, 2, 2, 3], &[2, 3, 4, 5, 6]], &[], &[0], false, None), "Expected a tensor of dimension 5 and tensor.size[1] == 3 but got: dimension 4 and tensor.size[1] = 2"),
     ("backward grad_input of another dtype", |d| ops::avg_pool3d_backward_grad_input(&f(d, &[2, 3, 2, 2, 3]), &f(d, &[2, 3, 4, 5, 6]), &[2], &[], &[0], false, true, None, &on(d, &[0], S::Double)), "Expected out tensor to have dtype float, but got double instead"),
 ];
 
