@@ -14,6 +14,9 @@ use crate::model::{snake, NativeFunction, StructuredForm, StructuredKind};
 // - in-place: `NAME(args, Some(self))`, then `check_inplace(self, &meta)`, and `self` returned;
 // - out=: `NAME(args, Some(out))`, then `resize_out(out, &meta)` (dtype and device checks,
 //   resize with PyTorch's warning, restride), the resized `out` returned.
+// The glue reads the outputs of the meta function's result through `MetaResult::into_outputs`,
+// so that a meta function may also return values its CPU kernel reuses (Note [Precomputed
+// values] in switchboard-ops).
 // A family of several outputs (`nll_loss_forward`'s `output` and `total_weight`,
 // `max_pool2d_with_indices`'s values and indices) has a meta function taking
 // `Option<[&Tensor; N]>` and returning `[MetaOutput; N]`; each output is allocated or resized
@@ -155,31 +158,35 @@ fn is_inplace(f: &NativeFunction) -> bool {
 /// function taking `Option<[&Tensor; N]>` and returning `[MetaOutput; N]`.
 pub(crate) fn meta_glue(form: &StructuredForm, names: &[&str]) -> String {
     let meta = format!("switchboard_ops::structured::{}", form.meta);
+    // The outputs of the meta function's result (Note [Precomputed values] in switchboard-ops).
+    let outputs = |args: String| {
+        format!("switchboard_ops::structured::MetaResult::into_outputs({meta}({args})?)")
+    };
     let n = form.outputs;
     let metas: Vec<String> = (0..n).map(|i| format!("meta{i}")).collect();
     match (form.kind, n) {
         (StructuredKind::Functional, 1) => {
-            format!("    Ok({meta}({}, None)?.allocate()?)", names.join(", "))
+            format!("    Ok({}.allocate()?)", outputs(format!("{}, None", names.join(", "))))
         }
         (StructuredKind::Functional, _) => {
             let allocated: Vec<String> = metas.iter().map(|m| format!("{m}.allocate()?")).collect();
             format!(
-                "    let [{}] = {meta}({}, None)?;\n    Ok(({}))",
+                "    let [{}] = {};\n    Ok(({}))",
                 metas.join(", "),
-                names.join(", "),
+                outputs(format!("{}, None", names.join(", "))),
                 allocated.join(", ")
             )
         }
         (StructuredKind::Inplace, _) => format!(
-            "    let meta = {meta}({}, Some({}))?;\n    switchboard_ops::structured::check_inplace({1}, &meta)?;\n    Ok({1}.clone())",
-            names.join(", "),
+            "    let meta = {};\n    switchboard_ops::structured::check_inplace({1}, &meta)?;\n    Ok({1}.clone())",
+            outputs(format!("{}, Some({})", names.join(", "), names[0])),
             names[0]
         ),
         (StructuredKind::Out, 1) => {
             let (out, inputs) = names.split_last().expect("an out= overload has an out argument");
             format!(
-                "    let meta = {meta}({}, Some({out}))?;\n    Ok(switchboard_ops::structured::resize_out({out}, &meta)?)",
-                inputs.join(", ")
+                "    let meta = {};\n    Ok(switchboard_ops::structured::resize_out({out}, &meta)?)",
+                outputs(format!("{}, Some({out})", inputs.join(", ")))
             )
         }
         (StructuredKind::Out, _) => {
@@ -190,10 +197,9 @@ pub(crate) fn meta_glue(form: &StructuredForm, names: &[&str]) -> String {
                 .map(|(o, m)| format!("switchboard_ops::structured::resize_out({o}, &{m})?"))
                 .collect();
             format!(
-                "    let [{}] = {meta}({}, Some([{}]))?;\n    Ok(({}))",
+                "    let [{}] = {};\n    Ok(({}))",
                 metas.join(", "),
-                inputs.join(", "),
-                outs.join(", "),
+                outputs(format!("{}, Some([{}])", inputs.join(", "), outs.join(", "))),
                 resized.join(", ")
             )
         }
@@ -253,8 +259,8 @@ mod tests {
         let f = parse_yaml(family).unwrap();
         assert_eq!(f[0].structured_form.as_ref().unwrap().outputs, 2);
         let code = crate::backend(&f, "Meta", "switchboard_cpu", "switchboard_cpu").unwrap();
-        assert!(code.contains("let [meta0, meta1] = switchboard_ops::structured::nll_loss_forward(self_, target, weight, reduction, ignore_index, None)?;\n    Ok((meta0.allocate()?, meta1.allocate()?))"), "{code}");
-        assert!(code.contains("nll_loss_forward(self_, target, weight, reduction, ignore_index, Some([output, total_weight]))?;\n    Ok((switchboard_ops::structured::resize_out(output, &meta0)?, switchboard_ops::structured::resize_out(total_weight, &meta1)?))"), "{code}");
+        assert!(code.contains("let [meta0, meta1] = switchboard_ops::structured::MetaResult::into_outputs(switchboard_ops::structured::nll_loss_forward(self_, target, weight, reduction, ignore_index, None)?);\n    Ok((meta0.allocate()?, meta1.allocate()?))"), "{code}");
+        assert!(code.contains("nll_loss_forward(self_, target, weight, reduction, ignore_index, Some([output, total_weight]))?);\n    Ok((switchboard_ops::structured::resize_out(output, &meta0)?, switchboard_ops::structured::resize_out(total_weight, &meta1)?))"), "{code}");
         let mismatched = family.replace(
             ", Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))",
             ") -> (Tensor(a!), Tensor(b!))",
@@ -275,7 +281,7 @@ mod tests {
         let f = parse_yaml(entry).unwrap();
         assert!(f[0].structured_form.is_none());
         let code = crate::backend(&f, "Meta", "switchboard_cpu", "switchboard_cpu").unwrap();
-        assert!(code.contains("let [meta0, meta1] = switchboard_ops::structured::nll_loss2d_forward(self_, target, weight, reduction, ignore_index, None)?;\n    Ok((meta0.allocate()?, meta1.allocate()?))"), "{code}");
+        assert!(code.contains("let [meta0, meta1] = switchboard_ops::structured::MetaResult::into_outputs(switchboard_ops::structured::nll_loss2d_forward(self_, target, weight, reduction, ignore_index, None)?);\n    Ok((meta0.allocate()?, meta1.allocate()?))"), "{code}");
         assert!(
             code.contains("\"switchboard_ops::structured::nll_loss2d_forward [Meta]\""),
             "{code}"

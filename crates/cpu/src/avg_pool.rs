@@ -144,7 +144,7 @@ pub fn avg_pool2d(
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
     let window = (kernel_size, stride, padding, ceil_mode);
-    avg_pool2d_impl(self_, window, count_include_pad, divisor_override, None)
+    avg_pool2d_impl(self_, window, (count_include_pad, divisor_override), None)
 }
 
 /// `avg_pool2d.out(..., *, Tensor(a!) out)`.
@@ -163,24 +163,25 @@ pub fn avg_pool2d_out(
     avg_pool2d_impl(
         self_,
         window,
-        count_include_pad,
-        divisor_override,
+        (count_include_pad, divisor_override),
         Some(out),
     )
 }
 
 /// An average pooling's window arguments: `kernel_size`, `stride`, `padding`, `ceil_mode`.
-type WindowArgs<'a> = (&'a [i64], &'a [i64], &'a [i64], bool);
+pub(crate) type WindowArgs<'a> = (&'a [i64], &'a [i64], &'a [i64], bool);
+
+/// How an average pooling averages a window's sum: `count_include_pad`, `divisor_override`.
+pub(crate) type Averaging = (bool, Option<i64>);
 
 /// `avg_pool2d` after its meta function, into `out` when given.
 fn avg_pool2d_impl(
     self_: &Tensor,
     (kernel_size, stride, padding, ceil_mode): WindowArgs,
-    count_include_pad: bool,
-    divisor_override: Option<i64>,
+    (count_include_pad, divisor_override): Averaging,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let (meta, p) = structured::avg_pool2d_precompute(
+    let (meta, p) = structured::avg_pool2d(
         self_,
         kernel_size,
         stride,
@@ -273,10 +274,10 @@ fn avg_pool2d_backward_impl(
     grad_output: &Tensor,
     self_: &Tensor,
     (kernel_size, stride, padding, ceil_mode): WindowArgs,
-    (count_include_pad, divisor_override): (bool, Option<i64>),
+    (count_include_pad, divisor_override): Averaging,
     grad_input: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let (meta, p) = structured::avg_pool2d_backward_precompute(
+    let (meta, p) = structured::avg_pool2d_backward(
         grad_output,
         self_,
         kernel_size,

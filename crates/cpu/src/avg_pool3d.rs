@@ -1,66 +1,18 @@
 //! 3-d average pooling: `avg_pool3d` and `avg_pool3d_backward` (windows with `ceil_mode`,
 //! `count_include_pad` and `divisor_override`) over 4-d `(C, T, H, W)` and 5-d
-//! `(N, C, T, H, W)` inputs, with PyTorch's argument parsing, `pool3d_shape_check` and
-//! messages. Outputs are contiguous whatever the input's layout, as PyTorch's.
+//! `(N, C, T, H, W)` inputs, computed into the outputs their meta functions describe
+//! (`switchboard_ops::structured::avg_pool3d`: contiguous whatever the input's layout, as
+//! PyTorch's).
 
-use switchboard_ops::structured::{avg_pool_window, pool3d_geometry, pool3d_triple, Pool3d};
+use switchboard_ops::structured::{self, avg_pool_window, Pool3d};
 use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
-use crate::avg_pool::for_each_plane;
+use crate::avg_pool::{for_each_plane, Averaging, WindowArgs};
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::dispatch_floating_types;
-use crate::error::{check_cpu_or_meta, invalid, same_device, Result};
-use crate::pool::{check_dim_size, saturated_usize};
-
-/// The argument checks of `avg_pool3d` and its backward (PyTorch's `TORCH_META_FUNC(avg_pool3d)`).
-#[allow(clippy::too_many_arguments)]
-fn checked(
-    tensors: &[&Tensor],
-    input: &Tensor,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    ceil_mode: bool,
-    divisor_override: Option<i64>,
-) -> Result<Pool3d> {
-    let device = same_device(tensors)?;
-    check_cpu_or_meta("avg_pool3d", device)?;
-    let kernel = pool3d_triple(
-        kernel_size,
-        "avg_pool3d: kernel_size must be a single int, or a tuple of three ints",
-    )?;
-    let stride = if stride.is_empty() {
-        kernel
-    } else {
-        pool3d_triple(
-            stride,
-            "avg_pool3d: stride must be omitted, a single int, or a tuple of three ints",
-        )?
-    };
-    let padding = pool3d_triple(
-        padding,
-        "avg_pool3d: padding must be a single int, or a tuple of three ints",
-    )?;
-    let nd = input.dim();
-    if nd != 4 && nd != 5 {
-        return Err(invalid(
-            "non-empty 4D or 5D (batch mode) tensor expected for input",
-        ));
-    }
-    if divisor_override == Some(0) {
-        return Err(invalid("divisor must be not zero"));
-    }
-    pool3d_geometry(
-        "avg_pool3d",
-        "avg_pool3d()",
-        input,
-        device,
-        [kernel, stride, padding, [1; 3]],
-        ceil_mode,
-        None,
-        true,
-    )
-}
+use crate::error::{check_cpu, Result};
+use crate::pool::saturated_usize;
+use crate::structured_output::{compute_contiguous, structured_output};
 
 /// One output's window clamped to the input (`[start, end)` per dim,
 /// [`avg_pool_window`]) and its divisor, or `None` for a window wholly in the padding (its
@@ -158,26 +110,59 @@ pub fn avg_pool3d(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
-    let g = checked(
-        &[self_],
+    let window = (kernel_size, stride, padding, ceil_mode);
+    avg_pool3d_impl(self_, window, (count_include_pad, divisor_override), None)
+}
+
+/// `avg_pool3d.out(..., *, Tensor(a!) out)`.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool3d_out(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let window = (kernel_size, stride, padding, ceil_mode);
+    avg_pool3d_impl(
+        self_,
+        window,
+        (count_include_pad, divisor_override),
+        Some(out),
+    )
+}
+
+/// `avg_pool3d` after its meta function, into `out` when given.
+fn avg_pool3d_impl(
+    self_: &Tensor,
+    (kernel_size, stride, padding, ceil_mode): WindowArgs,
+    (count_include_pad, divisor_override): Averaging,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
+    let (meta, g) = structured::avg_pool3d(
         self_,
         kernel_size,
         stride,
         padding,
         ceil_mode,
+        count_include_pad,
         divisor_override,
+        out,
     )?;
+    check_cpu("avg_pool3d", meta.device)?;
+    let result = structured_output(meta, out)?;
     let dtype = self_.dtype();
-    let out = Tensor::empty_on(&g.out_shape, dtype, g.device)?;
-    if g.device.is_meta() {
-        return Ok(out);
-    }
     let x = self_.contiguous()?;
-    dispatch_avg_pool3d_types!(dtype, "avg_pool3d_out_frame", T => {
-        avg_pool3d_planes::<T>(&x.data::<T>()?, &mut out.data_mut::<T>()?, &g, count_include_pad, divisor_override);
-        Ok(())
+    compute_contiguous(&result, &[self_], |dense| {
+        dispatch_avg_pool3d_types!(dtype, "avg_pool3d_out_frame", T => {
+            avg_pool3d_planes::<T>(&x.data::<T>()?, &mut dense.data_mut::<T>()?, &g, count_include_pad, divisor_override);
+            Ok(())
+        })
     })?;
-    Ok(out)
+    Ok(result)
 }
 
 fn avg_pool3d_backward_planes<T: CpuElement>(
@@ -224,39 +209,61 @@ pub fn avg_pool3d_backward(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
-    let g = checked(
-        &[grad_output, self_],
+    let window = (kernel_size, stride, padding, ceil_mode);
+    let averaging = (count_include_pad, divisor_override);
+    avg_pool3d_backward_impl(grad_output, self_, window, averaging, None)
+}
+
+/// `avg_pool3d_backward.grad_input(..., *, Tensor(a!) grad_input)`.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool3d_backward_grad_input(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    grad_input: &Tensor,
+) -> Result<Tensor> {
+    let window = (kernel_size, stride, padding, ceil_mode);
+    let averaging = (count_include_pad, divisor_override);
+    avg_pool3d_backward_impl(grad_output, self_, window, averaging, Some(grad_input))
+}
+
+/// `avg_pool3d_backward` after its meta function, into `grad_input` when given.
+fn avg_pool3d_backward_impl(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    (kernel_size, stride, padding, ceil_mode): WindowArgs,
+    (count_include_pad, divisor_override): Averaging,
+    grad_input: Option<&Tensor>,
+) -> Result<Tensor> {
+    let (meta, g) = structured::avg_pool3d_backward(
+        grad_output,
         self_,
         kernel_size,
         stride,
         padding,
         ceil_mode,
+        count_include_pad,
         divisor_override,
+        grad_input,
     )?;
-    let nd = self_.dim();
-    let s = self_.sizes();
-    check_dim_size(grad_output, nd, nd - 4, s[nd - 4])?;
-    for d in 0..3 {
-        check_dim_size(grad_output, nd, nd - 3 + d, g.output[d])?;
-    }
+    check_cpu("avg_pool3d_backward", meta.device)?;
+    let result = structured_output(meta, grad_input)?;
     let dtype = self_.dtype();
-    if grad_output.dtype() != dtype {
-        return Err(invalid(format!(
-            "expected scalar type {} but found {}",
-            dtype.c10_name(),
-            grad_output.dtype().c10_name()
-        )));
-    }
-    let gi = Tensor::empty_on(s, dtype, g.device)?;
-    if g.device.is_meta() {
-        return Ok(gi);
-    }
     let go = grad_output.contiguous()?;
-    dispatch_avg_pool3d_types!(dtype, "avg_pool3d_backward_out_frame", T => {
-        avg_pool3d_backward_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &g, count_include_pad, divisor_override);
-        Ok(())
+    compute_contiguous(&result, &[grad_output, self_], |dense| {
+        dispatch_avg_pool3d_types!(dtype, "avg_pool3d_backward_out_frame", T => {
+            // A `grad_output` of another dtype fails to be read as `T`, with PyTorch's
+            // `data_ptr<scalar_t>` message.
+            avg_pool3d_backward_planes::<T>(&go.data::<T>()?, &mut dense.data_mut::<T>()?, &g, count_include_pad, divisor_override);
+            Ok(())
+        })
     })?;
-    Ok(gi)
+    Ok(result)
 }
 
 #[cfg(test)]

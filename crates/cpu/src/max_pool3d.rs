@@ -7,13 +7,13 @@
 use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
 use switchboard_ops::structured::{
-    check_grad_output_dtype, first_inside, pool3d_geometry, pool3d_triple, Pool3d,
+    check_grad_output_dtype, first_inside, pool3d_geometry, pool3d_window, Pool3d,
 };
 
 use crate::avg_pool::for_each_plane;
 use crate::dispatch_all_types;
 use crate::dispatch_dtype::{CpuElement, Num};
-use crate::error::{check_cpu_or_meta, invalid, not_implemented, same_device, Result};
+use crate::error::{check_cpu_or_meta, not_implemented, same_device, Result};
 use crate::pool::{
     check_dim_size, check_indices_dtype, max_pool_backward, saturated_usize, MaxPoolPlanes,
 };
@@ -34,38 +34,14 @@ fn checked(
 ) -> Result<Pool3d> {
     let device = same_device(tensors)?;
     check_cpu_or_meta("max_pool3d", device)?;
-    let kernel = pool3d_triple(
-        kernel_size,
-        "max_pool3d: kernel_size must either be a single int, or a tuple of three ints",
-    )?;
-    let stride = if stride.is_empty() {
-        kernel
-    } else {
-        pool3d_triple(
-            stride,
-            "max_pool3d: stride must either be omitted, a single int, or a tuple of three ints",
-        )?
-    };
-    let padding = pool3d_triple(
-        padding,
-        "max_pool3d: padding must either be a single int, or a tuple of three ints",
-    )?;
-    let dilation = pool3d_triple(
-        dilation,
-        "max_pool3d: dilation must be either a single int, or a tuple of three ints",
-    )?;
-    let nd = input.dim();
-    if nd != 4 && nd != 5 {
-        return Err(invalid(
-            "non-empty 4D or 5D (batch mode) tensor expected for input",
-        ));
-    }
+    let window = [kernel_size, stride, padding];
+    let window = pool3d_window("max_pool3d", "either ", input, window, Some(dilation))?;
     pool3d_geometry(
         "max_pool3d",
         "max_pool3d_with_indices_out_cpu_template()",
         input,
         device,
-        [kernel, stride, padding, dilation],
+        window,
         ceil_mode,
         output,
         false,

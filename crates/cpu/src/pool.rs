@@ -273,7 +273,7 @@ fn max_pool2d_impl(
     ceil_mode: bool,
     outputs: Option<[&Tensor; 2]>,
 ) -> Result<(Tensor, Tensor)> {
-    let ([values_meta, indices_meta], p) = structured::max_pool2d_with_indices_precompute(
+    let ([values_meta, indices_meta], p) = structured::max_pool2d_with_indices(
         self_,
         kernel_size,
         stride,
@@ -362,7 +362,7 @@ fn max_pool2d_backward_impl(
     indices: &Tensor,
     grad_input: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let (meta, p) = structured::max_pool2d_with_indices_backward_precompute(
+    let (meta, p) = structured::max_pool2d_with_indices_backward(
         grad_output,
         self_,
         kernel_size,

@@ -106,6 +106,7 @@ fn forward_matches_reference() {
     let meta = switchboard_ops::structured::max_pool2d_with_indices;
     let [y, i] = meta(&m, &[3], &[2], &[1], &[1], false, None)
         .unwrap()
+        .0
         .map(|m| m.allocate().unwrap());
     assert!(y.is_meta() && i.is_meta());
     assert_eq!(i.sizes(), &[2, 3, 4, 4]);
@@ -254,6 +255,7 @@ fn backward_matches_finite_differences() {
         None,
     )
     .unwrap()
+    .0
     .allocate()
     .unwrap();
     assert!(gm.is_meta());

@@ -102,7 +102,7 @@ pub enum Arg {
     /// A number passed for a `Tensor` argument: PyTorch's wrapped number, as the Python
     /// binding makes of `buf.mul_(0.9)` (`mul_.Tensor(buf, 0.9)`). It is a literal of the
     /// graph, as in `make_fx`'s, and runs as a 0-d wrapped-number CPU tensor
-    /// ([`Arg::number_tensor`]).
+    /// ([`Tensor::wrapped_scalar`]).
     Number(Scalar),
 }
 
@@ -129,11 +129,6 @@ impl Arg {
                 ScalarType::Bool | ScalarType::Long | ScalarType::Double
             );
         wrapped.then(|| t.item().ok().map(Arg::Number)).flatten()
-    }
-
-    /// The tensor a [`Arg::Number`] runs as.
-    pub fn number_tensor(value: Scalar) -> Tensor {
-        Tensor::wrapped_scalar(value)
     }
 
     /// The number as the `IValue` of a Python number, for printing and encoding.

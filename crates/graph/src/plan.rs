@@ -447,7 +447,7 @@ impl Plan {
                 ),
                 Arg::Const(IValue::Device(d)) => IValue::Device(map_device(*d, opts)),
                 Arg::Const(c) => c.clone(),
-                Arg::Number(s) => IValue::Tensor(Arg::number_tensor(*s)),
+                Arg::Number(s) => IValue::Tensor(Tensor::wrapped_scalar(*s)),
             };
             stack.push(v);
         }

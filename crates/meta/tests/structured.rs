@@ -15,6 +15,8 @@ use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
 use switchboard_cpu as _;
 use switchboard_meta as _;
 
+use common::ErrorCase;
+
 fn e(sizes: &[i64], dtype: S) -> Tensor {
     Tensor::empty_on(sizes, dtype, Device::META).unwrap()
 }
@@ -514,8 +516,6 @@ fn meta_functions_give_pytorchs_geometry() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-type ErrorCase = (&'static str, fn(Device) -> Result<Tensor>, &'static str);
-
 fn on(d: Device, sizes: &[i64], dtype: S) -> Tensor {
     Tensor::empty_on(sizes, dtype, d).unwrap()
 }
@@ -578,19 +578,7 @@ const ERRORS: &[ErrorCase] = &[
 
 #[test]
 fn meta_functions_fail_with_pytorchs_errors() {
-    let mut failures = Vec::new();
-    for (name, call, message) in ERRORS {
-        for d in [Device::META, Device::CPU] {
-            match call(d) {
-                Ok(_) => failures.push(format!("{name} on {d}: no error")),
-                Err(err) if err.first_line() != *message => {
-                    failures.push(format!("{name} on {d}: `{}`", err.first_line()))
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::assert_errors_on_meta_and_cpu(ERRORS);
 }
 
 /// The warnings `f` emits on this thread.

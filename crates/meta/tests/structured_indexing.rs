@@ -6,12 +6,13 @@
 
 mod common;
 
-use switchboard_dispatcher::Result;
 use switchboard_ops::{self as ops, TensorOps};
 use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
 
 use switchboard_cpu as _;
 use switchboard_meta as _;
+
+use common::{DeviceCase as Case, ErrorCase};
 
 /// An uninitialised tensor on `d` (zeros on the CPU: valid indices everywhere).
 fn on(d: Device, sizes: &[i64], dtype: S) -> Tensor {
@@ -25,15 +26,6 @@ fn f(d: Device, sizes: &[i64]) -> Tensor {
 fn long(d: Device, sizes: &[i64]) -> Tensor {
     on(d, sizes, S::Long)
 }
-
-/// `(name, call, sizes, strides, dtype)`.
-type Case = (
-    &'static str,
-    fn(Device) -> Result<Tensor>,
-    &'static [i64],
-    &'static [i64],
-    S,
-);
 
 /// PyTorch 2.15's geometry, the same on its CPU and meta devices.
 const CASES: &[Case] = &[
@@ -379,26 +371,8 @@ const CASES: &[Case] = &[
 
 #[test]
 fn indexing_families_give_pytorchs_geometry() {
-    let mut failures = Vec::new();
-    for (name, call, sizes, strides, dtype) in CASES {
-        for d in [Device::META, Device::CPU] {
-            match call(d) {
-                Ok(t) => {
-                    let got = (t.sizes(), t.strides(), t.dtype(), t.device());
-                    if got != (*sizes, *strides, *dtype, d) {
-                        failures.push(format!(
-                            "{name} on {d}: got {got:?}, PyTorch gives {sizes:?} {strides:?} {dtype:?}"
-                        ));
-                    }
-                }
-                Err(err) => failures.push(format!("{name} on {d}: {err}")),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::assert_geometry_on_meta_and_cpu(CASES);
 }
-
-type ErrorCase = (&'static str, fn(Device) -> Result<Tensor>, &'static str);
 
 /// PyTorch 2.15's messages on the CPU (its structured meta functions'), which Meta gives too.
 const ERRORS: &[ErrorCase] = &[
@@ -438,19 +412,7 @@ const ERRORS: &[ErrorCase] = &[
 
 #[test]
 fn indexing_families_fail_with_pytorchs_errors_on_meta_and_cpu() {
-    let mut failures = Vec::new();
-    for (name, call, message) in ERRORS {
-        for d in [Device::META, Device::CPU] {
-            match call(d) {
-                Ok(_) => failures.push(format!("{name} on {d}: no error")),
-                Err(err) if err.first_line() != *message => {
-                    failures.push(format!("{name} on {d}: `{}`", err.first_line()))
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::assert_errors_on_meta_and_cpu(ERRORS);
 }
 
 /// Index values and memory are data: the CPU kernels check them, Meta cannot (as PyTorch's

@@ -281,11 +281,7 @@ fn meta_functions_give_pytorchs_geometry() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-type ErrorCase = (
-    &'static str,
-    fn(Device) -> Result<Vec<Tensor>>,
-    &'static str,
-);
+type ErrorCase = common::ErrorCase<Vec<Tensor>>;
 
 /// PyTorch 2.15's messages (CPU), which Meta gives as well.
 const ERRORS: &[ErrorCase] = &[
@@ -397,19 +393,7 @@ const ERRORS: &[ErrorCase] = &[
 
 #[test]
 fn meta_functions_fail_with_pytorchs_errors() {
-    let mut failures = Vec::new();
-    for (name, call, message) in ERRORS {
-        for d in [Device::META, Device::CPU] {
-            match call(d) {
-                Ok(_) => failures.push(format!("{name} on {d}: no error")),
-                Err(err) if err.first_line() != *message => {
-                    failures.push(format!("{name} on {d}: `{}`", err.first_line()))
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::assert_errors_on_meta_and_cpu(ERRORS);
 }
 
 /// The CPU kernels compute into the outputs they are given (PyTorch's values).

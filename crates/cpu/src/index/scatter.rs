@@ -191,12 +191,12 @@ fn scatter_impl(
 /// assert_eq!(scatter(&z, 0, &i, &s).unwrap().to_vec::<f32>().unwrap(), [2.0, 0.0, 1.0]);
 /// ```
 pub fn scatter(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    scatter_src_impl(self_, dim, index, src, None, false)
+    scatter_tensor_impl(SCATTER_SRC, self_, dim, index, src, None, false)
 }
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    scatter_src_impl(self_, dim, index, src, None, true)
+    scatter_tensor_impl(SCATTER_SRC, self_, dim, index, src, None, true)
 }
 
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) ->
@@ -208,10 +208,22 @@ pub fn scatter_src_out(
     src: &Tensor,
     out: &Tensor,
 ) -> Result<Tensor> {
-    scatter_src_impl(self_, dim, index, src, Some(out), false)
+    scatter_tensor_impl(SCATTER_SRC, self_, dim, index, src, Some(out), false)
 }
 
-fn scatter_src_impl(
+/// The meta function of a scatter whose source is a tensor (`scatter.src`, `scatter_add`).
+type TensorSourceMeta = fn(&Tensor, i64, &Tensor, &Tensor, Option<&Tensor>) -> Result<MetaOutput>;
+
+/// `scatter.src`: a scattered element replaces the one it lands on.
+const SCATTER_SRC: (TensorSourceMeta, Reduce) = (structured::scatter_src, Reduce::Replace);
+
+/// `scatter_add`: a scattered element is added to the one it lands on.
+const SCATTER_ADD: (TensorSourceMeta, Reduce) = (structured::scatter_add, Reduce::Sum);
+
+/// A scatter of tensor `src` (`scatter.src` or `scatter_add`, which differ only in their
+/// meta function and in how a scattered element combines with the one it lands on).
+fn scatter_tensor_impl(
+    (meta_function, reduce): (TensorSourceMeta, Reduce),
     self_: &Tensor,
     dim: i64,
     index: &Tensor,
@@ -220,8 +232,7 @@ fn scatter_src_impl(
     inplace: bool,
 ) -> Result<Tensor> {
     let written = if inplace { Some(self_) } else { out };
-    let meta = structured::scatter_src(self_, dim, index, src, written)?;
-    let reduce = (Reduce::Replace, true);
+    let meta = meta_function(self_, dim, index, src, written)?;
     let source = Source::Tensor(src);
     scatter_impl(
         "scatter",
@@ -230,7 +241,7 @@ fn scatter_src_impl(
         dim,
         index,
         source,
-        reduce,
+        (reduce, true),
         (out, inplace),
     )
 }
@@ -297,12 +308,12 @@ fn scatter_value_impl(
 /// assert_eq!(scatter_add(&z, 0, &i, &s).unwrap().to_vec::<f32>().unwrap(), [4.0, 0.0, 2.0]);
 /// ```
 pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    scatter_add_impl(self_, dim, index, src, None, false)
+    scatter_tensor_impl(SCATTER_ADD, self_, dim, index, src, None, false)
 }
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    scatter_add_impl(self_, dim, index, src, None, true)
+    scatter_tensor_impl(SCATTER_ADD, self_, dim, index, src, None, true)
 }
 
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) ->
@@ -314,31 +325,7 @@ pub fn scatter_add_out(
     src: &Tensor,
     out: &Tensor,
 ) -> Result<Tensor> {
-    scatter_add_impl(self_, dim, index, src, Some(out), false)
-}
-
-fn scatter_add_impl(
-    self_: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    src: &Tensor,
-    out: Option<&Tensor>,
-    inplace: bool,
-) -> Result<Tensor> {
-    let written = if inplace { Some(self_) } else { out };
-    let meta = structured::scatter_add(self_, dim, index, src, written)?;
-    let reduce = (Reduce::Sum, true);
-    let source = Source::Tensor(src);
-    scatter_impl(
-        "scatter",
-        self_,
-        meta,
-        dim,
-        index,
-        source,
-        reduce,
-        (out, inplace),
-    )
+    scatter_tensor_impl(SCATTER_ADD, self_, dim, index, src, Some(out), false)
 }
 
 /// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool

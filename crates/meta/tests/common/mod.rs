@@ -1,6 +1,11 @@
-//! What the structured-family tests share.
+//! What the structured-family tests share: the check that a family's Meta kernels are its
+//! meta functions, and the tables of PyTorch's geometry and messages with their checks.
 
-use switchboard_dispatcher::Dispatcher;
+// Each test file includes this module and uses only some of it.
+#![allow(dead_code)]
+
+use switchboard_dispatcher::{Dispatcher, Result};
+use switchboard_tensor::{Device, ScalarType, Tensor};
 
 /// Asserts that the Meta kernel of each operator (`aten::gather.out`) is its meta function's
 /// glue (`switchboard_ops::structured::...`), not a CPU kernel run without data.
@@ -18,4 +23,56 @@ pub fn assert_meta_kernels_are_meta_functions<S: AsRef<str>>(names: impl IntoIte
             "{name}: {state}"
         );
     }
+}
+
+/// `(name, call on a device, sizes, strides, dtype)`: an output's geometry as PyTorch 2.15
+/// gives it on its CPU and meta devices alike.
+pub type DeviceCase = (
+    &'static str,
+    fn(Device) -> Result<Tensor>,
+    &'static [i64],
+    &'static [i64],
+    ScalarType,
+);
+
+/// Asserts that every case gives PyTorch's geometry on Meta and on the CPU.
+pub fn assert_geometry_on_meta_and_cpu(cases: &[DeviceCase]) {
+    let mut failures = Vec::new();
+    for (name, call, sizes, strides, dtype) in cases {
+        for d in [Device::META, Device::CPU] {
+            match call(d) {
+                Ok(t) => {
+                    let got = (t.sizes(), t.strides(), t.dtype(), t.device());
+                    if got != (*sizes, *strides, *dtype, d) {
+                        failures.push(format!(
+                            "{name} on {d}: got {got:?}, PyTorch gives {sizes:?} {strides:?} {dtype:?}"
+                        ));
+                    }
+                }
+                Err(err) => failures.push(format!("{name} on {d}: {err}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `(name, call on a device, PyTorch 2.15's CPU message)`; `T` is what the call returns.
+pub type ErrorCase<T = Tensor> = (&'static str, fn(Device) -> Result<T>, &'static str);
+
+/// Asserts that every case fails with PyTorch's CPU message (its first line) on Meta and on
+/// the CPU.
+pub fn assert_errors_on_meta_and_cpu<T>(cases: &[ErrorCase<T>]) {
+    let mut failures = Vec::new();
+    for (name, call, message) in cases {
+        for d in [Device::META, Device::CPU] {
+            match call(d) {
+                Ok(_) => failures.push(format!("{name} on {d}: no error")),
+                Err(err) if err.first_line() != *message => {
+                    failures.push(format!("{name} on {d}: `{}`", err.first_line()))
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

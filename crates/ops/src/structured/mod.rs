@@ -116,6 +116,47 @@ impl MetaOutput {
     }
 }
 
+// Note [Precomputed values]
+// Checking a pooling's arguments works out its window geometry (kernel, stride, padding,
+// input and output sizes), which the CPU kernel needs too; PyTorch hands such values from the
+// meta function to the impl (`precomputed:` in native_functions.yaml). Here such a meta
+// function returns `(outputs, values)`: the generated glue keeps the outputs
+// ([`MetaResult::into_outputs`]) and the CPU kernel, which runs the meta function itself,
+// keeps both. The meta function is written once, with the operator's signature.
+
+/// What a meta function returns: its outputs (one [`MetaOutput`] or an array of them),
+/// alone or with the values it computed for the CPU kernel (Note [Precomputed values]).
+pub trait MetaResult {
+    /// The outputs' geometry.
+    type Outputs;
+    /// The outputs' geometry, without any precomputed values.
+    fn into_outputs(self) -> Self::Outputs;
+}
+
+impl MetaResult for MetaOutput {
+    type Outputs = MetaOutput;
+    #[inline]
+    fn into_outputs(self) -> MetaOutput {
+        self
+    }
+}
+
+impl<const N: usize> MetaResult for [MetaOutput; N] {
+    type Outputs = [MetaOutput; N];
+    #[inline]
+    fn into_outputs(self) -> [MetaOutput; N] {
+        self
+    }
+}
+
+impl<O: MetaResult, P> MetaResult for (O, P) {
+    type Outputs = O::Outputs;
+    #[inline]
+    fn into_outputs(self) -> O::Outputs {
+        self.0.into_outputs()
+    }
+}
+
 /// torchgen's `check_inplace`: an in-place call writes `self`, which must be what the meta
 /// function describes.
 pub fn check_inplace(self_: &Tensor, meta: &MetaOutput) -> Result<()> {

@@ -280,31 +280,9 @@ fn pooled(
 }
 
 /// `max_pool2d_with_indices` (and `max_pool2d_with_indices.out`): the maxima and their
-/// `Long` indices, `(N,) C, OH, OW`, in the input's memory format.
+/// `Long` indices, `(N,) C, OH, OW`, in the input's memory format, with the checked window
+/// geometry the CPU kernel reuses (Note [Precomputed values]).
 pub fn max_pool2d_with_indices(
-    self_: &Tensor,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-    _outputs: Option<[&Tensor; 2]>,
-) -> Result<[MetaOutput; 2]> {
-    Ok(max_pool2d_with_indices_precompute(
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        _outputs,
-    )?
-    .0)
-}
-
-/// `max_pool2d_with_indices`'s meta function and the checked window geometry its CPU kernel reuses
-/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
-pub fn max_pool2d_with_indices_precompute(
     self_: &Tensor,
     kernel_size: &[i64],
     stride: &[i64],
@@ -359,37 +337,9 @@ fn check_backward_sizes(p: &Pool, self_: &Tensor, grads: &[&Tensor]) -> Result<(
 }
 
 /// `max_pool2d_with_indices_backward` (and `.grad_input`): `self`'s sizes in its memory
-/// format.
+/// format, with the checked window geometry (Note [Precomputed values]).
 #[allow(clippy::too_many_arguments)]
 pub fn max_pool2d_with_indices_backward(
-    grad_output: &Tensor,
-    self_: &Tensor,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-    indices: &Tensor,
-    _grad_input: Option<&Tensor>,
-) -> Result<MetaOutput> {
-    Ok(max_pool2d_with_indices_backward_precompute(
-        grad_output,
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        indices,
-        _grad_input,
-    )?
-    .0)
-}
-
-/// `max_pool2d_with_indices_backward`'s meta function and the checked window geometry its CPU kernel reuses
-/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
-#[allow(clippy::too_many_arguments)]
-pub fn max_pool2d_with_indices_backward_precompute(
     grad_output: &Tensor,
     self_: &Tensor,
     kernel_size: &[i64],
@@ -454,35 +404,11 @@ pub fn avg_pool2d_geometry(
     )
 }
 
-/// `avg_pool2d` (and `avg_pool2d.out`): `(N,) C, OH, OW` in the input's memory format.
+/// `avg_pool2d` (and `avg_pool2d.out`): `(N,) C, OH, OW` in the input's memory format, with
+/// the checked window geometry the CPU kernel reuses (PyTorch's `precomputed:` values, Note
+/// [Precomputed values]).
 #[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d(
-    self_: &Tensor,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    ceil_mode: bool,
-    _count_include_pad: bool,
-    divisor_override: Option<i64>,
-    _out: Option<&Tensor>,
-) -> Result<MetaOutput> {
-    Ok(avg_pool2d_precompute(
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        ceil_mode,
-        _count_include_pad,
-        divisor_override,
-        _out,
-    )?
-    .0)
-}
-
-/// `avg_pool2d`'s meta function and the checked window geometry its CPU kernel reuses
-/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
-#[allow(clippy::too_many_arguments)]
-pub fn avg_pool2d_precompute(
     self_: &Tensor,
     kernel_size: &[i64],
     stride: &[i64],
@@ -510,37 +436,10 @@ pub fn avg_pool2d_precompute(
     Ok((output, p))
 }
 
-/// `avg_pool2d_backward` (and `.grad_input`): `self`'s sizes in its memory format.
+/// `avg_pool2d_backward` (and `.grad_input`): `self`'s sizes in its memory format, with the
+/// checked window geometry (Note [Precomputed values]).
 #[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d_backward(
-    grad_output: &Tensor,
-    self_: &Tensor,
-    kernel_size: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    ceil_mode: bool,
-    _count_include_pad: bool,
-    divisor_override: Option<i64>,
-    _grad_input: Option<&Tensor>,
-) -> Result<MetaOutput> {
-    Ok(avg_pool2d_backward_precompute(
-        grad_output,
-        self_,
-        kernel_size,
-        stride,
-        padding,
-        ceil_mode,
-        _count_include_pad,
-        divisor_override,
-        _grad_input,
-    )?
-    .0)
-}
-
-/// `avg_pool2d_backward`'s meta function and the checked window geometry its CPU kernel reuses
-/// (PyTorch's `TORCH_PRECOMPUTE_META_FUNC` and its `precomputed:` values).
-#[allow(clippy::too_many_arguments)]
-pub fn avg_pool2d_backward_precompute(
     grad_output: &Tensor,
     self_: &Tensor,
     kernel_size: &[i64],

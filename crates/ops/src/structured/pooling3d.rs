@@ -1,12 +1,15 @@
 //! The window geometry of the 3-d poolings (`Pool.h`'s `pool3d_shape_check` and the output
 //! sizes of `AveragePool3d.cpp` and `DilatedMaxPool3d.cpp`), which the CPU kernels and their
-//! Meta paths share; the per-dim window arithmetic is the 2-d poolings'
-//! ([`pooling_output_shape`], [`first_inside`](super::first_inside),
-//! [`avg_pool_window`](super::avg_pool_window)).
+//! Meta paths share, and the meta functions of the structured `avg_pool3d` and its backward
+//! (`TORCH_META_FUNC(avg_pool3d)`, `TORCH_META_FUNC(avg_pool3d_backward)`); the per-dim
+//! window arithmetic is the 2-d poolings' ([`pooling_output_shape`],
+//! [`first_inside`](super::first_inside), [`avg_pool_window`](super::avg_pool_window)).
 
-use switchboard_tensor::{to_int32, Device, Tensor, TensorError};
+use switchboard_tensor::{to_int32, Device, DimVec, MemoryFormat, Tensor, TensorError};
 
-use super::{pooling_output_shape, saturated_usize, Result};
+use super::{
+    check_dim_size, pooling_output_shape, same_device, saturated_usize, MetaOutput, Result,
+};
 
 fn invalid(msg: impl Into<String>) -> TensorError {
     TensorError::invalid(msg)
@@ -58,6 +61,53 @@ pub fn pool3d_triple(v: &[i64], msg: &str) -> Result<[i64; 3]> {
         to_int32(x)?;
     }
     Ok(t)
+}
+
+/// The `kernel_size`, `stride` (empty: the kernel), `padding` and `dilation` (1 for average
+/// pooling, which has none) of 3-d pooling `op`, then PyTorch's check that `input` is 4-d or
+/// 5-d. `either` is what `max_pool3d`'s messages say after "must" (`"either "`) and
+/// `avg_pool3d`'s do not.
+pub fn pool3d_window(
+    op: &str,
+    either: &str,
+    input: &Tensor,
+    [kernel_size, stride, padding]: [&[i64]; 3],
+    dilation: Option<&[i64]>,
+) -> Result<[[i64; 3]; 4]> {
+    let must = |arg: &str, forms: &str| format!("{op}: {arg} must {either}{forms}");
+    let kernel = pool3d_triple(
+        kernel_size,
+        &must("kernel_size", "be a single int, or a tuple of three ints"),
+    )?;
+    let stride = if stride.is_empty() {
+        kernel
+    } else {
+        pool3d_triple(
+            stride,
+            &must(
+                "stride",
+                "be omitted, a single int, or a tuple of three ints",
+            ),
+        )?
+    };
+    let padding = pool3d_triple(
+        padding,
+        &must("padding", "be a single int, or a tuple of three ints"),
+    )?;
+    let dilation = match dilation {
+        Some(d) => pool3d_triple(
+            d,
+            &format!("{op}: dilation must be either a single int, or a tuple of three ints"),
+        )?,
+        None => [1; 3],
+    };
+    let nd = input.dim();
+    if nd != 4 && nd != 5 {
+        return Err(invalid(
+            "non-empty 4D or 5D (batch mode) tensor expected for input",
+        ));
+    }
+    Ok([kernel, stride, padding, dilation])
 }
 
 /// The checked geometry of a 3-d pooling of a 4-d or 5-d `input` on `device` with the parsed
@@ -171,4 +221,111 @@ fn pool3d_shape_check(op: &str, input: &Tensor, g: &Pool3d, check_input_size: bo
         )));
     }
     Ok(())
+}
+
+/// The argument checks `avg_pool3d` and its backward share (`TORCH_META_FUNC(avg_pool3d)`,
+/// named `check_op` in the `pool3d_shape_check` messages): the checked geometry.
+#[allow(clippy::too_many_arguments)]
+fn avg_pool3d_geometry(
+    check_op: &str,
+    tensors: &[&Tensor],
+    input: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    divisor_override: Option<i64>,
+) -> Result<Pool3d> {
+    let device = same_device(tensors)?;
+    let window = pool3d_window(
+        "avg_pool3d",
+        "",
+        input,
+        [kernel_size, stride, padding],
+        None,
+    )?;
+    if divisor_override == Some(0) {
+        return Err(invalid("divisor must be not zero"));
+    }
+    pool3d_geometry(
+        "avg_pool3d",
+        check_op,
+        input,
+        device,
+        window,
+        ceil_mode,
+        None,
+        true,
+    )
+}
+
+/// A contiguous output of `sizes`: PyTorch's 3-d average pooling gives one whatever the
+/// input's layout (`set_output_raw_strided` with no strides, a channels-last-3d input
+/// included).
+fn contiguous(sizes: &[i64], input: &Tensor, device: Device) -> Result<MetaOutput> {
+    Ok(MetaOutput {
+        strides: MemoryFormat::Contiguous.strides(sizes)?,
+        sizes: DimVec::from_slice(sizes),
+        dtype: input.dtype(),
+        device,
+    })
+}
+
+/// `avg_pool3d` (and `avg_pool3d.out`): `(N,) C, OT, OH, OW`, contiguous, with the checked
+/// window geometry the CPU kernel reuses (Note [Precomputed values]).
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    _count_include_pad: bool,
+    divisor_override: Option<i64>,
+    _out: Option<&Tensor>,
+) -> Result<(MetaOutput, Pool3d)> {
+    let g = avg_pool3d_geometry(
+        "avg_pool3d()",
+        &[self_],
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        divisor_override,
+    )?;
+    Ok((contiguous(&g.out_shape, self_, g.device)?, g))
+}
+
+/// `avg_pool3d_backward` (and `.grad_input`): `self`'s sizes, contiguous, once `grad_output`
+/// has the pooled sizes (`avg_pool3d_backward_shape_check`: the batch size is not checked),
+/// with the checked window geometry (Note [Precomputed values]).
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool3d_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    _count_include_pad: bool,
+    divisor_override: Option<i64>,
+    _grad_input: Option<&Tensor>,
+) -> Result<(MetaOutput, Pool3d)> {
+    let g = avg_pool3d_geometry(
+        "avg_pool3d_backward()",
+        &[grad_output, self_],
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        divisor_override,
+    )?;
+    let nd = self_.dim();
+    check_dim_size(grad_output, nd, nd - 4, self_.sizes()[nd - 4])?;
+    for (d, &size) in g.output.iter().enumerate() {
+        check_dim_size(grad_output, nd, nd - 3 + d, size)?;
+    }
+    Ok((contiguous(self_.sizes(), self_, g.device)?, g))
 }
