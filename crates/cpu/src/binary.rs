@@ -263,7 +263,7 @@ fn has_zero_typed<T: CpuElement>(t: &Tensor) -> Result<bool> {
         .any(|x| x.to_acc() == Acc::<T>::ZERO))
 }
 
-fn max_min_kernel(iter: &impl BinaryLoop, max: bool) -> Result<()> {
+pub(crate) fn max_min_kernel(iter: &impl BinaryLoop, max: bool) -> Result<()> {
     let name = if max { "maximum_cpu" } else { "minimum_cpu" };
     dispatch_all_types_and_bool!(iter.common_dtype(), name, T => {
         if max {

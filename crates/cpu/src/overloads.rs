@@ -117,56 +117,6 @@ pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     write_out(&crate::relu(self_)?, out)
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min)`.
-pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
-    crate::clamp_tensor(self_, Some(min), None)
-}
-
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out)`.
-pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
-    crate::clamp_out(self_, Some(min), None, out)
-}
-
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out)`.
-pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::clamp_tensor_out(self_, Some(min), None, out)
-}
-
-/// `clamp_min_(Tensor(a!) self, Scalar min)`.
-pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
-    crate::clamp_(self_, Some(min), None)
-}
-
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min)`.
-pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
-    crate::clamp_tensor_(self_, Some(min), None)
-}
-
-/// `clamp_max.Tensor(Tensor self, Tensor max)`.
-pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
-    crate::clamp_tensor(self_, None, Some(max))
-}
-
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out)`.
-pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
-    crate::clamp_out(self_, None, Some(max), out)
-}
-
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out)`.
-pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::clamp_tensor_out(self_, None, Some(max), out)
-}
-
-/// `clamp_max_(Tensor(a!) self, Scalar max)`.
-pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
-    crate::clamp_(self_, None, Some(max))
-}
-
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max)`.
-pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
-    crate::clamp_tensor_(self_, None, Some(max))
-}
-
 // ------------------------------------------------------------------ reductions
 
 /// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out)`.

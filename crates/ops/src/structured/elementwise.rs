@@ -20,6 +20,8 @@ pub struct Elementwise<'a, const N: usize> {
     inputs: [&'a Tensor; N],
     int_to_float: bool,
     out_dtype: Option<ScalarType>,
+    compute_in: Option<ScalarType>,
+    all_same_dtype: bool,
 }
 
 impl<'a, const N: usize> Elementwise<'a, N> {
@@ -32,6 +34,8 @@ impl<'a, const N: usize> Elementwise<'a, N> {
             inputs,
             int_to_float: false,
             out_dtype: None,
+            compute_in: None,
+            all_same_dtype: false,
         }
     }
 
@@ -49,9 +53,26 @@ impl<'a, const N: usize> Elementwise<'a, N> {
         self
     }
 
+    /// The inputs compute in `dtype`, as if converted to it first (`clamp`'s
+    /// `self.to(result_type)` after promoting by hand): the output's layout follows them.
+    pub fn compute_in(mut self, dtype: ScalarType) -> Self {
+        self.compute_in = Some(dtype);
+        self
+    }
+
+    /// A given output must have the common dtype, not merely one it casts to safely (the
+    /// unary iterator's `check_all_same_dtype`: "Found dtype Double but expected Float").
+    pub fn all_same_dtype(mut self) -> Self {
+        self.all_same_dtype = true;
+        self
+    }
+
     /// The dtype the inputs compute in.
     #[inline]
     pub fn common_dtype(&self) -> ScalarType {
+        if let Some(dtype) = self.compute_in {
+            return dtype;
+        }
         let mut state = ResultTypeState::default();
         for t in self.inputs {
             state.update_tensor(t);
@@ -91,6 +112,13 @@ impl<'a, const N: usize> Elementwise<'a, N> {
                         "output with shape {:?} doesn't match the broadcast shape {:?}",
                         o.sizes(),
                         &shape[..]
+                    )));
+                }
+                if self.all_same_dtype && o.dtype() != common {
+                    return Err(TensorError::invalid(format!(
+                        "Found dtype {} but expected {}",
+                        o.dtype().c10_name(),
+                        common.c10_name()
                     )));
                 }
                 if self.out_dtype.is_none() && !switchboard_tensor::can_cast(common, o.dtype()) {
@@ -148,7 +176,7 @@ impl<'a, const N: usize> Elementwise<'a, N> {
         Some(MetaOutput {
             sizes: switchboard_tensor::dim_vec(first.sizes()),
             strides: switchboard_tensor::contiguous_strides(first.sizes()),
-            dtype: self.out_dtype.unwrap_or(dtype),
+            dtype: self.out_dtype.or(self.compute_in).unwrap_or(dtype),
             device: first.device(),
         })
     }

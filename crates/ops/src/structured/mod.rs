@@ -26,6 +26,7 @@ mod activation;
 mod binary_math;
 mod bitwise;
 mod cat;
+mod clamp;
 mod cumulative;
 mod elementwise;
 mod indexing;
@@ -50,6 +51,7 @@ pub use activation::*;
 pub use binary_math::*;
 pub use bitwise::*;
 pub use cat::*;
+pub use clamp::*;
 pub use cumulative::*;
 pub use elementwise::{
     broadcast_strides, common_device, reorder_dims, same_device, strides_for_perm, Elementwise,
