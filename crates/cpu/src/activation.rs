@@ -21,6 +21,7 @@ fn leaky_relu_impl(self_: &Tensor, negative_slope: Scalar, out: Option<&Tensor>)
     let iter = IterConfig::new("leaky_relu")
         .maybe_out(out)
         .input(self_)
+        .all_same_dtype(true)
         .build()?;
     dispatch_floating_types!(iter.common_dtype(), "leaky_relu_cpu", T => {
         let slope = in_opmath::<T>(negative_slope);

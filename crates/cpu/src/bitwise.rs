@@ -64,6 +64,7 @@ fn bitwise_not_impl(self_: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
     let iter = IterConfig::new("bitwise_not_cpu")
         .maybe_out(out)
         .input(self_)
+        .all_same_dtype(true)
         .build()?;
     dispatch_integral_types_and_bool!(iter.common_dtype(), "bitwise_not_cpu", T => {
         iter.for_each1(|a: T| a.not())

@@ -28,7 +28,11 @@ fn elu_impl(
     input_scale: Scalar,
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let iter = IterConfig::new("elu").maybe_out(out).input(self_).build()?;
+    let iter = IterConfig::new("elu")
+        .maybe_out(out)
+        .input(self_)
+        .all_same_dtype(true)
+        .build()?;
     dispatch_floating_types!(iter.common_dtype(), "elu_cpu", T => {
         let (negcoef, poscoef, negiptcoef) = coefficients::<T>(alpha, scale, input_scale);
         iter.for_each1(move |a: T| {

@@ -17,7 +17,11 @@ fn rounding(
     out: Option<&Tensor>,
     op: &impl FloatUnary,
 ) -> Result<Tensor> {
-    let iter = IterConfig::new(name).maybe_out(out).input(self_).build()?;
+    let iter = IterConfig::new(name)
+        .maybe_out(out)
+        .input(self_)
+        .all_same_dtype(true)
+        .build()?;
     let dtype = iter.common_dtype();
     if dtype.is_integral(false) {
         dispatch_all_types!(dtype, name, T => iter.for_each1(|a: T| a))?;
@@ -104,6 +108,7 @@ fn round_decimals_impl(self_: &Tensor, decimals: i64, out: Option<&Tensor>) -> R
     let iter = IterConfig::new("round_cpu")
         .maybe_out(out)
         .input(self_)
+        .all_same_dtype(true)
         .build()?;
     let dtype = iter.common_dtype();
     if decimals == 0 {

@@ -46,6 +46,7 @@ pub(crate) fn float_unary(
         .maybe_out(out)
         .input(self_)
         .int_to_float(name != "silu_cpu")
+        .all_same_dtype(name == "silu_cpu")
         .build()?;
     dispatch_floating_types!(iter.common_dtype(), name, T => float_unary_loop::<T>(&iter, op))?;
     iter.finish()
@@ -58,7 +59,11 @@ pub(crate) fn num_unary(
     op: &impl NumUnary,
     with_bool: bool,
 ) -> Result<Tensor> {
-    let iter = IterConfig::new(name).maybe_out(out).input(self_).build()?;
+    let iter = IterConfig::new(name)
+        .maybe_out(out)
+        .input(self_)
+        .all_same_dtype(true)
+        .build()?;
     if with_bool {
         dispatch_all_types_and_bool!(iter.common_dtype(), name, T => num_unary_loop::<T>(&iter, op))?;
     } else {
@@ -205,6 +210,7 @@ fn gelu_impl(self_: &Tensor, out: Option<&Tensor>, op: &Gelu) -> Result<Tensor> 
     let iter = IterConfig::new("gelu")
         .maybe_out(out)
         .input(self_)
+        .all_same_dtype(true)
         .build()?;
     dispatch_floating_types!(iter.common_dtype(), "GeluKernelImpl", T => {
         float_unary_loop::<T>(&iter, op)

@@ -35,6 +35,7 @@ pub struct IterConfig<'a> {
     compute_dtype: Option<ScalarType>,
     out_dtype: Option<ScalarType>,
     check_out_cast: bool,
+    all_same_dtype: bool,
     out_in_shape: bool,
 }
 
@@ -49,6 +50,7 @@ impl<'a> IterConfig<'a> {
             compute_dtype: None,
             out_dtype: None,
             check_out_cast: true,
+            all_same_dtype: false,
             out_in_shape: false,
         }
     }
@@ -102,6 +104,13 @@ impl<'a> IterConfig<'a> {
     /// Whether a given `out` must be a safe cast of the common dtype (default: yes).
     pub fn check_out_cast(mut self, yes: bool) -> Self {
         self.check_out_cast = yes;
+        self
+    }
+
+    /// A given `out` must have the common dtype, not merely one it casts to safely (the plain
+    /// unary ops, `build_borrowing_unary_op`: PyTorch's `check_all_same_dtype`).
+    pub fn all_same_dtype(mut self, yes: bool) -> Self {
+        self.all_same_dtype = yes;
         self
     }
 
@@ -260,6 +269,13 @@ impl<'a> IterConfig<'a> {
         }
         let kernel_dtype = self.out_dtype.unwrap_or(common);
         if let Some(o) = out_given {
+            if self.all_same_dtype && o.dtype() != common {
+                return Err(TensorError::invalid(format!(
+                    "Found dtype {} but expected {}",
+                    o.dtype().c10_name(),
+                    common.c10_name()
+                )));
+            }
             if self.check_out_cast && self.out_dtype.is_none() && !can_cast(common, o.dtype()) {
                 return Err(TensorError::invalid(format!(
                     "result type {} can't be cast to the desired output type {}",

@@ -11,7 +11,7 @@ pub fn leaky_relu(
     _negative_slope: Scalar,
     out: Option<&Tensor>,
 ) -> Result<MetaOutput> {
-    Elementwise::new(out, [self_]).compute()
+    Elementwise::new(out, [self_]).all_same_dtype().compute()
 }
 
 /// `leaky_relu_backward` (and `leaky_relu_backward.grad_input`): over `self` and
@@ -50,7 +50,7 @@ pub fn elu(
     _input_scale: Scalar,
     out: Option<&Tensor>,
 ) -> Result<MetaOutput> {
-    Elementwise::new(out, [self_]).compute()
+    Elementwise::new(out, [self_]).all_same_dtype().compute()
 }
 
 /// `elu_backward` (and `elu_backward.grad_input`): over `grad_output` and `self_or_result`;

@@ -9,7 +9,7 @@ use super::{Elementwise, MetaOutput, Result};
 
 unary_meta! {
     /// `bitwise_not` (and `bitwise_not_`, `bitwise_not.out`).
-    bitwise_not;
+    bitwise_not.all_same_dtype();
 }
 
 binary_meta! {

@@ -113,13 +113,13 @@ pub fn neg(self_: &Tensor, out: Option<&Tensor>) -> Result<MetaOutput> {
              to invert a mask, use the `~` or `logical_not()` operator instead.",
         ));
     }
-    Elementwise::new(out, [self_]).compute()
+    Elementwise::new(out, [self_]).all_same_dtype().compute()
 }
 
 /// `gelu` (and `gelu_`, `gelu.out`).
 pub fn gelu(self_: &Tensor, approximate: &str, out: Option<&Tensor>) -> Result<MetaOutput> {
     check_gelu_approximate(approximate)?;
-    Elementwise::new(out, [self_]).compute()
+    Elementwise::new(out, [self_]).all_same_dtype().compute()
 }
 
 /// `gelu_backward` (and `gelu_backward.grad_input`).
@@ -238,8 +238,8 @@ unary_meta! {
     sigmoid.int_to_float();
     /// `tanh`.
     tanh.int_to_float();
-    /// `silu`.
-    silu;
+    /// `silu`: a plain unary op (`build_unary_op`), so a given output has `self`'s dtype.
+    silu.all_same_dtype();
 }
 
 /// `lerp`'s dtype checks: `end` has `self`'s dtype, and so has `weight` unless it is

@@ -1,5 +1,6 @@
 //! The meta functions of rounding and sign (`ceil`, `floor`, `round`, `round.decimals`,
-//! `trunc`, `sign`, `sgn`): PyTorch's `build_borrowing_unary_op`, the result in `self`'s dtype.
+//! `trunc`, `sign`, `sgn`): PyTorch's `build_borrowing_unary_op`, the result in `self`'s dtype,
+//! and so must be a given output's.
 
 use switchboard_tensor::Tensor;
 
@@ -8,20 +9,20 @@ use super::{Elementwise, MetaOutput, Result};
 
 unary_meta! {
     /// `ceil` (and `ceil_`, `ceil.out`).
-    ceil;
+    ceil.all_same_dtype();
     /// `floor`.
-    floor;
+    floor.all_same_dtype();
     /// `round`.
-    round;
+    round.all_same_dtype();
     /// `trunc`.
-    trunc;
+    trunc.all_same_dtype();
     /// `sign`.
-    sign;
+    sign.all_same_dtype();
     /// `sgn` (and `sgn_`, `sgn.out`): `sign` for real numbers.
-    sgn;
+    sgn.all_same_dtype();
 }
 
 /// `round.decimals` (and `round_.decimals`, `round.decimals_out`).
 pub fn round_decimals(self_: &Tensor, _decimals: i64, out: Option<&Tensor>) -> Result<MetaOutput> {
-    Elementwise::new(out, [self_]).compute()
+    Elementwise::new(out, [self_]).all_same_dtype().compute()
 }
