@@ -99,8 +99,8 @@ impl Geom {
     }
 
     /// The convolution whose output is this one's input gradient (Note [Input gradient as a
-    /// convolution]), when there is one: unit strides, padding at most the dilated kernel's
-    /// extent, and an im2col buffer whose size fits.
+    /// convolution]), when there is one and it pays: unit strides, padding at most the
+    /// dilated kernel's extent, and an im2col buffer no larger than the forward's.
     fn input_grad_conv(&self) -> Option<Geom> {
         if self.sh != 1 || self.sw != 1 || self.pointwise() {
             return None;
@@ -108,6 +108,11 @@ impl Geom {
         let ph = (self.dh * (self.kh - 1)).checked_sub(self.ph)?;
         let pw = (self.dw * (self.kw - 1)).checked_sub(self.pw)?;
         let cols = (self.cout_g() * self.kh * self.kw).checked_mul(self.h.checked_mul(self.w)?)?;
+        if cols > self.cols {
+            // A larger im2col (more output than input channels, or an output smaller than
+            // the input) makes the route slower than col2im (the MNIST CNN's second conv).
+            return None;
+        }
         Some(Geom {
             c_in: self.c_out,
             h: self.oh,

@@ -363,13 +363,14 @@ fn backward_matches_finite_differences() {
 }
 
 /// The unit-stride input gradients computed as convolutions of `grad_out` (Note [Input
-/// gradient as a convolution]): padded, dilated, grouped, rectangular kernels; and padding past
-/// the dilated kernel's extent, which keeps col2im.
+/// gradient as a convolution]): padded, dilated, grouped, rectangular kernels; and the cases
+/// that keep col2im (more output than input channels, padding past the kernel's extent).
 #[test]
 fn input_gradient_as_convolution_matches_finite_differences() {
-    check_grads(&[2, 4, 6, 5], &[6, 2, 3, 2], &[1], &[1, 1], &[2, 1], 2);
+    check_grads(&[2, 4, 6, 5], &[4, 2, 3, 3], &[1], &[2, 1], &[2, 1], 2);
+    check_grads(&[2, 3, 5, 5], &[3, 3, 3, 3], &[1], &[1], &[1], 1);
+    check_grads(&[1, 2, 4, 7], &[2, 2, 2, 3], &[1], &[1, 1], &[1], 1);
     check_grads(&[2, 3, 5, 5], &[4, 3, 3, 3], &[1], &[1], &[1], 1);
-    check_grads(&[1, 2, 4, 7], &[3, 2, 2, 3], &[1], &[0, 2], &[1], 1);
     check_grads(&[2, 2, 4, 4], &[2, 2, 1, 1], &[1], &[1], &[1], 1);
 }
 
