@@ -11,7 +11,7 @@ use crate::copy::{cast, copy_into};
 use crate::dispatch_dtype::{FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::loops::runs_in_parallel;
 use crate::norm::{check_param_dtypes, param, param_dtype};
 
 /// The checked geometry: `n` batches of `c` channels of `inner` elements each.
@@ -105,7 +105,7 @@ pub(crate) fn like_input(input: &Tensor, values: Tensor) -> Result<Tensor> {
 
 /// Runs `f(c)` for every channel, in parallel when the work is large.
 fn per_channel<R: Send>(g: &Geometry, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
-    if g.c > 1 && g.c * g.count() > GRAIN_SIZE && !in_parallel_region() {
+    if g.c > 1 && runs_in_parallel(g.c * g.count()) {
         (0..g.c).into_par_iter().map(f).collect()
     } else {
         (0..g.c).map(f).collect()
@@ -183,7 +183,7 @@ fn affine<T: FloatElement>(x: &[T], y: &mut [T], g: &Geometry, alpha: &[f64], be
             *o = T::from_acc(v.to_acc().mul(alpha[ch]).add(beta[ch]));
         }
     };
-    if y.len() > GRAIN_SIZE && !in_parallel_region() && rayon::current_num_threads() > 1 {
+    if runs_in_parallel(y.len()) {
         y.par_chunks_mut(inner)
             .enumerate()
             .for_each(|(p, yp)| plane(p, yp));
@@ -512,7 +512,7 @@ fn input_grad<T: FloatElement>(
             *o = T::from_acc(d.to_acc().mul(a).add(v.to_acc().mul(b)).add(k));
         }
     };
-    if dx.len() > GRAIN_SIZE && !in_parallel_region() && rayon::current_num_threads() > 1 {
+    if runs_in_parallel(dx.len()) {
         dx.par_chunks_mut(inner)
             .enumerate()
             .for_each(|(p, o)| plane(p, o));

@@ -39,6 +39,16 @@ use crate::loops::in_parallel_region;
 // row-major: `grad_W_g^T (K x C_out/groups) += cols @ grad_out_g^T`, 34 us on that shape. The
 // transposed partial sums are added into `grad_W` once, at the end.
 
+// Note [Input gradient as a convolution]
+// With unit strides, the input gradient is itself a convolution: of `grad_out` by the weight
+// flipped in space with its two channel dimensions swapped, with padding `d*(k-1) - p` (not
+// negative while `p <= d*(k-1)`) and the same dilation. Computed that way, one image's input
+// gradient is an im2col of `grad_out` and one GEMM writing `grad_in` directly: the same work
+// as a forward pass, where the adjoint route (`grad_cols = W_g^T @ grad_out_g`, then col2im
+// scattering `K x L` sums back) runs a GEMM with a depth of only `C_out/groups` over the whole
+// `K x L` buffer and adds that buffer back element by element. Strided convolutions keep
+// col2im (their gradient is a convolution of a zero-dilated `grad_out`).
+
 /// The geometry of a 2-d convolution (1-d ones have `h = kh = oh = 1`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Geom {
@@ -87,6 +97,51 @@ impl Geom {
     fn pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1 && self.ph == 0 && self.pw == 0
     }
+
+    /// The convolution whose output is this one's input gradient (Note [Input gradient as a
+    /// convolution]), when there is one and it pays: unit strides, padding at most the
+    /// dilated kernel's extent, and an im2col buffer no larger than the forward's.
+    fn input_grad_conv(&self) -> Option<Geom> {
+        if self.sh != 1 || self.sw != 1 || self.pointwise() {
+            return None;
+        }
+        let ph = (self.dh * (self.kh - 1)).checked_sub(self.ph)?;
+        let pw = (self.dw * (self.kw - 1)).checked_sub(self.pw)?;
+        let cols = (self.cout_g() * self.kh * self.kw).checked_mul(self.h.checked_mul(self.w)?)?;
+        if cols > self.cols {
+            // A larger im2col (more output than input channels, or an output smaller than
+            // the input) makes the route slower than col2im (the MNIST CNN's second conv).
+            return None;
+        }
+        Some(Geom {
+            c_in: self.c_out,
+            h: self.oh,
+            w: self.ow,
+            c_out: self.c_in,
+            ph,
+            pw,
+            oh: self.h,
+            ow: self.w,
+            cols,
+            ..*self
+        })
+    }
+}
+
+/// The weight of the input gradient's convolution (Note [Input gradient as a convolution]):
+/// per group, `W'[ci][co][i][j] = W[co][ci][kh-1-i][kw-1-j]`, `C_in x C_out/groups x kh x kw`.
+fn flipped_weight<T: Num>(wt: &[T], g: &Geom) -> Vec<T> {
+    let (cin_g, cout_g, khw) = (g.cin_g(), g.cout_g(), g.kh * g.kw);
+    let mut flipped = Vec::with_capacity(wt.len());
+    for gi in 0..g.groups {
+        for ci in 0..cin_g {
+            for co in 0..cout_g {
+                let src = &wt[((gi * cout_g + co) * cin_g + ci) * khw..][..khw];
+                flipped.extend(src.iter().rev());
+            }
+        }
+    }
+    flipped
 }
 
 /// A zeroed buffer of `len` elements, allocated fallibly: its size comes from the user's
@@ -115,16 +170,47 @@ fn valid_range(out: usize, size: usize, s: usize, p: usize, off: usize) -> (usiz
     (lo.min(hi), hi)
 }
 
+// Note [im2col rows as one copy]
+// With unit strides and output rows as wide as the input's (a "same" padding, as every 3x3
+// convolution of a ResNet has), consecutive output rows of one `cols` row read consecutive
+// input rows at one fixed offset: the whole valid block is a single copy of the input plane,
+// shifted, after which only the `pw` columns wrapped in from the neighbouring row at each edge
+// are zeroed. One long copy replaces `oh` copies of `ow` elements, whose call overhead
+// dominated at the ResNet's widths (32 and less).
+
 /// Unrolls the patches of one image's group (`cin_g` channels of `h x w`) into `cols`
 /// (`K x L`, row-major).
 fn im2col<T: Num>(x: &[T], cols: &mut [T], g: &Geom) {
     let (l, hw) = (g.l(), g.h * g.w);
+    // Note [im2col rows as one copy].
+    let one_copy = g.sh == 1 && g.sw == 1 && g.ow == g.w;
     for c in 0..g.cin_g() {
         for i in 0..g.kh {
             let (ylo, yhi) = valid_range(g.oh, g.h, g.sh, g.ph, i * g.dh);
             for j in 0..g.kw {
                 let (xlo, xhi) = valid_range(g.ow, g.w, g.sw, g.pw, j * g.dw);
                 let row = &mut cols[((c * g.kh + i) * g.kw + j) * l..][..l];
+                if one_copy {
+                    // Output `(oy, ox)` reads input `(oy + i*dh - ph, ox + j*dw - pw)`: flat
+                    // offset `q` reads `q + (i*dh - ph)*w + j*dw - pw` (in range from the first
+                    // valid element to the last).
+                    if ylo >= yhi || xlo >= xhi {
+                        row.fill(T::ZERO);
+                        continue;
+                    }
+                    let (start, end) = (ylo * g.ow + xlo, (yhi - 1) * g.ow + xhi);
+                    let src = (ylo + i * g.dh - g.ph) * g.w + xlo + j * g.dw - g.pw;
+                    row[..start].fill(T::ZERO);
+                    row[start..end].copy_from_slice(&x[c * hw + src..][..end - start]);
+                    row[end..].fill(T::ZERO);
+                    for r in row[start..end].chunks_mut(g.ow) {
+                        // Each chunk starts at column `xlo`: zero columns `xhi..` and, of the
+                        // next row, `..xlo`.
+                        let wrapped = (g.ow - xhi + xlo).min(r.len().saturating_sub(xhi - xlo));
+                        r[xhi - xlo..][..wrapped].fill(T::ZERO);
+                    }
+                    continue;
+                }
                 for oy in 0..g.oh {
                     let r = &mut row[oy * g.ow..][..g.ow];
                     if oy < ylo || oy >= yhi {
@@ -293,6 +379,12 @@ pub(super) fn backward_impl<T: GemmFloat>(
 ) -> Result<()> {
     let (k, l, cin_g, cout_g) = (g.k(), g.l(), g.cin_g(), g.cout_g());
     let (need_w, need_b) = (gw.is_some(), gb.is_some());
+    // The input gradient as a convolution of `grad_out` where there is one (Note [Input
+    // gradient as a convolution]), with its geometry and weight.
+    let grad_conv = gx
+        .as_ref()
+        .and_then(|_| g.input_grad_conv())
+        .map(|ig| (ig, flipped_weight(wt, g)));
     let chunks = image_chunks(g.n);
     let per = g.n.div_ceil(chunks).max(1);
     // One task: images `c*per ..` (as many as `gx_chunk` holds, or up to `per`); returns its
@@ -305,10 +397,12 @@ pub(super) fn backward_impl<T: GemmFloat>(
             let mut go_t = zeroed::<T>(if need_w { cout_g * l } else { 0 })?;
             let mut pb = zeroed::<T>(if need_b { g.c_out } else { 0 })?;
             let mut cols = zeroed::<T>(if g.pointwise() { 0 } else { g.cols })?;
-            let mut dcols = zeroed::<T>(if gx_chunk.is_some() && !g.pointwise() {
-                g.cols
-            } else {
-                0
+            // For the input gradient: the im2col of grad_out when that gradient is a
+            // convolution, else the `grad_cols` that col2im scatters back.
+            let mut dcols = zeroed::<T>(match &grad_conv {
+                Some((ig, _)) => ig.cols,
+                None if gx_chunk.is_some() && !g.pointwise() => g.cols,
+                None => 0,
             })?;
             let first = c * per;
             let last = (first + per).min(g.n);
@@ -354,6 +448,30 @@ pub(super) fn backward_impl<T: GemmFloat>(
                     if let Some(gxc) = gx_chunk.as_deref_mut() {
                         let gx_img = &mut gxc[(n - first) * g.in_image()..][..g.in_image()];
                         let gxg = &mut gx_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
+                        if let Some((ig, flipped)) = &grad_conv {
+                            let go_rows = &go_img[gi * cout_g * l..][..cout_g * l];
+                            im2col(go_rows, &mut dcols, ig);
+                            let (k2, hw) = (ig.k(), g.h * g.w);
+                            let wg2 = &flipped[gi * cin_g * k2..][..cin_g * k2];
+                            // SAFETY: row-major views of live slices: `gxg` the group's
+                            // exclusive `cin_g x hw` input gradient (overwritten, not read),
+                            // the flipped weight `cin_g x k2`, the `k2 x hw` im2col of
+                            // grad_out.
+                            unsafe {
+                                gemm_float(
+                                    cin_g,
+                                    hw,
+                                    k2,
+                                    MatPtr::row_major(gxg.as_mut_ptr() as *mut T, hw),
+                                    MatPtr::row_major(wg2.as_ptr(), k2),
+                                    MatPtr::row_major(dcols.as_ptr(), hw),
+                                    <T as Num>::ONE,
+                                    <T as Num>::ZERO,
+                                    false,
+                                )
+                            };
+                            continue;
+                        }
                         let dst = if g.pointwise() {
                             gxg.as_mut_ptr() as *mut T
                         } else {

@@ -69,7 +69,9 @@ fn run(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: &P) -> Tensor {
     convolution(x, w, b, &s, &pd, &d, false, &[0], p.groups as i64).unwrap()
 }
 
-const CASES: [P; 4] = [
+/// The last two keep the output as wide as the input at unit strides (Note [im2col rows as
+/// one copy]).
+const CASES: [P; 6] = [
     P {
         s: [1, 1],
         p: [0, 0],
@@ -93,6 +95,18 @@ const CASES: [P; 4] = [
         p: [1, 1],
         d: [1, 2],
         groups: 4,
+    },
+    P {
+        s: [1, 1],
+        p: [1, 1],
+        d: [1, 2],
+        groups: 1,
+    },
+    P {
+        s: [1, 1],
+        p: [2, 1],
+        d: [2, 2],
+        groups: 2,
     },
 ];
 
@@ -346,6 +360,18 @@ fn backward_matches_finite_differences() {
     check_grads(&[3, 2, 4, 4], &[3, 2, 1, 1], &[1], &[0], &[1], 1);
     check_grads(&[1, 3, 9], &[2, 3, 3], &[2], &[2], &[1], 1);
     check_grads(&[3, 8], &[4, 3, 2], &[1], &[0], &[3], 1);
+}
+
+/// The unit-stride input gradients computed as convolutions of `grad_out` (Note [Input
+/// gradient as a convolution]): padded, dilated, grouped, rectangular kernels; and the cases
+/// that keep col2im (more output than input channels, padding past the kernel's extent).
+#[test]
+fn input_gradient_as_convolution_matches_finite_differences() {
+    check_grads(&[2, 4, 6, 5], &[4, 2, 3, 3], &[1], &[2, 1], &[2, 1], 2);
+    check_grads(&[2, 3, 5, 5], &[3, 3, 3, 3], &[1], &[1], &[1], 1);
+    check_grads(&[1, 2, 4, 7], &[2, 2, 2, 3], &[1], &[1, 1], &[1], 1);
+    check_grads(&[2, 3, 5, 5], &[4, 3, 3, 3], &[1], &[1], &[1], 1);
+    check_grads(&[2, 2, 4, 4], &[2, 2, 1, 1], &[1], &[1], &[1], 1);
 }
 
 #[test]

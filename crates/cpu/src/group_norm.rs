@@ -10,7 +10,7 @@ use crate::copy::cast;
 use crate::dispatch_dtype::{FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::loops::runs_in_parallel;
 use crate::norm::{check_param_dtypes, param, param_dtype};
 
 /// PyTorch's message for a `TORCH_CHECK(cond)` without one.
@@ -106,7 +106,7 @@ fn par_rows<T: Send>(out: &mut [T], d: usize, f: impl Fn(usize, &mut [T]) + Sync
     if d == 0 {
         return;
     }
-    if out.len() > GRAIN_SIZE && !in_parallel_region() && rayon::current_num_threads() > 1 {
+    if runs_in_parallel(out.len()) {
         out.par_chunks_mut(d).enumerate().for_each(|(r, o)| f(r, o));
     } else {
         out.chunks_mut(d).enumerate().for_each(|(r, o)| f(r, o));
@@ -129,7 +129,7 @@ fn row_stats<T: FloatElement>(x: &[T], g: &Geometry, eps: f64) -> Vec<(f64, f64)
             / d as f64;
         (mean, 1.0 / (var + eps).sqrt())
     };
-    if x.len() > GRAIN_SIZE && !in_parallel_region() {
+    if runs_in_parallel(x.len()) {
         (0..g.rows).into_par_iter().map(stat).collect()
     } else {
         (0..g.rows).map(stat).collect()

@@ -64,6 +64,21 @@ pub fn in_parallel_region() -> bool {
     rayon::current_thread_index().is_some()
 }
 
+// Note [One thread runs inline]
+// A parallel iterator started outside the rayon pool hands its work to the pool's threads and
+// blocks until they finish, even when the pool has a single thread: the calling thread then
+// sleeps while one worker does the whole loop, and every such loop pays a wake-up of the worker
+// and of the caller (on a loaded machine, a wait for a time slice each: measured as most of the
+// ResNet step's batch norm time on one thread). Like `at::parallel_for`, loops run on the
+// calling thread unless there are several threads to share them.
+
+/// Whether a loop over `work` elements runs on the rayon threads: more than [`GRAIN_SIZE`]
+/// elements, more than one thread, and not already inside a parallel region (Note [One thread
+/// runs inline]).
+pub fn runs_in_parallel(work: usize) -> bool {
+    work > GRAIN_SIZE && rayon::current_num_threads() > 1 && !in_parallel_region()
+}
+
 /// Runs `f(start, end)` over a partition of `0..n`: on the calling thread when `n <= grain`,
 /// inside a parallel region or with one thread; else in parallel chunks of at least `grain`.
 pub fn parallel_for(n: usize, grain: usize, f: impl Fn(usize, usize) + Sync) {
