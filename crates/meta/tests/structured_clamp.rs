@@ -6,7 +6,10 @@
 
 mod common;
 
-use switchboard_dispatcher::Result;
+use common::{
+    assert_errors_on_meta_and_cpu, assert_geometry_on_meta_and_cpu, DeviceCase, ErrorCase,
+};
+
 use switchboard_ops::{self as ops, TensorOps};
 use switchboard_tensor::{Device, MemoryFormat, Scalar, ScalarType as S, Tensor};
 
@@ -47,16 +50,8 @@ fn tensor_bounds<'a>(
     ops::ClampTensorOptions { min, max }
 }
 
-type Case = (
-    &'static str,
-    fn(Device) -> Result<Tensor>,
-    &'static [i64],
-    &'static [i64],
-    S,
-);
-
 /// `(name, call, sizes, strides, dtype)` as PyTorch 2.15 gives them.
-const CASES: &[Case] = &[
+const CASES: &[DeviceCase] = &[
     (
         "clamp float",
         |d| ops::clamp_with(&on(d, &[2, 3], S::Float), int_bounds(Some(-1), Some(1))),
@@ -319,24 +314,8 @@ const CASES: &[Case] = &[
 
 #[test]
 fn geometry_as_pytorch_on_meta_and_cpu() {
-    let mut failures = Vec::new();
-    for (name, call, sizes, strides, dtype) in CASES {
-        for d in [Device::META, Device::CPU] {
-            match call(d) {
-                Ok(t) => {
-                    let got = (t.sizes(), t.strides(), t.dtype(), t.device());
-                    if got != (*sizes, *strides, *dtype, d) {
-                        failures.push(format!("{name} on {d}: {got:?}"));
-                    }
-                }
-                Err(e) => failures.push(format!("{name} on {d}: {}", e.first_line())),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_geometry_on_meta_and_cpu(CASES);
 }
-
-type ErrorCase = (&'static str, fn(Device) -> Result<Tensor>, &'static str);
 
 const NO_BOUND: &str = "torch.clamp: At least one of 'min' or 'max' must not be None";
 const COMPLEX: &str = "clamp is not supported for complex types";
@@ -524,19 +503,7 @@ const ERRORS: &[ErrorCase] = &[
 
 #[test]
 fn meta_functions_fail_with_pytorchs_errors() {
-    let mut failures = Vec::new();
-    for (name, call, message) in ERRORS {
-        for d in [Device::META, Device::CPU] {
-            match call(d) {
-                Ok(_) => failures.push(format!("{name} on {d}: no error")),
-                Err(err) if err.first_line() != *message => {
-                    failures.push(format!("{name} on {d}: `{}`", err.first_line()))
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_errors_on_meta_and_cpu(ERRORS);
 }
 
 /// The kernels' own errors, raised on the CPU only (PyTorch's meta functions pass these calls):
