@@ -251,7 +251,8 @@ def profile(bench, step, steps=5):
 
 def per_sample_grads(steps, threads):
     """The per-sample gradients of the MLP's cross-entropy at batch 64: torch.func's
-    vmap(grad(loss)) against a loop of 64 single-sample grad calls (compute_bench's
+    vmap(grad(loss)) against a loop of 64 single-sample grad calls whose results are stacked, as
+    the tutorial's compute_sample_grads (compute_bench's
     `per_sample_grads`)."""
     from torch.func import functional_call, grad, vmap
 
@@ -272,8 +273,9 @@ def per_sample_grads(steps, threads):
         per_sample(params, x, y)
 
     def looped():
-        for b in range(64):
-            single(params, x[b], y[b])
+        # The tutorial's compute_sample_grads: keep each sample's gradients, stack them.
+        grads = [single(params, x[b], y[b]) for b in range(64)]
+        {k: torch.stack([g[k] for g in grads]) for k in params}
 
     def timed(f, n):
         f()

@@ -26,7 +26,8 @@
 //!   step;
 //! - `per_sample_grads`: the per-sample gradients of the MLP 784-512-512-10's cross-entropy at
 //!   batch 64, `vmap(grad(loss))` (`torch.func`) against a loop of 64 single-sample `grad`
-//!   calls in the same run; the JSON line gives both and their ratio.
+//!   calls whose results are stacked per parameter (the tutorial's loop), in the same run; the
+//!   JSON line gives both and their ratio.
 //!
 //! Prints one JSON object per workload. `benches/pytorch_train_step.py` runs the same steps
 //! with PyTorch and prints the same lines.

@@ -1,4 +1,5 @@
-//! `per_sample_grads`: `vmap(grad(loss))` against a loop of single-sample `grad` calls.
+//! `per_sample_grads`: `vmap(grad(loss))` against a loop of single-sample `grad` calls whose
+//! results are stacked (the `torch.func` tutorial's `compute_sample_grads`).
 
 use std::time::Instant;
 
@@ -44,12 +45,23 @@ pub fn per_sample_grads(steps: usize, threads: usize) -> Result<(), BoxError> {
         )?;
         Ok(())
     };
+    // The tutorial's loop: each sample's gradients are kept and stacked per parameter, so that
+    // both sides end with the same per-sample gradient tensors.
     let looped = || -> Result<(), BoxError> {
+        let mut per_parameter: Vec<Vec<Tensor>> = vec![Vec::new(); params.len()];
         for b in 0..x.sizes()[0] {
             let mut one = params.clone();
             one.push(ops::select(&x, 0, b)?);
             one.push(ops::select(&y, 0, b)?);
-            grad(sample_loss, &one, &argnums)?;
+            for (slot, g) in per_parameter
+                .iter_mut()
+                .zip(grad(sample_loss, &one, &argnums)?)
+            {
+                slot.push(g);
+            }
+        }
+        for gs in &per_parameter {
+            ops::stack(gs)?;
         }
         Ok(())
     };
