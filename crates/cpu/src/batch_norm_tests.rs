@@ -324,3 +324,44 @@ fn statistics_and_gradients_over_planes_longer_than_the_lanes() {
     assert_close(&vals(&gw), &nw, 1e-6);
     assert_close(&vals(&gb), &nb, 1e-6);
 }
+
+/// Planes of 37 elements (two full chunks of the gradient sums' lanes and a tail, Note [Batch
+/// norm gradient sums per plane]) in 3 batches of 2 channels, in float32 (sums in f32 lanes
+/// per plane) and float64: the weight and bias gradients against direct f64 sums.
+#[test]
+fn gradient_sums_over_planes_longer_than_the_lanes() {
+    let (n, c, inner) = (3, 2, 37);
+    for (dtype, tol) in [(ScalarType::Double, 1e-12), (ScalarType::Float, 1e-5)] {
+        let x = ramp(&[n, c, inner], dtype);
+        let g = ramp(&[n, c, inner + 1], dtype)
+            .narrow(2, 1, inner as i64)
+            .unwrap()
+            .contiguous()
+            .unwrap();
+        let (_, mean, invstd) =
+            native_batch_norm(&x, None, None, None, None, true, 0.1, 1e-5).unwrap();
+        let (xv, gv, mv, iv) = (vals(&x), vals(&g), vals(&mean), vals(&invstd));
+        let (mut sum, mut dotp) = (vec![0.0; c], vec![0.0; c]);
+        for (i, (d, v)) in gv.iter().zip(&xv).enumerate() {
+            let ch = i / inner % c;
+            sum[ch] += d;
+            dotp[ch] += d * (v - mv[ch]);
+        }
+        let (_, gw, gb) = native_batch_norm_backward(
+            &g,
+            &x,
+            None,
+            None,
+            None,
+            Some(&mean),
+            Some(&invstd),
+            true,
+            1e-5,
+            &[false, true, true],
+        )
+        .unwrap();
+        let want_w: Vec<f64> = dotp.iter().zip(&iv).map(|(d, i)| d * i).collect();
+        assert_close(&vals(&gw), &want_w, tol);
+        assert_close(&vals(&gb), &sum, tol);
+    }
+}
