@@ -52,7 +52,8 @@ fn for_planes<A: Send, B: Send>(
 // kernels compute a window alike (its bounds clipped to the input, then its sum or maximum,
 // in the same order), so one loop gives both their values, and their indices: a max pooling
 // window wholly in the padding reads its first position past the padding in 2-d as in 3-d.
-// The depth loop costs the 2-d poolings nothing measurable (examples/pool_shapes.rs).
+// For a 2-d pooling the depth loop adds one iteration per output row (max) or per output
+// (average); examples/pool_shapes.rs times both.
 
 /// The window geometry of a pooling over contiguous `(T, H, W)` planes, which the 2-d and 3-d
 /// poolings' loops share: a 2-d pooling is a 3-d one of depth 1 (a kernel, stride and
