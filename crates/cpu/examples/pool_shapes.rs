@@ -16,6 +16,16 @@ use switchboard_cpu::{
 };
 use switchboard_tensor::Tensor;
 
+/// One `avg_pool2d` case: the input's sizes and the window (one value for both dims).
+struct Case2d {
+    name: &'static str,
+    sizes: [i64; 4],
+    kernel: i64,
+    stride: i64,
+    padding: i64,
+    count_include_pad: bool,
+}
+
 /// The best time of `reps` calls of `f`, in milliseconds.
 fn best(reps: usize, mut f: impl FnMut()) -> f64 {
     (0..reps)
@@ -48,34 +58,41 @@ fn main() {
         .num_threads(threads)
         .build_global()
         .expect("the global pool is built once");
-    // (name, input sizes, kernel, stride, padding, count_include_pad)
-    let cases_2d: [(&str, [i64; 4], i64, i64, i64, bool); 3] = [
-        (
-            "avg_pool2d 32x64x32x32 k2 s2",
-            [32, 64, 32, 32],
-            2,
-            2,
-            0,
-            true,
-        ),
-        (
-            "avg_pool2d 32x32x16x16 k3 s1 p1 excl",
-            [32, 32, 16, 16],
-            3,
-            1,
-            1,
-            false,
-        ),
-        (
-            "avg_pool2d 32x64x8x8 k8 (global)",
-            [32, 64, 8, 8],
-            8,
-            8,
-            0,
-            true,
-        ),
+    let cases_2d = [
+        Case2d {
+            name: "avg_pool2d 32x64x32x32 k2 s2",
+            sizes: [32, 64, 32, 32],
+            kernel: 2,
+            stride: 2,
+            padding: 0,
+            count_include_pad: true,
+        },
+        Case2d {
+            name: "avg_pool2d 32x32x16x16 k3 s1 p1 excl",
+            sizes: [32, 32, 16, 16],
+            kernel: 3,
+            stride: 1,
+            padding: 1,
+            count_include_pad: false,
+        },
+        Case2d {
+            name: "avg_pool2d 32x64x8x8 k8 (global)",
+            sizes: [32, 64, 8, 8],
+            kernel: 8,
+            stride: 8,
+            padding: 0,
+            count_include_pad: true,
+        },
     ];
-    for (name, sizes, k, s, p, include) in cases_2d {
+    for case in cases_2d {
+        let Case2d {
+            name,
+            sizes,
+            kernel: k,
+            stride: s,
+            padding: p,
+            count_include_pad: include,
+        } = case;
         let x = values(&sizes);
         let y = avg_pool2d(&x, &[k], &[s], &[p], false, include, None).expect("valid");
         let go = values(y.sizes());
