@@ -1,6 +1,7 @@
 //! Average pooling: `avg_pool2d` and `avg_pool2d_backward` (windows with `ceil_mode`,
 //! `count_include_pad` and `divisor_override`), over 3-d `(C, H, W)` and 4-d `(N, C, H, W)`
-//! inputs, with PyTorch's output-size rules and messages (shared with max pooling).
+//! inputs, with PyTorch's output-size rules and messages (shared with max pooling); and the
+//! loops they share with `avg_pool3d` (Note [One pooling loop for 2-d and 3-d]).
 
 use rayon::prelude::*;
 use switchboard_ops::structured;
@@ -10,8 +11,8 @@ use crate::copy::copy_into;
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu, Result};
-use crate::loops::{in_parallel_region, GRAIN_SIZE};
-use crate::pool::Pool;
+use crate::loops::runs_planes_in_parallel;
+use crate::pool::PoolGeometry;
 use crate::structured_output::deliver;
 
 pub(crate) use switchboard_ops::structured::pool_output_format;
@@ -40,12 +41,7 @@ pub(crate) fn for_each_plane<T: Send>(
     if len == 0 {
         return;
     }
-    let planes = out.len() / len;
-    if planes > 1
-        && planes.saturating_mul(work) > GRAIN_SIZE
-        && !in_parallel_region()
-        && rayon::current_num_threads() > 1
-    {
+    if runs_planes_in_parallel(out.len() / len, work) {
         out.par_chunks_mut(len)
             .enumerate()
             .for_each(|(p, o)| f(p, o));
@@ -54,21 +50,109 @@ pub(crate) fn for_each_plane<T: Send>(
     }
 }
 
-/// One output's window: its clamped row and column ranges and its divisor.
-struct AvgWindow {
-    y: (i64, i64),
-    x: (i64, i64),
-    divisor: i64,
+/// One output's window clamped to the input (`[start, end)` per dim,
+/// [`structured::avg_pool_window`]) and its divisor, or `None` for a window wholly in the
+/// padding (its output is 0, as PyTorch's).
+#[inline]
+fn window(
+    g: &PoolGeometry,
+    o: [i64; 3],
+    count_include_pad: bool,
+    divisor: Option<i64>,
+) -> Option<([(usize, usize); 3], i64)> {
+    let geometry = [g.kernel, g.stride, g.padding];
+    let (range, divisor) =
+        structured::avg_pool_window(o, g.input, geometry, count_include_pad, divisor);
+    if range.iter().any(|&(start, end)| start >= end) {
+        return None;
+    }
+    Some((
+        range.map(|(start, end)| (start as usize, end as usize)),
+        divisor,
+    ))
 }
 
-/// avg_pool2d's window of output `(oy, ox)` ([`structured::avg_pool_window`]).
+/// Runs `f(window, out)` over the outputs of one plane, in order, each with its [`window`].
 #[inline]
-fn window(p: &Pool, oy: i64, ox: i64, count_include_pad: bool, divisor: Option<i64>) -> AvgWindow {
-    let win = &p.win;
-    let geometry = [[win.kh, win.kw], [win.sh, win.sw], [win.ph, win.pw]];
-    let ([y, x], divisor) =
-        structured::avg_pool_window([oy, ox], [p.h, p.w], geometry, count_include_pad, divisor);
-    AvgWindow { y, x, divisor }
+fn for_each_window<O>(
+    g: &PoolGeometry,
+    outs: impl IntoIterator<Item = O>,
+    count_include_pad: bool,
+    divisor: Option<i64>,
+    mut f: impl FnMut(Option<([(usize, usize); 3], i64)>, O),
+) {
+    let [ot, oh, ow] = g.output;
+    let mut outs = outs.into_iter();
+    for t in 0..ot {
+        for y in 0..oh {
+            for x in 0..ow {
+                let Some(o) = outs.next() else { return };
+                f(window(g, [t, y, x], count_include_pad, divisor), o);
+            }
+        }
+    }
+}
+
+/// The average poolings' forward loop over contiguous planes, 2-d and 3-d alike (Note [One
+/// pooling loop for 2-d and 3-d]): each output the sum of its window divided by the divisor.
+pub(crate) fn avg_pool_planes<T: CpuElement>(
+    x: &[T],
+    out: &mut [T],
+    g: &PoolGeometry,
+    count_include_pad: bool,
+    divisor: Option<i64>,
+) {
+    let (h, w) = (g.input[1] as usize, g.input[2] as usize);
+    for_each_plane(out, g.plane_out, g.work(), |p, o| {
+        let xp = &x[p * g.plane_in..][..g.plane_in];
+        for_each_window(g, o, count_include_pad, divisor, |window, v| {
+            let Some(([t, y, xr], d)) = window else {
+                *v = T::from_acc(<T::Acc as Num>::ZERO);
+                return;
+            };
+            let mut sum = <T::Acc as Num>::ZERO;
+            for it in t.0..t.1 {
+                for iy in y.0..y.1 {
+                    let row = &xp[(it * h + iy) * w..][..w];
+                    for e in &row[xr.0..xr.1] {
+                        sum = sum.add(e.to_acc());
+                    }
+                }
+            }
+            *v = T::from_acc(sum.div(<T::Acc as Num>::from_f64(d as f64)));
+        });
+    });
+}
+
+/// The average poolings' backward loop over contiguous planes, 2-d and 3-d alike (Note [One
+/// pooling loop for 2-d and 3-d]): each output's gradient divided by its window's divisor and
+/// added to the window's inputs.
+pub(crate) fn avg_pool_backward_planes<T: CpuElement>(
+    go: &[T],
+    gi: &mut [T],
+    g: &PoolGeometry,
+    count_include_pad: bool,
+    divisor: Option<i64>,
+) {
+    let (h, w) = (g.input[1] as usize, g.input[2] as usize);
+    for_each_plane(gi, g.plane_in, g.work(), |p, gp| {
+        gp.fill(T::from_acc(<T::Acc as Num>::ZERO));
+        let gop = &go[p * g.plane_out..][..g.plane_out];
+        for_each_window(g, gop, count_include_pad, divisor, |window, v| {
+            let Some(([t, y, xr], d)) = window else {
+                return;
+            };
+            let share = v.to_acc().div(<T::Acc as Num>::from_f64(d as f64));
+            for it in t.0..t.1 {
+                for iy in y.0..y.1 {
+                    let row = &mut gp[(it * h + iy) * w..][..w];
+                    for e in &mut row[xr.0..xr.1] {
+                        *e = T::from_acc(e.to_acc().add(share));
+                    }
+                }
+            }
+        });
+    });
 }
 
 /// avg_pool2d's CPU dtypes: the floating types and Long (PyTorch's kernel dispatch, after the
@@ -92,34 +176,6 @@ macro_rules! dispatch_avg_pool_types {
             dt => dispatch_floating_types!(dt, $name, $T => $body),
         }
     }};
-}
-
-fn avg_pool_planes<T: CpuElement>(
-    x: &[T],
-    out: &mut [T],
-    p: &Pool,
-    count_include_pad: bool,
-    divisor: Option<i64>,
-) {
-    let (w, ow) = (p.w as usize, p.ow);
-    let work = p.plane_out.saturating_mul((p.win.kh * p.win.kw) as usize);
-    for_each_plane(out, p.plane_out, work, |pl, o| {
-        let xp = &x[pl * p.plane_in..][..p.plane_in];
-        for oy in 0..p.oh {
-            for ox in 0..ow {
-                let win = window(p, oy, ox, count_include_pad, divisor);
-                let mut sum = <T::Acc as Num>::ZERO;
-                for iy in win.y.0..win.y.1 {
-                    let row = &xp[iy as usize * w..][..w];
-                    for v in &row[win.x.0 as usize..win.x.1 as usize] {
-                        sum = sum.add(v.to_acc());
-                    }
-                }
-                let d = <T::Acc as Num>::from_f64(win.divisor as f64);
-                o[(oy * ow + ox) as usize] = T::from_acc(sum.div(d));
-            }
-        }
-    });
 }
 
 /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool
@@ -198,38 +254,10 @@ fn avg_pool2d_impl(
     let x = self_.contiguous()?;
     let computed = Tensor::empty_on(&p.out_shape, dtype, p.device)?;
     dispatch_avg_pool_types!(dtype, "avg_pool2d", T => {
-        avg_pool_planes::<T>(&x.data::<T>()?, &mut computed.data_mut::<T>()?, &p, count_include_pad, divisor_override);
+        avg_pool_planes::<T>(&x.data::<T>()?, &mut computed.data_mut::<T>()?, &(&p).into(), count_include_pad, divisor_override);
         Ok(())
     })?;
     deliver(meta, given, computed)
-}
-
-fn avg_pool_backward_planes<T: CpuElement>(
-    go: &[T],
-    gi: &mut [T],
-    p: &Pool,
-    count_include_pad: bool,
-    divisor: Option<i64>,
-) {
-    let (w, ow) = (p.w as usize, p.ow);
-    let work = p.plane_out.saturating_mul((p.win.kh * p.win.kw) as usize);
-    for_each_plane(gi, p.plane_in, work, |pl, g| {
-        g.fill(T::from_acc(<T::Acc as Num>::ZERO));
-        let gp = &go[pl * p.plane_out..][..p.plane_out];
-        for oy in 0..p.oh {
-            for ox in 0..ow {
-                let win = window(p, oy, ox, count_include_pad, divisor);
-                let d = <T::Acc as Num>::from_f64(win.divisor as f64);
-                let share = gp[(oy * ow + ox) as usize].to_acc().div(d);
-                for iy in win.y.0..win.y.1 {
-                    let row = &mut g[iy as usize * w..][..w];
-                    for v in &mut row[win.x.0 as usize..win.x.1 as usize] {
-                        *v = T::from_acc(v.to_acc().add(share));
-                    }
-                }
-            }
-        }
-    });
 }
 
 /// `avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride,
@@ -298,7 +326,7 @@ fn avg_pool2d_backward_impl(
     let go = grad_output.contiguous()?;
     let gi = Tensor::empty_on(self_.sizes(), dtype, p.device)?;
     dispatch_avg_pool_types!(dtype, "avg_pool2d_backward_out_frame", T => {
-        avg_pool_backward_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &p, count_include_pad, divisor_override);
+        avg_pool_backward_planes::<T>(&go.data::<T>()?, &mut gi.data_mut::<T>()?, &(&p).into(), count_include_pad, divisor_override);
         Ok(())
     })?;
     deliver(meta, given, gi)

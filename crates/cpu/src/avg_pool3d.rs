@@ -2,38 +2,15 @@
 //! `count_include_pad` and `divisor_override`) over 4-d `(C, T, H, W)` and 5-d
 //! `(N, C, T, H, W)` inputs, computed into the outputs their meta functions describe
 //! (`switchboard_ops::structured::avg_pool3d`: contiguous whatever the input's layout, as
-//! PyTorch's).
+//! PyTorch's) by the loops of `avg_pool2d` (Note [One pooling loop for 2-d and 3-d]).
 
-use switchboard_ops::structured::{self, avg_pool_window, Pool3d};
+use switchboard_ops::structured;
 use switchboard_tensor::{RawOps, ScalarType, Tensor};
 
-use crate::avg_pool::{for_each_plane, Averaging, WindowArgs};
-use crate::dispatch_dtype::{CpuElement, Num};
+use crate::avg_pool::{avg_pool_backward_planes, avg_pool_planes, Averaging, WindowArgs};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu, Result};
-use crate::pool::saturated_usize;
 use crate::structured_output::{compute_contiguous, structured_output};
-
-/// One output's window clamped to the input (`[start, end)` per dim,
-/// [`avg_pool_window`]) and its divisor, or `None` for a window wholly in the padding (its
-/// output is 0, as PyTorch's).
-#[inline]
-fn window(
-    g: &Pool3d,
-    o: [i64; 3],
-    count_include_pad: bool,
-    divisor: Option<i64>,
-) -> Option<([(usize, usize); 3], i64)> {
-    let geometry = [g.kernel, g.stride, g.padding];
-    let (range, divisor) = avg_pool_window(o, g.input, geometry, count_include_pad, divisor);
-    if range.iter().any(|&(start, end)| start >= end) {
-        return None;
-    }
-    Some((
-        range.map(|(start, end)| (start as usize, end as usize)),
-        divisor,
-    ))
-}
 
 /// Runs `$body` with `$T` bound to the element type of `$dtype` for avg_pool3d's dtypes:
 /// float, double and Long (PyTorch's CPU kernels have no float16 or bfloat16 loop).
@@ -50,43 +27,6 @@ macro_rules! dispatch_avg_pool3d_types {
             dt => dispatch_floating_types!(dt, $name, $T => $body),
         }
     }};
-}
-
-/// The output positions of a plane, in order.
-fn positions(out: [i64; 3]) -> impl Iterator<Item = [i64; 3]> {
-    (0..out[0])
-        .flat_map(move |t| (0..out[1]).flat_map(move |h| (0..out[2]).map(move |w| [t, h, w])))
-}
-
-fn avg_pool3d_planes<T: CpuElement>(
-    x: &[T],
-    out: &mut [T],
-    g: &Pool3d,
-    include_pad: bool,
-    divisor: Option<i64>,
-) {
-    let (plane_in, plane_out) = (g.plane_in(), g.plane_out());
-    let (h, w) = (g.input[1] as usize, g.input[2] as usize);
-    let work = plane_out.saturating_mul(saturated_usize(g.kernel.iter().product()));
-    for_each_plane(out, plane_out, work, |p, o| {
-        let xp = &x[p * plane_in..][..plane_in];
-        for (v, pos) in o.iter_mut().zip(positions(g.output)) {
-            let Some(([t, y, xr], d)) = window(g, pos, include_pad, divisor) else {
-                *v = T::from_acc(<T::Acc as Num>::ZERO);
-                continue;
-            };
-            let mut sum = <T::Acc as Num>::ZERO;
-            for it in t.0..t.1 {
-                for iy in y.0..y.1 {
-                    let row = &xp[(it * h + iy) * w..][..w];
-                    for e in &row[xr.0..xr.1] {
-                        sum = sum.add(e.to_acc());
-                    }
-                }
-            }
-            *v = T::from_acc(sum.div(<T::Acc as Num>::from_f64(d as f64)));
-        }
-    });
 }
 
 /// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool
@@ -158,41 +98,11 @@ fn avg_pool3d_impl(
     let x = self_.contiguous()?;
     compute_contiguous(&result, &[self_], |dense| {
         dispatch_avg_pool3d_types!(dtype, "avg_pool3d_out_frame", T => {
-            avg_pool3d_planes::<T>(&x.data::<T>()?, &mut dense.data_mut::<T>()?, &g, count_include_pad, divisor_override);
+            avg_pool_planes::<T>(&x.data::<T>()?, &mut dense.data_mut::<T>()?, &(&g).into(), count_include_pad, divisor_override);
             Ok(())
         })
     })?;
     Ok(result)
-}
-
-fn avg_pool3d_backward_planes<T: CpuElement>(
-    go: &[T],
-    gi: &mut [T],
-    g: &Pool3d,
-    include_pad: bool,
-    divisor: Option<i64>,
-) {
-    let (plane_in, plane_out) = (g.plane_in(), g.plane_out());
-    let (h, w) = (g.input[1] as usize, g.input[2] as usize);
-    let work = plane_out.saturating_mul(saturated_usize(g.kernel.iter().product()));
-    for_each_plane(gi, plane_in, work, |p, gp| {
-        gp.fill(T::from_acc(<T::Acc as Num>::ZERO));
-        let gop = &go[p * plane_out..][..plane_out];
-        for (v, pos) in gop.iter().zip(positions(g.output)) {
-            let Some(([t, y, xr], d)) = window(g, pos, include_pad, divisor) else {
-                continue;
-            };
-            let share = v.to_acc().div(<T::Acc as Num>::from_f64(d as f64));
-            for it in t.0..t.1 {
-                for iy in y.0..y.1 {
-                    let row = &mut gp[(it * h + iy) * w..][..w];
-                    for e in &mut row[xr.0..xr.1] {
-                        *e = T::from_acc(e.to_acc().add(share));
-                    }
-                }
-            }
-        }
-    });
 }
 
 /// `avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride,
@@ -259,7 +169,7 @@ fn avg_pool3d_backward_impl(
         dispatch_avg_pool3d_types!(dtype, "avg_pool3d_backward_out_frame", T => {
             // A `grad_output` of another dtype fails to be read as `T`, with PyTorch's
             // `data_ptr<scalar_t>` message.
-            avg_pool3d_backward_planes::<T>(&go.data::<T>()?, &mut dense.data_mut::<T>()?, &g, count_include_pad, divisor_override);
+            avg_pool_backward_planes::<T>(&go.data::<T>()?, &mut dense.data_mut::<T>()?, &(&g).into(), count_include_pad, divisor_override);
             Ok(())
         })
     })?;

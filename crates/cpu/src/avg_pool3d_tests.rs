@@ -73,3 +73,21 @@ fn bad_arguments_give_pytorchs_errors() {
          has sizes [2, 0, 4, 5, 6] with dimension 1 being empty"
     );
 }
+
+#[test]
+fn backward_with_padding_ceil_mode_excluded_padding_as_pytorch() {
+    let (kernel, stride, padding) = ([2, 3, 2], [2, 2, 1], [1, 1, 0]);
+    let y = avg_pool3d(&grid(), &kernel, &stride, &padding, true, false, None).unwrap();
+    assert_eq!(y.sizes(), [1, 1, 2, 3, 4]);
+    let go = Tensor::from_vec((0..24).map(|v| v as f32).collect(), &[1, 1, 2, 3, 4]).unwrap();
+    let gi =
+        avg_pool3d_backward(&go, &grid(), &kernel, &stride, &padding, true, false, None).unwrap();
+    let torch = [
+        0.0, 0.25, 0.75, 1.25, 0.75, 0.6667, 1.75, 2.5833, 3.4167, 1.9167, 0.6667, 1.5, 1.8333,
+        2.1667, 1.1667, 4.6667, 10.0, 11.3333, 12.6667, 6.6667, 1.5, 3.125, 3.375, 3.625, 1.875,
+        2.8333, 5.875, 6.2917, 6.7083, 3.4583, 1.3333, 2.75, 2.9167, 3.0833, 1.5833, 6.3333, 13.0,
+        13.6667, 14.3333, 7.3333, 1.5, 3.125, 3.375, 3.625, 1.875, 2.8333, 5.875, 6.2917, 6.7083,
+        3.4583, 1.3333, 2.75, 2.9167, 3.0833, 1.5833, 6.3333, 13.0, 13.6667, 14.3333, 7.3333,
+    ];
+    assert_eq!(rounded(&gi), torch);
+}

@@ -67,3 +67,18 @@ fn adaptive_windows_as_pytorch() {
         .to_string();
     assert_eq!(e, "adaptive_avg_pool2d: output_size must be 2");
 }
+
+#[test]
+fn backward_with_padding_ceil_mode_excluded_padding_as_pytorch() {
+    let (kernel, stride, padding) = ([3, 2], [2, 1], [1, 1]);
+    let y = avg_pool2d(&grid(), &kernel, &stride, &padding, true, false, None).unwrap();
+    assert_eq!(y.sizes(), [1, 1, 3, 6]);
+    let go = Tensor::from_vec((0..18).map(|v| v as f32).collect(), &[1, 1, 3, 6]).unwrap();
+    let gi =
+        avg_pool2d_backward(&go, &grid(), &kernel, &stride, &padding, true, false, None).unwrap();
+    let torch = [
+        0.25, 0.75, 1.25, 1.75, 3.5, 3.4167, 3.25, 4.0833, 4.9167, 8.8333, 3.1667, 2.5, 2.8333,
+        3.1667, 5.3333, 12.4167, 9.25, 10.0833, 10.9167, 17.8333, 9.25, 6.75, 7.25, 7.75, 12.5,
+    ];
+    assert_eq!(rounded(&gi), torch);
+}

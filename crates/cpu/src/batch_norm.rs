@@ -11,7 +11,7 @@ use crate::copy::{cast, copy_into};
 use crate::dispatch_dtype::{FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::loops::runs_in_parallel;
+use crate::loops::{runs_in_parallel, runs_planes_in_parallel};
 use crate::norm::{check_param_dtypes, param, param_dtype};
 
 /// The checked geometry: `n` batches of `c` channels of `inner` elements each.
@@ -105,7 +105,7 @@ pub(crate) fn like_input(input: &Tensor, values: Tensor) -> Result<Tensor> {
 
 /// Runs `f(c)` for every channel, in parallel when the work is large.
 fn per_channel<R: Send>(g: &Geometry, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
-    if g.c > 1 && runs_in_parallel(g.c * g.count()) {
+    if runs_planes_in_parallel(g.c, g.count()) {
         (0..g.c).into_par_iter().map(f).collect()
     } else {
         (0..g.c).map(f).collect()

@@ -27,7 +27,7 @@ use switchboard_tensor::{RawOps, ScalarType, Tensor};
 use crate::dispatch_dtype::{CpuElement, Float, FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, shape_str, Result};
-use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::loops::runs_planes_in_parallel;
 
 /// The compute type's arithmetic, with operators for legibility.
 trait Real:
@@ -273,11 +273,7 @@ pub fn grid_sampler_2d_backward(
 /// Runs `f(n)` for each batch element, in parallel when the work is large, and collects the
 /// results in order.
 fn per_batch<R: Send>(batch: usize, work: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
-    if batch > 1
-        && batch.saturating_mul(work) > GRAIN_SIZE
-        && !in_parallel_region()
-        && rayon::current_num_threads() > 1
-    {
+    if runs_planes_in_parallel(batch, work) {
         (0..batch).into_par_iter().map(f).collect()
     } else {
         (0..batch).map(f).collect()

@@ -79,6 +79,12 @@ pub fn runs_in_parallel(work: usize) -> bool {
     work > GRAIN_SIZE && rayon::current_num_threads() > 1 && !in_parallel_region()
 }
 
+/// Whether a loop over `planes` independent planes of `work_per_plane` elements each runs its
+/// planes on the rayon threads: several planes, and [`runs_in_parallel`] for the whole work.
+pub fn runs_planes_in_parallel(planes: usize, work_per_plane: usize) -> bool {
+    planes > 1 && runs_in_parallel(planes.saturating_mul(work_per_plane))
+}
+
 /// Runs `f(start, end)` over a partition of `0..n`: on the calling thread when `n <= grain`,
 /// inside a parallel region or with one thread; else in parallel chunks of at least `grain`.
 pub fn parallel_for(n: usize, grain: usize, f: impl Fn(usize, usize) + Sync) {
@@ -670,6 +676,28 @@ mod tests {
             total.fetch_add(e - s, Ordering::Relaxed);
         });
         assert_eq!(total.into_inner(), 100_000);
+    }
+
+    #[test]
+    fn planes_run_in_parallel_when_several_threads_share_enough_work() {
+        let half = GRAIN_SIZE / 2;
+        let several = rayon::current_num_threads() > 1;
+        // From this thread (no rayon worker): several planes of more than GRAIN_SIZE in all.
+        assert_eq!(runs_planes_in_parallel(2, half + 1), several);
+        assert_eq!(runs_planes_in_parallel(usize::MAX, usize::MAX), several);
+        assert!(!runs_planes_in_parallel(2, half));
+        assert!(!runs_planes_in_parallel(1, usize::MAX));
+        // Inside a parallel region, or on one thread: never.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        assert!(!pool.install(|| runs_planes_in_parallel(2, half + 1)));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        assert!(!pool.install(|| runs_planes_in_parallel(2, half + 1)));
     }
 
     #[test]

@@ -2,20 +2,18 @@
 //! 5-d `(N, C, T, H, W)` inputs, with PyTorch's output-size rules (`ceil_mode`, dilation)
 //! and messages. Indices are flat positions `t * H * W + h * W + w` within each input plane,
 //! as in PyTorch; a NaN in a window wins it (the last NaN, as PyTorch's `val > max ||
-//! isnan(val)` update).
+//! isnan(val)` update). The loop is `max_pool2d`'s (Note [One pooling loop for 2-d and 3-d]).
 
-use switchboard_tensor::{RawOps, ScalarType, Tensor};
+use switchboard_tensor::{ScalarType, Tensor};
 
 use switchboard_ops::structured::{
-    check_grad_output_dtype, first_inside, pool3d_geometry, pool3d_window, Pool3d,
+    check_grad_output_dtype, pool3d_geometry, pool3d_window, Pool3d,
 };
 
-use crate::avg_pool::for_each_plane;
-use crate::dispatch_all_types;
-use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu_or_meta, not_implemented, same_device, Result};
 use crate::pool::{
-    check_dim_size, check_indices_dtype, max_pool_backward, saturated_usize, MaxPoolPlanes,
+    check_dim_size, check_indices_dtype, max_pool, max_pool_backward, saturated_usize,
+    MaxPoolPlanes,
 };
 
 /// The argument checks of `max_pool3d_with_indices` (PyTorch's
@@ -48,58 +46,6 @@ fn checked(
     )
 }
 
-/// The input positions a window reads along one dim: `start, start + dilation, ...` below
-/// `end`, the ones in the padding skipped.
-fn taps(o: i64, g: &Pool3d, d: usize) -> impl Iterator<Item = usize> {
-    let start = o * g.stride[d] - g.padding[d];
-    let end = (start + (g.kernel[d] - 1) * g.dilation[d] + 1).min(g.input[d]);
-    let step = g.dilation[d];
-    (first_inside(start, step)..end)
-        .step_by(step as usize)
-        .map(|i| i as usize)
-}
-
-fn max_pool3d_planes<T: CpuElement>(x: &[T], out: &mut [T], idx: &mut [i64], g: &Pool3d) {
-    let (plane_in, plane_out) = (g.plane_in(), g.plane_out());
-    let (h, w) = (g.input[1] as usize, g.input[2] as usize);
-    let [ot, oh, ow] = g.output;
-    let work = plane_out.saturating_mul(saturated_usize(g.kernel.iter().product()));
-    // The values and their indices, one plane each: pooled into pairs, then split.
-    let mut pairs = vec![(T::from_acc(<T::Acc as Num>::ZERO), 0i64); out.len()];
-    for_each_plane(&mut pairs, plane_out, work, |p, o| {
-        let xp = &x[p * plane_in..][..plane_in];
-        let mut k = 0;
-        for t in 0..ot {
-            for y in 0..oh {
-                for xo in 0..ow {
-                    let (mut best, mut best_at) = (<T::Acc as Num>::LOWEST, None);
-                    for it in taps(t, g, 0) {
-                        for iy in taps(y, g, 1) {
-                            for ix in taps(xo, g, 2) {
-                                let at = (it * h + iy) * w + ix;
-                                let v = xp[at].to_acc();
-                                if best_at.is_none() || v > best || v.is_nan() {
-                                    best = v;
-                                    best_at = Some(at);
-                                }
-                            }
-                        }
-                    }
-                    // A window always holds an input (the padding is at most half the
-                    // kernel); an empty one would read PyTorch's first-position default.
-                    let at = best_at.unwrap_or(0);
-                    o[k] = (T::from_acc(best), at as i64);
-                    k += 1;
-                }
-            }
-        }
-    });
-    for ((v, i), (pv, pi)) in out.iter_mut().zip(idx.iter_mut()).zip(pairs) {
-        *v = pv;
-        *i = pi;
-    }
-}
-
 /// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3]
 /// padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`: the maximum of
 /// each 3-d window and its flat position in the input plane. Every dtype but Bool.
@@ -129,18 +75,12 @@ pub fn max_pool3d_with_indices(
         ceil_mode,
         None,
     )?;
-    let dtype = self_.dtype();
-    let out = Tensor::empty_on(&g.out_shape, dtype, g.device)?;
-    let indices = Tensor::empty_on(&g.out_shape, ScalarType::Long, g.device)?;
     if g.device.is_meta() {
+        let out = Tensor::empty_on(&g.out_shape, self_.dtype(), g.device)?;
+        let indices = Tensor::empty_on(&g.out_shape, ScalarType::Long, g.device)?;
         return Ok((out, indices));
     }
-    let x = self_.contiguous()?;
-    dispatch_all_types!(dtype, "max_pool3d", T => {
-        max_pool3d_planes::<T>(&x.data::<T>()?, &mut out.data_mut::<T>()?, &mut indices.data_mut::<i64>()?, &g);
-        Ok(())
-    })?;
-    Ok((out, indices))
+    max_pool("max_pool3d", self_, &(&g).into(), &g.out_shape, g.device)
 }
 
 /// `max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size,

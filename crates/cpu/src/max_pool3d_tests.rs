@@ -43,3 +43,23 @@ fn backward_refuses_indices_outside_the_plane() {
         .to_string();
     assert!(err.contains("index out of range [0, 8)"), "{err}");
 }
+
+/// A window wholly in the padding (its dilation steps over the input) gives PyTorch's -inf and
+/// the index of its first position past the padding, in one dim or all.
+#[test]
+fn windows_in_the_padding_as_pytorch() {
+    let x = Tensor::from_vec((0..8).map(|v| v as f32).collect(), &[1, 1, 2, 2, 2]).unwrap();
+    let (v, i) = max_pool3d_with_indices(&x, &[2], &[1], &[1], &[3], false).unwrap();
+    assert_eq!(v.to_vec::<f32>().unwrap(), [f32::NEG_INFINITY]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [14]);
+    let x = Tensor::from_vec((0..32).map(|v| v as f32).collect(), &[1, 1, 2, 4, 4]).unwrap();
+    let (v, i) =
+        max_pool3d_with_indices(&x, &[2, 1, 1], &[1], &[1, 0, 0], &[3, 1, 1], false).unwrap();
+    assert_eq!(v.sizes(), [1, 1, 1, 4, 4]);
+    assert!(v
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|&m| m == f32::NEG_INFINITY));
+    assert_eq!(i.to_vec::<i64>().unwrap(), (32..48).collect::<Vec<i64>>());
+}

@@ -1,21 +1,21 @@
 //! Max pooling: `max_pool2d_with_indices` and its backward, over 3-d `(C, H, W)` and 4-d
 //! `(N, C, H, W)` inputs, with PyTorch's output-size rules (`ceil_mode`, dilation) and
 //! messages. Indices are flat positions `h * W + w` within each input plane, as in PyTorch.
+//! Also the pieces the poolings share: their window geometry over `(T, H, W)` planes and the
+//! max pooling loops of `max_pool3d_with_indices` (Note [One pooling loop for 2-d and 3-d]).
 
 use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
-use switchboard_ops::structured;
-use switchboard_tensor::{RawOps, ScalarType, Tensor};
+use switchboard_ops::structured::{self, Pool3d};
+use switchboard_tensor::{Device, RawOps, ScalarType, Tensor};
 
-pub(crate) use switchboard_ops::structured::{
-    check_dim_size, first_inside, saturated_usize, Pool, Window,
-};
+pub(crate) use switchboard_ops::structured::{check_dim_size, first_inside, saturated_usize, Pool};
 
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu, invalid, not_implemented, Result};
 use crate::fresh_output::{fresh_output, zero_fill, FreshData};
-use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::loops::runs_planes_in_parallel;
 use crate::structured_output::deliver;
 use crate::{dispatch_all_types, dispatch_floating_types};
 
@@ -33,11 +33,7 @@ fn for_planes<A: Send, B: Send>(
         return;
     }
     let planes = a.len() / la;
-    let parallel = planes > 1
-        && planes.saturating_mul(work_per_plane) > GRAIN_SIZE
-        && !in_parallel_region()
-        && rayon::current_num_threads() > 1;
-    if parallel {
+    if runs_planes_in_parallel(planes, work_per_plane) {
         a.par_chunks_mut(la)
             .zip(b.par_chunks_mut(lb))
             .enumerate()
@@ -46,6 +42,72 @@ fn for_planes<A: Send, B: Send>(
         for (p, (x, y)) in a.chunks_mut(la).zip(b.chunks_mut(lb)).enumerate() {
             f(p, x, y);
         }
+    }
+}
+
+// Note [One pooling loop for 2-d and 3-d]
+// The 2-d and 3-d poolings share their loops (average pooling forward and backward, max
+// pooling forward): a 2-d pooling is a 3-d one of depth 1, with a kernel, stride and dilation
+// of 1 and no padding in depth, whose depth loop runs once per row. PyTorch's 2-d and 3-d
+// kernels compute a window alike (its bounds clipped to the input, then its sum or maximum,
+// in the same order), so one loop gives both their values, and their indices: a max pooling
+// window wholly in the padding reads its first position past the padding in 2-d as in 3-d.
+// For a 2-d pooling the depth loop adds one iteration per output row (max) or per output
+// (average); examples/pool_shapes.rs times both.
+
+/// The window geometry of a pooling over contiguous `(T, H, W)` planes, which the 2-d and 3-d
+/// poolings' loops share: a 2-d pooling is a 3-d one of depth 1 (a kernel, stride and
+/// dilation of 1, no padding), whose depth loop runs once (Note [One pooling loop for 2-d and
+/// 3-d]).
+pub(crate) struct PoolGeometry {
+    pub(crate) kernel: [i64; 3],
+    pub(crate) stride: [i64; 3],
+    pub(crate) padding: [i64; 3],
+    pub(crate) dilation: [i64; 3],
+    pub(crate) input: [i64; 3],
+    pub(crate) output: [i64; 3],
+    /// Elements of an input plane.
+    pub(crate) plane_in: usize,
+    /// Elements of an output plane.
+    pub(crate) plane_out: usize,
+}
+
+impl From<&Pool> for PoolGeometry {
+    fn from(p: &Pool) -> Self {
+        let win = &p.win;
+        PoolGeometry {
+            kernel: [1, win.kh, win.kw],
+            stride: [1, win.sh, win.sw],
+            padding: [0, win.ph, win.pw],
+            dilation: [1, win.dh, win.dw],
+            input: [1, p.h, p.w],
+            output: [1, p.oh, p.ow],
+            plane_in: p.plane_in,
+            plane_out: p.plane_out,
+        }
+    }
+}
+
+impl From<&Pool3d> for PoolGeometry {
+    fn from(g: &Pool3d) -> Self {
+        PoolGeometry {
+            kernel: g.kernel,
+            stride: g.stride,
+            padding: g.padding,
+            dilation: g.dilation,
+            input: g.input,
+            output: g.output,
+            plane_in: g.plane_in(),
+            plane_out: g.plane_out(),
+        }
+    }
+}
+
+impl PoolGeometry {
+    /// The input elements the windows of a plane read, saturated: only a scheduling hint.
+    pub(crate) fn work(&self) -> usize {
+        let sizes = self.output.iter().chain(&self.kernel);
+        saturated_usize(sizes.fold(1i64, |acc, &v| acc.saturating_mul(v)))
     }
 }
 
@@ -102,15 +164,17 @@ struct Span {
 /// The spans of the outputs `c0..c1` of a row, in window order (`kx` ascending), those inside
 /// the input for no output left out; replaces the contents of `spans`. The same for every
 /// row and plane: it depends on the columns only.
-fn block_spans(c0: i64, c1: i64, win: &Window, w: i64, ow: i64, spans: &mut Vec<Span>) {
+fn block_spans(c0: i64, c1: i64, g: &PoolGeometry, spans: &mut Vec<Span>) {
     spans.clear();
+    let (w, ow) = (g.input[2], g.output[2]);
+    let (kw, sw, pw, dw) = (g.kernel[2], g.stride[2], g.padding[2], g.dilation[2]);
     // Only the window offsets inside the input for some output of the block: a window may
     // be far larger than the input (Note [Checked size arithmetic]).
-    let (kx0, _) = inside_range(win.kw, w, win.dw, (c1 - 1) * win.sw - win.pw);
-    let (_, kx1) = inside_range(win.kw, w, win.dw, c0 * win.sw - win.pw);
+    let (kx0, _) = inside_range(kw, w, dw, (c1 - 1) * sw - pw);
+    let (_, kx1) = inside_range(kw, w, dw, c0 * sw - pw);
     for kx in kx0..kx1 {
-        let off = kx * win.dw - win.pw;
-        let (lo, hi) = inside_range(ow, w, win.sw, off);
+        let off = kx * dw - pw;
+        let (lo, hi) = inside_range(ow, w, sw, off);
         let (lo, hi) = (lo.max(c0), hi.min(c1));
         if lo < hi {
             spans.push(Span { off, lo, hi });
@@ -118,86 +182,90 @@ fn block_spans(c0: i64, c1: i64, win: &Window, w: i64, ow: i64, spans: &mut Vec<
     }
 }
 
-/// The forward kernel over contiguous planes; writes every element of `out` and `idx`.
+/// The forward kernel over contiguous planes, 2-d and 3-d alike (Note [One pooling loop for
+/// 2-d and 3-d]); writes every element of `out` and `idx`.
 fn max_pool_planes<T: CpuElement>(
     x: &[T],
     out: &mut [MaybeUninit<T>],
     idx: &mut [MaybeUninit<i64>],
-    p: &Pool,
+    g: &PoolGeometry,
 ) {
-    let (h, w, oh, ow) = (p.h, p.w, p.oh, p.ow);
-    let win = p.win;
-    let plane_in = p.plane_in;
-    // Only a scheduling hint: saturate rather than overflow for huge windows.
-    let work = saturated_usize(
-        [ow, win.kh, win.kw]
-            .iter()
-            .fold(oh, |acc, &v| acc.saturating_mul(v)),
-    );
+    let [_, h, w] = g.input;
+    let [ot, oh, ow] = g.output;
+    let [(kt, kh), (st, sh), (pt, ph), (dt, dh)] =
+        [g.kernel, g.stride, g.padding, g.dilation].map(|[t, h, _]| (t, h));
+    let sw = g.stride[2];
     // The column spans of every block, when they are few (Note [Pooling a row of windows at
     // once]); else each row computes its own.
     let blocks = (ow + ROW_BLOCK as i64 - 1) / ROW_BLOCK as i64;
-    let plans: Option<Vec<Vec<Span>>> =
-        (blocks.saturating_mul(win.kw) <= MAX_PLANNED_SPANS).then(|| {
+    let plans: Option<Vec<Vec<Span>>> = (blocks.saturating_mul(g.kernel[2]) <= MAX_PLANNED_SPANS)
+        .then(|| {
             (0..blocks)
                 .map(|b| {
                     let c0 = b * ROW_BLOCK as i64;
                     let mut spans = Vec::new();
-                    block_spans(c0, (c0 + ROW_BLOCK as i64).min(ow), &win, w, ow, &mut spans);
+                    block_spans(c0, (c0 + ROW_BLOCK as i64).min(ow), g, &mut spans);
                     spans
                 })
                 .collect()
         });
-    for_planes(out, p.plane_out, idx, p.plane_out, work, |pl, o, ix| {
-        let xp = &x[pl * plane_in..][..plane_in];
+    for_planes(out, g.plane_out, idx, g.plane_out, g.work(), |pl, o, ix| {
+        let xp = &x[pl * g.plane_in..][..g.plane_in];
         let mut scratch = Vec::new();
         let mut maxv = [<T::Acc as Num>::LOWEST; ROW_BLOCK];
         let mut best = [0i64; ROW_BLOCK];
-        for oy in 0..oh {
-            // In range: `prepare` bounds the window parameters by 2^31 and the output by
-            // the input (Note [Checked size arithmetic]).
-            let y0 = oy * win.sh - win.ph;
-            let first_y = first_inside(y0, win.dh);
+        // In range: `prepare` bounds the window parameters by 2^31 and the output by the
+        // input (Note [Checked size arithmetic]).
+        for (t, y) in (0..ot).flat_map(|t| (0..oh).map(move |y| (t, y))) {
+            let (t0, y0) = (t * st - pt, y * sh - ph);
+            let (kt0, kt1) = inside_range(kt, g.input[0], dt, t0);
+            let (ky0, ky1) = inside_range(kh, h, dh, y0);
+            // PyTorch's index for a window that covers no input element (all of it in the
+            // padding) is its first position past the padding; wrapping, as it is then
+            // arbitrary.
+            let first_row = first_inside(t0, dt)
+                .wrapping_mul(h)
+                .wrapping_add(first_inside(y0, dh))
+                .wrapping_mul(w);
             let mut c0 = 0;
             while c0 < ow {
                 let c1 = (c0 + ROW_BLOCK as i64).min(ow);
                 let n = (c1 - c0) as usize;
                 for (b, (m, i)) in maxv[..n].iter_mut().zip(&mut best[..n]).enumerate() {
-                    // PyTorch's index for a window that covers no input element (all of it
-                    // in the padding); wrapping, as it is then arbitrary.
-                    let x0 = first_inside((c0 + b as i64) * win.sw - win.pw, win.dw);
-                    *i = first_y.wrapping_mul(w).wrapping_add(x0);
+                    let x0 = first_inside((c0 + b as i64) * sw - g.padding[2], g.dilation[2]);
+                    *i = first_row.wrapping_add(x0);
                     *m = <T::Acc as Num>::LOWEST;
                 }
                 let spans = match &plans {
                     Some(plans) => &plans[(c0 / ROW_BLOCK as i64) as usize],
                     None => {
-                        block_spans(c0, c1, &win, w, ow, &mut scratch);
+                        block_spans(c0, c1, g, &mut scratch);
                         &scratch
                     }
                 };
-                let (ky0, ky1) = inside_range(win.kh, h, win.dh, y0);
-                for ky in ky0..ky1 {
-                    let iy = y0 + ky * win.dh;
-                    let row = &xp[(iy * w) as usize..][..w as usize];
-                    for &Span { off, lo, hi } in spans {
-                        let first = (lo * win.sw + off) as usize;
-                        let inputs = row[first..].iter().step_by(win.sw as usize);
-                        let span = (lo - c0) as usize..(hi - c0) as usize;
-                        let outs = maxv[span.clone()].iter_mut().zip(&mut best[span]);
-                        for (((m, i), v), ox) in outs.zip(inputs).zip(lo..hi) {
-                            let v = v.to_acc();
-                            let at = iy * w + ox * win.sw + off;
-                            // NaN wins, as in PyTorch. Selects, not a branch: Note
-                            // [Branchless window maxima].
-                            let take = (v > *m) | v.is_nan();
-                            *i = if take { at } else { *i };
-                            let larger = if v > *m { v } else { *m };
-                            *m = if v.is_nan() { v } else { larger };
+                for it in (kt0..kt1).map(|k| t0 + k * dt) {
+                    for iy in (ky0..ky1).map(|k| y0 + k * dh) {
+                        let row_at = (it * h + iy) * w;
+                        let row = &xp[row_at as usize..][..w as usize];
+                        for &Span { off, lo, hi } in spans {
+                            let first = (lo * sw + off) as usize;
+                            let inputs = row[first..].iter().step_by(sw as usize);
+                            let span = (lo - c0) as usize..(hi - c0) as usize;
+                            let outs = maxv[span.clone()].iter_mut().zip(&mut best[span]);
+                            for (((m, i), v), ox) in outs.zip(inputs).zip(lo..hi) {
+                                let v = v.to_acc();
+                                let at = row_at + ox * sw + off;
+                                // NaN wins, as in PyTorch. Selects, not a branch: Note
+                                // [Branchless window maxima].
+                                let take = (v > *m) | v.is_nan();
+                                *i = if take { at } else { *i };
+                                let larger = if v > *m { v } else { *m };
+                                *m = if v.is_nan() { v } else { larger };
+                            }
                         }
                     }
                 }
-                let k = (oy * ow + c0) as usize;
+                let k = ((t * oh + y) * ow + c0) as usize;
                 for (b, (&m, &i)) in maxv[..n].iter().zip(&best[..n]).enumerate() {
                     o[k + b].write(T::from_acc(m));
                     ix[k + b].write(i);
@@ -206,6 +274,35 @@ fn max_pool_planes<T: CpuElement>(
             }
         }
     });
+}
+
+/// The maxima and their indices of max pooling `x` (planes of the geometry `g`, 2-d or 3-d),
+/// as fresh contiguous tensors of `shape` on `device`.
+pub(crate) fn max_pool(
+    op: &str,
+    x: &Tensor,
+    g: &PoolGeometry,
+    shape: &[i64],
+    device: Device,
+) -> Result<(Tensor, Tensor)> {
+    // SAFETY: `max_pool_planes` writes every element of both (each output of each plane);
+    // on an error they are dropped unread (Note [Fresh outputs]).
+    let (out, idx) = unsafe {
+        (
+            fresh_output(shape, x.dtype(), device)?,
+            fresh_output(shape, ScalarType::Long, device)?,
+        )
+    };
+    let x = x.contiguous()?;
+    dispatch_all_types!(x.dtype(), op, T => {
+        let xs = x.data::<T>()?;
+        // SAFETY: fresh outputs; only initialised values are stored through them.
+        let mut os = unsafe { FreshData::<T>::new(&out)? };
+        let mut is = unsafe { FreshData::<i64>::new(&idx)? };
+        max_pool_planes::<T>(&xs, &mut os, &mut is, g);
+        Ok(())
+    })?;
+    Ok((out, idx))
 }
 
 /// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2]
@@ -290,23 +387,7 @@ fn max_pool2d_impl(
         ]),
         None => None,
     };
-    // SAFETY: `max_pool_planes` writes every element of both (each output of each plane);
-    // on an error they are dropped unread (Note [Fresh outputs]).
-    let (out, idx) = unsafe {
-        (
-            fresh_output(&p.out_shape, self_.dtype(), p.device)?,
-            fresh_output(&p.out_shape, ScalarType::Long, p.device)?,
-        )
-    };
-    let x = self_.contiguous()?;
-    dispatch_all_types!(self_.dtype(), "max_pool2d", T => {
-        let xs = x.data::<T>()?;
-        // SAFETY: fresh outputs; only initialised values are stored through them.
-        let mut os = unsafe { FreshData::<T>::new(&out)? };
-        let mut is = unsafe { FreshData::<i64>::new(&idx)? };
-        max_pool_planes::<T>(&xs, &mut os, &mut is, &p);
-        Ok(())
-    })?;
+    let (out, idx) = max_pool("max_pool2d", self_, &(&p).into(), &p.out_shape, p.device)?;
     let [o, i] = given.map_or([None, None], |[o, i]| [Some(o), Some(i)]);
     Ok((
         deliver(values_meta, o, out)?,

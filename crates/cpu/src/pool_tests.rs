@@ -338,3 +338,13 @@ fn channels_last_in_channels_last_out() {
     let want = max_pool2d_with_indices_backward(&y, &x, &[2], &[], &[0], &[1], false, &i).unwrap();
     assert_eq!(values(&g), values(&want));
 }
+
+/// A window wholly in the padding (its dilation steps over the input) gives PyTorch's -inf and
+/// the index of its first position past the padding.
+#[test]
+fn window_in_the_padding_as_pytorch() {
+    let x = Tensor::from_vec(vec![0.0f32, 1.0, 2.0, 3.0], &[1, 1, 2, 2]).unwrap();
+    let (y, i) = max_pool2d_with_indices(&x, &[2], &[1], &[1], &[3], false).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [f32::NEG_INFINITY]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [6]);
+}

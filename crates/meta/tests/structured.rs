@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 
 use switchboard_dispatcher::{set_warning_handler, Result};
 use switchboard_ops::{self as ops, TensorOps};
-use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
+use switchboard_tensor::{Device, ScalarType as S, Tensor};
 
 use switchboard_cpu as _;
 use switchboard_meta as _;
 
-use common::ErrorCase;
+use common::{channels_last, ErrorCase};
 
 fn e(sizes: &[i64], dtype: S) -> Tensor {
     Tensor::empty_on(sizes, dtype, Device::META).unwrap()
@@ -63,16 +63,7 @@ const CASES: &[Case] = &[
     ),
     (
         "add channels_last + row",
-        || {
-            let cl = Tensor::empty_with_format(
-                &[2, 3, 4, 5],
-                S::Float,
-                Device::META,
-                MemoryFormat::ChannelsLast,
-            )
-            .unwrap();
-            ops::add(&cl, &f(&[5]))
-        },
+        || ops::add(&channels_last(&[2, 3, 4, 5]), &f(&[5])),
         &[2, 3, 4, 5],
         &[60, 1, 15, 3],
         S::Float,
@@ -492,10 +483,6 @@ const CASES: &[Case] = &[
         S::Double,
     ),
 ];
-
-fn channels_last(sizes: &[i64]) -> Tensor {
-    Tensor::empty_with_format(sizes, S::Float, Device::META, MemoryFormat::ChannelsLast).unwrap()
-}
 
 #[test]
 fn meta_functions_give_pytorchs_geometry() {

@@ -6,7 +6,7 @@ mod common;
 
 use switchboard_dispatcher::Result;
 use switchboard_ops as ops;
-use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
+use switchboard_tensor::{Device, ScalarType as S, Tensor};
 
 use switchboard_cpu as _;
 use switchboard_meta as _;
@@ -26,12 +26,7 @@ fn meta_kernels_are_meta_functions() {
 
 #[test]
 fn geometry_as_pytorch() -> Result<()> {
-    let cl = Tensor::empty_with_format(
-        &[2, 3, 4, 5],
-        S::Float,
-        Device::META,
-        MemoryFormat::ChannelsLast,
-    )?;
+    let cl = common::channels_last(&[2, 3, 4, 5]);
     assert_eq!(
         geometry(&ops::cat_with(
             &[cl.clone(), cl.clone()],

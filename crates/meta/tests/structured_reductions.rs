@@ -10,7 +10,7 @@ mod common;
 
 use switchboard_dispatcher::Result;
 use switchboard_ops::{self as ops, TensorOps};
-use switchboard_tensor::{Device, MemoryFormat, ScalarType as S, Tensor};
+use switchboard_tensor::{Device, ScalarType as S, Tensor};
 
 use switchboard_cpu as _;
 use switchboard_meta as _;
@@ -25,6 +25,12 @@ fn f(sizes: &[i64]) -> Tensor {
 
 fn pair(r: Result<(Tensor, Tensor)>) -> Result<Vec<Tensor>> {
     r.map(|(a, b)| vec![a, b])
+}
+
+/// `topk` of `k` along dim 1 of a `(4, 3, 2)` transposed view.
+fn topk_of_transposed(k: i64) -> Result<Vec<Tensor>> {
+    let x = f(&[2, 3, 4]).transpose(0, 2)?;
+    pair(ops::topk_with(&x, k, ops::TopkOptions::default().dim(1)))
 }
 
 /// Expected `(sizes, strides, dtype)` of each output.
@@ -101,14 +107,8 @@ const CASES: &[Case] = &[
     (
         "sort.stable of channels_last",
         || {
-            let cl = Tensor::empty_with_format(
-                &[2, 3, 4, 5],
-                S::Float,
-                Device::META,
-                MemoryFormat::ChannelsLast,
-            )?;
             pair(ops::sort_stable_with(
-                &cl,
+                &common::channels_last(&[2, 3, 4, 5]),
                 Some(true),
                 ops::SortStableOptions::default().dim(1),
             ))
@@ -167,13 +167,7 @@ const CASES: &[Case] = &[
     ),
     (
         "topk of a transposed tensor is contiguous",
-        || {
-            pair(ops::topk_with(
-                &f(&[2, 3, 4]).transpose(0, 2)?,
-                2,
-                ops::TopkOptions::default().dim(1),
-            ))
-        },
+        || topk_of_transposed(2),
         &[
             (&[4, 2, 2], &[4, 2, 1], S::Float),
             (&[4, 2, 2], &[4, 2, 1], S::Long),
@@ -181,13 +175,7 @@ const CASES: &[Case] = &[
     ),
     (
         "topk k=0",
-        || {
-            pair(ops::topk_with(
-                &f(&[2, 3, 4]).transpose(0, 2)?,
-                0,
-                ops::TopkOptions::default().dim(1),
-            ))
-        },
+        || topk_of_transposed(0),
         &[
             (&[4, 0, 2], &[2, 2, 1], S::Float),
             (&[4, 0, 2], &[2, 2, 1], S::Long),

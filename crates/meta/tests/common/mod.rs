@@ -5,7 +5,18 @@
 #![allow(dead_code)]
 
 use switchboard_dispatcher::{Dispatcher, Result};
-use switchboard_tensor::{Device, ScalarType, Tensor};
+use switchboard_tensor::{Device, MemoryFormat, ScalarType, Tensor};
+
+/// A float tensor of `sizes` (4-d) on Meta in the channels-last layout.
+pub fn channels_last(sizes: &[i64]) -> Tensor {
+    Tensor::empty_with_format(
+        sizes,
+        ScalarType::Float,
+        Device::META,
+        MemoryFormat::ChannelsLast,
+    )
+    .unwrap()
+}
 
 /// Asserts that the Meta kernel of each operator (`aten::gather.out`) is its meta function's
 /// glue (`switchboard_ops::structured::...`), not a CPU kernel run without data.

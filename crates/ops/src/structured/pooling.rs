@@ -4,10 +4,10 @@
 //! the non-structured poolings share.
 
 use switchboard_tensor::{
-    to_int32, wrap_dim, CheckedSize, Device, DimVec, MemoryFormat, ScalarType, Tensor, TensorError,
+    wrap_dim, CheckedSize, Device, DimVec, MemoryFormat, ScalarType, Tensor, TensorError,
 };
 
-use super::{same_device, MetaOutput, Result};
+use super::{pool_window_args, same_device, MetaOutput, Result};
 
 fn invalid(msg: impl Into<String>) -> TensorError {
     TensorError::invalid(msg)
@@ -35,7 +35,7 @@ pub struct Window {
 }
 
 /// Reads the `int[2]` arguments (one value applies to both dims; empty stride = kernel) of
-/// the pooling operator `op` (named in the messages).
+/// the pooling operator `op` (named in the messages): [`pool_window_args`].
 pub fn parse_window(
     op: &str,
     kernel_size: &[i64],
@@ -43,44 +43,9 @@ pub fn parse_window(
     padding: &[i64],
     dilation: &[i64],
 ) -> Result<Window> {
-    // PyTorch narrows every window parameter to a C++ `int` as it reads it (`safe_downcast`),
-    // which bounds all the window arithmetic below: with parameters under 2^31, the
-    // output-size formula and the window bounds cannot overflow `i64` for any input size
-    // (Note [Checked size arithmetic]).
-    let pair = |v: &[i64], name: &str, msg: &str| -> Result<(i64, i64)> {
-        let (a, b) = match v {
-            [a] => (*a, *a),
-            [a, b] => (*a, *b),
-            _ => return Err(invalid(format!("{op}: {name} {msg}"))),
-        };
-        to_int32(a)?;
-        to_int32(b)?;
-        Ok((a, b))
-    };
-    let (kh, kw) = pair(
-        kernel_size,
-        "kernel_size",
-        "must either be a single int, or a tuple of two ints",
-    )?;
-    let (sh, sw) = if stride.is_empty() {
-        (kh, kw)
-    } else {
-        pair(
-            stride,
-            "stride",
-            "must either be omitted, a single int, or a tuple of two ints",
-        )?
-    };
-    let (ph, pw) = pair(
-        padding,
-        "padding",
-        "must either be a single int, or a tuple of two ints",
-    )?;
-    let (dh, dw) = pair(
-        dilation,
-        "dilation",
-        "must be either a single int, or a tuple of two ints",
-    )?;
+    let window = [kernel_size, stride, padding];
+    let [[kh, kw], [sh, sw], [ph, pw], [dh, dw]] =
+        pool_window_args(op, "either ", window, Some(dilation))?;
     Ok(Window {
         kh,
         kw,

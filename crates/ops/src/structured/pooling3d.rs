@@ -5,10 +5,11 @@
 //! window arithmetic is the 2-d poolings' ([`pooling_output_shape`],
 //! [`first_inside`](super::first_inside), [`avg_pool_window`](super::avg_pool_window)).
 
-use switchboard_tensor::{to_int32, Device, DimVec, MemoryFormat, Tensor, TensorError};
+use switchboard_tensor::{Device, DimVec, MemoryFormat, Tensor, TensorError};
 
 use super::{
-    check_dim_size, pooling_output_shape, same_device, saturated_usize, MetaOutput, Result,
+    check_dim_size, pool_window_args, pooling_output_shape, same_device, saturated_usize,
+    MetaOutput, Result,
 };
 
 fn invalid(msg: impl Into<String>) -> TensorError {
@@ -49,65 +50,23 @@ impl Pool3d {
     }
 }
 
-/// An `int[3]` argument: one value for all three dims, or three (each narrowed to a C++
-/// `int` as PyTorch's `safe_downcast`, which bounds the window arithmetic); `msg` otherwise.
-pub fn pool3d_triple(v: &[i64], msg: &str) -> Result<[i64; 3]> {
-    let t = match v {
-        [a] => [*a; 3],
-        [a, b, c] => [*a, *b, *c],
-        _ => return Err(invalid(msg)),
-    };
-    for x in t {
-        to_int32(x)?;
-    }
-    Ok(t)
-}
-
-/// The `kernel_size`, `stride` (empty: the kernel), `padding` and `dilation` (1 for average
-/// pooling, which has none) of 3-d pooling `op`, then PyTorch's check that `input` is 4-d or
-/// 5-d. `either` is what `max_pool3d`'s messages say after "must" (`"either "`) and
-/// `avg_pool3d`'s do not.
+/// The `kernel_size`, `stride`, `padding` and `dilation` of 3-d pooling `op`
+/// ([`pool_window_args`]), then PyTorch's check that `input` is 4-d or 5-d.
 pub fn pool3d_window(
     op: &str,
     either: &str,
     input: &Tensor,
-    [kernel_size, stride, padding]: [&[i64]; 3],
+    window: [&[i64]; 3],
     dilation: Option<&[i64]>,
 ) -> Result<[[i64; 3]; 4]> {
-    let must = |arg: &str, forms: &str| format!("{op}: {arg} must {either}{forms}");
-    let kernel = pool3d_triple(
-        kernel_size,
-        &must("kernel_size", "be a single int, or a tuple of three ints"),
-    )?;
-    let stride = if stride.is_empty() {
-        kernel
-    } else {
-        pool3d_triple(
-            stride,
-            &must(
-                "stride",
-                "be omitted, a single int, or a tuple of three ints",
-            ),
-        )?
-    };
-    let padding = pool3d_triple(
-        padding,
-        &must("padding", "be a single int, or a tuple of three ints"),
-    )?;
-    let dilation = match dilation {
-        Some(d) => pool3d_triple(
-            d,
-            &format!("{op}: dilation must be either a single int, or a tuple of three ints"),
-        )?,
-        None => [1; 3],
-    };
+    let window = pool_window_args(op, either, window, dilation)?;
     let nd = input.dim();
     if nd != 4 && nd != 5 {
         return Err(invalid(
             "non-empty 4D or 5D (batch mode) tensor expected for input",
         ));
     }
-    Ok([kernel, stride, padding, dilation])
+    Ok(window)
 }
 
 /// The checked geometry of a 3-d pooling of a 4-d or 5-d `input` on `device` with the parsed
