@@ -18,7 +18,9 @@
 //! (under a trace, `switchboard::trace::Tracer`: the call runs and becomes a graph node with its
 //! arguments' values and its output's metadata), `add_1elem_functionalized` (of two functional
 //! tensors under functionalization, switchboard::functionalize: the Functionalize fallback
-//! unwraps them, calls `add` on the values and wraps the result); `meta_add_1elem` (`ops::add` of two
+//! unwraps them, calls `add` on the values and wraps the result), `add_1elem_functionalized_inplace`
+//! (`add_` on a functional tensor there: after the Meta check of the write, `add` on the
+//! values, the result committed as the tensor's new value); `meta_add_1elem` (`ops::add` of two
 //! 1-element Meta tensors: autograd kernel, then the Meta kernel, which is `add`'s structured
 //! meta function (Note [Structured kernels] in switchboard-ops) and the output's allocation,
 //! without data); `lazy_add_1elem` (`ops::add` of two 1-element
@@ -139,7 +141,8 @@ fn main() {
         | "add_1elem_autocast"
         | "add_1elem_empty_mode"
         | "add_1elem_traced"
-        | "add_1elem_functionalized" => {
+        | "add_1elem_functionalized"
+        | "add_1elem_functionalized_inplace" => {
             use switchboard_autograd::AutogradTensor;
             let a = Tensor::ones(&[1], ScalarType::Float).unwrap();
             let b = Tensor::ones(&[1], ScalarType::Float).unwrap();
@@ -170,7 +173,8 @@ fn main() {
             });
             // Functional tensors over `a` and `b`, functionalization on: each `add` goes through
             // the Functionalize fallback (unwrap, `add` on the values, wrap).
-            let functional = scenario == "add_1elem_functionalized";
+            let inplace = scenario == "add_1elem_functionalized_inplace";
+            let functional = scenario == "add_1elem_functionalized" || inplace;
             let (a, b) = if functional {
                 use switchboard::functionalize::to_functional;
                 (to_functional(&a).unwrap(), to_functional(&b).unwrap())
@@ -182,8 +186,15 @@ fn main() {
                     switchboard::functionalize::Remove::Mutations,
                 )
             });
-            for _ in 0..n {
-                black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
+            if inplace {
+                use switchboard::ops::TensorOps;
+                for _ in 0..n {
+                    black_box(black_box(&a).add_(black_box(&b)).unwrap());
+                }
+            } else {
+                for _ in 0..n {
+                    black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
+                }
             }
             if let Some(tracer) = tracer {
                 let traced = tracer.finish(&[]).unwrap();
@@ -241,7 +252,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, add_1elem_functionalized, meta_add_1elem, lazy_add_1elem, lazy_add_1elem_long");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, add_1elem_functionalized, add_1elem_functionalized_inplace, meta_add_1elem, lazy_add_1elem, lazy_add_1elem_long");
             std::process::exit(2);
         }
     }

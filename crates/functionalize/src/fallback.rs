@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use switchboard_dispatcher::{
-    DispatchError, DispatchKey, DispatchKeySet, Dispatcher, IValue, OperatorHandle,
+    stack_tensors, DispatchError, DispatchKey, DispatchKeySet, Dispatcher, IValue, OperatorHandle,
     OperatorSemantics, Provenance, Result, SchemaKind, SchemaRecord, Stack,
 };
 use switchboard_tensor::{DatalessTensor, Device, Tensor};
@@ -52,11 +52,14 @@ pub(crate) fn functionalize_fallback(
         ))
     })?;
     let below = keys.intersection(DispatchKeySet::full_after(DispatchKey::Functionalize));
-    let d = Dispatcher::global();
     // A composite that writes its arguments is replaced as a whole by its functional form,
-    // like any mutation: its decomposition would write them with kernels of its own.
+    // like any mutation: its decomposition would write them with kernels of its own. (Only an
+    // operator with a CompositeImplicitAutograd kernel can run one: asking that first spares
+    // the common call the resolution of its kernel.)
     if record.semantics.kind == SchemaKind::Functional
-        && d.kernel_origin(op, below.highest_priority_type_id())
+        && op.has_kernel_for_dispatch_key(DispatchKey::CompositeImplicitAutograd)
+        && Dispatcher::global()
+            .kernel_origin(op, below.highest_priority_type_id())
             .provenance
             == Provenance::Math
     {
@@ -70,28 +73,57 @@ pub(crate) fn functionalize_fallback(
             stack.len()
         ))
     })?;
-    let args: Stack = stack.drain(start..).collect();
     let sem = &record.semantics;
     // Tensors from outside the program only (captured, constants): the call runs as it is,
     // as PyTorch's functionalization kernels do without functional inputs (a captured tensor
     // being written is lifted first when lifting: Note [Captured state]). A factory (no
     // tensor) makes a functional tensor.
-    let any_tensor = args.iter().flat_map(IValue::tensors).next().is_some();
-    let any_functional = args
-        .iter()
-        .flat_map(IValue::tensors)
+    let any_tensor = stack_tensors(&stack[start..]).next().is_some();
+    let any_functional = stack_tensors(&stack[start..])
         .any(|t| functional(t).is_some() || crate::captured::lifted(t).is_some());
     if any_tensor && !any_functional && !(sem.is_mutating() && crate::captured::is_lifting()) {
-        stack.extend(call_plain(op, args)?);
+        return call_plain_in_place(op, stack);
+    }
+    if sem.kind == SchemaKind::Functional && !sem.is_view {
+        // Note [Functional calls in place]
+        // The common call (`add`, `mul`, `sum`) neither views nor writes: its arguments are
+        // unwrapped where they lie on the stack, the call runs on that stack, and its returns
+        // are wrapped where it left them, without copying the stack.
+        for a in &mut stack[start..] {
+            a.try_map_tensors(unwrap)?;
+        }
+        call_plain_in_place(op, stack)?;
+        for v in &mut stack[start..] {
+            v.try_map_tensors(|t| new_base(t.clone()))?;
+        }
         return Ok(());
     }
+    let args: Stack = stack.drain(start..).collect();
     let returns = match sem.kind {
-        SchemaKind::Functional if sem.is_view => view_call(op, args)?,
-        SchemaKind::Functional => wrap_all(call_plain(op, unwrap_all(&args)?)?)?,
+        SchemaKind::Functional => view_call(op, args)?,
         _ => mutation_call(op, &record, args)?,
     };
     stack.extend(returns);
     Ok(())
+}
+
+/// Calls `op` on the arguments at the top of `stack`, below functionalization (as
+/// [`call_plain`]), leaving its returns there.
+fn call_plain_in_place(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
+    let _below = crate::wrapper::below_functionalization();
+    op.call_boxed(stack)
+}
+
+/// The value a call sees for `t`: a functional tensor's current value (a captured tensor
+/// lifted to one: Note [Captured state]), any other tensor itself.
+fn unwrap(t: &Tensor) -> Result<Tensor> {
+    match functional(t) {
+        Some(f) => f.current_value(),
+        None => match crate::captured::lifted(t) {
+            Some(l) => crate::wrapper::from_functional(&l),
+            None => Ok(t.clone()),
+        },
+    }
 }
 
 /// `args` with each functional tensor (and captured tensor lifted to one: Note [Captured
@@ -100,13 +132,7 @@ fn unwrap_all(args: &[IValue]) -> Result<Stack> {
     args.iter()
         .map(|a| {
             let mut a = a.clone();
-            a.try_map_tensors(|t| match functional(t) {
-                Some(f) => f.current_value(),
-                None => match crate::captured::lifted(t) {
-                    Some(l) => crate::wrapper::from_functional(&l),
-                    None => Ok(t.clone()),
-                },
-            })?;
+            a.try_map_tensors(unwrap)?;
             Ok(a)
         })
         .collect()

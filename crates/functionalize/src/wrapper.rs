@@ -59,8 +59,9 @@ struct StorageState {
 /// The payload of a functional tensor.
 pub(crate) struct FunctionalTensor {
     storage: Arc<FunctionalStorage>,
-    /// How this tensor is made from the storage's base: empty for the base itself.
-    view_metas: Arc<[ViewMeta]>,
+    /// How this tensor is made from the storage's base: empty for the base itself (a `Box`,
+    /// not an `Arc`: an empty one allocates nothing, and most wrappers are bases).
+    view_metas: Box<[ViewMeta]>,
     state: Mutex<WrapperState>,
 }
 
@@ -140,7 +141,7 @@ pub(crate) fn new_base(value: Tensor) -> Result<Tensor> {
     });
     let payload = FunctionalTensor {
         storage,
-        view_metas: Arc::from(Vec::new()),
+        view_metas: Box::default(),
         state: Mutex::new(WrapperState {
             value: value.clone(),
             generation: 0,
@@ -230,7 +231,7 @@ impl FunctionalTensor {
         view_metas.push(meta);
         let payload = FunctionalTensor {
             storage: self.storage.clone(),
-            view_metas: Arc::from(view_metas),
+            view_metas: view_metas.into_boxed_slice(),
             state: Mutex::new(WrapperState {
                 value: value.clone(),
                 generation,
