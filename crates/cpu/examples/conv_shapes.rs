@@ -10,10 +10,10 @@
 //! `convolution_backward` (input and weight gradients, as the ResNet's bias-free convolutions
 //! ask), and the totals weighted by how often the ResNet runs each shape.
 
-use std::time::Instant;
+mod timing;
 
 use switchboard_cpu::{convolution, convolution_backward};
-use switchboard_tensor::Tensor;
+use timing::{best, values};
 
 /// One convolution of the ResNet: input channels, output channels, input size, kernel,
 /// stride, padding, and how many of it one step runs.
@@ -26,26 +26,6 @@ struct Case {
     stride: i64,
     padding: i64,
     count: u32,
-}
-
-/// The best time of `reps` calls of `f`, in milliseconds.
-fn best(reps: usize, mut f: impl FnMut()) -> f64 {
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
-/// A tensor of `sizes` with deterministic values in [-1, 1).
-fn values(sizes: &[i64]) -> Tensor {
-    let n: i64 = sizes.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0)
-        .collect();
-    Tensor::from_vec(v, sizes).expect("sizes match")
 }
 
 fn main() {

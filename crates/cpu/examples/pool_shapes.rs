@@ -8,13 +8,13 @@
 //! Prints, per case, the best time of `REPS` calls of the forward and of the backward
 //! (`avg_pool2d`, `avg_pool3d` and `max_pool2d_with_indices`, float32).
 
-use std::time::Instant;
+mod timing;
 
 use switchboard_cpu::{
     avg_pool2d, avg_pool2d_backward, avg_pool3d, avg_pool3d_backward, max_pool2d_with_indices,
     max_pool2d_with_indices_backward,
 };
-use switchboard_tensor::Tensor;
+use timing::{best, values};
 
 /// One `avg_pool2d` case: the input's sizes and the window (one value for both dims).
 struct Case2d {
@@ -24,26 +24,6 @@ struct Case2d {
     stride: i64,
     padding: i64,
     count_include_pad: bool,
-}
-
-/// The best time of `reps` calls of `f`, in milliseconds.
-fn best(reps: usize, mut f: impl FnMut()) -> f64 {
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
-/// A tensor of `sizes` with deterministic values in [-1, 1).
-fn values(sizes: &[i64]) -> Tensor {
-    let n: i64 = sizes.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0)
-        .collect();
-    Tensor::from_vec(v, sizes).expect("sizes match")
 }
 
 fn report(name: &str, fwd: f64, bwd: f64) {

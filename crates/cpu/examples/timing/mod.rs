@@ -1,0 +1,26 @@
+//! What the cpu crate's timing examples share: the best of repeated calls, and deterministic
+//! inputs.
+
+use std::time::Instant;
+
+use switchboard_tensor::Tensor;
+
+/// The best time of `reps` calls of `f`, in milliseconds.
+pub fn best(reps: usize, mut f: impl FnMut()) -> f64 {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// A tensor of `sizes` with deterministic values in [-1, 1).
+pub fn values(sizes: &[i64]) -> Tensor {
+    let n: i64 = sizes.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
+    Tensor::from_vec(v, sizes).expect("sizes match")
+}
