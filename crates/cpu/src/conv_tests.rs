@@ -497,3 +497,57 @@ fn sizes_from_huge_arguments_are_checked() {
     .unwrap_err();
     assert!(e.to_string().contains("overflows int64"), "{e}");
 }
+
+/// A tensor of `shape` with values other than `ramp(shape)`'s (a direction for an adjoint
+/// identity).
+fn other_ramp(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    let vals = ramp(&[n + 1], ScalarType::Double).to_vec::<f64>().unwrap();
+    let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+    Tensor::from_vec(vals[1..].to_vec(), &dims).unwrap()
+}
+
+/// Shapes whose im2col buffer holds several blocks of output rows (Note [im2col in
+/// cache-sized blocks]: 16 input channels, a 3x3 kernel and rows 32 wide in f64 make 7 rows a
+/// block): the forward pass against the direct reference, and both gradients against the
+/// adjoint identities `<gx, u> = <conv(u, w), g>` and `<gw, v> = <conv(x, v), g>` (the
+/// convolution is linear in each argument). Same-padded (one copy per row), unpadded, and
+/// strided.
+#[test]
+fn convolutions_over_several_im2col_blocks() {
+    for (pad, stride) in [(1, 1), (0, 1), (1, 2)] {
+        let p = P {
+            s: [stride; 2],
+            p: [pad; 2],
+            d: [1, 1],
+            groups: 1,
+        };
+        let x = ramp(&[2, 16, 32, 32], ScalarType::Double);
+        let w = ramp(&[4, 16, 3, 3], ScalarType::Double);
+        let y = run(&x, &w, None, &p);
+        let (want, shape) = reference(&x, &w, None, &p);
+        assert_close(&y.to_vec::<f64>().unwrap(), &want, 1e-12);
+        let g = ramp(&shape, ScalarType::Double);
+        let (s, pd) = ([stride as i64], [pad as i64]);
+        let (gx, gw, _) = convolution_backward(
+            &g,
+            &x,
+            &w,
+            None,
+            &s,
+            &pd,
+            &[1],
+            false,
+            &[0],
+            1,
+            &[true, true, false],
+        )
+        .unwrap();
+        let (u, v) = (other_ramp(&[2, 16, 32, 32]), other_ramp(&[4, 16, 3, 3]));
+        let conv = |x: &Tensor, w: &Tensor| run(x, w, None, &p);
+        let (lhs, rhs) = (dot(&gx, &u), dot(&conv(&u, &w), &g));
+        assert!((lhs - rhs).abs() <= 1e-9 * rhs.abs(), "{lhs} vs {rhs}");
+        let (lhs, rhs) = (dot(&gw, &v), dot(&conv(&x, &v), &g));
+        assert!((lhs - rhs).abs() <= 1e-9 * rhs.abs(), "{lhs} vs {rhs}");
+    }
+}
