@@ -93,8 +93,8 @@ pub(crate) fn functionalize_fallback(
             a.try_map_tensors(unwrap)?;
         }
         call_plain_in_place(op, stack)?;
-        for v in &mut stack[start..] {
-            v.try_map_tensors(|t| new_base(t.clone()))?;
+        for t in stack[start..].iter_mut().flat_map(IValue::tensors_mut) {
+            *t = new_base(t);
         }
         return Ok(());
     }
@@ -139,11 +139,11 @@ fn unwrap_all(args: &[IValue]) -> Result<Stack> {
 }
 
 /// Each tensor of `values` wrapped as the base of a new storage.
-fn wrap_all(mut values: Stack) -> Result<Stack> {
-    for v in &mut values {
-        v.try_map_tensors(|t| new_base(t.clone()))?;
+fn wrap_all(mut values: Stack) -> Stack {
+    for t in values.iter_mut().flat_map(IValue::tensors_mut) {
+        *t = new_base(t);
     }
-    Ok(values)
+    values
 }
 
 /// A view call: its results are aliases of the viewed functional tensor.
@@ -157,7 +157,7 @@ fn view_call(op: &OperatorHandle, args: Stack) -> Result<Stack> {
     });
     let Some((self_index, viewed)) = viewed else {
         // A view of a tensor from outside: a constant, whose views are new values.
-        return wrap_all(call_plain(op, unwrap_all(&args)?)?);
+        return Ok(wrap_all(call_plain(op, unwrap_all(&args)?)?));
     };
     let plain = unwrap_all(&args)?;
     let copy = if crate::remove_views() {
@@ -327,15 +327,11 @@ fn mutation_call(
             f.commit_update(value)?;
             written_now[w] = Some(target.clone());
         } else {
-            written_now[w] = Some(new_base(value)?);
+            written_now[w] = Some(new_base(&value));
         }
     }
     let mut returns = Stack::with_capacity(sem.return_aliases.len());
-    let mut plain_results = results
-        .map(wrap_all)
-        .transpose()?
-        .unwrap_or_default()
-        .into_iter();
+    let mut plain_results = results.map(wrap_all).unwrap_or_default().into_iter();
     for (alias, is_write) in sem.return_aliases.iter().zip(sem.return_writes.iter()) {
         match (alias, is_write) {
             (Some(i), true) => returns.push(IValue::Tensor(

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use switchboard_dispatcher::{
     tls_local_dispatch_key_set, DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet,
-    IValue, OperatorHandle, Result, Stack, ThreadLocalStateGuard,
+    ExcludeDispatchKeyGuard, IValue, OperatorHandle, Result, Stack, ThreadLocalStateGuard,
 };
 use switchboard_keys::AUTOGRAD_DISPATCH_KEYSET;
-use switchboard_tensor::{Tensor, VersionCounter};
+use switchboard_tensor::{AnyArc, Tensor, VersionCounter};
 
 use crate::view_meta::ViewMeta;
 
@@ -19,9 +19,10 @@ use crate::view_meta::ViewMeta;
 // A write to any alias of a tensor is recorded on the `FunctionalStorage` the aliases share:
 // the storage's *base* value is replaced by a new one (for a write to a view, the base with
 // the view's region replaced: Note [Writing through a view]) and its *generation* goes up. A
-// wrapper remembers the generation its value was computed at; a wrapper used after a write
-// to one of its aliases finds its generation old and regenerates its value by replaying its
-// chain of views (`ViewMeta`s) on the new base (PyTorch's `sync`). So mutate a view and read
+// view remembers the generation its value was computed at; a view used after a write to one
+// of its aliases finds its generation old and regenerates its value by replaying its chain
+// of views (`ViewMeta`s) on the new base (PyTorch's `sync`); the base's value is the
+// storage's base value itself (Note [A base's payload is its storage]). So mutate a view and read
 // the base, mutate the base and read a view, views of views: each alias sees every write the
 // next time it is used, and the operators that run are pure functions of values.
 //
@@ -34,7 +35,18 @@ use crate::view_meta::ViewMeta;
 // directly gives the first value): read a functional tensor through operators, or through
 // `from_functional` / `sync`.
 
-/// The state shared by a tensor's aliases (PyTorch's `FunctionalStorageImpl`).
+// Note [A base's payload is its storage]
+// PyTorch's `FunctionalTensorWrapper` holds its value and a `FunctionalStorageImpl` it shares
+// with its aliases. Here the tensor a storage was made for, its *base*, has no view chain, so
+// its current value is always the storage's base value: it needs no value or generation of
+// its own, and its payload is the `FunctionalStorage` itself. Its views (the only other
+// aliases) hold the storage (an `Arc` of the base's payload) with their view chain, value and
+// generation (`FunctionalView`). Most functional tensors are bases (every result of a
+// functional call), and each is then one allocation less, with one lock and one value handle
+// less each time its value is read.
+
+/// The state shared by a tensor's aliases (PyTorch's `FunctionalStorageImpl`): the payload of
+/// their base (Note [A base's payload is its storage]).
 pub(crate) struct FunctionalStorage {
     state: Mutex<StorageState>,
 }
@@ -56,11 +68,10 @@ struct StorageState {
 // the thread had where functionalization began (`FunctionalizeGuard`; none excluded for
 // functional tensors used outside one).
 
-/// The payload of a functional tensor.
-pub(crate) struct FunctionalTensor {
+/// The payload of a functional tensor that is a view of its storage's base.
+pub(crate) struct FunctionalView {
     storage: Arc<FunctionalStorage>,
-    /// How this tensor is made from the storage's base: empty for the base itself (a `Box`,
-    /// not an `Arc`: an empty one allocates nothing, and most wrappers are bases).
+    /// How this tensor is made from the storage's base (never empty).
     view_metas: Box<[ViewMeta]>,
     state: Mutex<WrapperState>,
 }
@@ -69,6 +80,18 @@ struct WrapperState {
     value: Tensor,
     /// The storage's generation `value` was computed at.
     generation: u64,
+}
+
+/// The wrapper state of a functional tensor, borrowed from its payload.
+#[derive(Clone, Copy)]
+pub(crate) enum Functional<'a> {
+    /// The base of its storage; `payload` is the storage, as the tensor holds it.
+    Base {
+        storage: &'a FunctionalStorage,
+        payload: &'a AnyArc,
+    },
+    /// A view of its storage's base.
+    View(&'a FunctionalView),
 }
 
 /// The payload's mutexes guard plain values: a panic while one is held leaves a valid value.
@@ -84,24 +107,26 @@ fn wrapper_keys(value: &Tensor) -> DispatchKeySet {
         .add(DispatchKey::Functionalize)
 }
 
-/// The functional tensor over `value`: a shallow copy with its own version counter (the
-/// ADInplaceOrView kernels bump a written functional tensor's counter, which must not be the
-/// value's: autograd checks the values' counters).
-fn make_wrapper(value: Tensor, payload: FunctionalTensor) -> Result<Tensor> {
-    Ok(value
-        .to_builder()
-        .key_set(wrapper_keys(&value))
-        .payload(Arc::new(payload))
-        .version_counter(VersionCounter::new())
-        .build()?)
+/// The functional tensor over `value` (Note [Wrapper tensors] in switchboard-tensor): a
+/// shallow copy with its own version counter (the ADInplaceOrView kernels bump a written
+/// functional tensor's counter, which must not be the value's: autograd checks the values'
+/// counters).
+fn make_wrapper(value: &Tensor, payload: AnyArc) -> Tensor {
+    value.wrapper_over(wrapper_keys(value), payload, Some(VersionCounter::new()))
 }
 
 /// The wrapper state of `t`, if it is a functional tensor.
-pub(crate) fn functional(t: &Tensor) -> Option<&FunctionalTensor> {
+pub(crate) fn functional(t: &Tensor) -> Option<Functional<'_>> {
     if !t.key_set().has(DispatchKey::Functionalize) {
         return None;
     }
-    t.payload_as::<FunctionalTensor>()
+    let payload = t.payload()?;
+    match payload.downcast_ref::<FunctionalStorage>() {
+        Some(storage) => Some(Functional::Base { storage, payload }),
+        None => payload
+            .downcast_ref::<FunctionalView>()
+            .map(Functional::View),
+    }
 }
 
 /// Whether `t` is a functional tensor (`torch._is_functional_tensor`).
@@ -128,26 +153,18 @@ pub fn to_functional(value: &Tensor) -> Result<Tensor> {
             "to_functional: the tensor is already a functional tensor".to_string(),
         ));
     }
-    new_base(value.clone())
+    Ok(new_base(value))
 }
 
 /// A functional tensor over `value`, the base of a new storage.
-pub(crate) fn new_base(value: Tensor) -> Result<Tensor> {
-    let storage = Arc::new(FunctionalStorage {
+pub(crate) fn new_base(value: &Tensor) -> Tensor {
+    let storage = FunctionalStorage {
         state: Mutex::new(StorageState {
             base: value.clone(),
             generation: 0,
         }),
-    });
-    let payload = FunctionalTensor {
-        storage,
-        view_metas: Box::default(),
-        state: Mutex::new(WrapperState {
-            value: value.clone(),
-            generation: 0,
-        }),
     };
-    make_wrapper(value, payload)
+    make_wrapper(value, Arc::new(storage))
 }
 
 /// The current value of functional tensor `t`, regenerated first if an alias was written
@@ -184,23 +201,35 @@ pub fn replace_value(t: &Tensor, value: &Tensor) -> Result<()> {
 /// Whether some alias of functional tensor `t` was written since it was made
 /// (`torch._functionalize_has_data_mutation`, counted on the shared storage).
 pub fn was_mutated(t: &Tensor) -> bool {
-    functional(t).is_some_and(|f| lock(&f.storage.state).generation > 0)
+    functional(t).is_some_and(|f| lock(&f.storage().state).generation > 0)
 }
 
-impl FunctionalTensor {
+impl<'a> Functional<'a> {
+    /// The storage this tensor shares with its aliases.
+    fn storage(self) -> &'a FunctionalStorage {
+        match self {
+            Functional::Base { storage, .. } => storage,
+            Functional::View(v) => &v.storage,
+        }
+    }
+
     /// The value, regenerated from the storage's base if an alias was written since it was
     /// computed (Note [Functional tensors]).
-    pub(crate) fn current_value(&self) -> Result<Tensor> {
+    pub(crate) fn current_value(self) -> Result<Tensor> {
+        let view = match self {
+            Functional::Base { storage, .. } => return Ok(lock(&storage.state).base.clone()),
+            Functional::View(view) => view,
+        };
         let (base, generation) = {
-            let storage = lock(&self.storage.state);
-            let state = lock(&self.state);
+            let storage = lock(&view.storage.state);
+            let state = lock(&view.state);
             if state.generation == storage.generation {
                 return Ok(state.value.clone());
             }
             (storage.base.clone(), storage.generation)
         };
-        let value = crate::view_meta::replay(&base, &self.view_metas, crate::remove_views())?;
-        let mut state = lock(&self.state);
+        let value = crate::view_meta::replay(&base, &view.view_metas, crate::remove_views())?;
+        let mut state = lock(&view.state);
         state.value = value.clone();
         state.generation = generation;
         Ok(value)
@@ -208,16 +237,20 @@ impl FunctionalTensor {
 
     /// Records a write of `value` to this tensor (PyTorch's `replace_` + `commit_update`):
     /// the storage's base becomes the base with this tensor's region replaced.
-    pub(crate) fn commit_update(&self, value: Tensor) -> Result<()> {
-        let mut storage = lock(&self.storage.state);
-        let base = if self.view_metas.is_empty() {
-            value.clone()
-        } else {
-            crate::view_meta::write_through(&storage.base, &self.view_metas, &value)?
+    pub(crate) fn commit_update(self, value: Tensor) -> Result<()> {
+        let view = match self {
+            Functional::Base { storage, .. } => {
+                let mut storage = lock(&storage.state);
+                storage.base = value;
+                storage.generation += 1;
+                return Ok(());
+            }
+            Functional::View(view) => view,
         };
-        storage.base = base;
+        let mut storage = lock(&view.storage.state);
+        storage.base = crate::view_meta::write_through(&storage.base, &view.view_metas, &value)?;
         storage.generation += 1;
-        let mut state = lock(&self.state);
+        let mut state = lock(&view.state);
         state.value = value;
         state.generation = storage.generation;
         Ok(())
@@ -225,19 +258,26 @@ impl FunctionalTensor {
 
     /// A functional tensor over `value`, a view of this one made by `meta`: an alias in the
     /// same storage.
-    pub(crate) fn view(&self, value: Tensor, meta: ViewMeta) -> Result<Tensor> {
-        let generation = lock(&self.storage.state).generation;
-        let mut view_metas = self.view_metas.to_vec();
+    pub(crate) fn view(self, value: Tensor, meta: ViewMeta) -> Result<Tensor> {
+        let (storage, mut view_metas) = match self {
+            Functional::Base { payload, .. } => {
+                let storage = Arc::downcast::<FunctionalStorage>(payload.clone())
+                    .map_err(|_| error("functionalization: a base without storage".to_string()))?;
+                (storage, Vec::with_capacity(1))
+            }
+            Functional::View(v) => (v.storage.clone(), v.view_metas.to_vec()),
+        };
         view_metas.push(meta);
-        let payload = FunctionalTensor {
-            storage: self.storage.clone(),
+        let generation = lock(&storage.state).generation;
+        let payload = FunctionalView {
+            storage,
             view_metas: view_metas.into_boxed_slice(),
             state: Mutex::new(WrapperState {
                 value: value.clone(),
                 generation,
             }),
         };
-        make_wrapper(value, payload)
+        Ok(make_wrapper(&value, Arc::new(payload)))
     }
 }
 
@@ -257,15 +297,37 @@ pub(crate) fn call_plain(op: &OperatorHandle, mut stack: Stack) -> Result<Stack>
 
 /// Runs the rest of a scope below functionalization: `Functionalize` excluded, autograd as it
 /// was where functionalization began (Note [Autograd of the values]).
-pub(crate) fn below_functionalization() -> ThreadLocalStateGuard {
+pub(crate) fn below_functionalization() -> BelowFunctionalization {
     let mut local = tls_local_dispatch_key_set();
     let autograd = AUTOGRAD_DISPATCH_KEYSET.add(DispatchKey::ADInplaceOrView);
+    let at_entry = crate::transform::entry_excluded().intersection(autograd);
+    // Every call on functional tensors comes here, mostly with autograd as it was at the
+    // entry: then only `Functionalize` needs excluding, with a guard of one word rather than
+    // a saved copy of the thread's sets.
+    if local.excluded.intersection(autograd) == at_entry {
+        return BelowFunctionalization {
+            _exclude: Some(ExcludeDispatchKeyGuard::new(DispatchKey::Functionalize)),
+            _replace: None,
+        };
+    }
     local.excluded = local
         .excluded
         .difference(autograd)
-        .union(crate::transform::entry_excluded().intersection(autograd))
+        .union(at_entry)
         .add(DispatchKey::Functionalize);
-    ThreadLocalStateGuard::new(local)
+    BelowFunctionalization {
+        _exclude: None,
+        _replace: Some(ThreadLocalStateGuard::new(local)),
+    }
+}
+
+/// The guard of [`below_functionalization`]: restores the thread's sets when dropped.
+#[must_use = "the call is below functionalization only while the guard lives"]
+pub(crate) struct BelowFunctionalization {
+    /// When only `Functionalize` was excluded.
+    _exclude: Option<ExcludeDispatchKeyGuard>,
+    /// When the autograd exclusions were replaced too.
+    _replace: Option<ThreadLocalStateGuard>,
 }
 
 /// The single tensor of a boxed return.

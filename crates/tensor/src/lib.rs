@@ -90,6 +90,7 @@ mod tensor;
 mod view;
 mod view_dtype;
 mod without_data;
+mod wrapper_tensor;
 
 pub use access::{convert, Access, DataMut, DataRef};
 pub use alloc_tuning::tune_allocator;
