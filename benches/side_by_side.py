@@ -103,14 +103,23 @@ def side_by_side(a, threads):
 
 
 def cpu_model():
+    """The CPU's model and its widest vector instructions: the GEMM kernels of both sides
+    choose their code by them at run time, so the ratios depend on them."""
+    model, flags = "unknown CPU", set()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if line.startswith("model name") and model == "unknown CPU":
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return "unknown CPU"
+    if "avx512f" in flags:
+        return f"{model} (AVX-512)"
+    if "avx2" in flags:
+        return f"{model} (AVX2, no AVX-512)"
+    return model
 
 
 BEGIN, END = "<!-- side_by_side.py: begin -->", "<!-- side_by_side.py: end -->"
