@@ -325,20 +325,7 @@ fn conv_gemm<T: GemmFloat>(
     accumulate: bool,
 ) {
     let (k, l, cout_g) = (g.k(), g.l(), g.cout_g());
-    let step = if g.pointwise() {
-        g.oh
-    } else {
-        g.block_rows::<T>()
-    };
-    for oy0 in (0..g.oh).step_by(step.max(1)) {
-        let rows = oy0..(oy0 + step).min(g.oh);
-        let n = rows.len() * g.ow;
-        let b = if g.pointwise() {
-            MatPtr::row_major(xg.as_ptr(), l)
-        } else {
-            im2col(xg, cols, g, rows);
-            MatPtr::row_major(cols.as_ptr(), n)
-        };
+    for_each_cols_block(xg, cols, g, |oy0, n, b| {
         let d = &mut dst[oy0 * g.ow..];
         // SAFETY: row-major views of live slices: `d` the exclusive `cout_g x n` block of
         // `dst` at column `oy0*ow` (rows `l` apart; read only when `accumulate`, when the caller
@@ -357,6 +344,32 @@ fn conv_gemm<T: GemmFloat>(
                 accumulate,
             )
         };
+    });
+}
+
+/// Runs `f(oy0, n, block)` over one group's im2col a block of output rows at a time (Note
+/// [im2col in cache-sized blocks]): `block` is the `k x n` matrix of the block's columns,
+/// written into `cols`, or `xg` itself (rows `l` apart, one block) when pointwise.
+fn for_each_cols_block<T: Num>(
+    xg: &[T],
+    cols: &mut [T],
+    g: &Geom,
+    mut f: impl FnMut(usize, usize, MatPtr),
+) {
+    let step = if g.pointwise() {
+        g.oh
+    } else {
+        g.block_rows::<T>()
+    };
+    for oy0 in (0..g.oh).step_by(step.max(1)) {
+        let rows = oy0..(oy0 + step).min(g.oh);
+        let n = rows.len() * g.ow;
+        if g.pointwise() {
+            f(oy0, n, MatPtr::row_major(xg.as_ptr(), g.l()));
+        } else {
+            im2col(xg, cols, g, rows);
+            f(oy0, n, MatPtr::row_major(cols.as_ptr(), n));
+        }
     }
 }
 
@@ -481,21 +494,7 @@ pub(super) fn backward_impl<T: GemmFloat>(
                     let xg = &x_img[gi * cin_g * g.h * g.w..][..cin_g * g.h * g.w];
                     let wg = &wt[gi * cout_g * k..][..cout_g * k];
                     if need_w {
-                        // Over blocks of output rows (Note [im2col in cache-sized blocks]).
-                        let step = if g.pointwise() {
-                            g.oh
-                        } else {
-                            g.block_rows::<T>()
-                        };
-                        for oy0 in (0..g.oh).step_by(step.max(1)) {
-                            let rows = oy0..(oy0 + step).min(g.oh);
-                            let n = rows.len() * g.ow;
-                            let cols_ptr = if g.pointwise() {
-                                MatPtr::row_major(xg.as_ptr(), l)
-                            } else {
-                                im2col(xg, &mut cols, g, rows);
-                                MatPtr::row_major(cols.as_ptr(), n)
-                            };
+                        for_each_cols_block(xg, &mut cols, g, |oy0, n, cols_block| {
                             let go_rows = &go_img[gi * cout_g * l + oy0 * g.ow..];
                             transpose_into(go_rows, cout_g, n, l, &mut go_t);
                             let dst = &mut pw[gi * cout_g * k..][..cout_g * k];
@@ -509,14 +508,14 @@ pub(super) fn backward_impl<T: GemmFloat>(
                                     cout_g,
                                     n,
                                     MatPtr::row_major(dst.as_mut_ptr(), cout_g),
-                                    cols_ptr,
+                                    cols_block,
                                     MatPtr::row_major(go_t.as_ptr(), cout_g),
                                     <T as Num>::ONE,
                                     <T as Num>::ONE,
                                     true,
                                 )
                             };
-                        }
+                        });
                     }
                     if let Some(gxc) = gx_chunk.as_deref_mut() {
                         let gx_img = &mut gxc[(n - first) * g.in_image()..][..g.in_image()];
