@@ -52,7 +52,7 @@ use crate::loops::in_parallel_region;
 
 // Note [im2col in cache-sized blocks]
 // The GEMM reads `cols` right after im2col writes it. When the whole buffer is larger than the
-// core's L2 cache (the ResNet's first stage: 144 rows of 1024 positions, 576 KiB a image),
+// core's L2 cache (the ResNet's first stage: 144 rows of 1024 positions, 576 KiB per image),
 // it is written out to memory and read back; computed a block of output rows at a time, each
 // block of at most `COLS_BLOCK_BYTES` stays in cache between the two. The blocks are products
 // with fewer columns but the same depth, so nothing else changes: the forward pass, the input
