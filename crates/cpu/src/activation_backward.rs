@@ -6,7 +6,7 @@
 
 use switchboard_tensor::{Scalar, Tensor};
 
-use crate::binary::{acc_loop2, binary_op};
+use crate::binary::{acc_loop2, acc_loop2_fused, binary_op};
 use crate::dispatch_dtype::{scalar_in_opmath, Float, Num};
 use crate::error::Result;
 use crate::iter::BinaryLoop;
@@ -93,16 +93,17 @@ pub fn tanh_backward(grad_output: &Tensor, output: &Tensor) -> Result<Tensor> {
     })
 }
 
-/// The derivative of gelu at `x`, times `dy` (PyTorch's `GeluBackwardKernelImpl`).
-#[inline]
+/// The derivative of gelu at `x`, times `dy` (PyTorch's `GeluBackwardKernelImpl`), with the
+/// vectorized `erf` and `exp` (Note [Vectorized erf and exp]).
+#[inline(always)]
 fn gelu_grad<F: Float>(approximate: GeluApproximate, dy: F, x: F) -> F {
     let half = F::from_f64(0.5);
     match approximate {
         GeluApproximate::None => {
             // 1 / sqrt(2 pi) = M_2_SQRTPI * M_SQRT1_2 * 0.5.
             let alpha = F::from_f64(std::f64::consts::FRAC_2_SQRT_PI * FRAC_1_SQRT_2 * 0.5);
-            let cdf = half.mul(F::ONE.add(x.mul(F::from_f64(FRAC_1_SQRT_2)).erf()));
-            let pdf = alpha.mul(x.mul(x).mul(F::from_f64(-0.5)).exp());
+            let cdf = half.mul(F::ONE.add(x.mul(F::from_f64(FRAC_1_SQRT_2)).erf_vectorized()));
+            let pdf = alpha.mul(x.mul(x).mul(F::from_f64(-0.5)).exp_vectorized());
             dy.mul(cdf.add(x.mul(pdf)))
         }
         GeluApproximate::Tanh => {
@@ -128,7 +129,7 @@ pub fn gelu_backward(grad_output: &Tensor, self_: &Tensor, approximate: &str) ->
     let approx = GeluApproximate::parse(approximate)?;
     binary_op!("gelu_backward", grad_output, self_, None, false, |it| {
         dispatch_floating_types!(it.common_dtype(), "GeluBackwardKernelImpl", T => {
-            acc_loop2::<T>(it, move |g, x| gelu_grad(approx, g, x))
+            acc_loop2_fused::<T>(it, move |g, x| gelu_grad(approx, g, x))
         })
     })
 }

@@ -168,6 +168,14 @@ pub(crate) fn acc_loop2<T: CpuElement>(
     iter.for_each2(move |a: T, b: T| T::from_acc(f(a.to_acc(), b.to_acc())))
 }
 
+/// [`acc_loop2`] for an `f` built on `mul_add` (Note [Fused multiply-add]).
+pub(crate) fn acc_loop2_fused<T: CpuElement>(
+    iter: &impl BinaryLoop,
+    f: impl Fn(Acc<T>, Acc<T>) -> Acc<T> + Sync,
+) -> Result<()> {
+    iter.for_each2_fused(move |a: T, b: T| T::from_acc(f(a.to_acc(), b.to_acc())))
+}
+
 // Note [Reduced-precision scalar operands]
 // For a float16/bfloat16 result, PyTorch's `mul` and `div` (every rounding mode) read a
 // second operand that is a single value (`iter.is_scalar(2)`: a Python number or any

@@ -111,6 +111,14 @@ pub trait Float: Num {
     fn atanh(self) -> Self;
     /// The error function.
     fn erf(self) -> Self;
+    /// The error function as PyTorch's vectorized CPU kernels compute it: for `f32` a
+    /// branch-free approximation that vectorises, for `f64` [`erf`](Self::erf) (Note
+    /// [Vectorized erf and exp]).
+    fn erf_vectorized(self) -> Self;
+    /// `e^self` as PyTorch's vectorized CPU kernels compute it: for `f32` a branch-free
+    /// polynomial within 1 ulp that vectorises, for `f64` [`exp`](Self::exp) (Note
+    /// [Vectorized erf and exp]).
+    fn exp_vectorized(self) -> Self;
     /// `self ** e` for real exponents.
     fn powf(self, e: Self) -> Self;
     /// Rounds toward negative infinity.
@@ -148,7 +156,8 @@ pub trait Float: Num {
 
 /// Forwards [`Float`]'s methods to the inherent ones of `f32`/`f64` (and libm's `erf`).
 macro_rules! float_impl {
-    ($t:ident, $erf:path; $($f:ident($($a:ident),*) -> $r:ty;)*) => {
+    ($t:ident, $erf:path, $erf_vectorized:path, $exp_vectorized:path;
+     $($f:ident($($a:ident),*) -> $r:ty;)*) => {
         impl Float for $t {
             $(
                 #[inline]
@@ -160,13 +169,21 @@ macro_rules! float_impl {
             fn erf(self) -> Self {
                 $erf(self)
             }
+            #[inline(always)]
+            fn erf_vectorized(self) -> Self {
+                $erf_vectorized(self)
+            }
+            #[inline(always)]
+            fn exp_vectorized(self) -> Self {
+                $exp_vectorized(self)
+            }
         }
     };
 }
 
 macro_rules! float_impls {
-    ($($t:ident, $erf:path);*) => {$(
-        float_impl!($t, $erf;
+    ($($t:ident, $erf:path, $erf_vectorized:path, $exp_vectorized:path);*) => {$(
+        float_impl!($t, $erf, $erf_vectorized, $exp_vectorized;
             exp() -> Self; exp_m1() -> Self; ln() -> Self; ln_1p() -> Self; log10() -> Self;
             log2() -> Self; sqrt() -> Self; tanh() -> Self; sinh() -> Self; cosh() -> Self;
             asinh() -> Self; acosh() -> Self; atanh() -> Self; powf(e) -> Self;
@@ -176,7 +193,10 @@ macro_rules! float_impls {
         );
     )*};
 }
-float_impls!(f32, libm::erff; f64, libm::erf);
+float_impls!(
+    f32, libm::erff, crate::vectorized_math::erf_f32, crate::vectorized_math::exp_f32;
+    f64, libm::erf, libm::erf, f64::exp
+);
 
 /// A stored element type and its compute type ([`Num`]); see Note [Compute types].
 pub trait CpuElement: Element {

@@ -93,6 +93,7 @@ mod triangular;
 mod unary;
 mod unary_float;
 mod upsample;
+mod vectorized_math;
 
 #[cfg(feature = "register")]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]

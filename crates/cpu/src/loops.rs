@@ -378,6 +378,45 @@ pub unsafe fn row1<O: Copy + Default, A: Copy + Default>(
 // through `row2_fused`, which calls a copy of `row2` compiled with the `fma` target feature
 // when the CPU has it (x86-64 since 2013), and the portable one, as exact but slower, when not.
 
+/// [`row1`] for element functions built on `mul_add` (Note [Fused multiply-add]).
+///
+/// # Safety
+/// See [`row1`].
+#[inline(always)]
+pub unsafe fn row1_fused<O: Copy + Default, A: Copy + Default>(
+    n: usize,
+    o: (*mut O, isize),
+    a: (*const A, isize),
+    f: &impl Fn(A) -> O,
+    stream: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the `fma` feature (checked); the rest is the caller's.
+        unsafe { row1_fma(n, o, a, f, stream) };
+        return;
+    }
+    // SAFETY: the caller's guarantee.
+    unsafe { row1(n, o, a, f, stream) }
+}
+
+/// [`row1`] compiled with fused multiply-add instructions.
+///
+/// # Safety
+/// See [`row1`]; and the CPU has the `fma` feature.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn row1_fma<O: Copy + Default, A: Copy + Default>(
+    n: usize,
+    o: (*mut O, isize),
+    a: (*const A, isize),
+    f: &impl Fn(A) -> O,
+    stream: bool,
+) {
+    // SAFETY: the caller's guarantee.
+    unsafe { row1(n, o, a, f, stream) }
+}
+
 /// [`row2`] for element functions built on `mul_add` (Note [Fused multiply-add]).
 ///
 /// # Safety

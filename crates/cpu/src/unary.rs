@@ -177,7 +177,7 @@ impl FloatUnary for Gelu {
         match self.0 {
             GeluApproximate::None => x
                 .mul(half)
-                .mul(F::ONE.add(x.mul(F::from_f64(FRAC_1_SQRT_2)).erf())),
+                .mul(F::ONE.add(x.mul(F::from_f64(FRAC_1_SQRT_2)).erf_vectorized())),
             GeluApproximate::Tanh => {
                 let inner = F::from_f64(SQRT_2_OVER_PI)
                     .mul(x.add(F::from_f64(0.044715).mul(x).mul(x).mul(x)));
@@ -212,8 +212,9 @@ fn gelu_impl(self_: &Tensor, out: Option<&Tensor>, op: &Gelu) -> Result<Tensor> 
         .input(self_)
         .all_same_dtype(true)
         .build()?;
+    // Fused: the exact form's erf vectorises (Note [Vectorized erf and exp]).
     dispatch_floating_types!(iter.common_dtype(), "GeluKernelImpl", T => {
-        float_unary_loop::<T>(&iter, op)
+        iter.for_each1_fused(move |a: T| T::from_acc(op.apply(a.to_acc())))
     })?;
     iter.finish()
 }

@@ -37,8 +37,8 @@ use switchboard_tensor::{Access, FixedAccess, ScalarType, StorageElement, Tensor
 use crate::copy::copy_into;
 use crate::error::Result;
 use crate::loops::{
-    for_each_row, parallel_for, row1, row2, row2_fused, row3, row3_fused, Geometry, GRAIN_SIZE,
-    STREAM_BYTES,
+    for_each_row, parallel_for, row1, row1_fused, row2, row2_fused, row3, row3_fused, Geometry,
+    GRAIN_SIZE, STREAM_BYTES,
 };
 
 /// A prepared elementwise loop (see the module docs). Run it with one of the `for_each*`
@@ -213,6 +213,23 @@ impl TensorIter {
         &self,
         f: impl Fn(A) -> O + Sync,
     ) -> Result<()> {
+        self.for_each1_in::<false, O, A>(f)
+    }
+
+    /// [`for_each1`](Self::for_each1) for an `f` built on `mul_add`, compiled with fused
+    /// multiply-add instructions where the CPU has them (Note [Fused multiply-add]).
+    pub fn for_each1_fused<O: StorageElement, A: StorageElement>(
+        &self,
+        f: impl Fn(A) -> O + Sync,
+    ) -> Result<()> {
+        self.for_each1_in::<true, O, A>(f)
+    }
+
+    #[inline(always)]
+    fn for_each1_in<const FUSED: bool, O: StorageElement, A: StorageElement>(
+        &self,
+        f: impl Fn(A) -> O + Sync,
+    ) -> Result<()> {
         let [a] = self.typed_inputs(O::DTYPE, [A::DTYPE])?;
         if !self.compute {
             return Ok(());
@@ -227,13 +244,15 @@ impl TensorIter {
             // strides come from the operands' own geometry, so they are in bounds; parallel
             // chunks write disjoint output elements; partial overlap was ruled out at build.
             unsafe {
-                row1(
-                    n,
+                let (o, a) = (
                     ((po as *mut O).offset(oo), so),
                     ((pa as *const A).offset(oa), sa),
-                    &f,
-                    stream,
-                )
+                );
+                if FUSED {
+                    row1_fused(n, o, a, &f, stream)
+                } else {
+                    row1(n, o, a, &f, stream)
+                }
             }
         });
         self.mark_written();
