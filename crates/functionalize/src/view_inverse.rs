@@ -5,7 +5,7 @@ use switchboard_dispatcher::{Dispatcher, IValue, Result};
 use switchboard_tensor::Tensor;
 
 use crate::view_meta::ViewMeta;
-use crate::wrapper::{call_plain, single_tensor};
+use crate::wrapper::{call_plain, single_tensor, Kind};
 
 impl ViewMeta {
     /// `base` (the tensor this view was taken of) with the view's elements replaced by
@@ -14,8 +14,9 @@ impl ViewMeta {
         &self,
         base: &Tensor,
         value: &Tensor,
-        remove_views: bool,
+        kind: Kind,
     ) -> Result<Option<Tensor>> {
+        let remove_views = kind.removes_views();
         let int = |i: usize| match self.args.get(i) {
             Some(IValue::Int(v)) => Some(*v),
             _ => None,
@@ -37,7 +38,7 @@ impl ViewMeta {
                 };
                 let mut stack = self.args.clone();
                 stack[self.self_index] = IValue::Tensor(value.clone());
-                Some(single_tensor(&op, call_plain(&op, stack)?)?)
+                Some(single_tensor(&op, call_plain(&op, stack, kind)?)?)
             }
             ("aten::permute", "") => {
                 let Some(IValue::IntList(dims)) = self.args.get(1) else {
