@@ -23,7 +23,10 @@ use crate::wrapper::{call_plain, error, functional, new_base, Kind};
 // Autograd records those calls on the values, so gradients through a functionalized function
 // are those of the functional program, equal to eager's; autocast casts the values; a trace
 // records the functional calls. Inside `functionalize` the key is also included on the thread,
-// so that factories (calls without tensors) make functional tensors too.
+// so that factories (calls without tensors) make functional tensors too. Persistent functional
+// tensors (`to_functional_below_autograd`) are the other arrangement, PyTorch's own: the same
+// fallback, reached after autograd has recorded on them (Note [Functional tensors below
+// autograd]).
 //
 // What the fallback does with a call, by the operator's semantics (Note [One home for an
 // operator's facts]):
@@ -200,9 +203,7 @@ fn view_call(op: &OperatorHandle, args: Stack, kind: Kind) -> Result<Stack> {
     }
     let mut out = call_plain(copy.as_ref().unwrap_or(op), plain.clone(), kind)?;
     let eager = match kind {
-        Kind::BelowAutograd => {
-            crate::wrapper::eager_views(op, &plain, self_index, viewed_tensor)?
-        }
+        Kind::BelowAutograd => crate::wrapper::eager_views(op, &plain, self_index, viewed_tensor)?,
         Kind::AboveAutograd => Vec::new(),
     };
     let mut meta_args = plain;

@@ -17,13 +17,27 @@ impl ViewMeta {
         kind: Kind,
     ) -> Result<Option<Tensor>> {
         let remove_views = kind.removes_views();
+        // Below autograd no view reaches the values: the inverses that are views themselves
+        // (a reshape of a fresh value, `permute`) are their `*_copy` forms, as PyTorch's
+        // `FunctionalInverses` are without reapplied views. (`functionalize(f)` keeps the views
+        // it has always made here.)
+        let copies = kind == Kind::BelowAutograd;
         let int = |i: usize| match self.args.get(i) {
             Some(IValue::Int(v)) => Some(*v),
             _ => None,
         };
         let name = self.op.name();
         let inverse = match (name.name(), name.overload_name()) {
+            ("aten::view", "dtype") if copies => {
+                Some(switchboard_ops::view_copy_dtype(value, base.dtype())?)
+            }
             ("aten::view", "dtype") => Some(switchboard_ops::view_dtype(value, base.dtype())?),
+            ("aten::view" | "aten::squeeze" | "aten::unsqueeze", _) | ("aten::alias", "")
+                if copies =>
+            {
+                let contiguous = switchboard_ops::contiguous(value)?;
+                Some(switchboard_ops::view_copy(&contiguous, base.sizes())?)
+            }
             ("aten::view" | "aten::squeeze" | "aten::unsqueeze", _) | ("aten::alias", "") => {
                 Some(switchboard_ops::reshape(value, base.sizes())?)
             }
@@ -50,7 +64,11 @@ impl ViewMeta {
                     let d = if d < 0 { d + n } else { d };
                     inverse[d as usize] = i as i64;
                 }
-                Some(switchboard_ops::permute(value, &inverse)?)
+                Some(if copies {
+                    switchboard_ops::permute_copy(value, &inverse)?
+                } else {
+                    switchboard_ops::permute(value, &inverse)?
+                })
             }
             // PyTorch's `FunctionalInverses` (the non-view modes): the `*_scatter` operators.
             ("aten::select", "int") => {
@@ -126,7 +144,7 @@ impl ViewMeta {
             }
             ("aten::expand", "") => {
                 // `base + sum_to(value - base, base.sizes())`.
-                let delta = sum_to(&switchboard_ops::sub(value, base)?, base.sizes())?;
+                let delta = sum_to(&switchboard_ops::sub(value, base)?, base.sizes(), copies)?;
                 Some(switchboard_ops::add(base, &delta)?)
             }
             _ => None,
@@ -135,8 +153,9 @@ impl ViewMeta {
     }
 }
 
-/// `t` summed over the dimensions it was broadcast along from `sizes` (`at::sum_to`).
-fn sum_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+/// `t` summed over the dimensions it was broadcast along from `sizes` (`at::sum_to`), reshaped
+/// by `view_copy` when `copies`.
+fn sum_to(t: &Tensor, sizes: &[i64], copies: bool) -> Result<Tensor> {
     let lead = t.dim() - sizes.len().min(t.dim());
     let mut dims: Vec<i64> = (0..lead as i64).collect();
     for (i, &s) in sizes.iter().enumerate() {
@@ -152,5 +171,8 @@ fn sum_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
         Some(&dims),
         switchboard_ops::SumDimIntListOptions::default().keepdim(true),
     )?;
+    if copies {
+        return switchboard_ops::view_copy(&summed, sizes);
+    }
     switchboard_ops::reshape(&summed, sizes)
 }

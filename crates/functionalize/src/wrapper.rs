@@ -115,7 +115,9 @@ struct StorageState {
 // autograd has not seen them yet (it sees the values, Note [Functionalization above
 // autograd]), so the fallback's calls run with the Autograd and ADInplaceOrView exclusions
 // the thread had where functionalization began (`FunctionalizeGuard`; none excluded for
-// functional tensors used outside one).
+// functional tensors used outside one). Functional tensors below autograd are the other case:
+// autograd has seen the call, on them, so the calls on their values run with both excluded
+// (Note [Functional tensors below autograd]).
 
 /// The payload of a functional tensor that is a view of its storage's base.
 pub(crate) struct FunctionalView {
@@ -424,14 +426,13 @@ pub(crate) fn eager_views(
     let mut stack: Stack = plain.to_vec();
     stack[self_index] = IValue::Tensor(geometry);
     // The backend's kernel only: no layer, mode or trace sees this call (nor any it makes).
-    let _plain = ExcludeDispatchKeyGuard::new(
-        AUTOGRAD_DISPATCH_KEYSET.union(DispatchKeySet::from_keys(&[
+    let _plain =
+        ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET.union(DispatchKeySet::from_keys(&[
             DispatchKey::ADInplaceOrView,
             DispatchKey::Functionalize,
             DispatchKey::Python,
             DispatchKey::PythonTLSSnapshot,
-        ])),
-    );
+        ])));
     op.redispatch_boxed(backend, &mut stack)?;
     Ok(stack.iter().flat_map(IValue::tensors).cloned().collect())
 }

@@ -31,7 +31,10 @@ fn calls_on_values(f: impl FnOnce() -> Result<Vec<Tensor>>) -> Vec<String> {
 
 fn no_writes_or_views(phase: &str, names: &[String]) {
     let bad: Vec<&String> = names.iter().filter(|n| writes_or_views(n)).collect();
-    assert!(bad.is_empty(), "{phase}: {bad:?} reach the values in {names:?}");
+    assert!(
+        bad.is_empty(),
+        "{phase}: {bad:?} reach the values in {names:?}"
+    );
     assert!(!names.is_empty(), "{phase}: no call reached the values");
 }
 
@@ -121,7 +124,9 @@ fn a_training_loop_on_functional_parameters_matches_eager() {
         for (what, fs, es) in [("gradient", &f.1, &e.1), ("parameter", &f.2, &e.2)] {
             for (i, (a, b)) in fs.iter().zip(es).enumerate() {
                 let close = a.len() == b.len()
-                    && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-6 * (1.0 + y.abs()));
+                    && a.iter()
+                        .zip(b)
+                        .all(|(x, y)| (x - y).abs() <= 1e-6 * (1.0 + y.abs()));
                 assert!(close, "{what} {i} of step {step}: {a:?} vs eager {b:?}");
             }
         }
@@ -137,13 +142,20 @@ fn parameters_stay_the_same_leaves_across_updates() {
     let handle = p.clone();
     p.mul(&p).unwrap().sum().unwrap().backward().unwrap();
     let g = p.grad().unwrap();
-    assert!(is_functional_tensor(&g), "the gradient is a functional tensor");
+    assert!(
+        is_functional_tensor(&g),
+        "the gradient is a functional tensor"
+    );
     assert_eq!(values(&g), [0.0, 2.0, 4.0]);
     {
         let _no_grad = no_grad();
         let version = p.version();
         p.sub_(&g).unwrap();
-        assert_eq!(p.version(), version + 1, "ADInplaceOrView bumps the wrapper");
+        assert_eq!(
+            p.version(),
+            version + 1,
+            "ADInplaceOrView bumps the wrapper"
+        );
         // `.grad` accumulates in place: the same gradient tensor, a new value.
         g.add_(&g).unwrap();
         assert!(Tensor::ptr_eq(&p.grad().unwrap(), &g));
@@ -192,7 +204,10 @@ fn forward_backward_and_optimizer_reach_the_values_as_functional_calls() {
     let loss = loss.unwrap();
     let bwd = calls_on_values(|| {
         loss.backward()?;
-        params.iter().map(|p| from_functional(&p.grad().unwrap())).collect()
+        params
+            .iter()
+            .map(|p| from_functional(&p.grad().unwrap()))
+            .collect()
     });
     no_writes_or_views("backward", &bwd);
     assert!(bwd.iter().any(|n| n == "aten::mm"), "{bwd:?}");
@@ -215,7 +230,10 @@ fn forward_backward_and_optimizer_reach_the_values_as_functional_calls() {
         sgd_step(&eager, 0.1)?;
         Ok(eager.iter().map(|p| p.detach()).collect())
     });
-    assert!(eager_opt.iter().any(|n| n == "aten::sub_.Tensor"), "{eager_opt:?}");
+    assert!(
+        eager_opt.iter().any(|n| n == "aten::sub_.Tensor"),
+        "{eager_opt:?}"
+    );
 }
 
 /// `y = w * 1; y[1] *= 2` (through a view of a tensor requiring grad), then a loss of `y`:
@@ -230,11 +248,26 @@ fn write_through_a_view(w: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((y, loss))
 }
 
+/// Writes through views that the `*_copy` inverses undo (`view`, `unsqueeze`, `permute`), and a
+/// loss of the base.
+fn write_through_reshaping_views(w: &Tensor) -> Result<(Tensor, Tensor)> {
+    let y = w.mul_scalar(1.0)?;
+    y.view(&[3, 2])?.unsqueeze(0)?.mul_scalar_(3.0)?;
+    y.permute(&[1, 0])?.select(0, 0)?.add_scalar_(1.0)?;
+    let loss = y.mul(&y)?.sum()?;
+    Ok((y, loss))
+}
+
 #[test]
 fn a_view_written_in_place_backpropagates_as_in_eager() {
+    check_writes_through_views(write_through_a_view, "aten::select_scatter");
+    check_writes_through_views(write_through_reshaping_views, "aten::view_copy");
+}
+
+fn check_writes_through_views(program: fn(&Tensor) -> Result<(Tensor, Tensor)>, expected: &str) {
     let init = ramp(6, 1.0, 0.0, &[2, 3]);
     let eager_w = init.deep_clone().unwrap().requires_grad_(true).unwrap();
-    let (eager_y, eager_loss) = write_through_a_view(&eager_w).unwrap();
+    let (eager_y, eager_loss) = program(&eager_w).unwrap();
     eager_loss.backward().unwrap();
     let w = to_functional_below_autograd(&init)
         .unwrap()
@@ -242,7 +275,7 @@ fn a_view_written_in_place_backpropagates_as_in_eager() {
         .unwrap();
     let mut y_loss = None;
     let calls = calls_on_values(|| {
-        let (y, loss) = write_through_a_view(&w)?;
+        let (y, loss) = program(&w)?;
         assert_eq!(y.grad_fn().unwrap().name(), "CopySlices");
         loss.backward()?;
         y_loss = Some((y, loss));
@@ -255,12 +288,12 @@ fn a_view_written_in_place_backpropagates_as_in_eager() {
         eager_loss.to_vec::<f32>().unwrap(),
         "the loss"
     );
-    assert_eq!(grad_values(&w), eager_w.grad().unwrap().to_vec::<f32>().unwrap());
-    no_writes_or_views("a write through a view and its backward", &calls);
-    assert!(
-        calls.iter().any(|n| n == "aten::select_scatter"),
-        "{calls:?}"
+    assert_eq!(
+        grad_values(&w),
+        eager_w.grad().unwrap().to_vec::<f32>().unwrap()
     );
+    no_writes_or_views("writes through views and their backward", &calls);
+    assert!(calls.iter().any(|n| n == expected), "{calls:?}");
 }
 
 #[test]
@@ -342,4 +375,17 @@ fn the_two_kinds_do_not_mix_and_the_transform_is_unchanged() {
     .unwrap();
     assert!(out[0].requires_grad() && !is_functional_tensor(&out[0]));
     assert_eq!(ScalarType::Float, out[0].dtype());
+}
+
+#[test]
+fn calls_on_the_values_run_with_autograd_excluded() {
+    use switchboard_functionalize::replace_value;
+    // Even a value that requires grad (given by `replace_value`) takes no part in autograd:
+    // the layer's calls on values run below it.
+    let w = to_functional_below_autograd(&ops::ones(&[2]).unwrap()).unwrap();
+    let leaf = ops::ones(&[2]).unwrap().requires_grad_(true).unwrap();
+    replace_value(&w, &leaf).unwrap();
+    let y = w.mul_scalar(2.0).unwrap();
+    assert!(!y.requires_grad());
+    assert!(!from_functional(&y).unwrap().requires_grad());
 }
