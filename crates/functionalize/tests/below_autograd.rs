@@ -371,7 +371,7 @@ fn the_two_kinds_do_not_mix_and_the_transform_is_unchanged() {
             Ok(vec![xs[0].mul_scalar(3.0)?])
         },
         Remove::Mutations,
-    )(&[x.clone()])
+    )(std::slice::from_ref(&x))
     .unwrap();
     assert!(out[0].requires_grad() && !is_functional_tensor(&out[0]));
     assert_eq!(ScalarType::Float, out[0].dtype());
