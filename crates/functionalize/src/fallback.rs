@@ -81,8 +81,7 @@ pub(crate) fn functionalize_fallback(
     // as PyTorch's functionalization kernels do without functional inputs (a captured tensor
     // being written is lifted first when lifting: Note [Captured state]). A factory (no
     // tensor) makes a functional tensor.
-    let any_tensor = stack_tensors(&stack[start..]).next().is_some();
-    let kind = call_kind(op, &stack[start..])?;
+    let (any_tensor, kind) = call_kind(op, &stack[start..])?;
     if any_tensor && kind.is_none() && !(sem.is_mutating() && crate::captured::is_lifting()) {
         // Tensors from outside the program: autograd as for `functionalize(f)`'s.
         return call_plain_in_place(op, stack, Kind::AboveAutograd);
@@ -112,12 +111,14 @@ pub(crate) fn functionalize_fallback(
     Ok(())
 }
 
-/// The kind of the functional tensors among `args` (a captured tensor lifted to one is
-/// `functionalize(f)`'s: Note [Captured state]), `None` without any; an error when both kinds
-/// meet in one call.
-fn call_kind(op: &OperatorHandle, args: &[IValue]) -> Result<Option<Kind>> {
+/// Whether `args` hold a tensor, and the kind of the functional tensors among them (a captured
+/// tensor lifted to one is `functionalize(f)`'s: Note [Captured state]), `None` without any;
+/// an error when both kinds meet in one call.
+fn call_kind(op: &OperatorHandle, args: &[IValue]) -> Result<(bool, Option<Kind>)> {
+    let mut any_tensor = false;
     let mut kind = None;
     for t in stack_tensors(args) {
+        any_tensor = true;
         let k = match functional(t) {
             Some(f) => f.kind(),
             None if crate::captured::lifted(t).is_some() => Kind::AboveAutograd,
@@ -135,7 +136,7 @@ fn call_kind(op: &OperatorHandle, args: &[IValue]) -> Result<Option<Kind>> {
             _ => kind = Some(k),
         }
     }
-    Ok(kind)
+    Ok((any_tensor, kind))
 }
 
 /// Calls `op` on the arguments at the top of `stack`, below functionalization (as
