@@ -389,3 +389,35 @@ fn calls_on_the_values_run_with_autograd_excluded() {
     assert!(!y.requires_grad());
     assert!(!from_functional(&y).unwrap().requires_grad());
 }
+
+#[test]
+fn autocast_casts_the_functional_tensors_above_the_layer() {
+    use switchboard_tensor::Device;
+    let a = ramp(6, 0.1, 0.0, &[2, 3]);
+    let b = ramp(6, 0.1, 2.0, &[3, 2]);
+    let run = |functional: bool| {
+        let wrap = |t: &Tensor| {
+            if functional {
+                to_functional_below_autograd(t).unwrap()
+            } else {
+                t.clone()
+            }
+        };
+        let (a, b) = (wrap(&a).requires_grad_(true).unwrap(), wrap(&b));
+        let y =
+            switchboard_autocast::autocast(Device::CPU, ScalarType::BFloat16, || ops::mm(&a, &b))
+                .unwrap();
+        assert_eq!(y.dtype(), ScalarType::BFloat16);
+        ops::to(&y, ScalarType::Float)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .backward()
+            .unwrap();
+        (
+            values(&ops::to(&y, ScalarType::Float).unwrap()),
+            grad_values(&a),
+        )
+    };
+    assert_eq!(run(true), run(false));
+}
