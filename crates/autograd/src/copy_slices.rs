@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use smallvec::SmallVec;
 use switchboard_dispatcher::Result;
-use switchboard_ops as ops;
+use switchboard_ops::{self as ops, TensorOps};
 use switchboard_tensor::Tensor;
 
 use crate::autograd_meta;
@@ -99,13 +99,10 @@ impl Node for CopySlices {
             return Ok(vec![None; n]);
         };
         let f = lock(&self.fn_).clone().ok_or_else(|| err(FREED_MSG))?;
-        let result = ops::empty_strided_with(
-            &self.base_sizes,
-            &self.base_strides,
-            ops::EmptyStridedOptions::default()
-                .dtype(grad.dtype())
-                .device(grad.device()),
-        )?;
+        // PyTorch's `grad.new_empty_strided(..)`: a call on the gradient, so that a layer the
+        // gradient belongs to (a functional tensor, Note [Functional tensors below autograd]
+        // in switchboard-functionalize) makes the result too.
+        let result = grad.new_empty_strided(&self.base_sizes, &self.base_strides)?;
         ops::copy_(&result, &grad)?;
         let grad_slice = ops::as_strided_with(
             &result,

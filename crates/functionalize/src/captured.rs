@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use switchboard_dispatcher::{DispatchKey, Dispatcher, IValue, Result};
 use switchboard_tensor::Tensor;
 
-use crate::wrapper::{below_functionalization, from_functional, functional, to_functional};
+use crate::wrapper::{below_functionalization, from_functional, functional, to_functional, Kind};
 
 // Note [Captured state]
 // `functionalize(f)` wraps `f`'s arguments; a tensor `f` reaches otherwise (captured) is a
@@ -77,7 +77,7 @@ pub(crate) fn write_back(lifted: &[(Tensor, Tensor)]) -> Result<()> {
     if lifted.is_empty() {
         return Ok(());
     }
-    let _below = below_functionalization();
+    let _below = below_functionalization(Kind::AboveAutograd);
     debug_assert!(switchboard_dispatcher::tls_local_dispatch_key_set()
         .excluded
         .has(DispatchKey::Functionalize));

@@ -11,7 +11,7 @@ use switchboard_dispatcher::{
 use switchboard_tensor::{DatalessTensor, Device, Tensor};
 
 use crate::view_meta::ViewMeta;
-use crate::wrapper::{call_plain, error, functional, new_base};
+use crate::wrapper::{call_plain, error, functional, new_base, Kind};
 
 // Note [Functionalization above autograd]
 // PyTorch's `torch.func.functionalize` is a transform: the function runs on functional tensors,
@@ -23,7 +23,10 @@ use crate::wrapper::{call_plain, error, functional, new_base};
 // Autograd records those calls on the values, so gradients through a functionalized function
 // are those of the functional program, equal to eager's; autocast casts the values; a trace
 // records the functional calls. Inside `functionalize` the key is also included on the thread,
-// so that factories (calls without tensors) make functional tensors too.
+// so that factories (calls without tensors) make functional tensors too. Persistent functional
+// tensors (`to_functional_below_autograd`) are the other arrangement, PyTorch's own: the same
+// fallback, reached after autograd has recorded on them (Note [Functional tensors below
+// autograd]).
 //
 // What the fallback does with a call, by the operator's semantics (Note [One home for an
 // operator's facts]):
@@ -78,12 +81,13 @@ pub(crate) fn functionalize_fallback(
     // as PyTorch's functionalization kernels do without functional inputs (a captured tensor
     // being written is lifted first when lifting: Note [Captured state]). A factory (no
     // tensor) makes a functional tensor.
-    let any_tensor = stack_tensors(&stack[start..]).next().is_some();
-    let any_functional = stack_tensors(&stack[start..])
-        .any(|t| functional(t).is_some() || crate::captured::lifted(t).is_some());
-    if any_tensor && !any_functional && !(sem.is_mutating() && crate::captured::is_lifting()) {
-        return call_plain_in_place(op, stack);
+    let (any_tensor, kind) = call_kind(op, &stack[start..])?;
+    if any_tensor && kind.is_none() && !(sem.is_mutating() && crate::captured::is_lifting()) {
+        // Tensors from outside the program: autograd as for `functionalize(f)`'s.
+        return call_plain_in_place(op, stack, Kind::AboveAutograd);
     }
+    // A factory under `functionalize(f)`, or a write lifting a captured tensor: the transform's.
+    let kind = kind.unwrap_or(Kind::AboveAutograd);
     if sem.kind == SchemaKind::Functional && !sem.is_view {
         // Note [Functional calls in place]
         // The common call (`add`, `mul`, `sum`) neither views nor writes: its arguments are
@@ -92,25 +96,53 @@ pub(crate) fn functionalize_fallback(
         for a in &mut stack[start..] {
             a.try_map_tensors(unwrap)?;
         }
-        call_plain_in_place(op, stack)?;
+        call_plain_in_place(op, stack, kind)?;
         for t in stack[start..].iter_mut().flat_map(IValue::tensors_mut) {
-            *t = new_base(t);
+            *t = new_base(t, kind);
         }
         return Ok(());
     }
     let args: Stack = stack.drain(start..).collect();
     let returns = match sem.kind {
-        SchemaKind::Functional => view_call(op, args)?,
-        _ => mutation_call(op, &record, args)?,
+        SchemaKind::Functional => view_call(op, args, kind)?,
+        _ => mutation_call(op, &record, args, kind)?,
     };
     stack.extend(returns);
     Ok(())
 }
 
+/// Whether `args` hold a tensor, and the kind of the functional tensors among them (a captured
+/// tensor lifted to one is `functionalize(f)`'s: Note [Captured state]), `None` without any;
+/// an error when both kinds meet in one call.
+fn call_kind(op: &OperatorHandle, args: &[IValue]) -> Result<(bool, Option<Kind>)> {
+    let mut any_tensor = false;
+    let mut kind = None;
+    for t in stack_tensors(args) {
+        any_tensor = true;
+        let k = match functional(t) {
+            Some(f) => f.kind(),
+            None if crate::captured::lifted(t).is_some() => Kind::AboveAutograd,
+            None => continue,
+        };
+        match kind {
+            Some(seen) if seen != k => {
+                return Err(error(format!(
+                    "functionalization: {} was called with both functional tensors below \
+                     autograd (to_functional_below_autograd) and functional tensors of a \
+                     functionalized function",
+                    op.name()
+                )))
+            }
+            _ => kind = Some(k),
+        }
+    }
+    Ok((any_tensor, kind))
+}
+
 /// Calls `op` on the arguments at the top of `stack`, below functionalization (as
 /// [`call_plain`]), leaving its returns there.
-fn call_plain_in_place(op: &OperatorHandle, stack: &mut Stack) -> Result<()> {
-    let _below = crate::wrapper::below_functionalization();
+fn call_plain_in_place(op: &OperatorHandle, stack: &mut Stack, kind: Kind) -> Result<()> {
+    let _below = crate::wrapper::below_functionalization(kind);
     op.call_boxed(stack)
 }
 
@@ -138,29 +170,29 @@ fn unwrap_all(args: &[IValue]) -> Result<Stack> {
         .collect()
 }
 
-/// Each tensor of `values` wrapped as the base of a new storage.
-fn wrap_all(mut values: Stack) -> Stack {
+/// Each tensor of `values` wrapped as the base of a new storage of `kind`.
+fn wrap_all(mut values: Stack, kind: Kind) -> Stack {
     for t in values.iter_mut().flat_map(IValue::tensors_mut) {
-        *t = new_base(t);
+        *t = new_base(t, kind);
     }
     values
 }
 
 /// A view call: its results are aliases of the viewed functional tensor.
-fn view_call(op: &OperatorHandle, args: Stack) -> Result<Stack> {
+fn view_call(op: &OperatorHandle, args: Stack, kind: Kind) -> Result<Stack> {
     let self_index = op
         .schema()
         .and_then(|s| OperatorSemantics::viewed_argument(&s.schema));
     let viewed = self_index.and_then(|i| match &args[i] {
-        IValue::Tensor(t) => functional(t).map(|f| (i, f)),
+        IValue::Tensor(t) => functional(t).map(|f| (i, f, t)),
         _ => None,
     });
-    let Some((self_index, viewed)) = viewed else {
+    let Some((self_index, viewed, viewed_tensor)) = viewed else {
         // A view of a tensor from outside: a constant, whose views are new values.
-        return Ok(wrap_all(call_plain(op, unwrap_all(&args)?)?));
+        return Ok(wrap_all(call_plain(op, unwrap_all(&args)?, kind)?, kind));
     };
     let plain = unwrap_all(&args)?;
-    let copy = if crate::remove_views() {
+    let copy = if kind.removes_views() {
         Dispatcher::global().view_copy_form(op)
     } else {
         None
@@ -168,9 +200,13 @@ fn view_call(op: &OperatorHandle, args: Stack) -> Result<Stack> {
     if copy.is_some() {
         // The view's own checks, on Meta copies (a `*_copy` may accept more: `view_copy`
         // reshapes what `view` refuses), as torchgen's functionalization kernels do.
-        check_on_meta(op, &plain)?;
+        check_on_meta(op, &plain, kind)?;
     }
-    let mut out = call_plain(copy.as_ref().unwrap_or(op), plain.clone())?;
+    let mut out = call_plain(copy.as_ref().unwrap_or(op), plain.clone(), kind)?;
+    let eager = match kind {
+        Kind::BelowAutograd => crate::wrapper::eager_views(op, &plain, self_index, viewed_tensor)?,
+        Kind::AboveAutograd => Vec::new(),
+    };
     let mut meta_args = plain;
     meta_args[self_index] = IValue::None;
     let mut index = 0;
@@ -182,7 +218,7 @@ fn view_call(op: &OperatorHandle, args: Stack) -> Result<Stack> {
                 self_index,
                 output: index,
             };
-            *t = viewed.view(t.clone(), meta)?;
+            *t = viewed.view(viewed_tensor, t.clone(), meta, eager.get(index))?;
             index += 1;
         }
     }
@@ -194,6 +230,7 @@ fn mutation_call(
     op: &OperatorHandle,
     record: &Arc<SchemaRecord>,
     mut args: Stack,
+    kind: Kind,
 ) -> Result<Stack> {
     let sem = &record.semantics;
     for &w in sem.written.iter() {
@@ -221,7 +258,7 @@ fn mutation_call(
             .and_then(OperatorHandle::semantics)
             .is_some_and(|s| s.is_data_dependent);
     if !data_dependent {
-        check_on_meta(op, &plain)?;
+        check_on_meta(op, &plain, kind)?;
     }
     let first_out = record
         .schema
@@ -254,7 +291,7 @@ fn mutation_call(
                 };
                 call.push(value);
             }
-            let out: Vec<IValue> = call_plain(functional_op, call)?;
+            let out: Vec<IValue> = call_plain(functional_op, call, kind)?;
             let n_written = sem.written.len();
             match sem.kind {
                 SchemaKind::Mutable => {
@@ -292,10 +329,10 @@ fn mutation_call(
             };
             let fresh = crate::wrapper::single_tensor(
                 &clone,
-                call_plain(&clone, vec![self_value.into(), IValue::None])?,
+                call_plain(&clone, vec![self_value.into(), IValue::None], kind)?,
             )?;
             call[0] = IValue::Tensor(fresh.clone());
-            call_plain(op, call)?;
+            call_plain(op, call, kind)?;
             (None, vec![IValue::Tensor(fresh)])
         }
         None => {
@@ -319,7 +356,7 @@ fn mutation_call(
         };
         let f = functional(target).expect("checked above");
         let value = if value.dtype() != target.dtype() {
-            cast_to_dtype_of(&value, target)?
+            cast_to_dtype_of(&value, target, kind)?
         } else {
             value
         };
@@ -327,11 +364,14 @@ fn mutation_call(
             f.commit_update(value)?;
             written_now[w] = Some(target.clone());
         } else {
-            written_now[w] = Some(new_base(&value));
+            written_now[w] = Some(new_base(&value, kind));
         }
     }
     let mut returns = Stack::with_capacity(sem.return_aliases.len());
-    let mut plain_results = results.map(wrap_all).unwrap_or_default().into_iter();
+    let mut plain_results = results
+        .map(|r| wrap_all(r, kind))
+        .unwrap_or_default()
+        .into_iter();
     for (alias, is_write) in sem.return_aliases.iter().zip(sem.return_writes.iter()) {
         match (alias, is_write) {
             (Some(i), true) => returns.push(IValue::Tensor(
@@ -346,19 +386,19 @@ fn mutation_call(
 }
 
 /// `value` converted to `like`'s dtype (eager writes a result into its out= tensor's dtype).
-fn cast_to_dtype_of(value: &Tensor, like: &Tensor) -> Result<Tensor> {
+fn cast_to_dtype_of(value: &Tensor, like: &Tensor, kind: Kind) -> Result<Tensor> {
     let op = Dispatcher::global().find_schema_or_throw("aten::_to_copy")?;
     let mut stack: Stack = vec![value.clone().into(), IValue::ScalarType(like.dtype())];
     let n = op.schema().expect("schema").schema.arguments().len();
     stack.resize(n, IValue::None);
     // `non_blocking` is a bool.
     stack[5] = IValue::Bool(false);
-    crate::wrapper::single_tensor(&op, call_plain(&op, stack)?)
+    crate::wrapper::single_tensor(&op, call_plain(&op, stack, kind)?)
 }
 
 /// Runs the mutating call on Meta copies of its arguments, for eager's errors (torchgen's
 /// functionalization kernels do the same); skipped when the operator has no Meta kernel.
-fn check_on_meta(op: &OperatorHandle, plain: &[IValue]) -> Result<()> {
+fn check_on_meta(op: &OperatorHandle, plain: &[IValue], kind: Kind) -> Result<()> {
     let d = Dispatcher::global();
     if !d.kernel_origin(op, DispatchKey::Meta).is_operator_kernel() {
         return Ok(());
@@ -370,7 +410,7 @@ fn check_on_meta(op: &OperatorHandle, plain: &[IValue]) -> Result<()> {
         stack.push(a);
     }
     // The Meta kernel's own calls (an autogen out= kernel's `copy_`) are plain calls too.
-    let _below = crate::wrapper::below_functionalization();
+    let _below = crate::wrapper::below_functionalization(kind);
     op.redispatch_boxed(DispatchKeySet::from_key(DispatchKey::Meta), &mut stack)
 }
 

@@ -10,6 +10,11 @@
 //! the function wrote are written back with `copy_` at the end. Autograd, autocast and traces
 //! see the functional program (Note [Functionalization above autograd]).
 //!
+//! [`to_functional_below_autograd`] makes the other kind, PyTorch's persistent
+//! `FunctionalTensorWrapper` as XLA and lazy tensors use it: autograd records on the
+//! functional tensors themselves, and the layer sits below it (Note [Functional tensors below
+//! autograd]).
+//!
 //! ```
 //! use switchboard_cpu as _; // links the CPU kernels
 //! use switchboard_functionalize::{functionalize, Remove};
@@ -37,7 +42,8 @@ mod wrapper;
 
 pub use transform::{functionalize, FunctionalizeGuard, Remove};
 pub use wrapper::{
-    from_functional, is_functional_tensor, replace_value, sync, to_functional, was_mutated,
+    from_functional, is_functional_tensor, replace_value, sync, to_functional,
+    to_functional_below_autograd, was_mutated,
 };
 
 pub(crate) use transform::remove_views;

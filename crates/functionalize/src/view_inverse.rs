@@ -5,7 +5,7 @@ use switchboard_dispatcher::{Dispatcher, IValue, Result};
 use switchboard_tensor::Tensor;
 
 use crate::view_meta::ViewMeta;
-use crate::wrapper::{call_plain, single_tensor};
+use crate::wrapper::{call_plain, single_tensor, Kind};
 
 impl ViewMeta {
     /// `base` (the tensor this view was taken of) with the view's elements replaced by
@@ -14,15 +14,30 @@ impl ViewMeta {
         &self,
         base: &Tensor,
         value: &Tensor,
-        remove_views: bool,
+        kind: Kind,
     ) -> Result<Option<Tensor>> {
+        let remove_views = kind.removes_views();
+        // Below autograd no view reaches the values: the inverses that are views themselves
+        // (a reshape of a fresh value, `permute`) are their `*_copy` forms, as PyTorch's
+        // `FunctionalInverses` are without reapplied views. (`functionalize(f)` keeps the views
+        // it has always made here.)
+        let copies = kind == Kind::BelowAutograd;
         let int = |i: usize| match self.args.get(i) {
             Some(IValue::Int(v)) => Some(*v),
             _ => None,
         };
         let name = self.op.name();
         let inverse = match (name.name(), name.overload_name()) {
+            ("aten::view", "dtype") if copies => {
+                Some(switchboard_ops::view_copy_dtype(value, base.dtype())?)
+            }
             ("aten::view", "dtype") => Some(switchboard_ops::view_dtype(value, base.dtype())?),
+            ("aten::view" | "aten::squeeze" | "aten::unsqueeze", _) | ("aten::alias", "")
+                if copies =>
+            {
+                let contiguous = switchboard_ops::contiguous(value)?;
+                Some(switchboard_ops::view_copy(&contiguous, base.sizes())?)
+            }
             ("aten::view" | "aten::squeeze" | "aten::unsqueeze", _) | ("aten::alias", "") => {
                 Some(switchboard_ops::reshape(value, base.sizes())?)
             }
@@ -37,7 +52,7 @@ impl ViewMeta {
                 };
                 let mut stack = self.args.clone();
                 stack[self.self_index] = IValue::Tensor(value.clone());
-                Some(single_tensor(&op, call_plain(&op, stack)?)?)
+                Some(single_tensor(&op, call_plain(&op, stack, kind)?)?)
             }
             ("aten::permute", "") => {
                 let Some(IValue::IntList(dims)) = self.args.get(1) else {
@@ -49,7 +64,11 @@ impl ViewMeta {
                     let d = if d < 0 { d + n } else { d };
                     inverse[d as usize] = i as i64;
                 }
-                Some(switchboard_ops::permute(value, &inverse)?)
+                Some(if copies {
+                    switchboard_ops::permute_copy(value, &inverse)?
+                } else {
+                    switchboard_ops::permute(value, &inverse)?
+                })
             }
             // PyTorch's `FunctionalInverses` (the non-view modes): the `*_scatter` operators.
             ("aten::select", "int") => {
@@ -125,7 +144,7 @@ impl ViewMeta {
             }
             ("aten::expand", "") => {
                 // `base + sum_to(value - base, base.sizes())`.
-                let delta = sum_to(&switchboard_ops::sub(value, base)?, base.sizes())?;
+                let delta = sum_to(&switchboard_ops::sub(value, base)?, base.sizes(), copies)?;
                 Some(switchboard_ops::add(base, &delta)?)
             }
             _ => None,
@@ -134,8 +153,9 @@ impl ViewMeta {
     }
 }
 
-/// `t` summed over the dimensions it was broadcast along from `sizes` (`at::sum_to`).
-fn sum_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+/// `t` summed over the dimensions it was broadcast along from `sizes` (`at::sum_to`), reshaped
+/// by `view_copy` when `copies`.
+fn sum_to(t: &Tensor, sizes: &[i64], copies: bool) -> Result<Tensor> {
     let lead = t.dim() - sizes.len().min(t.dim());
     let mut dims: Vec<i64> = (0..lead as i64).collect();
     for (i, &s) in sizes.iter().enumerate() {
@@ -151,5 +171,8 @@ fn sum_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
         Some(&dims),
         switchboard_ops::SumDimIntListOptions::default().keepdim(true),
     )?;
+    if copies {
+        return switchboard_ops::view_copy(&summed, sizes);
+    }
     switchboard_ops::reshape(&summed, sizes)
 }

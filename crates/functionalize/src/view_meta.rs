@@ -5,7 +5,7 @@
 use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result, Stack};
 use switchboard_tensor::Tensor;
 
-use crate::wrapper::{below_functionalization, call_plain, error, single_tensor};
+use crate::wrapper::{below_functionalization, call_plain, error, single_tensor, Kind};
 
 // Note [Writing through a view]
 // A write of `value` to a view replaces the view's region of the base: the new base is the
@@ -33,11 +33,12 @@ pub(crate) struct ViewMeta {
 }
 
 impl ViewMeta {
-    /// Calls `op` (this view operation or its `*_copy` form) on `base`.
-    pub(crate) fn apply(&self, op: &OperatorHandle, base: &Tensor) -> Result<Tensor> {
+    /// Calls `op` (this view operation or its `*_copy` form) on `base`, a value of a tensor of
+    /// `kind`.
+    pub(crate) fn apply(&self, op: &OperatorHandle, base: &Tensor, kind: Kind) -> Result<Tensor> {
         let mut stack = self.args.clone();
         stack[self.self_index] = IValue::Tensor(base.clone());
-        let out = call_plain(op, stack)?;
+        let out = call_plain(op, stack, kind)?;
         let view = out
             .iter()
             .flat_map(IValue::tensors)
@@ -53,9 +54,11 @@ impl ViewMeta {
     }
 }
 
-/// The value of the view made by `metas` from `base`: with the `*_copy` forms when views are
-/// removed (a fresh tensor), with the view operators themselves otherwise.
-pub(crate) fn replay(base: &Tensor, metas: &[ViewMeta], remove_views: bool) -> Result<Tensor> {
+/// The value of the view made by `metas` from `base` (of a tensor of `kind`): with the
+/// `*_copy` forms when views are removed (a fresh tensor), with the view operators themselves
+/// otherwise.
+pub(crate) fn replay(base: &Tensor, metas: &[ViewMeta], kind: Kind) -> Result<Tensor> {
+    let remove_views = kind.removes_views();
     let mut value = base.clone();
     for meta in metas {
         let copy = if remove_views {
@@ -63,27 +66,32 @@ pub(crate) fn replay(base: &Tensor, metas: &[ViewMeta], remove_views: bool) -> R
         } else {
             None
         };
-        value = meta.apply(copy.as_ref().unwrap_or(&meta.op), &value)?;
+        value = meta.apply(copy.as_ref().unwrap_or(&meta.op), &value, kind)?;
     }
     Ok(value)
 }
 
-/// `base` with the region `metas` view replaced by `value` (Note [Writing through a view]).
-pub(crate) fn write_through(base: &Tensor, metas: &[ViewMeta], value: &Tensor) -> Result<Tensor> {
-    let _below = below_functionalization();
-    let remove_views = crate::remove_views();
+/// `base` (of a tensor of `kind`) with the region `metas` view replaced by `value` (Note
+/// [Writing through a view]).
+pub(crate) fn write_through(
+    base: &Tensor,
+    metas: &[ViewMeta],
+    value: &Tensor,
+    kind: Kind,
+) -> Result<Tensor> {
+    let _below = below_functionalization(kind);
     // The values the chain goes through: `bases[i]` is what `metas[i]` views.
     let mut bases = Vec::with_capacity(metas.len());
     let mut current = base.clone();
     for meta in metas {
-        let next = replay(&current, std::slice::from_ref(meta), remove_views)?;
+        let next = replay(&current, std::slice::from_ref(meta), kind)?;
         bases.push(std::mem::replace(&mut current, next));
     }
     let mut new = value.clone();
     for (meta, base_i) in metas.iter().zip(&bases).rev() {
-        match meta.scatter(base_i, &new, remove_views)? {
+        match meta.scatter(base_i, &new, kind)? {
             Some(b) => new = b,
-            None => return write_through_copy(base, metas, value),
+            None => return write_through_copy(base, metas, value, kind),
         }
     }
     Ok(new)
@@ -91,21 +99,27 @@ pub(crate) fn write_through(base: &Tensor, metas: &[ViewMeta], value: &Tensor) -
 
 /// [`write_through`] for views without an inverse here: `copy_` into the view of a fresh
 /// clone.
-fn write_through_copy(base: &Tensor, metas: &[ViewMeta], value: &Tensor) -> Result<Tensor> {
+fn write_through_copy(
+    base: &Tensor,
+    metas: &[ViewMeta],
+    value: &Tensor,
+    kind: Kind,
+) -> Result<Tensor> {
     let d = Dispatcher::global();
     let clone = d.find_schema_or_throw("aten::clone")?;
     let fresh = single_tensor(
         &clone,
-        call_plain(&clone, vec![base.clone().into(), IValue::None])?,
+        call_plain(&clone, vec![base.clone().into(), IValue::None], kind)?,
     )?;
     let mut region = fresh.clone();
     for meta in metas {
-        region = meta.apply(&meta.op, &region)?;
+        region = meta.apply(&meta.op, &region, kind)?;
     }
     let copy_ = d.find_schema_or_throw("aten::copy_")?;
     call_plain(
         &copy_,
         vec![region.into(), value.clone().into(), IValue::Bool(false)],
+        kind,
     )?;
     Ok(fresh)
 }

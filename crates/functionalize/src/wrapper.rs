@@ -8,8 +8,8 @@ use switchboard_dispatcher::{
     tls_local_dispatch_key_set, DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet,
     ExcludeDispatchKeyGuard, IValue, OperatorHandle, Result, Stack, ThreadLocalStateGuard,
 };
-use switchboard_keys::AUTOGRAD_DISPATCH_KEYSET;
-use switchboard_tensor::{AnyArc, Tensor, VersionCounter};
+use switchboard_keys::{AUTOCAST_DISPATCH_KEYSET, AUTOGRAD_DISPATCH_KEYSET};
+use switchboard_tensor::{AnyArc, Tensor, TensorBuilder, VersionCounter};
 
 use crate::view_meta::ViewMeta;
 
@@ -45,9 +45,58 @@ use crate::view_meta::ViewMeta;
 // functional call), and each is then one allocation less, with one lock and one value handle
 // less each time its value is read.
 
+// Note [Functional tensors below autograd]
+// `functionalize(f)` is a transform: its functional tensors live for one call of `f`, carry no
+// autograd key, and autograd records on their values (Note [Functionalization above
+// autograd]). A backend that functionalizes everything it holds (PyTorch's XLA and lazy
+// tensors) needs the other arrangement, PyTorch's own `FunctionalTensorWrapper`: *persistent*
+// functional tensors (`to_functional_below_autograd`) whose key set is their value's Autograd,
+// ADInplaceOrView, Autocast and backend keys plus `Functionalize`, which sits below
+// ADInplaceOrView. Then:
+// - autograd records on the functional tensors themselves: a leaf parameter is one
+//   (`requires_grad_`, `.grad`), its saved tensors are, and ADInplaceOrView bumps their
+//   version counter (shared by the aliases of a storage, as eager's views share their
+//   base's), so that a write to a saved tensor after the forward raises autograd's error;
+// - the values never require grad (a value given is detached) and every call the layer makes
+//   on them runs with the Autograd and ADInplaceOrView keys excluded: autograd has seen the
+//   call already, on the functional tensors;
+// - every result of a call on such tensors is one (`Kind::BelowAutograd` is the storage's,
+//   shared by its aliases), so the gradients backward computes are, and the calls of the
+//   backward formulas and of an optimizer go through the layer as the forward's do;
+// - views are always removed (the values see `*_copy` operators and the `*_scatter`
+//   inverses), as for XLA: no in-place, out= or view operator reaches the values;
+// - a write keeps the tensor and swaps its value: an optimizer's `p.sub_(..)` under no_grad
+//   leaves the leaf parameter, its `.grad` and its autograd metadata where they are.
+// A view of such a tensor has the sizes, strides and storage offset eager's view would have
+// (the view operator run on its viewed tensor's geometry, over that tensor's data), not its
+// value's (a `*_copy`, contiguous): autograd reads them when it rebuilds a view's history
+// with `as_strided` (Note [CopySlices] in switchboard-autograd), which PyTorch avoids by
+// replaying views for tensors that do not support `as_strided`.
+
+/// Which of the two arrangements a functional tensor belongs to (Note [Functional tensors
+/// below autograd]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `functionalize(f)`'s: no autograd keys, autograd records on the values.
+    AboveAutograd,
+    /// Persistent: the value's autograd keys, autograd records on the functional tensors.
+    BelowAutograd,
+}
+
+impl Kind {
+    /// Whether views of such tensors are `*_copy` calls on the values.
+    pub(crate) fn removes_views(self) -> bool {
+        match self {
+            Kind::AboveAutograd => crate::remove_views(),
+            Kind::BelowAutograd => true,
+        }
+    }
+}
+
 /// The state shared by a tensor's aliases (PyTorch's `FunctionalStorageImpl`): the payload of
 /// their base (Note [A base's payload is its storage]).
 pub(crate) struct FunctionalStorage {
+    kind: Kind,
     state: Mutex<StorageState>,
 }
 
@@ -66,7 +115,9 @@ struct StorageState {
 // autograd has not seen them yet (it sees the values, Note [Functionalization above
 // autograd]), so the fallback's calls run with the Autograd and ADInplaceOrView exclusions
 // the thread had where functionalization began (`FunctionalizeGuard`; none excluded for
-// functional tensors used outside one).
+// functional tensors used outside one). Functional tensors below autograd are the other case:
+// autograd has seen the call, on them, so the calls on their values run with both excluded
+// (Note [Functional tensors below autograd]).
 
 /// The payload of a functional tensor that is a view of its storage's base.
 pub(crate) struct FunctionalView {
@@ -99,11 +150,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The keys of a functional tensor over `value` (Note [Functional tensors]).
-fn wrapper_keys(value: &Tensor) -> DispatchKeySet {
+/// The keys of a functional tensor over `value` (Note [Functional tensors], Note [Functional
+/// tensors below autograd]).
+fn wrapper_keys(value: &Tensor, kind: Kind) -> DispatchKeySet {
+    let kept = match kind {
+        Kind::AboveAutograd => DispatchKeySet::full_after(DispatchKey::Functionalize),
+        Kind::BelowAutograd => DispatchKeySet::full_after(DispatchKey::Functionalize)
+            .union(AUTOGRAD_DISPATCH_KEYSET)
+            .union(AUTOCAST_DISPATCH_KEYSET)
+            .add(DispatchKey::ADInplaceOrView),
+    };
     value
         .key_set()
-        .intersection(DispatchKeySet::full_after(DispatchKey::Functionalize))
+        .intersection(kept)
         .add(DispatchKey::Functionalize)
 }
 
@@ -111,8 +170,12 @@ fn wrapper_keys(value: &Tensor) -> DispatchKeySet {
 /// shallow copy with its own version counter (the ADInplaceOrView kernels bump a written
 /// functional tensor's counter, which must not be the value's: autograd checks the values'
 /// counters).
-fn make_wrapper(value: &Tensor, payload: AnyArc) -> Tensor {
-    value.wrapper_over(wrapper_keys(value), payload, Some(VersionCounter::new()))
+fn make_wrapper(value: &Tensor, payload: AnyArc, kind: Kind) -> Tensor {
+    value.wrapper_over(
+        wrapper_keys(value, kind),
+        payload,
+        Some(VersionCounter::new()),
+    )
 }
 
 /// The wrapper state of `t`, if it is a functional tensor.
@@ -153,18 +216,51 @@ pub fn to_functional(value: &Tensor) -> Result<Tensor> {
             "to_functional: the tensor is already a functional tensor".to_string(),
         ));
     }
-    Ok(new_base(value))
+    Ok(new_base(value, Kind::AboveAutograd))
 }
 
-/// A functional tensor over `value`, the base of a new storage.
-pub(crate) fn new_base(value: &Tensor) -> Tensor {
+/// A persistent functional tensor over `value`, the base of a new storage, on which autograd
+/// records (Note [Functional tensors below autograd]): PyTorch's `FunctionalTensorWrapper` as
+/// XLA and lazy tensors use it. It does not require grad (`requires_grad_(true)` makes it a
+/// leaf parameter); the value is kept detached. Errors when `value` is already functional.
+///
+/// ```
+/// use switchboard_autograd::AutogradTensor;
+/// use switchboard_cpu as _;
+/// use switchboard_functionalize::{from_functional, to_functional_below_autograd};
+/// use switchboard_ops::{self as ops, TensorOps};
+/// let w = to_functional_below_autograd(&ops::ones(&[2])?)?.requires_grad_(true)?;
+/// w.mul_scalar(3.0)?.sum()?.backward()?; // recorded on `w`
+/// let g = w.grad().unwrap(); // a functional tensor too
+/// {
+///     let _no_grad = switchboard_autograd::no_grad();
+///     w.sub_(&g)?; // the same tensor, a new value
+/// }
+/// assert_eq!(from_functional(&w)?.to_vec::<f32>()?, [-2.0, -2.0]);
+/// assert!(w.requires_grad() && w.is_leaf());
+/// # Ok::<(), switchboard_dispatcher::DispatchError>(())
+/// ```
+pub fn to_functional_below_autograd(value: &Tensor) -> Result<Tensor> {
+    if is_functional_tensor(value) {
+        return Err(error(
+            "to_functional_below_autograd: the tensor is already a functional tensor".to_string(),
+        ));
+    }
+    // A shallow copy without autograd metadata (`detach`): autograd lives on the wrapper.
+    let detached = value.with_key_set(value.key_set());
+    Ok(new_base(&detached, Kind::BelowAutograd))
+}
+
+/// A functional tensor of `kind` over `value`, the base of a new storage.
+pub(crate) fn new_base(value: &Tensor, kind: Kind) -> Tensor {
     let storage = FunctionalStorage {
+        kind,
         state: Mutex::new(StorageState {
             base: value.clone(),
             generation: 0,
         }),
     };
-    make_wrapper(value, Arc::new(storage))
+    make_wrapper(value, Arc::new(storage), kind)
 }
 
 /// The current value of functional tensor `t`, regenerated first if an alias was written
@@ -205,6 +301,11 @@ pub fn was_mutated(t: &Tensor) -> bool {
 }
 
 impl<'a> Functional<'a> {
+    /// Which arrangement the tensor belongs to (its storage's).
+    pub(crate) fn kind(self) -> Kind {
+        self.storage().kind
+    }
+
     /// The storage this tensor shares with its aliases.
     fn storage(self) -> &'a FunctionalStorage {
         match self {
@@ -228,7 +329,8 @@ impl<'a> Functional<'a> {
             }
             (storage.base.clone(), storage.generation)
         };
-        let value = crate::view_meta::replay(&base, &view.view_metas, crate::remove_views())?;
+        let kind = view.storage.kind;
+        let value = crate::view_meta::replay(&base, &view.view_metas, kind)?;
         let mut state = lock(&view.state);
         state.value = value.clone();
         state.generation = generation;
@@ -248,7 +350,12 @@ impl<'a> Functional<'a> {
             Functional::View(view) => view,
         };
         let mut storage = lock(&view.storage.state);
-        storage.base = crate::view_meta::write_through(&storage.base, &view.view_metas, &value)?;
+        storage.base = crate::view_meta::write_through(
+            &storage.base,
+            &view.view_metas,
+            &value,
+            view.storage.kind,
+        )?;
         storage.generation += 1;
         let mut state = lock(&view.state);
         state.value = value;
@@ -256,9 +363,17 @@ impl<'a> Functional<'a> {
         Ok(())
     }
 
-    /// A functional tensor over `value`, a view of this one made by `meta`: an alias in the
-    /// same storage.
-    pub(crate) fn view(self, value: Tensor, meta: ViewMeta) -> Result<Tensor> {
+    /// A functional tensor over `value`, a view of this one (`viewed`) made by `meta`: an
+    /// alias in the same storage. Below autograd, `eager` is the view eager's operator makes of
+    /// `viewed`'s geometry, whose geometry the new tensor takes (Note [Functional tensors below
+    /// autograd]), with `viewed`'s version counter.
+    pub(crate) fn view(
+        self,
+        viewed: &Tensor,
+        value: Tensor,
+        meta: ViewMeta,
+        eager: Option<&Tensor>,
+    ) -> Result<Tensor> {
         let (storage, mut view_metas) = match self {
             Functional::Base { payload, .. } => {
                 let storage = Arc::downcast::<FunctionalStorage>(payload.clone())
@@ -277,8 +392,49 @@ impl<'a> Functional<'a> {
                 generation,
             }),
         };
-        Ok(make_wrapper(&value, Arc::new(payload)))
+        let kind = self.kind();
+        Ok(match (kind, eager) {
+            (Kind::BelowAutograd, Some(eager)) => eager.wrapper_over(
+                wrapper_keys(&value, kind),
+                Arc::new(payload),
+                Some(viewed.version_counter()),
+            ),
+            _ => make_wrapper(&value, Arc::new(payload), kind),
+        })
     }
+}
+
+/// The view `op` makes of `viewed`'s geometry over `viewed`'s data, as eager's operator would
+/// (Note [Functional tensors below autograd]): `op` called on a plain tensor of `viewed`'s
+/// storage and geometry, the other arguments being `plain`'s; its tensor outputs in order.
+pub(crate) fn eager_views(
+    op: &OperatorHandle,
+    plain: &[IValue],
+    self_index: usize,
+    viewed: &Tensor,
+) -> Result<Vec<Tensor>> {
+    let backend = viewed
+        .key_set()
+        .intersection(DispatchKeySet::full_after(DispatchKey::Python));
+    let geometry = TensorBuilder::new(viewed.storage().clone(), viewed.dtype())
+        .sizes(viewed.sizes())
+        .strides(viewed.strides())
+        .storage_offset(viewed.storage_offset())
+        .device(viewed.device())
+        .key_set(backend)
+        .build()?;
+    let mut stack: Stack = plain.to_vec();
+    stack[self_index] = IValue::Tensor(geometry);
+    // The backend's kernel only: no layer, mode or trace sees this call (nor any it makes).
+    let _plain =
+        ExcludeDispatchKeyGuard::new(AUTOGRAD_DISPATCH_KEYSET.union(DispatchKeySet::from_keys(&[
+            DispatchKey::ADInplaceOrView,
+            DispatchKey::Functionalize,
+            DispatchKey::Python,
+            DispatchKey::PythonTLSSnapshot,
+        ])));
+    op.redispatch_boxed(backend, &mut stack)?;
+    Ok(stack.iter().flat_map(IValue::tensors).cloned().collect())
 }
 
 /// An error of the layer.
@@ -287,19 +443,29 @@ pub(crate) fn error(msg: String) -> DispatchError {
 }
 
 /// Calls `op` on plain values, below functionalization (the values have no `Functionalize`
-/// key, but a functionalized function includes it on the thread), with autograd as it was
-/// where functionalization began (Note [Autograd of the values]).
-pub(crate) fn call_plain(op: &OperatorHandle, mut stack: Stack) -> Result<Stack> {
-    let _below = below_functionalization();
+/// key, but a functionalized function includes it on the thread), with autograd as
+/// [`below_functionalization`] sets it for `kind`.
+pub(crate) fn call_plain(op: &OperatorHandle, mut stack: Stack, kind: Kind) -> Result<Stack> {
+    let _below = below_functionalization(kind);
     op.call_boxed(&mut stack)?;
     Ok(stack)
 }
 
-/// Runs the rest of a scope below functionalization: `Functionalize` excluded, autograd as it
-/// was where functionalization began (Note [Autograd of the values]).
-pub(crate) fn below_functionalization() -> BelowFunctionalization {
-    let mut local = tls_local_dispatch_key_set();
+/// Runs the rest of a scope below functionalization: `Functionalize` excluded, and autograd as
+/// it was where functionalization began for the tensors of `functionalize(f)` (Note [Autograd
+/// of the values]), excluded for the persistent ones (Note [Functional tensors below
+/// autograd]).
+pub(crate) fn below_functionalization(kind: Kind) -> BelowFunctionalization {
     let autograd = AUTOGRAD_DISPATCH_KEYSET.add(DispatchKey::ADInplaceOrView);
+    if kind == Kind::BelowAutograd {
+        return BelowFunctionalization {
+            _exclude: Some(ExcludeDispatchKeyGuard::new(
+                autograd.add(DispatchKey::Functionalize),
+            )),
+            _replace: None,
+        };
+    }
+    let mut local = tls_local_dispatch_key_set();
     let at_entry = crate::transform::entry_excluded().intersection(autograd);
     // Every call on functional tensors comes here, mostly with autograd as it was at the
     // entry: then only `Functionalize` needs excluding, with a guard of one word rather than
