@@ -129,7 +129,11 @@ pub fn gelu_backward(grad_output: &Tensor, self_: &Tensor, approximate: &str) ->
     let approx = GeluApproximate::parse(approximate)?;
     binary_op!("gelu_backward", grad_output, self_, None, false, |it| {
         dispatch_floating_types!(it.common_dtype(), "GeluBackwardKernelImpl", T => {
-            acc_loop2_fused::<T>(it, move |g, x| gelu_grad(approx, g, x))
+            acc_loop2_fused::<T>(
+                it,
+                #[inline(always)]
+                move |g, x| gelu_grad(approx, g, x),
+            )
         })
     })
 }

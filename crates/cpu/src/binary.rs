@@ -173,7 +173,12 @@ pub(crate) fn acc_loop2_fused<T: CpuElement>(
     iter: &impl BinaryLoop,
     f: impl Fn(Acc<T>, Acc<T>) -> Acc<T> + Sync,
 ) -> Result<()> {
-    iter.for_each2_fused(move |a: T, b: T| T::from_acc(f(a.to_acc(), b.to_acc())))
+    // Inlined whole into the loop compiled with FMA, so that `f`'s `mul_add`s are instructions
+    // there (Note [Fused multiply-add]).
+    iter.for_each2_fused(
+        #[inline(always)]
+        move |a: T, b: T| T::from_acc(f(a.to_acc(), b.to_acc())),
+    )
 }
 
 // Note [Reduced-precision scalar operands]

@@ -212,9 +212,17 @@ fn gelu_impl(self_: &Tensor, out: Option<&Tensor>, op: &Gelu) -> Result<Tensor> 
         .input(self_)
         .all_same_dtype(true)
         .build()?;
-    // Fused: the exact form's erf vectorises (Note [Vectorized erf and exp]).
-    dispatch_floating_types!(iter.common_dtype(), "GeluKernelImpl", T => {
-        iter.for_each1_fused(move |a: T| T::from_acc(op.apply(a.to_acc())))
+    // Fused: the exact form's erf vectorises (Note [Vectorized erf and exp]); one loop per
+    // form, so that the loop body has no branch on it.
+    dispatch_floating_types!(iter.common_dtype(), "GeluKernelImpl", T => match op.0 {
+        GeluApproximate::None => iter.for_each1_fused(
+            #[inline(always)]
+            |a: T| T::from_acc(Gelu(GeluApproximate::None).apply(a.to_acc())),
+        ),
+        GeluApproximate::Tanh => iter.for_each1_fused(
+            #[inline(always)]
+            |a: T| T::from_acc(Gelu(GeluApproximate::Tanh).apply(a.to_acc())),
+        ),
     })?;
     iter.finish()
 }
