@@ -35,14 +35,8 @@ fn pow2(n: i32) -> f32 {
 #[inline(always)]
 pub(crate) fn exp_f32(x: f32) -> f32 {
     // Outside these bounds the result is 0 or infinity anyway; inside, `n` below stays in
-    // -150..=129. A NaN passes both comparisons and stays NaN.
-    let x = if x < -104.0 {
-        -104.0
-    } else if x > 89.0 {
-        89.0
-    } else {
-        x
-    };
+    // -150..=129. `clamp` keeps a NaN.
+    let x = x.clamp(-104.0, 89.0);
     let shifted = x.mul_add(LOG2_E, ROUND_TO_INTEGER);
     let n_float = shifted - ROUND_TO_INTEGER;
     let n = (shifted.to_bits() as i32).wrapping_sub(ROUND_TO_INTEGER.to_bits() as i32);
