@@ -296,10 +296,7 @@ unsafe fn stream_row<O: Copy + Default>(n: usize, po: *mut O, g: impl Fn(usize) 
     }
     for t in 0..tiles {
         let base = head + t * TILE;
-        let tile: [O; TILE] = std::array::from_fn(
-            #[inline(always)]
-            |j| g(base + j),
-        );
+        let tile: [O; TILE] = std::array::from_fn(|j| g(base + j));
         // SAFETY: `po + base` is 16-aligned (head aligned it; tiles are multiples of 16
         // bytes) and `base + TILE <= n`.
         unsafe { stream_tile(po.add(base), &tile) };
@@ -337,14 +334,7 @@ pub unsafe fn row1<O: Copy + Default, A: Copy + Default>(
         // SAFETY: the input is valid for reads (caller) and disjoint from the output.
         let a = unsafe { std::slice::from_raw_parts(pa, n) };
         // SAFETY: the output is valid for writes (caller); only the output is written.
-        unsafe {
-            stream_row(
-                n,
-                po,
-                #[inline(always)]
-                |i| f(a[i]),
-            )
-        };
+        unsafe { stream_row(n, po, |i| f(a[i])) };
         return;
     }
     if so == 1 && sa == 1 && !overlaps(po, n, pa, n) {
@@ -513,14 +503,7 @@ pub unsafe fn row2<O: Copy + Default, A: Copy + Default, B: Copy + Default>(
             )
         };
         // SAFETY: the output is valid for writes (caller); only the output is written.
-        unsafe {
-            stream_row(
-                n,
-                po,
-                #[inline(always)]
-                |i| f(a[i], b[i]),
-            )
-        };
+        unsafe { stream_row(n, po, |i| f(a[i], b[i])) };
         return;
     }
     if dense && !overlaps(po, n, pa, n) && !overlaps(po, n, pb, n) {
