@@ -154,7 +154,8 @@ pub trait Float: Num {
     }
 }
 
-/// Forwards [`Float`]'s methods to the inherent ones of `f32`/`f64` (and libm's `erf`).
+/// Forwards [`Float`]'s methods to the inherent ones of `f32`/`f64`, libm's `erf`, and the
+/// vectorized `erf` and `exp` (Note [Vectorized erf and exp]).
 macro_rules! float_impl {
     ($t:ident, $erf:path, $erf_vectorized:path, $exp_vectorized:path;
      $($f:ident($($a:ident),*) -> $r:ty;)*) => {

@@ -376,7 +376,10 @@ pub unsafe fn row1<O: Copy + Default, A: Copy + Default>(
 // instruction only in code built for a CPU with FMA, and to a libm call per element (correct,
 // and never vectorised) otherwise. Loops whose element function uses `mul_add` therefore run
 // through `row2_fused`, which calls a copy of `row2` compiled with the `fma` target feature
-// when the CPU has it (x86-64 since 2013), and the portable one, as exact but slower, when not.
+// when the CPU has it (x86-64 since 2013), and the portable one, as exact but slower, when not
+// (`row1_fused` and `row3_fused` likewise). The element function must be inlined into that
+// copy (`#[inline(always)]` on a closure too large for the inliner's own choice): left out of
+// line, it is compiled without the feature and each `mul_add` is a libm call.
 
 /// [`row1`] for element functions built on `mul_add` (Note [Fused multiply-add]).
 ///
