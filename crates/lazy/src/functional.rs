@@ -51,7 +51,7 @@ pub(crate) fn enters_device(args: &[IValue]) -> bool {
 /// [Lazy tensors are functional]).
 pub(crate) fn wrap_entering(returns: &mut [IValue]) -> Result<()> {
     for v in returns {
-        v.try_map_tensors(|t| wrap(t))?;
+        v.try_map_tensors(wrap)?;
     }
     Ok(())
 }
