@@ -94,7 +94,11 @@ pub(crate) fn functionalize_fallback(
         // The common call (`add`, `mul`, `sum`) neither views nor writes: its arguments are
         // unwrapped where they lie on the stack, the call runs on that stack, and its returns
         // are wrapped where it left them, without copying the stack.
-        let device = functional_device(&stack[start..]);
+        // Only persistent functional tensors leave other devices' results plain.
+        let device = match kind {
+            Kind::BelowAutograd => functional_device(&stack[start..]),
+            Kind::AboveAutograd => None,
+        };
         for a in &mut stack[start..] {
             a.try_map_tensors(unwrap)?;
         }
