@@ -87,8 +87,8 @@ impl Problem {
     }
 }
 
-/// The accumulation types, with the forward's exp (PyTorch's vector `exp_u20` for f32,
-/// Note [Flash attention on CPU]).
+/// The accumulation types, with their row exps (for f32 the vector `exp_f32`, as PyTorch's
+/// kernels use its vector exps: Note [Flash attention on CPU]).
 pub(crate) trait FlashFloat: GemmFloat {
     /// `row[i] = exp(row[i] - max)`, returning the row's sum.
     fn exp_shifted_sum(row: &mut [Self], max: Self) -> Self;
@@ -372,27 +372,25 @@ pub(crate) unsafe fn backward<A: FlashFloat>(p: &Problem, f: &Backward<A>) {
                         for r in 0..qb {
                             // SAFETY: lse covers row m + r of head (b, h).
                             let lse = unsafe { *at::<A>(lse_blk, r, 0) };
-                            let mrow = f.mask.map(|mk| mk.block::<A>(b, h, m + r));
+                            let row = &mut attn[r * kb..(r + 1) * kb];
+                            if let Some(mask) = f.mask {
+                                let mrow = mask.block::<A>(b, h, m + r);
+                                for (c, x) in row.iter_mut().enumerate() {
+                                    // SAFETY: the mask covers (b, h, m + r, n + c).
+                                    *x = x.add(unsafe { *at::<A>(mrow, 0, n + c) });
+                                }
+                            }
+                            // The weights exp(x - lse); 0 for the keys after the query.
                             let first = if p.causal {
                                 (m + r + 1).saturating_sub(n).min(kb)
                             } else {
                                 kb
                             };
-                            let row = &mut attn[r * kb..(r + 1) * kb];
+                            A::exp_shifted_sum(&mut row[..first], lse);
+                            row[first..].fill(zero);
                             let drow = &mut dattn[r * kb..(r + 1) * kb];
-                            for c in 0..kb {
-                                let pv = if c >= first {
-                                    zero
-                                } else {
-                                    let x = match mrow {
-                                        // SAFETY: the mask covers (b, h, m + r, n + c).
-                                        Some(mr) => row[c].add(unsafe { *at::<A>(mr, 0, n + c) }),
-                                        None => row[c],
-                                    };
-                                    x.sub(lse).exp()
-                                };
-                                row[c] = pv;
-                                drow[c] = pv.mul(drow[c].sub(dsum[r]));
+                            for (d, pv) in drow.iter_mut().zip(row.iter()) {
+                                *d = pv.mul(d.sub(dsum[r]));
                             }
                         }
                         if let Some(round) = f.round {
