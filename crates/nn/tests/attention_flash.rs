@@ -36,8 +36,10 @@ fn leaf(t: &Tensor) -> Tensor {
     t.detach().requires_grad_(true).unwrap()
 }
 
-/// The output of `sdpa` and of the math path, and their gradients with respect to q, k, v.
+/// The output of `sdpa` (which takes flash) and of the math path, and their gradients with
+/// respect to q, k, v.
 fn compare(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, causal: bool, tol: f64) {
+    assert_eq!(sdp_backend(q, k, v, mask, 0.0), SdpBackend::Flash);
     let mut out_shape = q.sizes().to_vec();
     *out_shape.last_mut().unwrap() = v.sizes()[v.dim() - 1];
     let dout = rand(&out_shape, 7);
@@ -128,6 +130,7 @@ fn a_fully_masked_row_gives_zeros_and_zero_gradients() {
     );
     let keep: Vec<bool> = (0..16).map(|i| i / 4 != 1).collect();
     let mask = Tensor::from_vec(keep, &[4, 4]).unwrap();
+    assert_eq!(sdp_backend(&q, &k, &v, Some(&mask), 0.0), SdpBackend::Flash);
     let out = sdpa(&q, &k, &v, Some(&mask), 0.0, false, None).unwrap();
     let row = ops::select(&out, 2, 1).unwrap();
     assert_eq!(
