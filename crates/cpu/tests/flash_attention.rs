@@ -406,7 +406,7 @@ fn layouts_follow_pytorch() {
 }
 
 fn message(r: switchboard_dispatcher::Result<(Tensor, Tensor)>) -> String {
-    r.err().expect("an error").to_string()
+    r.expect_err("an error").to_string()
 }
 
 #[test]
