@@ -47,7 +47,7 @@ fn compare(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, causal: bo
         let (q, k, v) = (leaf(q), leaf(k), leaf(v));
         let out = f(&q, &k, &v);
         let g = grad(
-            &[out.clone()],
+            std::slice::from_ref(&out),
             &[q, k, v],
             &[Some(dout.clone())],
             false,
@@ -235,7 +235,14 @@ fn backend_choice_follows_use_flash_attention_cpp() {
 fn flash_has_no_double_backward() {
     let q = leaf(&rand(&[1, 2, 8, 4], 1));
     let out = sdpa(&q, &q, &q, None, 0.0, true, None).unwrap();
-    let g = grad(&[out.sum().unwrap()], &[q.clone()], &[None], true, true).unwrap();
+    let g = grad(
+        &[out.sum().unwrap()],
+        std::slice::from_ref(&q),
+        &[None],
+        true,
+        true,
+    )
+    .unwrap();
     let err = g[0]
         .as_ref()
         .unwrap()
