@@ -29,7 +29,9 @@
 //! `lazy::sync()`, made after every `LAZY_STEP` captures as a training loop syncs once a step,
 //! only ends the epoch, and its cost is shared by the step's captures); `lazy_add_1elem_long`
 //! (the same on `int64` tensors, which no shape rule takes: the output metadata comes from
-//! the Meta kernel, i.e. `add`'s meta function).
+//! the Meta kernel, i.e. `add`'s meta function); `lazy_add_1elem_functional` (`lazy_add_1elem`
+//! on functional lazy tensors, Note [Lazy tensors are functional] in switchboard-lazy: the
+//! Functionalize fallback unwraps them and the call on the values is captured).
 
 use std::hint::black_box;
 
@@ -209,8 +211,11 @@ fn main() {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
             }
         }
-        "lazy_add_1elem" | "lazy_add_1elem_long" => {
+        "lazy_add_1elem" | "lazy_add_1elem_long" | "lazy_add_1elem_functional" => {
             use switchboard::lazy;
+            if scenario == "lazy_add_1elem_functional" {
+                lazy::default_backend().set_functional_tensors(true);
+            }
             let dtype = if scenario == "lazy_add_1elem_long" {
                 ScalarType::Long
             } else {

@@ -8,6 +8,7 @@ use switchboard_dispatcher::{
     stack_tensors, DispatchError, DispatchKey, DispatchKeySet, Dispatcher, IValue, OperatorHandle,
     OperatorSemantics, Provenance, Result, SchemaKind, SchemaRecord, Stack,
 };
+use switchboard_keys::DeviceType;
 use switchboard_tensor::{DatalessTensor, Device, Tensor};
 
 use crate::view_meta::ViewMeta;
@@ -93,12 +94,15 @@ pub(crate) fn functionalize_fallback(
         // The common call (`add`, `mul`, `sum`) neither views nor writes: its arguments are
         // unwrapped where they lie on the stack, the call runs on that stack, and its returns
         // are wrapped where it left them, without copying the stack.
+        let device = functional_device(&stack[start..]);
         for a in &mut stack[start..] {
             a.try_map_tensors(unwrap)?;
         }
         call_plain_in_place(op, stack, kind)?;
         for t in stack[start..].iter_mut().flat_map(IValue::tensors_mut) {
-            *t = new_base(t, kind);
+            if wraps(t, kind, device) {
+                *t = new_base(t, kind);
+            }
         }
         return Ok(());
     }
@@ -109,6 +113,43 @@ pub(crate) fn functionalize_fallback(
     };
     stack.extend(returns);
     Ok(())
+}
+
+// Note [Results on another device]
+// A call on persistent functional tensors (Note [Functional tensors below autograd]) whose
+// result lands on another device type, `x.to("cpu")` of a lazy tensor, returns a plain
+// tensor: functionalization belongs to the device whose tensors are functional, as PyTorch's
+// `_to_copy` functionalization kernel leaves a copy to a device that does not functionalize
+// unwrapped. The host then holds ordinary data, and a copy back (`to(lazy)`) is wrapped by
+// that device's own kernels. Likewise a write to a plain tensor of another device type from
+// functional ones (`cpu.copy_(lazy)`, valid code in PyTorch for XLA tensors) runs as it is on
+// the values. `functionalize(f)`'s tensors wrap every result as before.
+
+/// The device type of the first functional tensor of `args` (Note [Results on another
+/// device]).
+fn functional_device(args: &[IValue]) -> Option<DeviceType> {
+    stack_tensors(args)
+        .find(|t| functional(t).is_some())
+        .map(|t| t.device().ty)
+}
+
+/// Whether result `t` of a call of `kind` on functional tensors of `device` is wrapped (Note
+/// [Results on another device]).
+fn wraps(t: &Tensor, kind: Kind, device: Option<DeviceType>) -> bool {
+    kind == Kind::AboveAutograd || device.is_none_or(|d| d == t.device().ty)
+}
+
+/// Whether the tensors a call writes are all plain ones on another device type than its
+/// functional tensors' (Note [Results on another device]).
+fn writes_another_device(sem: &OperatorSemantics, args: &[IValue]) -> bool {
+    let device = functional_device(args);
+    let mut written = sem
+        .written
+        .iter()
+        .flat_map(|&w| args[w].tensors())
+        .peekable();
+    written.peek().is_some()
+        && written.all(|t| functional(t).is_none() && Some(t.device().ty) != device)
 }
 
 /// Whether `args` hold a tensor, and the kind of the functional tensors among them (a captured
@@ -233,6 +274,10 @@ fn mutation_call(
     kind: Kind,
 ) -> Result<Stack> {
     let sem = &record.semantics;
+    if kind == Kind::BelowAutograd && writes_another_device(sem, &args) {
+        // `cpu.copy_(lazy)`: the write is the host's (Note [Results on another device]).
+        return call_plain(op, unwrap_all(&args)?, kind);
+    }
     for &w in sem.written.iter() {
         args[w].try_map_tensors(|t| {
             Ok::<_, DispatchError>(crate::captured::lift(t)?.unwrap_or_else(|| t.clone()))

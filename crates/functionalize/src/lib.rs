@@ -42,7 +42,7 @@ mod wrapper;
 
 pub use transform::{functionalize, FunctionalizeGuard, Remove};
 pub use wrapper::{
-    from_functional, is_functional_tensor, replace_value, sync, to_functional,
+    from_functional, functional_value, is_functional_tensor, replace_value, sync, to_functional,
     to_functional_below_autograd, was_mutated,
 };
 

@@ -9,7 +9,9 @@ use switchboard_dispatcher::{
     ExcludeDispatchKeyGuard, IValue, OperatorHandle, Result, Stack, ThreadLocalStateGuard,
 };
 use switchboard_keys::{AUTOCAST_DISPATCH_KEYSET, AUTOGRAD_DISPATCH_KEYSET};
-use switchboard_tensor::{AnyArc, Tensor, TensorBuilder, VersionCounter};
+use switchboard_tensor::{
+    AnyArc, Device, Storage, Tensor, TensorBuilder, TensorImpl, VersionCounter,
+};
 
 use crate::view_meta::ViewMeta;
 
@@ -179,7 +181,7 @@ fn make_wrapper(value: &Tensor, payload: AnyArc, kind: Kind) -> Tensor {
 }
 
 /// The wrapper state of `t`, if it is a functional tensor.
-pub(crate) fn functional(t: &Tensor) -> Option<Functional<'_>> {
+pub(crate) fn functional(t: &TensorImpl) -> Option<Functional<'_>> {
     if !t.key_set().has(DispatchKey::Functionalize) {
         return None;
     }
@@ -270,6 +272,12 @@ pub fn from_functional(t: &Tensor) -> Result<Tensor> {
         Some(f) => f.current_value(),
         None => Ok(t.clone()),
     }
+}
+
+/// The current value of `t` when it is a functional tensor ([`from_functional`] for code that
+/// holds a `TensorImpl`, such as a backend's host-copy hook); `None` for any other tensor.
+pub fn functional_value(t: &TensorImpl) -> Option<Result<Tensor>> {
+    functional(t).map(Functional::current_value)
 }
 
 /// Brings functional tensor `t` up to date with the writes to its aliases (`torch._sync`);
@@ -433,8 +441,36 @@ pub(crate) fn eager_views(
             DispatchKey::Python,
             DispatchKey::PythonTLSSnapshot,
         ])));
-    op.redispatch_boxed(backend, &mut stack)?;
-    Ok(stack.iter().flat_map(IValue::tensors).cloned().collect())
+    if viewed.has_data() {
+        op.redispatch_boxed(backend, &mut stack)?;
+        return Ok(stack.iter().flat_map(IValue::tensors).cloned().collect());
+    }
+    // A tensor without data (a lazy backend's) may need state of its backend that this plain
+    // tensor lacks; a view's geometry is the same on every device, so the Meta kernel gives
+    // it, over a meta storage of the same size, and the views are rebuilt over `viewed`'s.
+    let meta = TensorBuilder::new(
+        Storage::zeros_for(Device::META, viewed.storage().nbytes(), viewed.dtype())?,
+        viewed.dtype(),
+    )
+    .sizes(viewed.sizes())
+    .strides(viewed.strides())
+    .storage_offset(viewed.storage_offset())
+    .build()?;
+    stack[self_index] = IValue::Tensor(meta);
+    op.redispatch_boxed(DispatchKeySet::from_key(DispatchKey::Meta), &mut stack)?;
+    stack
+        .iter()
+        .flat_map(IValue::tensors)
+        .map(|m| {
+            Ok(TensorBuilder::new(viewed.storage().clone(), m.dtype())
+                .sizes(m.sizes())
+                .strides(m.strides())
+                .storage_offset(m.storage_offset())
+                .device(viewed.device())
+                .key_set(backend)
+                .build()?)
+        })
+        .collect()
 }
 
 /// An error of the layer.

@@ -141,6 +141,8 @@ pub struct LazyBackend {
     pub(crate) registrations: Registrations,
     /// See [`LazyBackend::set_eager_on_executor`].
     eager_on_executor: AtomicBool,
+    /// See [`LazyBackend::set_functional_tensors`].
+    functional_tensors: AtomicBool,
     /// The per-operator counts, by operator id.
     op_counts: RwLock<HashMap<usize, Arc<OpCounts>>>,
 }
@@ -254,6 +256,7 @@ impl LazyBackend {
             filter: OperatorFilter::default(),
             registrations: Registrations::default(),
             eager_on_executor: AtomicBool::new(false),
+            functional_tensors: AtomicBool::new(crate::functional::on_by_default()),
             op_counts: RwLock::new(HashMap::new()),
         }
     }
@@ -282,6 +285,21 @@ impl LazyBackend {
     /// on the host's CPU (Note [Eager calls on the executor]); returns the previous setting.
     pub fn set_eager_on_executor(&self, on: bool) -> bool {
         self.eager_on_executor.swap(on, Ordering::Relaxed)
+    }
+
+    /// Whether the tensors this device hands out are functional tensors over plain lazy ones
+    /// (Note [Lazy tensors are functional]); off by default, on when the environment variable
+    /// `SWITCHBOARD_LAZY_FUNCTIONAL` is `1` when the device is first used.
+    #[inline]
+    pub fn functional_tensors(&self) -> bool {
+        self.functional_tensors.load(Ordering::Relaxed)
+    }
+
+    /// Makes the tensors this device hands out from now on functional tensors (`true`) or plain
+    /// lazy tensors (Note [Lazy tensors are functional]); returns the previous setting. Tensors
+    /// made before keep their kind.
+    pub fn set_functional_tensors(&self, on: bool) -> bool {
+        self.functional_tensors.swap(on, Ordering::Relaxed)
     }
 
     /// The executor in use.

@@ -46,7 +46,13 @@ pub(crate) fn materialize(t: &TensorImpl) -> Result<Tensor> {
 /// The host copy the tensor crate asks for when lazy values are read (`to_vec`, `item`,
 /// printing): see Note [Host copies of tensors without data] there.
 pub(crate) fn host_copy(t: &TensorImpl) -> switchboard_tensor::Result<Tensor> {
-    materialize(t).map_err(|e| TensorError::invalid(e.to_string()))
+    // A user's lazy tensor is a functional one over a plain lazy value (Note [Lazy tensors
+    // are functional]).
+    let read = match switchboard_functionalize::functional_value(t) {
+        Some(value) => value.and_then(|v| materialize(&v)),
+        None => materialize(t),
+    };
+    read.map_err(|e| TensorError::invalid(e.to_string()))
 }
 
 /// A lazy argument and its CPU stand-in.

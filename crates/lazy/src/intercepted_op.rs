@@ -32,7 +32,7 @@ pub(crate) struct InterceptedOp {
     pub handling: Handling,
     /// The rule giving its output metadata without the Meta kernel (Note [Shape rules]).
     pub rule: Option<ShapeRule>,
-    /// Whether a host tensor of any size may be an argument (`copy_`'s source).
+    /// Whether a host tensor of any size may be an argument (`copy_`'s and `copy`'s source).
     pub accepts_host: bool,
 }
 
@@ -47,7 +47,7 @@ impl InterceptedOp {
         InterceptedOp {
             id: op.id(),
             rule: rule_for(&name),
-            accepts_host: name == "aten::copy_",
+            accepts_host: name == "aten::copy_" || name == "aten::copy",
             name,
             semantics: op.semantics().unwrap_or_default(),
             handling,

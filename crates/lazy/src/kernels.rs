@@ -13,6 +13,7 @@ use switchboard_tensor::{register_grow_storage, register_host_copy, TensorError}
 use crate::backend::{backend_of_call, indexed, is_lazy_device_type, LazyBackend};
 use crate::capture::capture;
 use crate::eager::{host_copy, materialize};
+use crate::functional::{enters_device, wrap_entering};
 use crate::intercepted_op::{intercepted_op, Handling, InterceptedOp};
 use crate::log;
 use crate::mode::lazy_mode;
@@ -42,7 +43,11 @@ pub(crate) fn intercept(
     backend.stats.operations.inc();
     let start = backend.profile_start();
     let log = log::wanted().then(|| log::shapes(stack));
-    let result = dispatch(backend, op, info, registered, stack);
+    let entering = backend.functional_tensors() && enters_device(stack);
+    let mut result = dispatch(backend, op, info, registered, stack);
+    if entering && result.is_ok() {
+        result = wrap_entering(stack).and(result);
+    }
     backend.profile_end(info, start);
     if let (Some(in_shapes), Ok(id)) = (log, &result) {
         log::emit(&info.name, *id, &in_shapes, stack);
@@ -119,7 +124,7 @@ fn registered_kernel() -> KernelFunction {
     )
 }
 
-/// `copy_` on `Lazy`: into a lazy tensor it is captured (a host source, or a lazy one of
+/// `copy_` (and its functional form `copy`) on `Lazy`: into a lazy tensor it is captured (a host source, or a lazy one of
 /// another lazy device, becomes a graph input); from a lazy tensor into a CPU (or meta) tensor
 /// it materialises the source and copies on that device.
 fn copy_kernel() -> KernelFunction {
@@ -243,7 +248,7 @@ pub(crate) fn register_on(lib: &mut Library, ty: DeviceType) -> Result<()> {
         };
         let kernel = match typed {
             Some(kernel) => kernel,
-            None if *name == "copy_" => copy_kernel(),
+            None if *name == "copy_" || *name == "copy" => copy_kernel(),
             None if *name == "native_batch_norm" => native_batch_norm_kernel(),
             None => registered_kernel(),
         };

@@ -68,6 +68,7 @@ mod capture;
 mod composite_scope;
 mod eager;
 mod executor;
+mod functional;
 mod install;
 mod intercepted_op;
 mod kernels;
@@ -90,6 +91,7 @@ pub use cache::clear as clear_cache;
 pub use executor::{
     captured_device_type, current as executor, set_executor, CpuExecutor, Executable, Executor,
 };
+pub use functional::FUNCTIONAL_ENV;
 pub use install::install;
 pub use intercepted_op::StaticCoverage;
 pub use kernels::REGISTERED_OPS;
@@ -145,6 +147,9 @@ use crate::storage::Contents;
 // choice: it needs a functional counterpart and an inverse view for every operator, and copies
 // where eager writes in place. Keeping mutation explicit needs neither, and the graph stays
 // one a tracer can share. Random operators run eagerly (layer 3), so their numbers are eager's.
+// A device can instead hand out functional tensors over plain lazy ones, as PyTorch's lazy
+// tensor core and torch_xla do (Note [Lazy tensors are functional] in functional.rs): its
+// graphs then hold pure calls only, and this model serves the plain values.
 
 // Note [Answers to the layout questions]
 // - What a backend needs from `TensorImpl` to keep its own data: the existing `payload` slot
