@@ -156,6 +156,10 @@ const PYTORCH_NODES: &[(&str, &str)] = &[
     ("convolution", "ConvolutionBackward0"),
     ("max_pool2d_with_indices", "MaxPool2DWithIndicesBackward0"),
     ("native_layer_norm", "NativeLayerNormBackward0"),
+    (
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "ScaledDotProductFlashAttentionForCpuBackward0",
+    ),
     ("gelu", "GeluBackward0"),
     ("abs", "AbsBackward0"),
     ("unsqueeze", "UnsqueezeBackward0"),

@@ -12,7 +12,7 @@ use crate::fresh_output::fresh_output;
 use crate::iter::check_internal_overlap;
 
 #[path = "linalg_gemm.rs"]
-mod gemm_core;
+pub(crate) mod gemm_core;
 use gemm_core::batched_gemm;
 pub(crate) use gemm_core::{gemm_float, GemmFloat, MatPtr};
 

@@ -5,6 +5,7 @@ use switchboard_dispatcher::{DispatchErrorKind, Result};
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, Generator, ScalarType, Tensor};
 
+use crate::attention_backend::{sdp_backend, SdpBackend};
 use crate::init::{constant_parameter, uniform_parameter};
 use crate::module::{moved, prefixed, value_error, Linear, Module};
 use crate::norm::py_float;
@@ -13,19 +14,13 @@ fn runtime_error(msg: String) -> switchboard_dispatcher::DispatchError {
     DispatchErrorKind::Kernel(msg).into()
 }
 
-/// `torch.nn.functional.scaled_dot_product_attention` as PyTorch's math path computes it:
-/// `softmax(q k^T * scale + mask) v` over the last two dims (`[..., L, E]` queries, `[..., S,
-/// E]` keys, `[..., S, Ev]` values), with `scale` `1 / sqrt(E)` by default; `is_causal` masks
-/// the keys after each query (`ones(L, S).tril()`); a boolean `attn_mask` keeps where it is
-/// true, a float one is added; rows whose every key is masked give zeros (`_safe_softmax`);
-/// `dropout_p` drops attention weights.
-///
-/// Note [Attention as a composite]
-/// This composes dispatched operators (matmul, softmax, where, dropout), so autograd,
-/// autocast and the lazy backend see those; PyTorch registers
-/// `aten::scaled_dot_product_attention` as a CompositeImplicitAutograd operator that does the
-/// same on CPU. As in its math kernel, `sqrt(scale)` multiplies the queries and the keys each
-/// (instead of `scale` the product), which keeps the scores' magnitude.
+/// `torch.nn.functional.scaled_dot_product_attention`: `softmax(q k^T * scale + mask) v` over
+/// the last two dims (`[..., L, E]` queries, `[..., S, E]` keys, `[..., S, Ev]` values), with
+/// `scale` `1 / sqrt(E)` by default; `is_causal` masks the keys after each query (`ones(L,
+/// S).tril()`); a boolean `attn_mask` keeps where it is true, a float one is added; rows whose
+/// every key is masked give zeros; `dropout_p` drops attention weights. As PyTorch on CPU, it
+/// runs the fused `_scaled_dot_product_flash_attention_for_cpu` when [`sdp_backend`] allows
+/// (Note [Choosing the attention kernel]), else [`scaled_dot_product_attention_math`].
 pub fn scaled_dot_product_attention(
     query: &Tensor,
     key: &Tensor,
@@ -35,6 +30,44 @@ pub fn scaled_dot_product_attention(
     is_causal: bool,
     scale: Option<f64>,
 ) -> Result<Tensor> {
+    validate(query, key, value, attn_mask, dropout_p, is_causal)?;
+    if sdp_backend(query, key, value, attn_mask, dropout_p) == SdpBackend::Flash {
+        return flash_attention(query, key, value, attn_mask, is_causal, scale);
+    }
+    math(query, key, value, attn_mask, dropout_p, is_causal, scale)
+}
+
+/// PyTorch's math path of [`scaled_dot_product_attention`]
+/// (`_scaled_dot_product_attention_math` with `_safe_softmax`), whatever the inputs.
+///
+/// Note [Attention as a composite]
+/// This composes dispatched operators (matmul, softmax, where, dropout), so autograd,
+/// autocast and the lazy backend see those; PyTorch registers
+/// `aten::scaled_dot_product_attention` as a CompositeImplicitAutograd operator that does the
+/// same on CPU. As in its math kernel, `sqrt(scale)` multiplies the queries and the keys each
+/// (instead of `scale` the product), which keeps the scores' magnitude.
+pub fn scaled_dot_product_attention_math(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    validate(query, key, value, attn_mask, dropout_p, is_causal)?;
+    math(query, key, value, attn_mask, dropout_p, is_causal, scale)
+}
+
+/// `validate_sdpa_input` and the math path's argument checks.
+fn validate(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+) -> Result<()> {
     if query.dtype() != key.dtype() || query.dtype() != value.dtype() {
         return Err(runtime_error(format!(
             "Expected query, key, and value to have the same dtype, but got query.dtype: {} \
@@ -46,12 +79,23 @@ pub fn scaled_dot_product_attention(
     }
     if query.dim() < 2 || key.dim() < 2 || value.dim() < 2 {
         return Err(runtime_error(format!(
-            "Expected query, key and value to all be  at least 2 dimensional, but got query.dim: \
+            "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: \
              {} key.dim: {} and value.dim: {} instead.",
             query.dim(),
             key.dim(),
             value.dim()
         )));
+    }
+    if let Some(mask) = attn_mask {
+        let md = mask.dtype();
+        if md != ScalarType::Bool && !md.is_floating_point() && md != query.dtype() {
+            return Err(runtime_error(format!(
+                "Expected attn_mask dtype to be bool or float or to match query dtype, but got \
+                 attn_mask.dtype: {} and  query.dtype: {} instead.",
+                md.type_meta_name(),
+                query.dtype().type_meta_name()
+            )));
+        }
     }
     if is_causal && attn_mask.is_some() {
         return Err(runtime_error(
@@ -61,11 +105,24 @@ pub fn scaled_dot_product_attention(
         ));
     }
     if !(0.0..=1.0).contains(&dropout_p) {
-        return Err(value_error(format!(
+        return Err(runtime_error(format!(
             "dropout probability has to be between 0 and 1, but got {}",
             py_float(dropout_p)
         )));
     }
+    Ok(())
+}
+
+/// The math path on checked arguments.
+fn math(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
     let (l, s) = (query.sizes()[query.dim() - 2], key.sizes()[key.dim() - 2]);
     let e = query.sizes()[query.dim() - 1];
     let scale = scale.unwrap_or(1.0 / (e as f64).sqrt());
@@ -112,6 +169,65 @@ pub fn scaled_dot_product_attention(
         weights
     };
     ops::matmul(&weights, value)
+}
+
+/// The flash branch of `scaled_dot_product_attention` (inputs [`sdp_backend`] chose): a bool
+/// mask becomes `-inf` where false and 0 elsewhere in the query's dtype
+/// (`convert_boolean_attn_mask`), 3-d inputs (and a 3-d mask) gain a batch dimension of 1.
+fn flash_attention(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    let batched = query.dim() == 4;
+    let four = |t: &Tensor| {
+        if batched {
+            Ok(t.clone())
+        } else {
+            ops::unsqueeze(t, 0)
+        }
+    };
+    let mask = match attn_mask {
+        Some(m) if m.dtype() == ScalarType::Bool => {
+            let zero = ops::scalar_tensor_with(
+                0.0,
+                ops::ScalarTensorOptions {
+                    dtype: Some(query.dtype()),
+                    device: Some(query.device()),
+                    ..Default::default()
+                },
+            )?;
+            Some(ops::where_scalar_self(
+                &ops::logical_not(m)?,
+                f64::NEG_INFINITY,
+                &zero,
+            )?)
+        }
+        m => m.cloned(),
+    };
+    let mask = match mask {
+        Some(m) if m.dim() == 3 => Some(ops::unsqueeze(&m, 0)?),
+        m => m,
+    };
+    let (out, _lse) = ops::_scaled_dot_product_flash_attention_for_cpu_with(
+        &four(query)?,
+        &four(key)?,
+        &four(value)?,
+        ops::ScaledDotProductFlashAttentionForCpuOptions {
+            dropout_p: 0.0,
+            is_causal,
+            attn_mask: mask.as_ref(),
+            scale,
+        },
+    )?;
+    if batched {
+        Ok(out)
+    } else {
+        ops::squeeze_dim(&out, 0)
+    }
 }
 
 /// `nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)` used for self-attention:

@@ -41,6 +41,7 @@
 
 mod activation;
 mod attention;
+mod attention_backend;
 mod clip_grad;
 mod conv;
 mod decoder;
@@ -57,7 +58,10 @@ mod resnet;
 mod state_dict;
 
 pub use activation::{Dropout, Flatten, GELU};
-pub use attention::{scaled_dot_product_attention, MultiheadAttention};
+pub use attention::{
+    scaled_dot_product_attention, scaled_dot_product_attention_math, MultiheadAttention,
+};
+pub use attention_backend::{flash_sdp_enabled, sdp_backend, set_flash_sdp_enabled, SdpBackend};
 pub use clip_grad::clip_grad_norm_;
 pub use conv::{Conv2d, Conv2dOptions, Pair};
 pub use decoder::{DecoderBlock, DecoderLm};

@@ -100,7 +100,7 @@ fn sdpa_errors_as_pytorch() {
     ));
     let one = ops::ones(&[4]).unwrap();
     assert!(err(sdpa(&one, &one, &one, None, 0.0, false, None)).contains(
-        "Expected query, key and value to all be  at least 2 dimensional, but got query.dim: 1 \
+        "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: 1 \
          key.dim: 1 and value.dim: 1 instead."
     ));
     assert!(err(sdpa(&q, &k, &v, None, 1.5, false, None))

@@ -33,7 +33,9 @@
 //! with PyTorch and prints the same lines.
 //!
 //! `cargo run --release --example compute_bench [-- STEPS [THREADS [BENCH...]]]`; with
-//! `COMPUTE_BENCH_PROFILE=1`, also the time of each operator's kernels by dispatch key (stderr).
+//! `COMPUTE_BENCH_PROFILE=1`, also the time of each operator's kernels by dispatch key (stderr);
+//! with `COMPUTE_BENCH_MATH_SDPA=1`, attention runs the math path instead of the flash kernel
+//! (`torch.backends.cuda.enable_flash_sdp(False)`), to compare the two.
 
 use switchboard_cpu as _;
 

@@ -1,7 +1,7 @@
 //! `transformer_train_step`: a small decoder-only transformer language model.
 
 use switchboard_autograd::AutogradTensor;
-use switchboard_nn::{Adam, DecoderLm, Module, Optimizer};
+use switchboard_nn::{set_flash_sdp_enabled, Adam, DecoderLm, Module, Optimizer};
 use switchboard_ops as ops;
 use switchboard_tensor::Generator;
 
@@ -15,6 +15,9 @@ const HEADS: usize = 4;
 const LAYERS: usize = 2;
 
 pub fn transformer_train_step(steps: usize, threads: usize) -> Result<(), BoxError> {
+    if switchboard_dispatcher::env_flag("COMPUTE_BENCH_MATH_SDPA")?.unwrap_or(false) {
+        set_flash_sdp_enabled(false);
+    }
     let model = DecoderLm::new(VOCAB as usize, SEQ_LEN as usize, D_MODEL, HEADS, LAYERS, 0)?;
     let mut opt = Adam::adamw(model.parameters(), 3e-4).weight_decay(0.01);
     let gen = Generator::new(1);

@@ -9,6 +9,7 @@ mod fft;
 mod indexing;
 mod linalg;
 mod nn;
+mod nn_attention;
 mod nn_distance;
 mod nn_embedding_bag;
 mod nn_fold;
@@ -48,6 +49,7 @@ pub fn register(r: &mut Registry) {
     nn_upsample::register(r);
     nn_grid_sampler::register(r);
     nn_embedding_bag::register(r);
+    nn_attention::register(r);
     shape::register(r);
     diagonal::register(r);
     indexing::register(r);
