@@ -10,10 +10,11 @@
 //!
 //! Prints the best time of `REPS` runs of each, in milliseconds.
 
-use std::time::Instant;
+mod timing;
 
 use switchboard_cpu as cpu;
 use switchboard_tensor::{RawOps, Scalar, ScalarType, Tensor};
+use timing::best;
 
 const B: i64 = 16;
 const H: i64 = 4;
@@ -24,16 +25,6 @@ fn values(n: usize, seed: u32) -> Vec<f32> {
     (0..n)
         .map(|i| ((i as f32 * 0.618 + seed as f32).sin() * 43758.545).fract())
         .collect()
-}
-
-fn best(reps: usize, mut f: impl FnMut()) -> f64 {
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .fold(f64::INFINITY, f64::min)
 }
 
 fn main() {

@@ -1,6 +1,9 @@
 //! What the cpu crate's timing examples share: the best of repeated calls, and deterministic
 //! inputs.
 
+// Each example compiles its own copy of this module and uses only some of it.
+#![allow(dead_code)]
+
 use std::time::Instant;
 
 use switchboard_tensor::Tensor;
