@@ -124,9 +124,9 @@ fn registered_kernel() -> KernelFunction {
     )
 }
 
-/// `copy_` (and its functional form `copy`) on `Lazy`: into a lazy tensor it is captured (a host source, or a lazy one of
-/// another lazy device, becomes a graph input); from a lazy tensor into a CPU (or meta) tensor
-/// it materialises the source and copies on that device.
+/// `copy_` (and its functional form `copy`) on `Lazy`: into a lazy tensor it is captured (a
+/// host source, or a lazy one of another lazy device, becomes a graph input); from a lazy
+/// tensor into a CPU (or meta) tensor it materialises the source and copies on that device.
 fn copy_kernel() -> KernelFunction {
     let cell: OnceLock<Arc<InterceptedOp>> = OnceLock::new();
     KernelFunction::from_boxed(
