@@ -83,6 +83,7 @@ pub static CPU: BackendPolicy = BackendPolicy {
         ("addmm", LowerPrecisionFp),
         ("linear", LowerPrecisionFp),
         ("matmul", LowerPrecisionFp),
+        ("scaled_dot_product_attention", LowerPrecisionFp),
         // fp32
         ("mse_loss", Fp32),
         ("nll_loss", Fp32),
@@ -132,6 +133,7 @@ pub static CUDA: BackendPolicy = BackendPolicy {
         ("linear", LowerPrecisionFp),
         ("bmm", LowerPrecisionFp),
         ("einsum", LowerPrecisionFp),
+        ("scaled_dot_product_attention", LowerPrecisionFp),
         // fp32
         ("exp", Fp32),
         ("log", Fp32),

@@ -78,6 +78,12 @@ fn lower_precision_list_runs_in_the_region_dtype() -> Result<()> {
             ops::conv1d(&seq, &ops::ones(&[3, 2, 3])?)?.dtype(),
             BFloat16
         );
+        // Attention: the operator is cast as a whole (its fused kernel then runs in bfloat16).
+        let q = ops::ones(&[1, 2, 4, 8])?;
+        assert_eq!(
+            ops::scaled_dot_product_attention(&q, &q, &q)?.dtype(),
+            BFloat16
+        );
         Ok(())
     })
 }

@@ -153,6 +153,7 @@ const PYTORCH_NODES: &[(&str, &str)] = &[
     ("sqrt", "SqrtBackward0"),
     ("_softmax", "SoftmaxBackward0"),
     ("_log_softmax", "LogSoftmaxBackward0"),
+    ("_safe_softmax", "SafeSoftmaxBackward0"),
     ("convolution", "ConvolutionBackward0"),
     ("max_pool2d_with_indices", "MaxPool2DWithIndicesBackward0"),
     ("native_layer_norm", "NativeLayerNormBackward0"),
@@ -196,6 +197,9 @@ const PYTORCH_NODES: &[(&str, &str)] = &[
 /// (`torch._C._dispatch_has_kernel_for_dispatch_key("aten::<op>", "CompositeImplicitAutograd")`
 /// over native_functions.yaml): they record no node of their own, their decomposition does.
 const PYTORCH_COMPOSITE: &[&str] = &[
+    "scaled_dot_product_attention",
+    "_scaled_dot_product_attention_math",
+    "repeat_interleave.self_int",
     "real",
     "imag",
     "conj_physical",

@@ -43,7 +43,8 @@ pub struct FlopCounterMode {
 
 impl FlopCounterMode {
     /// A counter at zero with PyTorch's formulas (`mm`, `addmm`, `bmm`, `baddbmm`,
-    /// `convolution`, `_convolution`, `convolution_backward`).
+    /// `convolution`, `_convolution`, `convolution_backward`, and the CPU's fused attention
+    /// `_scaled_dot_product_flash_attention_for_cpu` with its backward).
     pub fn new() -> Rc<FlopCounterMode> {
         let mut formulas: BTreeMap<&'static str, FlopFormula> = BTreeMap::new();
         formulas.insert("aten::mm", mm_flop);
@@ -53,6 +54,14 @@ impl FlopCounterMode {
         formulas.insert("aten::convolution", conv_flop);
         formulas.insert("aten::_convolution", conv_flop);
         formulas.insert("aten::convolution_backward", conv_backward_flop);
+        formulas.insert(
+            "aten::_scaled_dot_product_flash_attention_for_cpu",
+            sdpa_flop,
+        );
+        formulas.insert(
+            "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+            sdpa_backward_flop,
+        );
         let mode = Rc::new(FlopCounterMode {
             counts: RefCell::new(BTreeMap::new()),
             formulas: RefCell::new(formulas),
@@ -190,6 +199,41 @@ fn bmm_flop(args: &[IValue], _out: &[IValue]) -> Option<u64> {
 
 fn baddbmm_flop(args: &[IValue], _out: &[IValue]) -> Option<u64> {
     bmm_count(shape(args.get(1)?)?, shape(args.get(2)?)?)
+}
+
+/// `(b * h, s_q, s_k, d_qk, d_v)` of 4-d attention operands q, k, v of one batch and head
+/// count (PyTorch's formulas assert that).
+fn attention_dims(q: &IValue, k: &IValue, v: &IValue) -> Option<[i64; 5]> {
+    let dims = |t: &IValue| -> Option<[i64; 4]> { shape(t)?.try_into().ok() };
+    let ([b, h, s_q, d_q], [b2, h2, s_k, d_k], [b3, h3, s_v, d_v]) = (dims(q)?, dims(k)?, dims(v)?);
+    let consistent = b == b2 && b == b3 && h == h2 && h == h3 && d_q == d_k && s_k == s_v;
+    consistent.then_some([b * h, s_q, s_k, d_q, d_v])
+}
+
+/// `[bh, m, k] @ [bh, k, n]`.
+fn batched(bh: i64, m: i64, k: i64, n: i64) -> Option<u64> {
+    bmm_count(&[bh, m, k], &[bh, k, n])
+}
+
+/// `sdpa_flop_count`: the two batched products of attention, `q k^T` and `scores v` (a
+/// causal mask saves nothing in the count, as in PyTorch's).
+fn sdpa_flop(args: &[IValue], _out: &[IValue]) -> Option<u64> {
+    let [bh, s_q, s_k, d_q, d_v] = attention_dims(args.first()?, args.get(1)?, args.get(2)?)?;
+    Some(batched(bh, s_q, d_q, s_k)? + batched(bh, s_q, s_k, d_v)?)
+}
+
+/// `sdpa_backward_flop_count` (arguments `grad_out, q, k, v, ...`): the scores recomputed,
+/// the gradient through `scores v` (`grad_out v^T`, and `grad_v`), then through `q k^T`
+/// (`grad_q`, `grad_k`).
+fn sdpa_backward_flop(args: &[IValue], _out: &[IValue]) -> Option<u64> {
+    let [bh, s_q, s_k, d_q, d_v] = attention_dims(args.get(1)?, args.get(2)?, args.get(3)?)?;
+    Some(
+        batched(bh, s_q, d_q, s_k)?
+            + batched(bh, s_q, d_v, s_k)?
+            + batched(bh, s_k, s_q, d_v)?
+            + batched(bh, s_q, s_k, d_q)?
+            + batched(bh, d_q, s_q, s_k)?,
+    )
 }
 
 /// `conv_flop_count`: every point of the output's spatial dims (the input's, transposed)

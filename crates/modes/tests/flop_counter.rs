@@ -104,3 +104,30 @@ fn user_formulas() -> Result<()> {
     assert_eq!(flops.total_flops(), 0);
     Ok(())
 }
+
+/// Attention on CPU runs the fused kernel, counted as PyTorch 2.15's `FlopCounterMode` counts
+/// it: 32768 forward and 81920 backward for q, k, v of `[2, 4, 8, 16]` (its two and five
+/// batched products); nothing for the kernel choice, which is no operator call there.
+#[test]
+fn fused_attention_forward_and_backward() -> Result<()> {
+    let q = ops::ones(&[2, 4, 8, 16])?.requires_grad_(true)?;
+    let f = counted(|| {
+        let options = ops::ScaledDotProductAttentionOptions {
+            is_causal: true,
+            ..Default::default()
+        };
+        let out = ops::scaled_dot_product_attention_with(&q, &q, &q, options)?;
+        out.sum()?.backward()
+    })?;
+    let counts = f.flop_counts();
+    assert_eq!(
+        counts["aten::_scaled_dot_product_flash_attention_for_cpu"],
+        32768
+    );
+    assert_eq!(
+        counts["aten::_scaled_dot_product_flash_attention_for_cpu_backward"],
+        81920
+    );
+    assert_eq!(f.total_flops(), 114688, "{counts:?}");
+    Ok(())
+}

@@ -271,3 +271,93 @@ fn modes_are_per_thread() -> Result<()> {
     assert!(log.lines().is_empty());
     Ok(())
 }
+
+/// The operators a mode sees of `scaled_dot_product_attention` are the ones PyTorch 2.15's
+/// `TorchDispatchMode` logs for the same calls on CPU: the fused kernel alone (the kernel
+/// choice is no operator call there, nor here), with a boolean mask converted first and 3-d
+/// inputs given a batch of one; and the math path op by op when dropout rules flash out.
+#[test]
+fn attention_shows_pytorchs_operators() -> Result<()> {
+    let seen = |f: &dyn Fn() -> Result<Tensor>| -> Result<Vec<String>> {
+        let names = Rc::new(RefCell::new(Vec::new()));
+        let mode = Rc::new(Named {
+            label: "",
+            seen: names.clone(),
+        });
+        with_mode(mode, || f().map(drop))?;
+        let names = names.take();
+        Ok(names.iter().map(|n| n[1..].to_string()).collect())
+    };
+    let q = ops::ones(&[2, 4, 8, 16])?;
+    let sdpa = |q: &Tensor, options: ops::ScaledDotProductAttentionOptions| {
+        ops::scaled_dot_product_attention_with(q, q, q, options)
+    };
+    let causal = ops::ScaledDotProductAttentionOptions {
+        is_causal: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        seen(&|| sdpa(&q, causal))?,
+        ["aten::_scaled_dot_product_flash_attention_for_cpu"]
+    );
+    let keep = ops::ones_with(
+        &[8, 8],
+        ops::OnesOptions {
+            dtype: Some(ScalarType::Bool),
+            ..Default::default()
+        },
+    )?;
+    let masked = ops::ScaledDotProductAttentionOptions {
+        attn_mask: Some(&keep),
+        ..Default::default()
+    };
+    assert_eq!(
+        seen(&|| sdpa(&q, masked))?,
+        [
+            "aten::scalar_tensor",
+            "aten::scalar_tensor",
+            "aten::where.self",
+            "aten::_scaled_dot_product_flash_attention_for_cpu"
+        ]
+    );
+    let q3 = ops::ones(&[4, 8, 16])?;
+    assert_eq!(
+        seen(&|| sdpa(&q3, Default::default()))?,
+        [
+            "aten::unsqueeze",
+            "aten::unsqueeze",
+            "aten::unsqueeze",
+            "aten::_scaled_dot_product_flash_attention_for_cpu",
+            "aten::squeeze.dim"
+        ]
+    );
+    let dropout = ops::ScaledDotProductAttentionOptions {
+        dropout_p: 0.5,
+        ..Default::default()
+    };
+    let matmul = [
+        "aten::expand",
+        "aten::view",
+        "aten::expand",
+        "aten::view",
+        "aten::bmm",
+    ];
+    let mut math = vec![
+        "aten::mul.Scalar",
+        "aten::transpose.int",
+        "aten::mul.Scalar",
+    ];
+    math.extend(matmul);
+    math.extend([
+        "aten::_unsafe_view",
+        "aten::_safe_softmax",
+        "aten::empty_like",
+        "aten::bernoulli_.float",
+        "aten::div_.Scalar",
+        "aten::mul.Tensor",
+    ]);
+    math.extend(matmul);
+    math.push("aten::_unsafe_view");
+    assert_eq!(seen(&|| sdpa(&q, dropout))?, math);
+    Ok(())
+}

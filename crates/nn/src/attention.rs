@@ -1,14 +1,12 @@
-//! Attention: [`scaled_dot_product_attention`] (PyTorch's math path) and
-//! [`MultiheadAttention`] (self-attention with `nn.MultiheadAttention`'s parameters).
+//! Attention: [`scaled_dot_product_attention`] (the `aten::scaled_dot_product_attention`
+//! operator with `torch.nn.functional`'s arguments) and [`MultiheadAttention`] (self-attention with `nn.MultiheadAttention`'s parameters).
 
 use switchboard_dispatcher::{DispatchErrorKind, Result};
 use switchboard_ops as ops;
-use switchboard_tensor::{Device, Generator, ScalarType, Tensor};
+use switchboard_tensor::{Device, Generator, Tensor};
 
-use crate::attention_backend::{sdp_backend, SdpBackend};
 use crate::init::{constant_parameter, uniform_parameter};
 use crate::module::{moved, prefixed, value_error, Linear, Module};
-use crate::norm::py_float;
 
 fn runtime_error(msg: String) -> switchboard_dispatcher::DispatchError {
     DispatchErrorKind::Kernel(msg).into()
@@ -18,9 +16,12 @@ fn runtime_error(msg: String) -> switchboard_dispatcher::DispatchError {
 /// the last two dims (`[..., L, E]` queries, `[..., S, E]` keys, `[..., S, Ev]` values), with
 /// `scale` `1 / sqrt(E)` by default; `is_causal` masks the keys after each query (`ones(L,
 /// S).tril()`); a boolean `attn_mask` keeps where it is true, a float one is added; rows whose
-/// every key is masked give zeros; `dropout_p` drops attention weights. As PyTorch on CPU, it
-/// runs the fused `_scaled_dot_product_flash_attention_for_cpu` when [`sdp_backend`] allows
-/// (Note [Choosing the attention kernel]), else [`scaled_dot_product_attention_math`].
+/// every key is masked give zeros; `dropout_p` drops attention weights; `enable_gqa` lets key
+/// and value have fewer heads than the query (grouped-query attention). The operator
+/// `aten::scaled_dot_product_attention`, which runs the fused flash kernel on CPU when
+/// `_fused_sdp_choice` allows (Note [Choosing the attention kernel] in switchboard-cpu), else
+/// the math path (Note [Attention as a composite] in switchboard-ops).
+#[allow(clippy::too_many_arguments)]
 pub fn scaled_dot_product_attention(
     query: &Tensor,
     key: &Tensor,
@@ -29,205 +30,20 @@ pub fn scaled_dot_product_attention(
     dropout_p: f64,
     is_causal: bool,
     scale: Option<f64>,
+    enable_gqa: bool,
 ) -> Result<Tensor> {
-    validate(query, key, value, attn_mask, dropout_p, is_causal)?;
-    if sdp_backend(query, key, value, attn_mask, dropout_p) == SdpBackend::Flash {
-        return flash_attention(query, key, value, attn_mask, is_causal, scale);
-    }
-    math(query, key, value, attn_mask, dropout_p, is_causal, scale)
-}
-
-/// PyTorch's math path of [`scaled_dot_product_attention`]
-/// (`_scaled_dot_product_attention_math` with `_safe_softmax`), whatever the inputs.
-///
-/// Note [Attention as a composite]
-/// This composes dispatched operators (matmul, softmax, where, dropout), so autograd,
-/// autocast and the lazy backend see those; PyTorch registers
-/// `aten::scaled_dot_product_attention` as a CompositeImplicitAutograd operator that does the
-/// same on CPU. As in its math kernel, `sqrt(scale)` multiplies the queries and the keys each
-/// (instead of `scale` the product), which keeps the scores' magnitude.
-pub fn scaled_dot_product_attention_math(
-    query: &Tensor,
-    key: &Tensor,
-    value: &Tensor,
-    attn_mask: Option<&Tensor>,
-    dropout_p: f64,
-    is_causal: bool,
-    scale: Option<f64>,
-) -> Result<Tensor> {
-    validate(query, key, value, attn_mask, dropout_p, is_causal)?;
-    math(query, key, value, attn_mask, dropout_p, is_causal, scale)
-}
-
-/// `validate_sdpa_input` and the math path's argument checks.
-fn validate(
-    query: &Tensor,
-    key: &Tensor,
-    value: &Tensor,
-    attn_mask: Option<&Tensor>,
-    dropout_p: f64,
-    is_causal: bool,
-) -> Result<()> {
-    if query.dtype() != key.dtype() || query.dtype() != value.dtype() {
-        return Err(runtime_error(format!(
-            "Expected query, key, and value to have the same dtype, but got query.dtype: {} \
-             key.dtype: {} and value.dtype: {} instead.",
-            query.dtype().type_meta_name(),
-            key.dtype().type_meta_name(),
-            value.dtype().type_meta_name()
-        )));
-    }
-    if query.dim() < 2 || key.dim() < 2 || value.dim() < 2 {
-        return Err(runtime_error(format!(
-            "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: \
-             {} key.dim: {} and value.dim: {} instead.",
-            query.dim(),
-            key.dim(),
-            value.dim()
-        )));
-    }
-    if let Some(mask) = attn_mask {
-        let md = mask.dtype();
-        if md != ScalarType::Bool && !md.is_floating_point() && md != query.dtype() {
-            return Err(runtime_error(format!(
-                "Expected attn_mask dtype to be bool or float or to match query dtype, but got \
-                 attn_mask.dtype: {} and  query.dtype: {} instead.",
-                md.type_meta_name(),
-                query.dtype().type_meta_name()
-            )));
-        }
-    }
-    if is_causal && attn_mask.is_some() {
-        return Err(runtime_error(
-            "_scaled_dot_product_attention: Explicit attn_mask should not be set when \
-             is_causal=True"
-                .into(),
-        ));
-    }
-    if !(0.0..=1.0).contains(&dropout_p) {
-        return Err(runtime_error(format!(
-            "dropout probability has to be between 0 and 1, but got {}",
-            py_float(dropout_p)
-        )));
-    }
-    Ok(())
-}
-
-/// The math path on checked arguments.
-fn math(
-    query: &Tensor,
-    key: &Tensor,
-    value: &Tensor,
-    attn_mask: Option<&Tensor>,
-    dropout_p: f64,
-    is_causal: bool,
-    scale: Option<f64>,
-) -> Result<Tensor> {
-    let (l, s) = (query.sizes()[query.dim() - 2], key.sizes()[key.dim() - 2]);
-    let e = query.sizes()[query.dim() - 1];
-    let scale = scale.unwrap_or(1.0 / (e as f64).sqrt());
-    let root = scale.abs().sqrt();
-    let q = ops::mul_scalar(query, if scale < 0.0 { -root } else { root })?;
-    let k = ops::mul_scalar(&ops::transpose(key, -2, -1)?, root)?;
-    let mut scores = ops::matmul(&q, &k)?;
-    // A boolean mask (the causal one included) keeps where true: the rest gets -inf.
-    let causal;
-    let mask = if is_causal {
-        let long = ops::ArangeOptions {
-            dtype: Some(ScalarType::Long),
-            device: Some(query.device()),
-            ..Default::default()
-        };
-        let rows = ops::unsqueeze(&ops::arange_with(l, long)?, 1)?;
-        let cols = ops::unsqueeze(&ops::arange_with(s, long)?, 0)?;
-        causal = ops::ge(&rows, &cols)?;
-        Some(&causal)
-    } else {
-        attn_mask
-    };
-    if let Some(mask) = mask {
-        scores = if mask.dtype() == ScalarType::Bool {
-            ops::where_scalar_other(mask, &scores, f64::NEG_INFINITY)?
-        } else {
-            ops::add(&scores, mask)?
-        };
-    }
-    let weights = ops::softmax(&scores, -1)?;
-    // `_safe_softmax`: a row whose every score is -inf attends to nothing (zeros, not NaN).
-    let row_max = ops::amax_with(
-        &scores,
-        ops::AmaxOptions {
-            dim: &[-1],
-            keepdim: true,
-        },
-    )?;
-    let weights =
-        ops::where_scalar_self(&ops::eq_scalar(&row_max, f64::NEG_INFINITY)?, 0.0, &weights)?;
-    let weights = if dropout_p > 0.0 {
-        ops::dropout(&weights, dropout_p, true)?
-    } else {
-        weights
-    };
-    ops::matmul(&weights, value)
-}
-
-/// The flash branch of `scaled_dot_product_attention` (inputs [`sdp_backend`] chose): a bool
-/// mask becomes `-inf` where false and 0 elsewhere in the query's dtype
-/// (`convert_boolean_attn_mask`), 3-d inputs (and a 3-d mask) gain a batch dimension of 1.
-fn flash_attention(
-    query: &Tensor,
-    key: &Tensor,
-    value: &Tensor,
-    attn_mask: Option<&Tensor>,
-    is_causal: bool,
-    scale: Option<f64>,
-) -> Result<Tensor> {
-    let batched = query.dim() == 4;
-    let four = |t: &Tensor| {
-        if batched {
-            Ok(t.clone())
-        } else {
-            ops::unsqueeze(t, 0)
-        }
-    };
-    let mask = match attn_mask {
-        Some(m) if m.dtype() == ScalarType::Bool => {
-            let zero = ops::scalar_tensor_with(
-                0.0,
-                ops::ScalarTensorOptions {
-                    dtype: Some(query.dtype()),
-                    device: Some(query.device()),
-                    ..Default::default()
-                },
-            )?;
-            Some(ops::where_scalar_self(
-                &ops::logical_not(m)?,
-                f64::NEG_INFINITY,
-                &zero,
-            )?)
-        }
-        m => m.cloned(),
-    };
-    let mask = match mask {
-        Some(m) if m.dim() == 3 => Some(ops::unsqueeze(&m, 0)?),
-        m => m,
-    };
-    let (out, _lse) = ops::_scaled_dot_product_flash_attention_for_cpu_with(
-        &four(query)?,
-        &four(key)?,
-        &four(value)?,
-        ops::ScaledDotProductFlashAttentionForCpuOptions {
-            dropout_p: 0.0,
+    ops::scaled_dot_product_attention_with(
+        query,
+        key,
+        value,
+        ops::ScaledDotProductAttentionOptions {
+            attn_mask,
+            dropout_p,
             is_causal,
-            attn_mask: mask.as_ref(),
             scale,
+            enable_gqa,
         },
-    )?;
-    if batched {
-        Ok(out)
-    } else {
-        ops::squeeze_dim(&out, 0)
-    }
+    )
 }
 
 /// `nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)` used for self-attention:
@@ -310,6 +126,7 @@ impl MultiheadAttention {
             0.0,
             is_causal,
             None,
+            false,
         )?;
         let out = ops::reshape(&ops::transpose(&out, 1, 2)?, &[n, l, e])?;
         self.out_proj.forward(&out)

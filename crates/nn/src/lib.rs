@@ -4,8 +4,8 @@
 //!   generator), [`Embedding`], [`EmbeddingBag`], [`ReLU`], [`GELU`], [`Dropout`],
 //!   [`Flatten`], [`Sequential`], and [`mlp`] to stack them; [`BatchNorm2d`], [`GroupNorm`] and [`LayerNorm`];
 //!   [`AdaptiveAvgPool2d`], [`AvgPool2d`] and [`MaxPool2d`]; a small [`ResNet`] of
-//!   [`BasicBlock`]s; [`MultiheadAttention`] over [`scaled_dot_product_attention`] (PyTorch's
-//!   math path) and a decoder-only [`DecoderLm`] of [`DecoderBlock`]s; `train()` / `eval()`
+//!   [`BasicBlock`]s; [`MultiheadAttention`] over [`scaled_dot_product_attention`] (the fused
+//!   flash kernel or the math path, as PyTorch chooses on CPU) and a decoder-only [`DecoderLm`] of [`DecoderBlock`]s; `train()` / `eval()`
 //!   modes (batch norm's running statistics, dropout);
 //!   parameters and buffers with PyTorch's dotted names (`layer1.0.conv1.weight`);
 //! - state dicts ([`state_dict`], [`load_state_dict`] with PyTorch's strict checks and errors),
@@ -41,7 +41,6 @@
 
 mod activation;
 mod attention;
-mod attention_backend;
 mod clip_grad;
 mod conv;
 mod decoder;
@@ -58,10 +57,8 @@ mod resnet;
 mod state_dict;
 
 pub use activation::{Dropout, Flatten, GELU};
-pub use attention::{
-    scaled_dot_product_attention, scaled_dot_product_attention_math, MultiheadAttention,
-};
-pub use attention_backend::{flash_sdp_enabled, sdp_backend, set_flash_sdp_enabled, SdpBackend};
+pub use attention::{scaled_dot_product_attention, MultiheadAttention};
+// The attention backends and the flash switch (`torch.backends.cuda.enable_flash_sdp`).
 pub use clip_grad::clip_grad_norm_;
 pub use conv::{Conv2d, Conv2dOptions, Pair};
 pub use decoder::{DecoderBlock, DecoderLm};
@@ -76,3 +73,4 @@ pub use pooling::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use resnet::{BasicBlock, ResNet};
 pub use state_dict::{load_state_dict, load_state_dict_file, save_state_dict, state_dict};
 pub use switchboard_dispatcher::Result;
+pub use switchboard_ops::{flash_sdp_enabled, sdp_backend, set_flash_sdp_enabled, SdpBackend};

@@ -34,7 +34,7 @@ fn close(a: &Tensor, b: &[f64]) {
 fn sdpa_matches_pytorch() {
     let (q, k, v) = qkv();
     close(
-        &sdpa(&q, &k, &v, None, 0.0, false, None).unwrap(),
+        &sdpa(&q, &k, &v, None, 0.0, false, None, false).unwrap(),
         &[
             0.6185476, 0.436708, -0.0756238, -0.5307247, 0.7725682, 0.7221596, 0.1252348,
             -0.5664649, 0.4454978, 0.4253828, 0.0833463, -0.3217646, 0.1884127, -0.1540859,
@@ -43,7 +43,7 @@ fn sdpa_matches_pytorch() {
         ],
     );
     close(
-        &sdpa(&q, &k, &v, None, 0.0, true, None).unwrap(),
+        &sdpa(&q, &k, &v, None, 0.0, true, None, false).unwrap(),
         &[
             0.841471, 0.9463001, 0.3349882, -0.529836, 0.7233954, 0.8400196, 0.3209337, -0.4410284,
             0.4454978, 0.4253828, 0.0833463, -0.3217646, -0.6935256, 0.1332318, 0.8591615,
@@ -58,7 +58,7 @@ fn sdpa_matches_pytorch() {
     )
     .unwrap();
     close(
-        &sdpa(&q, &k, &v, Some(&mask), 0.0, false, None).unwrap(),
+        &sdpa(&q, &k, &v, Some(&mask), 0.0, false, None, false).unwrap(),
         &[
             0.8915122, 0.6300997, -0.1081601, -0.7645661, 0.0, 0.0, 0.0, 0.0, 0.4454978, 0.4253828,
             0.0833463, -0.3217646, -0.0518333, 0.692, 0.9121416, 0.4419932, 0.0, 0.0, 0.0, 0.0,
@@ -72,7 +72,7 @@ fn sdpa_matches_pytorch() {
     )
     .unwrap();
     close(
-        &sdpa(&q, &k, &v, Some(&float_mask), 0.0, false, Some(0.5)).unwrap(),
+        &sdpa(&q, &k, &v, Some(&float_mask), 0.0, false, Some(0.5), false).unwrap(),
         &[
             0.8185833, 0.4970123, -0.200688, -0.7465112, 0.7820867, 0.7531234, 0.1542111,
             -0.5614048, 0.4559781, 0.1162253, -0.311485, -0.5034692, 0.1129363, 0.3048761,
@@ -87,27 +87,29 @@ fn sdpa_errors_as_pytorch() {
     let (q, k, v) = qkv();
     let err = |r: switchboard_dispatcher::Result<Tensor>| r.err().unwrap().to_string();
     let mask = ops::ones(&[3, 3]).unwrap();
-    assert!(err(sdpa(&q, &k, &v, Some(&mask), 0.0, true, None))
+    assert!(err(sdpa(&q, &k, &v, Some(&mask), 0.0, true, None, false))
         .contains("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"));
     let k64 = ops::_to_copy_with(
         &k,
         ops::ToCopyOptions::default().dtype(switchboard_tensor::ScalarType::Double),
     )
     .unwrap();
-    assert!(err(sdpa(&q, &k64, &v, None, 0.0, false, None)).contains(
-        "Expected query, key, and value to have the same dtype, but got query.dtype: float \
+    assert!(
+        err(sdpa(&q, &k64, &v, None, 0.0, false, None, false)).contains(
+            "Expected query, key, and value to have the same dtype, but got query.dtype: float \
          key.dtype: double and value.dtype: float instead."
-    ));
+        )
+    );
     let one = ops::ones(&[4]).unwrap();
-    assert!(err(sdpa(&one, &one, &one, None, 0.0, false, None)).contains(
+    assert!(err(sdpa(&one, &one, &one, None, 0.0, false, None, false)).contains(
         "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: 1 \
          key.dim: 1 and value.dim: 1 instead."
     ));
-    assert!(err(sdpa(&q, &k, &v, None, 1.5, false, None))
+    assert!(err(sdpa(&q, &k, &v, None, 1.5, false, None, false))
         .contains("dropout probability has to be between 0 and 1, but got 1.5"));
     // Mismatched feature sizes: the matmul's error, not a panic.
     let k5 = ops::ones(&[1, 2, 3, 5]).unwrap();
-    assert!(sdpa(&q, &k5, &v, None, 0.0, false, None).is_err());
+    assert!(sdpa(&q, &k5, &v, None, 0.0, false, None, false).is_err());
 }
 
 #[test]

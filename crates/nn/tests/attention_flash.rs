@@ -7,10 +7,7 @@
 
 use switchboard_autograd::{grad, AutogradTensor};
 use switchboard_cpu as _;
-use switchboard_nn::{
-    scaled_dot_product_attention as sdpa, scaled_dot_product_attention_math as sdpa_math,
-    sdp_backend, SdpBackend,
-};
+use switchboard_nn::{scaled_dot_product_attention as sdpa, sdp_backend, SdpBackend};
 use switchboard_ops::{self as ops, TensorOps};
 use switchboard_tensor::{Device, ScalarType, Tensor};
 
@@ -34,6 +31,33 @@ fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
     ops::max(&d).unwrap().item().unwrap().to_f64()
 }
 
+/// PyTorch's math path as `scaled_dot_product_attention` calls it: a boolean mask made
+/// additive first, then `_scaled_dot_product_attention_math`.
+fn sdpa_math(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, causal: bool) -> Tensor {
+    let additive = mask.map(|m| {
+        if m.dtype() != ScalarType::Bool {
+            return m.clone();
+        }
+        let zeros = ops::zeros_with(
+            m.sizes(),
+            ops::ZerosOptions {
+                dtype: Some(q.dtype()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        ops::masked_fill(&zeros, &ops::logical_not(m).unwrap(), f64::NEG_INFINITY).unwrap()
+    });
+    let options = ops::ScaledDotProductAttentionMathOptions {
+        attn_mask: additive.as_ref(),
+        is_causal: causal,
+        ..Default::default()
+    };
+    ops::_scaled_dot_product_attention_math_with(q, k, v, options)
+        .unwrap()
+        .0
+}
+
 fn leaf(t: &Tensor) -> Tensor {
     t.detach().requires_grad_(true).unwrap()
 }
@@ -41,7 +65,10 @@ fn leaf(t: &Tensor) -> Tensor {
 /// The output of `sdpa` (which takes flash) and of the math path, and their gradients with
 /// respect to q, k, v.
 fn compare(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, causal: bool, tol: f64) {
-    assert_eq!(sdp_backend(q, k, v, mask, 0.0), SdpBackend::Flash);
+    assert_eq!(
+        sdp_backend(q, k, v, mask, 0.0, false, false).unwrap(),
+        SdpBackend::Flash
+    );
     let mut out_shape = q.sizes().to_vec();
     *out_shape.last_mut().unwrap() = v.sizes()[v.dim() - 1];
     let dout = rand(&out_shape, 7);
@@ -58,8 +85,8 @@ fn compare(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, causal: bo
         .unwrap();
         (out, g.into_iter().map(|g| g.unwrap()).collect::<Vec<_>>())
     };
-    let (flash, fg) = run(&|q, k, v| sdpa(q, k, v, mask, 0.0, causal, None).unwrap());
-    let (math, mg) = run(&|q, k, v| sdpa_math(q, k, v, mask, 0.0, causal, None).unwrap());
+    let (flash, fg) = run(&|q, k, v| sdpa(q, k, v, mask, 0.0, causal, None, false).unwrap());
+    let (math, mg) = run(&|q, k, v| sdpa_math(q, k, v, mask, causal));
     assert!(
         max_diff(&flash, &math) <= tol,
         "out {}",
@@ -112,13 +139,21 @@ fn three_dimensional_inputs_take_flash_through_a_batch_of_one() {
         rand(&[4, 16, 8], 2),
         rand(&[4, 16, 8], 3),
     );
-    assert_eq!(sdp_backend(&q, &k, &v, None, 0.0), SdpBackend::Flash);
+    assert_eq!(
+        sdp_backend(&q, &k, &v, None, 0.0, false, false).unwrap(),
+        SdpBackend::Flash
+    );
     compare(&q, &k, &v, None, true, 1e-5);
     let mask = rand(&[4, 16, 16], 5);
-    assert_eq!(sdp_backend(&q, &k, &v, Some(&mask), 0.0), SdpBackend::Flash);
+    assert_eq!(
+        sdp_backend(&q, &k, &v, Some(&mask), 0.0, false, false).unwrap(),
+        SdpBackend::Flash
+    );
     compare(&q, &k, &v, Some(&mask), false, 1e-5);
     assert_eq!(
-        sdpa(&q, &k, &v, None, 0.0, false, None).unwrap().sizes(),
+        sdpa(&q, &k, &v, None, 0.0, false, None, false)
+            .unwrap()
+            .sizes(),
         &[4, 16, 8]
     );
 }
@@ -132,8 +167,11 @@ fn a_fully_masked_row_gives_zeros_and_zero_gradients() {
     );
     let keep: Vec<bool> = (0..16).map(|i| i / 4 != 1).collect();
     let mask = Tensor::from_vec(keep, &[4, 4]).unwrap();
-    assert_eq!(sdp_backend(&q, &k, &v, Some(&mask), 0.0), SdpBackend::Flash);
-    let out = sdpa(&q, &k, &v, Some(&mask), 0.0, false, None).unwrap();
+    assert_eq!(
+        sdp_backend(&q, &k, &v, Some(&mask), 0.0, false, false).unwrap(),
+        SdpBackend::Flash
+    );
+    let out = sdpa(&q, &k, &v, Some(&mask), 0.0, false, None, false).unwrap();
     let row = ops::select(&out, 2, 1).unwrap();
     assert_eq!(
         ops::max(&ops::abs(&row).unwrap())
@@ -166,8 +204,9 @@ fn a_fully_masked_row_gives_zeros_and_zero_gradients() {
 #[test]
 fn backend_choice_follows_use_flash_attention_cpp() {
     let q = rand(&[2, 4, 16, 8], 1);
-    let flash =
-        |q: &Tensor, k: &Tensor, v: &Tensor, m: Option<&Tensor>, p: f64| sdp_backend(q, k, v, m, p);
+    let flash = |q: &Tensor, k: &Tensor, v: &Tensor, m: Option<&Tensor>, p: f64| {
+        sdp_backend(q, k, v, m, p, false, false).unwrap()
+    };
     use SdpBackend::{Flash, Math};
     assert_eq!(flash(&q, &q, &q, None, 0.0), Flash);
     let cast = |t: &Tensor, d: ScalarType| {
@@ -224,7 +263,7 @@ fn backend_choice_follows_use_flash_attention_cpp() {
 #[test]
 fn flash_has_no_double_backward() {
     let q = leaf(&rand(&[1, 2, 8, 4], 1));
-    let out = sdpa(&q, &q, &q, None, 0.0, true, None).unwrap();
+    let out = sdpa(&q, &q, &q, None, 0.0, true, None, false).unwrap();
     let g = grad(
         &[out.sum().unwrap()],
         std::slice::from_ref(&q),
@@ -262,7 +301,7 @@ fn sdpa_rejects_an_integer_mask_as_pytorch() {
         },
     )
     .unwrap();
-    let err = sdpa(&q, &q, &q, Some(&long_mask), 0.0, false, None)
+    let err = sdpa(&q, &q, &q, Some(&long_mask), 0.0, false, None, false)
         .err()
         .unwrap();
     assert!(

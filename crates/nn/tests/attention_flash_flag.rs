@@ -18,14 +18,23 @@ fn the_flag_turns_flash_off_and_each_branch_has_its_node() {
     let ql = q.detach().requires_grad_(true).unwrap();
     let node = |t: &Tensor| t.grad_fn().unwrap().name().to_string();
 
-    assert_eq!(sdp_backend(&q, &q, &q, None, 0.0), SdpBackend::Flash);
-    let out = sdpa(&ql, &ql, &ql, None, 0.0, true, None).unwrap();
+    assert_eq!(
+        sdp_backend(&q, &q, &q, None, 0.0, false, false).unwrap(),
+        SdpBackend::Flash
+    );
+    let out = sdpa(&ql, &ql, &ql, None, 0.0, true, None, false).unwrap();
     assert_eq!(node(&out), "ScaledDotProductFlashAttentionForCpuBackward0");
 
     assert!(set_flash_sdp_enabled(false));
-    assert_eq!(sdp_backend(&q, &q, &q, None, 0.0), SdpBackend::Math);
-    let math = sdpa(&ql, &ql, &ql, None, 0.0, true, None).unwrap();
+    assert_eq!(
+        sdp_backend(&q, &q, &q, None, 0.0, false, false).unwrap(),
+        SdpBackend::Math
+    );
+    let math = sdpa(&ql, &ql, &ql, None, 0.0, true, None, false).unwrap();
     assert!(!set_flash_sdp_enabled(true));
     assert_eq!(node(&math), "UnsafeViewBackward0");
-    assert_eq!(sdp_backend(&q, &q, &q, None, 0.0), SdpBackend::Flash);
+    assert_eq!(
+        sdp_backend(&q, &q, &q, None, 0.0, false, false).unwrap(),
+        SdpBackend::Flash
+    );
 }

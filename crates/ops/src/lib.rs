@@ -70,11 +70,13 @@ pub mod composite;
 mod cpu_fallback;
 mod first_use_handle;
 mod out_arguments;
+mod sdp_backend;
 pub mod structured;
 
 pub use cpu_fallback::cpu_fallback;
 pub use first_use_handle::FirstUseHandle;
 pub use out_arguments::write_out;
+pub use sdp_backend::{flash_sdp_enabled, sdp_backend, set_flash_sdp_enabled, SdpBackend};
 
 // Generated code: long signatures are PyTorch's schemas.
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]

@@ -1,4 +1,5 @@
-//! Tiling, padding and triangles: `repeat`, `constant_pad_nd`, `pad`, `triu`, `tril`.
+//! Tiling, padding and triangles: `repeat`, `repeat_interleave`, `constant_pad_nd`, `pad`,
+//! `triu`, `tril`.
 
 use switchboard_tensor::ScalarType::{Bool, Long};
 
@@ -35,6 +36,20 @@ pub fn register(r: &mut Registry) {
             .meta()
             .out(),
     );
+    r.add(op("repeat_interleave.self_int").samples(vec![
+        sample![t(&[2, 3]), 2i64],
+        sample![t(&[2, 3]), 2i64; dim = 1i64],
+        sample![t(&[2, 3, 4]), 3i64; dim = -1i64],
+        sample![t(&[3, 2]).transposed(), 2i64; dim = 0i64, output_size = 6i64],
+        sample![t(&[2, 3]), 0i64; dim = 0i64],
+        sample![t(&[]), 2i64],
+        sample![t(&[2]).dtype(Long), 3i64],
+        sample![mask(&[2, 2]), 2i64; dim = 1i64],
+        sample![t(&[2, 3]), -1i64; dim = 0i64].error(),
+        sample![t(&[2, 3]), 2i64; dim = 2i64].error(),
+        sample![t(&[2, 3]), 2i64; dim = 0i64, output_size = 5i64].error(),
+        sample![t(&[]), 2i64; dim = 0i64].error(),
+    ]));
     r.add(
         op("constant_pad_nd")
             .samples(vec![

@@ -3,6 +3,7 @@
 //! CompositeExplicitAutograd kernels (backend-independent, with their own autograd
 //! formulas). All of them call operators through the dispatcher, never kernels directly.
 
+mod attention;
 mod complex;
 mod convert;
 mod copy;
@@ -32,6 +33,7 @@ mod upsample;
 mod view_copy;
 mod wrapped_scalar;
 
+pub use attention::*;
 pub use complex::*;
 pub use convert::*;
 pub use copy::*;
