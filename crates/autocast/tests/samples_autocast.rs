@@ -263,7 +263,12 @@ fn check_sample(
     let own = pytorch_policies::policy_in(pytorch_policies::CPU, info.name);
     let inputs = p.fresh_inputs()?;
     let (got, seen) = in_region(&p, &inputs, lower);
-    failures.extend(seen.wrong.iter().map(|e| format!("{what}: {e}")));
+    // A listed operator's own decomposition runs with autocast off, as in PyTorch (the math
+    // path of `scaled_dot_product_attention` computes bfloat16 inputs in float): its result
+    // is what is checked, below. Another operator's decomposition is checked call by call.
+    if own.is_none() {
+        failures.extend(seen.wrong.iter().map(|e| format!("{what}: {e}")));
+    }
     let inputs = p.fresh_inputs()?;
     p.reseed(42);
     let want = expected(&p, &inputs, own, lower);
