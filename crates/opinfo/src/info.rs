@@ -78,6 +78,9 @@ pub enum Unsampled {
     Uninitialized,
     /// A non-tensor result read from data (`item`, `equal`): no Meta kernel, as in PyTorch.
     DataDependent,
+    /// A non-tensor answer that depends on the device (`_fused_sdp_choice`): not compared
+    /// between devices.
+    DeviceDependent,
 }
 
 /// What a random operator's values look like over one large sample (checked by the

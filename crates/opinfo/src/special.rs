@@ -37,6 +37,9 @@ pub const UNSAMPLED: &[(&str, Unsampled)] = &[
     ("item", Unsampled::DataDependent),
     ("_local_scalar_dense", Unsampled::DataDependent),
     ("equal", Unsampled::DataDependent),
+    // An answer about the device: the CPU may choose its fused attention kernel where Meta
+    // answers math, as PyTorch's `_fused_sdp_choice_meta` does.
+    ("_fused_sdp_choice", Unsampled::DeviceDependent),
 ];
 
 /// Why `name`'s values cannot be compared generically, if they cannot.

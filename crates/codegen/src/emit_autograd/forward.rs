@@ -132,7 +132,7 @@ pub(super) fn emit_forward(
     // switchboard-autograd), and the inputs' tangents at that level.
     let mut levels = Vec::new();
     let mut raws = Vec::new();
-    for a in &n.inputs {
+    for a in &super::kernels::tangent_inputs(f, n) {
         let p = param_of(a.name());
         let raw = format!("{}_tr_", a.name());
         match a.ty() {

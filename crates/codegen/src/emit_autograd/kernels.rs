@@ -3,6 +3,33 @@
 
 use super::*;
 
+/// The tensor arguments an entry gives no formula and does not declare non-differentiable:
+/// they must not require grad (PyTorch's `check_no_requires_grad`, which takes no
+/// `Tensor?[]`).
+fn unlisted_inputs<'a>(f: &'a NativeFunction, n: &NodeSpec<'_>) -> Vec<&'a Argument> {
+    tensor_args(f)
+        .into_iter()
+        .filter(|a| {
+            !n.inputs.iter().any(|i| i.name() == a.name())
+                && !n.d.non_differentiable.iter().any(|x| x == a.name())
+                && !is_optional_list(a.ty())
+                && a.name() != "output"
+        })
+        .collect()
+}
+
+/// The inputs whose tangents forward mode reads (Note [Forward formulas]): those with a
+/// formula; for an entry without forward formulas, every differentiable input, formula or not,
+/// since a tangent on any of them raises PyTorch's error (`gen_variable_type.py` checks all
+/// its `differentiable_inputs` then).
+pub(super) fn tangent_inputs<'a>(f: &'a NativeFunction, n: &NodeSpec<'a>) -> Vec<&'a Argument> {
+    let mut inputs = n.inputs.clone();
+    if n.d.forward.is_empty() {
+        inputs.extend(unlisted_inputs(f, n));
+    }
+    inputs
+}
+
 /// Emits the Autograd kernel of a differentiable function.
 pub(super) fn emit_differentiable(
     w: &mut String,
@@ -24,16 +51,7 @@ pub(super) fn emit_differentiable(
         .unwrap_or_default();
     // Tensors checked by the fast path: the differentiable ones, and the others that must not
     // require grad (PyTorch's check_no_requires_grad).
-    let checked: Vec<&Argument> = tensor_args(f)
-        .into_iter()
-        .filter(|a| {
-            !n.inputs.iter().any(|i| i.name() == a.name())
-                && !d.non_differentiable.iter().any(|x| x == a.name())
-                // As PyTorch's `check_no_requires_grad`, which takes no `Tensor?[]`.
-                && !is_optional_list(a.ty())
-                && a.name() != "output"
-        })
-        .collect();
+    let checked = unlisted_inputs(f, n);
     let mut fast: Vec<&Argument> = n.inputs.clone();
     fast.extend(checked.iter().copied());
     let fast_hint = hint_expr(&fast, &sig, f);
@@ -55,7 +73,7 @@ pub(super) fn emit_differentiable(
         "#[inline(never)]\n#[allow(unused_variables, clippy::redundant_clone)]\nfn {stem}_recording(ks: DispatchKeySet{}) -> Result<{}> {{\n    if ({}) && forward_ad_enabled() {{\n        return {stem}_forward_ad(ks{});\n    }}\n    let ks = ks & AFTER_AD;",
         sig.params(),
         sig.ret,
-        fw_hint_expr(&n.inputs, &sig, f),
+        fw_hint_expr(&tangent_inputs(f, n), &sig, f),
         sig.args.iter().map(|a| format!(", {}", a.name)).collect::<String>(),
     )
     .unwrap();
