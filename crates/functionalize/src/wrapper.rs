@@ -173,11 +173,19 @@ fn wrapper_keys(value: &Tensor, kind: Kind) -> DispatchKeySet {
 /// functional tensor's counter, which must not be the value's: autograd checks the values'
 /// counters).
 fn make_wrapper(value: &Tensor, payload: AnyArc, kind: Kind) -> Tensor {
-    value.wrapper_over(
+    let wrapper = value.wrapper_over(
         wrapper_keys(value, kind),
         payload,
         Some(VersionCounter::new()),
-    )
+    );
+    // Above autograd, autograd records on the values; the wrapper reports whether its value
+    // requires grad, as PyTorch's `functionalize` mirrors the autograd metadata onto its
+    // wrappers (`_mirror_autograd_meta_to`), so that a composite deciding by it
+    // (`scaled_dot_product_attention`'s kernel choice, `matmul`'s folding) decides as eager.
+    if kind == Kind::AboveAutograd && value.requires_grad_hint() {
+        wrapper.set_requires_grad_hint(true);
+    }
+    wrapper
 }
 
 /// The wrapper state of `t`, if it is a functional tensor.

@@ -115,19 +115,13 @@ impl MultiheadAttention {
                 bias: Some(&self.in_proj_bias),
             },
         )?;
-        // [N, L, 3E] -> [3, N, H, L, E/H].
-        let qkv = ops::permute(&ops::reshape(&qkv, &[n, l, 3, h, e / h])?, &[2, 0, 3, 1, 4])?;
-        let head = |i| ops::select(&qkv, 0, i);
-        let out = scaled_dot_product_attention(
-            &head(0)?,
-            &head(1)?,
-            &head(2)?,
-            None,
-            0.0,
-            is_causal,
-            None,
-            false,
-        )?;
+        // [N, L, 3E] -> [3, N, H, L, E/H], unbound as Python's `q, k, v = qkv` unpacking does
+        // (one `UnbindBackward0`, whose backward stacks the three gradients).
+        let qkv = ops::permute(&ops::view(&qkv, &[n, l, 3, h, e / h])?, &[2, 0, 3, 1, 4])?;
+        let [q, k, v]: [Tensor; 3] = ops::unbind(&qkv)?
+            .try_into()
+            .map_err(|_| runtime_error("MultiheadAttention: expected 3 projections".into()))?;
+        let out = scaled_dot_product_attention(&q, &k, &v, None, 0.0, is_causal, None, false)?;
         let out = ops::reshape(&ops::transpose(&out, 1, 2)?, &[n, l, e])?;
         self.out_proj.forward(&out)
     }

@@ -244,3 +244,30 @@ pub(crate) fn embedding_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
     call.op.call_boxed(&mut stack)?;
     super::batch_returns(call, stack)
 }
+
+/// `_fused_sdp_choice` (functorch's `fused_sdp_choice_batch_rule`): the choice for the
+/// physical query, key and value with the batch folded into their first dimension (and the
+/// mask's, when batched); an int, the same for every sample.
+pub(crate) fn fused_sdp_choice_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
+    let mut stack = call.args.clone();
+    for i in 0..4 {
+        let Some(t) = tensor_arg(call, i) else {
+            continue;
+        };
+        // The mask is folded only when batched; query, key and value always are.
+        if i == 3 && !is_batched_at(t, call.level) {
+            continue;
+        }
+        let physical = front_value_or_expand(t, call.level, call.batch_size)?;
+        let folded = ops::flatten_with(
+            &physical,
+            ops::FlattenOptions {
+                start_dim: 0,
+                end_dim: 1,
+            },
+        )?;
+        stack[i] = IValue::Tensor(folded);
+    }
+    call.op.call_boxed(&mut stack)?;
+    Ok(stack)
+}

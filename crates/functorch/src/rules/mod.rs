@@ -40,8 +40,10 @@ pub(crate) fn find(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option
 
 /// Composite operators that run their decomposition under vmap although their kind would
 /// derive a rule (functorch's `OP_DECOMPOSE` list): the `torch.fft` functions' `n`, `s` and
-/// `dim` (`None`: the last or every logical dimension) are not the dim rule's.
+/// `dim` (`None`: the last or every logical dimension) are not the dim rule's, nor is
+/// `repeat_interleave`'s `dim` (`None`: the input flattened).
 const DECOMPOSED: &[&str] = &[
+    "repeat_interleave",
     "fft_fft",
     "fft_ifft",
     "fft_rfft",
@@ -76,6 +78,7 @@ fn derive(op: &OperatorHandle, semantics: &OperatorSemantics) -> Option<Rule> {
         ("as_strided", "") => Some(dims::as_strided_rule),
         ("narrow", "Tensor") => Some(dims::narrow_tensor_rule),
         ("embedding", "") => Some(linalg::embedding_rule),
+        ("_fused_sdp_choice", "") => Some(linalg::fused_sdp_choice_rule),
         ("gather" | "scatter" | "scatter_add", _) => Some(dims::index_like_rule),
         // The batch in front leaves the last dimension (the real and imaginary parts) alone.
         ("view_as_real" | "view_as_complex", "") => Some(dims::same_shape_rule),
