@@ -61,8 +61,7 @@ pub fn register(r: &mut Registry) {
                 sample![t(&[2, 3, 5, 4]), kv.clone(), v.clone(); enable_gqa = true].error(),
                 sample![q.clone(), kv.clone(), v.clone(); attn_mask = t(&[5, 6]).dtype(Double)]
                     .error(),
-            ])
-            .meta(),
+            ]),
     );
     r.add(
         OpInfo::new("_fused_sdp_choice", Family::Nn)
@@ -75,7 +74,10 @@ pub fn register(r: &mut Registry) {
                 sample![q.clone(), kv.clone(), t(&[2, 2, 6, 3])],
                 sample![q.clone().transposed(), kv.clone(), v.clone()],
             ])
-            .meta(),
+            .meta()
+            .grad(Grad::NotImplemented(
+                "an int: the not-implemented kernel records nothing, as PyTorch's fallback",
+            )),
     );
     r.add(
         OpInfo::new("_scaled_dot_product_attention_math", Family::Nn)
@@ -99,8 +101,7 @@ pub fn register(r: &mut Registry) {
                 sample![q.clone(), kv.clone(), v.clone(); attn_mask = t(&[5, 6]), is_causal = true]
                     .error(),
                 sample![t(&[2, 3, 5, 4]), kv.clone(), v.clone(); enable_gqa = true].error(),
-            ])
-            .meta(),
+            ]),
     );
     let inf = f64::NEG_INFINITY;
     // A row whose every element is -inf (zeros, where softmax gives NaN).
@@ -119,8 +120,7 @@ pub fn register(r: &mut Registry) {
                 sample![t(&[2, 3]).dtype(BFloat16), 1i64],
                 sample![t(&[2, 3]), 1i64, Double],
                 sample![t(&[2, 3]), 2i64].error(),
-            ])
-            .meta(),
+            ]),
     );
     r.add(
         OpInfo::new("_scaled_dot_product_flash_attention_for_cpu", Family::Nn)
