@@ -245,7 +245,7 @@ fn view_call(op: &OperatorHandle, args: Stack, kind: Kind) -> Result<Stack> {
     if copy.is_some() {
         // The view's own checks, on Meta copies (a `*_copy` may accept more: `view_copy`
         // reshapes what `view` refuses), as torchgen's functionalization kernels do.
-        check_on_meta(op, &plain, kind)?;
+        check_on_meta(op, &args, kind)?;
     }
     let mut out = call_plain(copy.as_ref().unwrap_or(op), plain.clone(), kind)?;
     let eager = match kind {
@@ -307,7 +307,7 @@ fn mutation_call(
             .and_then(OperatorHandle::semantics)
             .is_some_and(|s| s.is_data_dependent);
     if !data_dependent {
-        check_on_meta(op, &plain, kind)?;
+        check_on_meta(op, &args, kind)?;
     }
     let first_out = record
         .schema
@@ -412,8 +412,14 @@ fn mutation_call(
         if value.sizes() == target.sizes() {
             f.commit_update(value)?;
             written_now[w] = Some(target.clone());
+        } else if let Some(resized) = resized_within(target, &value, kind)? {
+            functional(&resized)
+                .expect("a view of a functional tensor is one")
+                .commit_update(value)?;
+            written_now[w] = Some(resized);
         } else {
-            written_now[w] = Some(new_base(&value, kind));
+            let version = target.version_counter();
+            written_now[w] = Some(crate::wrapper::new_base_with_version(&value, kind, version));
         }
     }
     let mut returns = Stack::with_capacity(sem.return_aliases.len());
@@ -434,6 +440,45 @@ fn mutation_call(
     Ok(returns)
 }
 
+// Note [Resized out= tensors under functionalization]
+// An out= kernel resizes a wrongly shaped out tensor into a new handle (Note [Functional
+// resize] in switchboard-tensor): over the same storage when it is large enough, so the
+// caller's handle sees the result's elements, else over a new storage. A functional out
+// tensor does the same: when its storage holds the result, the returned tensor is an
+// `as_strided` view of it (contiguous, at its offset) that takes the result as a write
+// through a view, which the caller's handle then reads; else it is a new base. Only a base
+// of a storage is resized in place this way (its value has its geometry, so the view's
+// chain replays on it); a resized view of one becomes a new base.
+
+/// The tensor an out= call resizing functional base `target` to `value`'s sizes returns
+/// when `target`'s storage holds them (Note [Resized out= tensors under functionalization]):
+/// an `as_strided` view of `target`, not yet written; `None` otherwise.
+fn resized_within(target: &Tensor, value: &Tensor, kind: Kind) -> Result<Option<Tensor>> {
+    let Some(crate::wrapper::Functional::Base { .. }) = functional(target) else {
+        return Ok(None);
+    };
+    let numel: i64 = value.sizes().iter().product();
+    let needed = (target.storage_offset() + numel) as usize * target.dtype().element_size();
+    if numel == 0 || !target.is_contiguous() || needed > target.storage().nbytes() {
+        return Ok(None);
+    }
+    let op = Dispatcher::global().find_schema_or_throw("aten::as_strided")?;
+    let strides = switchboard_tensor::contiguous_strides(value.sizes());
+    let args: Stack = vec![
+        IValue::Tensor(target.clone()),
+        IValue::IntList(value.sizes().to_vec().into()),
+        IValue::IntList(strides.to_vec().into()),
+        IValue::Int(target.storage_offset()),
+    ];
+    let mut out = view_call(&op, args, kind)?;
+    match out.pop() {
+        Some(IValue::Tensor(t)) if out.is_empty() => Ok(Some(t)),
+        _ => Err(error(
+            "functionalization: as_strided did not return one tensor".to_string(),
+        )),
+    }
+}
+
 /// `value` converted to `like`'s dtype (eager writes a result into its out= tensor's dtype).
 fn cast_to_dtype_of(value: &Tensor, like: &Tensor, kind: Kind) -> Result<Tensor> {
     let op = Dispatcher::global().find_schema_or_throw("aten::_to_copy")?;
@@ -447,13 +492,16 @@ fn cast_to_dtype_of(value: &Tensor, like: &Tensor, kind: Kind) -> Result<Tensor>
 
 /// Runs the mutating call on Meta copies of its arguments, for eager's errors (torchgen's
 /// functionalization kernels do the same); skipped when the operator has no Meta kernel.
-fn check_on_meta(op: &OperatorHandle, plain: &[IValue], kind: Kind) -> Result<()> {
+/// The copies have the geometry of the tensors of the program (the functional tensors', as
+/// torchgen's `to_meta` takes the wrapper's), not their values': a write to an expanded view
+/// raises eager's internal-overlap error although its value, a `*_copy`, is dense.
+fn check_on_meta(op: &OperatorHandle, args: &[IValue], kind: Kind) -> Result<()> {
     let d = Dispatcher::global();
     if !d.kernel_origin(op, DispatchKey::Meta).is_operator_kernel() {
         return Ok(());
     }
-    let mut stack: Stack = Vec::with_capacity(plain.len());
-    for a in plain {
+    let mut stack: Stack = Vec::with_capacity(args.len());
+    for a in args {
         let mut a = a.clone();
         a.try_map_tensors(meta_copy)?;
         stack.push(a);

@@ -263,14 +263,27 @@ pub fn to_functional_below_autograd(value: &Tensor) -> Result<Tensor> {
 
 /// A functional tensor of `kind` over `value`, the base of a new storage.
 pub(crate) fn new_base(value: &Tensor, kind: Kind) -> Tensor {
-    let storage = FunctionalStorage {
+    make_wrapper(value, new_storage(value, kind), kind)
+}
+
+/// [`new_base`] sharing `version` (an out= tensor resized into a new storage keeps its
+/// version counter, as eager's does: Note [Functional resize] in switchboard-tensor).
+pub(crate) fn new_base_with_version(value: &Tensor, kind: Kind, version: VersionCounter) -> Tensor {
+    value.wrapper_over(
+        wrapper_keys(value, kind),
+        new_storage(value, kind),
+        Some(version),
+    )
+}
+
+fn new_storage(value: &Tensor, kind: Kind) -> AnyArc {
+    Arc::new(FunctionalStorage {
         kind,
         state: Mutex::new(StorageState {
             base: value.clone(),
             generation: 0,
         }),
-    };
-    make_wrapper(value, Arc::new(storage), kind)
+    })
 }
 
 /// The current value of functional tensor `t`, regenerated first if an alias was written

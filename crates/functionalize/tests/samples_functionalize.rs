@@ -10,8 +10,8 @@ use switchboard_autograd::{operator_autograd, AutogradKind, AutogradTensor};
 use switchboard_dispatcher::{DispatchError, IValue, OperatorHandle, Result};
 use switchboard_functionalize::{functionalize, Remove};
 use switchboard_opinfo::{
-    assert_close, aten_operators, operator, registry, returned_tensors, short_name, t, variants_of,
-    OpInfo, Prepared, Sample, Unsampled,
+    assert_close, aten_operators, operator, registry, returned_tensors, same_random_draws,
+    short_name, t, variants_of, viewed_input, OpInfo, Prepared, Sample, Unsampled,
 };
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
@@ -88,7 +88,7 @@ fn run(info: &OpInfo, s: &Sample, form: Form, remove: Option<Remove>) -> Result<
     let aliases = match &returns {
         Ok(r) => returned_tensors(r)
             .iter()
-            .map(|o| inputs[..n].iter().position(|i| o.is_alias_of(i)))
+            .map(|o| viewed_input(o, &inputs[..n]))
             .collect(),
         Err(_) => Vec::new(),
     };
@@ -103,10 +103,9 @@ fn compare(what: &str, info: &OpInfo, want: Run, got: Run, view: bool, failures:
     match (want.returns, got.returns) {
         (Ok(w), Ok(g)) => {
             // Random draws are compared where the functional form draws in the same order as
-            // the in-place one: over contiguous inputs.
+            // the in-place one (Note [Comparing functionalized calls] in switchboard-opinfo).
             let values = info.unsampled != Some(Unsampled::Uninitialized)
-                && !(info.unsampled == Some(Unsampled::Random)
-                    && want.inputs.iter().any(|t| !t.is_contiguous()));
+                && same_random_draws(info, &want.inputs);
             let (wt, gt) = (returned_tensors(&w), returned_tensors(&g));
             if wt.len() != gt.len() {
                 failures.push(format!(
@@ -135,7 +134,7 @@ fn compare(what: &str, info: &OpInfo, want: Run, got: Run, view: bool, failures:
                 }
                 // A view of an input stays one (with its strides) when views are kept.
                 let viewed = want.aliases.get(i).copied().flatten();
-                if view && viewed.is_some() && w.numel() > 1 {
+                if view && viewed.is_some() {
                     if got.aliases.get(i).copied().flatten() != viewed {
                         failures.push(format!(
                             "{what}: aliases input {:?}, expected {viewed:?}",

@@ -9,6 +9,7 @@ use switchboard_dispatcher::{
     stack_tensors, DispatchError, DispatchKey, DispatchKeySet, Dispatcher, KernelFunction,
     KernelKind, OperatorHandle, Provenance, RegistrationDebug, Result, Stack,
 };
+use switchboard_functionalize::is_functional_tensor;
 use switchboard_keys::DeviceType;
 use switchboard_tensor::TensorError;
 
@@ -156,7 +157,7 @@ pub(crate) fn make_effective(
 /// when the call takes the default path.
 fn interposer(autograd: bool) -> KernelFunction {
     KernelFunction::from_boxed(
-        move |op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack| {
+        move |op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack| {
             let backend = backend_of_call(stack)?;
             let info = intercepted_op(op);
             if backend.registrations.has_implementation(&info.name)
@@ -166,6 +167,14 @@ fn interposer(autograd: bool) -> KernelFunction {
                 // The whole call down the default path, through the implementation (Note
                 // [Operators registered at run time]); with an input that requires grad,
                 // autograd needs the decomposition: the implementation has no derivative.
+                // On functional tensors (Note [Lazy tensors are functional]) the layer below
+                // autograd calls the operator again on their values, where the interposed
+                // backend kernel runs the implementation.
+                if autograd && stack_tensors(stack).any(is_functional_tensor) {
+                    let below =
+                        ks.intersection(DispatchKeySet::full_after(DispatchKey::ADInplaceOrView));
+                    return op.redispatch_boxed(below, stack);
+                }
                 return intercept(op, &info, true, stack);
             }
             let _scope = if backend.filter.is_empty() {

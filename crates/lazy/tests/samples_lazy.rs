@@ -15,8 +15,9 @@ use switchboard_dispatcher::{DispatchError, IValue, OperatorHandle, Result};
 use switchboard_keys::DeviceType;
 use switchboard_lazy as lazy;
 use switchboard_opinfo::{
-    assert_close, aten_operators, harness_error, operator, registry, returned_tensors, short_name,
-    t, variants_of, OpInfo, Prepared, Sample, Unsampled,
+    assert_close, aten_operators, harness_error, operator, registry, returned_tensors,
+    same_random_draws, short_name, t, variants_of, viewed_input, OpInfo, Prepared, Sample,
+    Unsampled,
 };
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, ScalarType, Tensor};
@@ -44,9 +45,17 @@ enum Form<'a> {
 struct Run {
     returns: std::result::Result<Vec<IValue>, DispatchError>,
     strides: Vec<Vec<i64>>,
+    /// For each tensor return, the input it is a view of (`viewed_input`).
+    views: Vec<Option<usize>>,
     inputs: Vec<Tensor>,
+    /// The inputs had eager's layout when the call ran (an input is not contiguous).
+    strided_inputs: bool,
+    /// The call failed, and succeeds on contiguous copies of its inputs (run on the CPU only).
+    layout_error: bool,
     /// The call returned, and its error showed only when the pending graph ran.
     deferred: bool,
+    /// The device hands out functional tensors (Note [Lazy tensors are functional]).
+    functional: bool,
 }
 
 fn to_cpu(t: &Tensor) -> Result<Tensor> {
@@ -104,6 +113,40 @@ fn run(info: &OpInfo, s: &Sample, form: Form, device: Device) -> Result<Run> {
             .collect(),
         Err(_) => Vec::new(),
     };
+    let views = match &returns {
+        Ok(r) => returned_tensors(r)
+            .iter()
+            .map(|t| viewed_input(t, &inputs))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let strided_inputs = inputs.iter().any(|t| !t.is_contiguous());
+    // A functional tensor's value is dense: a CPU kernel's check of an input's layout
+    // (`_pdist_forward` wants a contiguous input) does not fire on it.
+    let layout_error = device == Device::CPU && returns.is_err() && strided_inputs && {
+        let dense = inputs
+            .iter()
+            .map(ops::contiguous)
+            .collect::<Result<Vec<_>>>()?;
+        let dense_outs = match form {
+            Form::Out(_, dtypes) => dtypes
+                .iter()
+                .map(|&dt| ops::empty_with(&[0], ops::EmptyOptions::default().dtype(dt)))
+                .collect::<Result<Vec<_>>>()?,
+            _ => Vec::new(),
+        };
+        p.reseed(42);
+        match form {
+            Form::Functional => p.call(&dense),
+            Form::InPlace(op) => p.call_variant(op, &dense, &[]),
+            Form::Out(op, _) => p.call_variant(op, &dense, &dense_outs),
+        }
+        .is_ok()
+    };
+    let functional = match device.ty {
+        DeviceType::Lazy => lazy::backend(device)?.functional_tensors(),
+        _ => false,
+    };
     // A call on lazy tensors returns lazy tensors (the eager fallback wraps its results).
     if let Ok(r) = &returns {
         if let Some(t) = returned_tensors(r).iter().find(|t| t.device() != device) {
@@ -124,15 +167,22 @@ fn run(info: &OpInfo, s: &Sample, form: Form, device: Device) -> Result<Run> {
     Ok(Run {
         returns,
         strides,
+        views,
         inputs,
+        strided_inputs,
+        layout_error,
         deferred,
+        functional,
     })
 }
 
 fn compare(what: &str, info: &OpInfo, s: &Sample, cpu: Run, lazy: Run, failures: &mut Vec<String>) {
     match (cpu.returns, lazy.returns) {
         (Ok(c), Ok(l)) => {
-            let values = info.unsampled != Some(Unsampled::Uninitialized);
+            // On functional tensors, random draws are compared where functionalization keeps
+            // them (Note [Comparing functionalized calls] in switchboard-opinfo).
+            let values = info.unsampled != Some(Unsampled::Uninitialized)
+                && (!lazy.functional || same_random_draws(info, &cpu.inputs));
             let (ct, lt) = (returned_tensors(&c), returned_tensors(&l));
             if ct.len() != lt.len() {
                 failures.push(format!(
@@ -141,10 +191,16 @@ fn compare(what: &str, info: &OpInfo, s: &Sample, cpu: Run, lazy: Run, failures:
                     lt.len()
                 ));
             }
-            // Strides as the device has them (a lazy tensor keeps eager's geometry: Note [Lazy
-            // tensors] in switchboard-lazy).
+            // Strides as the device has them: a plain lazy tensor keeps eager's geometry (Note
+            // [Lazy tensors] in switchboard-lazy), a functional one where functionalization
+            // keeps it (Note [Comparing functionalized calls] in switchboard-opinfo).
             for (i, (c, l)) in cpu.strides.iter().zip(&lazy.strides).enumerate() {
-                if c != l && ct[i].numel() > 1 {
+                let compared = if lazy.functional {
+                    cpu.views.get(i).copied().flatten().is_some()
+                } else {
+                    ct[i].numel() > 1
+                };
+                if c != l && compared {
                     failures.push(format!("{what}: output {i}: strides {l:?}, expected {c:?}"));
                 }
             }
@@ -193,6 +249,9 @@ fn compare(what: &str, info: &OpInfo, s: &Sample, cpu: Run, lazy: Run, failures:
                 failures.push(format!("{what}: errors differ: CPU `{c}`, lazy `{l}`"));
             }
         }
+        // An error of the CPU kernel about an input's layout, which a functional tensor's
+        // value does not have.
+        (Err(_), Ok(_)) if lazy.functional && cpu.layout_error && cpu.strided_inputs => {}
         (c, l) => failures.push(format!(
             "{what}: CPU {}, lazy {}",
             c.map(|_| "ok".to_owned()).unwrap_or_else(|e| e.to_string()),
@@ -308,7 +367,7 @@ fn differentiable_inputs(info: &OpInfo) -> Option<&'static [&'static str]> {
 
 /// The gradients of the sample's differentiable inputs (float64) for a fixed weighting of
 /// its differentiable outputs, computed on `device`, moved to the CPU.
-fn gradients(info: &OpInfo, s: &Sample, device: Device) -> Result<Vec<Tensor>> {
+fn gradients(info: &OpInfo, s: &Sample, device: Device) -> Result<(Vec<Tensor>, bool)> {
     let p = Prepared::new(info.name, s, device, Some(ScalarType::Double))?;
     let grad = p.grad_inputs(differentiable_inputs(info));
     let mut leaves = Vec::new();
@@ -324,8 +383,9 @@ fn gradients(info: &OpInfo, s: &Sample, device: Device) -> Result<Vec<Tensor>> {
         };
         tensors.push(slot.spec.view(&base)?);
     }
+    let draws = same_random_draws(info, &tensors);
     if leaves.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), draws));
     }
     p.reseed(7);
     let outs = returned_tensors(&p.call(&tensors)?);
@@ -345,16 +405,17 @@ fn gradients(info: &OpInfo, s: &Sample, device: Device) -> Result<Vec<Tensor>> {
         });
     }
     let Some(loss) = loss else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), draws));
     };
     loss.backward()?;
-    leaves
+    let grads = leaves
         .iter()
         .map(|l| match l.grad() {
             Some(g) => to_cpu(&g),
             None => ops::zeros_like(l).and_then(|z| to_cpu(&z)),
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok((grads, draws))
 }
 
 #[test]
@@ -375,8 +436,12 @@ fn gradients_through_lazy_tensors_are_the_cpus() {
             let cpu = gradients(&info, s, Device::CPU);
             let lz = gradients(&info, s, lazy_device(3));
             checked += 1;
+            let functional = lazy::backend(lazy_device(3)).unwrap().functional_tensors();
             match (cpu, lz) {
-                (Ok(c), Ok(l)) => {
+                // Random draws where functionalization keeps them (Note [Comparing
+                // functionalized calls] in switchboard-opinfo).
+                (Ok(_), Ok((_, false))) if functional => {}
+                (Ok((c, _)), Ok((l, _))) => {
                     for (i, (c, l)) in c.iter().zip(&l).enumerate() {
                         if let Err(e) = assert_close(l, c, &format!("{what}: gradient {i}")) {
                             failures.push(e);

@@ -47,6 +47,7 @@
 mod call;
 mod compare;
 mod families;
+mod functionalized;
 mod info;
 mod promotion;
 mod sample;
@@ -56,6 +57,7 @@ mod variants;
 
 pub use call::{harness_error, operator, returned_tensors, Prepared, TensorSlot};
 pub use compare::{assert_close, assert_no_failures, assert_same_metadata};
+pub use functionalized::{same_random_draws, viewed_input};
 pub use info::{Family, Grad, OpInfo, Promotion, Stats, Unsampled};
 pub use promotion::{promote_types, result_type, Operand};
 pub use sample::{Arg, Sample, NONE};

@@ -28,6 +28,7 @@ pub const UNSAMPLED: &[(&str, Unsampled)] = &[
     ("bernoulli.p", Unsampled::Random),
     ("native_dropout", Unsampled::Random),
     ("dropout", Unsampled::Random),
+    ("dropout_", Unsampled::Random),
     // Uninitialized memory: metadata only.
     ("empty.memory_format", Unsampled::Uninitialized),
     ("empty_strided", Unsampled::Uninitialized),
