@@ -250,8 +250,8 @@ pub(crate) fn embedding_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
 /// mask's, when batched); an int, the same for every sample.
 pub(crate) fn fused_sdp_choice_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue>> {
     let mut stack = call.args.clone();
-    for i in 0..4 {
-        let Some(t) = tensor_arg(call, i) else {
+    for (i, arg) in stack.iter_mut().enumerate().take(4) {
+        let Some(t) = arg.as_tensor() else {
             continue;
         };
         // The mask is folded only when batched; query, key and value always are.
@@ -266,7 +266,7 @@ pub(crate) fn fused_sdp_choice_rule(call: &BatchedCall<'_>) -> Result<Vec<IValue
                 end_dim: 1,
             },
         )?;
-        stack[i] = IValue::Tensor(folded);
+        *arg = IValue::Tensor(folded);
     }
     call.op.call_boxed(&mut stack)?;
     Ok(stack)
