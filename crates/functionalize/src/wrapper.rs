@@ -173,11 +173,17 @@ fn wrapper_keys(value: &Tensor, kind: Kind) -> DispatchKeySet {
 /// functional tensor's counter, which must not be the value's: autograd checks the values'
 /// counters).
 fn make_wrapper(value: &Tensor, payload: AnyArc, kind: Kind) -> Tensor {
-    let wrapper = value.wrapper_over(
-        wrapper_keys(value, kind),
-        payload,
-        Some(VersionCounter::new()),
-    );
+    make_wrapper_with_version(value, payload, kind, VersionCounter::new())
+}
+
+/// [`make_wrapper`] with the given version counter.
+fn make_wrapper_with_version(
+    value: &Tensor,
+    payload: AnyArc,
+    kind: Kind,
+    version: VersionCounter,
+) -> Tensor {
+    let wrapper = value.wrapper_over(wrapper_keys(value, kind), payload, Some(version));
     // Above autograd, autograd records on the values; the wrapper reports whether its value
     // requires grad, as PyTorch's `functionalize` mirrors the autograd metadata onto its
     // wrappers (`_mirror_autograd_meta_to`), so that a composite deciding by it
@@ -269,11 +275,7 @@ pub(crate) fn new_base(value: &Tensor, kind: Kind) -> Tensor {
 /// [`new_base`] sharing `version` (an out= tensor resized into a new storage keeps its
 /// version counter, as eager's does: Note [Functional resize] in switchboard-tensor).
 pub(crate) fn new_base_with_version(value: &Tensor, kind: Kind, version: VersionCounter) -> Tensor {
-    value.wrapper_over(
-        wrapper_keys(value, kind),
-        new_storage(value, kind),
-        Some(version),
-    )
+    make_wrapper_with_version(value, new_storage(value, kind), kind, version)
 }
 
 fn new_storage(value: &Tensor, kind: Kind) -> AnyArc {

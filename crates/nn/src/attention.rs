@@ -1,5 +1,6 @@
 //! Attention: [`scaled_dot_product_attention`] (the `aten::scaled_dot_product_attention`
-//! operator with `torch.nn.functional`'s arguments) and [`MultiheadAttention`] (self-attention with `nn.MultiheadAttention`'s parameters).
+//! operator with `torch.nn.functional`'s arguments) and [`MultiheadAttention`]
+//! (self-attention with `nn.MultiheadAttention`'s parameters).
 
 use switchboard_dispatcher::{DispatchErrorKind, Result};
 use switchboard_ops as ops;

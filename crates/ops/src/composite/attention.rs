@@ -261,15 +261,10 @@ pub fn _scaled_dot_product_attention_math(
     enable_gqa: bool,
 ) -> Result<(Tensor, Tensor)> {
     let origin_dtype = query.dtype();
+    // `.to(kFloat)` for half and bfloat16, as PyTorch's math path.
     let accurate = |t: &Tensor| -> Result<Tensor> {
         if matches!(t.dtype(), ScalarType::Half | ScalarType::BFloat16) {
-            crate::_to_copy_with(
-                t,
-                crate::ToCopyOptions {
-                    dtype: Some(ScalarType::Float),
-                    ..Default::default()
-                },
-            )
+            crate::to(t, ScalarType::Float)
         } else {
             Ok(t.clone())
         }
@@ -306,19 +301,6 @@ pub fn _scaled_dot_product_attention_math(
         attn = crate::add(&attn, mask)?;
     }
     let mut attn = crate::_safe_softmax(&attn, -1)?;
-    let restore = |t: &Tensor| -> Result<Tensor> {
-        if t.dtype() == origin_dtype {
-            Ok(t.clone())
-        } else {
-            crate::_to_copy_with(
-                t,
-                crate::ToCopyOptions {
-                    dtype: Some(origin_dtype),
-                    ..Default::default()
-                },
-            )
-        }
-    };
     let mut value = value;
     if dropout_p > 0.0 {
         match dropout_mask {
@@ -330,8 +312,8 @@ pub fn _scaled_dot_product_attention_math(
         }
     }
     // PyTorch converts the weights first (its tuple's arguments are evaluated right to left).
-    let weights = restore(&attn)?;
-    let out = restore(&crate::matmul(&attn, &value)?)?;
+    let weights = crate::to(&attn, origin_dtype)?;
+    let out = crate::to(&crate::matmul(&attn, &value)?, origin_dtype)?;
     Ok((out, weights))
 }
 
