@@ -8,7 +8,8 @@
 //!   [`Graph::to_dot`] (Graphviz).
 //! - [`StructuralKey`]: the graph's structure, for caches of prepared graphs.
 //! - [`Plan`]: a graph prepared to run: dead nodes dropped, identical pure calls merged (Note
-//!   [Merging identical nodes]), every intermediate freed after its last use; it replays the
+//!   [Merging identical nodes]), `*_copy` calls no one can tell from views run as views (Note
+//!   [Copies that run as views]), every intermediate freed after its last use; it replays the
 //!   calls through the dispatcher ([`Graph::replay`] for a one-off run).
 //! - [`output_root`], [`is_pure`], [`is_random`] and [`unreturned_writes`]: the graph's reading
 //!   of an operator's semantics (`switchboard_dispatcher::OperatorSemantics`: writes, views,
@@ -40,6 +41,7 @@
 #![warn(missing_docs)]
 
 mod aliasing;
+mod copy_as_view;
 mod export;
 mod graph;
 mod key;

@@ -1,5 +1,5 @@
-//! [`Plan`]: a graph prepared to run: dead nodes dropped, identical pure calls merged, and
-//! each intermediate freed after its last use.
+//! [`Plan`]: a graph prepared to run: dead nodes dropped, identical pure calls merged, copies
+//! no one can tell from views run as views, and each intermediate freed after its last use.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use switchboard_keys::DeviceType;
 use switchboard_tensor::{copy_strided, Device, Tensor, TensorError};
 
 use crate::aliasing::{is_pure, output_root};
+use crate::copy_as_view::{copies_as_views, CopyAsView};
 use crate::graph::Graph;
 use crate::key::{encode_node, Encoder};
 use crate::node::{Arg, NodeId, Source, Value};
@@ -104,6 +105,9 @@ pub struct Plan {
     input_slots: Vec<u32>,
     /// For each input: whether a call writes its memory (directly or through a view).
     written_inputs: Vec<bool>,
+    /// Per node: the view operator its `*_copy` call may run as (Note [Copies that run as
+    /// views]).
+    as_view: Vec<Option<CopyAsView>>,
 }
 
 impl Plan {
@@ -116,18 +120,23 @@ impl Plan {
     /// for all to run every live call).
     pub fn with_purity(graph: Graph, pure: &dyn Fn(&OperatorHandle) -> bool) -> Plan {
         let live = graph.live_nodes();
-        Plan::build(graph, pure, live)
+        Plan::build(graph, pure, live, true)
     }
 
     /// Plans `graph` to run every call in order, as the program it was recorded from did:
     /// none dropped (a call whose results nothing reads may still write an input), none
-    /// merged. A tracer replays its graphs this way.
+    /// merged, each as recorded (no copy run as a view). A tracer replays its graphs this way.
     pub fn every_call(graph: Graph) -> Plan {
         let live = vec![true; graph.len()];
-        Plan::build(graph, &|_| false, live)
+        Plan::build(graph, &|_| false, live, false)
     }
 
-    fn build(graph: Graph, pure: &dyn Fn(&OperatorHandle) -> bool, live: Vec<bool>) -> Plan {
+    fn build(
+        graph: Graph,
+        pure: &dyn Fn(&OperatorHandle) -> bool,
+        live: Vec<bool>,
+        views_for_copies: bool,
+    ) -> Plan {
         let n = graph.nodes.len();
         let mut slot_base = Vec::with_capacity(n);
         let mut slots = 0u32;
@@ -267,6 +276,23 @@ impl Plan {
             .map(|id| slot_base[id.index()])
             .collect();
         let written_inputs = input_slots.iter().map(|&s| written[s as usize]).collect();
+        let as_view = if !views_for_copies {
+            vec![None; n]
+        } else {
+            let mut output_slot = vec![false; slots as usize];
+            for &s in &output_slots {
+                output_slot[s as usize] = true;
+            }
+            copies_as_views(
+                &graph,
+                &aliasing,
+                &order,
+                &|v| slot_of[slot(v) as usize],
+                &|s| written[root[s as usize] as usize],
+                &|s| output_slot[s as usize],
+                slots as usize,
+            )
+        };
         Plan {
             graph,
             slot_base,
@@ -278,6 +304,7 @@ impl Plan {
             output_slots,
             input_slots,
             written_inputs,
+            as_view,
         }
     }
 
@@ -432,9 +459,19 @@ impl Plan {
         };
         let args = node.args();
         stack.clear();
+        // A view this copy may run as (Note [Copies that run as views]).
+        let candidate = self.as_view[i].as_ref().filter(|_| opts.check_metadata);
+        let needs_layout = candidate.is_some_and(|c| c.addresses_storage);
+        // Whether every tensor argument has its recorded layout (Note [Copies that run as
+        // views]).
+        let mut as_recorded = true;
         for a in args {
             let v = match a {
-                Arg::Value(v) => IValue::Tensor(self.read(slots, errors, *v)?),
+                Arg::Value(v) => {
+                    let t = self.read(slots, errors, *v)?;
+                    as_recorded &= !needs_layout || self.graph.meta(*v).matches_layout(&t);
+                    IValue::Tensor(t)
+                }
                 Arg::Values(vs) => IValue::TensorList(
                     vs.iter()
                         .map(|v| self.read(slots, errors, *v))
@@ -451,9 +488,21 @@ impl Plan {
             };
             stack.push(v);
         }
-        match opts.keys {
-            Some(ks) => op.redispatch_boxed(ks, stack)?,
-            None => op.call_boxed(stack)?,
+        let call = |op: &OperatorHandle, stack: &mut Stack| match opts.keys {
+            Some(ks) => op.redispatch_boxed(ks, stack),
+            None => op.call_boxed(stack),
+        };
+        // The view, or the copy when the view refuses its argument's layout.
+        let mut ran_view = false;
+        if let Some(c) = candidate.filter(|_| as_recorded) {
+            let args = stack.clone();
+            ran_view = call(&c.view, stack).is_ok();
+            if !ran_view {
+                *stack = args;
+            }
+        }
+        if !ran_view {
+            call(op, stack)?;
         }
         let al = self.aliasing[i].as_ref();
         for (j, out) in node.outputs().iter().enumerate() {
@@ -491,7 +540,8 @@ impl Plan {
                 ))
                 .into());
             };
-            if opts.check_metadata && !out.meta.matches_layout(&t) {
+            // A view run for a copy keeps the view's layout.
+            if opts.check_metadata && !ran_view && !out.meta.matches_layout(&t) {
                 t = relayout(op, &t, &out.meta, fresh)?;
             }
             slots[(self.slot_base[i] + j as u32) as usize] = Some(t);
