@@ -145,18 +145,8 @@ fn a_copy_someone_could_tell_from_a_view_runs_as_a_copy() {
     let mut g = Graph::new();
     let a = g.add_input(TensorMeta::of(&x));
     let (c, copied) = t_copy(&mut g, a, &x);
-    let n = g
-        .add_call(
-            op("aten::add_.Scalar"),
-            vec![
-                Arg::Value(c),
-                Arg::Const(IValue::Double(1.0)),
-                Arg::Const(IValue::Int(1)),
-            ],
-            vec![Output::ret(0, TensorMeta::of(&copied))],
-        )
-        .unwrap();
-    let v = g.value(n, 0);
+    let plus_one = vec![IValue::Double(1.0), IValue::Int(1)];
+    let v = call(&mut g, "aten::add_.Scalar", c, plus_one.clone(), &copied);
     let p = probe(&mut g, v, 2);
     g.set_outputs(vec![p]).unwrap();
     let before = x.to_vec::<f32>().unwrap();
@@ -168,24 +158,15 @@ fn a_copy_someone_could_tell_from_a_view_runs_as_a_copy() {
     let mut g = Graph::new();
     let a = g.add_input(TensorMeta::of(&x));
     let (c, copied) = t_copy(&mut g, a, &x);
-    g.add_call(
-        op("aten::add_.Scalar"),
-        vec![
-            Arg::Value(a),
-            Arg::Const(IValue::Double(1.0)),
-            Arg::Const(IValue::Int(1)),
-        ],
-        vec![Output::ret(0, TensorMeta::of(&x))],
-    )
-    .unwrap();
-    let n = g
-        .add_call(
-            op("aten::mul.Scalar"),
-            vec![Arg::Value(c), Arg::Const(IValue::Double(1.0))],
-            vec![Output::ret(0, TensorMeta::of(&copied))],
-        )
-        .unwrap();
-    g.set_outputs(vec![g.value(n, 0)]).unwrap();
+    call(&mut g, "aten::add_.Scalar", a, plus_one, &x);
+    let m = call(
+        &mut g,
+        "aten::mul.Scalar",
+        c,
+        vec![IValue::Double(1.0)],
+        &copied,
+    );
+    g.set_outputs(vec![m]).unwrap();
     let r = Plan::new(g)
         .run(vec![x.deep_clone().unwrap()], &checked())
         .unwrap();
