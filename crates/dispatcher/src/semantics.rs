@@ -329,6 +329,29 @@ impl Dispatcher {
             .filter(|view| view.schema().is_some_and(|r| r.semantics.is_view))
     }
 
+    /// The in-place overload whose functional counterpart is `op` (`add.Tensor` ->
+    /// `add_.Tensor`, `relu` -> `relu_`): the same computation written into its first argument.
+    /// `None` for an overload that is not functional, or when no such overload is defined.
+    pub fn inplace_form(&self, op: &OperatorHandle) -> Option<OperatorHandle> {
+        let record = op.schema()?;
+        if record.semantics.kind != SchemaKind::Functional {
+            return None;
+        }
+        let name = op.name();
+        let qualified = match name.overload_name() {
+            "" => format!("{}_", name.name()),
+            overload => format!("{}_.{overload}", name.name()),
+        };
+        self.find_schema(&qualified).filter(|inplace| {
+            inplace
+                .schema()
+                .is_some_and(|r| r.semantics.kind == SchemaKind::Inplace)
+                && self
+                    .functional_counterpart(inplace)
+                    .is_some_and(|f| f.ptr_eq(op))
+        })
+    }
+
     /// The functional overload an in-place, out= or mutable overload `op` corresponds to
     /// (torchgen's `NativeFunctionsGroup`: `add_.Tensor` and `add.out` -> `add.Tensor`,
     /// `_native_batch_norm_legit` -> `_native_batch_norm_legit_functional`), resolved by name

@@ -166,6 +166,11 @@ fn functional_counterpart_by_torchgen_rules() {
     assert!(found.ptr_eq(&functional), "{:?}", found.name());
     let out = d.find_op(&name("myops::add.out")).unwrap();
     assert!(d.functional_counterpart(&out).unwrap().ptr_eq(&functional));
+    // The other way: the in-place form of the functional overload.
+    assert!(d.inplace_form(&functional).unwrap().ptr_eq(&inplace));
+    let scalar = d.find_op(&name("myops::add.Scalar")).unwrap();
+    assert!(d.inplace_form(&scalar).is_none());
+    assert!(d.inplace_form(&inplace).is_none());
     assert!(d.functional_counterpart(&functional).is_none());
     // A factory's out= overload has no TensorOptions (torchgen drops them from signatures).
     lib.def("full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)")

@@ -9,7 +9,9 @@
 //! - [`StructuralKey`]: the graph's structure, for caches of prepared graphs.
 //! - [`Plan`]: a graph prepared to run: dead nodes dropped, identical pure calls merged (Note
 //!   [Merging identical nodes]), `*_copy` calls no one can tell from views run as views (Note
-//!   [Copies that run as views]), every intermediate freed after its last use; it replays the
+//!   [Copies that run as views]), a pure call on a dying argument written into its memory
+//!   (Note [Writing into a dying argument]), every intermediate freed after its last use; it
+//!   replays the
 //!   calls through the dispatcher ([`Graph::replay`] for a one-off run).
 //! - [`output_root`], [`is_pure`], [`is_random`] and [`unreturned_writes`]: the graph's reading
 //!   of an operator's semantics (`switchboard_dispatcher::OperatorSemantics`: writes, views,
@@ -44,6 +46,7 @@ mod aliasing;
 mod copy_as_view;
 mod export;
 mod graph;
+mod in_place;
 mod key;
 mod node;
 mod plan;

@@ -13,6 +13,7 @@ use switchboard_tensor::{copy_strided, Device, Tensor, TensorError};
 use crate::aliasing::{is_pure, output_root};
 use crate::copy_as_view::{copies_as_views, CopyAsView};
 use crate::graph::Graph;
+use crate::in_place::in_place_forms;
 use crate::key::{encode_node, Encoder};
 use crate::node::{Arg, NodeId, Source, Value};
 
@@ -108,6 +109,9 @@ pub struct Plan {
     /// Per node: the view operator its `*_copy` call may run as (Note [Copies that run as
     /// views]).
     as_view: Vec<Option<CopyAsView>>,
+    /// Per node: the in-place overload its call may run as (Note [Writing into a dying
+    /// argument]).
+    in_place: Vec<Option<OperatorHandle>>,
 }
 
 impl Plan {
@@ -293,6 +297,15 @@ impl Plan {
                 slots as usize,
             )
         };
+        let in_place = if !views_for_copies {
+            vec![None; n]
+        } else {
+            let order: Vec<(usize, &[u32])> = steps
+                .iter()
+                .map(|s| (s.node as usize, &s.free[..]))
+                .collect();
+            in_place_forms(&graph, &aliasing, &order, &|v| slot_of[slot(v) as usize])
+        };
         Plan {
             graph,
             slot_base,
@@ -305,6 +318,7 @@ impl Plan {
             input_slots,
             written_inputs,
             as_view,
+            in_place,
         }
     }
 
@@ -430,6 +444,12 @@ impl Plan {
         Ok((slots, errors))
     }
 
+    /// The tensor in value `v`'s slot, if it holds one.
+    fn slot_tensor<'s>(&self, slots: &'s [Option<Tensor>], v: Value) -> Option<&'s Tensor> {
+        let s = self.slot_of[(*self.slot_base.get(v.node.index())? + v.output) as usize];
+        slots[s as usize].as_ref()
+    }
+
     fn read(
         &self,
         slots: &[Option<Tensor>],
@@ -459,6 +479,17 @@ impl Plan {
         };
         let args = node.args();
         stack.clear();
+        // The in-place form this call may run as, when its first argument is held by its slot
+        // alone (Note [Writing into a dying argument]).
+        let in_place = self.in_place[i].as_ref().filter(|_| match args.first() {
+            Some(Arg::Value(v)) => self.slot_tensor(slots, *v).is_some_and(|t| {
+                t.use_count() == 1
+                    && t.weak_count() == 0
+                    && t.storage().use_count() == 1
+                    && self.graph.meta(*v).matches_layout(t)
+            }),
+            _ => false,
+        });
         // A view this copy may run as (Note [Copies that run as views]).
         let candidate = self.as_view[i].as_ref().filter(|_| opts.check_metadata);
         let needs_layout = candidate.is_some_and(|c| c.addresses_storage);
@@ -502,7 +533,17 @@ impl Plan {
             }
         }
         if !ran_view {
-            call(op, stack)?;
+            match in_place {
+                // The functional call when the in-place one refuses.
+                Some(inplace) => {
+                    let args = stack.clone();
+                    if call(inplace, stack).is_err() {
+                        *stack = args;
+                        call(op, stack)?;
+                    }
+                }
+                None => call(op, stack)?,
+            }
         }
         let al = self.aliasing[i].as_ref();
         for (j, out) in node.outputs().iter().enumerate() {

@@ -432,16 +432,22 @@ impl RunningSync {
         self.graph.set_outputs(std::mem::take(&mut self.outputs))?;
         let keep = self.graph.live_nodes();
         let key = StructuralKey::of(&self.graph, Some(&keep));
+        // The inputs are handed over, not cloned: the data of a value that died before the
+        // sync is then held by the plan alone, which may write a result into it (Note [Writing
+        // into a dying argument] in switchboard-graph).
+        let mut given: Vec<Option<Tensor>> = self.inputs.drain(..).map(Some).collect();
         let inputs: Vec<Tensor> = self
             .graph
             .inputs()
             .iter()
             .filter(|id| keep[id.index()])
             .map(|id| match self.graph.node(*id).kind() {
-                NodeKind::Input { index } => self.inputs[*index as usize].clone(),
+                NodeKind::Input { index } => given[*index as usize].take(),
                 NodeKind::Call { .. } => unreachable!("inputs are input nodes"),
             })
-            .collect();
+            .collect::<Option<_>>()
+            .ok_or_else(|| TensorError::invalid("lazy: a graph input is read twice"))?;
+        drop(given);
         let dead = keep.iter().filter(|k| !**k).count();
         let stats = &self.backend.stats;
         let exe = self
