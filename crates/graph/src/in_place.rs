@@ -20,7 +20,8 @@ use crate::{Graph, NodeId, Value};
 // - it is the last reader of its first argument, which is not an output of the graph;
 // - its one result is recorded with the first argument's recorded layout (sizes, strides,
 //   offset, dtype), and that layout is dense: the in-place result is laid out as the fresh
-//   one would be;
+//   one would be. (Not the device: a lazy graph's inputs are recorded with their data's
+//   device, its results with the lazy device the run maps to it);
 // - when it runs, the argument's tensor has its recorded layout and is held by the plan's slot
 //   alone: no other tensor, view or weak handle shares its memory, so no one can see it
 //   written. A caller keeping a graph input keeps it from being written (the lazy backend hands
@@ -55,8 +56,7 @@ pub(crate) fn in_place_forms(
         let same_layout = m.sizes == r.sizes
             && m.strides == r.strides
             && m.storage_offset == r.storage_offset
-            && m.dtype == r.dtype
-            && m.device == r.device;
+            && m.dtype == r.dtype;
         if same_layout && m.is_contiguous() {
             forms[i] = Dispatcher::global().inplace_form(op);
         }

@@ -103,3 +103,35 @@ fn an_argument_read_later_or_laid_out_otherwise_keeps_its_memory() {
         [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
     );
 }
+
+#[test]
+fn a_result_recorded_on_the_device_the_run_maps_takes_a_dying_input() {
+    // A lazy graph: its inputs recorded with their data's device (CPU), its results with the
+    // lazy device the run maps to the CPU.
+    let (x, y) = (f32s(&[1.0, 2.0], &[2]), f32s(&[3.0, 4.0], &[2]));
+    let mut g = Graph::new();
+    let a = g.add_input(TensorMeta::of(&x));
+    let b = g.add_input(TensorMeta::of(&y));
+    let mut on_lazy = TensorMeta::of(&x);
+    on_lazy.device = switchboard_tensor::Device::with_index(switchboard_keys::DeviceType::Lazy, 0);
+    let n = g
+        .add_call(
+            op("aten::mul.Tensor"),
+            vec![Arg::Value(a), Arg::Value(b)],
+            vec![Output::ret(0, on_lazy)],
+        )
+        .unwrap();
+    g.set_outputs(vec![g.value(n, 0)]).unwrap();
+    let opts = RunOptions {
+        device_map: Some((
+            switchboard_keys::DeviceType::Lazy,
+            switchboard_tensor::Device::CPU,
+        )),
+        ..RunOptions::default()
+    };
+    let given = x.deep_clone().unwrap();
+    let memory = given.data_ptr();
+    let r = Plan::new(g).run(vec![given, y], &opts).unwrap();
+    assert_eq!(r[0].data_ptr(), memory);
+    assert_eq!(r[0].to_vec::<f32>().unwrap(), [3.0, 8.0]);
+}
