@@ -1,7 +1,11 @@
 //! Which `*_copy` calls of a plan may run as the view they copy (Note [Copies that run as
 //! views]).
 
+use std::sync::Arc;
+
 use switchboard_dispatcher::{Dispatcher, OperatorHandle, OperatorSemantics};
+
+use crate::{Graph, NodeId, Value};
 
 // Note [Copies that run as views]
 // A functionalized program has no views: each is its `*_copy` form (`t` -> `t_copy`), which
@@ -39,22 +43,21 @@ pub(crate) struct CopyAsView {
 /// For each node of a plan: the view its `*_copy` call may run as (Note [Copies that run as
 /// views]).
 ///
-/// `order` is the plan's calls (node indices); `slot(node, output)` a node output's slot after
-/// merging; `written_slot(slot)` whether a call writes the memory of that slot's value;
+/// `order` is the plan's calls (node indices); `slot(v)` a value's slot after merging; `written_slot(slot)` whether a call writes the memory of that slot's value;
 /// `is_output(slot)` whether it is an output of the graph.
 pub(crate) fn copies_as_views(
-    graph: &crate::Graph,
-    semantics: &[Option<std::sync::Arc<OperatorSemantics>>],
+    graph: &Graph,
+    semantics: &[Option<Arc<OperatorSemantics>>],
     order: &[usize],
-    slot: &dyn Fn(crate::Value) -> u32,
+    slot: &dyn Fn(Value) -> u32,
     written_slot: &dyn Fn(u32) -> bool,
     is_output: &dyn Fn(u32) -> bool,
     slots: usize,
 ) -> Vec<Option<CopyAsView>> {
-    // Slots read by a call that writes something or returns a view.
+    // Slots read by a call that writes something, returns a view or is given strides.
     let mut escapes = vec![false; slots];
     for &i in order {
-        let node = graph.node(crate::NodeId(i as u32));
+        let node = graph.node(NodeId(i as u32));
         let reads_purely = semantics[i]
             .as_ref()
             .is_some_and(|s| s.written.is_empty() && !s.is_view)
@@ -67,13 +70,10 @@ pub(crate) fn copies_as_views(
     }
     let mut as_view = vec![None; graph.len()];
     for &i in order {
-        let node = graph.node(crate::NodeId(i as u32));
+        let node = graph.node(NodeId(i as u32));
         let Some(op) = node.op() else { continue };
-        if !op.name().name().ends_with("_copy") {
-            continue;
-        }
         let results_private = (0..node.outputs().len() as u32).all(|j| {
-            let s = slot(graph.value(crate::NodeId(i as u32), j));
+            let s = slot(graph.value(NodeId(i as u32), j));
             !escapes[s as usize] && !written_slot(s) && !is_output(s)
         });
         let inputs_unwritten = node.inputs().all(|v| !written_slot(slot(v)));

@@ -1,6 +1,8 @@
 //! Which pure calls of a plan may write their result into their first argument's memory (Note
 //! [Writing into a dying argument]).
 
+use std::sync::Arc;
+
 use switchboard_dispatcher::{Dispatcher, OperatorHandle, OperatorSemantics, SchemaKind};
 
 use crate::node::{Arg, Source};
@@ -35,7 +37,7 @@ use crate::{Graph, NodeId, Value};
 /// slot after merging.
 pub(crate) fn in_place_forms(
     graph: &Graph,
-    semantics: &[Option<std::sync::Arc<OperatorSemantics>>],
+    semantics: &[Option<Arc<OperatorSemantics>>],
     order: &[(usize, &[u32])],
     slot: &dyn Fn(Value) -> u32,
 ) -> Vec<Option<OperatorHandle>> {

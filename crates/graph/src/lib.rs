@@ -11,8 +11,7 @@
 //!   [Merging identical nodes]), `*_copy` calls no one can tell from views run as views (Note
 //!   [Copies that run as views]), a pure call on a dying argument written into its memory
 //!   (Note [Writing into a dying argument]), every intermediate freed after its last use; it
-//!   replays the
-//!   calls through the dispatcher ([`Graph::replay`] for a one-off run).
+//!   replays the calls through the dispatcher ([`Graph::replay`] for a one-off run).
 //! - [`output_root`], [`is_pure`], [`is_random`] and [`unreturned_writes`]: the graph's reading
 //!   of an operator's semantics (`switchboard_dispatcher::OperatorSemantics`: writes, views,
 //!   purity).

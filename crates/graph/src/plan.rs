@@ -1,5 +1,6 @@
 //! [`Plan`]: a graph prepared to run: dead nodes dropped, identical pure calls merged, copies
-//! no one can tell from views run as views, and each intermediate freed after its last use.
+//! no one can tell from views run as views, pure calls on dying arguments run in place, and
+//! each intermediate freed after its last use.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -124,22 +125,23 @@ impl Plan {
     /// for all to run every live call).
     pub fn with_purity(graph: Graph, pure: &dyn Fn(&OperatorHandle) -> bool) -> Plan {
         let live = graph.live_nodes();
-        Plan::build(graph, pure, live, true)
+        Plan::build(graph, pure, live, false)
     }
 
     /// Plans `graph` to run every call in order, as the program it was recorded from did:
     /// none dropped (a call whose results nothing reads may still write an input), none
-    /// merged, each as recorded (no copy run as a view). A tracer replays its graphs this way.
+    /// merged, each as recorded (no copy run as a view, no call run in place). A tracer
+    /// replays its graphs this way.
     pub fn every_call(graph: Graph) -> Plan {
         let live = vec![true; graph.len()];
-        Plan::build(graph, &|_| false, live, false)
+        Plan::build(graph, &|_| false, live, true)
     }
 
     fn build(
         graph: Graph,
         pure: &dyn Fn(&OperatorHandle) -> bool,
         live: Vec<bool>,
-        views_for_copies: bool,
+        replay_as_recorded: bool,
     ) -> Plan {
         let n = graph.nodes.len();
         let mut slot_base = Vec::with_capacity(n);
@@ -280,7 +282,7 @@ impl Plan {
             .map(|id| slot_base[id.index()])
             .collect();
         let written_inputs = input_slots.iter().map(|&s| written[s as usize]).collect();
-        let as_view = if !views_for_copies {
+        let as_view = if replay_as_recorded {
             vec![None; n]
         } else {
             let mut output_slot = vec![false; slots as usize];
@@ -297,7 +299,7 @@ impl Plan {
                 slots as usize,
             )
         };
-        let in_place = if !views_for_copies {
+        let in_place = if replay_as_recorded {
             vec![None; n]
         } else {
             let order: Vec<(usize, &[u32])> = steps
@@ -523,28 +525,24 @@ impl Plan {
             Some(ks) => op.redispatch_boxed(ks, stack),
             None => op.call_boxed(stack),
         };
-        // The view, or the copy when the view refuses its argument's layout.
-        let mut ran_view = false;
-        if let Some(c) = candidate.filter(|_| as_recorded) {
+        // The view this copy runs as, or the in-place form of this call; the recorded call
+        // when it refuses (a layout the view cannot take, a write the in-place form refuses).
+        let (other, is_view) = match candidate.filter(|_| as_recorded) {
+            Some(c) => (Some(&c.view), true),
+            None => (in_place, false),
+        };
+        let mut ran_other = false;
+        if let Some(other) = other {
             let args = stack.clone();
-            ran_view = call(&c.view, stack).is_ok();
-            if !ran_view {
+            ran_other = call(other, stack).is_ok();
+            if !ran_other {
                 *stack = args;
             }
         }
-        if !ran_view {
-            match in_place {
-                // The functional call when the in-place one refuses.
-                Some(inplace) => {
-                    let args = stack.clone();
-                    if call(inplace, stack).is_err() {
-                        *stack = args;
-                        call(op, stack)?;
-                    }
-                }
-                None => call(op, stack)?,
-            }
+        if !ran_other {
+            call(op, stack)?;
         }
+        let ran_view = ran_other && is_view;
         let al = self.aliasing[i].as_ref();
         for (j, out) in node.outputs().iter().enumerate() {
             let (t, fresh) = match out.source {
