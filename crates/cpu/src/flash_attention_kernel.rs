@@ -5,7 +5,7 @@
 
 use crate::dispatch_dtype::Num;
 use crate::linalg::gemm_core::{gemm_float, GemmFloat, MatPtr};
-use crate::loops::parallel_for;
+use crate::loops::{parallel_for, with_avx2_fma};
 use crate::vectorized_math::exp_f32;
 
 /// A 4-d operand `[B, H, rows, cols]` as an address and strides in elements (a stride is 0
@@ -123,26 +123,14 @@ fn exp_shifted_sum_f32(row: &mut [f32], max: f32) -> f32 {
     lanes.iter().sum()
 }
 
-/// [`exp_shifted_sum_f32`] compiled for AVX2 with fused multiply-add (Note [Fused
-/// multiply-add]): eight lanes of `exp_f32` at a time.
-///
-/// # Safety
-/// The CPU has the `avx2` and `fma` features.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn exp_shifted_sum_f32_avx2(row: &mut [f32], max: f32) -> f32 {
-    exp_shifted_sum_f32(row, max)
-}
-
 impl FlashFloat for f32 {
     fn exp_shifted_sum(row: &mut [f32], max: f32) -> f32 {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has both features (checked).
-            return unsafe { exp_shifted_sum_f32_avx2(row, max) };
-        }
-        exp_shifted_sum_f32(row, max)
+        // Eight lanes of `exp_f32` at a time where the CPU has AVX2 (Note [Fused
+        // multiply-add]).
+        with_avx2_fma(
+            #[inline(always)]
+            || exp_shifted_sum_f32(row, max),
+        )
     }
 }
 

@@ -10,7 +10,8 @@ use crate::copy::cast;
 use crate::dispatch_dtype::{Float, FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::loops::{in_parallel_region, with_avx2_fma, GRAIN_SIZE};
+use crate::reduce::{lane_fold, lane_fold2};
 
 /// The checked geometry: `m` rows of `n` normalized elements.
 struct Ln {
@@ -137,77 +138,79 @@ pub(crate) fn param(t: Option<&Tensor>, n: usize, default: f64) -> Result<Vec<f6
     }
 }
 
-/// Runs `f(row, out_row)` over rows of `out` (length `n`), in parallel when large.
-fn par_rows<T: Send>(out: &mut [T], n: usize, f: impl Fn(usize, &mut [T]) + Sync) {
-    if n == 0 {
-        return;
-    }
-    if out.len() > GRAIN_SIZE && !in_parallel_region() && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(n).enumerate().for_each(|(r, o)| f(r, o));
+/// The rows per chunk when `m` rows of `n` elements are split over the threads: all of them
+/// when the work is small or already runs on a worker thread.
+fn rows_per_chunk(m: usize, n: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    if m.saturating_mul(n) > GRAIN_SIZE && !in_parallel_region() && threads > 1 {
+        m.div_ceil(threads).max(1)
     } else {
-        out.chunks_mut(n).enumerate().for_each(|(r, o)| f(r, o));
+        m.max(1)
     }
 }
 
-/// Independent partial sums of a row's statistics: one SIMD register of f32, so that the
-/// sums vectorise instead of waiting on one add's latency per element (as PyTorch's
-/// vectorised row moments; the order of the additions differs from a single running sum).
-const LANES: usize = 8;
-
-/// `sum f(v)` over a row in the compute type, in [`LANES`] interleaved partial sums.
+/// `sum f(v)` over a row in the compute type, in lanes (Note [Lane folds]).
 #[inline(always)]
 fn row_sum<T: FloatElement>(row: &[T], f: impl Fn(T::F) -> T::F) -> T::F {
-    let zero = <T::F as Num>::ZERO;
-    let mut acc = [zero; LANES];
-    let mut chunks = row.chunks_exact(LANES);
-    for c in &mut chunks {
-        for (a, v) in acc.iter_mut().zip(c) {
-            *a = a.add(f(v.to_acc()));
-        }
-    }
-    let tail = chunks
-        .remainder()
-        .iter()
-        .fold(zero, |a, v| a.add(f(v.to_acc())));
-    acc.iter().fold(tail, |a, &v| a.add(v))
+    lane_fold(
+        row,
+        <T::F as Num>::ZERO,
+        |a, v: T| a.add(f(v.to_acc())),
+        |a, b| a.add(b),
+    )
 }
 
-/// The forward pass over contiguous rows; returns `(mean, rstd)` per row.
+/// The forward pass over contiguous rows; returns `(mean, rstd)` per row. Row chunks run in
+/// parallel, each compiled for the CPU's vector instructions (`with_avx2_fma`).
 fn forward<T: FloatElement>(
     x: &[T],
     y: &mut [T],
-    n: usize,
+    (m, n): (usize, usize),
     w: &[f64],
     b: &[f64],
     eps: f64,
 ) -> (Vec<f64>, Vec<f64>) {
-    let m = x.len().checked_div(n).unwrap_or(0);
+    if n == 0 {
+        // Rows of no element: PyTorch's moments give a zero mean and a NaN rstd.
+        return (vec![0.0; m], vec![f64::NAN; m]);
+    }
     let mut stats = vec![(0.0, 0.0); m];
     let conv = |v: f64| <T::F as Num>::from_f64(v);
     let (wf, bf): (Vec<T::F>, Vec<T::F>) = (
         w.iter().map(|&v| conv(v)).collect(),
         b.iter().map(|&v| conv(v)).collect(),
     );
-    let stat_of = |xr: &[T]| -> (T::F, T::F) {
-        let nn = conv(n as f64);
-        let mean = row_sum(xr, |v| v).div(nn);
-        let var = row_sum(xr, |v| {
-            let d = v.sub(mean);
-            d.mul(d)
-        })
-        .div(nn);
-        (mean, var.add(conv(eps)).rsqrt())
+    let (wf, bf) = (&wf[..n], &bf[..n]);
+    let (nn, eps) = (conv(n as f64), conv(eps));
+    let run = |xc: &[T], yc: &mut [T], sc: &mut [(f64, f64)]| {
+        with_avx2_fma(
+            #[inline(always)]
+            || {
+                for ((xr, yr), st) in xc.chunks_exact(n).zip(yc.chunks_exact_mut(n)).zip(sc) {
+                    let mean = row_sum(xr, |v| v).div(nn);
+                    let var = row_sum(xr, |v| {
+                        let d = v.sub(mean);
+                        d.mul(d)
+                    })
+                    .div(nn);
+                    let rstd = var.add(eps).rsqrt();
+                    for (((o, v), &wj), &bj) in yr.iter_mut().zip(xr).zip(wf).zip(bf) {
+                        *o = T::from_acc(v.to_acc().sub(mean).mul(rstd).mul(wj).add(bj));
+                    }
+                    *st = (mean.to_f64(), rstd.to_f64());
+                }
+            },
+        )
     };
-    let stats_ptr = stats.as_mut_ptr() as usize;
-    par_rows(y, n, |r, yr| {
-        let xr = &x[r * n..][..n];
-        let (mean, rstd) = stat_of(xr);
-        for (j, (o, v)) in yr.iter_mut().zip(xr).enumerate() {
-            *o = T::from_acc(v.to_acc().sub(mean).mul(rstd).mul(wf[j]).add(bf[j]));
-        }
-        // SAFETY: row `r < m` is written by this call only; `stats` outlives `par_rows`.
-        unsafe { *(stats_ptr as *mut (f64, f64)).add(r) = (mean.to_f64(), rstd.to_f64()) };
-    });
+    let per = rows_per_chunk(m, n);
+    if per < m {
+        y.par_chunks_mut(per * n)
+            .zip(x.par_chunks(per * n))
+            .zip(stats.par_chunks_mut(per))
+            .for_each(|((yc, xc), sc)| run(xc, yc, sc));
+    } else {
+        run(x, y, &mut stats);
+    }
     stats.into_iter().unzip()
 }
 
@@ -245,7 +248,7 @@ pub fn native_layer_norm(
     let (mean, rstd) = dispatch_floating_types!(input.dtype(), "LayerNormKernelImpl", T => {
         let xs = x.data::<T>()?;
         let mut ys = y.data_mut::<T>()?;
-        Ok(forward::<T>(&xs, &mut ys, ln.n, &w, &b, eps))
+        Ok(forward::<T>(&xs, &mut ys, (ln.m, ln.n), &w, &b, eps))
     })?;
     let stat =
         |v: Vec<f64>| -> Result<Tensor> { cast(&Tensor::from_vec(v, &ln.stat_shape)?, stat_dtype) };
@@ -253,7 +256,9 @@ pub fn native_layer_norm(
 }
 
 /// The backward pass over contiguous rows: fills `dx` (when given) and returns the column
-/// sums `(sum dy * xhat, sum dy)` (for the weight and bias gradients).
+/// sums `(sum dy * xhat, sum dy)` (for the weight and bias gradients). Row chunks run in
+/// parallel, each with its own column sums in the compute type (as PyTorch's per-thread
+/// buffers), added up in chunk order.
 #[allow(clippy::too_many_arguments)]
 fn backward<T: FloatElement>(
     dy: &[T],
@@ -266,73 +271,81 @@ fn backward<T: FloatElement>(
     want_params: bool,
 ) -> (Vec<f64>, Vec<f64>) {
     let m = mean.len();
-    let conv = |v: f64| <T::F as Num>::from_f64(v);
-    let wf: Vec<T::F> = w.iter().map(|&v| conv(v)).collect();
-    let zero = <T::F as Num>::ZERO;
-    if let Some(dx) = dx {
-        par_rows(dx, n, |r, dxr| {
-            let (dyr, xr) = (&dy[r * n..][..n], &x[r * n..][..n]);
-            let (mu, rs) = (conv(mean[r]), conv(rstd[r]));
-            // mean(dy*w) and mean(dy*w*xhat) over the row.
-            // In LANES partial sums (see `row_sum`), the tail into the first.
-            let (mut a_lanes, mut b_lanes) = ([zero; LANES], [zero; LANES]);
-            let mut add = |i: usize, j: usize| {
-                let g = dyr[j].to_acc().mul(wf[j]);
-                let xhat = xr[j].to_acc().sub(mu).mul(rs);
-                a_lanes[i] = a_lanes[i].add(g);
-                b_lanes[i] = b_lanes[i].add(g.mul(xhat));
-            };
-            let full = n - n % LANES;
-            for j0 in (0..full).step_by(LANES) {
-                for i in 0..LANES {
-                    add(i, j0 + i);
-                }
-            }
-            (full..n).for_each(|j| add(0, j));
-            let a = a_lanes.iter().fold(zero, |s, &v| s.add(v));
-            let bsum = b_lanes.iter().fold(zero, |s, &v| s.add(v));
-            let inv_n = conv(1.0 / n as f64);
-            let (a, bsum) = (a.mul(inv_n), bsum.mul(inv_n));
-            for j in 0..n {
-                let g = dyr[j].to_acc().mul(wf[j]);
-                let xhat = xr[j].to_acc().sub(mu).mul(rs);
-                dxr[j] = T::from_acc(rs.mul(g.sub(a).sub(xhat.mul(bsum))));
-            }
-        });
-    }
-    if !want_params || n == 0 {
+    if n == 0 || m == 0 {
         return (vec![0.0; n], vec![0.0; n]);
     }
-    // Column sums over the rows, in row chunks (in parallel) added up in order.
-    let chunks = if m * n > GRAIN_SIZE && !in_parallel_region() {
-        rayon::current_num_threads().min(m).max(1)
+    let conv = |v: f64| <T::F as Num>::from_f64(v);
+    let wf: Vec<T::F> = w.iter().map(|&v| conv(v)).collect();
+    let wf = &wf[..n];
+    let zero = <T::F as Num>::ZERO;
+    let inv_n = conv(1.0 / n as f64);
+    // Rows `r0..` of `dyc` and `xc`, and their `dx` rows when asked.
+    let run = |r0: usize, dyc: &[T], xc: &[T], dxc: Option<&mut [T]>| {
+        with_avx2_fma(
+            #[inline(always)]
+            || {
+                let sums = if want_params { n } else { 0 };
+                let (mut gw, mut gb) = (vec![zero; sums], vec![zero; sums]);
+                // `dy * w` of the current row.
+                let mut g = vec![zero; if dxc.is_some() { n } else { 0 }];
+                let mut dx_rows = dxc.map(|d| d.chunks_exact_mut(n));
+                for (i, (dyr, xr)) in dyc.chunks_exact(n).zip(xc.chunks_exact(n)).enumerate() {
+                    let (mu, rs) = (conv(mean[r0 + i]), conv(rstd[r0 + i]));
+                    let xhat = |v: T| v.to_acc().sub(mu).mul(rs);
+                    if let Some(dxr) = dx_rows.as_mut().and_then(Iterator::next) {
+                        for ((gj, &d), &wj) in g.iter_mut().zip(dyr).zip(wf) {
+                            *gj = d.to_acc().mul(wj);
+                        }
+                        // mean(dy * w) and mean(dy * w * xhat) over the row.
+                        let (a, b) = lane_fold2(
+                            &g,
+                            xr,
+                            (zero, zero),
+                            |(a, b), gj, v: T| (a.add(gj), b.add(gj.mul(xhat(v)))),
+                            |(a, b), (c, d)| (a.add(c), b.add(d)),
+                        );
+                        let (a, b) = (a.mul(inv_n), b.mul(inv_n));
+                        for ((o, &gj), &v) in dxr.iter_mut().zip(&g).zip(xr) {
+                            *o = T::from_acc(rs.mul(gj.sub(a).sub(xhat(v).mul(b))));
+                        }
+                    }
+                    if want_params {
+                        for (((sw, sb), &d), &v) in gw.iter_mut().zip(&mut gb).zip(dyr).zip(xr) {
+                            *sw = sw.add(d.to_acc().mul(xhat(v)));
+                            *sb = sb.add(d.to_acc());
+                        }
+                    }
+                }
+                (gw, gb)
+            },
+        )
+    };
+    let per = rows_per_chunk(m, n);
+    let parts: Vec<(Vec<T::F>, Vec<T::F>)> = if per >= m {
+        vec![run(0, dy, x, dx)]
+    } else if let Some(dx) = dx {
+        dx.par_chunks_mut(per * n)
+            .zip(dy.par_chunks(per * n).zip(x.par_chunks(per * n)))
+            .enumerate()
+            .map(|(c, (dxc, (dyc, xc)))| run(c * per, dyc, xc, Some(dxc)))
+            .collect()
     } else {
-        1
+        dy.par_chunks(per * n)
+            .zip(x.par_chunks(per * n))
+            .enumerate()
+            .map(|(c, (dyc, xc))| run(c * per, dyc, xc, None))
+            .collect()
     };
-    let per = m.div_ceil(chunks).max(1);
-    let partial = |c: usize| -> (Vec<f64>, Vec<f64>) {
-        let (mut gw, mut gb) = (vec![0.0; n], vec![0.0; n]);
-        for r in c * per..((c + 1) * per).min(m) {
-            let (dyr, xr) = (&dy[r * n..][..n], &x[r * n..][..n]);
-            for j in 0..n {
-                let g = dyr[j].to_acc().to_f64();
-                gw[j] += g * (xr[j].to_acc().to_f64() - mean[r]) * rstd[r];
-                gb[j] += g;
-            }
-        }
-        (gw, gb)
-    };
-    let parts: Vec<(Vec<f64>, Vec<f64>)> = if chunks > 1 {
-        (0..chunks).into_par_iter().map(partial).collect()
-    } else {
-        vec![partial(0)]
-    };
-    let (mut gw, mut gb) = (vec![0.0; n], vec![0.0; n]);
-    for (pw, pb) in &parts {
-        gw.iter_mut().zip(pw).for_each(|(a, b)| *a += b);
-        gb.iter_mut().zip(pb).for_each(|(a, b)| *a += b);
+    if !want_params {
+        return (vec![0.0; n], vec![0.0; n]);
     }
-    (gw, gb)
+    let (mut gw, mut gb) = (vec![zero; n], vec![zero; n]);
+    for (pw, pb) in &parts {
+        gw.iter_mut().zip(pw).for_each(|(a, &b)| *a = a.add(b));
+        gb.iter_mut().zip(pb).for_each(|(a, &b)| *a = a.add(b));
+    }
+    let f64s = |v: Vec<T::F>| v.into_iter().map(|a| a.to_f64()).collect();
+    (f64s(gw), f64s(gb))
 }
 
 /// `native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape,

@@ -186,3 +186,72 @@ fn backward_matches_finite_differences() {
         .collect();
     assert_close(&db.to_vec::<f64>().unwrap(), &want, 1e-12);
 }
+
+#[test]
+fn row_chunks_on_threads_match_one_thread() {
+    // Float rows with weights, every output asked: row chunks (with their `dx` rows and
+    // column sums) on the global pool's threads (two on a two-core machine) against one
+    // thread (a worker of a one-thread pool runs them serially).
+    let x = ramp(&[300, 256], ScalarType::Float);
+    let w = ramp(&[256], ScalarType::Float);
+    let b = ramp(&[256], ScalarType::Float);
+    let g = crate::mul_scalar(
+        &crate::flip(&x, &[0]).unwrap(),
+        switchboard_tensor::Scalar::Float(0.5),
+    )
+    .unwrap()
+    .contiguous()
+    .unwrap();
+    let run = || {
+        let (y, mean, rstd) = native_layer_norm(&x, &[256], Some(&w), Some(&b), 1e-5).unwrap();
+        let (dx, dw, db) = native_layer_norm_backward(
+            &g,
+            &x,
+            &[256],
+            &mean,
+            &rstd,
+            Some(&w),
+            Some(&b),
+            &[true, true, true],
+        )
+        .unwrap();
+        [y, mean, rstd, dx, dw, db].map(|t| t.to_vec_as::<f64>().unwrap())
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let (one, two) = (pool.install(run), run());
+    // Rows do not depend on the chunking; the column sums only by rounding.
+    for k in 0..4 {
+        assert!(one[k] == two[k], "output {k} depends on the threads");
+    }
+    for k in 4..6 {
+        assert_close(&one[k], &two[k], 1e-3);
+    }
+    // The column sums against f64 ones.
+    let (gv, xv) = (g.to_vec_as::<f64>().unwrap(), x.to_vec_as::<f64>().unwrap());
+    let (mv, rv) = (&one[1], &one[2]);
+    let want_db: Vec<f64> = (0..256)
+        .map(|j| (0..300).map(|i| gv[i * 256 + j]).sum())
+        .collect();
+    let want_dw: Vec<f64> = (0..256)
+        .map(|j| {
+            (0..300)
+                .map(|i| gv[i * 256 + j] * (xv[i * 256 + j] - mv[i]) * rv[i])
+                .sum()
+        })
+        .collect();
+    assert_close(&one[5], &want_db, 1e-3);
+    assert_close(&one[4], &want_dw, 1e-3);
+}
+
+#[test]
+fn rows_of_no_element() {
+    // PyTorch's moments of an empty row: mean 0, rstd NaN.
+    let x = Tensor::zeros(&[3, 0], ScalarType::Float).unwrap();
+    let (y, mean, rstd) = native_layer_norm(&x, &[0], None, None, 1e-5).unwrap();
+    assert_eq!((y.sizes(), mean.sizes()), (&[3i64, 0][..], &[3i64, 1][..]));
+    assert_eq!(mean.to_vec::<f32>().unwrap(), [0.0; 3]);
+    assert!(rstd.to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()));
+}

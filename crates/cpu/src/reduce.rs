@@ -40,6 +40,63 @@ pub trait Reducer<T: Element>: Sync {
 
 pub use switchboard_ops::structured::{reduced_shape, reduction_mask};
 
+// Note [Lane folds]
+// A row reduced in one running accumulator waits on one add's latency per element and never
+// vectorises (floating-point addition is not associative, so the compiler keeps the order).
+// PyTorch's row kernels reduce in vector registers instead. `lane_fold` does the same in
+// `LANES` independent accumulators, one AVX register of `f32`: element `j` of the full chunks
+// goes to lane `j % LANES`, the tail to its own accumulator, and the result is the tail
+// combined with the lanes in order. The order of the additions differs from a sequential
+// sum, as PyTorch's does, by rounding only.
+
+/// The accumulators of [`lane_fold`] (Note [Lane folds]).
+pub(crate) const LANES: usize = 8;
+
+/// Folds `fold(acc, x)` over `xs` in [`LANES`] interleaved accumulators started at `init`,
+/// merged by `combine` (Note [Lane folds]).
+#[inline(always)]
+pub(crate) fn lane_fold<X: Copy, A: Copy>(
+    xs: &[X],
+    init: A,
+    fold: impl Fn(A, X) -> A,
+    combine: impl Fn(A, A) -> A,
+) -> A {
+    let mut lanes = [init; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l = fold(*l, x);
+        }
+    }
+    let tail = chunks.remainder().iter().fold(init, |a, &x| fold(a, x));
+    lanes.iter().fold(tail, |a, &l| combine(a, l))
+}
+
+/// [`lane_fold`] over two rows of the same length, `fold(acc, x, y)`.
+#[inline(always)]
+pub(crate) fn lane_fold2<X: Copy, Y: Copy, A: Copy>(
+    xs: &[X],
+    ys: &[Y],
+    init: A,
+    fold: impl Fn(A, X, Y) -> A,
+    combine: impl Fn(A, A) -> A,
+) -> A {
+    debug_assert_eq!(xs.len(), ys.len());
+    let mut lanes = [init; LANES];
+    let (mut cx, mut cy) = (xs.chunks_exact(LANES), ys.chunks_exact(LANES));
+    for (a, b) in (&mut cx).zip(&mut cy) {
+        for ((l, &x), &y) in lanes.iter_mut().zip(a).zip(b) {
+            *l = fold(*l, x, y);
+        }
+    }
+    let tail = cx
+        .remainder()
+        .iter()
+        .zip(cy.remainder())
+        .fold(init, |a, (&x, &y)| fold(a, x, y));
+    lanes.iter().fold(tail, |a, &l| combine(a, l))
+}
+
 /// The stride of `out` for each input dimension (0 for reduced ones), given that `out` has
 /// the shape [`reduced_shape`] made with `keepdim`.
 fn out_strides_per_input_dim(out: &Tensor, mask: &[bool], keepdim: bool) -> DimVec {

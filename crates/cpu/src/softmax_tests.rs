@@ -242,3 +242,35 @@ fn out_of_another_layout_gets_the_values() {
         0.0,
     );
 }
+
+#[test]
+fn float_backward_matches_double() {
+    // Rows of 150 (lanes and a tail) along the last dim and along a middle one, in f32 (the
+    // vector exponential) against f64.
+    let g = ramp(&[2, 7, 150], ScalarType::Float);
+    let x = crate::mul_scalar(
+        &ramp(&[2, 7, 150], ScalarType::Float),
+        switchboard_tensor::Scalar::Float(30.0),
+    )
+    .unwrap();
+    let f64s = |t: &Tensor| cast(t, ScalarType::Double).unwrap();
+    for dim in [1, 2] {
+        for log in [false, true] {
+            type Fwd = fn(&Tensor, i64, bool) -> Result<Tensor>;
+            type Bwd = fn(&Tensor, &Tensor, i64, ScalarType) -> Result<Tensor>;
+            let (fwd, bwd): (Fwd, Bwd) = if log {
+                (_log_softmax, _log_softmax_backward_data)
+            } else {
+                (_softmax, _softmax_backward_data)
+            };
+            let y = fwd(&x, dim, false).unwrap();
+            let gi = bwd(&g, &y, dim, ScalarType::Float).unwrap();
+            let want = bwd(&f64s(&g), &f64s(&y), dim, ScalarType::Double).unwrap();
+            assert_close(
+                &gi.to_vec_as::<f64>().unwrap(),
+                &want.to_vec::<f64>().unwrap(),
+                1e-5,
+            );
+        }
+    }
+}
