@@ -321,7 +321,8 @@ fn backward<T: FloatElement>(
         )
     };
     let per = rows_per_chunk(m, n);
-    let parts: Vec<(Vec<T::F>, Vec<T::F>)> = if per >= m {
+    // Each chunk's column sums `(sum dy * xhat, sum dy)`.
+    let parts: Vec<_> = if per >= m {
         vec![run(0, dy, x, dx)]
     } else if let Some(dx) = dx {
         dx.par_chunks_mut(per * n)
