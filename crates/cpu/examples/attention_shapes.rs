@@ -28,13 +28,7 @@ fn values(n: usize, seed: u32) -> Vec<f32> {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let reps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
-    let threads: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()
-        .unwrap();
+    let (reps, threads, _) = timing::start(10, 1);
     let n = (B * H * L * E) as usize;
     let t4 = |seed| Tensor::from_vec(values(n, seed), &[B, H, L, E]).unwrap();
     let (q, k, v, dout) = (t4(1), t4(2), t4(3), t4(4));

@@ -29,13 +29,7 @@ struct Case {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let reps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(20);
-    let threads: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()
-        .expect("the global pool is built once");
+    let (reps, _, _) = timing::start(20, 1);
     let case = |name, c_in, c_out, size, kernel, stride, padding, count| Case {
         name,
         c_in,

@@ -31,13 +31,7 @@ fn report(name: &str, fwd: f64, bwd: f64) {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let reps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(20);
-    let threads: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()
-        .expect("the global pool is built once");
+    let (reps, _, _) = timing::start(20, 1);
     let cases_2d = [
         Case2d {
             name: "avg_pool2d 32x64x32x32 k2 s2",

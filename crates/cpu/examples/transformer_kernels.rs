@@ -25,13 +25,7 @@ use timing::{best, values};
 const ROWS: i64 = 16 * 128;
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let reps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(20);
-    let threads: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()
-        .expect("the global pool is built once");
+    let (reps, _, mut args) = timing::start(20, 1);
     let filter = args.next().unwrap_or_default();
     let time = |name: &str, f: &mut dyn FnMut()| {
         if name.contains(&filter) {

@@ -27,3 +27,26 @@ pub fn values(sizes: &[i64]) -> Tensor {
         .collect();
     Tensor::from_vec(v, sizes).expect("sizes match")
 }
+
+/// Reads `[REPS [THREADS]]` from the command line (`default_reps` and `default_threads` when
+/// absent), builds the global pool with THREADS threads and returns both with the arguments
+/// that follow them.
+pub fn start(
+    default_reps: usize,
+    default_threads: usize,
+) -> (usize, usize, impl Iterator<Item = String>) {
+    let mut args = std::env::args().skip(1);
+    let reps = args
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default_reps);
+    let threads = args
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default_threads);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .expect("the global pool is built once");
+    (reps, threads, args)
+}
