@@ -8,7 +8,8 @@
 //!
 //! Prints, per convolution shape, the best time of `REPS` calls of `convolution` and of
 //! `convolution_backward` (input and weight gradients, as the ResNet's bias-free convolutions
-//! ask), and the totals weighted by how often the ResNet runs each shape.
+//! ask, then each alone), and the totals weighted by how often the ResNet runs each shape.
+//! `benches/conv_shapes.py` times PyTorch's on the same shapes.
 
 mod timing;
 
@@ -67,10 +68,20 @@ fn main() {
             convolution_backward(&go, &x, &w, None, &s, &p, &[1], false, &[0], 1, &mask)
                 .expect("conv backward");
         });
+        let bwd_part = |mask: [bool; 3]| {
+            best(reps, || {
+                convolution_backward(&go, &x, &w, None, &s, &p, &[1], false, &[0], 1, &mask)
+                    .expect("conv backward");
+            })
+        };
+        let (gx, gw) = (
+            bwd_part([mask[0], false, false]),
+            bwd_part([false, true, false]),
+        );
         total_fwd += fwd * f64::from(c.count);
         total_bwd += bwd * f64::from(c.count);
         println!(
-            "{:<22} x{}  forward {fwd:>7.3} ms  backward {bwd:>7.3} ms",
+            "{:<22} x{}  forward {fwd:>7.3} ms  backward {bwd:>7.3} ms (input {gx:.3}, weight {gw:.3})",
             c.name, c.count
         );
     }

@@ -35,10 +35,12 @@ use crate::loops::in_parallel_region;
 // column-major right-hand side, a layout for which the GEMM crate's kernels run up to ten
 // times slower than for row-major operands (measured on the ResNet step's shapes: 16 x 144
 // x 1024 took 222 us against 21 us for the forward product of the same size). Transposing
-// `cols` (`K x L`) would cost a pass over the largest matrix; transposing `grad_out_g`
-// (`C_out/groups x L`, K/C_out times smaller) is cheap, after which every operand is
-// row-major: `grad_W_g^T (K x C_out/groups) += cols @ grad_out_g^T`, 34 us on that shape. The
-// transposed partial sums are added into `grad_W` once, at the end.
+// `cols` (`K x L`) would cost a pass over the largest matrix. Computed transposed instead,
+// `grad_W_g^T (K x C_out/groups) += cols @ grad_out_g^T`, `cols` is a row-major left-hand
+// side and `grad_out_g^T` is read in place (the crate packs that small operand itself, faster
+// than a transposed copy made beforehand: 17 us against 15 + 3 us on a block of 448
+// positions of that shape). The transposed partial sums are added into `grad_W` once, at the
+// end.
 
 // Note [Input gradient as a convolution]
 // With unit strides, the input gradient is itself a convolution: of `grad_out` by the weight
@@ -205,12 +207,62 @@ fn valid_range(out: usize, size: usize, s: usize, p: usize, off: usize) -> (usiz
 // are zeroed. One long copy replaces `oh` copies of `ow` elements, whose call overhead
 // dominated at the ResNet's widths (32 and less).
 
+// Note [im2col through a padded row]
+// Other geometries (strides, or outputs narrower than the input) fill `cols` an input row at
+// a time: the row is copied into a buffer with its padding around it (zeros, written once),
+// after which kernel column `j` of output column `ox` is element `ox*sw + j*dw` of the
+// buffer for every `ox`, padding included. Each `cols` row segment is then one branchless,
+// bounds-check-free strided gather, and the `kw` segments of one input row share its copy;
+// zeroing the padded edges of each segment separately costs a `memset` call per edge, more
+// than the segment itself on the ResNet's 8- to 16-wide strided outputs.
+
 /// Unrolls the patches of output rows `rows` of one image's group (`cin_g` channels of `h x
 /// w`) into `cols` (`K x rows.len()*ow`, row-major).
 fn im2col<T: Num>(x: &[T], cols: &mut [T], g: &Geom, rows: Range<usize>) {
     let (l, hw) = (rows.len() * g.ow, g.h * g.w);
+    if l == 0 || g.k() == 0 {
+        return;
+    }
     // Note [im2col rows as one copy].
-    let one_copy = g.sh == 1 && g.sw == 1 && g.ow == g.w;
+    if g.sh == 1 && g.sw == 1 && g.ow == g.w {
+        return im2col_one_copy(x, cols, g, rows);
+    }
+    // Note [im2col through a padded row].
+    let wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+    let mut padded = vec![T::ZERO; wp];
+    let interior = g.w.min(wp.saturating_sub(g.pw));
+    for c in 0..g.cin_g() {
+        for i in 0..g.kh {
+            let (ylo, yhi) = valid_range(g.oh, g.h, g.sh, g.ph, i * g.dh);
+            for oy in rows.clone() {
+                let at = (oy - rows.start) * g.ow;
+                let row_of = |j: usize| ((c * g.kh + i) * g.kw + j) * l + at;
+                if oy < ylo || oy >= yhi {
+                    for j in 0..g.kw {
+                        cols[row_of(j)..][..g.ow].fill(T::ZERO);
+                    }
+                    continue;
+                }
+                let iy = oy * g.sh + i * g.dh - g.ph;
+                if interior > 0 {
+                    padded[g.pw..g.pw + interior]
+                        .copy_from_slice(&x[c * hw + iy * g.w..][..interior]);
+                }
+                for j in 0..g.kw {
+                    let taps = padded[j * g.dw..].iter().step_by(g.sw);
+                    for (v, &t) in cols[row_of(j)..][..g.ow].iter_mut().zip(taps) {
+                        *v = t;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// im2col when every output row reads a whole input row at unit stride (Note [im2col rows
+/// as one copy]).
+fn im2col_one_copy<T: Num>(x: &[T], cols: &mut [T], g: &Geom, rows: Range<usize>) {
+    let (l, hw) = (rows.len() * g.ow, g.h * g.w);
     for c in 0..g.cin_g() {
         for i in 0..g.kh {
             let (ylo, yhi) = valid_range(g.oh, g.h, g.sh, g.ph, i * g.dh);
@@ -221,48 +273,28 @@ fn im2col<T: Num>(x: &[T], cols: &mut [T], g: &Geom, rows: Range<usize>) {
             for j in 0..g.kw {
                 let (xlo, xhi) = valid_range(g.ow, g.w, g.sw, g.pw, j * g.dw);
                 let row = &mut cols[((c * g.kh + i) * g.kw + j) * l..][..l];
-                if one_copy {
-                    // Output `(oy, ox)` reads input `(oy + i*dh - ph, ox + j*dw - pw)`: flat
-                    // offset `q` reads `q + (i*dh - ph)*w + j*dw - pw` (in range from the first
-                    // valid element to the last).
-                    if ylo >= yhi || xlo >= xhi {
-                        row.fill(T::ZERO);
-                        continue;
-                    }
-                    let (start, end) = (
-                        (ylo - rows.start) * g.ow + xlo,
-                        (yhi - 1 - rows.start) * g.ow + xhi,
-                    );
-                    let src = (ylo + i * g.dh - g.ph) * g.w + xlo + j * g.dw - g.pw;
-                    row[..start].fill(T::ZERO);
-                    row[start..end].copy_from_slice(&x[c * hw + src..][..end - start]);
-                    row[end..].fill(T::ZERO);
-                    for r in row[start..end].chunks_mut(g.ow) {
-                        // Each chunk starts at column `xlo`: zero columns `xhi..` and, of the
-                        // next row, `..xlo`.
-                        let wrapped = (g.ow - xhi + xlo).min(r.len().saturating_sub(xhi - xlo));
-                        r[xhi - xlo..][..wrapped].fill(T::ZERO);
-                    }
+                // Output `(oy, ox)` reads input `(oy + i*dh - ph, ox + j*dw - pw)`: flat offset
+                // `q` reads `q + (i*dh - ph)*w + j*dw - pw` (in range from the first valid
+                // element to the last).
+                if ylo >= yhi || xlo >= xhi {
+                    row.fill(T::ZERO);
                     continue;
                 }
-                for oy in rows.clone() {
-                    let r = &mut row[(oy - rows.start) * g.ow..][..g.ow];
-                    if oy < ylo || oy >= yhi {
-                        r.fill(T::ZERO);
-                        continue;
-                    }
-                    let iy = oy * g.sh + i * g.dh - g.ph;
-                    let src = &x[c * hw + iy * g.w..][..g.w];
-                    r[..xlo].fill(T::ZERO);
-                    r[xhi..].fill(T::ZERO);
-                    let shift = j * g.dw;
-                    if g.sw == 1 {
-                        let ix0 = xlo + shift - g.pw;
-                        r[xlo..xhi].copy_from_slice(&src[ix0..ix0 + (xhi - xlo)]);
-                    } else {
-                        for (ox, v) in r.iter_mut().enumerate().take(xhi).skip(xlo) {
-                            *v = src[ox * g.sw + shift - g.pw];
-                        }
+                let (start, end) = (
+                    (ylo - rows.start) * g.ow + xlo,
+                    (yhi - 1 - rows.start) * g.ow + xhi,
+                );
+                let src = (ylo + i * g.dh - g.ph) * g.w + xlo + j * g.dw - g.pw;
+                row[..start].fill(T::ZERO);
+                row[end..].fill(T::ZERO);
+                let body = &mut row[start..end];
+                body.copy_from_slice(&x[c * hw + src..][..end - start]);
+                // Each output row of `body` starts at column `xlo`: zero its columns `xhi..`
+                // and the next row's `..xlo`, a few elements `ow` apart (strided stores: a
+                // `fill` per row would be a `memset` call per element or two).
+                for skip in xhi - xlo..g.ow {
+                    for v in body.iter_mut().skip(skip).step_by(g.ow) {
+                        *v = T::ZERO;
                     }
                 }
             }
@@ -298,16 +330,6 @@ fn col2im_add<T: Num>(cols: &[T], gx: &mut [T], g: &Geom) {
                     }
                 }
             }
-        }
-    }
-}
-
-/// Writes the transpose of `src` (`rows x cols`, rows `stride` apart) into `dst` (`cols x
-/// rows`, row-major).
-fn transpose_into<T: Num>(src: &[T], rows: usize, cols: usize, stride: usize, dst: &mut [T]) {
-    for r in 0..rows {
-        for (c, &v) in src[r * stride..][..cols].iter().enumerate() {
-            dst[c * rows + r] = v;
         }
     }
 }
@@ -467,9 +489,8 @@ pub(super) fn backward_impl<T: GemmFloat>(
     let task =
         |c: usize, mut gx_chunk: Option<&mut [MaybeUninit<T>]>| -> Result<(Vec<T>, Vec<T>)> {
             // The weight gradient transposed, per group `K x C_out/groups` (Note [Weight
-            // gradient transposed]), and one image's `grad_out_g^T`.
+            // gradient transposed]).
             let mut pw = zeroed::<T>(if need_w { g.c_out * k } else { 0 })?;
-            let mut go_t = zeroed::<T>(if need_w { cout_g * l } else { 0 })?;
             let mut pb = zeroed::<T>(if need_b { g.c_out } else { 0 })?;
             let mut cols = zeroed::<T>(if g.pointwise() { 0 } else { g.block_len::<T>() })?;
             // For the input gradient: blocks of the im2col of grad_out when that gradient is a
@@ -496,12 +517,12 @@ pub(super) fn backward_impl<T: GemmFloat>(
                     if need_w {
                         for_each_cols_block(xg, &mut cols, g, |oy0, n, cols_block| {
                             let go_rows = &go_img[gi * cout_g * l + oy0 * g.ow..];
-                            transpose_into(go_rows, cout_g, n, l, &mut go_t);
                             let dst = &mut pw[gi * cout_g * k..][..cout_g * k];
-                            // SAFETY: row-major views of live slices of the stated shapes (`k
-                            // x cout_g` dst, the `k x n` block of cols (of `xg`, rows `l`
-                            // apart, when pointwise), `n x cout_g` transposed grad_out); `dst`
-                            // is this task's own buffer.
+                            // SAFETY: views of live slices of the stated shapes: row-major `k x
+                            // cout_g` dst and `k x n` block of cols (of `xg`, rows `l` apart,
+                            // when pointwise), and the `n x cout_g` transpose of the `cout_g x
+                            // n` block of grad_out at column `oy0*ow` (rows `l` apart, within
+                            // the image); `dst` is this task's own buffer.
                             unsafe {
                                 gemm_float(
                                     k,
@@ -509,7 +530,7 @@ pub(super) fn backward_impl<T: GemmFloat>(
                                     n,
                                     MatPtr::row_major(dst.as_mut_ptr(), cout_g),
                                     cols_block,
-                                    MatPtr::row_major(go_t.as_ptr(), cout_g),
+                                    MatPtr::row_major(go_rows.as_ptr(), l).t(),
                                     <T as Num>::ONE,
                                     <T as Num>::ONE,
                                     true,
