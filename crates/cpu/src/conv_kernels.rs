@@ -211,8 +211,9 @@ fn valid_range(out: usize, size: usize, s: usize, p: usize, off: usize) -> (usiz
 // Other geometries (strides, or outputs narrower than the input) fill `cols` an input row at
 // a time: the row is copied into a buffer with its padding around it (zeros, written once),
 // after which kernel column `j` of output column `ox` is element `ox*sw + j*dw` of the
-// buffer for every `ox`, padding included. Each `cols` row segment is then one branchless,
-// bounds-check-free strided gather, and the `kw` segments of one input row share its copy;
+// buffer for every `ox`, padding included. Each `cols` row segment is then one copy (unit
+// stride) or one branchless, bounds-check-free strided gather, and the `kw` segments of one
+// input row share its copy;
 // zeroing the padded edges of each segment separately costs a `memset` call per edge, more
 // than the segment itself on the ResNet's 8- to 16-wide strided outputs.
 
@@ -249,8 +250,13 @@ fn im2col<T: Num>(x: &[T], cols: &mut [T], g: &Geom, rows: Range<usize>) {
                         .copy_from_slice(&x[c * hw + iy * g.w..][..interior]);
                 }
                 for j in 0..g.kw {
+                    let seg = &mut cols[row_of(j)..][..g.ow];
+                    if g.sw == 1 {
+                        seg.copy_from_slice(&padded[j * g.dw..][..g.ow]);
+                        continue;
+                    }
                     let taps = padded[j * g.dw..].iter().step_by(g.sw);
-                    for (v, &t) in cols[row_of(j)..][..g.ow].iter_mut().zip(taps) {
+                    for (v, &t) in seg.iter_mut().zip(taps) {
                         *v = t;
                     }
                 }

@@ -28,6 +28,20 @@ pub fn values(sizes: &[i64]) -> Tensor {
     Tensor::from_vec(v, sizes).expect("sizes match")
 }
 
+/// A tensor of `sizes` with deterministic values in [-1, 1) in no predictable order (a hash
+/// of the index), for kernels whose speed depends on the data, as comparisons do.
+pub fn noise(sizes: &[i64]) -> Tensor {
+    let n: i64 = sizes.iter().product();
+    let v: Vec<f32> = (0..n as u64)
+        .map(|i| {
+            let h = (i.wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let h = (h ^ (h >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            (h >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    Tensor::from_vec(v, sizes).expect("sizes match")
+}
+
 /// Reads `[REPS [THREADS]]` from the command line (`default_reps` and `default_threads` when
 /// absent), builds the global pool with THREADS threads and returns both with the arguments
 /// that follow them.
