@@ -4,6 +4,8 @@
 //! Floating dtypes; statistics are accumulated in f64 (in lanes: Note [Batch norm statistics
 //! in f64 lanes]) in two passes over each channel.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 use switchboard_tensor::{wrap_dim, Device, MemoryFormat, RawOps, Tensor};
 
@@ -11,7 +13,8 @@ use crate::copy::{cast, copy_into};
 use crate::dispatch_dtype::{FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::loops::{runs_in_parallel, runs_planes_in_parallel};
+use crate::fresh_output::{fresh_output, FreshData};
+use crate::loops::{runs_in_parallel, runs_planes_in_parallel, with_avx2_fma};
 use crate::norm::{check_param_dtypes, param, param_dtype};
 
 /// The checked geometry: `n` batches of `c` channels of `inner` elements each.
@@ -165,8 +168,14 @@ fn channel_moments<T: FloatElement>(x: &[T], g: &Geometry) -> Vec<(f64, f64)> {
     })
 }
 
-/// `y = x * alpha[c] + beta[c]` over contiguous `(N, C, *)` data.
-fn affine<T: FloatElement>(x: &[T], y: &mut [T], g: &Geometry, alpha: &[f64], beta: &[f64]) {
+/// `y = x * alpha[c] + beta[c]` over contiguous `(N, C, *)` data; writes every element of `y`.
+fn affine<T: FloatElement>(
+    x: &[T],
+    y: &mut [MaybeUninit<T>],
+    g: &Geometry,
+    alpha: &[f64],
+    beta: &[f64],
+) {
     let conv = |v: f64| <T::F as Num>::from_f64(v);
     let (alpha, beta): (Vec<T::F>, Vec<T::F>) = (
         alpha.iter().map(|&v| conv(v)).collect(),
@@ -176,11 +185,11 @@ fn affine<T: FloatElement>(x: &[T], y: &mut [T], g: &Geometry, alpha: &[f64], be
     if inner == 0 {
         return;
     }
-    let plane = |p: usize, yp: &mut [T]| {
+    let plane = |p: usize, yp: &mut [MaybeUninit<T>]| {
         let ch = p % g.c;
         let xp = &x[p * inner..][..inner];
         for (o, v) in yp.iter_mut().zip(xp) {
-            *o = T::from_acc(v.to_acc().mul(alpha[ch]).add(beta[ch]));
+            o.write(T::from_acc(v.to_acc().mul(alpha[ch]).add(beta[ch])));
         }
     };
     if runs_in_parallel(y.len()) {
@@ -276,9 +285,14 @@ fn forward(
     let (w, b) = (param(weight, g.c, 1.0)?, param(bias, g.c, 0.0)?);
     let alpha: Vec<f64> = invstd.iter().zip(&w).map(|(s, w)| s * w).collect();
     let beta: Vec<f64> = (0..g.c).map(|i| b[i] - mean[i] * alpha[i]).collect();
-    let y = Tensor::empty_on(input.sizes(), dtype, device)?;
+    // SAFETY: `affine` writes every element (each plane of `inner` elements, the planes
+    // covering the tensor, which has elements here); on an error it is dropped unread (Note
+    // [Fresh outputs]).
+    let y = unsafe { fresh_output(input.sizes(), dtype, device)? };
     dispatch_floating_types!(dtype, "batch_norm", T => {
-        affine::<T>(&x.data::<T>()?, &mut y.data_mut::<T>()?, &g, &alpha, &beta);
+        // SAFETY: a fresh output; `affine` stores only initialised values.
+        let mut out = unsafe { FreshData::<T>::new(&y)? };
+        affine::<T>(&x.data::<T>()?, &mut out, &g, &alpha, &beta);
         Ok(())
     })?;
     if let (
@@ -489,7 +503,10 @@ fn plane_grad_sums<T: FloatElement>(dy: &[T], x: &[T], mean: T::F) -> (f64, f64)
 }
 
 /// Per channel: `(sum dy, sum dy * (x - mean))` over contiguous data (Note [Batch norm
-/// gradient sums per plane]).
+/// gradient sums per plane]). Both backward passes run compiled for AVX2 where the CPU has
+/// it (`with_avx2_fma`; the additions are not fused, so the results do not change): on a
+/// 32x16x32x32 batch, one thread, the backward went from 0.21 to 0.10 ms (PyTorch's: 0.11).
+/// The forward's `affine` measured slower that way (0.20 against 0.46 ms), so it stays as is.
 fn channel_grad_sums<T: FloatElement>(
     dy: &[T],
     x: &[T],
@@ -500,17 +517,22 @@ fn channel_grad_sums<T: FloatElement>(
         let mu = <T::F as Num>::from_f64(mean[ch]);
         planes(dy, g, ch)
             .zip(planes(x, g, ch))
-            .map(|(dp, xp)| plane_grad_sums(dp, xp, mu))
+            .map(|(dp, xp)| {
+                with_avx2_fma(
+                    #[inline(always)]
+                    || plane_grad_sums(dp, xp, mu),
+                )
+            })
             .fold((0.0, 0.0), |(s, sx), (ps, psx)| (s + ps, sx + psx))
     })
 }
 
 /// `dx = dy * a[c] + x * b[c] + k[c]` over contiguous data (the input gradient, linear in
-/// `dy` and `x` per channel).
+/// `dy` and `x` per channel); writes every element of `dx`.
 fn input_grad<T: FloatElement>(
     dy: &[T],
     x: &[T],
-    dx: &mut [T],
+    dx: &mut [MaybeUninit<T>],
     g: &Geometry,
     coef: &[(f64, f64, f64)],
 ) {
@@ -523,12 +545,17 @@ fn input_grad<T: FloatElement>(
     if inner == 0 {
         return;
     }
-    let plane = |p: usize, out: &mut [T]| {
+    let plane = |p: usize, out: &mut [MaybeUninit<T>]| {
         let (a, b, k) = coef[p % g.c];
         let (dp, xp) = (&dy[p * inner..][..inner], &x[p * inner..][..inner]);
-        for ((o, d), v) in out.iter_mut().zip(dp).zip(xp) {
-            *o = T::from_acc(d.to_acc().mul(a).add(v.to_acc().mul(b)).add(k));
-        }
+        with_avx2_fma(
+            #[inline(always)]
+            || {
+                for ((o, d), v) in out.iter_mut().zip(dp).zip(xp) {
+                    o.write(T::from_acc(d.to_acc().mul(a).add(v.to_acc().mul(b)).add(k)));
+                }
+            },
+        )
     };
     if runs_in_parallel(dx.len()) {
         dx.par_chunks_mut(inner)
@@ -680,9 +707,14 @@ pub fn native_batch_norm_backward(
                 (scale, b, k)
             })
             .collect();
-        let dx = Tensor::empty_on(input.sizes(), dtype, device)?;
+        // SAFETY: `input_grad` writes every element (each plane of `inner` elements, the
+        // planes covering the tensor); on an error it is dropped unread (Note [Fresh
+        // outputs]).
+        let dx = unsafe { fresh_output(input.sizes(), dtype, device)? };
         dispatch_floating_types!(dtype, "batch_norm_backward", T => {
-            input_grad::<T>(&dy.data::<T>()?, &x.data::<T>()?, &mut dx.data_mut::<T>()?, &g, &coef);
+            // SAFETY: a fresh output; `input_grad` stores only initialised values.
+            let mut out = unsafe { FreshData::<T>::new(&dx)? };
+            input_grad::<T>(&dy.data::<T>()?, &x.data::<T>()?, &mut out, &g, &coef);
             Ok(())
         })?;
         like_input(input, dx)?
