@@ -4,33 +4,15 @@
     python benches/conv_shapes.py [REPS [THREADS]]
 """
 import sys
-import time
 
 import torch
+
+from kernel_timing import best, values
 
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 torch.set_num_threads(threads)
 aten = torch.ops.aten
-
-
-def values(*sizes):
-    n = 1
-    for s in sizes:
-        n *= s
-    i = torch.arange(n, dtype=torch.int64)
-    return (((i * 7919) % 2000).float() / 1000.0 - 1.0).reshape(sizes)
-
-
-def best(f):
-    f()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        times.append((time.perf_counter() - t) * 1e3)
-    return min(times)
-
 
 CASES = [
     ("stem 3->16 3x3", 3, 16, 32, 3, 1, 1, 1),
@@ -54,10 +36,10 @@ for name, c_in, c_out, size, kernel, stride, padding, count in CASES:
 
     go = values(*conv().shape)
     mask = [c_in != 3, True, False]
-    fwd = best(conv)
-    bwd = best(lambda: aten.convolution_backward(go, x, w, None, *args, mask))
-    gx = best(lambda: aten.convolution_backward(go, x, w, None, *args, [mask[0], False, False]))
-    gw = best(lambda: aten.convolution_backward(go, x, w, None, *args, [False, True, False]))
+    fwd = best(reps, conv)
+    bwd = best(reps, lambda: aten.convolution_backward(go, x, w, None, *args, mask))
+    gx = best(reps, lambda: aten.convolution_backward(go, x, w, None, *args, [mask[0], False, False]))
+    gw = best(reps, lambda: aten.convolution_backward(go, x, w, None, *args, [False, True, False]))
     total_fwd += fwd * count
     total_bwd += bwd * count
     print(f"{name:<22} x{count}  forward {fwd:>7.3f} ms  backward {bwd:>7.3f} ms (input {gx:.3f}, weight {gw:.3f})")

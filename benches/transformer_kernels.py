@@ -4,9 +4,10 @@ same shapes, best of REPS runs in milliseconds (of those whose name contains FIL
     python benches/transformer_kernels.py [REPS [THREADS [FILTER]]]
 """
 import sys
-import time
 
 import torch
+
+from kernel_timing import best, values
 
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
@@ -15,26 +16,9 @@ torch.set_num_threads(threads)
 ROWS = 16 * 128
 
 
-def values(*sizes):
-    n = 1
-    for s in sizes:
-        n *= s
-    i = torch.arange(n, dtype=torch.int64)
-    return (((i * 7919) % 2000).float() / 1000.0 - 1.0).reshape(sizes)
-
-
-def best(f):
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        times.append((time.perf_counter() - t) * 1e3)
-    return min(times)
-
-
 def time_it(name, f):
     if name_filter in name:
-        print(f"{name:<40} {best(f):8.3f} ms")
+        print(f"{name:<40} {best(reps, f):8.3f} ms")
 
 
 aten = torch.ops.aten
