@@ -16,6 +16,7 @@ use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
 use crate::fresh_output::{fresh_output, FreshData};
 use crate::loops::{runs_in_parallel, runs_planes_in_parallel, with_avx2_fma};
 use crate::norm::{check_param_dtypes, param, param_dtype};
+use crate::reduce::lane_fold;
 
 /// The checked geometry: `n` batches of `c` channels of `inner` elements each.
 #[derive(Clone, Copy)]
@@ -124,30 +125,16 @@ fn planes<'a, T>(x: &'a [T], g: &Geometry, ch: usize) -> impl Iterator<Item = &'
 // Note [Batch norm statistics in f64 lanes]
 // The per-channel sums are taken in f64 (PyTorch's `acc_type` for float on CPU), but not as
 // one running sum: a single f64 accumulator waits on each add's latency (about 4 cycles per
-// element, most of a ResNet step's batch norm time). `LANES` independent accumulators, added
-// up at the end, let the loop vectorise (f32 to f64 conversions and adds, several elements
-// per instruction). The order of the additions changes, not their precision: the statistics
-// stay within the last bits of the single-accumulator ones.
+// element, most of a ResNet step's batch norm time). Independent accumulators (a lane fold,
+// Note [Lane folds] in `reduce`) let the loop vectorise (f32 to f64 conversions and adds,
+// several elements per instruction). The order of the additions changes, not their
+// precision: the statistics stay within the last bits of the single-accumulator ones.
 
-/// Independent f64 accumulators per sum (Note [Batch norm statistics in f64 lanes]).
-const LANES: usize = 8;
-
-/// `sum f(v)` over `values` in f64, in [`LANES`] interleaved partial sums.
+/// `sum f(v)` over `values` in f64, in interleaved partial sums (Note [Batch norm statistics
+/// in f64 lanes]).
 #[inline(always)]
 fn lane_sum<T: FloatElement>(values: &[T], f: impl Fn(f64) -> f64) -> f64 {
-    let mut acc = [0.0f64; LANES];
-    let mut chunks = values.chunks_exact(LANES);
-    for c in &mut chunks {
-        for (a, v) in acc.iter_mut().zip(c) {
-            *a += f(v.to_acc().to_f64());
-        }
-    }
-    let tail: f64 = chunks
-        .remainder()
-        .iter()
-        .map(|v| f(v.to_acc().to_f64()))
-        .sum();
-    acc.iter().sum::<f64>() + tail
+    lane_fold(values, 0.0, |a, v| a + f(v.to_acc().to_f64()), |a, b| a + b)
 }
 
 /// Per channel: the mean and the sum of squared deviations from it.

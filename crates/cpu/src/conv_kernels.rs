@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::fresh_output::fill;
 use crate::linalg::{gemm_float, GemmFloat, MatPtr};
 use crate::loops::in_parallel_region;
+use crate::reduce::lane_fold;
 
 // Note [Convolution as im2col + GEMM]
 // Every convolution is computed as a 2-d one: a 1-d input `(N, C, W)` is the 2-d input
@@ -401,21 +402,6 @@ fn for_each_cols_block<T: Num>(
     }
 }
 
-/// The sum of `v` in eight interleaved partial sums (one SIMD register of f32), so that the
-/// loop vectorises instead of waiting on one add's latency per element.
-fn lane_sum<T: Num>(v: &[T]) -> T {
-    const LANES: usize = 8;
-    let mut acc = [T::ZERO; LANES];
-    let mut chunks = v.chunks_exact(LANES);
-    for c in &mut chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a = a.add(x);
-        }
-    }
-    let tail = chunks.remainder().iter().fold(T::ZERO, |a, &x| a.add(x));
-    acc.iter().fold(tail, |a, &x| a.add(x))
-}
-
 /// Splits `0..n` images into contiguous chunks to run in parallel (one chunk when there is a
 /// single image, one thread, or when already inside a parallel region).
 fn image_chunks(n: usize) -> usize {
@@ -513,7 +499,7 @@ pub(super) fn backward_impl<T: GemmFloat>(
                 let x_img = &x[n * g.in_image()..][..g.in_image()];
                 if need_b {
                     for (co, row) in go_img.chunks(l).enumerate() {
-                        pb[co] = pb[co].add(lane_sum(row));
+                        pb[co] = pb[co].add(lane_fold(row, <T as Num>::ZERO, Num::add, Num::add));
                     }
                 }
                 for gi in 0..g.groups {
