@@ -493,7 +493,7 @@ fn plane_grad_sums<T: FloatElement>(dy: &[T], x: &[T], mean: T::F) -> (f64, f64)
 /// gradient sums per plane]). Both backward passes run compiled for AVX2 where the CPU has
 /// it (`with_avx2_fma`; the additions are not fused, so the results do not change): on a
 /// 32x16x32x32 batch, one thread, the backward went from 0.21 to 0.10 ms (PyTorch's: 0.11).
-/// The forward's `affine` measured slower that way (0.20 against 0.46 ms), so it stays as is.
+/// The forward's `affine` measured slower that way (0.20 against 0.52 ms), so it stays as is.
 fn channel_grad_sums<T: FloatElement>(
     dy: &[T],
     x: &[T],
