@@ -214,9 +214,9 @@ fn valid_range(out: usize, size: usize, s: usize, p: usize, off: usize) -> (usiz
 // after which kernel column `j` of output column `ox` is element `ox*sw + j*dw` of the
 // buffer for every `ox`, padding included. Each `cols` row segment is then one copy (unit
 // stride) or one branchless, bounds-check-free strided gather, and the `kw` segments of one
-// input row share its copy;
-// zeroing the padded edges of each segment separately costs a `memset` call per edge, more
-// than the segment itself on the ResNet's 8- to 16-wide strided outputs.
+// input row share its copy. Zeroing the padded edges of each segment separately cost a
+// `memset` call per edge, more than the segment itself on the ResNet's 8- to 16-wide strided
+// outputs.
 
 /// Unrolls the patches of output rows `rows` of one image's group (`cin_g` channels of `h x
 /// w`) into `cols` (`K x rows.len()*ow`, row-major).
