@@ -23,7 +23,7 @@
 //! values, the result committed as the tensor's new value); `meta_add_1elem` (`ops::add` of two
 //! 1-element Meta tensors: autograd kernel, then the Meta kernel, which is `add`'s structured
 //! meta function (Note [Structured kernels] in switchboard-ops) and the output's allocation,
-//! without data); `lazy_add_1elem` (`ops::add` of two 1-element
+//! without data); `lazy_add_1elem` (`ops::add` of two 1-element plain
 //! lazy tensors: the call is captured, its metadata given by a shape rule (Note [Shape rules] in
 //! switchboard-lazy), a lazy tensor returned; nothing runs: the results are dropped, so each
 //! `lazy::sync()`, made after every `LAZY_STEP` captures as a training loop syncs once a step,
@@ -213,9 +213,7 @@ fn main() {
         }
         "lazy_add_1elem" | "lazy_add_1elem_long" | "lazy_add_1elem_functional" => {
             use switchboard::lazy;
-            if scenario == "lazy_add_1elem_functional" {
-                lazy::default_backend().set_functional_tensors(true);
-            }
+            lazy::default_backend().set_functional_tensors(scenario == "lazy_add_1elem_functional");
             let dtype = if scenario == "lazy_add_1elem_long" {
                 ScalarType::Long
             } else {
@@ -257,7 +255,7 @@ fn main() {
             );
         }
         other => {
-            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, add_1elem_functionalized, add_1elem_functionalized_inplace, meta_add_1elem, lazy_add_1elem, lazy_add_1elem_long");
+            eprintln!("unknown scenario {other}; one of call, call_autograd_keys, call_boxed, boxed_fallback, register, startup, add_1elem, add_1elem_below_autograd, add_1elem_requires_grad, add_1elem_autocast, add_1elem_empty_mode, add_1elem_traced, add_1elem_functionalized, add_1elem_functionalized_inplace, meta_add_1elem, lazy_add_1elem, lazy_add_1elem_long, lazy_add_1elem_functional");
             std::process::exit(2);
         }
     }

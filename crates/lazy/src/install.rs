@@ -6,10 +6,10 @@ use std::sync::Mutex;
 use switchboard_dispatcher::{
     DispatchError, DispatchErrorKind, Dispatcher, Library, LibraryKind, Result,
 };
-use switchboard_keys::{BackendComponent, DeviceType};
+use switchboard_keys::{BackendComponent, DeviceType, DispatchKey};
 
 use crate::backend::{is_lazy_device_type, mark_installed, slot_of};
-use crate::kernels::{fallback_kernel, register_on};
+use crate::kernels::{fallback_kernel, register_on, REGISTERED_OPS};
 
 /// Held while installing, so two threads do not register twice.
 static INSTALLING: Mutex<()> = Mutex::new(());
@@ -66,10 +66,52 @@ pub fn install(component: BackendComponent, name: &str) -> Result<DeviceType> {
     let d = Dispatcher::global();
     let mut lib = Library::new(d, LibraryKind::Impl, "aten", Some(key))?;
     register_on(&mut lib, device_type)?;
+    capture_non_functional_composites(&mut lib)?;
     let mut fallback = Library::new(d, LibraryKind::Impl, "_", Some(key))?;
     fallback.fallback(None, fallback_kernel())?;
     lib.leak();
     fallback.leak();
     mark_installed(slot);
     Ok(device_type)
+}
+
+// Note [Functional kernels on a private-use device]
+// A `CompositeExplicitAutogradNonFunctional` kernel decomposes a functional operator into
+// calls that alias or write: `t_copy` is `t` then `clone`, `slice_scatter` writes into a
+// clone. Its alias covers every backend but `Lazy` and `XLA` (PyTorch's
+// `non_functional_backend_dispatch_keyset`), the backends that run functionalization, so
+// that on them the call reaches their own kernel or fallback whole. A private-use backend is
+// covered, so a lazy device type installed on one would capture `t_copy` of a value as a view
+// read and a `clone`, and the graph would differ from `lazy`'s (its plan could not run the
+// copy as the view it copies: Note [Copies that run as views] in switchboard-graph). So, as
+// PyTorch asks of a backend that only takes functional operators, `install` registers the
+// capture (the lazy fallback) as the backend's own kernel of every operator with such a
+// kernel when it installs; the device then captures exactly what `lazy` captures.
+
+/// Registers the lazy fallback as `lib`'s kernel of every `aten` operator that has a
+/// `CompositeExplicitAutogradNonFunctional` kernel and no dedicated lazy one (Note
+/// [Functional kernels on a private-use device]).
+fn capture_non_functional_composites(lib: &mut Library) -> Result<()> {
+    let d = Dispatcher::global();
+    for name in d.list_operators() {
+        if name.namespace() != Some("aten") {
+            continue;
+        }
+        let entry = match name.overload_name() {
+            "" => name.base_name().to_string(),
+            overload => format!("{}.{overload}", name.base_name()),
+        };
+        let non_functional = d.find_op(&name).is_some_and(|op| {
+            op.has_kernel_for_dispatch_key(DispatchKey::CompositeExplicitAutogradNonFunctional)
+        });
+        if non_functional && !REGISTERED_OPS.contains(&entry.as_str()) {
+            lib.impl_with_static_debug(
+                &entry,
+                None,
+                fallback_kernel(),
+                "switchboard_lazy::capture [non-functional composite]",
+            )?;
+        }
+    }
+    Ok(())
 }

@@ -59,6 +59,26 @@ fn an_installed_device_type_captures_as_lazy_does() {
     assert_eq!(z.device(), d1);
 }
 
+/// Note [Functional kernels on a private-use device]: a view of a functional tensor reaches
+/// the installed device as its `*_copy` operator, captured whole as on `lazy`, not as the
+/// `CompositeExplicitAutogradNonFunctional` decomposition's view read and `clone`.
+#[test]
+fn an_installed_device_captures_view_copies_whole() {
+    let d = accel(2);
+    let b = lazy::backend(d).unwrap();
+    let x = to(&cpu(&[1., 2., 3., 4., 5., 6.], &[2, 3]), d);
+    b.sync().unwrap();
+    let y = ops::mm(&ops::t(&x).unwrap(), &x).unwrap();
+    let graph = b.pending_graph().to_string();
+    if b.functional_tensors() {
+        assert!(graph.contains("aten.t_copy.default"), "{graph}");
+        assert!(!graph.contains("as_strided") && !graph.contains("clone"), "{graph}");
+    }
+    let xc = to(&x, Device::CPU);
+    let want = ops::mm(&ops::t(&xc).unwrap(), &xc).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+}
+
 #[test]
 fn gradients_flow_through_an_installed_device() {
     let d = accel(2);
