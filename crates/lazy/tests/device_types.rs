@@ -72,7 +72,10 @@ fn an_installed_device_captures_view_copies_whole() {
     let graph = b.pending_graph().to_string();
     if b.functional_tensors() {
         assert!(graph.contains("aten.t_copy.default"), "{graph}");
-        assert!(!graph.contains("as_strided") && !graph.contains("clone"), "{graph}");
+        assert!(
+            !graph.contains("as_strided") && !graph.contains("clone"),
+            "{graph}"
+        );
     }
     let xc = to(&x, Device::CPU);
     let want = ops::mm(&ops::t(&xc).unwrap(), &xc).unwrap();
