@@ -2,6 +2,7 @@
 `crates/cpu/examples/timing`): deterministic inputs and the best of repeated calls."""
 import time
 
+import numpy as np
 import torch
 
 
@@ -12,6 +13,19 @@ def values(*sizes):
         n *= s
     i = torch.arange(n, dtype=torch.int64)
     return (((i * 7919) % 2000).float() / 1000.0 - 1.0).reshape(sizes)
+
+
+def noise(*sizes):
+    """A float32 tensor of `sizes` with the values of the Rust examples' `noise`: values in
+    [-1, 1) in no predictable order (a hash of the index)."""
+    n = 1
+    for s in sizes:
+        n *= s
+    with np.errstate(over="ignore"):
+        h = (np.arange(n, dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        h = (h ^ (h >> np.uint64(31))) * np.uint64(0xBF58476D1CE4E5B9)
+    v = (h >> np.uint64(40)).astype(np.float32) / np.float32(1 << 23) - np.float32(1.0)
+    return torch.from_numpy(v).reshape(sizes)
 
 
 def best(reps, f):

@@ -43,8 +43,9 @@ pub fn noise(sizes: &[i64]) -> Tensor {
 }
 
 /// Reads `[REPS [THREADS]]` from the command line (`default_reps` and `default_threads` when
-/// absent), builds the global pool with THREADS threads and returns both with the arguments
-/// that follow them.
+/// absent), tunes the allocator as the training benchmarks do (Note [Allocator tuning] in
+/// switchboard-tensor: outputs reuse freed heap memory instead of fresh pages), builds the
+/// global pool with THREADS threads and returns both with the arguments that follow them.
 pub fn start(
     default_reps: usize,
     default_threads: usize,
@@ -58,6 +59,7 @@ pub fn start(
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default_threads);
+    switchboard_tensor::tune_allocator();
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global()
