@@ -8,6 +8,7 @@ use std::sync::Arc;
 use switchboard_cpu as _;
 use switchboard_dispatcher::{Dispatcher, IValue, Object};
 use switchboard_distributed::{c10d_ops, ProcessGroup, ReduceOp, SingleProcess, Work};
+use switchboard_keys::DeviceType;
 use switchboard_meta as _;
 use switchboard_ops as ops;
 use switchboard_tensor::{Device, Tensor};
@@ -270,22 +271,54 @@ fn dispatch_modes_see_them() {
 // point, as PyTorch's in-place collectives on any device.
 #[test]
 fn the_lazy_backend_runs_them_eagerly_in_place() {
+    // Plain lazy tensors, and functional ones (Note [Functional calls in place] in
+    // switchboard-functionalize: the collective runs on the value).
+    for (index, functional) in [(5, false), (6, true)] {
+        let pg = group();
+        let lazy = Device::with_index(DeviceType::Lazy, index);
+        let backend = switchboard_lazy::backend(lazy).unwrap();
+        backend.set_functional_tensors(functional);
+        let x = ops::to_device(
+            &t(&[1., 2., 3.]),
+            lazy,
+            switchboard_tensor::ScalarType::Float,
+        )
+        .unwrap();
+        assert_eq!(
+            switchboard_functionalize::is_functional_tensor(&x),
+            functional
+        );
+        let y = ops::mul(&x, &x).unwrap();
+        let work = c10d_ops::allreduce_(&y, ReduceOp::Avg, &pg).unwrap();
+        assert_eq!(pg.sequence_number(), 1, "launched at the call");
+        let graph = backend.pending_graph().to_string();
+        assert!(!graph.contains("c10d"), "{graph}");
+        work.wait().unwrap();
+        assert_eq!(y.device(), lazy);
+        assert_eq!(y.to_vec::<f32>().unwrap(), [1., 4., 9.]);
+    }
+}
+
+/// Under `functionalize(f)` they run on the functional tensors' values, as PyTorch's
+/// functionalization fallback runs an operator whose schema has no alias annotation (Note
+/// [Functional calls in place] in switchboard-functionalize).
+#[test]
+fn functionalize_runs_them_on_the_values() {
+    use switchboard_functionalize::{functionalize, is_functional_tensor, Remove};
     let pg = group();
-    let lazy = switchboard_lazy::DEVICE;
-    let x = ops::to_device(
-        &t(&[1., 2., 3.]),
-        lazy,
-        switchboard_tensor::ScalarType::Float,
-    )
-    .unwrap();
-    let y = ops::mul(&x, &x).unwrap();
-    let work = c10d_ops::allreduce_(&y, ReduceOp::Avg, &pg).unwrap();
-    assert_eq!(pg.sequence_number(), 1, "launched at the call");
-    let graph = switchboard_lazy::pending_graph().to_string();
-    assert!(!graph.contains("c10d"), "{graph}");
-    work.wait().unwrap();
-    assert_eq!(y.device(), lazy);
-    assert_eq!(y.to_vec::<f32>().unwrap(), [1., 4., 9.]);
+    let mut f = functionalize(
+        |xs: &[Tensor]| {
+            assert!(is_functional_tensor(&xs[0]));
+            let y = ops::mul(&xs[0], &xs[0])?;
+            c10d_ops::allreduce_(&y, ReduceOp::Sum, &pg)?.wait()?;
+            Ok(vec![y])
+        },
+        Remove::Mutations,
+    );
+    let out = f(&[t(&[1., 2.])]).unwrap();
+    assert!(!is_functional_tensor(&out[0]));
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), [1., 4.]);
+    assert_eq!(pg.sequence_number(), 1);
 }
 
 #[test]

@@ -89,11 +89,15 @@ pub(crate) fn functionalize_fallback(
     }
     // A factory under `functionalize(f)`, or a write lifting a captured tensor: the transform's.
     let kind = kind.unwrap_or(Kind::AboveAutograd);
-    if sem.kind == SchemaKind::Functional && !sem.is_view {
+    if !sem.is_mutating() && !sem.is_view {
         // Note [Functional calls in place]
         // The common call (`add`, `mul`, `sum`) neither views nor writes: its arguments are
         // unwrapped where they lie on the stack, the call runs on that stack, and its returns
         // are wrapped where it left them, without copying the stack.
+        // What decides is the schema's alias annotations, as for PyTorch's fallback, not the
+        // name: an operator named in-place whose schema declares no write (`c10d::allreduce_`,
+        // whose schema, as PyTorch's, has no annotation) comes here too, and a kernel that
+        // writes its arguments all the same writes the values.
         // Only persistent functional tensors leave other devices' results plain.
         let device = match kind {
             Kind::BelowAutograd => functional_device(&stack[start..]),
