@@ -8,8 +8,10 @@ use std::rc::Rc;
 
 use switchboard::autocast::{autocast_device_types, is_autocast_available, AutocastGuard};
 use switchboard::autograd::AutogradTensor;
-use switchboard::dispatcher::{DispatchError, DispatchKey, ExcludeDispatchKeyGuard};
-use switchboard::functionalize::{from_functional, FunctionalizeGuard, Remove};
+use switchboard::dispatcher::DispatchError;
+use switchboard::functionalize::{
+    from_functionalized, DisableFunctionalizationGuard, FunctionalizeGuard, Remove,
+};
 use switchboard::modes::{push_mode, FlopCounterMode, ModeGuard};
 use switchboard::tensor::{write_output_file, Device, ScalarType, Tensor};
 use switchboard::trace::Tracer;
@@ -118,10 +120,11 @@ impl FunctionalStep {
     }
 
     /// Runs `backward` of `loss` on its value, outside functionalization: autograd records the
-    /// values (Note [Functionalization above autograd]).
+    /// values (Note [Functionalization above autograd]); a persistent functional loss (a lazy
+    /// device's) is its own value (Note [Functionalization over functional tensors]).
     pub fn backward(loss: &Tensor) -> Result<(), DispatchError> {
-        let value = from_functional(loss)?;
-        let _values = ExcludeDispatchKeyGuard::new(DispatchKey::Functionalize);
+        let value = from_functionalized(loss)?;
+        let _values = DisableFunctionalizationGuard::new();
         value.backward()
     }
 

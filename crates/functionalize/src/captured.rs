@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use switchboard_dispatcher::{DispatchKey, Dispatcher, IValue, Result};
+use switchboard_dispatcher::{Dispatcher, IValue, Result};
 use switchboard_tensor::Tensor;
 
 use crate::wrapper::{below_functionalization, from_functional, functional, to_functional, Kind};
@@ -54,7 +54,9 @@ pub(crate) fn lifted(t: &Tensor) -> Option<Tensor> {
 
 /// `t` lifted (on its first write), if lifting is on.
 pub(crate) fn lift(t: &Tensor) -> Result<Option<Tensor>> {
-    if functional(t).is_some() {
+    // A persistent functional tensor is lifted as any other (Note [Functionalization over
+    // functional tensors]).
+    if functional(t).is_some_and(|f| f.kind() == Kind::AboveAutograd) {
         return Ok(Some(t.clone()));
     }
     if let Some(f) = lifted(t) {
@@ -78,9 +80,6 @@ pub(crate) fn write_back(lifted: &[(Tensor, Tensor)]) -> Result<()> {
         return Ok(());
     }
     let _below = below_functionalization(Kind::AboveAutograd);
-    debug_assert!(switchboard_dispatcher::tls_local_dispatch_key_set()
-        .excluded
-        .has(DispatchKey::Functionalize));
     let copy_ = Dispatcher::global().find_schema_or_throw("aten::copy_")?;
     for (captured, f) in lifted {
         let value = from_functional(f)?;

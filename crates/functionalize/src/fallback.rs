@@ -82,7 +82,7 @@ pub(crate) fn functionalize_fallback(
     // as PyTorch's functionalization kernels do without functional inputs (a captured tensor
     // being written is lifted first when lifting: Note [Captured state]). A factory (no
     // tensor) makes a functional tensor.
-    let (any_tensor, kind) = call_kind(op, &stack[start..])?;
+    let (any_tensor, kind) = call_kind(&stack[start..]);
     if any_tensor && kind.is_none() && !(sem.is_mutating() && crate::captured::is_lifting()) {
         // Tensors from outside the program: autograd as for `functionalize(f)`'s.
         return call_plain_in_place(op, stack, Kind::AboveAutograd);
@@ -104,7 +104,7 @@ pub(crate) fn functionalize_fallback(
             Kind::AboveAutograd => None,
         };
         for a in &mut stack[start..] {
-            a.try_map_tensors(unwrap)?;
+            a.try_map_tensors(|t| unwrap(t, kind))?;
         }
         call_plain_in_place(op, stack, kind)?;
         for t in stack[start..].iter_mut().flat_map(IValue::tensors_mut) {
@@ -160,10 +160,11 @@ fn writes_another_device(sem: &OperatorSemantics, args: &[IValue]) -> bool {
         && written.all(|t| functional(t).is_none() && Some(t.device().ty) != device)
 }
 
-/// Whether `args` hold a tensor, and the kind of the functional tensors among them (a captured
-/// tensor lifted to one is `functionalize(f)`'s: Note [Captured state]), `None` without any;
-/// an error when both kinds meet in one call.
-fn call_kind(op: &OperatorHandle, args: &[IValue]) -> Result<(bool, Option<Kind>)> {
+/// Whether `args` hold a tensor, and the kind of the call: `functionalize(f)`'s when a tensor
+/// of it is among them (a captured tensor lifted to one: Note [Captured state]), a persistent
+/// functional tensor then being a constant of `f` (Note [Functionalization over functional
+/// tensors]); else the persistent tensors', or `None` without a functional tensor.
+fn call_kind(args: &[IValue]) -> (bool, Option<Kind>) {
     let mut any_tensor = false;
     let mut kind = None;
     for t in stack_tensors(args) {
@@ -173,19 +174,12 @@ fn call_kind(op: &OperatorHandle, args: &[IValue]) -> Result<(bool, Option<Kind>
             None if crate::captured::lifted(t).is_some() => Kind::AboveAutograd,
             None => continue,
         };
-        match kind {
-            Some(seen) if seen != k => {
-                return Err(error(format!(
-                    "functionalization: {} was called with both functional tensors below \
-                     autograd (to_functional_below_autograd) and functional tensors of a \
-                     functionalized function",
-                    op.name()
-                )))
-            }
-            _ => kind = Some(k),
+        if k == Kind::AboveAutograd {
+            return (true, Some(k));
         }
+        kind = Some(k);
     }
-    Ok((any_tensor, kind))
+    (any_tensor, kind)
 }
 
 /// Calls `op` on the arguments at the top of `stack`, below functionalization (as
@@ -195,11 +189,14 @@ fn call_plain_in_place(op: &OperatorHandle, stack: &mut Stack, kind: Kind) -> Re
     op.call_boxed(stack)
 }
 
-/// The value a call sees for `t`: a functional tensor's current value (a captured tensor
-/// lifted to one: Note [Captured state]), any other tensor itself.
-fn unwrap(t: &Tensor) -> Result<Tensor> {
+/// The value a call of `kind` sees for `t`: the current value of a functional tensor of that
+/// kind (a captured tensor lifted to one: Note [Captured state]), any other tensor itself (a
+/// persistent functional tensor is a constant of `functionalize(f)`: Note [Functionalization
+/// over functional tensors]).
+fn unwrap(t: &Tensor, kind: Kind) -> Result<Tensor> {
     match functional(t) {
-        Some(f) => f.current_value(),
+        Some(f) if f.kind() == kind => f.current_value(),
+        Some(_) => Ok(t.clone()),
         None => match crate::captured::lifted(t) {
             Some(l) => crate::wrapper::from_functional(&l),
             None => Ok(t.clone()),
@@ -207,13 +204,13 @@ fn unwrap(t: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// `args` with each functional tensor (and captured tensor lifted to one: Note [Captured
-/// state]) replaced by its current value.
-fn unwrap_all(args: &[IValue]) -> Result<Stack> {
+/// `args` with each functional tensor of `kind` (and captured tensor lifted to one: Note
+/// [Captured state]) replaced by its current value.
+fn unwrap_all(args: &[IValue], kind: Kind) -> Result<Stack> {
     args.iter()
         .map(|a| {
             let mut a = a.clone();
-            a.try_map_tensors(unwrap)?;
+            a.try_map_tensors(|t| unwrap(t, kind))?;
             Ok(a)
         })
         .collect()
@@ -233,14 +230,19 @@ fn view_call(op: &OperatorHandle, args: Stack, kind: Kind) -> Result<Stack> {
         .schema()
         .and_then(|s| OperatorSemantics::viewed_argument(&s.schema));
     let viewed = self_index.and_then(|i| match &args[i] {
-        IValue::Tensor(t) => functional(t).map(|f| (i, f, t)),
+        IValue::Tensor(t) => functional(t)
+            .filter(|f| f.kind() == kind)
+            .map(|f| (i, f, t)),
         _ => None,
     });
     let Some((self_index, viewed, viewed_tensor)) = viewed else {
         // A view of a tensor from outside: a constant, whose views are new values.
-        return Ok(wrap_all(call_plain(op, unwrap_all(&args)?, kind)?, kind));
+        return Ok(wrap_all(
+            call_plain(op, unwrap_all(&args, kind)?, kind)?,
+            kind,
+        ));
     };
-    let plain = unwrap_all(&args)?;
+    let plain = unwrap_all(&args, kind)?;
     let copy = if kind.removes_views() {
         Dispatcher::global().view_copy_form(op)
     } else {
@@ -284,14 +286,16 @@ fn mutation_call(
     let sem = &record.semantics;
     if kind == Kind::BelowAutograd && writes_another_device(sem, &args) {
         // `cpu.copy_(lazy)`: the write is the host's (Note [Results on another device]).
-        return call_plain(op, unwrap_all(&args)?, kind);
+        return call_plain(op, unwrap_all(&args, kind)?, kind);
     }
     for &w in sem.written.iter() {
-        args[w].try_map_tensors(|t| {
-            Ok::<_, DispatchError>(crate::captured::lift(t)?.unwrap_or_else(|| t.clone()))
-        })?;
+        if kind == Kind::AboveAutograd {
+            args[w].try_map_tensors(|t| {
+                Ok::<_, DispatchError>(crate::captured::lift(t)?.unwrap_or_else(|| t.clone()))
+            })?;
+        }
         for t in args[w].tensors() {
-            if functional(t).is_none() {
+            if !functional(t).is_some_and(|f| f.kind() == kind) {
                 return Err(error(
                     "mutating a non-functional tensor with a functional tensor is not allowed. \
                      Please ensure that all of your inputs are wrapped inside \
@@ -301,7 +305,7 @@ fn mutation_call(
             }
         }
     }
-    let plain = unwrap_all(&args)?;
+    let plain = unwrap_all(&args, kind)?;
     let d = Dispatcher::global();
     let counterpart = d.functional_counterpart(op);
     // No Meta kernel can tell a data-dependent result (`nonzero`): the values decide.

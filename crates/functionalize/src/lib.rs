@@ -40,10 +40,10 @@ mod view_inverse;
 mod view_meta;
 mod wrapper;
 
-pub use transform::{functionalize, FunctionalizeGuard, Remove};
+pub use transform::{functionalize, DisableFunctionalizationGuard, FunctionalizeGuard, Remove};
 pub use wrapper::{
-    from_functional, functional_value, is_functional_tensor, replace_value, sync, to_functional,
-    to_functional_below_autograd, was_mutated,
+    from_functional, from_functionalized, functional_value, is_functional_tensor, replace_value,
+    sync, to_functional, to_functional_below_autograd, was_mutated,
 };
 
 pub(crate) use transform::remove_views;

@@ -4,8 +4,8 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 
 use switchboard_dispatcher::{
-    tls_local_dispatch_key_set, DispatchKey, DispatchKeySet, Dispatcher, ExcludeDispatchKeyGuard,
-    IValue, IncludeDispatchKeyGuard, LocalDispatchKeySet, Result,
+    tls_local_dispatch_key_set, DispatchKey, DispatchKeySet, Dispatcher, IValue,
+    IncludeDispatchKeyGuard, LocalDispatchKeySet, Result,
 };
 use switchboard_tensor::Tensor;
 
@@ -120,6 +120,47 @@ impl Drop for FunctionalizeGuard {
     }
 }
 
+/// Turns the functionalization of `functionalize(f)` off until dropped (PyTorch's
+/// `torch._disable_functionalization`): calls made meanwhile run on the tensors they are given,
+/// as the transform's own calls on values do, with autograd as at the transform's entry;
+/// persistent functional tensors keep their layer (Note [Functionalization over functional
+/// tensors]). For running `backward` on a functionalized step's loss value.
+#[must_use = "functionalization is off only while the guard lives"]
+pub struct DisableFunctionalizationGuard {
+    _below: crate::wrapper::BelowFunctionalization,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl DisableFunctionalizationGuard {
+    /// Turns functionalization off for the guard's life.
+    pub fn new() -> DisableFunctionalizationGuard {
+        DisableFunctionalizationGuard {
+            _below: crate::wrapper::below_functionalization(crate::wrapper::Kind::AboveAutograd),
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Default for DisableFunctionalizationGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// Note [Functionalization over functional tensors]
+// `functionalize(f)` may be given, or may capture, persistent functional tensors (Note
+// [Functional tensors below autograd]): a lazy device's tensors are such. As PyTorch's
+// functorch wraps an XLA tensor, which is functional already, at its own level, the transform
+// wraps them like any other tensor, and the two layers nest: a call on the transform's tensors
+// is called again on their values, which are then the persistent tensors, and those reach
+// their own layer through the `Functionalize` key they carry. For that, below the transform
+// `Functionalize` is only taken out of the thread's included keys (which made factories
+// functional) rather than excluded; on plain values the two are the same. A call is the
+// transform's as soon as one of its tensors is (a persistent tensor among them being a
+// constant of `f`, passed to the call as it is), and a persistent tensor the transform writes
+// is lifted as a captured one (Note [Captured state]). The transform's results are its own
+// tensors' values: persistent functional tensors stay functional.
+
 /// `torch.func.functionalize(f, remove=...)`: a function that runs `f` on functional tensors
 /// over its inputs, returns the values of `f`'s results, and writes back (`copy_`) each input
 /// whose storage `f` wrote, as PyTorch's does.
@@ -153,7 +194,7 @@ where
         };
         let outputs = outputs
             .iter()
-            .map(from_functional)
+            .map(crate::wrapper::from_functionalized)
             .collect::<Result<Vec<_>>>()?;
         write_back(inputs, &wrapped)?;
         Ok(outputs)
@@ -163,7 +204,7 @@ where
 /// Copies the final value of each written input into it (the `copy_` of mutated inputs at the
 /// end of a functionalized program).
 pub(crate) fn write_back(inputs: &[Tensor], wrapped: &[Tensor]) -> Result<()> {
-    let _below = ExcludeDispatchKeyGuard::new(DispatchKey::Functionalize);
+    let _below = crate::wrapper::below_functionalization(crate::wrapper::Kind::AboveAutograd);
     let mut copy_ = None;
     for (input, w) in inputs.iter().zip(wrapped) {
         if !was_mutated(w) {

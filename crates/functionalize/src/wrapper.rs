@@ -5,8 +5,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use switchboard_dispatcher::{
-    tls_local_dispatch_key_set, DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet,
-    ExcludeDispatchKeyGuard, IValue, OperatorHandle, Result, Stack, ThreadLocalStateGuard,
+    tls_is_dispatch_key_included, tls_local_dispatch_key_set, tls_set_dispatch_key_included,
+    DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet, ExcludeDispatchKeyGuard, IValue,
+    OperatorHandle, Result, Stack, ThreadLocalStateGuard,
 };
 use switchboard_keys::{AUTOCAST_DISPATCH_KEYSET, AUTOGRAD_DISPATCH_KEYSET};
 use switchboard_tensor::{
@@ -227,7 +228,9 @@ pub fn is_functional_tensor(t: &Tensor) -> bool {
 /// # Ok::<(), switchboard_dispatcher::DispatchError>(())
 /// ```
 pub fn to_functional(value: &Tensor) -> Result<Tensor> {
-    if is_functional_tensor(value) {
+    // A persistent functional tensor may be wrapped: Note [Functionalization over functional
+    // tensors].
+    if functional(value).is_some_and(|f| f.kind() == Kind::AboveAutograd) {
         return Err(error(
             "to_functional: the tensor is already a functional tensor".to_string(),
         ));
@@ -294,6 +297,17 @@ pub fn from_functional(t: &Tensor) -> Result<Tensor> {
     match functional(t) {
         Some(f) => f.current_value(),
         None => Ok(t.clone()),
+    }
+}
+
+/// The current value of a tensor of `functionalize(f)` (as [`from_functional`]); any other
+/// tensor as it is, a persistent functional one included (Note [Functionalization over
+/// functional tensors]): what code running functionalized reads a result with, whatever
+/// tensors it was given.
+pub fn from_functionalized(t: &Tensor) -> Result<Tensor> {
+    match functional(t) {
+        Some(f) if f.kind() == Kind::AboveAutograd => f.current_value(),
+        _ => Ok(t.clone()),
     }
 }
 
@@ -510,10 +524,12 @@ pub(crate) fn call_plain(op: &OperatorHandle, mut stack: Stack, kind: Kind) -> R
     Ok(stack)
 }
 
-/// Runs the rest of a scope below functionalization: `Functionalize` excluded, and autograd as
-/// it was where functionalization began for the tensors of `functionalize(f)` (Note [Autograd
-/// of the values]), excluded for the persistent ones (Note [Functional tensors below
-/// autograd]).
+/// Runs the rest of a scope below functionalization, with autograd as it was where
+/// functionalization began for the tensors of `functionalize(f)` (Note [Autograd of the
+/// values]), excluded for the persistent ones (Note [Functional tensors below autograd]).
+/// Below persistent functional tensors `Functionalize` is excluded; below `functionalize(f)`'s
+/// it is only no longer included on the thread, so that persistent functional tensors among the
+/// values still reach their own layer (Note [Functionalization over functional tensors]).
 pub(crate) fn below_functionalization(kind: Kind) -> BelowFunctionalization {
     let autograd = AUTOGRAD_DISPATCH_KEYSET.add(DispatchKey::ADInplaceOrView);
     if kind == Kind::BelowAutograd {
@@ -521,36 +537,61 @@ pub(crate) fn below_functionalization(kind: Kind) -> BelowFunctionalization {
             _exclude: Some(ExcludeDispatchKeyGuard::new(
                 autograd.add(DispatchKey::Functionalize),
             )),
+            _not_included: None,
             _replace: None,
         };
     }
     let mut local = tls_local_dispatch_key_set();
     let at_entry = crate::transform::entry_excluded().intersection(autograd);
     // Every call on functional tensors comes here, mostly with autograd as it was at the
-    // entry: then only `Functionalize` needs excluding, with a guard of one word rather than
-    // a saved copy of the thread's sets.
+    // entry: then only the included `Functionalize` needs removing, with a guard of one word
+    // rather than a saved copy of the thread's sets.
     if local.excluded.intersection(autograd) == at_entry {
         return BelowFunctionalization {
-            _exclude: Some(ExcludeDispatchKeyGuard::new(DispatchKey::Functionalize)),
+            _exclude: None,
+            _not_included: Some(NotIncluded::new()),
             _replace: None,
         };
     }
-    local.excluded = local
-        .excluded
-        .difference(autograd)
-        .union(at_entry)
-        .add(DispatchKey::Functionalize);
+    local.excluded = local.excluded.difference(autograd).union(at_entry);
+    local.included = local.included.remove(DispatchKey::Functionalize);
     BelowFunctionalization {
         _exclude: None,
+        _not_included: None,
         _replace: Some(ThreadLocalStateGuard::new(local)),
+    }
+}
+
+/// Removes `Functionalize` from the thread's included keys until dropped, when it was there.
+struct NotIncluded {
+    was_included: bool,
+}
+
+impl NotIncluded {
+    fn new() -> NotIncluded {
+        let was_included = tls_is_dispatch_key_included(DispatchKey::Functionalize);
+        if was_included {
+            tls_set_dispatch_key_included(DispatchKey::Functionalize, false);
+        }
+        NotIncluded { was_included }
+    }
+}
+
+impl Drop for NotIncluded {
+    fn drop(&mut self) {
+        if self.was_included {
+            tls_set_dispatch_key_included(DispatchKey::Functionalize, true);
+        }
     }
 }
 
 /// The guard of [`below_functionalization`]: restores the thread's sets when dropped.
 #[must_use = "the call is below functionalization only while the guard lives"]
 pub(crate) struct BelowFunctionalization {
-    /// When only `Functionalize` was excluded.
+    /// When only `Functionalize` (and autograd) were excluded.
     _exclude: Option<ExcludeDispatchKeyGuard>,
+    /// When only the included `Functionalize` was removed.
+    _not_included: Option<NotIncluded>,
     /// When the autograd exclusions were replaced too.
     _replace: Option<ThreadLocalStateGuard>,
 }

@@ -354,14 +354,23 @@ fn a_view_of_a_leaf_requiring_grad_cannot_be_written_as_in_eager() {
 }
 
 #[test]
-fn the_two_kinds_do_not_mix_and_the_transform_is_unchanged() {
+fn the_two_kinds_nest_and_the_transform_is_unchanged() {
+    // Note [Functionalization over functional tensors]: a captured persistent functional
+    // tensor is a constant of `f`; the call on it reaches its own layer.
     let persistent = to_functional_below_autograd(&ops::ones(&[2]).unwrap()).unwrap();
-    let err = functionalize(
+    let out = functionalize(
         |xs: &[Tensor]| Ok(vec![xs[0].add(&persistent)?]),
         Remove::Mutations,
     )(&[ops::ones(&[2]).unwrap()])
-    .unwrap_err();
-    assert!(err.to_string().contains("both functional tensors"), "{err}");
+    .unwrap();
+    assert!(
+        is_functional_tensor(&out[0]),
+        "a persistent tensor's result is one"
+    );
+    assert_eq!(
+        from_functional(&out[0]).unwrap().to_vec::<f32>().unwrap(),
+        [2.0, 2.0]
+    );
     // The transform's tensors still carry no autograd key: autograd records on the values.
     let x = ops::ones(&[2]).unwrap().requires_grad_(true).unwrap();
     let out = functionalize(
@@ -420,4 +429,42 @@ fn autocast_casts_the_functional_tensors_above_the_layer() {
         )
     };
     assert_eq!(run(true), run(false));
+}
+
+/// The program every nesting test runs: writes `xs[0]` through a view, reads it whole.
+fn write_a_row_then_add(xs: &[Tensor]) -> Result<Vec<Tensor>> {
+    let row = ops::select(&ops::view(&xs[0], &[2, 3])?, 0, 1)?;
+    ops::mul_scalar_(&row, 10.0)?;
+    Ok(vec![ops::add(&xs[0], &xs[1])?])
+}
+
+/// Note [Functionalization over functional tensors]: `functionalize(f)` over persistent
+/// functional tensors (a lazy device's) wraps them as any tensor. The result and the written
+/// input are eager's, the result is a persistent functional tensor, and the calls that reach
+/// the values are functional.
+#[test]
+fn functionalize_nests_over_persistent_functional_tensors() {
+    let fresh = || [ramp(6, 1.0, 0.0, &[6]), ramp(6, 0.5, 0.0, &[6])];
+    let (written, result) = ([0., 1., 2., 30., 40., 50.], [0., 1.5, 3., 31.5, 42., 52.5]);
+    let eager_inputs = fresh();
+    let eager = write_a_row_then_add(&eager_inputs).unwrap();
+    assert_eq!(eager[0].to_vec::<f32>().unwrap(), result);
+    assert_eq!(eager_inputs[0].to_vec::<f32>().unwrap(), written);
+    let values = |t: &Tensor| from_functional(t).unwrap().to_vec::<f32>().unwrap();
+    for remove in [Remove::Mutations, Remove::MutationsAndViews] {
+        let persistent = |ts: [Tensor; 2]| ts.map(|t| to_functional_below_autograd(&t).unwrap());
+        let inputs = persistent(fresh());
+        let out = functionalize(write_a_row_then_add, remove)(&inputs).unwrap();
+        assert!(is_functional_tensor(&out[0]), "{remove:?}");
+        assert_eq!(values(&out[0]), result, "{remove:?}");
+        assert_eq!(
+            values(&inputs[0]),
+            written,
+            "{remove:?}: the input is written back"
+        );
+        assert_eq!(values(&inputs[1]), fresh()[1].to_vec::<f32>().unwrap());
+        let inputs = persistent(fresh());
+        let names = calls_on_values(|| functionalize(write_a_row_then_add, remove)(&inputs));
+        no_writes_or_views(&format!("{remove:?}"), &names);
+    }
 }

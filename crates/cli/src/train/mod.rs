@@ -493,8 +493,8 @@ fn run(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, T
                 if let Some(functional) = functional {
                     functional.finish()?;
                 }
-                let logits = switchboard::functionalize::from_functional(&logits)?;
-                let loss = switchboard::functionalize::from_functional(&loss)?;
+                let logits = switchboard::functionalize::from_functionalized(&logits)?;
+                let loss = switchboard::functionalize::from_functionalized(&loss)?;
                 if let Some(traced) = traced {
                     let written = traced.finish(&loss, &params)?;
                     bar.suspend(|| write!(out, "{written}"))?;
