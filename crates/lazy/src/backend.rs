@@ -288,8 +288,8 @@ impl LazyBackend {
     }
 
     /// Whether the tensors this device hands out are functional tensors over plain lazy ones
-    /// (Note [Lazy tensors are functional]); off by default, on when the environment variable
-    /// `SWITCHBOARD_LAZY_FUNCTIONAL` is `1` when the device is first used.
+    /// (Note [Lazy tensors are functional]); on by default, off when the environment variable
+    /// `SWITCHBOARD_LAZY_FUNCTIONAL` is `0` when the device is first used.
     #[inline]
     pub fn functional_tensors(&self) -> bool {
         self.functional_tensors.load(Ordering::Relaxed)

@@ -126,8 +126,11 @@ use crate::storage::Contents;
 // out as the storage), plus a meta tensor with its base geometry that shape functions run on.
 
 // Note [Lazy mutations and views]
-// In-place ops and views on lazy tensors behave exactly as on CPU, because the graph keeps
-// them as they are instead of rewriting them away: the lazy storage is the unit of state.
+// The model of plain lazy tensors: the values under a device's functional tensors (Note [Lazy
+// tensors are functional]) only ever see pure calls, but a device set to hand out plain lazy
+// tensors (`set_functional_tensors(false)`) gives them to users, and then in-place ops and
+// views on them behave exactly as on CPU, because the graph keeps them as they are instead of
+// rewriting them away: the lazy storage is the unit of state.
 // - Reading a tensor gives its storage's current value when the tensor has the storage's base
 //   geometry, else an `aten::as_strided(value, sizes, strides, offset)` node: a view, which
 //   on CPU is a real view of the same memory.
