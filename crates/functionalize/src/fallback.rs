@@ -248,16 +248,20 @@ fn view_call(op: &OperatorHandle, args: Stack, kind: Kind) -> Result<Stack> {
     } else {
         None
     };
-    if copy.is_some() {
-        // The view's own checks, on Meta copies (a `*_copy` may accept more: `view_copy`
-        // reshapes what `view` refuses), as torchgen's functionalization kernels do.
-        check_on_meta(op, &args, kind)?;
-    }
-    let mut out = call_plain(copy.as_ref().unwrap_or(op), plain.clone(), kind)?;
+    // The view's own checks come first (a `*_copy` may accept more: `view_copy` reshapes what
+    // `view` refuses), as torchgen's functionalization kernels run the view on Meta copies:
+    // persistent tensors run the view itself for their geometry (Note [Functional tensors
+    // below autograd]), which makes them; `functionalize(f)`'s run it on Meta copies.
     let eager = match kind {
         Kind::BelowAutograd => crate::wrapper::eager_views(op, &plain, self_index, viewed_tensor)?,
-        Kind::AboveAutograd => Vec::new(),
+        Kind::AboveAutograd => {
+            if copy.is_some() {
+                check_on_meta(op, &args, kind)?;
+            }
+            Vec::new()
+        }
     };
+    let mut out = call_plain(copy.as_ref().unwrap_or(op), plain.clone(), kind)?;
     let mut meta_args = plain;
     meta_args[self_index] = IValue::None;
     let mut index = 0;
