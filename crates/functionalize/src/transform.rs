@@ -204,7 +204,9 @@ where
 /// Copies the final value of each written input into it (the `copy_` of mutated inputs at the
 /// end of a functionalized program).
 pub(crate) fn write_back(inputs: &[Tensor], wrapped: &[Tensor]) -> Result<()> {
-    let _below = crate::wrapper::below_functionalization(crate::wrapper::Kind::AboveAutograd);
+    // The inputs' own layers see the `copy_` (a persistent functional input takes it as a
+    // write: Note [Functionalization over functional tensors]); the transform's no longer does.
+    let _below = crate::wrapper::NotIncluded::new();
     let mut copy_ = None;
     for (input, w) in inputs.iter().zip(wrapped) {
         if !was_mutated(w) {

@@ -563,12 +563,12 @@ pub(crate) fn below_functionalization(kind: Kind) -> BelowFunctionalization {
 }
 
 /// Removes `Functionalize` from the thread's included keys until dropped, when it was there.
-struct NotIncluded {
+pub(crate) struct NotIncluded {
     was_included: bool,
 }
 
 impl NotIncluded {
-    fn new() -> NotIncluded {
+    pub(crate) fn new() -> NotIncluded {
         let was_included = tls_is_dispatch_key_included(DispatchKey::Functionalize);
         if was_included {
             tls_set_dispatch_key_included(DispatchKey::Functionalize, false);
