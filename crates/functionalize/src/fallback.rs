@@ -249,9 +249,9 @@ fn view_call(op: &OperatorHandle, args: Stack, kind: Kind) -> Result<Stack> {
         None
     };
     // The view's own checks come first (a `*_copy` may accept more: `view_copy` reshapes what
-    // `view` refuses), as torchgen's functionalization kernels run the view on Meta copies:
-    // persistent tensors run the view itself for their geometry (Note [Functional tensors
-    // below autograd]), which makes them; `functionalize(f)`'s run it on Meta copies.
+    // `view` refuses), as torchgen's functionalization kernels run the view on Meta copies.
+    // For persistent tensors, running the view for their eager geometry (Note [Functional
+    // tensors below autograd]) is that check; `functionalize(f)`'s run it on Meta copies.
     let eager = match kind {
         Kind::BelowAutograd => crate::wrapper::eager_views(op, &plain, self_index, viewed_tensor)?,
         Kind::AboveAutograd => {
