@@ -23,15 +23,18 @@
 //! values, the result committed as the tensor's new value); `meta_add_1elem` (`ops::add` of two
 //! 1-element Meta tensors: autograd kernel, then the Meta kernel, which is `add`'s structured
 //! meta function (Note [Structured kernels] in switchboard-ops) and the output's allocation,
-//! without data); `lazy_add_1elem` (`ops::add` of two 1-element plain
-//! lazy tensors: the call is captured, its metadata given by a shape rule (Note [Shape rules] in
-//! switchboard-lazy), a lazy tensor returned; nothing runs: the results are dropped, so each
+//! without data); `lazy_add_1elem` (`ops::add` of two 1-element lazy values, the plain lazy
+//! tensors under functional ones, called as the functionalization layer calls them, with
+//! `Functionalize` excluded: the lazy backend's own cost; the call is captured, its metadata
+//! given by a shape rule (Note [Shape rules] in switchboard-lazy), a lazy value returned;
+//! nothing runs: the results are dropped, so each
 //! `lazy::sync()`, made after every `LAZY_STEP` captures as a training loop syncs once a step,
 //! only ends the epoch, and its cost is shared by the step's captures); `lazy_add_1elem_long`
 //! (the same on `int64` tensors, which no shape rule takes: the output metadata comes from
-//! the Meta kernel, i.e. `add`'s meta function); `lazy_add_1elem_functional` (`lazy_add_1elem`
-//! on functional lazy tensors, Note [Lazy tensors are functional] in switchboard-lazy: the
-//! Functionalize fallback unwraps them and the call on the values is captured).
+//! the Meta kernel, i.e. `add`'s meta function); `lazy_add_1elem_functional` (`ops::add` of the
+//! lazy tensors users hold, functional ones, Note [Lazy tensors are functional] in
+//! switchboard-lazy: the Functionalize fallback unwraps them, the call on the values is
+//! captured, the result wrapped).
 
 use std::hint::black_box;
 
@@ -213,7 +216,6 @@ fn main() {
         }
         "lazy_add_1elem" | "lazy_add_1elem_long" | "lazy_add_1elem_functional" => {
             use switchboard::lazy;
-            lazy::default_backend().set_functional_tensors(scenario == "lazy_add_1elem_functional");
             let dtype = if scenario == "lazy_add_1elem_long" {
                 ScalarType::Long
             } else {
@@ -227,8 +229,17 @@ fn main() {
                 )
                 .unwrap()
             };
-            let (a, b) = (to_lazy(&cpu), to_lazy(&cpu));
+            let (mut a, mut b) = (to_lazy(&cpu), to_lazy(&cpu));
             lazy::sync().unwrap();
+            let _values = (scenario != "lazy_add_1elem_functional").then(|| {
+                let value = |t: &Tensor| {
+                    switchboard::functionalize::functional_value(t)
+                        .expect("lazy tensors are functional")
+                        .unwrap()
+                };
+                (a, b) = (value(&a), value(&b));
+                ExcludeDispatchKeyGuard::new(K::Functionalize)
+            });
             for i in 1..=n {
                 black_box(switchboard::ops::add(black_box(&a), black_box(&b)).unwrap());
                 // A step's end, as a training loop has: the pending graph is cleared (its

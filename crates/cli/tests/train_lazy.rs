@@ -66,21 +66,12 @@ fn graph_out_writes_the_graph_of_one_step() {
     train(&one_epoch("step.dot"), &mut Vec::new()).unwrap();
     let dot = std::fs::read_to_string(dir.join("step.dot")).unwrap();
     assert!(dot.starts_with("digraph"), "{dot}");
-    // The optimizer's update: in place on plain lazy tensors, its functional form on
-    // functional ones (Note [Lazy tensors are functional]).
-    let update = if switchboard::lazy::backend(lazy(2))
-        .unwrap()
-        .functional_tensors()
-    {
-        "aten::add.Tensor"
-    } else {
-        "aten::add_"
-    };
+    // The optimizer's update: its functional form (Note [Lazy tensors are functional]).
     for op in [
         "aten::addmm",
         "aten::relu",
         "aten::threshold_backward",
-        update,
+        "aten::add.Tensor",
     ] {
         assert!(dot.contains(op), "{op}: {dot}");
     }

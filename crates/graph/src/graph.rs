@@ -41,7 +41,7 @@ impl From<GraphError> for switchboard_dispatcher::DispatchError {
 // so running the nodes in order with real aliasing (views are real views, in-place ops write
 // in place) reproduces eager execution exactly; analyses that move or merge nodes must respect
 // that (see Note [Merging identical nodes] in plan.rs). Who uses this: the lazy backend
-// records what eager code does on lazy tensors (Note [Lazy mutations and views] in
+// records the calls the functionalization layer makes on lazy values (Note [Lazy values] in
 // switchboard-lazy), and a tracer records calls as they run.
 
 // Note [Node store]

@@ -141,8 +141,6 @@ pub struct LazyBackend {
     pub(crate) registrations: Registrations,
     /// See [`LazyBackend::set_eager_on_executor`].
     eager_on_executor: AtomicBool,
-    /// See [`LazyBackend::set_functional_tensors`].
-    functional_tensors: AtomicBool,
     /// The per-operator counts, by operator id.
     op_counts: RwLock<HashMap<usize, Arc<OpCounts>>>,
 }
@@ -247,7 +245,7 @@ impl LazyBackend {
             key_set: device
                 .dense_key_set()
                 .expect("a lazy device type has a backend component"),
-            pending: Mutex::new(PendingGraph::new(device)),
+            pending: Mutex::new(PendingGraph::new()),
             sync_done: Condvar::new(),
             cache: GraphCache::new(),
             executor: RwLock::new(Arc::new(CpuExecutor)),
@@ -256,7 +254,6 @@ impl LazyBackend {
             filter: OperatorFilter::default(),
             registrations: Registrations::default(),
             eager_on_executor: AtomicBool::new(false),
-            functional_tensors: AtomicBool::new(crate::functional::on_by_default()),
             op_counts: RwLock::new(HashMap::new()),
         }
     }
@@ -285,21 +282,6 @@ impl LazyBackend {
     /// on the host's CPU (Note [Eager calls on the executor]); returns the previous setting.
     pub fn set_eager_on_executor(&self, on: bool) -> bool {
         self.eager_on_executor.swap(on, Ordering::Relaxed)
-    }
-
-    /// Whether the tensors this device hands out are functional tensors over plain lazy ones
-    /// (Note [Lazy tensors are functional]); on by default, off when the environment variable
-    /// `SWITCHBOARD_LAZY_FUNCTIONAL` is `0` when the device is first used.
-    #[inline]
-    pub fn functional_tensors(&self) -> bool {
-        self.functional_tensors.load(Ordering::Relaxed)
-    }
-
-    /// Makes the tensors this device hands out from now on functional tensors (`true`) or plain
-    /// lazy tensors (Note [Lazy tensors are functional]); returns the previous setting. Tensors
-    /// made before keep their kind.
-    pub fn set_functional_tensors(&self, on: bool) -> bool {
-        self.functional_tensors.swap(on, Ordering::Relaxed)
     }
 
     /// The executor in use.

@@ -1,7 +1,7 @@
 //! Capturing a call on lazy tensors as a node of the pending graph (interception layers 1 and
 //! 2 share this path): output metadata from a shape rule (Note [Shape rules]) or the
 //! operator's Meta kernel (Note [Output metadata of a capture]), arguments as graph values and
-//! constants, writes and views as Note [Lazy mutations and views] says.
+//! constants, writes as Note [Lazy values] says.
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use switchboard_dispatcher::{
     DispatchError, DispatchErrorKind, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result,
     Stack, ThinVec,
 };
-use switchboard_graph::{unreturned_writes, Arg, NodeId, Output, Source, TensorMeta, Value};
+use switchboard_graph::{unreturned_writes, Arg, NodeId, Output, Source, Value};
 use switchboard_tensor::{Device, Storage, Tensor, TensorError, VersionCounter};
 
 use crate::args::{check_devices, classify, ArgKind};
@@ -19,7 +19,7 @@ use crate::intercepted_op::InterceptedOp;
 use crate::pending_graph::PendingGraph;
 use crate::rules::{self, RuledCall};
 use crate::shapes::{MetaReturn, OutMeta, Shapes};
-use crate::storage::{lazy_meta, meta_like, storage_of, view_tensor, LazyStorage};
+use crate::storage::{lazy_meta, meta_like, storage_of, view_error, LazyStorage};
 
 /// The key set the shape functions run with.
 const META: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::Meta);
@@ -146,12 +146,12 @@ fn graph_arg(ctx: &mut PendingGraph, k: &ArgKind<'_>, device: Device) -> Result<
     })
 }
 
-/// A storage the call writes, the geometry it writes and the node output holding the result.
-type StorageWrite = (Arc<LazyStorage>, Arc<TensorMeta>, u32);
+/// A storage the call writes whole and the node output holding its new value.
+type StorageWrite = (Arc<LazyStorage>, u32);
 
 /// How a return becomes a lazy tensor once the node exists.
 enum ReturnToMake {
-    /// Already final (a view, a passed-through value).
+    /// Already final (a written argument, a passed-through value).
     Done(IValue),
     /// A fresh storage holding output `o`, with its own version counter or the given one.
     Fresh(OutMeta, u32, Option<VersionCounter>),
@@ -247,14 +247,15 @@ fn record(
             MetaReturn::Tensor { meta, alias } => {
                 let write = al.return_writes.get(r).copied().unwrap_or(false);
                 match alias.and_then(|k| lazy_arg(k as usize)) {
-                    Some(t) => {
-                        if write {
-                            let o = outputs.len() as u32;
-                            outputs.push(Output::ret(r as u32, meta.0.clone()));
-                            writes.push((storage_of(t)?, meta.0.clone(), o));
-                        }
-                        to_make.push(ReturnToMake::Done(IValue::Tensor(view_tensor(t, &meta.0)?)));
+                    // A value written whole, returned (`add_`, `copy_`, `out=`).
+                    Some(t) if write && meta.0.matches_layout(t) => {
+                        let o = outputs.len() as u32;
+                        outputs.push(Output::ret(r as u32, meta.0.clone()));
+                        writes.push((storage_of(t)?, o));
+                        to_make.push(ReturnToMake::Done(IValue::Tensor(t.clone())));
                     }
+                    // A view, or a write that would leave its tensor a view of its storage.
+                    Some(_) => return Err(view_error(&info.name)),
                     None => {
                         let o = outputs.len() as u32;
                         outputs.push(Output::ret(r as u32, meta.0.clone()));
@@ -292,7 +293,7 @@ fn record(
                 meta: m.clone(),
                 source: Source::Argument(k as u32),
             });
-            writes.push((storage_of(t)?, m, o));
+            writes.push((storage_of(t)?, o));
         }
     }
 
@@ -307,8 +308,8 @@ fn record(
         backend.stats.nodes_captured.inc();
         ctx.graph.add_call_unchecked(op.clone(), args, outputs)
     };
-    for (ls, g, o) in writes {
-        ctx.write(&ls, &g, Value::new(id, o))?;
+    for (ls, o) in writes {
+        ctx.write(&ls, Value::new(id, o));
     }
     let mut returns = SmallVec::with_capacity(to_make.len());
     for p in to_make {

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use switchboard_dispatcher::{
     stack_tensors, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack,
 };
-use switchboard_tensor::{Device, RawOps, Storage, Tensor, TensorError, TensorImpl};
+use switchboard_tensor::{Device, Storage, Tensor, TensorError, TensorImpl};
 
 use crate::backend::{indexed, is_lazy_device_type, LazyBackend};
 use crate::pending_graph::in_flight;
-use crate::storage::{fresh_tensor, lazy_meta, storage_of, Contents, LazyStorage};
+use crate::storage::{fresh_tensor, lazy_meta, storage_of, view_error, Contents};
 
 const CPU: DispatchKeySet = DispatchKeySet::from_key(DispatchKey::CPU);
 
@@ -23,7 +23,7 @@ fn has_lazy(v: &IValue) -> bool {
     v.tensors().any(is_lazy_tensor)
 }
 
-/// The CPU tensor holding `t`'s values (a view of its storage's data), running the pending
+/// The CPU tensor holding `t`'s values (its storage's data), running the pending
 /// graph first if it is not computed yet. Counts a materialisation.
 pub(crate) fn materialize(t: &TensorImpl) -> Result<Tensor> {
     let ls = storage_of(t)?;
@@ -58,7 +58,6 @@ pub(crate) fn host_copy(t: &TensorImpl) -> switchboard_tensor::Result<Tensor> {
 /// A lazy argument and its CPU stand-in.
 struct Replaced {
     lazy: Tensor,
-    storage: Arc<LazyStorage>,
     cpu: Tensor,
 }
 
@@ -110,7 +109,6 @@ pub(crate) fn run_eagerly_with(
         let cpu = materialize(&t)?;
         replaced.push(Replaced {
             lazy: t,
-            storage,
             cpu: cpu.clone(),
         });
         Ok(cpu)
@@ -123,7 +121,7 @@ pub(crate) fn run_eagerly_with(
     }
     kernel(op, stack)?;
     for v in stack.iter_mut() {
-        v.try_map_tensors(|t| wrap(backend, &replaced, t.clone()))?;
+        v.try_map_tensors(|t| wrap(backend, op, &replaced, t.clone()))?;
     }
     Ok(())
 }
@@ -148,10 +146,16 @@ fn check_lazy_devices(stack: &[IValue]) -> Result<()> {
     }
 }
 
-/// A CPU result as a lazy tensor: the lazy argument itself (or a view of its storage) when
-/// the result is (a view of) that argument's data, else a new lazy tensor of `backend`'s device
-/// holding it.
-fn wrap(backend: &'static LazyBackend, replaced: &[Replaced], t: Tensor) -> Result<Tensor> {
+/// A CPU result as a lazy tensor: the lazy argument itself when the result is that
+/// argument's data (a write), else a new lazy tensor of `backend`'s device holding it. A
+/// result sharing an argument's data with another geometry would be a view of a lazy value
+/// (Note [Lazy values]): an error.
+fn wrap(
+    backend: &'static LazyBackend,
+    op: &OperatorHandle,
+    replaced: &[Replaced],
+    t: Tensor,
+) -> Result<Tensor> {
     if !t.is_cpu() || !t.has_data() {
         return Ok(t);
     }
@@ -159,19 +163,14 @@ fn wrap(backend: &'static LazyBackend, replaced: &[Replaced], t: Tensor) -> Resu
         .iter()
         .find(|r| Storage::ptr_eq(r.cpu.storage(), t.storage()))
     {
-        let _ = &r.storage;
         if r.cpu.sizes() == t.sizes()
             && r.cpu.strides() == t.strides()
             && r.cpu.storage_offset() == t.storage_offset()
+            && r.cpu.dtype() == t.dtype()
         {
             return Ok(r.lazy.clone());
         }
-        return Ok(RawOps::as_strided(
-            &r.lazy,
-            t.sizes(),
-            t.strides(),
-            t.storage_offset(),
-        )?);
+        return Err(view_error(&op.name().to_string()));
     }
     let (meta, nbytes) = (
         Arc::new(lazy_meta(&t, backend.device())),

@@ -26,18 +26,8 @@ use crate::backend::is_lazy_device_type;
 // plain and the layer wraps them. A copy back to the host (`x.to("cpu")`) returns a plain
 // CPU tensor (Note [Results on another device] in switchboard-functionalize). No core crate
 // knows about lazy tensors: the dispatcher's thread-local key sets tell the two cases apart.
-// Every lazy device does this from its first use; `LazyBackend::set_functional_tensors(false)`
-// (or `SWITCHBOARD_LAZY_FUNCTIONAL=0`) makes it hand out plain lazy tensors, which its own
-// model of storages, views and writes (Note [Lazy mutations and views]) serves.
-
-/// The environment variable that, set to `0`, makes lazy devices hand out plain lazy tensors.
-pub const FUNCTIONAL_ENV: &str = "SWITCHBOARD_LAZY_FUNCTIONAL";
-
-/// Whether a lazy device starts handing out functional tensors: unless [`FUNCTIONAL_ENV`] is
-/// `0`.
-pub(crate) fn on_by_default() -> bool {
-    std::env::var(FUNCTIONAL_ENV).as_deref() != Ok("0")
-}
+// Below the layer, a lazy value is one whole tensor: no view of it and no write through one
+// exists (Note [Lazy values]).
 
 /// Whether a call with arguments `args` enters a lazy device from outside the
 /// functionalization layer, so that its lazy results must be wrapped (Note [Lazy tensors are

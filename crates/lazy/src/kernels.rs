@@ -43,7 +43,7 @@ pub(crate) fn intercept(
     backend.stats.operations.inc();
     let start = backend.profile_start();
     let log = log::wanted().then(|| log::shapes(stack));
-    let entering = backend.functional_tensors() && enters_device(stack);
+    let entering = enters_device(stack);
     let mut result = dispatch(backend, op, info, registered, stack);
     if entering && result.is_ok() {
         result = wrap_entering(stack).and(result);

@@ -91,7 +91,6 @@ pub use cache::clear as clear_cache;
 pub use executor::{
     captured_device_type, current as executor, set_executor, CpuExecutor, Executable, Executor,
 };
-pub use functional::FUNCTIONAL_ENV;
 pub use install::install;
 pub use intercepted_op::StaticCoverage;
 pub use kernels::REGISTERED_OPS;
@@ -116,43 +115,35 @@ use switchboard_ops as _;
 use crate::storage::Contents;
 
 // Note [Lazy tensors]
-// A lazy tensor is an ordinary `TensorImpl` on a lazy device (key set `Lazy,
-// ADInplaceOrView, AutogradLazy`) with real sizes, strides, offset, dtype and version counter
+// A lazy tensor a user holds is a functional tensor (Note [Lazy tensors are functional] in
+// functional.rs) whose value is a plain lazy tensor: an ordinary `TensorImpl` on a lazy device
+// (key set `Lazy, ADInplaceOrView, AutogradLazy`) with real sizes, strides, offset and dtype
 // over a storage without data, and a backend payload (the core's general slot for backend
-// data): an `Arc<LazyStorage>`. Views share their base's `Storage` (so `is_alias_of` and the
-// version counter behave as on CPU) and its payload, because the tensor crate's view
-// functions copy the payload: the payload is per storage, not per tensor. A `LazyStorage`
-// holds either a pending value of the current graph or materialised data (a CPU tensor laid
-// out as the storage), plus a meta tensor with its base geometry that shape functions run on.
+// data): an `Arc<LazyStorage>`. A `LazyStorage` holds either a pending value of the current
+// graph or materialised data (a CPU tensor), plus a meta tensor with its geometry that shape
+// functions run on.
 
-// Note [Lazy mutations and views]
-// The model of plain lazy tensors: the values under a device's functional tensors (Note [Lazy
-// tensors are functional]) only ever see pure calls, but a device set to hand out plain lazy
-// tensors (`set_functional_tensors(false)`) gives them to users, and then in-place ops and
-// views on them behave exactly as on CPU, because the graph keeps them as they are instead of
-// rewriting them away: the lazy storage is the unit of state.
-// - Reading a tensor gives its storage's current value when the tensor has the storage's base
-//   geometry, else an `aten::as_strided(value, sizes, strides, offset)` node: a view, which
-//   on CPU is a real view of the same memory.
-// - A call that writes an argument (`add_`, `copy_`, `out=`) is a node whose output is the new
-//   value of the memory it wrote (Note [Graph IR] in switchboard-graph). It becomes the
-//   storage's value: directly when the written tensor has the base geometry; through a view,
-//   as `as_strided(result, base geometry)`, which on CPU is the base tensor of the memory the
-//   kernel just wrote. Every view of the storage reads the new value from then on, and readers
-//   of the old value were captured earlier, so they run earlier.
-// - The executor runs the calls in capture order on real CPU tensors, in place where eager
-//   would, so the program it runs is the eager program; the plan only drops calls whose
-//   results nothing live needs and merges identical pure calls whose results nobody writes
-//   (Note [Merging identical nodes]).
-// - Version counters, `_base`, and autograd's checks of saved tensors live in the autograd
-//   and ADInplaceOrView layers above this backend, on the lazy `TensorImpl`s, unchanged.
-// Functionalising (rewriting `add_` as `add` plus a scatter into the base) was the other
-// choice: it needs a functional counterpart and an inverse view for every operator, and copies
-// where eager writes in place. Keeping mutation explicit needs neither, and the graph stays
-// one a tracer can share. Random operators run eagerly (layer 3), so their numbers are eager's.
-// A device can instead hand out functional tensors over plain lazy ones, as PyTorch's lazy
-// tensor core and torch_xla do (Note [Lazy tensors are functional] in functional.rs): its
-// graphs then hold pure calls only, and this model serves the plain values.
+// Note [Lazy values]
+// A lazy value is one whole tensor, as a `LazyTensor` of PyTorch's lazy tensor core is: the
+// functionalization layer above it calls only pure operators on values (views as their
+// `*_copy` counterparts, writes as functional operators whose results the written functional
+// tensor takes), so no view of a value and no write through one ever reaches this backend.
+// - Reading a value gives its storage's current graph value.
+// - Two kinds of write still reach values, both of a whole tensor: the composite kernels
+//   that fill a tensor they have just made (`ones_like` is `empty_like` then `fill_`,
+//   `_to_copy` is `empty_like` then `copy_`: PyTorch's CompositeExplicitAutograd kernels may
+//   write what they create), captured as a node whose output becomes the storage's value
+//   (Note [Graph IR] in switchboard-graph); and an eager call (layer 3) writing the data of
+//   a materialised storage.
+// - A call that would make a view of a value, or write one partly, is an error naming the
+//   operator: a backend below functionalization takes no view operators (PyTorch's lazy
+//   tensor core registers their `*_copy` counterparts only, as lazy_native_functions.yaml
+//   does here).
+// - Version counters, `_base`, and autograd's checks of saved tensors live on the
+//   functional tensors, in the layers above.
+// This backend once kept its own model of views and writes (views read as `as_strided` of the
+// storage's value, writes through them scattered back); the functionalization layer does that
+// work for every backend now, and the graphs a device runs hold pure calls only.
 
 // Note [Answers to the layout questions]
 // - What a backend needs from `TensorImpl` to keep its own data: the existing `payload` slot
@@ -168,9 +159,9 @@ use crate::storage::Contents;
 //   [Unboxed capture]); a call's arguments are `IValue`s in schema order, which become graph
 //   values (tensors) and constants (the rest), and aliasing comes from the schema's
 //   annotations, read from `switchboard_dispatcher::OperatorSemantics`.
-// - Where in-place/view semantics live for a backend that cannot alias memory: in the storage
-//   model above (Note [Lazy mutations and views]); the graph IR keeps writes as explicit nodes
-//   with SSA outputs, which a tracer can reuse as they are.
+// - Where in-place/view semantics live for a backend that cannot alias memory: in the
+//   functionalization layer above it (Note [Lazy tensors are functional]); the graph IR keeps
+//   writes as explicit nodes with SSA outputs, which a tracer can reuse as they are.
 
 /// Runs everything pending on the default lazy device: every live lazy tensor waiting for a
 /// value gets it (PyTorch's `torch._lazy.sync`). Does nothing when nothing is pending.

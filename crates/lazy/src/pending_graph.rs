@@ -1,19 +1,17 @@
 //! The pending graph: every captured call of the current epoch, the tensors its inputs stand
 //! for, the storages waiting for its results; and running it (`sync`).
 
-use std::sync::{Arc, MutexGuard, OnceLock};
+use std::sync::{Arc, MutexGuard};
 use std::thread::ThreadId;
 use std::time::Instant;
 
-use switchboard_dispatcher::{Dispatcher, IValue, OperatorHandle, Result};
-use switchboard_graph::{Arg, Graph, NodeKind, Output, StructuralKey, TensorMeta, Value};
-use switchboard_tensor::{
-    Device, DimVec, ScalarType, Tensor, TensorError, TensorImpl, VersionCounter,
-};
+use switchboard_dispatcher::Result;
+use switchboard_graph::{Graph, NodeKind, StructuralKey, TensorMeta, Value};
+use switchboard_tensor::{Tensor, TensorError, TensorImpl, VersionCounter};
 
-use crate::backend::{backend_at, slot_of, LazyBackend};
+use crate::backend::LazyBackend;
 use crate::pending::PendingStorages;
-use crate::storage::{at_base, failed, flat_elements, lazy_meta, tensor_of, Contents, LazyStorage};
+use crate::storage::{at_base, failed, tensor_of, whole, Contents, LazyStorage};
 
 /// The pending graph and what goes with it (one per lazy device, behind
 /// [`LazyBackend::lock_pending_graph`]).
@@ -32,14 +30,11 @@ pub(crate) struct PendingGraph {
     running: Option<(ThreadId, u32)>,
     /// The graph and input list of the last sync, emptied, for a later epoch to reuse.
     spare: Option<(Graph, Vec<Tensor>)>,
-    /// The slot of its lazy device's type and the device's index (Notes [Lazy devices] and
-    /// [Lazy device types]).
-    device: (usize, usize),
 }
 
 impl PendingGraph {
-    /// The empty pending graph of lazy device `device`.
-    pub fn new(device: Device) -> PendingGraph {
+    /// An empty pending graph.
+    pub fn new() -> PendingGraph {
         PendingGraph {
             graph: Graph::new(),
             inputs: Vec::new(),
@@ -47,17 +42,7 @@ impl PendingGraph {
             epoch: 0,
             running: None,
             spare: None,
-            device: (
-                slot_of(device.ty).expect("a lazy device type"),
-                device.index.unwrap_or(0) as usize,
-            ),
         }
-    }
-
-    /// The backend whose pending graph this is.
-    #[inline]
-    pub fn backend(&self) -> &'static LazyBackend {
-        backend_at(self.device.0, self.device.1)
     }
 }
 
@@ -97,56 +82,26 @@ impl LazyBackend {
     }
 }
 
-/// The handle of `name`, an operator switchboard-ops defines, looked up once into `cell`.
-fn aten_op(cell: &'static OnceLock<OperatorHandle>, name: &str) -> &'static OperatorHandle {
-    cell.get_or_init(|| {
-        Dispatcher::global()
-            .find_schema_or_throw(name)
-            .unwrap_or_else(|_| panic!("switchboard-ops defines {name}"))
-    })
-}
-
-fn view_dtype_op() -> &'static OperatorHandle {
-    static OP: OnceLock<OperatorHandle> = OnceLock::new();
-    aten_op(&OP, "aten::view.dtype")
-}
-
-// Note [Lazy views of another dtype]
-// `x.view(dtype)` (Note [Views of another dtype] in switchboard-tensor) is metadata only: the
-// lazy tensor it makes shares its base's storage and payload, with another dtype. The storage's
-// value keeps the dtype of the storage's base geometry, so a tensor of another dtype reads it
-// through a reinterpretation, and a write through it is reinterpreted back:
-// - read: `as_strided(view.dtype(as_strided(value, [n], [1], 0), dtype), geometry)`, the
-//   storage's bytes as one flat row of elements of the base's dtype, viewed as the tensor's
-//   dtype, then the tensor's elements;
-// - write: `as_strided(view.dtype(as_strided(result, [m], [1], 0), base dtype), base)`.
-// The flat row ends at the last whole element of the wider dtype, so both `view.dtype` calls
-// are valid; every element a tensor of either dtype can address lies inside it or is reached
-// by the outer `as_strided`, which (on the CPU, where the graph runs) addresses the storage,
-// not its input's elements. On the CPU these are views of the same memory, so the program the
-// executor runs is still the eager one.
-
 impl PendingGraph {
-    /// The graph value of lazy tensor `t`, whose storage is `ls` (Note [Lazy mutations and
-    /// views]): the storage's value when `t` has the storage's base geometry, else a view
-    /// (`as_strided`) of it.
+    /// The graph value of lazy tensor `t`, whose storage is `ls`: the storage's value (Note
+    /// [Lazy values]).
     #[inline]
     pub fn read(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
-        // The usual case, inline: a tensor with its storage's base geometry whose value (a
-        // pending one, or the input standing for its data) is already in this epoch's graph.
-        // (Note [Cached storage values]: no storage lock.)
+        // The usual case, inline: a value (a pending one, or the input standing for its data)
+        // already in this epoch's graph (Note [Cached storage values]: no storage lock).
         if at_base(ls, t) {
             if let Some(v) = ls.cached_value(self.epoch) {
                 return Ok(v);
             }
         }
-        self.read_general(t, ls)
+        whole(ls, t)?;
+        self.read_storage(ls)
     }
 
     /// [`read`](Self::read), every case.
-    fn read_general(&mut self, t: &TensorImpl, ls: &LazyStorage) -> Result<Value> {
+    fn read_storage(&mut self, ls: &LazyStorage) -> Result<Value> {
         let mut st = ls.lock();
-        let base = match &st.contents {
+        Ok(match &st.contents {
             Contents::Pending { value, epoch } if *epoch == self.epoch => *value,
             // Its graph is running: only a kernel of it (on the running thread) gets here.
             Contents::Pending { .. } => return Err(in_flight()),
@@ -161,26 +116,7 @@ impl PendingGraph {
                     v
                 }
             },
-        };
-        if at_base(ls, t) {
-            return Ok(base);
-        }
-        if st.views_epoch != self.epoch {
-            st.views.clear();
-            st.views_epoch = self.epoch;
-        }
-        if let Some((_, v)) = st.views.iter().find(|(m, _)| m.matches_layout(t)) {
-            return Ok(*v);
-        }
-        let m = Arc::new(lazy_meta(t, ls.backend.device()));
-        let of = if t.dtype() == ls.base.dtype {
-            base
-        } else {
-            self.reinterpret(base, ls.base.dtype, t.dtype(), ls.nbytes)?
-        };
-        let v = self.as_strided(of, m.clone())?;
-        st.views.push((m, v));
-        Ok(v)
+        })
     }
 
     /// A graph input holding the host tensor `t` (a snapshot the caller made).
@@ -190,76 +126,19 @@ impl PendingGraph {
         v
     }
 
-    /// A call of `aten::as_strided` on `of` (a value with a storage's base geometry or a view
-    /// of that storage) giving the elements of geometry `m`.
-    fn as_strided(&mut self, of: Value, m: Arc<TensorMeta>) -> Result<Value> {
-        let v = self.graph.add_as_strided(of, m)?;
-        self.backend().stats.nodes_captured.inc();
-        Ok(v)
-    }
-
-    /// `v`, a value of storage bytes `nbytes` with elements of `from`, as one flat row of
-    /// elements of `to` (Note [Lazy views of another dtype]).
-    fn reinterpret(
-        &mut self,
-        v: Value,
-        from: ScalarType,
-        to: ScalarType,
-        nbytes: usize,
-    ) -> Result<Value> {
-        let n = flat_elements(nbytes, from, to);
-        let device = self.backend().device();
-        let flat = |n: i64, dtype: ScalarType| {
-            Arc::new(TensorMeta {
-                sizes: DimVec::from_slice(&[n]),
-                strides: DimVec::from_slice(&[1]),
-                storage_offset: 0,
-                dtype,
-                device,
-            })
-        };
-        let row = self.as_strided(v, flat(n, from))?;
-        let m = flat(
-            n * from.element_size() as i64 / to.element_size() as i64,
-            to,
-        );
-        let args = vec![Arg::Value(row), Arg::Const(IValue::ScalarType(to))];
-        let id =
-            self.graph
-                .add_call_unchecked(view_dtype_op().clone(), args, vec![Output::ret(0, m)]);
-        self.backend().stats.nodes_captured.inc();
-        Ok(Value::new(id, 0))
-    }
-
-    /// Makes `v`, the new value of the elements of geometry `m` of storage `ls`, part of the
-    /// storage's contents (a write through a view updates the whole storage).
-    pub fn write(&mut self, ls: &Arc<LazyStorage>, m: &TensorMeta, v: Value) -> Result<()> {
-        // Every geometry here is a lazy tensor's (the storage's device): equal metadata is the
-        // same layout.
-        let new = if *m == *ls.base {
-            v
-        } else if m.dtype != ls.base.dtype {
-            // A write through a view of another dtype (Note [Lazy views of another dtype]).
-            let row = self.reinterpret(v, m.dtype, ls.base.dtype, ls.nbytes)?;
-            self.as_strided(row, ls.base.clone())?
-        } else {
-            // The result of a write through a view aliases the whole storage: its base is an
-            // `as_strided` of it with the base geometry.
-            self.as_strided(v, ls.base.clone())?
-        };
+    /// Makes `v` the new value of storage `ls`, which a call wrote whole (Note [Lazy values]).
+    pub fn write(&mut self, ls: &Arc<LazyStorage>, v: Value) {
         let mut st = ls.lock();
         st.contents = Contents::Pending {
-            value: new,
+            value: v,
             epoch: self.epoch,
         };
-        st.views.clear();
         st.input = None;
-        ls.cache_value(self.epoch, new);
+        ls.cache_value(self.epoch, v);
         if st.registered_epoch != self.epoch {
             st.registered_epoch = self.epoch;
             self.pending.register(ls.clone());
         }
-        Ok(())
     }
 
     /// A new lazy tensor of `backend`'s device (whose pending graph this is) with metadata

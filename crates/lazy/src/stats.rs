@@ -118,7 +118,7 @@ pub struct LazyStats {
     pub syncs: u64,
     /// Explicit [`sync`](crate::sync) / [`mark_step`](crate::mark_step) calls.
     pub explicit_syncs: u64,
-    /// Nodes captured (calls, and the views and writes of Note [Lazy mutations and views]).
+    /// Nodes captured (one per captured call).
     pub nodes_captured: u64,
     /// Calls the executor ran.
     pub nodes_executed: u64,

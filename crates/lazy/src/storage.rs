@@ -10,20 +10,21 @@ use switchboard_dispatcher::Result;
 use switchboard_graph::{NodeId, TensorMeta, Value};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{
-    DatalessTensor, Device, DimVec, RawOps, ScalarType, Storage, Tensor, TensorBuilder,
-    TensorError, TensorImpl, VersionCounter,
+    DatalessTensor, Device, DimVec, Storage, Tensor, TensorBuilder, TensorError, TensorImpl,
+    VersionCounter,
 };
 
 /// The default lazy device, `lazy:0` (Note [Lazy devices]).
 pub const DEVICE: Device = Device::with_index(DeviceType::Lazy, 0);
 
 /// The payload tag [`tensor_of`] gives the tensors it makes (Note [Payload tags] in
-/// switchboard-tensor): the tensor has its storage's base geometry. Views and shallow copies
-/// of it share its storage, not its tag.
+/// switchboard-tensor): the tensor has its storage's base geometry. Shallow copies of it share
+/// its storage, not its tag.
 pub(crate) const AT_BASE: u32 = 1;
 
 /// Whether `t`, a tensor of storage `ls`, has the storage's base geometry: the tensor
 /// [`tensor_of`] made for it (its tag says so, no comparison), or one with the same metadata.
+/// Every lazy value has it (Note [Lazy values]); [`whole`] checks it.
 #[inline]
 pub(crate) fn at_base(ls: &LazyStorage, t: &TensorImpl) -> bool {
     t.payload_tag() == AT_BASE || ls.base.matches_layout(t)
@@ -40,11 +41,10 @@ pub(crate) fn lazy_meta(t: &TensorImpl, device: Device) -> TensorMeta {
     }
 }
 
-/// What a lazy storage holds (see Note [Lazy mutations and views] in lib.rs).
+/// What a lazy storage holds (see Note [Lazy values] in lib.rs).
 #[derive(Clone)]
 pub(crate) enum Contents {
-    /// Materialised: a CPU tensor with the storage's base geometry, whose storage is laid out
-    /// as this one (views of the lazy storage are views of it at the same offsets).
+    /// Materialised: a CPU tensor with the storage's base geometry.
     Data(Tensor),
     /// Not computed yet: this value of the pending graph of epoch `epoch`.
     Pending { value: Value, epoch: u64 },
@@ -59,19 +59,15 @@ pub(crate) struct StorageState {
     pub contents: Contents,
     /// The graph input standing for `Data` in an epoch.
     pub input: Option<(u64, Value)>,
-    /// Views of the current contents already read in an epoch (geometry, value).
-    pub views: Vec<(Arc<TensorMeta>, Value)>,
-    pub views_epoch: u64,
     /// The epoch whose pending list holds this storage.
     pub registered_epoch: u64,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// A lazy tensor's storage: the backend payload of every lazy tensor (a view carries its
-/// base's, so all of them see one state; Note [Lazy tensors]), on one lazy device. It remembers the metadata of
-/// the tensor that created it ("base") and its size, and makes on demand the meta tensor that
-/// stands for it when shape functions run.
+/// A lazy tensor's storage: the backend payload of every lazy tensor (Note [Lazy tensors]), on
+/// one lazy device. It remembers the metadata of the tensor that created it ("base") and its
+/// size, and makes on demand the meta tensor that stands for it when shape functions run.
 pub struct LazyStorage {
     pub(crate) id: u64,
     /// The backend of its lazy device (Note [Lazy devices]).
@@ -162,8 +158,6 @@ impl LazyStorage {
             state: Mutex::new(StorageState {
                 contents,
                 input: None,
-                views: Vec::new(),
-                views_epoch: u64::MAX,
                 registered_epoch: u64::MAX,
             }),
         }
@@ -189,8 +183,6 @@ impl LazyStorage {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         st.contents = contents;
         st.input = None;
-        st.views.clear();
-        st.views_epoch = u64::MAX;
         st.registered_epoch = registered_epoch;
     }
 
@@ -235,33 +227,24 @@ impl LazyStorage {
         Ok(self.meta.get_or_init(|| m))
     }
 
-    /// The meta tensor standing for a tensor of this storage with `t`'s geometry (all of
-    /// them share one meta storage, so shape functions see the aliasing).
+    /// The meta tensor standing for `t`, a tensor of this storage.
     pub(crate) fn meta_twin(&self, t: &TensorImpl) -> Result<Tensor> {
-        let meta = self.meta()?;
-        if at_base(self, t) {
-            return Ok(meta.clone());
-        }
-        Ok(TensorBuilder::new(meta.storage().clone(), t.dtype())
-            .sizes(t.sizes())
-            .strides(t.strides())
-            .storage_offset(t.storage_offset())
-            .build()?)
+        whole(self, t)?;
+        Ok(self.meta()?.clone())
     }
 
-    /// The CPU tensor of `t` (a tensor of this storage) when the storage is materialised: the
-    /// data itself, or a view of it.
+    /// The CPU tensor of `t` (a tensor of this storage) when the storage is materialised.
     pub(crate) fn data_of(&self, t: &TensorImpl) -> Result<Option<Tensor>> {
+        whole(self, t)?;
         let state = self.lock();
         match &state.contents {
-            Contents::Data(d) if d.is_cpu() => Ok(Some(view_of_data(&self.base, d, t)?)),
+            Contents::Data(d) if d.is_cpu() => Ok(Some(d.clone())),
             // Kept by the executor (Note [Data an executor keeps] in executor.rs): fetched
             // without the storage's lock, as fetching may wait on the executor.
             Contents::Data(d) => {
                 let d = d.clone();
                 drop(state);
-                let host = self.backend.executor().to_host(&d)?;
-                Ok(Some(view_of_data(&self.base, &host, t)?))
+                Ok(Some(self.backend.executor().to_host(&d)?))
             }
             Contents::Failed(e) => Err(failed(e)),
             Contents::Pending { .. } => Ok(None),
@@ -292,32 +275,36 @@ impl LazyStorage {
     }
 }
 
-/// `t`'s elements in `data`, the CPU tensor of a storage whose base is `base`.
-pub(crate) fn view_of_data(base: &TensorMeta, data: &Tensor, t: &TensorImpl) -> Result<Tensor> {
-    if base.matches_layout(t) {
-        return Ok(data.clone());
+/// Checks that `t`, a tensor of storage `ls`, is the storage's whole value: the only lazy
+/// tensors there are (Note [Lazy values]).
+#[inline]
+pub(crate) fn whole(ls: &LazyStorage, t: &TensorImpl) -> Result<()> {
+    if at_base(ls, t) {
+        return Ok(());
     }
-    let of = if t.dtype() == data.dtype() {
-        data.clone()
-    } else {
-        // A view of another dtype (Note [Lazy views of another dtype] in pending_graph.rs).
-        let flat = flat_elements(data.storage().nbytes(), data.dtype(), t.dtype());
-        RawOps::as_strided(data, &[flat], &[1], 0)?.view_dtype(t.dtype())?
-    };
-    Ok(RawOps::as_strided(
-        &of,
+    Err(TensorError::invalid(format!(
+        "a view of a lazy value (sizes {:?}, strides {:?}, offset {} of a value with sizes \
+         {:?}, strides {:?}, offset {}): lazy values have no views; views of lazy tensors \
+         are functional tensors over *_copy values",
         t.sizes(),
         t.strides(),
         t.storage_offset(),
-    )?)
+        ls.base.sizes,
+        ls.base.strides,
+        ls.base.storage_offset,
+    ))
+    .into())
 }
 
-/// How many elements of `from` a flat view of a storage of `nbytes` holds so that it can be
-/// viewed as `to` (Note [Lazy views of another dtype] in pending_graph.rs): the bytes up to the last
-/// whole element of the larger of the two dtypes.
-pub(crate) fn flat_elements(nbytes: usize, from: ScalarType, to: ScalarType) -> i64 {
-    let wider = from.element_size().max(to.element_size());
-    ((nbytes / wider * wider) / from.element_size()) as i64
+/// The error for a call that would make a view of a lazy value, or write through one (Note
+/// [Lazy values]).
+pub(crate) fn view_error(op: &str) -> switchboard_dispatcher::DispatchError {
+    TensorError::invalid(format!(
+        "{op} would make a view of a lazy value: lazy values have no views (below the \
+         functionalization layer, a view is its *_copy operator: call it on a lazy tensor, \
+         or call the *_copy operator)"
+    ))
+    .into()
 }
 
 pub(crate) fn failed(e: &str) -> switchboard_dispatcher::DispatchError {
@@ -387,20 +374,6 @@ pub(crate) fn tensor_of(ls: &Arc<LazyStorage>, version: Option<VersionCounter>) 
     Ok(Tensor::without_data(&spec, Some(ls.clone()), version)?)
 }
 
-/// A lazy tensor of `base`'s storage (sharing its storage, version counter, key set and
-/// payload) with `m`'s geometry: a view.
-pub(crate) fn view_tensor(base: &Tensor, m: &TensorMeta) -> Result<Tensor> {
-    if m.matches_layout(base) {
-        return Ok(base.clone());
-    }
-    Ok(RawOps::as_strided(
-        base,
-        &m.sizes,
-        &m.strides,
-        m.storage_offset,
-    )?)
-}
-
 /// A meta tensor laid out as `t` over a meta storage as large as `t`'s.
 pub(crate) fn meta_like(t: &TensorImpl) -> Result<Tensor> {
     Ok(TensorBuilder::new(
@@ -417,6 +390,7 @@ pub(crate) fn meta_like(t: &TensorImpl) -> Result<Tensor> {
 mod tests {
     use super::*;
     use crate::backend::default_backend;
+    use switchboard_tensor::{RawOps, ScalarType};
 
     #[test]
     fn the_key_set_is_the_devices() {
@@ -435,6 +409,10 @@ mod tests {
         assert_eq!(v.payload_tag(), 0);
         assert!(lazy_storage(&v).is_some_and(|s| std::ptr::eq(s, &*ls)));
         assert!(!at_base(&ls, &v));
+        // It is no lazy value: its storage refuses it.
+        let e = ls.meta_twin(&v).unwrap_err().to_string();
+        assert!(e.contains("lazy values have no views"), "{e}");
+        assert!(whole(&ls, &t).is_ok());
         // A view with the base geometry is at the base all the same.
         let same = RawOps::as_strided(&t, &[2, 3], &[3, 1], 0).unwrap();
         assert_eq!(same.payload_tag(), 0);

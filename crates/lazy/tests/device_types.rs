@@ -64,10 +64,8 @@ fn an_installed_device_type_captures_as_lazy_does() {
 /// `CompositeExplicitAutogradNonFunctional` decomposition's view read and `clone`.
 #[test]
 fn an_installed_device_captures_view_copies_whole() {
-    // Its own device, functional whatever `SWITCHBOARD_LAZY_FUNCTIONAL` says.
     let d = accel(7);
     let b = lazy::backend(d).unwrap();
-    b.set_functional_tensors(true);
     let x = to(&cpu(&[1., 2., 3., 4., 5., 6.], &[2, 3]), d);
     b.sync().unwrap();
     let y = ops::mm(&ops::t(&x).unwrap(), &x).unwrap();

@@ -80,7 +80,6 @@ fn train(device: Device, steps: usize) -> (Vec<f64>, Vec<f32>) {
 #[test]
 fn a_training_steps_graphs_hold_only_pure_calls() {
     let d = own_device();
-    d.set_functional_tensors(true);
     let graphs = Arc::new(Mutex::new(Vec::new()));
     d.set_executor(Arc::new(Keeping(graphs.clone())));
     let lazy_run = train(d.device(), 3);
@@ -113,7 +112,6 @@ fn a_training_steps_graphs_hold_only_pure_calls() {
 #[test]
 fn tensors_on_a_lazy_device_are_functional() {
     let d = own_device();
-    d.set_functional_tensors(true);
     let factory = ops::zeros_with(&[2], ops::ZerosOptions::default().device(d.device())).unwrap();
     let moved = to(&seq(&[2]), d.device());
     let result = ops::add(&factory, &moved).unwrap();

@@ -592,12 +592,8 @@ fn the_api_works_on_a_private_use_lazy_device_type() {
     assert_eq!(values(&y), values(&want));
     // An allow-list, a run-time implementation, lazy mode off.
     d.enable_ops(&["mm"]).unwrap();
-    // On functional tensors the device sees `t` as `t_copy` (Note [Lazy tensors are functional]).
-    let t_name = if d.functional_tensors() {
-        "aten::t_copy"
-    } else {
-        "aten::t"
-    };
+    // The device sees `t` as `t_copy` (Note [Lazy tensors are functional]).
+    let t_name = "aten::t_copy";
     let t0 = eager_calls(d, t_name);
     let m = ops::mm(&rx, &ops::t(&rw).unwrap()).unwrap();
     assert_eq!(eager_calls(d, t_name), t0 + 1, "t is not listed");

@@ -320,23 +320,13 @@ fn the_pending_graph_as_code_dot_and_json() {
         "{code}"
     );
     // The transposed operand: a functional tensor's value is `t_copy` (Note [Lazy tensors are
-    // functional]); a plain lazy tensor's view is read with `as_strided`.
-    let (transposed, name) = if d.functional_tensors() {
-        (
-            "t_copy: \"f32[3, 2]\" = aten.t_copy.default(arg0)",
-            "t_copy",
-        )
-    } else {
-        (
-            "as_strided: \"f32[3, 2][1, 3]\" = aten.as_strided.default(arg0, [3, 2], [1, 3], 0)",
-            "as_strided",
-        )
-    };
-    assert!(code.contains(transposed), "{code}");
+    // functional]).
     assert!(
-        code.contains(&format!(
-            "mm: \"f32[2, 2]\" = aten.mm.default(arg0, {name})"
-        )),
+        code.contains("t_copy: \"f32[3, 2]\" = aten.t_copy.default(arg0)"),
+        "{code}"
+    );
+    assert!(
+        code.contains("mm: \"f32[2, 2]\" = aten.mm.default(arg0, t_copy)"),
         "{code}"
     );
     assert!(code.ends_with("return (relu,)\n"), "{code}");
@@ -396,22 +386,18 @@ fn autograd_runs_above_the_lazy_backend() {
         (losses, values(&model.parameters()[0]))
     };
     let (cpu, lazy) = (run(Device::CPU), run(d.device()));
-    if d.functional_tensors() {
-        // The functional program multiplies dense copies where eager multiplies transposed
-        // views (`t_copy` then `mm`): the same numbers up to the last bit of rounding.
-        let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1e-3);
-        let pairs = cpu.0.iter().zip(&lazy.0).map(|(a, b)| (*a, *b));
-        let weights = cpu
-            .1
-            .iter()
-            .zip(&lazy.1)
-            .map(|(a, b)| (*a as f64, *b as f64));
-        assert!(
-            pairs.chain(weights).all(|(a, b)| close(a, b)),
-            "{cpu:?}\n{lazy:?}"
-        );
-        assert_eq!((cpu.0.len(), cpu.1.len()), (lazy.0.len(), lazy.1.len()));
-    } else {
-        assert_eq!(cpu, lazy);
-    }
+    // The functional program multiplies dense copies where eager multiplies transposed views
+    // (`t_copy` then `mm`): the same numbers up to the last bit of rounding.
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1e-3);
+    let pairs = cpu.0.iter().zip(&lazy.0).map(|(a, b)| (*a, *b));
+    let weights = cpu
+        .1
+        .iter()
+        .zip(&lazy.1)
+        .map(|(a, b)| (*a as f64, *b as f64));
+    assert!(
+        pairs.chain(weights).all(|(a, b)| close(a, b)),
+        "{cpu:?}\n{lazy:?}"
+    );
+    assert_eq!((cpu.0.len(), cpu.1.len()), (lazy.0.len(), lazy.1.len()));
 }
