@@ -89,6 +89,10 @@ pub(crate) fn functionalize_fallback(
     }
     // A factory under `functionalize(f)`, or a write lifting a captured tensor: the transform's.
     let kind = kind.unwrap_or(Kind::AboveAutograd);
+    if kind == Kind::BelowAutograd && decomposes_over_persistent(op, sem, below) {
+        let _over = Over::enter(op);
+        return op.redispatch_boxed(below, stack);
+    }
     if !sem.is_mutating() && !sem.is_view {
         // Note [Functional calls in place]
         // The common call (`add`, `mul`, `sum`) neither views nor writes: its arguments are
@@ -117,10 +121,77 @@ pub(crate) fn functionalize_fallback(
     let args: Stack = stack.drain(start..).collect();
     let returns = match sem.kind {
         SchemaKind::Functional => view_call(op, args, kind)?,
-        _ => mutation_call(op, &record, args, kind)?,
+        _ => mutation_call(op, &record, args, kind, below)?,
     };
     stack.extend(returns);
     Ok(())
+}
+
+// Note [Composite kernels over persistent functional tensors]
+// A backend under persistent functional tensors (a lazy device: Note [Functional tensors below
+// autograd]) takes pure calls on its values only, and has no views of them (Note [Lazy values]
+// in switchboard-lazy). A CompositeExplicitAutograd kernel is no such call: `embedding`
+// reshapes its indices, `select_backward` writes a gradient into a slice of zeros. So a
+// functional operator whose kernel for the values would be a CompositeExplicitAutograd one
+// (the backend has none of its own) runs that kernel over the functional tensors, as a
+// CompositeImplicitAutograd one does: each call it makes comes back through the layer, its
+// views and writes functionalized. (PyTorch's functional backends get the same effect per
+// operator, re-entering functionalization from their kernels: `functionalize_aten_op`.) Views
+// keep their own path, which gives them their `*_copy` forms; `functionalize(f)`'s tensors
+// keep their calls as they are, so that its graphs show the operators the function called.
+// A kernel calls its own out= form at times (`logical_and` is `logical_and.out` into a new
+// tensor), whose functional counterpart it is: inside its own decomposition an operator runs
+// on the values, as it would without this rule.
+
+thread_local! {
+    /// The operators whose composite kernel runs over functional tensors on this thread.
+    static OVER: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The scope of a composite kernel running over functional tensors.
+struct Over;
+
+impl Over {
+    fn enter(op: &OperatorHandle) -> Over {
+        OVER.with(|o| o.borrow_mut().push(op.id()));
+        Over
+    }
+
+    fn running(op: &OperatorHandle) -> bool {
+        OVER.with(|o| o.borrow().contains(&op.id()))
+    }
+}
+
+impl Drop for Over {
+    fn drop(&mut self) {
+        OVER.with(|o| o.borrow_mut().pop());
+    }
+}
+
+/// Whether a call of `op` on persistent functional tensors runs its CompositeExplicitAutograd
+/// kernel over them (Note [Composite kernels over persistent functional tensors]).
+fn decomposes_over_persistent(
+    op: &OperatorHandle,
+    sem: &OperatorSemantics,
+    below: DispatchKeySet,
+) -> bool {
+    !sem.is_view
+        && !sem.is_mutating()
+        && op.has_kernel_for_dispatch_key(DispatchKey::CompositeExplicitAutograd)
+        && Dispatcher::global()
+            .kernel_origin(op, below.highest_priority_type_id())
+            .provenance
+            == Provenance::DefaultBackend
+        && !Over::running(op)
+}
+
+/// Whether `op`'s kernel for a call with keys `below` is a composite one (a decomposition).
+fn runs_composite(op: &OperatorHandle, below: DispatchKeySet) -> bool {
+    let origin = Dispatcher::global().kernel_origin(op, below.highest_priority_type_id());
+    matches!(
+        origin.provenance,
+        Provenance::Math | Provenance::DefaultBackend
+    ) && !Over::running(op)
 }
 
 // Note [Results on another device]
@@ -225,6 +296,32 @@ fn wrap_all(mut values: Stack, kind: Kind) -> Stack {
 }
 
 /// A view call: its results are aliases of the viewed functional tensor.
+// Note [_unsafe_view is a view to functionalization]
+// `_unsafe_view` (what `reshape` and `matmul` call on a tensor they have just made) returns
+// an alias of its input that autograd treats as a new tensor: its schema declares no alias,
+// so the fallback would call it on the value, and a backend below the layer would get a view
+// of its value (Note [Lazy values] in switchboard-lazy). As PyTorch's functionalization
+// kernel for it does, the layer handles it as the view it is: as `view`, whose `*_copy` form
+// replaces it when views are removed, and whose aliasing every write then respects.
+
+/// The `Functionalize` kernel of `aten::_unsafe_view` (Note [_unsafe_view is a view to
+/// functionalization]).
+pub(crate) fn unsafe_view_functionalize(
+    _op: &OperatorHandle,
+    keys: DispatchKeySet,
+    stack: &mut Stack,
+) -> Result<()> {
+    static VIEW: std::sync::OnceLock<OperatorHandle> = std::sync::OnceLock::new();
+    let view = match VIEW.get() {
+        Some(v) => v,
+        None => {
+            let v = Dispatcher::global().find_schema_or_throw("aten::view")?;
+            VIEW.get_or_init(|| v)
+        }
+    };
+    functionalize_fallback(view, keys, stack)
+}
+
 fn view_call(op: &OperatorHandle, args: Stack, kind: Kind) -> Result<Stack> {
     let self_index = op
         .schema()
@@ -286,6 +383,7 @@ fn mutation_call(
     record: &Arc<SchemaRecord>,
     mut args: Stack,
     kind: Kind,
+    below: DispatchKeySet,
 ) -> Result<Stack> {
     let sem = &record.semantics;
     if kind == Kind::BelowAutograd && writes_another_device(sem, &args) {
@@ -334,11 +432,15 @@ fn mutation_call(
         Some(functional_op) => {
             let schema = &record.schema;
             let theirs = functional_op.schema().expect("a counterpart has a schema");
+            // A composite counterpart runs over the functional tensors (Note [Composite kernels
+            // over persistent functional tensors]), its results' values taken.
+            let over = kind == Kind::BelowAutograd && runs_composite(functional_op, below);
+            let from = if over { &args } else { &plain };
             let mut call = Stack::with_capacity(theirs.schema.arguments().len());
             for a in theirs.schema.arguments() {
                 let ours = schema.arguments().iter().position(|b| b.name() == a.name());
                 let value = match ours {
-                    Some(i) => plain[i].clone(),
+                    Some(i) => from[i].clone(),
                     // A factory's out= form takes its dtype and device from `out`, as torchgen's
                     // functionalization kernels pass `out.options()`.
                     None => match (a.name(), &first_out) {
@@ -352,7 +454,12 @@ fn mutation_call(
                 };
                 call.push(value);
             }
-            let out: Vec<IValue> = call_plain(functional_op, call, kind)?;
+            let out: Vec<IValue> = if over {
+                functional_op.call_boxed(&mut call)?;
+                unwrap_all(&call, kind)?
+            } else {
+                call_plain(functional_op, call, kind)?
+            };
             let n_written = sem.written.len();
             match sem.kind {
                 SchemaKind::Mutable => {

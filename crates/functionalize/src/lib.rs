@@ -56,3 +56,11 @@ switchboard_dispatcher::library!(IMPL _, Functionalize, |lib| {
         KernelFunction::from_boxed(fallback::functionalize_fallback),
     )
 });
+
+switchboard_dispatcher::library!(IMPL aten, Functionalize, |lib| {
+    lib.impl_(
+        "_unsafe_view",
+        None,
+        KernelFunction::from_boxed(fallback::unsafe_view_functionalize),
+    )
+});

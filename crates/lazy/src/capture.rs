@@ -254,8 +254,21 @@ fn record(
                         writes.push((storage_of(t)?, o));
                         to_make.push(ReturnToMake::Done(IValue::Tensor(t.clone())));
                     }
-                    // A view, or a write that would leave its tensor a view of its storage.
-                    Some(_) => return Err(view_error(&info.name)),
+                    // A value an out= kernel resized (Note [Functional resize] in
+                    // switchboard-tensor): the resized handle is a new value, keeping the
+                    // out tensor's version counter.
+                    Some(t) if write => {
+                        let o = outputs.len() as u32;
+                        outputs.push(Output::ret(r as u32, meta.0.clone()));
+                        let version = Some(t.version_counter());
+                        to_make.push(ReturnToMake::Fresh(meta.clone(), o, version));
+                    }
+                    Some(t) => {
+                        if std::env::var("SB_DEBUG_CAP").is_ok() {
+                            eprintln!("DEBUG {} alias {:?} write {} meta {:?} t {:?} {:?} {:?} writes {:?} aliases {:?}", info.name, alias, write, meta.0, t.sizes(), t.strides(), t.dtype(), al.return_writes, al.return_aliases);
+                        }
+                        return Err(view_error(&info.name));
+                    }
                     None => {
                         let o = outputs.len() as u32;
                         outputs.push(Output::ret(r as u32, meta.0.clone()));

@@ -120,8 +120,9 @@ pub(crate) fn run_eagerly_with(
         }
     }
     kernel(op, stack)?;
+    let writes = op.semantics().is_some_and(|s| s.is_mutating());
     for v in stack.iter_mut() {
-        v.try_map_tensors(|t| wrap(backend, op, &replaced, t.clone()))?;
+        v.try_map_tensors(|t| wrap(backend, op, writes, &replaced, t.clone()))?;
     }
     Ok(())
 }
@@ -148,11 +149,14 @@ fn check_lazy_devices(stack: &[IValue]) -> Result<()> {
 
 /// A CPU result as a lazy tensor: the lazy argument itself when the result is that
 /// argument's data (a write), else a new lazy tensor of `backend`'s device holding it. A
-/// result sharing an argument's data with another geometry would be a view of a lazy value
-/// (Note [Lazy values]): an error.
+/// result sharing an argument's data with another geometry is an out= argument a writing
+/// call (`writes`) resized, a new value keeping the argument's version counter (Note
+/// [Functional resize] in switchboard-tensor); from any other call it would be a view of a
+/// lazy value (Note [Lazy values]): an error.
 fn wrap(
     backend: &'static LazyBackend,
     op: &OperatorHandle,
+    writes: bool,
     replaced: &[Replaced],
     t: Tensor,
 ) -> Result<Tensor> {
@@ -170,11 +174,24 @@ fn wrap(
         {
             return Ok(r.lazy.clone());
         }
-        return Err(view_error(&op.name().to_string()));
+        if !writes {
+            return Err(view_error(&op.name().to_string()));
+        }
+        let version = r.lazy.version_counter();
+        return new_value(backend, t, Some(version));
     }
+    new_value(backend, t, None)
+}
+
+/// A new lazy tensor of `backend`'s device holding CPU tensor `t`.
+fn new_value(
+    backend: &'static LazyBackend,
+    t: Tensor,
+    version: Option<switchboard_tensor::VersionCounter>,
+) -> Result<Tensor> {
     let (meta, nbytes) = (
         Arc::new(lazy_meta(&t, backend.device())),
         t.storage().nbytes(),
     );
-    Ok(fresh_tensor(backend, meta, nbytes, Contents::Data(t), None)?.0)
+    Ok(fresh_tensor(backend, meta, nbytes, Contents::Data(t), version)?.0)
 }

@@ -125,3 +125,37 @@ pub fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Resul
 pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
     copied(crate::alias(self_)?)
 }
+
+/// `split_with_sizes_copy`.
+pub fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    crate::composite::split_with_sizes(self_, split_sizes, dim)?
+        .into_iter()
+        .map(copied)
+        .collect()
+}
+
+/// `split_copy.Tensor`.
+pub fn split_copy(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    crate::composite::split(self_, split_size, dim)?
+        .into_iter()
+        .map(copied)
+        .collect()
+}
+
+/// `unbind_copy.int`.
+pub fn unbind_copy(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    crate::composite::unbind(self_, dim)?
+        .into_iter()
+        .map(copied)
+        .collect()
+}
+
+/// `view_as_real_copy`.
+pub fn view_as_real_copy(self_: &Tensor) -> Result<Tensor> {
+    copied(crate::view_as_real(self_)?)
+}
+
+/// `view_as_complex_copy`.
+pub fn view_as_complex_copy(self_: &Tensor) -> Result<Tensor> {
+    copied(crate::view_as_complex(self_)?)
+}
