@@ -11,6 +11,7 @@ use switchboard_dispatcher::{
 use switchboard_keys::DeviceType;
 use switchboard_tensor::{DatalessTensor, Device, Tensor};
 
+use crate::opted_in::device_opted_into_functionalization;
 use crate::view_meta::ViewMeta;
 use crate::wrapper::{call_plain, error, functional, new_base, Kind};
 
@@ -89,8 +90,8 @@ pub(crate) fn functionalize_fallback(
     }
     // A factory under `functionalize(f)`, or a write lifting a captured tensor: the transform's.
     let kind = kind.unwrap_or(Kind::AboveAutograd);
-    if kind == Kind::BelowAutograd && decomposes_over_persistent(op, sem, below) {
-        let _over = Over::enter(op);
+    if kind == Kind::BelowAutograd && decomposes_over_persistent(op, sem, below, &stack[start..]) {
+        let _over = Over::enter(op, Run::Decomposed);
         return op.redispatch_boxed(below, stack);
     }
     if !sem.is_mutating() && !sem.is_view {
@@ -128,43 +129,54 @@ pub(crate) fn functionalize_fallback(
 }
 
 // Note [Composite kernels over persistent functional tensors]
-// A backend under persistent functional tensors (a lazy device: Note [Functional tensors below
-// autograd]) takes pure calls on its values only, and has no views of them (Note [Lazy values]
-// in switchboard-lazy). A CompositeExplicitAutograd kernel is no such call: `embedding`
-// reshapes its indices, `select_backward` writes a gradient into a slice of zeros. So a
+// A backend that opted into functionalization (`opt_into_functionalization`: a lazy device,
+// Note [Lazy values] in switchboard-lazy) takes pure calls on its values only, and has no
+// views of them. A CompositeExplicitAutograd kernel is no such call: `embedding` reshapes its
+// indices, `select_backward` writes a gradient into a slice of zeros. So on such a device, a
 // functional operator whose kernel for the values would be a CompositeExplicitAutograd one
-// (the backend has none of its own) runs that kernel over the functional tensors, as a
-// CompositeImplicitAutograd one does: each call it makes comes back through the layer, its
-// views and writes functionalized. (PyTorch's functional backends get the same effect per
+// (the backend has none of its own) runs that kernel over the persistent functional tensors,
+// as a CompositeImplicitAutograd one does: each call it makes comes back through the layer,
+// its views and writes functionalized; the factories it calls make functional tensors there,
+// as that backend's factories do. The functional form of an out= call is run so too. (PyTorch's functional backends get the same effect per
 // operator, re-entering functionalization from their kernels: `functionalize_aten_op`.) Views
 // keep their own path, which gives them their `*_copy` forms; `functionalize(f)`'s tensors
 // keep their calls as they are, so that its graphs show the operators the function called.
 // A kernel calls its own out= form at times (`logical_and` is `logical_and.out` into a new
-// tensor), whose functional counterpart it is: inside its own decomposition an operator runs
-// on the values, as it would without this rule.
+// tensor; `arange` is `arange.out` into an empty one), whose functional counterpart it is:
+// inside its own run over functional tensors, as a decomposed call or as the functional form
+// of an out= call, an operator runs on the values, as it would without this rule.
 
 thread_local! {
-    /// The operators whose composite kernel runs over functional tensors on this thread.
-    static OVER: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The operators whose composite kernel runs over functional tensors on this thread, as
+    /// decomposed calls, and as the functional forms of out= calls.
+    static OVER: [std::cell::RefCell<Vec<usize>>; 2] =
+        const { [std::cell::RefCell::new(Vec::new()), std::cell::RefCell::new(Vec::new())] };
+}
+
+/// Why a composite kernel runs over functional tensors.
+#[derive(Clone, Copy)]
+enum Run {
+    Decomposed = 0,
+    OutForm = 1,
 }
 
 /// The scope of a composite kernel running over functional tensors.
-struct Over;
+struct Over(Run);
 
 impl Over {
-    fn enter(op: &OperatorHandle) -> Over {
-        OVER.with(|o| o.borrow_mut().push(op.id()));
-        Over
+    fn enter(op: &OperatorHandle, run: Run) -> Over {
+        OVER.with(|o| o[run as usize].borrow_mut().push(op.id()));
+        Over(run)
     }
 
-    fn running(op: &OperatorHandle) -> bool {
-        OVER.with(|o| o.borrow().contains(&op.id()))
+    fn running(op: &OperatorHandle, run: Run) -> bool {
+        OVER.with(|o| o[run as usize].borrow().contains(&op.id()))
     }
 }
 
 impl Drop for Over {
     fn drop(&mut self) {
-        OVER.with(|o| o.borrow_mut().pop());
+        OVER.with(|o| o[self.0 as usize].borrow_mut().pop());
     }
 }
 
@@ -174,15 +186,17 @@ fn decomposes_over_persistent(
     op: &OperatorHandle,
     sem: &OperatorSemantics,
     below: DispatchKeySet,
+    args: &[IValue],
 ) -> bool {
     !sem.is_view
         && !sem.is_mutating()
         && op.has_kernel_for_dispatch_key(DispatchKey::CompositeExplicitAutograd)
+        && functional_device(args).is_some_and(device_opted_into_functionalization)
         && Dispatcher::global()
             .kernel_origin(op, below.highest_priority_type_id())
             .provenance
             == Provenance::DefaultBackend
-        && !Over::running(op)
+        && !Over::running(op, Run::Decomposed)
 }
 
 /// Whether `op`'s kernel for a call with keys `below` is a composite one (a decomposition).
@@ -191,7 +205,7 @@ fn runs_composite(op: &OperatorHandle, below: DispatchKeySet) -> bool {
     matches!(
         origin.provenance,
         Provenance::Math | Provenance::DefaultBackend
-    ) && !Over::running(op)
+    ) && !Over::running(op, Run::OutForm)
 }
 
 // Note [Results on another device]
@@ -434,7 +448,9 @@ fn mutation_call(
             let theirs = functional_op.schema().expect("a counterpart has a schema");
             // A composite counterpart runs over the functional tensors (Note [Composite kernels
             // over persistent functional tensors]), its results' values taken.
-            let over = kind == Kind::BelowAutograd && runs_composite(functional_op, below);
+            let over = kind == Kind::BelowAutograd
+                && functional_device(&args).is_some_and(device_opted_into_functionalization)
+                && runs_composite(functional_op, below);
             let from = if over { &args } else { &plain };
             let mut call = Stack::with_capacity(theirs.schema.arguments().len());
             for a in theirs.schema.arguments() {
@@ -455,6 +471,7 @@ fn mutation_call(
                 call.push(value);
             }
             let out: Vec<IValue> = if over {
+                let _over = Over::enter(functional_op, Run::OutForm);
                 functional_op.call_boxed(&mut call)?;
                 unwrap_all(&call, kind)?
             } else {

@@ -35,11 +35,15 @@
 
 mod captured;
 mod fallback;
+mod functionalized_call;
+mod opted_in;
 mod transform;
 mod view_inverse;
 mod view_meta;
 mod wrapper;
 
+pub use functionalized_call::call_functionalized;
+pub use opted_in::{device_opted_into_functionalization, opt_into_functionalization};
 pub use transform::{functionalize, DisableFunctionalizationGuard, FunctionalizeGuard, Remove};
 pub use wrapper::{
     from_functional, from_functionalized, functional_value, is_functional_tensor, replace_value,

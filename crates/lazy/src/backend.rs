@@ -240,6 +240,8 @@ pub(crate) fn backend_of_call(stack: &[IValue]) -> Result<&'static LazyBackend> 
 
 impl LazyBackend {
     fn new(device: Device) -> LazyBackend {
+        // Its values take the calls functionalization makes only (Note [Lazy values]).
+        switchboard_functionalize::opt_into_functionalization(device.ty);
         LazyBackend {
             device,
             key_set: device

@@ -263,12 +263,7 @@ fn record(
                         let version = Some(t.version_counter());
                         to_make.push(ReturnToMake::Fresh(meta.clone(), o, version));
                     }
-                    Some(t) => {
-                        if std::env::var("SB_DEBUG_CAP").is_ok() {
-                            eprintln!("DEBUG {} alias {:?} write {} meta {:?} t {:?} {:?} {:?} writes {:?} aliases {:?}", info.name, alias, write, meta.0, t.sizes(), t.strides(), t.dtype(), al.return_writes, al.return_aliases);
-                        }
-                        return Err(view_error(&info.name));
-                    }
+                    Some(_) => return Err(view_error(&info.name)),
                     None => {
                         let o = outputs.len() as u32;
                         outputs.push(Output::ret(r as u32, meta.0.clone()));

@@ -6,10 +6,11 @@ use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex};
 
 use switchboard_dispatcher::{
-    stack_tensors, DispatchError, DispatchKey, DispatchKeySet, Dispatcher, KernelFunction,
-    KernelKind, OperatorHandle, Provenance, RegistrationDebug, Result, Stack,
+    stack_tensors, tls_is_dispatch_key_excluded, DispatchError, DispatchKey, DispatchKeySet,
+    Dispatcher, KernelFunction, KernelKind, OperatorHandle, Provenance, RegistrationDebug, Result,
+    Stack,
 };
-use switchboard_functionalize::is_functional_tensor;
+use switchboard_functionalize::{call_functionalized, is_functional_tensor};
 use switchboard_keys::DeviceType;
 use switchboard_tensor::TensorError;
 
@@ -185,7 +186,13 @@ fn interposer(autograd: bool) -> KernelFunction {
                     .verdict(&info.name)
                     .map(|v| enter(backend, v))
             };
-            // The empty key set selects the `Undefined` slot: the composite kernel.
+            // The empty key set selects the `Undefined` slot: the composite kernel. On the
+            // values below functional tensors (inference mode skips the Autograd slot) it runs
+            // functionalized, as the layer would have run it: lazy values have no views (Note
+            // [Functionalized calls on values] in switchboard-functionalize).
+            if !autograd && tls_is_dispatch_key_excluded(DispatchKey::Functionalize) {
+                return call_functionalized(op, DispatchKeySet::default(), stack);
+            }
             op.redispatch_boxed(DispatchKeySet::default(), stack)
         },
     )

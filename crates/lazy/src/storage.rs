@@ -282,9 +282,6 @@ pub(crate) fn whole(ls: &LazyStorage, t: &TensorImpl) -> Result<()> {
     if at_base(ls, t) {
         return Ok(());
     }
-    if std::env::var("SB_DEBUG_VIEW").is_ok() {
-        panic!("DEBUG view");
-    }
     Err(TensorError::invalid(format!(
         "a view of a lazy value (sizes {:?}, strides {:?}, offset {} of a value with sizes \
          {:?}, strides {:?}, offset {}): lazy values have no views; views of lazy tensors \

@@ -55,7 +55,6 @@ pub fn register(r: &mut Registry) {
     indexing::register(r);
     sorting::register(r);
     tiling::register(r);
-    view_copy::register(r);
     factory::register(r);
     fft::register(r);
     fft::register_composites(r);
@@ -64,4 +63,6 @@ pub fn register(r: &mut Registry) {
     rounding::register(r);
     binary_math::register(r);
     activation::register(r);
+    // After every view's entry, whose samples the copies take.
+    view_copy::register(r);
 }

@@ -22,6 +22,11 @@ const VIEW_COPIES: &[(&str, &str)] = &[
     ("as_strided", "as_strided_copy"),
     ("diagonal", "diagonal_copy"),
     ("alias", "alias_copy"),
+    ("split_with_sizes", "split_with_sizes_copy"),
+    ("split.Tensor", "split_copy.Tensor"),
+    ("unbind.int", "unbind_copy.int"),
+    ("view_as_real", "view_as_real_copy"),
+    ("view_as_complex", "view_as_complex_copy"),
 ];
 
 /// Adds an entry per `*_copy` operator, after the views' entries.
