@@ -309,7 +309,6 @@ fn wrap_all(mut values: Stack, kind: Kind) -> Stack {
     values
 }
 
-/// A view call: its results are aliases of the viewed functional tensor.
 // Note [_unsafe_view is a view to functionalization]
 // `_unsafe_view` (what `reshape` and `matmul` call on a tensor they have just made) returns
 // an alias of its input that autograd treats as a new tensor: its schema declares no alias,
@@ -336,6 +335,7 @@ pub(crate) fn unsafe_view_functionalize(
     functionalize_fallback(view, keys, stack)
 }
 
+/// A view call: its results are aliases of the viewed functional tensor.
 fn view_call(op: &OperatorHandle, args: Stack, kind: Kind) -> Result<Stack> {
     let self_index = op
         .schema()

@@ -2,8 +2,8 @@
 //! `functionalize_aten_op`).
 
 use switchboard_dispatcher::{
-    tls_local_dispatch_key_set, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result,
-    Stack, ThreadLocalStateGuard,
+    tls_local_dispatch_key_set, DispatchKey, DispatchKeySet, IValue, OperatorHandle, Result, Stack,
+    ThreadLocalStateGuard,
 };
 use switchboard_tensor::Tensor;
 

@@ -27,7 +27,9 @@ mod tests {
 
     #[test]
     fn each_device_type_opts_in_alone() {
-        assert!(!device_opted_into_functionalization(DeviceType::PrivateUse3));
+        assert!(!device_opted_into_functionalization(
+            DeviceType::PrivateUse3
+        ));
         opt_into_functionalization(DeviceType::PrivateUse3);
         assert!(device_opted_into_functionalization(DeviceType::PrivateUse3));
         assert!(!device_opted_into_functionalization(DeviceType::CPU));

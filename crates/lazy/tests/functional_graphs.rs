@@ -129,3 +129,41 @@ fn tensors_on_a_lazy_device_are_functional() {
     assert!(!is_functional_tensor(&host) && host.is_cpu());
     assert_eq!(values(&host), [1.0, 2.0]);
 }
+
+/// Note [Composite kernels over persistent functional tensors], Note [_unsafe_view is a view to
+/// functionalization] in switchboard-functionalize: composite kernels that view their inputs
+/// or write through views run functionalized on a lazy device, so its graph holds no view and
+/// no write but a factory's into the memory it made (a lazy value has no view: Note [Lazy
+/// values]), and the results are eager's.
+#[test]
+fn composite_kernels_that_view_run_functionalized() {
+    let d = own_device();
+    let w = seq(&[5, 3]);
+    let idx = Tensor::from_slice(&[1i64, 4, 0, 1], &[2, 2]).unwrap();
+    let grad = seq(&[2, 4]);
+    let x = seq(&[2, 3, 4]);
+    let calls = |on: &dyn Fn(&Tensor) -> Tensor| -> Vec<Tensor> {
+        vec![
+            // `embedding` reshapes its indices; `select_backward` writes into a select of zeros.
+            ops::embedding(&on(&w), &on(&idx)).unwrap(),
+            ops::select_backward(&on(&grad), &[2, 3, 4], 1, 1).unwrap(),
+            ops::_unsafe_view(&on(&x), &[6, 4]).unwrap(),
+            ops::linear(&on(&grad), &on(&seq(&[3, 4]))).unwrap(),
+        ]
+    };
+    let eager = calls(&|t| t.clone());
+    let lazy = calls(&|t| d.lz(t));
+    let graph = d.pending_graph();
+    let ops_of = |g: &Graph| -> Vec<String> {
+        g.nodes()
+            .filter_map(|n| n.op())
+            .map(|op| op.name().to_string())
+            .collect()
+    };
+    let impure = impure_calls(&graph);
+    assert!(impure.is_empty(), "{impure:?} in {:?}", ops_of(&graph));
+    for (i, (e, l)) in eager.iter().zip(&lazy).enumerate() {
+        assert_eq!(l.sizes(), e.sizes(), "{i}");
+        assert_eq!(values(l), values(e), "{i}");
+    }
+}

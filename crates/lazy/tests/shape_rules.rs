@@ -46,7 +46,9 @@ fn operand(device: Device, dtype: ScalarType, g: Geometry) -> Option<Tensor> {
         return Some(ops::empty_with(sizes, opts).unwrap());
     }
     if device.ty == DeviceType::Lazy {
-        let opts = ops::EmptyStridedOptions::default().dtype(dtype).device(device);
+        let opts = ops::EmptyStridedOptions::default()
+            .dtype(dtype)
+            .device(device);
         return (offset == 0).then(|| ops::empty_strided_with(sizes, strides, opts).unwrap());
     }
     let extent: i64 = offset
