@@ -8,7 +8,7 @@ use switchboard_dispatcher::{
     DispatchKey, DispatchKeySet, IValue, KernelFunction, Library, OperatorHandle, Result, Stack,
 };
 use switchboard_keys::DeviceType;
-use switchboard_tensor::{register_grow_storage, register_host_copy, TensorError};
+use switchboard_tensor::{register_host_copy, TensorError};
 
 use crate::backend::{backend_of_call, indexed, is_lazy_device_type, LazyBackend};
 use crate::capture::capture;
@@ -230,11 +230,11 @@ fn register(lib: &mut Library) -> Result<()> {
 }
 
 /// Registers the dedicated kernels in `lib` (whose dispatch key is the backend key of device
-/// type `ty`), and the host-copy and storage-growth functions of `ty`'s tensors (Notes [Host
-/// copies of tensors without data] and [Growing storages without data] in switchboard-tensor).
+/// type `ty`), and the host-copy function of `ty`'s tensors (Note [Host copies of tensors
+/// without data] in switchboard-tensor). No lazy storage grows: an out= value resized is a new
+/// value (Note [Lazy values]).
 pub(crate) fn register_on(lib: &mut Library, ty: DeviceType) -> Result<()> {
     register_host_copy(ty, host_copy)?;
-    register_grow_storage(ty, crate::resize::grow_storage)?;
     for name in REGISTERED_OPS {
         let full_name = format!("aten::{name}");
         // Typed where the operator has a shape rule (Note [Unboxed capture]), with the

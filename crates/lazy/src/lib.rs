@@ -79,7 +79,6 @@ mod pending;
 mod pending_graph;
 mod profile;
 mod registration;
-mod resize;
 mod rules;
 mod shapes;
 mod stats;
@@ -127,23 +126,27 @@ use crate::storage::Contents;
 // A lazy value is one whole tensor, as a `LazyTensor` of PyTorch's lazy tensor core is: the
 // functionalization layer above it calls only pure operators on values (views as their
 // `*_copy` counterparts, writes as functional operators whose results the written functional
-// tensor takes), so no view of a value and no write through one ever reaches this backend.
+// tensor takes), and lazy devices opt into functionalization, so that a composite kernel
+// with no lazy kernel of its own runs over the functional tensors, its views and writes
+// functionalized too (Note [Composite kernels over persistent functional tensors] in
+// switchboard-functionalize). No view of a value, and no write through one, reaches this
+// backend.
 // - Reading a value gives its storage's current graph value.
-// - Two kinds of write still reach values, both of a whole tensor: the composite kernels
-//   that fill a tensor they have just made (`ones_like` is `empty_like` then `fill_`,
-//   `_to_copy` is `empty_like` then `copy_`: PyTorch's CompositeExplicitAutograd kernels may
-//   write what they create), captured as a node whose output becomes the storage's value
-//   (Note [Graph IR] in switchboard-graph); and an eager call (layer 3) writing the data of
-//   a materialised storage.
-// - A call that would make a view of a value, or write one partly, is an error naming the
-//   operator: a backend below functionalization takes no view operators (PyTorch's lazy
-//   tensor core registers their `*_copy` counterparts only, as lazy_native_functions.yaml
-//   does here).
+// - The writes left are of whole values: a factory's decomposition filling the memory it has
+//   just made (`zeros` is `empty` then `zero_`), captured as a node whose output becomes the
+//   storage's value (Note [Graph IR] in switchboard-graph); an out= kernel run on values
+//   (`logical_and` is `logical_and.out` into a new tensor), whose resized result is a new
+//   value keeping the out tensor's version counter; and an eager call (layer 3) writing the
+//   data of a materialised storage (`c10d::allreduce_`).
+// - A call that would make a view of a value is an error naming the operator: a backend
+//   below functionalization takes no view operators (PyTorch's lazy tensor core registers
+//   their `*_copy` counterparts only, as lazy_native_functions.yaml does here).
 // - Version counters, `_base`, and autograd's checks of saved tensors live on the
 //   functional tensors, in the layers above.
 // This backend once kept its own model of views and writes (views read as `as_strided` of the
-// storage's value, writes through them scattered back); the functionalization layer does that
-// work for every backend now, and the graphs a device runs hold pure calls only.
+// storage's value, writes through them scattered back, storages grown for resized outputs);
+// the functionalization layer does that work for every backend now, and the graphs a device
+// runs hold pure calls only.
 
 // Note [Answers to the layout questions]
 // - What a backend needs from `TensorImpl` to keep its own data: the existing `payload` slot

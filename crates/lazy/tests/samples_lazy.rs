@@ -54,8 +54,6 @@ struct Run {
     layout_error: bool,
     /// The call returned, and its error showed only when the pending graph ran.
     deferred: bool,
-    /// The device hands out functional tensors (Note [Lazy tensors are functional]).
-    functional: bool,
 }
 
 fn to_cpu(t: &Tensor) -> Result<Tensor> {
@@ -143,7 +141,6 @@ fn run(info: &OpInfo, s: &Sample, form: Form, device: Device) -> Result<Run> {
         }
         .is_ok()
     };
-    let functional = device.ty == DeviceType::Lazy;
     // A call on lazy tensors returns lazy tensors (the eager fallback wraps its results).
     if let Ok(r) = &returns {
         if let Some(t) = returned_tensors(r).iter().find(|t| t.device() != device) {
@@ -169,17 +166,17 @@ fn run(info: &OpInfo, s: &Sample, form: Form, device: Device) -> Result<Run> {
         strided_inputs,
         layout_error,
         deferred,
-        functional,
     })
 }
 
 fn compare(what: &str, info: &OpInfo, s: &Sample, cpu: Run, lazy: Run, failures: &mut Vec<String>) {
     match (cpu.returns, lazy.returns) {
         (Ok(c), Ok(l)) => {
-            // On functional tensors, random draws are compared where functionalization keeps
-            // them (Note [Comparing functionalized calls] in switchboard-opinfo).
+            // Lazy tensors are functional tensors (Note [Lazy tensors are functional]): random
+            // draws are compared where functionalization keeps them (Note [Comparing
+            // functionalized calls] in switchboard-opinfo).
             let values = info.unsampled != Some(Unsampled::Uninitialized)
-                && (!lazy.functional || same_random_draws(info, &cpu.inputs));
+                && same_random_draws(info, &cpu.inputs);
             let (ct, lt) = (returned_tensors(&c), returned_tensors(&l));
             if ct.len() != lt.len() {
                 failures.push(format!(
@@ -188,15 +185,10 @@ fn compare(what: &str, info: &OpInfo, s: &Sample, cpu: Run, lazy: Run, failures:
                     lt.len()
                 ));
             }
-            // Strides as the device has them: a plain lazy tensor keeps eager's geometry (Note
-            // [Lazy tensors] in switchboard-lazy), a functional one where functionalization
-            // keeps it (Note [Comparing functionalized calls] in switchboard-opinfo).
+            // Strides where functionalization keeps them (Note [Comparing functionalized calls]
+            // in switchboard-opinfo).
             for (i, (c, l)) in cpu.strides.iter().zip(&lazy.strides).enumerate() {
-                let compared = if lazy.functional {
-                    cpu.views.get(i).copied().flatten().is_some()
-                } else {
-                    ct[i].numel() > 1
-                };
+                let compared = cpu.views.get(i).copied().flatten().is_some();
                 if c != l && compared {
                     failures.push(format!("{what}: output {i}: strides {l:?}, expected {c:?}"));
                 }
@@ -222,9 +214,8 @@ fn compare(what: &str, info: &OpInfo, s: &Sample, cpu: Run, lazy: Run, failures:
             // A device's answer about strided inputs (`_fused_sdp_choice`) is the answer about
             // their values' layout on functional tensors, as on PyTorch's lazy tensors, whose
             // data is always contiguous.
-            let answers = !(info.unsampled == Some(Unsampled::DeviceDependent)
-                && lazy.functional
-                && cpu.strided_inputs);
+            let answers =
+                !(info.unsampled == Some(Unsampled::DeviceDependent) && cpu.strided_inputs);
             for (c, l) in c.iter().zip(&l) {
                 if answers
                     && !matches!(c, IValue::Tensor(_) | IValue::TensorList(_))
@@ -255,7 +246,7 @@ fn compare(what: &str, info: &OpInfo, s: &Sample, cpu: Run, lazy: Run, failures:
         }
         // An error of the CPU kernel about an input's layout, which a functional tensor's
         // value does not have.
-        (Err(_), Ok(_)) if lazy.functional && cpu.layout_error && cpu.strided_inputs => {}
+        (Err(_), Ok(_)) if cpu.layout_error && cpu.strided_inputs => {}
         (c, l) => failures.push(format!(
             "{what}: CPU {}, lazy {}",
             c.map(|_| "ok".to_owned()).unwrap_or_else(|e| e.to_string()),

@@ -1,4 +1,5 @@
-//! `view(dtype)` on lazy tensors (Note [Lazy views of another dtype]): the view reads its
+//! `view(dtype)` on lazy tensors (functional tensors, whose views of another dtype are
+//! `view_copy.dtype` values: Note [Lazy tensors are functional]): the view reads its
 //! base's bytes as another dtype, writes through it are seen by the base and the other way
 //! round, pending or materialised, with lazy mode on and off, as on the CPU.
 

@@ -25,8 +25,8 @@ use crate::TensorBuilder;
 // PyTorch's aliasing (the caller's `out` changes shape) must use the returned tensor.
 
 // Note [Growing storages without data]
-// A backend whose tensors have no data here (the lazy backend) keeps its state per storage in
-// the tensor's payload, which views and resized tensors share. Growing such a storage needs a
+// A backend whose tensors have no data here may keep its state per storage in the tensor's
+// payload, which views and resized tensors share. Growing such a storage needs a
 // new payload too: the old one describes the old, smaller memory. This crate cannot make one
 // (the backend lives above it), so a backend registers, per device type, a function that
 // returns the larger storage and its payload, holding the old bytes followed by zeros, as

@@ -25,8 +25,7 @@ use crate::DimVec;
 //
 // The view keeps the backend payload too: a backend whose tensors have no data here sees no
 // call (the kernel is CompositeExplicitAutograd, as in PyTorch) and learns of the
-// reinterpretation from the tensor's dtype, which differs from its storage's (the lazy
-// backend: Note [Lazy views of another dtype] in switchboard-lazy).
+// reinterpretation from the tensor's dtype, which differs from its storage's.
 //
 // One difference from PyTorch: `bool` and the other dtypes cannot view each other. A storage
 // holds bools only if it was made for them (Note [Element bit patterns]): reading a byte other
