@@ -19,7 +19,7 @@ rows=(
     "add_1elem_below_autograd|the same with the Autograd keys excluded|"
     "add_1elem_requires_grad|records the node, generated kernel|10694"
     "meta_add_1elem|\`ops::add\` of 1-element Meta tensors: the structured meta function and the output's allocation|"
-    "lazy_add_1elem|\`ops::add\` of 1-element lazy tensors captured by a typed kernel: node, metadata from a shape rule, lazy tensor; a \`lazy::sync()\` every 100 captures, as a training step ends, its share included|"
+    "lazy_add_1elem|\`ops::add\` of 1-element lazy values, called below the functionalization layer as it calls them, captured by a typed kernel: node, metadata from a shape rule, lazy tensor; a \`lazy::sync()\` every 100 captures, as a training step ends, its share included|"
     "lazy_add_1elem_long|the same on \`int64\` tensors, which no shape rule takes: metadata from the Meta kernel|"
     "add_1elem_autocast|inside a CPU autocast region; \`add\` falls through Autocast|"
     "add_1elem_empty_mode|under a dispatch mode that only runs the call|"
