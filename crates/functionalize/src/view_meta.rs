@@ -123,3 +123,9 @@ fn write_through_copy(
     )?;
     Ok(fresh)
 }
+
+/// Whether view operator `op` may give two elements of its result one element of its input
+/// (Note [Reading a view after writing it] in wrapper.rs).
+pub(crate) fn repeats_elements(op: &OperatorHandle) -> bool {
+    matches!(op.name().name(), "aten::expand" | "aten::as_strided")
+}

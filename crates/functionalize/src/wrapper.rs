@@ -14,7 +14,7 @@ use switchboard_tensor::{
     AnyArc, Device, Storage, Tensor, TensorBuilder, TensorImpl, VersionCounter,
 };
 
-use crate::view_meta::ViewMeta;
+use crate::view_meta::{repeats_elements, ViewMeta};
 
 // Note [Functional tensors]
 // A functional tensor (PyTorch's `FunctionalTensorWrapper`) stands for a tensor of the user's
@@ -402,9 +402,17 @@ impl<'a> Functional<'a> {
             view.storage.kind,
         )?;
         storage.generation += 1;
-        let mut state = lock(&view.state);
-        state.value = value;
-        state.generation = storage.generation;
+        // Note [Reading a view after writing it]
+        // The view written is up to date with the write, as PyTorch's `sync` after
+        // `commit_update` makes it, unless its chain repeats elements of its base (`expand`,
+        // `as_strided` with overlapping strides): there the write sums into the base (each
+        // element takes every update of its copies) and the view must be regenerated from it,
+        // as PyTorch regenerates it.
+        if !view.view_metas.iter().any(|m| repeats_elements(&m.op)) {
+            let mut state = lock(&view.state);
+            state.value = value;
+            state.generation = storage.generation;
+        }
         Ok(())
     }
 
