@@ -15,6 +15,10 @@ use switchboard_tensor::{Device, Tensor};
 use switchboard_cpu as _;
 use switchboard_meta as _;
 
+/// The CPU's error for a write into a tensor that repeats an element.
+const INTERNAL_OVERLAP: &str =
+    "unsupported operation: more than one element of the written-to tensor";
+
 /// What one call gave: its returns (tensors, and other values printed), or its error.
 type Outcome = std::result::Result<Vec<IValue>, DispatchError>;
 
@@ -84,6 +88,9 @@ fn compare(
                 failures.push(format!("{what}: errors differ: CPU `{c}`, Meta `{m}`"));
             }
         }
+        // PyTorch's Meta kernels take a written tensor that repeats an element (an expanded
+        // `self` of an in-place call): a meta tensor has no memory to overlap.
+        (Err(c), Ok(_)) if c.first_line().starts_with(INTERNAL_OVERLAP) => {}
         (c, m) => failures.push(format!(
             "{what}: CPU {}, Meta {}",
             c.map(|_| "ok".to_owned()).unwrap_or_else(|e| e.to_string()),

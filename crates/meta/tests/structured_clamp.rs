@@ -486,7 +486,18 @@ const ERRORS: &[ErrorCase] = &[
         |d| ops::clamp_max_tensor_(&on(d, &[], S::Float), &on(d, &[3], S::Float)),
         "output with shape [] doesn't match the broadcast shape [3]",
     ),
+];
+
+#[test]
+fn meta_functions_fail_with_pytorchs_errors() {
+    assert_errors_on_meta_and_cpu(ERRORS);
+}
+
+/// The kernels' own errors, raised on the CPU only (PyTorch's meta functions pass these calls):
+/// the dtype dispatch of the kernel the bounds select, and integral bounds out of range.
+const KERNEL_ERRORS: &[ErrorCase] = &[
     (
+        // A meta tensor has no memory to overlap.
         "clamp_ of an expanded tensor",
         |d| {
             let x = ops::expand(&on(d, &[1], S::Float), &[3])?;
@@ -499,16 +510,6 @@ const ERRORS: &[ErrorCase] = &[
         "unsupported operation: more than one element of the written-to tensor refers to a \
          single memory location. Please clone() the tensor before performing the operation.",
     ),
-];
-
-#[test]
-fn meta_functions_fail_with_pytorchs_errors() {
-    assert_errors_on_meta_and_cpu(ERRORS);
-}
-
-/// The kernels' own errors, raised on the CPU only (PyTorch's meta functions pass these calls):
-/// the dtype dispatch of the kernel the bounds select, and integral bounds out of range.
-const KERNEL_ERRORS: &[ErrorCase] = &[
     (
         "clamp of bool by bools",
         |d| {
