@@ -46,7 +46,7 @@ fn a_write_to_an_expanded_view_sums_into_its_base_as_pytorchs_functionalization(
             Ok(vec![e])
         };
         let x = seq(&[1, 3]);
-        let out = functionalize(f, remove)(&[x.clone()]).unwrap();
+        let out = functionalize(f, remove)(std::slice::from_ref(&x)).unwrap();
         assert_eq!(
             out[0].to_vec::<f32>().unwrap(),
             [19.0, 46.0, 81.0].repeat(4)
