@@ -1,10 +1,10 @@
 //! Tiling, padding and triangles: `repeat`, `repeat_interleave`, `constant_pad_nd`, `pad`,
 //! `triu`, `tril`.
 
-use switchboard_tensor::ScalarType::{Bool, Long};
+use switchboard_tensor::ScalarType::{Bool, Int, Long};
 
-use crate::info::{Family, OpInfo, Promotion};
-use crate::spec::{mask, t};
+use crate::info::{Family, Grad, OpInfo, Promotion};
+use crate::spec::{longs, mask, t};
 use crate::{sample, Registry};
 
 fn op(name: &'static str) -> OpInfo {
@@ -49,6 +49,37 @@ pub fn register(r: &mut Registry) {
         sample![t(&[2, 3]), 2i64; dim = 2i64].error(),
         sample![t(&[2, 3]), 2i64; dim = 0i64, output_size = 5i64].error(),
         sample![t(&[]), 2i64; dim = 0i64].error(),
+    ]));
+    // `repeat_interleave.Tensor`'s length is the sum of its entries, read from the data unless
+    // `output_size` gives it (Note [Data-dependent output shapes] in switchboard-cpu).
+    r.add(
+        OpInfo::new("repeat_interleave.Tensor", Family::Shape)
+            .samples(vec![
+                sample![longs(&[1, 0, 3])].needs_data(),
+                sample![longs(&[2, 1]).dtype(Int)].needs_data(),
+                sample![longs(&[0, 0])].needs_data(),
+                sample![longs(&[1, 0, 3]); output_size = 4i64],
+                sample![longs(&[1, 0, 3]); output_size = 5i64].error_from_data(),
+                sample![longs(&[1, -1])].needs_data().error(),
+                sample![longs(&[1, 2]).shape(&[1, 2])].error(),
+                sample![t(&[2])].error(),
+            ])
+            .grad(Grad::None("integer result"))
+            .meta()
+            .out(),
+    );
+    r.add(op("repeat_interleave.self_Tensor").samples(vec![
+        sample![t(&[2, 3]), longs(&[1, 2]); dim = 0i64].needs_data(),
+        sample![t(&[2, 3]), longs(&[1, 2, 0]); dim = 1i64].needs_data(),
+        sample![t(&[2, 3]), longs(&[2]); dim = -1i64].needs_data(),
+        sample![t(&[2, 3]), t(&[]).dtype(Long).literal(&[2.0]); dim = 1i64].needs_data(),
+        sample![t(&[3, 2]).transposed(), longs(&[1, 0, 2]); dim = 0i64].needs_data(),
+        sample![t(&[]), longs(&[3])].needs_data(),
+        sample![t(&[2, 3]), longs(&[1, 2]); dim = 0i64, output_size = 3i64],
+        sample![t(&[2, 3]), longs(&[1, 2])].error(),
+        sample![t(&[2, 3]), longs(&[1, 2]).shape(&[1, 2]); dim = 0i64].error(),
+        sample![t(&[2, 3]), longs(&[1, 2]); dim = 2i64].error(),
+        sample![t(&[]), longs(&[3]); dim = 0i64].error(),
     ]));
     r.add(
         op("constant_pad_nd")

@@ -431,3 +431,43 @@ pub fn repeat_interleave(
         },
     )
 }
+
+/// `repeat_interleave.self_Tensor` (CompositeImplicitAutograd): slice `i` along `dim` (of the
+/// flattened input when `dim` is None) repeated `repeats[i]` times, or every slice the one
+/// count of a 0-dim or 1-element `repeats`; as PyTorch's, an `index_select` with the indices
+/// `repeat_interleave.Tensor` makes.
+pub fn repeat_interleave_self_tensor(
+    self_: &Tensor,
+    repeats: &Tensor,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    let (input, dim) = match dim {
+        Some(d) => (self_.clone(), d),
+        None => (crate::flatten(self_)?, 0),
+    };
+    if input.dim() == 0 {
+        return Err(error(format!(
+            "Dimension specified as {dim} but tensor has no dimensions"
+        )));
+    }
+    let size = input.sizes()[wrap_dim(dim, input.dim())?];
+    let repeats = match repeats.dim() {
+        0 => crate::expand(&crate::reshape(repeats, &[1])?, &[size])?,
+        1 if repeats.sizes()[0] == 1 => crate::expand(repeats, &[size])?,
+        1 if repeats.sizes()[0] == size => repeats.clone(),
+        1 => {
+            return Err(error(format!(
+                "repeats must have the same size as input along dim, but got repeats.size(0) = \
+                 {} and input.size({dim}) = {size}",
+                repeats.sizes()[0]
+            )))
+        }
+        _ => return Err(error("repeats must be 0-dim or 1-dim tensor")),
+    };
+    let index = crate::repeat_interleave_tensor_with(
+        &repeats,
+        crate::RepeatInterleaveTensorOptions { output_size },
+    )?;
+    crate::index_select(&input, dim, &index)
+}
