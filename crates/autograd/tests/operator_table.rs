@@ -200,6 +200,7 @@ const PYTORCH_COMPOSITE: &[&str] = &[
     "scaled_dot_product_attention",
     "_scaled_dot_product_attention_math",
     "repeat_interleave.self_int",
+    "repeat_interleave.self_Tensor",
     "real",
     "imag",
     "conj_physical",
