@@ -196,6 +196,9 @@ CRASHES = []
 # Differences that are deliberate, each with its reason: printed, not counted.
 EXPLAINED = {
     ("gelu_backward", 4): "PyTorch's oneDNN path fails on this layout (a PyTorch defect)",
+    ("_scaled_dot_product_flash_attention_for_cpu", 3): "PyTorch's kernel reads a key whose "
+    "last dimension is strided as if it were contiguous (values of 1e22 where its math path and "
+    "contiguous copies give Switchboard's, to 6e-8: a PyTorch defect)",
     ("native_batch_norm", 10): "PyTorch reads past a weight of the wrong size; Switchboard "
     "raises the check of PyTorch's batch_norm",
     ("_native_batch_norm_legit", 5): "as native_batch_norm: running stats of the wrong size",

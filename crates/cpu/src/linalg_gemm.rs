@@ -124,7 +124,9 @@ pub(super) fn split_block(len: usize, parts: usize, i: usize) -> (usize, usize) 
 }
 
 /// `dst = beta*dst + alpha*(a @ b)` for an `m×k` matrix `a` and a `k×n` matrix `b`; `dst` is
-/// read only when `read_dst` (else it is overwritten, NaNs included).
+/// read only when `read_dst` (else it is overwritten, NaNs included). As in BLAS, which
+/// PyTorch's CPU products call, `a` and `b` are not read when `alpha` is 0: their NaNs do not
+/// reach `dst` (`addmm(c, nan, b, alpha=0)` is `c`).
 ///
 /// # Safety
 /// Every element the strides address (`i < m`, `j < n`, `p < k`) must be in bounds of live
@@ -145,8 +147,9 @@ pub(crate) unsafe fn gemm_float<T: GemmFloat>(
     if m == 0 || n == 0 {
         return;
     }
-    if k == 0 {
-        // An empty sum: the crate's kernels assume k > 0 (as PyTorch's BLAS path does).
+    if k == 0 || <T as Num>::to_f64(alpha) == 0.0 {
+        // An empty sum, or one scaled away: the crate's kernels assume k > 0 (as PyTorch's
+        // BLAS path does).
         for i in 0..m as isize {
             for j in 0..n as isize {
                 let p = (dst.ptr as *mut T).offset(i * dst.rs + j * dst.cs);

@@ -471,3 +471,40 @@ fn errors_carry_pytorchs_messages() {
     let k1 = ops::narrow(&q, 0, 0, 1).unwrap();
     assert!(message(flash(&q, &k1, &k1, Opts::default())).contains("batch size"));
 }
+
+/// With `scale` 0 and causal masking, the rows before the last have NaN weights (the mask comes
+/// before the scale: `-inf * 0`), as in PyTorch. PyTorch's backward applies the scale as the
+/// `alpha` of a BLAS product, which then reads nothing: the query and key gradients are 0, not
+/// NaN, while the value gradient keeps the NaN rows (PyTorch 2.15 on `[1, 1, 3, 2]` inputs).
+#[test]
+fn a_zero_scale_gives_pytorchs_zero_query_and_key_gradients() {
+    let s = [1, 1, 3, 2];
+    let (q, k, v) = (
+        tensor(&values(6, 1), s, ScalarType::Float, false),
+        tensor(&values(6, 2), s, ScalarType::Float, false),
+        tensor(&values(6, 3), s, ScalarType::Float, false),
+    );
+    let scale = Some(0.0);
+    let opts = Opts {
+        is_causal: true,
+        scale,
+        ..Default::default()
+    };
+    let (out, lse) =
+        ops::_scaled_dot_product_flash_attention_for_cpu_with(&q, &k, &v, opts).unwrap();
+    let grad = Tensor::ones(&s, ScalarType::Float).unwrap();
+    let bwd = BwdOpts {
+        attn_mask: None,
+        scale,
+    };
+    let (dq, dk, dv) = ops::_scaled_dot_product_flash_attention_for_cpu_backward_with(
+        &grad, &q, &k, &v, &out, &lse, 0.0, true, bwd,
+    )
+    .unwrap();
+    let nan_rows = |t: &Tensor| to_f64(t).iter().map(|x| x.is_nan()).collect::<Vec<_>>();
+    let first_two = [true, true, true, true, false, false];
+    assert_eq!(nan_rows(&out), first_two);
+    assert_eq!(nan_rows(&dv), first_two);
+    assert_eq!(to_f64(&dq), [0.0; 6]);
+    assert_eq!(to_f64(&dk), [0.0; 6]);
+}
