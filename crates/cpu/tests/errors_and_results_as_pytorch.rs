@@ -53,3 +53,20 @@ fn view_copy_reshapes_what_view_cannot() {
         [0., 4., 8., 1., 5., 9., 2., 6., 10., 3., 7., 11.]
     );
 }
+
+/// `alpha` 0 reads neither matrix, as BLAS does under PyTorch's products: `addmm(c, nan, b,
+/// alpha=0)` is `c` in PyTorch (and its NaNs propagate with a non-zero `alpha`).
+#[test]
+fn addmm_with_alpha_zero_reads_neither_matrix() {
+    let c = Tensor::ones(&[2, 4], ScalarType::Float).unwrap();
+    let nan = ops::full(&[2, 3], f64::NAN).unwrap();
+    let b = Tensor::ones(&[3, 4], ScalarType::Float).unwrap();
+    let scaled = |alpha: i64| {
+        ops::addmm_with(&c, &nan, &b, ops::AddmmOptions::default().alpha(alpha))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    };
+    assert_eq!(scaled(0), [1.0; 8]);
+    assert!(scaled(1).iter().all(|v| v.is_nan()));
+}
