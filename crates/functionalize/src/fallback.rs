@@ -137,10 +137,11 @@ pub(crate) fn functionalize_fallback(
 // (the backend has none of its own) runs that kernel over the persistent functional tensors,
 // as a CompositeImplicitAutograd one does: each call it makes comes back through the layer,
 // its views and writes functionalized; the factories it calls make functional tensors there,
-// as that backend's factories do. The functional form of an out= call is run so too. (PyTorch's functional backends get the same effect per
-// operator, re-entering functionalization from their kernels: `functionalize_aten_op`.) Views
-// keep their own path, which gives them their `*_copy` forms; `functionalize(f)`'s tensors
-// keep their calls as they are, so that its graphs show the operators the function called.
+// as that backend's factories do. The functional form of an out= call is run so too.
+// (PyTorch's functional backends get the same effect per operator, re-entering
+// functionalization from their kernels: `functionalize_aten_op`.) Views keep their own path,
+// which gives them their `*_copy` forms; `functionalize(f)`'s tensors keep their calls as they
+// are, so that its graphs show the operators the function called.
 // A kernel calls its own out= form at times (`logical_and` is `logical_and.out` into a new
 // tensor; `arange` is `arange.out` into an empty one), whose functional counterpart it is:
 // inside its own run over functional tensors, as a decomposed call or as the functional form
