@@ -57,13 +57,15 @@ pub fn call_functionalized(
         let _layer = ThreadLocalStateGuard::new(state);
         op.redispatch_boxed(keys, stack)?;
     }
-    let copy_ = switchboard_dispatcher::Dispatcher::global().find_schema_or_throw("aten::copy_")?;
-    for (value, wrapper) in &inputs {
-        if was_mutated(wrapper) {
-            let new = value_of(wrapper)?;
-            let args = vec![value.clone().into(), new.into(), IValue::Bool(false)];
-            call_plain(&copy_, args, Kind::BelowAutograd)?;
-        }
+    for (value, wrapper) in inputs.iter().filter(|(_, w)| was_mutated(w)) {
+        let copy_ =
+            switchboard_dispatcher::Dispatcher::global().find_schema_or_throw("aten::copy_")?;
+        let args = vec![
+            value.clone().into(),
+            value_of(wrapper)?.into(),
+            IValue::Bool(false),
+        ];
+        call_plain(&copy_, args, Kind::BelowAutograd)?;
     }
     for v in stack.iter_mut() {
         v.try_map_tensors(value_of)?;

@@ -17,7 +17,7 @@ type Geometry = (&'static [i64], &'static [i64], i64);
 const GEOMETRIES: &[Geometry] = &[
     (&[3, 4], &[4, 1], 0),       // a fresh tensor
     (&[3, 4], &[1, 3], 0),       // transposed
-    (&[3, 4], &[4, 1], 2),       // offset (on Meta only: no lazy value has one)
+    (&[3, 4], &[4, 1], 2),       // offset: no lazy value has one, so not compared
     (&[2, 1, 3], &[3, 7, 1], 0), // contiguous, a size-1 dim with an odd stride
     (&[4], &[1], 0),             // broadcasts against [3, 4]
     (&[], &[], 0),               // zero-dim
