@@ -11,7 +11,7 @@ use crate::copy::copy_into;
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu, Result};
-use crate::loops::runs_planes_in_parallel;
+use crate::loops::{parallel_region, runs_planes_in_parallel};
 use crate::pool::PoolGeometry;
 use crate::structured_output::deliver;
 
@@ -44,7 +44,7 @@ pub(crate) fn for_each_plane<T: Send>(
     if runs_planes_in_parallel(out.len() / len, work) {
         out.par_chunks_mut(len)
             .enumerate()
-            .for_each(|(p, o)| f(p, o));
+            .for_each(|(p, o)| parallel_region(|| f(p, o)));
     } else {
         out.chunks_mut(len).enumerate().for_each(|(p, o)| f(p, o));
     }

@@ -14,7 +14,7 @@ use crate::dispatch_dtype::{FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
 use crate::fresh_output::{fresh_output, FreshData};
-use crate::loops::{runs_in_parallel, runs_planes_in_parallel, with_avx2_fma};
+use crate::loops::{parallel_region, runs_in_parallel, runs_planes_in_parallel, with_avx2_fma};
 use crate::norm::{check_param_dtypes, param, param_dtype};
 use crate::reduce::lane_fold;
 
@@ -110,7 +110,10 @@ pub(crate) fn like_input(input: &Tensor, values: Tensor) -> Result<Tensor> {
 /// Runs `f(c)` for every channel, in parallel when the work is large.
 fn per_channel<R: Send>(g: &Geometry, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
     if runs_planes_in_parallel(g.c, g.count()) {
-        (0..g.c).into_par_iter().map(f).collect()
+        (0..g.c)
+            .into_par_iter()
+            .map(|ch| parallel_region(|| f(ch)))
+            .collect()
     } else {
         (0..g.c).map(f).collect()
     }
@@ -182,7 +185,7 @@ fn affine<T: FloatElement>(
     if runs_in_parallel(y.len()) {
         y.par_chunks_mut(inner)
             .enumerate()
-            .for_each(|(p, yp)| plane(p, yp));
+            .for_each(|(p, yp)| parallel_region(|| plane(p, yp)));
     } else {
         y.chunks_mut(inner)
             .enumerate()
@@ -547,7 +550,7 @@ fn input_grad<T: FloatElement>(
     if runs_in_parallel(dx.len()) {
         dx.par_chunks_mut(inner)
             .enumerate()
-            .for_each(|(p, o)| plane(p, o));
+            .for_each(|(p, o)| parallel_region(|| plane(p, o)));
     } else {
         dx.chunks_mut(inner)
             .enumerate()

@@ -12,7 +12,7 @@ use crate::dispatch_dtype::Num;
 use crate::error::Result;
 use crate::fresh_output::fill;
 use crate::linalg::{gemm_float, GemmFloat, MatPtr};
-use crate::loops::in_parallel_region;
+use crate::loops::{in_parallel_region, parallel_region};
 use crate::reduce::lane_fold;
 
 // Note [Convolution as im2col + GEMM]
@@ -451,7 +451,7 @@ pub(super) fn forward_impl<T: GemmFloat>(
     } else {
         out.par_chunks_mut(span)
             .enumerate()
-            .try_for_each(|(c, o)| task(c, o))
+            .try_for_each(|(c, o)| parallel_region(|| task(c, o)))
     }
 }
 
@@ -573,12 +573,12 @@ pub(super) fn backward_impl<T: GemmFloat>(
         Some(gx) if chunks > 1 && g.in_image() > 0 => gx
             .par_chunks_mut(per * g.in_image())
             .enumerate()
-            .map(|(c, s)| task(c, Some(s)))
+            .map(|(c, s)| parallel_region(|| task(c, Some(s))))
             .collect::<Result<_>>()?,
         Some(gx) => vec![task(0, Some(gx))?],
         None if chunks > 1 => (0..chunks)
             .into_par_iter()
-            .map(|c| task(c, None))
+            .map(|c| parallel_region(|| task(c, None)))
             .collect::<Result<_>>()?,
         None => vec![task(0, None)?],
     };

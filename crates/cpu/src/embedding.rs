@@ -10,7 +10,7 @@ use switchboard_tensor::{ScalarType, Tensor};
 use crate::dispatch_all_types_and_bool;
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::loops::{in_parallel_region, GRAIN_SIZE};
+use crate::loops::{in_parallel_region, parallel_region, GRAIN_SIZE};
 
 /// `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt
 /// padding_idx, bool scale_grad_by_freq) -> Tensor`: a `(num_weights, D)` tensor whose row
@@ -117,7 +117,7 @@ pub fn embedding_dense_backward(
             let rows_per = (num_weights as usize).div_ceil(threads).max(1);
             os.par_chunks_mut(rows_per * d)
                 .enumerate()
-                .for_each(|(c, chunk)| add_rows(c * rows_per, chunk));
+                .for_each(|(c, chunk)| parallel_region(|| add_rows(c * rows_per, chunk)));
         }
         Ok(())
     })?;

@@ -27,7 +27,7 @@ use switchboard_tensor::{RawOps, ScalarType, Tensor};
 use crate::dispatch_dtype::{CpuElement, Float, FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, shape_str, Result};
-use crate::loops::runs_planes_in_parallel;
+use crate::loops::{parallel_region, runs_planes_in_parallel};
 
 /// The compute type's arithmetic, with operators for legibility.
 trait Real:
@@ -274,7 +274,10 @@ pub fn grid_sampler_2d_backward(
 /// results in order.
 fn per_batch<R: Send>(batch: usize, work: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
     if runs_planes_in_parallel(batch, work) {
-        (0..batch).into_par_iter().map(f).collect()
+        (0..batch)
+            .into_par_iter()
+            .map(|b| parallel_region(|| f(b)))
+            .collect()
     } else {
         (0..batch).map(f).collect()
     }

@@ -10,7 +10,7 @@ use crate::copy::cast;
 use crate::dispatch_dtype::{FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::loops::runs_in_parallel;
+use crate::loops::{parallel_region, runs_in_parallel};
 use crate::norm::{check_param_dtypes, param, param_dtype};
 
 /// PyTorch's message for a `TORCH_CHECK(cond)` without one.
@@ -107,7 +107,9 @@ fn par_rows<T: Send>(out: &mut [T], d: usize, f: impl Fn(usize, &mut [T]) + Sync
         return;
     }
     if runs_in_parallel(out.len()) {
-        out.par_chunks_mut(d).enumerate().for_each(|(r, o)| f(r, o));
+        out.par_chunks_mut(d)
+            .enumerate()
+            .for_each(|(r, o)| parallel_region(|| f(r, o)));
     } else {
         out.chunks_mut(d).enumerate().for_each(|(r, o)| f(r, o));
     }
@@ -130,7 +132,10 @@ fn row_stats<T: FloatElement>(x: &[T], g: &Geometry, eps: f64) -> Vec<(f64, f64)
         (mean, 1.0 / (var + eps).sqrt())
     };
     if runs_in_parallel(x.len()) {
-        (0..g.rows).into_par_iter().map(stat).collect()
+        (0..g.rows)
+            .into_par_iter()
+            .map(|r| parallel_region(|| stat(r)))
+            .collect()
     } else {
         (0..g.rows).map(stat).collect()
     }

@@ -29,6 +29,7 @@ pub mod iter;
 pub mod loops;
 pub mod promote;
 pub mod reduce;
+pub mod threads;
 
 mod activation;
 mod activation_backward;

@@ -9,7 +9,7 @@ use crate::copy::{cast, copy_into};
 use crate::dispatch_dtype::{CpuElement, Float, Num};
 use crate::dispatch_integral_types;
 use crate::error::{not_implemented, Result};
-use crate::loops::{in_parallel_region, parallel_for};
+use crate::loops::{in_parallel_region, parallel_for, parallel_region};
 
 // Note [GEMM through the gemm crate]
 // `gemm::gemm` takes each operand as a pointer plus row and column strides in elements, so
@@ -177,7 +177,7 @@ pub(crate) unsafe fn gemm_float<T: GemmFloat>(
         }
         // SAFETY: the blocks are disjoint sub-matrices of the caller's `dst` (rows or
         // columns `s..e`) and of `a` or `b`, so the caller's guarantees hold for each.
-        unsafe {
+        parallel_region(|| unsafe {
             if by_columns {
                 let (dst, b) = (dst.offset::<T>(0, s), b.offset::<T>(0, s));
                 gemm_serial(m, e - s, k, dst, a, b, alpha, beta, read_dst);
@@ -185,7 +185,7 @@ pub(crate) unsafe fn gemm_float<T: GemmFloat>(
                 let (dst, a) = (dst.offset::<T>(s, 0), a.offset::<T>(s, 0));
                 gemm_serial(e - s, n, k, dst, a, b, alpha, beta, read_dst);
             }
-        }
+        })
     });
 }
 

@@ -1,6 +1,7 @@
 //! The raw elementwise loops behind [`TensorIter`](crate::iter::TensorIter): a parallel
 //! driver over a coalesced [`Geometry`], and row kernels for one, two and three inputs.
 
+use std::cell::Cell;
 use std::ptr;
 
 use smallvec::SmallVec;
@@ -58,10 +59,37 @@ impl Geometry {
     }
 }
 
-/// Whether the calling thread is a rayon worker (nested loops then run serially, as
-/// `at::parallel_for` does inside a parallel region).
+// Note [Parallel regions]
+// A loop nested in a parallel loop's body runs serially, as `at::parallel_for` does inside a
+// parallel region: the threads are busy with the outer loop already. Being a rayon worker does
+// not mean being in a region: the thread that drives the kernels can itself be one (a pool
+// built with `use_current_thread`, PyTorch's arrangement of the main thread plus workers), and
+// its loops must then still run in parallel. So the region is a thread-local flag, set by
+// `parallel_region` around each body a parallel loop runs; every parallel loop of this crate
+// runs its bodies through it.
+
+thread_local! {
+    static IN_PARALLEL_REGION: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is running the body of a parallel loop (nested loops then run
+/// serially; Note [Parallel regions]).
 pub fn in_parallel_region() -> bool {
-    rayon::current_thread_index().is_some()
+    IN_PARALLEL_REGION.with(Cell::get)
+}
+
+/// Runs `body`, one piece of a parallel loop, inside a parallel region (Note [Parallel
+/// regions]).
+#[inline]
+pub fn parallel_region<R>(body: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_PARALLEL_REGION.with(|flag| flag.set(self.0));
+        }
+    }
+    let _restore = Restore(IN_PARALLEL_REGION.with(|flag| flag.replace(true)));
+    body()
 }
 
 // Note [One thread runs inline]
@@ -118,7 +146,7 @@ fn run_chunks(n: usize, chunks: usize, f: &(dyn Fn(usize, usize) + Sync)) {
         let start = c * chunk;
         let end = (start + chunk).min(n);
         if start < end {
-            f(start, end);
+            parallel_region(|| f(start, end));
         }
     });
 }
@@ -765,17 +793,40 @@ mod tests {
         assert_eq!(runs_planes_in_parallel(usize::MAX, usize::MAX), several);
         assert!(!runs_planes_in_parallel(2, half));
         assert!(!runs_planes_in_parallel(1, usize::MAX));
-        // Inside a parallel region, or on one thread: never.
+        // On a thread of a pool of two: yes, but not inside a parallel region, nor on one
+        // thread (Note [Parallel regions]).
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)
             .build()
             .unwrap();
-        assert!(!pool.install(|| runs_planes_in_parallel(2, half + 1)));
+        assert!(pool.install(|| runs_planes_in_parallel(2, half + 1)));
+        assert!(!pool.install(|| parallel_region(|| runs_planes_in_parallel(2, half + 1))));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
             .unwrap();
         assert!(!pool.install(|| runs_planes_in_parallel(2, half + 1)));
+    }
+
+    #[test]
+    fn a_parallel_region_is_a_flag_of_the_loop_body_not_of_the_thread() {
+        assert!(!in_parallel_region());
+        parallel_region(|| {
+            assert!(in_parallel_region());
+            parallel_region(|| assert!(in_parallel_region()));
+            assert!(in_parallel_region(), "a nested region restores the outer one's flag");
+        });
+        assert!(!in_parallel_region());
+        // The bodies of a parallel loop run in a region, wherever they run.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            assert!(!in_parallel_region());
+            parallel_for(4 * GRAIN_SIZE, GRAIN_SIZE, |_, _| assert!(in_parallel_region()));
+            assert!(!in_parallel_region());
+        });
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::copy::cast;
 use crate::dispatch_dtype::{Float, FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu_or_meta, invalid, same_device, shape_str, Result};
-use crate::loops::{in_parallel_region, with_avx2_fma, GRAIN_SIZE};
+use crate::loops::{in_parallel_region, parallel_region, with_avx2_fma, GRAIN_SIZE};
 use crate::reduce::{lane_fold, lane_fold2};
 
 /// The checked geometry: `m` rows of `n` normalized elements.
@@ -207,7 +207,7 @@ fn forward<T: FloatElement>(
         y.par_chunks_mut(per * n)
             .zip(x.par_chunks(per * n))
             .zip(stats.par_chunks_mut(per))
-            .for_each(|((yc, xc), sc)| run(xc, yc, sc));
+            .for_each(|((yc, xc), sc)| parallel_region(|| run(xc, yc, sc)));
     } else {
         run(x, y, &mut stats);
     }
@@ -328,13 +328,13 @@ fn backward<T: FloatElement>(
         dx.par_chunks_mut(per * n)
             .zip(dy.par_chunks(per * n).zip(x.par_chunks(per * n)))
             .enumerate()
-            .map(|(c, (dxc, (dyc, xc)))| run(c * per, dyc, xc, Some(dxc)))
+            .map(|(c, (dxc, (dyc, xc)))| parallel_region(|| run(c * per, dyc, xc, Some(dxc))))
             .collect()
     } else {
         dy.par_chunks(per * n)
             .zip(x.par_chunks(per * n))
             .enumerate()
-            .map(|(c, (dyc, xc))| run(c * per, dyc, xc, None))
+            .map(|(c, (dyc, xc))| parallel_region(|| run(c * per, dyc, xc, None)))
             .collect()
     };
     if !want_params {

@@ -16,7 +16,7 @@ pub(crate) use switchboard_ops::structured::{check_dim_size, first_inside, satur
 use crate::dispatch_dtype::{CpuElement, Num};
 use crate::error::{check_cpu, invalid, not_implemented, Result};
 use crate::fresh_output::{fresh_output, zero_fill, FreshData};
-use crate::loops::runs_planes_in_parallel;
+use crate::loops::{parallel_region, runs_planes_in_parallel};
 use crate::structured_output::deliver;
 use crate::{dispatch_all_types, dispatch_floating_types};
 
@@ -38,7 +38,7 @@ fn for_planes<A: Send, B: Send>(
         a.par_chunks_mut(la)
             .zip(b.par_chunks_mut(lb))
             .enumerate()
-            .for_each(|(p, (x, y))| f(p, x, y));
+            .for_each(|(p, (x, y))| parallel_region(|| f(p, x, y)));
     } else {
         for (p, (x, y)) in a.chunks_mut(la).zip(b.chunks_mut(lb)).enumerate() {
             f(p, x, y);

@@ -11,7 +11,9 @@ use smallvec::SmallVec;
 use switchboard_tensor::{Access, DimVec, Element, Tensor};
 
 use crate::error::{invalid, Result};
-use crate::loops::{for_each_row, in_parallel_region, parallel_for, Geometry, GRAIN_SIZE};
+use crate::loops::{
+    for_each_row, in_parallel_region, parallel_for, parallel_region, Geometry, GRAIN_SIZE,
+};
 
 /// A reduction over elements of type `T`.
 pub trait Reducer<T: Element>: Sync {
@@ -292,7 +294,7 @@ impl<T: Element, R: Reducer<T>> Kernel<'_, T, R> {
         use rayon::prelude::*;
         let partials: Vec<R::Acc> = (0..chunks)
             .into_par_iter()
-            .map(|c| self.fold_range(0, c * chunk, ((c + 1) * chunk).min(n)))
+            .map(|c| parallel_region(|| self.fold_range(0, c * chunk, ((c + 1) * chunk).min(n))))
             .collect();
         let mut acc = partials[0];
         for p in &partials[1..] {

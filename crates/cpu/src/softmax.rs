@@ -12,7 +12,7 @@ use switchboard_ops::structured;
 use crate::dispatch_dtype::{Float, FloatElement, Num};
 use crate::dispatch_floating_types;
 use crate::error::{check_cpu, invalid, Result};
-use crate::loops::{in_parallel_region, with_avx2_fma, GRAIN_SIZE};
+use crate::loops::{in_parallel_region, parallel_region, with_avx2_fma, GRAIN_SIZE};
 use crate::reduce::{lane_fold, lane_fold2};
 use crate::structured_output::{compute_contiguous, structured_output};
 
@@ -70,9 +70,11 @@ fn par_units<T: Send>(out: &mut [T], len: usize, f: impl Fn(usize, &mut [T]) + S
         out.par_chunks_mut(len * per)
             .enumerate()
             .for_each(|(c, o)| {
-                for (i, oo) in o.chunks_mut(len).enumerate() {
-                    f(c * per + i, oo);
-                }
+                parallel_region(|| {
+                    for (i, oo) in o.chunks_mut(len).enumerate() {
+                        f(c * per + i, oo);
+                    }
+                })
             });
     } else {
         for (i, o) in out.chunks_mut(len).enumerate() {

@@ -54,9 +54,9 @@ fn main() -> Result<(), BoxError> {
     let threads: usize = args.next().map_or(Ok(2), |s| s.parse())?;
     let benches: Vec<String> = args.collect();
     switchboard_tensor::tune_allocator();
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()?;
+    // The kernels run on `threads` threads, this one among them (as PyTorch's main thread is
+    // one of its OpenMP threads): Note [The caller is one of the kernel threads].
+    switchboard_cpu::threads::set_num_threads(threads)?;
     let all = [
         "mlp_train_step",
         "cnn_train_step",

@@ -285,24 +285,13 @@ impl From<switchboard_tensor::TensorError> for TrainError {
 
 /// Trains as `cfg` says, writing per-epoch lines (and the summary) to `out`.
 ///
-/// With `cfg.threads`, the kernels run on a rayon pool of that size: the global pool when it
-/// can still be configured, else a private pool for the duration of the call.
+/// The run happens on one of the kernel threads (`cfg.threads` of them, else the current
+/// pool's), so that the kernels' loops share their work without the caller sleeping through
+/// each one (Note [The caller is one of the kernel threads] in switchboard-cpu).
 pub fn train(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
     cfg.validate()?;
-    if let Some(n) = cfg.threads {
-        let global = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-            .is_ok();
-        if !global && rayon::current_num_threads() != n {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|e| TrainError::Config(format!("cannot start {n} threads: {e}")))?;
-            return pool.install(|| run(cfg, out));
-        }
-    }
-    run(cfg, out)
+    switchboard_cpu::threads::with_num_threads(cfg.threads, || run(cfg, out))
+        .map_err(|e| TrainError::Config(e.to_string()))?
 }
 
 /// Inputs and labels as tensors (taking the vectors over, no copy): the inputs as rows of

@@ -1,0 +1,127 @@
+//! The threads the kernels' parallel loops run on (PyTorch's `at::set_num_threads`): rayon's
+//! threads, with the thread that calls the kernels one of them.
+
+use rayon::ThreadPoolBuilder;
+
+use crate::error::{invalid, Result};
+
+// Note [The caller is one of the kernel threads]
+// A parallel loop started by a thread outside the rayon pool hands the whole loop to the pool
+// and sleeps until it is done: every loop then costs a wake-up of the workers and one of the
+// caller, two context switches at least. A training step runs hundreds of loops, short ones
+// among them; on two threads these switches measured about a tenth of a ResNet step (27.9
+// against 25.2 ms) and more of the MLP step (1.64 against 1.18 ms). PyTorch avoids them by
+// construction: its main thread is one of OpenMP's threads and runs its share of each loop
+// while the other threads join in. The same holds here when the calling thread is one of the
+// pool's: a loop it starts runs on it, and the other threads steal their share. Either the
+// program's thread joins the global pool (`set_num_threads`, for a program's main thread) or
+// the work moves onto a pool's thread (`with_num_threads`, for a library call such as the
+// CLI's training). Loops nested in a loop's body still run serially (Note [Parallel regions]
+// in `loops`).
+
+/// Makes the kernels run on `n` threads, the calling thread one of them (Note [The caller is
+/// one of the kernel threads]): rayon's global pool is built with `n` threads, the calling
+/// thread its thread 0 when `n > 1`. Meant for a program's main thread, before any kernel runs
+/// a parallel loop. As rayon's global pool is built once, a later call succeeds only when it
+/// asks for the same configuration.
+///
+/// ```
+/// use switchboard_cpu::threads::set_num_threads;
+/// set_num_threads(2).unwrap();
+/// assert_eq!((rayon::current_num_threads(), rayon::current_thread_index()), (2, Some(0)));
+/// let err = set_num_threads(3).unwrap_err().to_string();
+/// assert!(err.contains("already run on 2 threads"), "{err}");
+/// assert!(set_num_threads(0).is_err());
+/// ```
+pub fn set_num_threads(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(invalid("set_num_threads expects a positive integer"));
+    }
+    let builder = ThreadPoolBuilder::new().num_threads(n);
+    // With one thread nothing runs in parallel (`loops::runs_in_parallel`); the calling
+    // thread stays out of the pool, whose own thread then serves any other thread's calls.
+    let builder = if n > 1 {
+        builder.use_current_thread()
+    } else {
+        builder
+    };
+    if builder.build_global().is_ok() {
+        return Ok(());
+    }
+    let current = rayon::current_num_threads();
+    let caller_in_pool = rayon::current_thread_index().is_some();
+    if current == n && (caller_in_pool || n == 1) {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "set_num_threads({n}): the kernels already run on {current} threads{}; rayon's global \
+         pool is built once, so call set_num_threads before any kernel runs",
+        if caller_in_pool {
+            ""
+        } else {
+            ", the calling thread not among them"
+        }
+    )))
+}
+
+/// Runs `f` on one of the kernel threads (Note [The caller is one of the kernel threads]):
+/// with `threads` given, on a pool of that many threads (the current one when the calling
+/// thread is in a pool of that size, else a new one for the duration of the call); without,
+/// on the current pool (the calling thread's, else rayon's global pool).
+///
+/// ```
+/// use switchboard_cpu::threads::with_num_threads;
+/// let seen = with_num_threads(Some(3), || {
+///     (rayon::current_num_threads(), rayon::current_thread_index().is_some())
+/// });
+/// assert_eq!(seen.unwrap(), (3, true));
+/// ```
+pub fn with_num_threads<R: Send>(
+    threads: Option<usize>,
+    f: impl FnOnce() -> R + Send,
+) -> Result<R> {
+    let in_pool = rayon::current_thread_index().is_some();
+    match threads {
+        Some(0) => Err(invalid(
+            "with_num_threads expects a positive number of threads",
+        )),
+        Some(n) if !(in_pool && rayon::current_num_threads() == n) => {
+            let pool = ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| invalid(format!("cannot start {n} threads: {e}")))?;
+            Ok(pool.install(f))
+        }
+        _ if in_pool => Ok(f()),
+        // `scope` runs its body on one of the global pool's threads.
+        _ => Ok(rayon::scope(|_| f())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loops::{parallel_region, runs_in_parallel, GRAIN_SIZE};
+
+    #[test]
+    fn loops_started_on_a_pool_thread_run_in_parallel_but_not_nested_ones() {
+        let (outer, nested) = with_num_threads(Some(2), || {
+            (
+                runs_in_parallel(GRAIN_SIZE * 4),
+                parallel_region(|| runs_in_parallel(GRAIN_SIZE * 4)),
+            )
+        })
+        .unwrap();
+        assert!(
+            outer,
+            "a pool thread's loop must share its work with the other threads"
+        );
+        assert!(!nested, "a loop inside a loop's body runs serially");
+    }
+
+    #[test]
+    fn zero_threads_is_an_error() {
+        let err = with_num_threads(Some(0), || ()).unwrap_err().to_string();
+        assert!(err.contains("positive"), "{err}");
+    }
+}
