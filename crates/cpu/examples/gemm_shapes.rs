@@ -53,6 +53,14 @@ fn main() {
         case("conv2 gW   go@cols^T", 64, 288, 576, false, true),
         case("conv2 gcol W^T@go", 288, 576, 64, true, false),
         case("conv2 fwd batched", 64, 36864, 288, false, false),
+        // Both operands contiguous along `k` (Note [Products along the reduction] in
+        // src/gemm_dot.rs), the crate's rate falling with the narrower side; and the ResNet's
+        // first-stage weight gradient block with one operand stored the other way.
+        case("nt 288x32x224", 288, 32, 224, false, true),
+        case("nt 288x16x224", 288, 16, 224, false, true),
+        case("nt 144x8x448", 144, 8, 448, false, true),
+        case("rn s1 gW^T cols@go^T", 144, 16, 448, false, true),
+        case("rn s1 gW go@im2row", 16, 144, 448, false, false),
         case("512^3", 512, 512, 512, false, false),
     ];
     for c in &cases {

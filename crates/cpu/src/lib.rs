@@ -62,6 +62,7 @@ mod flash_attention_kernel;
 mod flip;
 mod fold;
 mod fresh_output;
+mod gemm_dot;
 mod grid_sampler;
 mod group_norm;
 mod index;

@@ -96,8 +96,43 @@ impl MatPtr {
 }
 
 /// The floating types the `gemm` crate computes directly.
-pub(crate) trait GemmFloat: Float + Element {}
-impl GemmFloat for f32 {}
+pub(crate) trait GemmFloat: Float + Element {
+    /// [`gemm_float`] along the reduction when that path applies (Note [Products along the
+    /// reduction]); returns whether it computed the product.
+    ///
+    /// # Safety
+    /// As for [`gemm_float`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_along_k(
+        _m: usize,
+        _n: usize,
+        _k: usize,
+        _dst: MatPtr,
+        _a: MatPtr,
+        _b: MatPtr,
+        _alpha: Self,
+        _beta: Self,
+        _read_dst: bool,
+    ) -> bool {
+        false
+    }
+}
+impl GemmFloat for f32 {
+    unsafe fn gemm_along_k(
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: MatPtr,
+        a: MatPtr,
+        b: MatPtr,
+        alpha: f32,
+        beta: f32,
+        read_dst: bool,
+    ) -> bool {
+        // SAFETY: forwarded to the caller.
+        unsafe { crate::gemm_dot::gemm_along_k(m, n, k, dst, a, b, alpha, beta, read_dst) }
+    }
+}
 impl GemmFloat for f64 {}
 
 /// Rows or columns per block of a split product are a multiple of this (two AVX2 vectors of
@@ -205,6 +240,10 @@ unsafe fn gemm_serial<T: GemmFloat>(
     beta: T,
     read_dst: bool,
 ) {
+    // SAFETY: forwarded to the caller.
+    if unsafe { T::gemm_along_k(m, n, k, dst, a, b, alpha, beta, read_dst) } {
+        return;
+    }
     // SAFETY: forwarded to the caller.
     unsafe {
         gemm::gemm(

@@ -814,7 +814,10 @@ mod tests {
         parallel_region(|| {
             assert!(in_parallel_region());
             parallel_region(|| assert!(in_parallel_region()));
-            assert!(in_parallel_region(), "a nested region restores the outer one's flag");
+            assert!(
+                in_parallel_region(),
+                "a nested region restores the outer one's flag"
+            );
         });
         assert!(!in_parallel_region());
         // The bodies of a parallel loop run in a region, wherever they run.
@@ -824,7 +827,9 @@ mod tests {
             .unwrap();
         pool.install(|| {
             assert!(!in_parallel_region());
-            parallel_for(4 * GRAIN_SIZE, GRAIN_SIZE, |_, _| assert!(in_parallel_region()));
+            parallel_for(4 * GRAIN_SIZE, GRAIN_SIZE, |_, _| {
+                assert!(in_parallel_region())
+            });
             assert!(!in_parallel_region());
         });
     }
