@@ -15,9 +15,12 @@ use crate::error::{invalid, Result};
 // while the other threads join in. The same holds here when the calling thread is one of the
 // pool's: a loop it starts runs on it, and the other threads steal their share. Either the
 // program's thread joins the global pool (`set_num_threads`, for a program's main thread) or
-// the work moves onto a pool's thread (`with_num_threads`, for a library call such as the
-// CLI's training). Loops nested in a loop's body still run serially (Note [Parallel regions]
-// in `loops`).
+// the work moves onto a thread of a pool of its own (`with_num_threads`, for a library call
+// such as the CLI's training). Its own: a pool thread that waits for the rest of a loop runs
+// other jobs of its pool meanwhile, and if those could be other callers' whole closures, one
+// would run nested in another, under the other's grad mode and dispatch guards (the loops'
+// own jobs are kernel code, which reads no such state). Loops nested in a loop's body still
+// run serially (Note [Parallel regions] in `loops`).
 
 /// Makes the kernels run on `n` threads, the calling thread one of them (Note [The caller is
 /// one of the kernel threads]): rayon's global pool is built with `n` threads, the calling
@@ -65,9 +68,11 @@ pub fn set_num_threads(n: usize) -> Result<()> {
 }
 
 /// Runs `f` on one of the kernel threads (Note [The caller is one of the kernel threads]):
-/// with `threads` given, on a pool of that many threads (the current one when the calling
-/// thread is in a pool of that size, else a new one for the duration of the call); without,
-/// on the current pool (the calling thread's, else rayon's global pool).
+/// on the calling thread when it is one already (in a pool of `threads` threads, if given),
+/// else on a new pool of `threads` threads (rayon's default count when `None`) for the
+/// duration of the call. Never on another caller's pool: a pool thread waiting inside a loop
+/// may run other jobs of its pool, and a whole foreign `f` run that way would see this
+/// thread's state (grad mode, dispatch guards) as its own.
 ///
 /// ```
 /// use switchboard_cpu::threads::with_num_threads;
@@ -80,22 +85,23 @@ pub fn with_num_threads<R: Send>(
     threads: Option<usize>,
     f: impl FnOnce() -> R + Send,
 ) -> Result<R> {
-    let in_pool = rayon::current_thread_index().is_some();
-    match threads {
-        Some(0) => Err(invalid(
+    if threads == Some(0) {
+        return Err(invalid(
             "with_num_threads expects a positive number of threads",
-        )),
-        Some(n) if !(in_pool && rayon::current_num_threads() == n) => {
-            let pool = ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|e| invalid(format!("cannot start {n} threads: {e}")))?;
-            Ok(pool.install(f))
-        }
-        _ if in_pool => Ok(f()),
-        // `scope` runs its body on one of the global pool's threads.
-        _ => Ok(rayon::scope(|_| f())),
+        ));
     }
+    let in_pool = rayon::current_thread_index().is_some();
+    if in_pool && threads.is_none_or(|n| n == rayon::current_num_threads()) {
+        return Ok(f());
+    }
+    let mut builder = ThreadPoolBuilder::new();
+    if let Some(n) = threads {
+        builder = builder.num_threads(n);
+    }
+    let pool = builder
+        .build()
+        .map_err(|e| invalid(format!("cannot start the kernel threads: {e}")))?;
+    Ok(pool.install(f))
 }
 
 #[cfg(test)]
@@ -117,6 +123,35 @@ mod tests {
             "a pool thread's loop must share its work with the other threads"
         );
         assert!(!nested, "a loop inside a loop's body runs serially");
+    }
+
+    #[test]
+    fn concurrent_callers_never_run_inside_each_other() {
+        // Each caller's closure marks its thread while it runs, and starts parallel loops
+        // (during which a pool thread may run other jobs of its pool): no closure may start
+        // on a thread another closure has marked.
+        thread_local! {
+            static BUSY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        let run = || {
+            with_num_threads(None, || {
+                assert!(
+                    !BUSY.with(|b| b.replace(true)),
+                    "ran inside another caller's closure"
+                );
+                for _ in 0..20 {
+                    crate::loops::parallel_for(1 << 16, 1 << 10, |s, e| {
+                        std::hint::black_box((s..e).sum::<usize>());
+                    });
+                }
+                BUSY.with(|b| b.set(false));
+            })
+            .unwrap()
+        };
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4).map(|_| s.spawn(run)).collect();
+            handles.into_iter().for_each(|h| h.join().unwrap());
+        });
     }
 
     #[test]
