@@ -54,9 +54,10 @@ fn main() -> Result<(), BoxError> {
     let threads: usize = args.next().map_or(Ok(2), |s| s.parse())?;
     let benches: Vec<String> = args.collect();
     switchboard_tensor::tune_allocator();
-    // The kernels run on `threads` threads, this one among them (as PyTorch's main thread is
-    // one of its OpenMP threads): Note [The caller is one of the kernel threads].
-    switchboard_cpu::threads::set_num_threads(threads)?;
+    // The global pool serves the threads outside any pool: the in-process remote worker's.
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()?;
     let all = [
         "mlp_train_step",
         "cnn_train_step",
@@ -71,17 +72,26 @@ fn main() -> Result<(), BoxError> {
     } else {
         benches.iter().map(String::as_str).collect()
     };
-    for bench in chosen {
-        match bench {
-            "mlp_train_step" => mlp::mlp_train_step(steps, threads)?,
-            "cnn_train_step" => cnn::cnn_train_step(steps, threads)?,
-            "resnet_train_step" => resnet::resnet_train_step(steps, threads)?,
-            "transformer_train_step" => transformer::transformer_train_step(steps, threads)?,
-            "lazy_mlp_train_step" => mlp::lazy_mlp_train_step(steps, threads)?,
-            "remote_mlp_train_step" => mlp::remote_mlp_train_step(steps, threads)?,
-            "per_sample_grads" => per_sample::per_sample_grads(steps, threads)?,
-            other => return Err(format!("unknown bench {other}; one of {all:?}").into()),
-        }
-    }
+    // The steps run on one of `threads` kernel threads, as PyTorch's main thread is one of its
+    // OpenMP threads (Note [The caller is one of the kernel threads] in switchboard-cpu).
+    switchboard_cpu::threads::with_num_threads(Some(threads), || {
+        chosen
+            .iter()
+            .try_for_each(|bench| run(bench, steps, threads, &all).map_err(|e| e.to_string()))
+    })??;
     Ok(())
+}
+
+/// Runs one workload.
+fn run(bench: &str, steps: usize, threads: usize, all: &[&str]) -> Result<(), BoxError> {
+    match bench {
+        "mlp_train_step" => mlp::mlp_train_step(steps, threads),
+        "cnn_train_step" => cnn::cnn_train_step(steps, threads),
+        "resnet_train_step" => resnet::resnet_train_step(steps, threads),
+        "transformer_train_step" => transformer::transformer_train_step(steps, threads),
+        "lazy_mlp_train_step" => mlp::lazy_mlp_train_step(steps, threads),
+        "remote_mlp_train_step" => mlp::remote_mlp_train_step(steps, threads),
+        "per_sample_grads" => per_sample::per_sample_grads(steps, threads),
+        other => Err(format!("unknown bench {other}; one of {all:?}").into()),
+    }
 }
