@@ -38,37 +38,41 @@ const NARROW: usize = 32;
 /// Reductions at least this long take this path whatever the shape.
 const LONG_K: usize = 4096;
 
-/// `dst = beta*dst + alpha*(a @ b)` (`dst` read only when `read_dst`) for an `m×k` `a` with
-/// unit column stride and a `k×n` `b` with unit row stride, when the CPU has AVX-512 and the
-/// product is long enough (Note [Products along the reduction]); returns whether it did.
+/// An `f32` product `dst = beta*dst + alpha*(a @ b)` for an `m×k` `a` and a `k×n` `b`
+/// (`dst` read only when `read_dst`), as `gemm_float` takes it.
+#[derive(Clone, Copy)]
+pub(crate) struct Product {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub dst: MatPtr,
+    pub a: MatPtr,
+    pub b: MatPtr,
+    pub alpha: f32,
+    pub beta: f32,
+    pub read_dst: bool,
+}
+
+/// Computes `p` along the reduction when `a` has unit column stride, `b` unit row stride, the
+/// CPU has AVX-512 and the product is one the gemm crate runs poorly (Note [Products along
+/// the reduction]); returns whether it did.
 ///
 /// # Safety
 /// As for `gemm_float`: every addressed element in bounds of live allocations, `dst`
 /// exclusive and disjoint from `a` and `b`, addressing no element twice.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gemm_along_k(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: MatPtr,
-    a: MatPtr,
-    b: MatPtr,
-    alpha: f32,
-    beta: f32,
-    read_dst: bool,
-) -> bool {
+pub(crate) unsafe fn gemm_along_k(p: &Product) -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
-    if a.cs == 1
-        && b.rs == 1
-        && k >= MIN_K
-        && (m.min(n) < NARROW || k >= LONG_K)
+    if p.a.cs == 1
+        && p.b.rs == 1
+        && p.k >= MIN_K
+        && (p.m.min(p.n) < NARROW || p.k >= LONG_K)
         && std::arch::is_x86_feature_detected!("avx512f")
     {
         // SAFETY: AVX-512 is present; the bounds are the caller's.
-        unsafe { avx512::product(m, n, k, dst, a, b, alpha, beta, read_dst) };
+        unsafe { avx512::product(p) };
         return true;
     }
-    let _ = (m, n, k, dst, a, b, alpha, beta, read_dst);
+    let _ = p;
     false
 }
 
@@ -76,26 +80,25 @@ pub(crate) unsafe fn gemm_along_k(
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{KC, MR, NR};
-    use crate::linalg::MatPtr;
+    use super::{Product, KC, MR, NR};
 
     /// The product, tile by tile.
     ///
     /// # Safety
     /// AVX-512F must be present; the operands as for `gemm_along_k`.
     #[target_feature(enable = "avx512f")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn product(
-        m: usize,
-        n: usize,
-        k: usize,
-        dst: MatPtr,
-        a: MatPtr,
-        b: MatPtr,
-        alpha: f32,
-        beta: f32,
-        read_dst: bool,
-    ) {
+    pub(super) unsafe fn product(p: &Product) {
+        let Product {
+            m,
+            n,
+            k,
+            dst,
+            a,
+            b,
+            alpha,
+            beta,
+            read_dst,
+        } = *p;
         let (ap, bp, dp) = (
             a.ptr as *const f32,
             b.ptr as *const f32,
@@ -300,17 +303,17 @@ mod tests {
                 // SAFETY: the matrices are the vectors' elements: `a` m×k row-major, `b` the
                 // transpose of row-major n×k `bt`, `d` m×n with rows `ld` apart.
                 let done = unsafe {
-                    gemm_along_k(
+                    gemm_along_k(&Product {
                         m,
                         n,
                         k,
-                        MatPtr::row_major(d.as_mut_ptr(), ld),
-                        MatPtr::row_major(a.as_ptr(), k),
-                        MatPtr::row_major(bt.as_ptr(), k).t(),
+                        dst: MatPtr::row_major(d.as_mut_ptr(), ld),
+                        a: MatPtr::row_major(a.as_ptr(), k),
+                        b: MatPtr::row_major(bt.as_ptr(), k).t(),
                         alpha,
                         beta,
                         read_dst,
-                    )
+                    })
                 };
                 let avx512 = cfg!(all(target_arch = "x86_64", not(miri)))
                     && std::arch::is_x86_feature_detected!("avx512f");
@@ -343,17 +346,17 @@ mod tests {
         let mut d = vec![0f32; 64 * 64];
         // SAFETY: 64×128 `a`, `b` the transpose of row-major 64×128, 64×64 `d`.
         let done = unsafe {
-            gemm_along_k(
-                64,
-                64,
-                128,
-                MatPtr::row_major(d.as_mut_ptr(), 64),
-                MatPtr::row_major(a.as_ptr(), 128),
-                MatPtr::row_major(b.as_ptr(), 128).t(),
-                1.0,
-                0.0,
-                false,
-            )
+            gemm_along_k(&Product {
+                m: 64,
+                n: 64,
+                k: 128,
+                dst: MatPtr::row_major(d.as_mut_ptr(), 64),
+                a: MatPtr::row_major(a.as_ptr(), 128),
+                b: MatPtr::row_major(b.as_ptr(), 128).t(),
+                alpha: 1.0,
+                beta: 0.0,
+                read_dst: false,
+            })
         };
         assert!(!done);
     }

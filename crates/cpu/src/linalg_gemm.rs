@@ -9,6 +9,7 @@ use crate::copy::{cast, copy_into};
 use crate::dispatch_dtype::{CpuElement, Float, Num};
 use crate::dispatch_integral_types;
 use crate::error::{not_implemented, Result};
+use crate::gemm_dot::{gemm_along_k, Product};
 use crate::loops::{in_parallel_region, parallel_for, parallel_region};
 
 // Note [GEMM through the gemm crate]
@@ -97,40 +98,15 @@ impl MatPtr {
 
 /// The floating types the `gemm` crate computes directly.
 pub(crate) trait GemmFloat: Float + Element {
-    /// [`gemm_float`] along the reduction when that path applies (Note [Products along the
-    /// reduction]); returns whether it computed the product.
-    ///
-    /// # Safety
-    /// As for [`gemm_float`].
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm_along_k(
-        _m: usize,
-        _n: usize,
-        _k: usize,
-        _dst: MatPtr,
-        _a: MatPtr,
-        _b: MatPtr,
-        _alpha: Self,
-        _beta: Self,
-        _read_dst: bool,
-    ) -> bool {
-        false
+    /// The value as an `f32` when `Self` is `f32` (products of `f32` may take the path of
+    /// Note [Products along the reduction]).
+    fn as_f32(self) -> Option<f32> {
+        None
     }
 }
 impl GemmFloat for f32 {
-    unsafe fn gemm_along_k(
-        m: usize,
-        n: usize,
-        k: usize,
-        dst: MatPtr,
-        a: MatPtr,
-        b: MatPtr,
-        alpha: f32,
-        beta: f32,
-        read_dst: bool,
-    ) -> bool {
-        // SAFETY: forwarded to the caller.
-        unsafe { crate::gemm_dot::gemm_along_k(m, n, k, dst, a, b, alpha, beta, read_dst) }
+    fn as_f32(self) -> Option<f32> {
+        Some(self)
     }
 }
 impl GemmFloat for f64 {}
@@ -240,9 +216,22 @@ unsafe fn gemm_serial<T: GemmFloat>(
     beta: T,
     read_dst: bool,
 ) {
-    // SAFETY: forwarded to the caller.
-    if unsafe { T::gemm_along_k(m, n, k, dst, a, b, alpha, beta, read_dst) } {
-        return;
+    if let (Some(alpha), Some(beta)) = (alpha.as_f32(), beta.as_f32()) {
+        let product = Product {
+            m,
+            n,
+            k,
+            dst,
+            a,
+            b,
+            alpha,
+            beta,
+            read_dst,
+        };
+        // SAFETY: forwarded to the caller (the operands are `f32` matrices).
+        if unsafe { gemm_along_k(&product) } {
+            return;
+        }
     }
     // SAFETY: forwarded to the caller.
     unsafe {
