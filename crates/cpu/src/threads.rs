@@ -104,6 +104,62 @@ pub fn with_num_threads<R: Send>(
     Ok(pool.install(f))
 }
 
+/// A job for a [`KernelThread`].
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A thread of a kernel pool of its own that runs the jobs submitted to it one after another
+/// (Note [The caller is one of the kernel threads]): for a server whose requests call kernels
+/// from threads outside any pool. The jobs run one at a time, on the same thread, never one
+/// nested in another. The thread and its pool stop once the `KernelThread` is dropped and the
+/// jobs submitted before have run.
+///
+/// ```
+/// use std::sync::mpsc;
+/// use switchboard_cpu::threads::KernelThread;
+/// let kernels = KernelThread::start(Some(2)).unwrap();
+/// let (tx, rx) = mpsc::channel();
+/// kernels
+///     .submit(move || tx.send(rayon::current_thread_index().is_some()).unwrap())
+///     .unwrap();
+/// assert!(rx.recv().unwrap(), "the job ran on one of the pool's threads");
+/// ```
+pub struct KernelThread {
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+impl KernelThread {
+    /// Starts the thread and its pool of `threads` threads (rayon's default count when `None`),
+    /// the thread one of them.
+    pub fn start(threads: Option<usize>) -> Result<KernelThread> {
+        if threads == Some(0) {
+            return Err(invalid(
+                "a kernel thread needs a positive number of threads",
+            ));
+        }
+        let mut builder = ThreadPoolBuilder::new();
+        if let Some(n) = threads {
+            builder = builder.num_threads(n);
+        }
+        let pool = builder
+            .build()
+            .map_err(|e| invalid(format!("cannot start the kernel threads: {e}")))?;
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("switchboard-kernels".into())
+            .spawn(move || pool.install(|| queue.into_iter().for_each(|job| job())))
+            .map_err(|e| invalid(format!("cannot start the kernel thread: {e}")))?;
+        Ok(KernelThread { jobs })
+    }
+
+    /// Queues `job` to run on the kernel thread after the jobs submitted before it. A job that
+    /// panics ends the thread (the later jobs are dropped unrun): catch what a job may throw.
+    pub fn submit(&self, job: impl FnOnce() + Send + 'static) -> Result<()> {
+        self.jobs
+            .send(Box::new(job))
+            .map_err(|_| invalid("the kernel thread has stopped"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

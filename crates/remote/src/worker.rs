@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
+use switchboard_cpu::threads::KernelThread;
 use tarpc::context::Context;
 use tarpc::server::{BaseChannel, Channel};
 use tokio::net::{TcpListener, TcpStream};
@@ -97,6 +98,8 @@ struct WorkerState {
     sessions: Mutex<HashMap<u64, Arc<Session>>>,
     connections: AtomicUsize,
     hello_timeout: Duration,
+    /// Where graphs and copies run (Note [The worker's kernel thread]).
+    kernels: KernelThread,
 }
 
 impl WorkerState {
@@ -169,6 +172,7 @@ impl Worker {
             sessions: Mutex::default(),
             connections: AtomicUsize::new(0),
             hello_timeout: config.hello_timeout,
+            kernels: KernelThread::start(None).map_err(|e| RemoteError::config(e.to_string()))?,
         });
         runtime.spawn(accept_loop(
             listener,
@@ -341,17 +345,47 @@ impl Connection {
     }
 }
 
-/// Runs `f` on a blocking thread (graphs and copies are CPU work), reporting a panic as an
-/// error instead of losing the connection.
+// Note [The worker's kernel thread]
+// Graphs and copies are CPU work. They run on the worker's `KernelThread`, one request after
+// another, rather than on tokio's blocking threads: from a thread outside any rayon pool,
+// each of a kernel's parallel loops is handed over to the pool while the caller sleeps
+// (Note [The caller is one of the kernel threads] in switchboard-cpu). On two threads the
+// in-process `remote_mlp_train_step` took 2.8 ms that way, against 1.56 ms for the eager step.
+// One request at a time, as an accelerator's stream runs its work: two requests on a pool's
+// threads could also run one nested inside the other.
+
+/// Runs `f` on the worker's kernel thread (Note [The worker's kernel thread]), reporting a
+/// panic as an error instead of losing the connection or the thread.
 async fn blocking<T: Send + 'static>(
+    kernels: &KernelThread,
     f: impl FnOnce() -> Result<T, WorkerError> + Send + 'static,
 ) -> Result<T, WorkerError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r,
-        Err(e) => Err(WorkerError::new(
+    let stopped = || {
+        WorkerError::new(
             ErrorKind::Execution,
-            format!("the worker failed running the request: {e}"),
-        )),
+            "the worker's kernel thread has stopped",
+        )
+    };
+    let (reply, result) = tokio::sync::oneshot::channel();
+    kernels
+        .submit(move || {
+            let _ = reply.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        })
+        .map_err(|_| stopped())?;
+    match result.await {
+        Ok(Ok(r)) => r,
+        Ok(Err(panic)) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Err(WorkerError::new(
+                ErrorKind::Execution,
+                format!("the worker failed running the request: {message}"),
+            ))
+        }
+        Err(_) => Err(stopped()),
     }
 }
 
@@ -384,7 +418,7 @@ impl WorkerService for Connection {
     async fn run(self, _: Context, request: RunRequest) -> Result<RunReply, WorkerError> {
         let session = self.session()?;
         let limits = self.state.limits;
-        blocking(move || session.run(request, &limits)).await
+        blocking(&self.state.kernels, move || session.run(request, &limits)).await
     }
 
     async fn fetch(
@@ -395,7 +429,10 @@ impl WorkerService for Connection {
     ) -> Result<HostTensor, WorkerError> {
         let session = self.session()?;
         let limits = self.state.limits;
-        blocking(move || session.fetch(&handle, &release, &limits)).await
+        blocking(&self.state.kernels, move || {
+            session.fetch(&handle, &release, &limits)
+        })
+        .await
     }
 
     async fn release(self, _: Context, handles: Vec<Handle>) -> Result<(), WorkerError> {
