@@ -233,9 +233,9 @@ fn im2col<T: Num>(x: &[T], cols: &mut [T], g: &Geom, rows: Range<usize>) {
     }
     // Note [im2col through a padded row].
     let wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-    // `sw - 1` zeros past the row's end, so that every tap's gather reads `ow` whole chunks
-    // of `sw` elements (it uses only the first of each).
-    let mut padded = vec![T::ZERO; wp + g.sw - 1];
+    // At stride 2, one zero past the row's end, so that every tap's gather reads `ow` whole
+    // pairs (it uses only the first of each).
+    let mut padded = vec![T::ZERO; wp + usize::from(g.sw == 2)];
     let interior = g.w.min(wp.saturating_sub(g.pw));
     for c in 0..g.cin_g() {
         for i in 0..g.kh {

@@ -551,3 +551,20 @@ fn convolutions_over_several_im2col_blocks() {
         assert!((lhs - rhs).abs() <= 1e-9 * rhs.abs(), "{lhs} vs {rhs}");
     }
 }
+
+#[test]
+fn a_stride_far_beyond_the_input_gives_one_output_not_a_huge_buffer() {
+    // One output position per dimension; the im2col buffers follow the output, not the stride.
+    let x = ramp(&[1, 2, 5, 5], ScalarType::Float);
+    let w = ramp(&[3, 2, 3, 3], ScalarType::Float);
+    let huge = 1i64 << 60;
+    for stride in [[huge, huge], [2, huge], [huge, 2]] {
+        let y = convolution(&x, &w, None, &stride, &[1, 1], &[1, 1], false, &[0, 0], 1).unwrap();
+        assert_eq!(y.sizes()[..2], [1, 3]);
+        assert!(
+            y.sizes()[2..].iter().all(|&s| s == 1 || s == 3),
+            "{:?}",
+            y.sizes()
+        );
+    }
+}
