@@ -285,9 +285,11 @@ impl From<switchboard_tensor::TensorError> for TrainError {
 
 /// Trains as `cfg` says, writing per-epoch lines (and the summary) to `out`.
 ///
-/// The run happens on one of the kernel threads (`cfg.threads` of them, else the current
-/// pool's), so that the kernels' loops share their work without the caller sleeping through
-/// each one (Note [The caller is one of the kernel threads] in switchboard-cpu).
+/// The run happens on one of the kernel threads (`with_num_threads(cfg.threads, ..)`: the
+/// calling thread when it is in a pool of that size, else a pool of `cfg.threads` threads or of
+/// rayon's default count), so that the kernels' loops share their work without the caller
+/// sleeping through each one (Note [The caller is one of the kernel threads] in
+/// switchboard-cpu).
 pub fn train(cfg: &TrainConfig, out: &mut (dyn Write + Send)) -> Result<TrainReport, TrainError> {
     cfg.validate()?;
     switchboard_cpu::threads::with_num_threads(cfg.threads, || run(cfg, out))
