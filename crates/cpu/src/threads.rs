@@ -1,7 +1,7 @@
 //! The threads the kernels' parallel loops run on (PyTorch's `at::set_num_threads`): rayon's
 //! threads, with the thread that calls the kernels one of them.
 
-use rayon::ThreadPoolBuilder;
+use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use crate::error::{invalid, Result};
 
@@ -94,14 +94,18 @@ pub fn with_num_threads<R: Send>(
     if in_pool && threads.is_none_or(|n| n == rayon::current_num_threads()) {
         return Ok(f());
     }
+    Ok(new_pool(threads)?.install(f))
+}
+
+/// A new pool of `threads` threads (rayon's default count when `None`).
+fn new_pool(threads: Option<usize>) -> Result<ThreadPool> {
     let mut builder = ThreadPoolBuilder::new();
     if let Some(n) = threads {
         builder = builder.num_threads(n);
     }
-    let pool = builder
+    builder
         .build()
-        .map_err(|e| invalid(format!("cannot start the kernel threads: {e}")))?;
-    Ok(pool.install(f))
+        .map_err(|e| invalid(format!("cannot start the kernel threads: {e}")))
 }
 
 /// A job for a [`KernelThread`].
@@ -136,13 +140,7 @@ impl KernelThread {
                 "a kernel thread needs a positive number of threads",
             ));
         }
-        let mut builder = ThreadPoolBuilder::new();
-        if let Some(n) = threads {
-            builder = builder.num_threads(n);
-        }
-        let pool = builder
-            .build()
-            .map_err(|e| invalid(format!("cannot start the kernel threads: {e}")))?;
+        let pool = new_pool(threads)?;
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("switchboard-kernels".into())
